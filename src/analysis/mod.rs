@@ -1,0 +1,1 @@
+//! Aggregation: call trees, flat profiles, histograms.

@@ -1,0 +1,81 @@
+//! The command line: one file per subcommand, each holding its clap `*Args`,
+//! the conversion into library options, and the wiring of the stages.
+//!
+//! Exit codes are interface: 0 success (a closed pipe too), 1 the target
+//! failed, 2 bad input or usage. A subcommand returns `Err(Exit(code))` to
+//! leave with a code and no message; every other error prints as
+//! `scry: {err:#}` and exits 2.
+
+mod flamegraph;
+mod record;
+mod report;
+mod script;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "scry", version, about = "Linux tracing and profiling", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a command (or watch a process or the system) and record samples into perf.data
+    Record(record::RecordArgs),
+    /// Print the samples of a perf.data file, one per line, as `perf script` does
+    Script(script::ScriptArgs),
+    /// Summarize a perf.data file: hot functions, call chains
+    Report(report::ReportArgs),
+    /// Draw a flame graph (SVG) or write folded stacks from a perf.data file or a command
+    Flamegraph(flamegraph::FlamegraphArgs),
+}
+
+/// Leave with this exit code and no further message (the cause was printed).
+#[derive(Debug, thiserror::Error)]
+#[error("exit status {0}")]
+pub struct Exit(pub u8);
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Record(args) => record::run(args),
+        Command::Script(args) => script::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Flamegraph(args) => flamegraph::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => exit_code_for(&err),
+    }
+}
+
+fn exit_code_for(err: &anyhow::Error) -> ExitCode {
+    if let Some(Exit(code)) = err.downcast_ref::<Exit>() {
+        return ExitCode::from(*code);
+    }
+    // A reader that closed the pipe (`scry script | head`) is not a failure.
+    let broken_pipe = err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("scry: {err:#}");
+    ExitCode::from(2)
+}

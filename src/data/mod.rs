@@ -1,0 +1,1 @@
+//! perf.data (PERFILE2) reader and writer, and the exports built on them.

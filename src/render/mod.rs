@@ -1,0 +1,1 @@
+//! Everything a person reads: tables, trees, SVG.

@@ -1,0 +1,1 @@
+//! Symbolization and unwinding: addresses in, frames out.

@@ -1,0 +1,10 @@
+//! The kernel layer: every syscall and every `unsafe` block of scry lives
+//! here, next to the `#[repr(C)]` structs with the kernel's own names.
+//! Wrappers return `io::Result`; nothing here formats text for people.
+
+pub mod perf_event;
+pub mod proc;
+pub mod process;
+pub mod ring;
+pub mod signal;
+pub mod tracefs;
