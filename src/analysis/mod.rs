@@ -1,1 +1,2 @@
 //! Aggregation: call trees, flat profiles, histograms.
+pub mod sample;

@@ -1,0 +1,98 @@
+//! The resolved sample: the plain data the `symbol` stage hands to every
+//! consumer downstream (report, flame graphs, script, top).
+//!
+//! Frames are interned: a sample holds `FrameId`s into a `FrameTable`, so that
+//! aggregating hundreds of thousands of deep stacks hashes `u32`s, not
+//! strings. Stacks are leaf first (index 0 is where the sample was taken), as
+//! the kernel gives callchains.
+
+use std::sync::Arc;
+
+/// Index of a frame in a `FrameTable`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameId(pub u32);
+
+/// Which address space a frame's address belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FrameKind {
+    Kernel,
+    User,
+}
+
+/// One resolved frame: a function in a binary, or an address that could not
+/// be named (then `sym` is `None` and renderers print `[unknown]` or the
+/// address, as perf does).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    /// The symbol name, demangled unless the user asked for raw names.
+    pub sym: Option<Arc<str>>,
+    /// The binary: a path, `[kernel.kallsyms]`, a module name, `[vdso]`,
+    /// `[JIT] tid N` (perf's name for perf-PID.map code) or `[unknown]`.
+    pub dso: Arc<str>,
+    pub kind: FrameKind,
+    /// True for a frame DWARF says was inlined into the next one (`--inline`).
+    pub inlined: bool,
+}
+
+/// Interned frames. Two addresses in one function share one `FrameId`.
+#[derive(Debug, Default)]
+pub struct FrameTable {
+    frames: Vec<Frame>,
+    index: std::collections::HashMap<Frame, FrameId>,
+}
+
+impl FrameTable {
+    pub fn intern(&mut self, frame: Frame) -> FrameId {
+        if let Some(&id) = self.index.get(&frame) {
+            return id;
+        }
+        let id = FrameId(self.frames.len() as u32);
+        self.frames.push(frame.clone());
+        self.index.insert(frame, id);
+        id
+    }
+
+    pub fn get(&self, id: FrameId) -> &Frame {
+        &self.frames[id.0 as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+}
+
+/// One sample with its stack resolved to frames.
+#[derive(Clone, Debug)]
+pub struct ResolvedSample {
+    /// Index of the event (attribute) in the file that produced the sample.
+    pub event: usize,
+    pub comm: Arc<str>,
+    pub pid: i32,
+    pub tid: i32,
+    pub cpu: u32,
+    /// Nanoseconds, perf clock.
+    pub time: u64,
+    /// The sample's weight (period): what percentages are computed from.
+    pub period: u64,
+    /// Leaf first. Empty only if even the sampled IP was missing.
+    pub stack: Vec<FrameId>,
+    /// Why the stack may be incomplete, if it may.
+    pub quality: StackQuality,
+}
+
+/// How complete a sample's stack is; counted and printed at the top of every
+/// report ("stack quality: ..."), never silently dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum StackQuality {
+    /// Unwound to the outermost frame (or no call graph was asked for).
+    #[default]
+    Complete,
+    /// The unwinder stopped early (DWARF info missing, stack copy too small).
+    Truncated,
+    /// The file has no callchains for this sample's event.
+    NoCallchain,
+}
