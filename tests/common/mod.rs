@@ -1,0 +1,268 @@
+//! Helpers shared by the integration tests: kernel-facility gating, the
+//! workload programs of `workloads/`, and the two binaries under test (`scry`)
+//! and as oracle (`perf`).
+//!
+//! Gating: a test that needs a kernel facility starts with
+//! `require_kernel!()` (perf_event_open), `require_tracefs!()` or
+//! `require_perf!()` (the perf binary, our oracle). When the facility is
+//! missing the test returns early after printing `skipping: <reason>`, unless
+//! `SCRY_KERNEL_TESTS=required` (CI), where it panics with the reason.
+//!
+//! Workloads are built on demand with `cc`/`c++`/`rustc` into
+//! `target/workloads/`, only when the source is newer than the binary. Tests
+//! run in parallel, so each build goes to a unique temporary name and is
+//! renamed into place (rename is atomic; two racing builders both produce a
+//! correct binary). The compiler flags live in the source's first line,
+//! `// build: FLAGS`, so a workload says how it is made.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// True when `SCRY_KERNEL_TESTS=required`: a missing facility fails the test.
+pub fn kernel_tests_required() -> bool {
+    std::env::var("SCRY_KERNEL_TESTS").is_ok_and(|v| v == "required")
+}
+
+/// Skips (returns false after printing the reason) or, when kernel tests are
+/// required, panics with the reason.
+pub fn gate(what: Result<(), String>) -> bool {
+    match what {
+        Ok(()) => true,
+        Err(reason) if kernel_tests_required() => {
+            panic!("SCRY_KERNEL_TESTS=required but {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping: {reason}");
+            false
+        }
+    }
+}
+
+fn euid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// Whether this process may sample with perf_event_open: the kernel has it
+/// (the paranoid sysctl exists) and we are root or paranoid allows users.
+pub fn perf_events_available() -> Result<(), String> {
+    let path = "/proc/sys/kernel/perf_event_paranoid";
+    let paranoid: i32 = match std::fs::read_to_string(path) {
+        Ok(s) => s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{path} holds {s:?}, not a number"))?,
+        Err(e) => return Err(format!("perf_event_open is unavailable: {path}: {e}")),
+    };
+    if euid() == Some(0) || paranoid <= 2 {
+        Ok(())
+    } else {
+        Err(format!(
+            "perf_event_open needs root or kernel.perf_event_paranoid <= 2 (it is {paranoid})"
+        ))
+    }
+}
+
+/// True when perf events can be used; see [`gate`].
+pub fn require_perf_events() -> bool {
+    gate(perf_events_available())
+}
+
+/// Whether tracefs is mounted or can be mounted (as root) with its events.
+pub fn tracefs_available() -> Result<(), String> {
+    scry::sys::tracefs::root()
+        .map(|_| ())
+        .map_err(|e| format!("tracefs is unavailable: {e}"))
+}
+
+/// True when tracefs can be used; see [`gate`].
+pub fn require_tracefs() -> bool {
+    gate(tracefs_available())
+}
+
+/// Whether the oracle `perf` binary is installed and runs.
+pub fn perf_available() -> Result<(), String> {
+    match perf().arg("--version").output() {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "perf (the test oracle) does not run: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Err(format!(
+            "perf (the test oracle) is not installed ({e}); apt-get install linux-perf"
+        )),
+    }
+}
+
+/// True when the oracle `perf` runs; see [`gate`].
+pub fn require_perf() -> bool {
+    gate(perf_available())
+}
+
+/// Return from the test early (or panic under `SCRY_KERNEL_TESTS=required`)
+/// when perf_event_open is unavailable.
+#[macro_export]
+macro_rules! require_kernel {
+    () => {
+        if !common::require_perf_events() {
+            return;
+        }
+    };
+}
+
+/// As `require_kernel!`, for tracefs.
+#[macro_export]
+macro_rules! require_tracefs {
+    () => {
+        if !common::require_tracefs() {
+            return;
+        }
+    };
+}
+
+/// As `require_kernel!`, for the oracle `perf` binary.
+#[macro_export]
+macro_rules! require_perf {
+    () => {
+        if !common::require_perf() {
+            return;
+        }
+    };
+}
+
+/// The scry binary under test.
+pub fn scry() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_scry"))
+}
+
+/// The oracle: Debian's perf (override with env `SCRY_TEST_PERF`).
+pub fn perf() -> Command {
+    let bin = std::env::var_os("SCRY_TEST_PERF").unwrap_or_else(|| "perf".into());
+    Command::new(bin)
+}
+
+/// A fresh temporary directory, removed when dropped.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("scry-test-")
+        .tempdir()
+        .expect("create a temporary directory")
+}
+
+/// Runs `cmd`, panics (showing the command, status and stderr) unless it
+/// succeeds; returns its stdout as text.
+pub fn run_ok(cmd: &mut Command) -> String {
+    let out = output(cmd);
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `cmd` to completion, panicking only if it cannot be started.
+pub fn output(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+/// The lines of perf's stderr that are warnings or errors (perf prints
+/// nothing else there for a clean file, bar its "no symbols" hints).
+pub fn perf_warnings(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .filter(|l| !l.starts_with("no symbols found in") && !l.contains("with build id"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Waits up to `limit` for `child` to exit; returns its status, or None.
+pub fn wait_timeout(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
+            _ => return None,
+        }
+    }
+}
+
+/// Sends signal `sig` (e.g. "INT", "TERM", "KILL") to `pid` with kill(1).
+pub fn signal(pid: u32, sig: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run kill(1): {e}"));
+    assert!(status.success(), "kill -{sig} {pid} failed: {status}");
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/workloads/` (next to cargo's `target/tmp/`).
+fn workload_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).join("workloads")
+}
+
+fn modified(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// The path of workload `name` (from `workloads/<name>.{c,cpp,rs}`), built
+/// if missing or older than its source. Panics if it does not build.
+pub fn workload(name: &str) -> PathBuf {
+    let src_dir = repo().join("workloads");
+    let (source, compiler) = [("c", "cc"), ("cpp", "c++"), ("rs", "rustc")]
+        .iter()
+        .map(|(ext, cc)| (src_dir.join(format!("{name}.{ext}")), *cc))
+        .find(|(path, _)| path.is_file())
+        .unwrap_or_else(|| panic!("no workload {name}.{{c,cpp,rs}} in {}", src_dir.display()));
+    let dir = workload_dir();
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+    let binary = dir.join(name);
+    if let (Some(bin_time), Some(src_time)) = (modified(&binary), modified(&source))
+        && bin_time >= src_time
+    {
+        return binary;
+    }
+    let text = std::fs::read_to_string(&source)
+        .unwrap_or_else(|e| panic!("read {}: {e}", source.display()));
+    let flags: Vec<&str> = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("// build:"))
+        .map(|f| f.split_whitespace().collect())
+        .unwrap_or_default();
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let temp = dir.join(format!(
+        ".{name}.{}.{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut cmd = Command::new(compiler);
+    cmd.args(&flags).arg("-o").arg(&temp).arg(&source);
+    let out = output(&mut cmd);
+    assert!(
+        out.status.success(),
+        "building workload {name} failed: {cmd:?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::rename(&temp, &binary)
+        .unwrap_or_else(|e| panic!("rename {} -> {}: {e}", temp.display(), binary.display()));
+    binary
+}

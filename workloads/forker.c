@@ -1,0 +1,49 @@
+// build: -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls
+// forker [K] [ROUNDS]: forks K children (default 3); each prints
+// "child <i> pid <pid>", burns ROUNDS work units (default 20, about 10 ms
+// each) in child_work and exits; the parent waits for all of them, then
+// burns ROUNDS/4 units in parent_work.
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define UNIT 1000000L
+
+static volatile unsigned long sink;
+
+static void burn(long units) {
+    unsigned long x = sink;
+    for (long i = 0; i < units * UNIT; i++) {
+        x = x * 6364136223846793005UL + 1442695040888963407UL;
+    }
+    sink = x;
+}
+
+__attribute__((noinline)) void child_work(long units) { burn(units); }
+
+__attribute__((noinline)) void parent_work(long units) { burn(units); }
+
+int main(int argc, char **argv) {
+    long k = argc > 1 ? atol(argv[1]) : 3;
+    long rounds = argc > 2 ? atol(argv[2]) : 20;
+    fflush(stdout);
+    for (long i = 0; i < k; i++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("fork");
+            return 1;
+        }
+        if (pid == 0) {
+            printf("child %ld pid %ld\n", i, (long)getpid());
+            fflush(stdout);
+            child_work(rounds);
+            _exit(0);
+        }
+    }
+    int status = 0;
+    while (wait(&status) > 0) {
+    }
+    parent_work(rounds / 4 > 0 ? rounds / 4 : 1);
+    return 0;
+}
