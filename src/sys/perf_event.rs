@@ -1,1 +1,188 @@
-//! TODO(lead): being written.
+//! perf_event_open(2) and the ioctls on its file descriptors.
+//!
+//! Attributes are the kernel's own `perf_event_attr` (from perf-event-open-sys)
+//! with `size` set to `ATTR_SIZE`: PERF_ATTR_SIZE_VER7 (128 bytes), the
+//! newest layout Debian's perf 6.1 knows. The same bytes go to the kernel and
+//! into perf.data, so what the file says is exactly what was asked for.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+pub use perf_event_open_sys::bindings::perf_event_attr;
+use perf_event_open_sys::bindings as b;
+
+/// The attribute size scry writes and asks for (PERF_ATTR_SIZE_VER7).
+pub const ATTR_SIZE: u32 = b::PERF_ATTR_SIZE_VER7;
+
+pub const PERF_TYPE_HARDWARE: u32 = b::PERF_TYPE_HARDWARE;
+pub const PERF_TYPE_SOFTWARE: u32 = b::PERF_TYPE_SOFTWARE;
+pub const PERF_TYPE_TRACEPOINT: u32 = b::PERF_TYPE_TRACEPOINT;
+pub const PERF_TYPE_HW_CACHE: u32 = b::PERF_TYPE_HW_CACHE;
+pub const PERF_TYPE_RAW: u32 = b::PERF_TYPE_RAW;
+
+pub const PERF_SAMPLE_IP: u64 = b::PERF_SAMPLE_IP as u64;
+pub const PERF_SAMPLE_TID: u64 = b::PERF_SAMPLE_TID as u64;
+pub const PERF_SAMPLE_TIME: u64 = b::PERF_SAMPLE_TIME as u64;
+pub const PERF_SAMPLE_ADDR: u64 = b::PERF_SAMPLE_ADDR as u64;
+pub const PERF_SAMPLE_ID: u64 = b::PERF_SAMPLE_ID as u64;
+pub const PERF_SAMPLE_CPU: u64 = b::PERF_SAMPLE_CPU as u64;
+pub const PERF_SAMPLE_PERIOD: u64 = b::PERF_SAMPLE_PERIOD as u64;
+pub const PERF_SAMPLE_CALLCHAIN: u64 = b::PERF_SAMPLE_CALLCHAIN as u64;
+pub const PERF_SAMPLE_RAW: u64 = b::PERF_SAMPLE_RAW as u64;
+pub const PERF_SAMPLE_REGS_USER: u64 = b::PERF_SAMPLE_REGS_USER as u64;
+pub const PERF_SAMPLE_STACK_USER: u64 = b::PERF_SAMPLE_STACK_USER as u64;
+pub const PERF_SAMPLE_IDENTIFIER: u64 = b::PERF_SAMPLE_IDENTIFIER as u64;
+
+pub const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = b::PERF_FORMAT_TOTAL_TIME_ENABLED as u64;
+pub const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = b::PERF_FORMAT_TOTAL_TIME_RUNNING as u64;
+pub const PERF_FORMAT_ID: u64 = b::PERF_FORMAT_ID as u64;
+
+pub const PERF_RECORD_MMAP: u32 = b::PERF_RECORD_MMAP;
+pub const PERF_RECORD_LOST: u32 = b::PERF_RECORD_LOST;
+pub const PERF_RECORD_COMM: u32 = b::PERF_RECORD_COMM;
+pub const PERF_RECORD_EXIT: u32 = b::PERF_RECORD_EXIT;
+pub const PERF_RECORD_THROTTLE: u32 = b::PERF_RECORD_THROTTLE;
+pub const PERF_RECORD_UNTHROTTLE: u32 = b::PERF_RECORD_UNTHROTTLE;
+pub const PERF_RECORD_FORK: u32 = b::PERF_RECORD_FORK;
+pub const PERF_RECORD_SAMPLE: u32 = b::PERF_RECORD_SAMPLE;
+pub const PERF_RECORD_MMAP2: u32 = b::PERF_RECORD_MMAP2;
+pub const PERF_RECORD_LOST_SAMPLES: u32 = b::PERF_RECORD_LOST_SAMPLES;
+/// A perf tool record (not from the kernel): "every record before this one
+/// in the file may be sorted and flushed".
+pub const PERF_RECORD_FINISHED_ROUND: u32 = 68;
+
+pub const PERF_RECORD_MISC_KERNEL: u16 = b::PERF_RECORD_MISC_KERNEL as u16;
+pub const PERF_RECORD_MISC_USER: u16 = b::PERF_RECORD_MISC_USER as u16;
+pub const PERF_RECORD_MISC_COMM_EXEC: u16 = b::PERF_RECORD_MISC_COMM_EXEC as u16;
+
+/// x86-64 user registers perf samples for DWARF unwinding: every general
+/// purpose register, ip, sp and flags, without the segment registers.
+pub const PERF_REGS_MASK_X86_64: u64 = 0xff0fff;
+
+/// A zeroed attribute with `size` set.
+pub fn new_attr() -> perf_event_attr {
+    perf_event_attr {
+        size: ATTR_SIZE,
+        ..Default::default()
+    }
+}
+
+/// The first `ATTR_SIZE` bytes of `attr`, as the kernel reads them and as
+/// perf.data stores them.
+pub fn attr_bytes(attr: &perf_event_attr) -> Vec<u8> {
+    let len = (ATTR_SIZE as usize).min(std::mem::size_of::<perf_event_attr>());
+    // SAFETY: perf_event_attr is a plain #[repr(C)] struct of integers with
+    // no padding bytes in its first ATTR_SIZE bytes (the kernel ABI packs it),
+    // and `len` does not exceed its size.
+    let bytes = unsafe { std::slice::from_raw_parts((attr as *const perf_event_attr).cast::<u8>(), len) };
+    bytes.to_vec()
+}
+
+/// One counter's file descriptor.
+#[derive(Debug)]
+pub struct PerfEventFd(OwnedFd);
+
+impl PerfEventFd {
+    /// perf_event_open(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC).
+    pub fn open(attr: &perf_event_attr, pid: i32, cpu: i32) -> io::Result<Self> {
+        let mut attr = *attr;
+        // SAFETY: `attr` is a valid, initialized perf_event_attr whose `size`
+        // field does not exceed the struct; the kernel only reads it.
+        let fd = unsafe {
+            perf_event_open_sys::perf_event_open(
+                &mut attr,
+                pid,
+                cpu,
+                -1,
+                b::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel just returned this descriptor and nothing else owns it.
+        Ok(PerfEventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    pub fn enable(&self) -> io::Result<()> {
+        // SAFETY: a valid perf event fd; ENABLE takes no pointer.
+        check(unsafe { perf_event_open_sys::ioctls::ENABLE(self.0.as_raw_fd(), 0) })
+    }
+
+    pub fn disable(&self) -> io::Result<()> {
+        // SAFETY: a valid perf event fd; DISABLE takes no pointer.
+        check(unsafe { perf_event_open_sys::ioctls::DISABLE(self.0.as_raw_fd(), 0) })
+    }
+
+    /// The sample id the kernel puts in this counter's records.
+    pub fn id(&self) -> io::Result<u64> {
+        let mut id = 0u64;
+        // SAFETY: ID writes one u64 through the pointer, which is valid.
+        check(unsafe { perf_event_open_sys::ioctls::ID(self.0.as_raw_fd(), &mut id) })?;
+        Ok(id)
+    }
+
+    /// Send this counter's records to `target`'s ring buffer.
+    pub fn set_output(&self, target: &PerfEventFd) -> io::Result<()> {
+        // SAFETY: both are valid perf event fds owned by us.
+        check(unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(self.0.as_raw_fd(), target.0.as_raw_fd()) })
+    }
+
+    /// Apply a tracepoint filter (ftrace syntax).
+    pub fn set_filter(&self, filter: &str) -> io::Result<()> {
+        let filter = CString::new(filter)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "filter contains a NUL byte"))?;
+        // SAFETY: the kernel reads the NUL-terminated string, which outlives the call.
+        check(unsafe {
+            perf_event_open_sys::ioctls::SET_FILTER(self.0.as_raw_fd(), filter.as_ptr() as *mut libc::c_char)
+        })
+    }
+
+    /// read(2) of the counter: `[value, time_enabled, time_running, id]`
+    /// as far as `read_format` asked for them.
+    pub fn read_values(&self, buf: &mut [u64]) -> io::Result<usize> {
+        // SAFETY: buf is valid writable memory of the given byte length.
+        let n = unsafe {
+            libc::read(
+                self.0.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                std::mem::size_of_val(buf),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize / 8)
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `/proc/sys/kernel/perf_event_paranoid`, if readable.
+pub fn paranoid_level() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// `/proc/sys/kernel/perf_event_max_sample_rate`, if readable.
+pub fn max_sample_rate() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}

@@ -1,1 +1,177 @@
-//! TODO(lead): being written.
+//! Starting the workload the way perf does: fork a child that waits on a
+//! pipe, open the counters on its pid (with `enable_on_exec`), then let it
+//! exec. `std::process::Command` cannot do this: its `spawn` waits for the
+//! exec to happen, and the counters must exist before it does.
+//!
+//! Between fork and exec the child only calls async-signal-safe functions
+//! (read, write, execvp, _exit); everything it needs is prepared before fork.
+
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+/// A forked child waiting for `start()` before it execs.
+#[derive(Debug)]
+pub struct PendingChild {
+    pid: i32,
+    go: OwnedFd,
+    exec_error: OwnedFd,
+    program: String,
+}
+
+/// A running (or exited, not yet reaped) child.
+#[derive(Debug)]
+pub struct Child {
+    pub pid: i32,
+    status: Option<ExitStatus>,
+}
+
+/// How the child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Code(i32),
+    Signal(i32),
+}
+
+impl ExitStatus {
+    pub fn success(self) -> bool {
+        self == ExitStatus::Code(0)
+    }
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 just returned these descriptors; we own them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Fork a child that will exec `argv` once `start()` is called.
+pub fn fork_pending(argv: &[OsString]) -> io::Result<PendingChild> {
+    let Some(first) = argv.first() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no command given"));
+    };
+    let program = first.to_string_lossy().into_owned();
+    let cargs: Vec<CString> = argv
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "argument contains a NUL byte"))?;
+    let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+
+    let (go_read, go_write) = pipe()?;
+    let (err_read, err_write) = pipe()?;
+
+    // SAFETY: fork has no memory preconditions. In the child only
+    // async-signal-safe calls follow, on memory prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY (child): read/execvp/write/_exit are async-signal-safe; the
+        // buffers and argv pointers were allocated before fork and stay valid.
+        unsafe {
+            let mut byte = 0u8;
+            let n = libc::read(go_read.as_raw_fd(), (&mut byte as *mut u8).cast(), 1);
+            if n == 1 {
+                libc::execvp(ptrs[0], ptrs.as_ptr());
+            }
+            // exec failed (or the parent went away): report errno and leave.
+            let errno = *libc::__errno_location();
+            let bytes = errno.to_ne_bytes();
+            libc::write(err_write.as_raw_fd(), bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(127);
+        }
+    }
+    drop(go_read);
+    drop(err_write);
+    Ok(PendingChild { pid, go: go_write, exec_error: err_read, program })
+}
+
+impl PendingChild {
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Let the child exec. Fails with the exec error (ENOENT, EACCES, ...)
+    /// if it could not run the program; the child is reaped then.
+    pub fn start(self) -> Result<Child, (String, io::Error)> {
+        let byte = 1u8;
+        // SAFETY: writing one byte from a valid local to our pipe.
+        unsafe {
+            libc::write(self.go.as_raw_fd(), (&byte as *const u8).cast(), 1);
+        }
+        drop(self.go);
+        let mut buf = [0u8; 4];
+        // SAFETY: reading into a valid 4-byte local buffer. The pipe is
+        // close-on-exec, so read returns 0 once the exec succeeded.
+        let n = unsafe { libc::read(self.exec_error.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        let mut child = Child { pid: self.pid, status: None };
+        if n == 4 {
+            let _ = child.wait();
+            return Err((self.program, io::Error::from_raw_os_error(i32::from_ne_bytes(buf))));
+        }
+        Ok(child)
+    }
+
+    /// Kill the waiting child (the counters could not be set up).
+    pub fn abort(self) {
+        let _ = crate::sys::signal::kill(self.pid, libc::SIGKILL);
+        let mut child = Child { pid: self.pid, status: None };
+        let _ = child.wait();
+    }
+}
+
+impl Child {
+    fn decode(status: libc::c_int) -> ExitStatus {
+        if libc::WIFSIGNALED(status) {
+            ExitStatus::Signal(libc::WTERMSIG(status))
+        } else {
+            ExitStatus::Code(libc::WEXITSTATUS(status))
+        }
+    }
+
+    /// Reap the child if it has exited.
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        if self.status.is_some() {
+            return Ok(self.status);
+        }
+        let mut status = 0;
+        // SAFETY: waitpid writes the status into a valid local.
+        let rc = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if rc == self.pid {
+            self.status = Some(Self::decode(status));
+        }
+        Ok(self.status)
+    }
+
+    /// Block until the child exits.
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid writes the status into a valid local.
+            let rc = unsafe { libc::waitpid(self.pid, &mut status, 0) };
+            if rc == self.pid {
+                let decoded = Self::decode(status);
+                self.status = Some(decoded);
+                return Ok(decoded);
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
+    }
+}

@@ -1,1 +1,140 @@
-//! TODO(lead): being written.
+//! SIGINT/SIGTERM as data: a handler that records the signal and writes a
+//! byte to a non-blocking self-pipe, so a poll loop wakes up and finishes
+//! its work (flush, finalize the file) instead of dying mid-write.
+//! Also `poll(2)` and pidfds, the other things such a loop waits on.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+static PIPE_WRITE_FD: AtomicI32 = AtomicI32::new(-1);
+static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    LAST_SIGNAL.store(sig, Ordering::SeqCst);
+    let fd = PIPE_WRITE_FD.load(Ordering::SeqCst);
+    if fd >= 0 {
+        let byte = 1u8;
+        // SAFETY: write(2) is async-signal-safe; the fd is our non-blocking
+        // pipe, and a full pipe just drops the byte (the flag is already set).
+        unsafe {
+            libc::write(fd, (&byte as *const u8).cast(), 1);
+        }
+    }
+}
+
+/// Catches the given signals for as long as it lives (handlers are reset to
+/// the default on drop).
+#[derive(Debug)]
+pub struct SignalPipe {
+    read: OwnedFd,
+    _write: OwnedFd,
+    signals: Vec<i32>,
+}
+
+impl SignalPipe {
+    pub fn install(signals: &[i32]) -> io::Result<Self> {
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid array of two ints for pipe2 to fill.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: pipe2 just returned these two descriptors; we own them.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        PIPE_WRITE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
+        LAST_SIGNAL.store(0, Ordering::SeqCst);
+        for &sig in signals {
+            // SAFETY: a zeroed sigaction with a valid handler function and an
+            // empty mask is a valid argument; the old action is not needed.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as *const () as usize;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                if libc::sigaction(sig, &action, std::ptr::null_mut()) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+        }
+        Ok(SignalPipe { read, _write: write, signals: signals.to_vec() })
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.read.as_raw_fd()
+    }
+
+    /// The last signal caught, if any.
+    pub fn received(&self) -> Option<i32> {
+        match LAST_SIGNAL.load(Ordering::SeqCst) {
+            0 => None,
+            sig => Some(sig),
+        }
+    }
+
+    /// Empty the pipe after a wake-up.
+    pub fn drain(&self) {
+        let mut buf = [0u8; 64];
+        // SAFETY: reading into a valid local buffer from our non-blocking pipe.
+        while unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+    }
+}
+
+impl Drop for SignalPipe {
+    fn drop(&mut self) {
+        PIPE_WRITE_FD.store(-1, Ordering::SeqCst);
+        for &sig in &self.signals {
+            // SAFETY: restoring the default disposition has no preconditions.
+            unsafe {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+    }
+}
+
+/// One entry of a poll set.
+#[derive(Clone, Copy, Debug)]
+pub struct PollFd {
+    pub fd: RawFd,
+    pub revents: i16,
+}
+
+pub const POLLIN: i16 = libc::POLLIN;
+pub const POLLHUP: i16 = libc::POLLHUP;
+pub const POLLERR: i16 = libc::POLLERR;
+
+/// poll(2) for readability; an interrupted wait returns Ok(0).
+pub fn poll(fds: &mut [PollFd], timeout_ms: i32) -> io::Result<usize> {
+    let mut raw: Vec<libc::pollfd> =
+        fds.iter().map(|p| libc::pollfd { fd: p.fd, events: libc::POLLIN, revents: 0 }).collect();
+    // SAFETY: raw is a valid array of pollfd of the given length.
+    let n = unsafe { libc::poll(raw.as_mut_ptr(), raw.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        let err = io::Error::last_os_error();
+        return if err.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(err) };
+    }
+    for (p, r) in fds.iter_mut().zip(&raw) {
+        p.revents = r.revents;
+    }
+    Ok(n as usize)
+}
+
+/// pidfd_open(2): a descriptor that polls readable when the process exits.
+pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags; no memory is passed.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this descriptor; we own it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// kill(2).
+pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: kill has no memory-safety preconditions.
+    if unsafe { libc::kill(pid, sig) } < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
