@@ -4,3 +4,55 @@
 //! poll wake-ups, and synthesizes from /proc what already ran before we
 //! started. Records leave as raw kernel bytes to a `RecordSink`; nothing is
 //! parsed here beyond the 8-byte header.
+
+pub mod session;
+pub mod synth;
+
+pub use session::{CallGraph, CaptureOptions, RecordSink, Sampling, Session, StopReason, Target};
+
+use std::io;
+
+/// Why a capture could not start or went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    #[error(
+        "permission denied opening event '{event}': perf_event_paranoid is {} (/proc/sys/kernel/perf_event_paranoid); \
+         run as root, grant CAP_PERFMON, or lower it with 'sysctl kernel.perf_event_paranoid=1'",
+        paranoid.map_or("unknown".to_string(), |p| p.to_string())
+    )]
+    Permission { event: String, paranoid: Option<i32> },
+    #[error("event '{event}' is not supported on this machine (no hardware PMU, as in most virtual machines); try cpu-clock")]
+    NotSupported { event: String },
+    #[error("no such process: {0}")]
+    NoSuchProcess(i32),
+    #[error("no such CPU: {0} (see /sys/devices/system/cpu/online)")]
+    NoSuchCpu(u32),
+    #[error("cannot open event '{event}': {source}")]
+    Open { event: String, source: io::Error },
+    #[error("event '{event}': the kernel refused filter '{filter}': {source}")]
+    Filter { event: String, filter: String, source: io::Error },
+    #[error("cannot map the ring buffer: {0}")]
+    Mmap(io::Error),
+    #[error("-m: ring buffer pages must be a power of two, got {0}")]
+    BadMmapPages(usize),
+    #[error("cannot run '{program}': {}", strip_os_error(source))]
+    CannotRun { program: String, source: io::Error },
+    #[error("no events to record")]
+    NoEvents,
+    #[error("nothing to watch: every target thread is gone")]
+    NothingToWatch,
+    #[error("writing records: {0}")]
+    Write(io::Error),
+    #[error("{0}")]
+    System(io::Error),
+}
+
+/// `No such file or directory (os error 2)` → `No such file or directory`.
+fn strip_os_error(err: &io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}

@@ -175,3 +175,16 @@ impl Child {
         }
     }
 }
+
+/// Raise the soft limit on open files to the hard limit: one counter per
+/// event × CPU × thread adds up quickly (perf does the same).
+pub fn raise_fd_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit read and write a valid local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}

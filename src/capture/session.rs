@@ -1,0 +1,481 @@
+//! A capture session: counters opened for a target, their rings, and the
+//! loop that drains them until the target is gone or a signal arrives.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use crate::event::name::ResolvedEvent;
+use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
+use crate::sys::process::{Child, ExitStatus, PendingChild};
+use crate::sys::ring::RingBuffer;
+use crate::sys::signal::{self, PollFd, SignalPipe};
+use crate::sys::{proc, process};
+
+use super::synth::{self, SampleIdLayout};
+use super::CaptureError;
+
+/// What to watch.
+#[derive(Clone, Debug, Default)]
+pub struct Target {
+    /// `-- COMMAND ARGS`: started by us, counted from its exec.
+    pub command: Vec<OsString>,
+    /// `-p`: every thread of these processes.
+    pub pids: Vec<i32>,
+    /// `-t`: these threads only.
+    pub tids: Vec<i32>,
+    /// `-a`: every CPU.
+    pub system_wide: bool,
+    /// `-C`: these CPUs only (implies system-wide).
+    pub cpus: Option<Vec<u32>>,
+}
+
+/// How samples are taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sampling {
+    /// `-F HZ`.
+    Frequency(u64),
+    /// `-c N`.
+    Period(u64),
+}
+
+/// `-g` / `--call-graph`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CallGraph {
+    #[default]
+    None,
+    FramePointer,
+    /// Copy this many bytes of user stack, plus user registers.
+    Dwarf { stack_size: u32 },
+}
+
+/// Everything a capture needs to know. Defaults follow perf record.
+#[derive(Clone, Debug)]
+pub struct CaptureOptions {
+    pub events: Vec<ResolvedEvent>,
+    pub target: Target,
+    /// `None`: perf's defaults (4000 Hz for counters, every event for tracepoints).
+    pub sampling: Option<Sampling>,
+    pub call_graph: CallGraph,
+    /// Data pages per ring (a power of two). Default 1024 (4 MiB) per CPU:
+    /// enough that a tracepoint storm of ~2M events/s is not lost.
+    pub mmap_pages: usize,
+    /// Tracepoint filter per event index (`--filter`).
+    pub filters: Vec<(usize, String)>,
+}
+
+pub const DEFAULT_FREQ: u64 = 4000;
+pub const DEFAULT_MMAP_PAGES: usize = 1024;
+
+/// One opened counter.
+#[derive(Debug)]
+struct Counter {
+    fd: PerfEventFd,
+    event: usize,
+}
+
+/// One ring buffer with the CPU it belongs to.
+#[derive(Debug)]
+struct Ring {
+    cpu: u32,
+    fd_index: usize,
+    buffer: RingBuffer,
+}
+
+/// Counters, rings and the workload of one capture.
+#[derive(Debug)]
+pub struct Session {
+    pub events: Vec<ResolvedEvent>,
+    /// The attribute each event was opened with.
+    pub attrs: Vec<perf_event_attr>,
+    counters: Vec<Counter>,
+    rings: Vec<Ring>,
+    pending: Option<PendingChild>,
+    child: Option<Child>,
+    child_pidfd: Option<OwnedFd>,
+    watched_pids: Vec<i32>,
+    layout: SampleIdLayout,
+    /// Lines for the user ("frequency lowered to ...").
+    pub notes: Vec<String>,
+    started_by_exec: bool,
+}
+
+/// Where drained records go: raw kernel bytes, whole records, per ring.
+pub trait RecordSink {
+    /// `bytes` holds whole records from the ring of `cpu`.
+    fn records(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()>;
+    /// Every ring was drained once ("finished round").
+    fn round_done(&mut self) -> io::Result<()>;
+}
+
+/// Why the capture stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The workload (or every watched process) exited.
+    TargetExited(Option<ExitStatus>),
+    /// SIGINT or SIGTERM.
+    Signal(i32),
+}
+
+fn build_attr(event: &ResolvedEvent, opts: &CaptureOptions, tracking: bool, enable_on_exec: bool) -> perf_event_attr {
+    let mut attr = pe::new_attr();
+    attr.type_ = event.type_;
+    attr.config = event.config;
+    let mut sample_type = pe::PERF_SAMPLE_IDENTIFIER
+        | pe::PERF_SAMPLE_IP
+        | pe::PERF_SAMPLE_TID
+        | pe::PERF_SAMPLE_TIME
+        | pe::PERF_SAMPLE_CPU
+        | pe::PERF_SAMPLE_PERIOD;
+    if event.is_tracepoint() {
+        sample_type |= pe::PERF_SAMPLE_RAW;
+    }
+    match opts.call_graph {
+        CallGraph::None => {}
+        CallGraph::FramePointer => sample_type |= pe::PERF_SAMPLE_CALLCHAIN,
+        CallGraph::Dwarf { stack_size } => {
+            sample_type |= pe::PERF_SAMPLE_CALLCHAIN | pe::PERF_SAMPLE_REGS_USER | pe::PERF_SAMPLE_STACK_USER;
+            attr.sample_regs_user = pe::PERF_REGS_MASK_X86_64;
+            attr.sample_stack_user = stack_size;
+            attr.set_exclude_callchain_user(1);
+        }
+    }
+    attr.sample_type = sample_type;
+    attr.read_format = pe::PERF_FORMAT_ID;
+    let sampling = match opts.sampling {
+        Some(s) => s,
+        None if event.is_tracepoint() => Sampling::Period(1),
+        None => Sampling::Frequency(DEFAULT_FREQ),
+    };
+    match sampling {
+        Sampling::Frequency(hz) => {
+            attr.set_freq(1);
+            attr.__bindgen_anon_1.sample_freq = hz;
+        }
+        Sampling::Period(n) => attr.__bindgen_anon_1.sample_period = n.max(1),
+    }
+    attr.set_disabled(1);
+    let per_task = !opts.target.system_wide && opts.target.cpus.is_none();
+    attr.set_inherit(u64::from(per_task && opts.target.tids.is_empty()));
+    attr.set_enable_on_exec(u64::from(enable_on_exec));
+    attr.set_exclude_user(u64::from(event.modifiers.exclude_user));
+    attr.set_exclude_kernel(u64::from(event.modifiers.exclude_kernel));
+    attr.set_precise_ip(u64::from(event.modifiers.precise_ip));
+    attr.set_sample_id_all(1);
+    if tracking {
+        attr.set_mmap(1);
+        attr.set_mmap2(1);
+        attr.set_comm(1);
+        attr.set_comm_exec(1);
+        attr.set_task(1);
+    }
+    // Wake the reader when a quarter of the ring is full, not per record.
+    attr.set_watermark(1);
+    attr.__bindgen_anon_2.wakeup_watermark = ((opts.mmap_pages * crate::sys::ring::page_size()) / 4) as u32;
+    attr
+}
+
+fn open_error(event: &ResolvedEvent, pid: i32, err: io::Error) -> CaptureError {
+    let code = err.raw_os_error().unwrap_or(0);
+    match code {
+        libc::EACCES | libc::EPERM => CaptureError::Permission {
+            event: event.name.clone(),
+            paranoid: pe::paranoid_level(),
+        },
+        libc::ESRCH => CaptureError::NoSuchProcess(pid),
+        libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV
+            if event.type_ == pe::PERF_TYPE_HARDWARE
+                || event.type_ == pe::PERF_TYPE_HW_CACHE
+                || event.type_ == pe::PERF_TYPE_RAW =>
+        {
+            CaptureError::NotSupported { event: event.name.clone() }
+        }
+        _ => CaptureError::Open { event: event.name.clone(), source: err },
+    }
+}
+
+impl Session {
+    /// Open every counter and ring. A `-- COMMAND` is forked but not yet
+    /// exec'd: `start` lets it run.
+    pub fn open(opts: &CaptureOptions) -> Result<Session, CaptureError> {
+        if opts.events.is_empty() {
+            return Err(CaptureError::NoEvents);
+        }
+        process::raise_fd_limit();
+        let target = &opts.target;
+        let system_wide = target.system_wide || target.cpus.is_some();
+        let mut notes = Vec::new();
+        let mut opts = opts.clone();
+        if let (Some(Sampling::Frequency(hz)), Some(max)) = (opts.sampling, pe::max_sample_rate())
+            && hz > max
+        {
+            notes.push(format!(
+                "frequency {hz} Hz is above kernel.perf_event_max_sample_rate; using {max} Hz"
+            ));
+            opts.sampling = Some(Sampling::Frequency(max));
+        }
+        if opts.mmap_pages == 0 || !opts.mmap_pages.is_power_of_two() {
+            return Err(CaptureError::BadMmapPages(opts.mmap_pages));
+        }
+
+        let online = proc::online_cpus().map_err(CaptureError::System)?;
+        let cpus: Vec<u32> = match &target.cpus {
+            Some(list) => {
+                if let Some(bad) = list.iter().find(|c| !online.contains(c)) {
+                    return Err(CaptureError::NoSuchCpu(*bad));
+                }
+                list.clone()
+            }
+            None => online,
+        };
+
+        // (pid, tid) list for per-task counting.
+        let mut tasks: Vec<i32> = Vec::new();
+        let mut watched_pids = Vec::new();
+        let mut pending = None;
+        if !target.command.is_empty() {
+            let child = process::fork_pending(&target.command).map_err(CaptureError::System)?;
+            if !system_wide {
+                tasks.push(child.pid());
+            }
+            pending = Some(child);
+        }
+        if !system_wide {
+            for &pid in &target.pids {
+                let threads = proc::threads(pid).map_err(|_| CaptureError::NoSuchProcess(pid))?;
+                tasks.extend(threads);
+                watched_pids.push(pid);
+            }
+            for &tid in &target.tids {
+                if !proc::exists(tid) {
+                    return Err(CaptureError::NoSuchProcess(tid));
+                }
+                tasks.push(tid);
+                watched_pids.push(tid);
+            }
+        }
+        let enable_on_exec = pending.is_some() && !system_wide;
+        let task_list: Vec<i32> = if system_wide { vec![-1] } else { tasks };
+
+        let result = Self::open_counters(&opts, &cpus, &task_list, enable_on_exec);
+        let (attrs, counters, rings) = match result {
+            Ok(v) => v,
+            Err(e) => {
+                if let Some(child) = pending {
+                    child.abort();
+                }
+                return Err(e);
+            }
+        };
+        let first_id = counters.first().map(|c| c.fd.id()).transpose().map_err(CaptureError::System)?;
+        let layout = SampleIdLayout { sample_type: attrs[0].sample_type, id: first_id.unwrap_or(0) };
+        Ok(Session {
+            events: opts.events.clone(),
+            attrs,
+            counters,
+            rings,
+            pending,
+            child: None,
+            child_pidfd: None,
+            watched_pids,
+            layout,
+            notes,
+            started_by_exec: enable_on_exec,
+        })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn open_counters(
+        opts: &CaptureOptions,
+        cpus: &[u32],
+        tasks: &[i32],
+        enable_on_exec: bool,
+    ) -> Result<(Vec<perf_event_attr>, Vec<Counter>, Vec<Ring>), CaptureError> {
+        let attrs: Vec<perf_event_attr> = opts
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| build_attr(e, opts, i == 0, enable_on_exec))
+            .collect();
+        let mut counters: Vec<Counter> = Vec::new();
+        let mut rings: Vec<Ring> = Vec::new();
+        let mut pages = opts.mmap_pages;
+        for &cpu in cpus {
+            let mut ring_owner: Option<usize> = None;
+            for &task in tasks {
+                for (event_index, event) in opts.events.iter().enumerate() {
+                    let fd = match PerfEventFd::open(&attrs[event_index], task, cpu as i32) {
+                        Ok(fd) => fd,
+                        // A thread of a -p target that exited meanwhile.
+                        Err(e) if e.raw_os_error() == Some(libc::ESRCH) && !opts.target.pids.is_empty() => continue,
+                        Err(e) => return Err(open_error(event, task, e)),
+                    };
+                    if let Some((_, filter)) = opts.filters.iter().find(|(i, _)| *i == event_index) {
+                        fd.set_filter(filter).map_err(|source| CaptureError::Filter {
+                            event: event.name.clone(),
+                            filter: filter.clone(),
+                            source,
+                        })?;
+                    }
+                    match ring_owner {
+                        Some(owner) => fd.set_output(&counters[owner].fd).map_err(CaptureError::System)?,
+                        None => {
+                            let buffer = loop {
+                                match RingBuffer::map(fd.raw_fd(), pages) {
+                                    Ok(b) => break b,
+                                    // Over the unprivileged mlock budget: halve.
+                                    Err(e) if e.raw_os_error() == Some(libc::EPERM) && pages > 1 => pages /= 2,
+                                    Err(e) => return Err(CaptureError::Mmap(e)),
+                                }
+                            };
+                            ring_owner = Some(counters.len());
+                            rings.push(Ring { cpu, fd_index: counters.len(), buffer });
+                        }
+                    }
+                    counters.push(Counter { fd, event: event_index });
+                }
+            }
+        }
+        if counters.is_empty() {
+            return Err(CaptureError::NothingToWatch);
+        }
+        Ok((attrs, counters, rings))
+    }
+
+    /// Sample ids of each event's counters, in event order.
+    pub fn ids(&self) -> io::Result<Vec<Vec<u64>>> {
+        let mut ids = vec![Vec::new(); self.events.len()];
+        for c in &self.counters {
+            ids[c.event].push(c.fd.id()?);
+        }
+        Ok(ids)
+    }
+
+    /// The pid of the workload, once forked.
+    pub fn workload_pid(&self) -> Option<i32> {
+        self.pending.as_ref().map(|p| p.pid()).or(self.child.as_ref().map(|c| c.pid))
+    }
+
+    /// Records describing what existed before the counters: the kernel map
+    /// always, and every watched (or, system-wide, every) process.
+    pub fn synthesize(&self, system_wide: bool, out: &mut Vec<u8>) {
+        synth::kernel_mmap(&self.layout, out);
+        if system_wide {
+            for pid in proc::pids().unwrap_or_default() {
+                synth::process(&self.layout, pid, out);
+            }
+        } else {
+            for &pid in &self.watched_pids {
+                let pid = proc::tgid(pid).unwrap_or(pid);
+                synth::process(&self.layout, pid, out);
+            }
+        }
+        if let Some(pid) = self.workload_pid()
+            && let Some(first) = self.workload_comm()
+        {
+            synth::comm(&self.layout, pid, pid, &first, out);
+        }
+    }
+
+    fn workload_comm(&self) -> Option<String> {
+        // The comm the child has before exec: perf names it after itself
+        // ("perf-exec"); we do the same, the exec's COMM record follows.
+        self.pending.as_ref().map(|_| "scry-exec".to_string())
+    }
+
+    /// Enable the counters and let the workload exec.
+    pub fn start(&mut self) -> Result<(), CaptureError> {
+        if !self.started_by_exec {
+            for c in &self.counters {
+                c.fd.enable().map_err(CaptureError::System)?;
+            }
+        }
+        if let Some(pending) = self.pending.take() {
+            let pid = pending.pid();
+            let pidfd = signal::pidfd_open(pid).ok();
+            match pending.start() {
+                Ok(child) => {
+                    self.child = Some(child);
+                    self.child_pidfd = pidfd;
+                }
+                Err((program, source)) => return Err(CaptureError::CannotRun { program, source }),
+            }
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self, sink: &mut dyn RecordSink, buf: &mut Vec<u8>) -> io::Result<usize> {
+        let mut total = 0;
+        for ring in &mut self.rings {
+            buf.clear();
+            let n = ring.buffer.read_into(buf);
+            if n > 0 {
+                sink.records(ring.cpu, buf)?;
+                total += n;
+            }
+        }
+        if total > 0 {
+            sink.round_done()?;
+        }
+        Ok(total)
+    }
+
+    fn targets_gone(&self) -> bool {
+        !self.watched_pids.is_empty() && self.watched_pids.iter().all(|&p| !proc::exists(p))
+    }
+
+    /// Drain rings into `sink` until the workload exits, every watched
+    /// process is gone, or SIGINT/SIGTERM arrives (caught by `signals`).
+    /// Then disable the counters, drain what is left, and reap the workload
+    /// (sending it SIGTERM first if it still runs).
+    pub fn run(&mut self, sink: &mut dyn RecordSink, signals: &SignalPipe) -> Result<StopReason, CaptureError> {
+        let mut buf = Vec::with_capacity(self.rings.first().map_or(0, |r| r.buffer.data_size()));
+        let mut poll_set: Vec<PollFd> = self
+            .rings
+            .iter()
+            .map(|r| PollFd { fd: self.counters[r.fd_index].fd.raw_fd(), revents: 0 })
+            .collect();
+        poll_set.push(PollFd { fd: signals.fd(), revents: 0 });
+        let pidfd_slot = self.child_pidfd.as_ref().map(|fd| {
+            poll_set.push(PollFd { fd: fd.as_raw_fd(), revents: 0 });
+            poll_set.len() - 1
+        });
+        // Without a pidfd (or with -p), look at the targets now and then.
+        let timeout = if self.child.is_some() && pidfd_slot.is_some() && self.watched_pids.is_empty() {
+            -1
+        } else {
+            200
+        };
+        let reason = loop {
+            signal::poll(&mut poll_set, timeout).map_err(CaptureError::System)?;
+            self.drain(sink, &mut buf).map_err(CaptureError::Write)?;
+            if let Some(sig) = signals.received() {
+                signals.drain();
+                break StopReason::Signal(sig);
+            }
+            if let Some(child) = &mut self.child
+                && let Some(status) = child.try_wait().map_err(CaptureError::System)?
+            {
+                break StopReason::TargetExited(Some(status));
+            }
+            if self.targets_gone() {
+                break StopReason::TargetExited(None);
+            }
+        };
+        for c in &self.counters {
+            let _ = c.fd.disable();
+        }
+        self.drain(sink, &mut buf).map_err(CaptureError::Write)?;
+        if let Some(child) = &mut self.child
+            && child.try_wait().ok().flatten().is_none()
+        {
+            let _ = signal::kill(child.pid, libc::SIGTERM);
+            let _ = child.wait();
+        }
+        let reason = match (reason, self.child.as_mut()) {
+            (StopReason::TargetExited(None), Some(child)) => StopReason::TargetExited(child.wait().ok()),
+            (reason, _) => reason,
+        };
+        Ok(reason)
+    }
+}
