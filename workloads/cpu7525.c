@@ -5,12 +5,14 @@
 // One round is about 10 ms here; the default of 100 rounds is about 1 s.
 #include <stdlib.h>
 
-#define UNIT 1000000L
+#define UNIT 2000000L
 
 static volatile unsigned long sink;
 
 __attribute__((noinline)) void hot_a(long units) {
-    unsigned long x = sink;
+    /* A volatile local makes the function touch its stack, so gcc keeps
+       the frame pointer even in this leaf (it drops it otherwise). */
+    volatile unsigned long x = sink;
     for (long i = 0; i < units * UNIT; i++) {
         x = x * 6364136223846793005UL + 1442695040888963407UL;
     }
@@ -18,7 +20,9 @@ __attribute__((noinline)) void hot_a(long units) {
 }
 
 __attribute__((noinline)) void hot_b(long units) {
-    unsigned long x = sink;
+    /* A volatile local makes the function touch its stack, so gcc keeps
+       the frame pointer even in this leaf (it drops it otherwise). */
+    volatile unsigned long x = sink;
     for (long i = 0; i < units * UNIT; i++) {
         x = x * 6364136223846793005UL + 1442695040888963407UL;
     }

@@ -8,21 +8,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define UNIT 1000000L
+#define UNIT 8000000L
 
 static volatile unsigned long sink;
 
-static void burn(long units) {
-    unsigned long x = sink;
-    for (long i = 0; i < units * UNIT; i++) {
-        x = x * 6364136223846793005UL + 1442695040888963407UL;
+/* Each function holds its own loop, so samples land in it. The volatile
+   local makes it touch its stack, so gcc keeps the frame pointer in this
+   leaf (it drops it otherwise). */
+#define BURNER(name)                                                     \
+    __attribute__((noinline)) void name(long units) {                    \
+        volatile unsigned long x = sink;                                 \
+        for (long i = 0; i < units * UNIT; i++) {                        \
+            x = x * 6364136223846793005UL + 1442695040888963407UL;       \
+        }                                                                \
+        sink = x;                                                        \
     }
-    sink = x;
-}
-
-__attribute__((noinline)) void child_work(long units) { burn(units); }
-
-__attribute__((noinline)) void parent_work(long units) { burn(units); }
+BURNER(child_work)
+BURNER(parent_work)
 
 int main(int argc, char **argv) {
     long k = argc > 1 ? atol(argv[1]) : 3;

@@ -7,7 +7,8 @@
 static volatile unsigned long sink;
 
 __attribute__((noinline)) void spin_forever(void) {
-    unsigned long x = sink;
+    /* volatile: touches the stack, so gcc keeps the frame pointer. */
+    volatile unsigned long x = sink;
     for (;;) {
         x = x * 6364136223846793005UL + 1442695040888963407UL;
         sink = x;

@@ -9,23 +9,24 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define UNIT 1000000L
+#define UNIT 8000000L
 #define MAX_THREADS 8
 
 static volatile unsigned long sink;
 static long rounds = 30;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void burn(long units) {
-    unsigned long x = sink;
-    for (long i = 0; i < units * UNIT; i++) {
-        x = x * 6364136223846793005UL + 1442695040888963407UL;
+/* Each worker holds its own loop, so samples land in worker_<i> itself.
+   The volatile local makes it touch its stack, so gcc keeps the frame
+   pointer in this leaf (it drops it otherwise). */
+#define WORKER(n)                                                        \
+    __attribute__((noinline)) void worker_##n(void) {                    \
+        volatile unsigned long x = sink;                                 \
+        for (long i = 0; i < rounds * UNIT; i++) {                       \
+            x = x * 6364136223846793005UL + 1442695040888963407UL;       \
+        }                                                                \
+        sink = x;                                                        \
     }
-    sink = x;
-}
-
-#define WORKER(n)                                                     \
-    __attribute__((noinline)) void worker_##n(void) { burn(rounds); }
 WORKER(0) WORKER(1) WORKER(2) WORKER(3) WORKER(4) WORKER(5) WORKER(6) WORKER(7)
 
 static void (*const workers[MAX_THREADS])(void) = {

@@ -1,0 +1,66 @@
+// build: -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls
+// jit [ROUNDS]: a stand-in for a JIT. Maps an anonymous RW page, writes the
+// x86-64 machine code of a small busy loop into it, flips it to RX with
+// mprotect, and calls it ROUNDS times (default 100, about 10 ms each). Before
+// running it writes /tmp/perf-<pid>.map with the line
+// "<start-hex> <size-hex> jit_hot_loop" (perf's JIT map format) and prints
+// "jit pid <pid> map /tmp/perf-<pid>.map". It removes nothing at exit: perf
+// reads the map when reporting; the caller cleans up.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define LOOP 16000000UL
+
+/* unsigned long jit_hot_loop(unsigned long n): sum of n..1, with a frame. */
+static const unsigned char code[] = {
+    0x55,             /* push %rbp */
+    0x48, 0x89, 0xe5, /* mov %rsp,%rbp */
+    0x48, 0x89, 0xf9, /* mov %rdi,%rcx */
+    0x31, 0xc0,       /* xor %eax,%eax */
+    0x48, 0x85, 0xc9, /* test %rcx,%rcx */
+    0x74, 0x08,       /* je done */
+    0x48, 0x01, 0xc8, /* loop: add %rcx,%rax */
+    0x48, 0xff, 0xc9, /* dec %rcx */
+    0x75, 0xf8,       /* jne loop */
+    0x5d,             /* done: pop %rbp */
+    0xc3,             /* ret */
+};
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) void run_jit(unsigned long (*fn)(unsigned long)) {
+    sink += fn(LOOP);
+}
+
+int main(int argc, char **argv) {
+    long rounds = argc > 1 ? atol(argv[1]) : 100;
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char *mem = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        perror("jit: mmap");
+        return 1;
+    }
+    memcpy(mem, code, sizeof code);
+    if (mprotect(mem, page, PROT_READ | PROT_EXEC) != 0) {
+        perror("jit: mprotect");
+        return 1;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
+    FILE *map = fopen(path, "w");
+    if (!map) {
+        perror(path);
+        return 1;
+    }
+    fprintf(map, "%lx %zx jit_hot_loop\n", (unsigned long)mem, sizeof code);
+    fclose(map);
+    printf("jit pid %ld map %s\n", (long)getpid(), path);
+    fflush(stdout);
+    unsigned long (*fn)(unsigned long);
+    memcpy(&fn, &mem, sizeof fn);
+    for (long r = 0; r < rounds; r++) run_jit(fn);
+    return 0;
+}
