@@ -1,2 +1,14 @@
-//! Aggregation: call trees, flat profiles, histograms.
+//! Aggregation: flat profiles with perf's self/children arithmetic, call
+//! trees under report entries, folded stacks for flame graphs.
+//!
+//! Everything here consumes `sample::ResolvedSample`s (the contract with
+//! `symbol`) and produces plain data for `render`; nothing here formats
+//! text or touches the kernel. Keys are interned integers end to end
+//! (`FrameId`, comm ids), hashed with `hash::FxHasher`.
+pub mod calltree;
+pub mod folded;
+pub mod hash;
+pub mod profile;
 pub mod sample;
+#[cfg(test)]
+pub(crate) mod testing;

@@ -1,0 +1,144 @@
+//! Folded (collapsed) stacks: every distinct `comm;root;...;leaf` path with
+//! the sum of its samples' periods, the input of flame graphs.
+//!
+//! Decision: stacks are aggregated as interned integer slices
+//! (`[comm id, frame ids root→leaf...]`) in one hash map with a fast hasher;
+//! strings are made once per *distinct* stack by the renderer, not once per
+//! sample. Two frames of one function share a `FrameId`, so stacks that
+//! differ only in return addresses merge here, exactly as they do once
+//! `inferno-collapse-perf` has turned addresses into names.
+//!
+//! Like `inferno-collapse-perf`, only one event is folded (mixing cycles and
+//! page faults in one graph would be meaningless): the one asked for, or the
+//! event of the first sample.
+
+use std::sync::Arc;
+
+use super::hash::FxHashMap;
+use super::sample::{FrameId, ResolvedSample};
+
+/// Settings for folding.
+#[derive(Clone, Debug, Default)]
+pub struct FoldOptions {
+    /// Fold only this event index; default: the event of the first sample.
+    pub event: Option<usize>,
+}
+
+/// The folded stacks of one event.
+#[derive(Clone, Debug, Default)]
+pub struct FoldedStacks {
+    /// The event that was folded.
+    pub event: usize,
+    /// Command names, indexed by the comm id of a stack.
+    pub comms: Vec<Arc<str>>,
+    /// Distinct stacks: (comm id, frames root first, summed period, samples).
+    pub stacks: Vec<FoldedStack>,
+}
+
+#[derive(Clone, Debug)]
+pub struct FoldedStack {
+    pub comm: u32,
+    /// Root first, leaf last.
+    pub frames: Vec<FrameId>,
+    pub period: u64,
+    pub samples: u64,
+}
+
+impl FoldedStacks {
+    /// Folds the samples of one event. Samples without any frame are left
+    /// out, as `inferno-collapse-perf` leaves out events without a stack.
+    pub fn build(samples: &[ResolvedSample], options: &FoldOptions) -> FoldedStacks {
+        let event = options
+            .event
+            .or_else(|| samples.first().map(|s| s.event))
+            .unwrap_or(0);
+        let mut comm_ids: FxHashMap<Arc<str>, u32> = FxHashMap::default();
+        let mut comms: Vec<Arc<str>> = Vec::new();
+        // Key: [comm, frame ids root→leaf]; value: index into `stacks`.
+        let mut index: FxHashMap<Box<[u32]>, usize> = FxHashMap::default();
+        let mut stacks: Vec<FoldedStack> = Vec::new();
+        let mut scratch: Vec<u32> = Vec::with_capacity(128);
+        for sample in samples {
+            if sample.event != event || sample.stack.is_empty() {
+                continue;
+            }
+            let comm = match comm_ids.get(&sample.comm) {
+                Some(&id) => id,
+                None => {
+                    let id = comms.len() as u32;
+                    comms.push(sample.comm.clone());
+                    comm_ids.insert(sample.comm.clone(), id);
+                    id
+                }
+            };
+            scratch.clear();
+            scratch.push(comm);
+            scratch.extend(sample.stack.iter().rev().map(|f| f.0));
+            let slot = match index.get(scratch.as_slice()) {
+                Some(&slot) => slot,
+                None => {
+                    let slot = stacks.len();
+                    stacks.push(FoldedStack {
+                        comm,
+                        frames: sample.stack.iter().rev().copied().collect(),
+                        period: 0,
+                        samples: 0,
+                    });
+                    index.insert(scratch.as_slice().into(), slot);
+                    slot
+                }
+            };
+            if let Some(stack) = stacks.get_mut(slot) {
+                stack.period += sample.period;
+                stack.samples += 1;
+            }
+        }
+        FoldedStacks {
+            event,
+            comms,
+            stacks,
+        }
+    }
+
+    /// Sum of all stacks' periods.
+    pub fn total_period(&self) -> u64 {
+        self.stacks.iter().map(|s| s.period).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::Builder;
+
+    #[test]
+    fn equal_stacks_merge_and_frames_come_root_first() {
+        let mut b = Builder::default();
+        b.sample("app", 1, &["leaf", "main"], 2);
+        b.sample("app", 2, &["leaf", "main"], 1);
+        b.sample("other", 3, &["leaf", "main"], 1);
+        b.sample("app", 1, &["main"], 1);
+        let folded = FoldedStacks::build(&b.samples, &FoldOptions::default());
+        assert_eq!(folded.stacks.len(), 3, "pid does not split, comm does");
+        let first = &folded.stacks[0];
+        assert_eq!(first.frames, vec![b.id("main"), b.id("leaf")]);
+        assert_eq!((first.period, first.samples), (3000, 3));
+        assert_eq!(folded.comms.len(), 2);
+        assert_eq!(folded.total_period(), 5000);
+    }
+
+    #[test]
+    fn only_one_event_is_folded() {
+        let mut b = Builder::default();
+        b.event = 1;
+        b.sample("app", 1, &["f"], 2);
+        b.event = 0;
+        b.sample("app", 1, &["g"], 5);
+        b.sample("app", 1, &[], 5);
+        let folded = FoldedStacks::build(&b.samples, &FoldOptions::default());
+        assert_eq!(folded.event, 1, "the first sample's event");
+        assert_eq!(folded.total_period(), 2000);
+        let folded = FoldedStacks::build(&b.samples, &FoldOptions { event: Some(0) });
+        assert_eq!(folded.total_period(), 5000, "empty stacks are left out");
+    }
+}

@@ -1,0 +1,644 @@
+//! The flat profile behind `scry report`: histogram entries keyed by perf's
+//! sort keys (`comm`, `pid`, `tid`, `dso`, `sym`), with perf's `Self` and
+//! `Children` arithmetic.
+//!
+//! Semantics (those of `perf report`):
+//! - **self**: a sample's period goes to the entry of its leaf frame only;
+//! - **children**: a sample's period goes once to every *distinct* entry on
+//!   its stack, so a recursive function counts once per sample, not once
+//!   per frame; `self <= children` always holds for every entry;
+//! - percentages are of the event's total period (perf's default
+//!   `--percentage absolute`): filters hide entries and samples but never
+//!   change the denominator, so a filtered report still reads as "share of
+//!   everything recorded".
+//!
+//! Non-obvious decision: entries are keyed by interned integers. Every frame
+//! is mapped once to a `(dso, sym)` id pair (a symbol is identified by its
+//! name *and* binary, as perf's `sym` key compares symbol objects, not
+//! names), every comm string once to an id, and the hot loop then hashes
+//! five `u32`s per entry. Stacks of hundreds of thousands of samples
+//! aggregate without touching a string.
+
+use std::sync::Arc;
+
+use super::hash::FxHashMap;
+#[cfg(test)]
+use super::hash::FxHashSet;
+use super::sample::{Frame, FrameId, FrameTable, ResolvedSample};
+
+/// One of perf's `--sort` keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SortKey {
+    Comm,
+    Pid,
+    Tid,
+    Dso,
+    Sym,
+}
+
+impl SortKey {
+    /// perf's column header for this key.
+    pub fn header(self) -> &'static str {
+        match self {
+            SortKey::Comm => "Command",
+            SortKey::Pid => "Pid",
+            SortKey::Tid => "Tid",
+            SortKey::Dso => "Shared Object",
+            SortKey::Sym => "Symbol",
+        }
+    }
+
+    /// The key's name as `--sort` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Comm => "comm",
+            SortKey::Pid => "pid",
+            SortKey::Tid => "tid",
+            SortKey::Dso => "dso",
+            SortKey::Sym => "sym",
+        }
+    }
+
+    /// Parses a comma-separated `--sort` list (`comm,dso,sym`).
+    pub fn parse_list(list: &str) -> Result<Vec<SortKey>, String> {
+        let mut keys = Vec::new();
+        for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            let key = match word {
+                "comm" => SortKey::Comm,
+                "pid" => SortKey::Pid,
+                "tid" => SortKey::Tid,
+                "dso" => SortKey::Dso,
+                "sym" | "symbol" => SortKey::Sym,
+                other => {
+                    return Err(format!(
+                        "unknown sort key '{other}' (known: comm, pid, tid, dso, sym)"
+                    ));
+                }
+            };
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        if keys.is_empty() {
+            return Err("empty sort key list".to_string());
+        }
+        Ok(keys)
+    }
+}
+
+/// perf's filters. Empty lists keep everything.
+#[derive(Clone, Debug, Default)]
+pub struct SampleFilter {
+    /// `--comm`: keep samples of these commands.
+    pub comms: Vec<String>,
+    /// `--pid`: keep samples of these processes.
+    pub pids: Vec<i32>,
+    /// `--tid`: keep samples of these threads.
+    pub tids: Vec<i32>,
+    /// `--dso`: keep entries in these binaries (base name or full path).
+    pub dsos: Vec<String>,
+    /// `--symbols`: keep entries of these symbols (exact names).
+    pub symbols: Vec<String>,
+}
+
+impl SampleFilter {
+    pub(crate) fn keeps_sample(&self, sample: &ResolvedSample) -> bool {
+        (self.comms.is_empty() || self.comms.iter().any(|c| **c == *sample.comm))
+            && (self.pids.is_empty() || self.pids.contains(&sample.pid))
+            && (self.tids.is_empty() || self.tids.contains(&sample.tid))
+    }
+
+    fn keeps_frame(&self, frame: &Frame) -> bool {
+        let dso_ok = self.dsos.is_empty()
+            || self
+                .dsos
+                .iter()
+                .any(|d| **d == *frame.dso || d == dso_short_name(&frame.dso));
+        let sym_ok = self.symbols.is_empty()
+            || frame
+                .sym
+                .as_deref()
+                .is_some_and(|s| self.symbols.iter().any(|f| f == s));
+        dso_ok && sym_ok
+    }
+}
+
+/// perf's `--sort dso` name of a binary: its base name (`libc.so.6`); the
+/// bracketed pseudo-names (`[kernel.kallsyms]`, `[vdso]`) stay as they are.
+pub fn dso_short_name(dso: &str) -> &str {
+    if dso.starts_with('[') {
+        return dso;
+    }
+    dso.rsplit('/').next().unwrap_or(dso)
+}
+
+/// Settings of one report.
+#[derive(Clone, Debug)]
+pub struct ProfileOptions {
+    /// Sort keys, in column order. Default `comm,dso,sym`.
+    pub sort: Vec<SortKey>,
+    /// Compute `Children` (cumulative) besides `Self`. Default: on when the
+    /// file has callchains, as perf does.
+    pub children: bool,
+    pub filter: SampleFilter,
+}
+
+impl Default for ProfileOptions {
+    fn default() -> Self {
+        ProfileOptions {
+            sort: vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
+            children: true,
+            filter: SampleFilter::default(),
+        }
+    }
+}
+
+/// The integer key of an entry; fields not in the sort list are zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct RawKey {
+    comm: u32,
+    pid: i32,
+    tid: i32,
+    dso: u32,
+    sym: u32,
+}
+
+/// One line of the report.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The sample's command, if `comm` is a sort key.
+    pub comm: Option<Arc<str>>,
+    pub pid: Option<i32>,
+    pub tid: Option<i32>,
+    /// A frame carrying this entry's binary and symbol, if `dso` or `sym` is
+    /// a sort key (the first frame seen with that pair).
+    pub frame: Option<FrameId>,
+    pub self_period: u64,
+    pub self_samples: u64,
+    /// Equal to the self figures when children are not computed.
+    pub children_period: u64,
+    pub children_samples: u64,
+    pub(crate) key: RawKey,
+}
+
+/// The profile of one event (one section of the report).
+#[derive(Clone, Debug)]
+pub struct EventProfile {
+    /// Index of the event in the file.
+    pub event: usize,
+    /// Samples of this event in the file (before filters).
+    pub nr_samples: u64,
+    /// Sum of their periods: the denominator of every percentage.
+    pub total_period: u64,
+    /// Samples whose stack was empty (not even an IP): counted in the total,
+    /// attributed to no entry.
+    pub no_ip_samples: u64,
+    /// Sorted hottest first (by children when computed, else by self).
+    pub entries: Vec<Entry>,
+}
+
+impl EventProfile {
+    /// `period` as a percentage of this event's total.
+    pub fn percent(&self, period: u64) -> f64 {
+        if self.total_period == 0 {
+            0.0
+        } else {
+            period as f64 * 100.0 / self.total_period as f64
+        }
+    }
+
+    /// Drops entries under `limit` percent (`--percent-limit`), measured on
+    /// the column the report is sorted by.
+    pub fn retain_above(&mut self, limit: f64, children: bool) {
+        let total = self.total_period;
+        self.entries.retain(|e| {
+            let period = if children {
+                e.children_period
+            } else {
+                e.self_period
+            };
+            total == 0 || period as f64 * 100.0 / total as f64 >= limit
+        });
+    }
+}
+
+/// Interned identities of frames and comms, shared by the flat profile and
+/// the call trees built on top of it.
+#[derive(Debug, Default)]
+pub struct KeyTable {
+    /// Per `FrameId`: (dso id, sym id). Sym ids are unique across dsos.
+    frame_keys: Vec<(u32, u32)>,
+    /// Per sym id: the first frame seen with it.
+    sym_frames: Vec<FrameId>,
+    comms: FxHashMap<Arc<str>, u32>,
+}
+
+impl KeyTable {
+    pub fn new(frames: &FrameTable) -> KeyTable {
+        let mut dsos: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut syms: FxHashMap<(u32, Option<&str>), u32> = FxHashMap::default();
+        let mut table = KeyTable::default();
+        for index in 0..frames.len() {
+            let id = FrameId(index as u32);
+            let frame = frames.get(id);
+            let next_dso = dsos.len() as u32;
+            let dso = *dsos.entry(&frame.dso).or_insert(next_dso);
+            let next_sym = syms.len() as u32;
+            let sym = *syms.entry((dso, frame.sym.as_deref())).or_insert(next_sym);
+            if sym as usize == table.sym_frames.len() {
+                table.sym_frames.push(id);
+            }
+            table.frame_keys.push((dso, sym));
+        }
+        table
+    }
+
+    /// The symbol identity (name + binary) of a frame.
+    pub fn sym_of(&self, frame: FrameId) -> u32 {
+        self.frame_keys
+            .get(frame.0 as usize)
+            .map_or(u32::MAX, |&(_, sym)| sym)
+    }
+
+    /// The first frame seen with this symbol identity.
+    pub fn frame_of_sym(&self, sym: u32) -> Option<FrameId> {
+        self.sym_frames.get(sym as usize).copied()
+    }
+
+    fn dso_sym_of(&self, frame: FrameId) -> (u32, u32) {
+        self.frame_keys
+            .get(frame.0 as usize)
+            .copied()
+            .unwrap_or((u32::MAX, u32::MAX))
+    }
+
+    fn comm_id(&mut self, comm: &Arc<str>) -> u32 {
+        if let Some(&id) = self.comms.get(comm) {
+            return id;
+        }
+        let id = self.comms.len() as u32;
+        self.comms.insert(comm.clone(), id);
+        id
+    }
+}
+
+/// Which fields of a `RawKey` the sort list uses.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyMask {
+    comm: bool,
+    pid: bool,
+    tid: bool,
+    dso: bool,
+    sym: bool,
+}
+
+impl KeyMask {
+    fn new(sort: &[SortKey]) -> KeyMask {
+        KeyMask {
+            comm: sort.contains(&SortKey::Comm),
+            pid: sort.contains(&SortKey::Pid),
+            tid: sort.contains(&SortKey::Tid),
+            dso: sort.contains(&SortKey::Dso),
+            sym: sort.contains(&SortKey::Sym),
+        }
+    }
+
+    /// The key of `frame` in a sample whose comm id is `comm`.
+    fn key(self, keys: &KeyTable, comm: u32, sample: &ResolvedSample, frame: FrameId) -> RawKey {
+        let (dso, sym) = keys.dso_sym_of(frame);
+        RawKey {
+            comm: if self.comm { comm } else { 0 },
+            pid: if self.pid { sample.pid } else { 0 },
+            tid: if self.tid { sample.tid } else { 0 },
+            dso: if self.dso { dso } else { 0 },
+            sym: if self.sym { sym } else { 0 },
+        }
+    }
+}
+
+/// Aggregates samples into per-event profiles, with the interned keys that
+/// call-tree building needs afterwards.
+pub struct Profile {
+    pub events: Vec<EventProfile>,
+    pub keys: KeyTable,
+    pub(crate) mask: KeyMask,
+    pub children: bool,
+    pub(crate) filter: SampleFilter,
+}
+
+impl Profile {
+    /// Builds the profile of every event present in `samples`.
+    pub fn build(
+        samples: &[ResolvedSample],
+        frames: &FrameTable,
+        options: &ProfileOptions,
+    ) -> Profile {
+        let mut keys = KeyTable::new(frames);
+        let mask = KeyMask::new(&options.sort);
+        let filter = &options.filter;
+        let entry_filter = !filter.dsos.is_empty() || !filter.symbols.is_empty();
+
+        struct Acc {
+            nr_samples: u64,
+            total_period: u64,
+            no_ip: u64,
+            map: FxHashMap<RawKey, Entry>,
+        }
+        let mut per_event: Vec<Acc> = Vec::new();
+        let mut seen: Vec<RawKey> = Vec::with_capacity(128);
+
+        for sample in samples {
+            while per_event.len() <= sample.event {
+                per_event.push(Acc {
+                    nr_samples: 0,
+                    total_period: 0,
+                    no_ip: 0,
+                    map: FxHashMap::default(),
+                });
+            }
+            let Some(acc) = per_event.get_mut(sample.event) else {
+                continue;
+            };
+            acc.nr_samples += 1;
+            acc.total_period += sample.period;
+            let Some(&leaf) = sample.stack.first() else {
+                acc.no_ip += 1;
+                continue;
+            };
+            if !filter.keeps_sample(sample) {
+                continue;
+            }
+            let comm = keys.comm_id(&sample.comm);
+            let new_entry = |key: RawKey, frame: FrameId| Entry {
+                comm: mask.comm.then(|| sample.comm.clone()),
+                pid: mask.pid.then_some(sample.pid),
+                tid: mask.tid.then_some(sample.tid),
+                frame: (mask.dso || mask.sym).then_some(frame),
+                self_period: 0,
+                self_samples: 0,
+                children_period: 0,
+                children_samples: 0,
+                key,
+            };
+
+            let leaf_key = mask.key(&keys, comm, sample, leaf);
+            let entry = acc
+                .map
+                .entry(leaf_key)
+                .or_insert_with(|| new_entry(leaf_key, leaf));
+            entry.self_period += sample.period;
+            entry.self_samples += 1;
+
+            if options.children {
+                seen.clear();
+                for &frame in &sample.stack {
+                    let key = mask.key(&keys, comm, sample, frame);
+                    // Stacks are short; a linear scan beats a set here.
+                    if seen.contains(&key) {
+                        continue;
+                    }
+                    seen.push(key);
+                    let entry = acc.map.entry(key).or_insert_with(|| new_entry(key, frame));
+                    entry.children_period += sample.period;
+                    entry.children_samples += 1;
+                }
+            }
+        }
+
+        let mut events = Vec::new();
+        for (event, acc) in per_event.into_iter().enumerate() {
+            if acc.nr_samples == 0 {
+                continue;
+            }
+            let mut entries: Vec<Entry> = acc.map.into_values().collect();
+            if !options.children {
+                for e in &mut entries {
+                    e.children_period = e.self_period;
+                    e.children_samples = e.self_samples;
+                }
+            }
+            if entry_filter {
+                entries.retain(|e| e.frame.is_none_or(|f| filter.keeps_frame(frames.get(f))));
+            }
+            sort_entries(&mut entries, options.children, frames);
+            events.push(EventProfile {
+                event,
+                nr_samples: acc.nr_samples,
+                total_period: acc.total_period,
+                no_ip_samples: acc.no_ip,
+                entries,
+            });
+        }
+        Profile {
+            events,
+            keys,
+            mask,
+            children: options.children,
+            filter: options.filter.clone(),
+        }
+    }
+
+    /// The entry key of `frame` in `sample` under this profile's sort keys.
+    pub(crate) fn key_of(&self, sample: &ResolvedSample, frame: FrameId) -> Option<RawKey> {
+        let comm = *self.keys.comms.get(&sample.comm)?;
+        Some(self.mask.key(&self.keys, comm, sample, frame))
+    }
+}
+
+/// Hottest first; ties broken by self, then by names, so output is stable.
+fn sort_entries(entries: &mut [Entry], children: bool, frames: &FrameTable) {
+    entries.sort_by(|a, b| {
+        let (pa, pb) = if children {
+            (a.children_period, b.children_period)
+        } else {
+            (a.self_period, b.self_period)
+        };
+        pb.cmp(&pa)
+            .then(b.self_period.cmp(&a.self_period))
+            .then_with(|| a.comm.cmp(&b.comm))
+            .then(a.pid.cmp(&b.pid))
+            .then(a.tid.cmp(&b.tid))
+            .then_with(|| {
+                let name = |e: &Entry| {
+                    e.frame.map(|f| {
+                        let frame = frames.get(f);
+                        (frame.sym.clone(), frame.dso.clone())
+                    })
+                };
+                name(a).cmp(&name(b))
+            })
+            .then(a.key.cmp(&b.key))
+    });
+}
+
+/// The set of distinct entry keys on one stack: what `children` counts.
+#[cfg(test)]
+fn distinct_keys(profile: &Profile, sample: &ResolvedSample) -> FxHashSet<RawKey> {
+    sample
+        .stack
+        .iter()
+        .filter_map(|&f| profile.key_of(sample, f))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testing::{Builder, find};
+
+    #[test]
+    fn self_goes_to_the_leaf_children_to_every_distinct_frame() {
+        let mut b = Builder::default();
+        // main -> a -> leaf (3 samples), main -> b (1 sample)
+        b.sample("app", 1, &["leaf", "a", "main"], 3);
+        b.sample("app", 1, &["b", "main"], 1);
+        let profile = Profile::build(&b.samples, &b.frames, &ProfileOptions::default());
+        let ev = &profile.events[0];
+        assert_eq!(ev.total_period, 4 * 1000);
+        assert_eq!(ev.nr_samples, 4);
+        let main = find(ev, &b.frames, "main");
+        assert_eq!((main.self_period, main.children_period), (0, 4000));
+        let leaf = find(ev, &b.frames, "leaf");
+        assert_eq!((leaf.self_period, leaf.children_period), (3000, 3000));
+        let a = find(ev, &b.frames, "a");
+        assert_eq!((a.self_period, a.children_period), (0, 3000));
+        assert_eq!(ev.percent(a.children_period), 75.0);
+        // Sorted by children: main first.
+        assert_eq!(ev.entries[0].frame, Some(b.id("main")));
+    }
+
+    #[test]
+    fn recursion_counts_once_in_children() {
+        let mut b = Builder::default();
+        b.sample("app", 1, &["rec", "rec", "rec", "main"], 2);
+        b.sample("app", 1, &["leaf", "rec", "rec", "main"], 2);
+        let profile = Profile::build(&b.samples, &b.frames, &ProfileOptions::default());
+        let ev = &profile.events[0];
+        let rec = find(ev, &b.frames, "rec");
+        assert_eq!(rec.children_period, 4000, "4 samples, each counted once");
+        assert_eq!(rec.children_samples, 4);
+        assert_eq!(rec.self_period, 2000);
+        for entry in &ev.entries {
+            assert!(entry.self_period <= entry.children_period);
+            assert!(entry.children_period <= ev.total_period);
+        }
+        assert_eq!(distinct_keys(&profile, &b.samples[0]).len(), 2);
+    }
+
+    #[test]
+    fn no_children_uses_self_only_and_sorts_by_it() {
+        let mut b = Builder::default();
+        b.sample("app", 1, &["x", "main"], 1);
+        b.sample("app", 1, &["y", "main"], 3);
+        let options = ProfileOptions {
+            children: false,
+            ..ProfileOptions::default()
+        };
+        let profile = Profile::build(&b.samples, &b.frames, &options);
+        let ev = &profile.events[0];
+        assert_eq!(ev.entries.len(), 2, "main has no self time: no entry");
+        assert_eq!(ev.entries[0].frame, Some(b.id("y")));
+        assert_eq!(ev.entries[0].children_period, ev.entries[0].self_period);
+    }
+
+    #[test]
+    fn sort_keys_merge_and_split_entries() {
+        let mut b = Builder::default();
+        b.sample("one", 10, &["f", "main"], 1);
+        b.sample("two", 20, &["f", "main"], 1);
+        let by_sym = ProfileOptions {
+            sort: vec![SortKey::Sym],
+            children: false,
+            ..ProfileOptions::default()
+        };
+        let ev = &Profile::build(&b.samples, &b.frames, &by_sym).events[0];
+        assert_eq!(ev.entries.len(), 1);
+        assert_eq!(ev.entries[0].self_samples, 2);
+        assert_eq!(ev.entries[0].comm, None);
+
+        let by_comm_sym = ProfileOptions {
+            sort: vec![SortKey::Comm, SortKey::Sym],
+            children: false,
+            ..ProfileOptions::default()
+        };
+        let ev = &Profile::build(&b.samples, &b.frames, &by_comm_sym).events[0];
+        assert_eq!(ev.entries.len(), 2);
+
+        let by_pid = ProfileOptions {
+            sort: vec![SortKey::Pid],
+            children: true,
+            ..ProfileOptions::default()
+        };
+        let ev = &Profile::build(&b.samples, &b.frames, &by_pid).events[0];
+        assert_eq!(ev.entries.len(), 2);
+        // Every frame of a sample has the same pid: children == total share.
+        assert!(ev.entries.iter().all(|e| e.children_period == 1000));
+        assert_eq!(ev.entries[0].pid, Some(10));
+    }
+
+    #[test]
+    fn filters_hide_entries_but_keep_the_denominator() {
+        let mut b = Builder::default();
+        b.sample("one", 10, &["f", "main"], 1);
+        b.sample("two", 20, &["g", "main"], 3);
+        let options = ProfileOptions {
+            filter: SampleFilter {
+                comms: vec!["one".into()],
+                ..SampleFilter::default()
+            },
+            ..ProfileOptions::default()
+        };
+        let ev = &Profile::build(&b.samples, &b.frames, &options).events[0];
+        assert_eq!(ev.total_period, 4000);
+        assert!(ev.entries.iter().all(|e| e.comm.as_deref() == Some("one")));
+        assert_eq!(ev.percent(find(ev, &b.frames, "f").self_period), 25.0);
+
+        let options = ProfileOptions {
+            filter: SampleFilter {
+                symbols: vec!["g".into()],
+                ..SampleFilter::default()
+            },
+            ..ProfileOptions::default()
+        };
+        let ev = &Profile::build(&b.samples, &b.frames, &options).events[0];
+        assert_eq!(ev.entries.len(), 1);
+        assert_eq!(ev.percent(ev.entries[0].self_period), 75.0);
+    }
+
+    #[test]
+    fn events_get_their_own_sections_and_empty_stacks_count_in_totals() {
+        let mut b = Builder::default();
+        b.sample("app", 1, &["f"], 2);
+        b.event = 1;
+        b.sample("app", 1, &["g"], 1);
+        b.sample("app", 1, &[], 1);
+        let profile = Profile::build(&b.samples, &b.frames, &ProfileOptions::default());
+        assert_eq!(profile.events.len(), 2);
+        assert_eq!(profile.events[1].event, 1);
+        assert_eq!(profile.events[1].nr_samples, 2);
+        assert_eq!(profile.events[1].no_ip_samples, 1);
+        assert_eq!(profile.events[1].entries.len(), 1);
+    }
+
+    #[test]
+    fn percent_limit_drops_small_entries() {
+        let mut b = Builder::default();
+        b.sample("app", 1, &["big"], 99);
+        b.sample("app", 1, &["small"], 1);
+        let mut profile = Profile::build(&b.samples, &b.frames, &ProfileOptions::default());
+        profile.events[0].retain_above(5.0, true);
+        assert_eq!(profile.events[0].entries.len(), 1);
+    }
+
+    #[test]
+    fn parse_sort_list() {
+        assert_eq!(
+            SortKey::parse_list("comm, dso,symbol").ok(),
+            Some(vec![SortKey::Comm, SortKey::Dso, SortKey::Sym])
+        );
+        assert!(SortKey::parse_list("cpu").is_err());
+        assert!(SortKey::parse_list("").is_err());
+        assert_eq!(dso_short_name("/usr/lib/libc.so.6"), "libc.so.6");
+        assert_eq!(dso_short_name("[kernel.kallsyms]"), "[kernel.kallsyms]");
+    }
+}
