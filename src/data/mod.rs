@@ -1,1 +1,4 @@
 //! perf.data (PERFILE2) reader and writer, and the exports built on them.
+pub mod build_id;
+pub mod features;
+pub mod writer;
