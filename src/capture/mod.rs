@@ -7,6 +7,7 @@
 
 pub mod session;
 pub mod synth;
+pub mod to_file;
 
 pub use session::{CallGraph, CaptureOptions, RecordSink, Sampling, Session, StopReason, Target};
 
@@ -21,8 +22,13 @@ pub enum CaptureError {
          run as root, grant CAP_PERFMON, or lower it with 'sysctl kernel.perf_event_paranoid=1'",
         paranoid.map_or("unknown".to_string(), |p| p.to_string())
     )]
-    Permission { event: String, paranoid: Option<i32> },
-    #[error("event '{event}' is not supported on this machine (no hardware PMU, as in most virtual machines); try cpu-clock")]
+    Permission {
+        event: String,
+        paranoid: Option<i32>,
+    },
+    #[error(
+        "event '{event}' is not supported on this machine (no hardware PMU, as in most virtual machines); try cpu-clock"
+    )]
     NotSupported { event: String },
     #[error("no such process: {0}")]
     NoSuchProcess(i32),
@@ -31,7 +37,11 @@ pub enum CaptureError {
     #[error("cannot open event '{event}': {source}")]
     Open { event: String, source: io::Error },
     #[error("event '{event}': the kernel refused filter '{filter}': {source}")]
-    Filter { event: String, filter: String, source: io::Error },
+    Filter {
+        event: String,
+        filter: String,
+        source: io::Error,
+    },
     #[error("cannot map the ring buffer: {0}")]
     Mmap(io::Error),
     #[error("-m: ring buffer pages must be a power of two, got {0}")]

@@ -12,8 +12,8 @@ use crate::sys::ring::RingBuffer;
 use crate::sys::signal::{self, PollFd, SignalPipe};
 use crate::sys::{proc, process};
 
-use super::synth::{self, SampleIdLayout};
 use super::CaptureError;
+use super::synth::{self, SampleIdLayout};
 
 /// What to watch.
 #[derive(Clone, Debug, Default)]
@@ -46,7 +46,9 @@ pub enum CallGraph {
     None,
     FramePointer,
     /// Copy this many bytes of user stack, plus user registers.
-    Dwarf { stack_size: u32 },
+    Dwarf {
+        stack_size: u32,
+    },
 }
 
 /// Everything a capture needs to know. Defaults follow perf record.
@@ -117,7 +119,12 @@ pub enum StopReason {
     Signal(i32),
 }
 
-fn build_attr(event: &ResolvedEvent, opts: &CaptureOptions, tracking: bool, enable_on_exec: bool) -> perf_event_attr {
+fn build_attr(
+    event: &ResolvedEvent,
+    opts: &CaptureOptions,
+    tracking: bool,
+    enable_on_exec: bool,
+) -> perf_event_attr {
     let mut attr = pe::new_attr();
     attr.type_ = event.type_;
     attr.config = event.config;
@@ -134,7 +141,8 @@ fn build_attr(event: &ResolvedEvent, opts: &CaptureOptions, tracking: bool, enab
         CallGraph::None => {}
         CallGraph::FramePointer => sample_type |= pe::PERF_SAMPLE_CALLCHAIN,
         CallGraph::Dwarf { stack_size } => {
-            sample_type |= pe::PERF_SAMPLE_CALLCHAIN | pe::PERF_SAMPLE_REGS_USER | pe::PERF_SAMPLE_STACK_USER;
+            sample_type |=
+                pe::PERF_SAMPLE_CALLCHAIN | pe::PERF_SAMPLE_REGS_USER | pe::PERF_SAMPLE_STACK_USER;
             attr.sample_regs_user = pe::PERF_REGS_MASK_X86_64;
             attr.sample_stack_user = stack_size;
             attr.set_exclude_callchain_user(1);
@@ -171,7 +179,8 @@ fn build_attr(event: &ResolvedEvent, opts: &CaptureOptions, tracking: bool, enab
     }
     // Wake the reader when a quarter of the ring is full, not per record.
     attr.set_watermark(1);
-    attr.__bindgen_anon_2.wakeup_watermark = ((opts.mmap_pages * crate::sys::ring::page_size()) / 4) as u32;
+    attr.__bindgen_anon_2.wakeup_watermark =
+        ((opts.mmap_pages * crate::sys::ring::page_size()) / 4) as u32;
     attr
 }
 
@@ -188,9 +197,14 @@ fn open_error(event: &ResolvedEvent, pid: i32, err: io::Error) -> CaptureError {
                 || event.type_ == pe::PERF_TYPE_HW_CACHE
                 || event.type_ == pe::PERF_TYPE_RAW =>
         {
-            CaptureError::NotSupported { event: event.name.clone() }
+            CaptureError::NotSupported {
+                event: event.name.clone(),
+            }
         }
-        _ => CaptureError::Open { event: event.name.clone(), source: err },
+        _ => CaptureError::Open {
+            event: event.name.clone(),
+            source: err,
+        },
     }
 }
 
@@ -267,8 +281,15 @@ impl Session {
                 return Err(e);
             }
         };
-        let first_id = counters.first().map(|c| c.fd.id()).transpose().map_err(CaptureError::System)?;
-        let layout = SampleIdLayout { sample_type: attrs[0].sample_type, id: first_id.unwrap_or(0) };
+        let first_id = counters
+            .first()
+            .map(|c| c.fd.id())
+            .transpose()
+            .map_err(CaptureError::System)?;
+        let layout = SampleIdLayout {
+            sample_type: attrs[0].sample_type,
+            id: first_id.unwrap_or(0),
+        };
         Ok(Session {
             events: opts.events.clone(),
             attrs,
@@ -307,32 +328,52 @@ impl Session {
                     let fd = match PerfEventFd::open(&attrs[event_index], task, cpu as i32) {
                         Ok(fd) => fd,
                         // A thread of a -p target that exited meanwhile.
-                        Err(e) if e.raw_os_error() == Some(libc::ESRCH) && !opts.target.pids.is_empty() => continue,
+                        Err(e)
+                            if e.raw_os_error() == Some(libc::ESRCH)
+                                && !opts.target.pids.is_empty() =>
+                        {
+                            continue;
+                        }
                         Err(e) => return Err(open_error(event, task, e)),
                     };
-                    if let Some((_, filter)) = opts.filters.iter().find(|(i, _)| *i == event_index) {
-                        fd.set_filter(filter).map_err(|source| CaptureError::Filter {
-                            event: event.name.clone(),
-                            filter: filter.clone(),
-                            source,
-                        })?;
+                    if let Some((_, filter)) = opts.filters.iter().find(|(i, _)| *i == event_index)
+                    {
+                        fd.set_filter(filter)
+                            .map_err(|source| CaptureError::Filter {
+                                event: event.name.clone(),
+                                filter: filter.clone(),
+                                source,
+                            })?;
                     }
                     match ring_owner {
-                        Some(owner) => fd.set_output(&counters[owner].fd).map_err(CaptureError::System)?,
+                        Some(owner) => fd
+                            .set_output(&counters[owner].fd)
+                            .map_err(CaptureError::System)?,
                         None => {
                             let buffer = loop {
                                 match RingBuffer::map(fd.raw_fd(), pages) {
                                     Ok(b) => break b,
                                     // Over the unprivileged mlock budget: halve.
-                                    Err(e) if e.raw_os_error() == Some(libc::EPERM) && pages > 1 => pages /= 2,
+                                    Err(e)
+                                        if e.raw_os_error() == Some(libc::EPERM) && pages > 1 =>
+                                    {
+                                        pages /= 2
+                                    }
                                     Err(e) => return Err(CaptureError::Mmap(e)),
                                 }
                             };
                             ring_owner = Some(counters.len());
-                            rings.push(Ring { cpu, fd_index: counters.len(), buffer });
+                            rings.push(Ring {
+                                cpu,
+                                fd_index: counters.len(),
+                                buffer,
+                            });
                         }
                     }
-                    counters.push(Counter { fd, event: event_index });
+                    counters.push(Counter {
+                        fd,
+                        event: event_index,
+                    });
                 }
             }
         }
@@ -353,7 +394,10 @@ impl Session {
 
     /// The pid of the workload, once forked.
     pub fn workload_pid(&self) -> Option<i32> {
-        self.pending.as_ref().map(|p| p.pid()).or(self.child.as_ref().map(|c| c.pid))
+        self.pending
+            .as_ref()
+            .map(|p| p.pid())
+            .or(self.child.as_ref().map(|c| c.pid))
     }
 
     /// Records describing what existed before the counters: the kernel map
@@ -428,24 +472,38 @@ impl Session {
     /// process is gone, or SIGINT/SIGTERM arrives (caught by `signals`).
     /// Then disable the counters, drain what is left, and reap the workload
     /// (sending it SIGTERM first if it still runs).
-    pub fn run(&mut self, sink: &mut dyn RecordSink, signals: &SignalPipe) -> Result<StopReason, CaptureError> {
+    pub fn run(
+        &mut self,
+        sink: &mut dyn RecordSink,
+        signals: &SignalPipe,
+    ) -> Result<StopReason, CaptureError> {
         let mut buf = Vec::with_capacity(self.rings.first().map_or(0, |r| r.buffer.data_size()));
         let mut poll_set: Vec<PollFd> = self
             .rings
             .iter()
-            .map(|r| PollFd { fd: self.counters[r.fd_index].fd.raw_fd(), revents: 0 })
+            .map(|r| PollFd {
+                fd: self.counters[r.fd_index].fd.raw_fd(),
+                revents: 0,
+            })
             .collect();
-        poll_set.push(PollFd { fd: signals.fd(), revents: 0 });
+        poll_set.push(PollFd {
+            fd: signals.fd(),
+            revents: 0,
+        });
         let pidfd_slot = self.child_pidfd.as_ref().map(|fd| {
-            poll_set.push(PollFd { fd: fd.as_raw_fd(), revents: 0 });
+            poll_set.push(PollFd {
+                fd: fd.as_raw_fd(),
+                revents: 0,
+            });
             poll_set.len() - 1
         });
         // Without a pidfd (or with -p), look at the targets now and then.
-        let timeout = if self.child.is_some() && pidfd_slot.is_some() && self.watched_pids.is_empty() {
-            -1
-        } else {
-            200
-        };
+        let timeout =
+            if self.child.is_some() && pidfd_slot.is_some() && self.watched_pids.is_empty() {
+                -1
+            } else {
+                200
+            };
         let reason = loop {
             signal::poll(&mut poll_set, timeout).map_err(CaptureError::System)?;
             self.drain(sink, &mut buf).map_err(CaptureError::Write)?;
@@ -473,7 +531,9 @@ impl Session {
             let _ = child.wait();
         }
         let reason = match (reason, self.child.as_mut()) {
-            (StopReason::TargetExited(None), Some(child)) => StopReason::TargetExited(child.wait().ok()),
+            (StopReason::TargetExited(None), Some(child)) => {
+                StopReason::TargetExited(child.wait().ok())
+            }
             (reason, _) => reason,
         };
         Ok(reason)

@@ -7,8 +7,9 @@
 //! trailer that `sample_id_all` promises every non-sample record has.
 
 use crate::sys::perf_event::{
-    PERF_RECORD_COMM, PERF_RECORD_MISC_KERNEL, PERF_RECORD_MISC_USER, PERF_RECORD_MMAP, PERF_RECORD_MMAP2,
-    PERF_SAMPLE_CPU, PERF_SAMPLE_ID, PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_TID, PERF_SAMPLE_TIME,
+    PERF_RECORD_COMM, PERF_RECORD_MISC_KERNEL, PERF_RECORD_MISC_USER, PERF_RECORD_MMAP,
+    PERF_RECORD_MMAP2, PERF_SAMPLE_CPU, PERF_SAMPLE_ID, PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_TID,
+    PERF_SAMPLE_TIME,
 };
 use crate::sys::proc;
 
@@ -81,9 +82,18 @@ pub fn kernel_mmap(layout: &SampleIdLayout, out: &mut Vec<u8>) {
     let Ok(Some(start)) = proc::kallsyms_address("_text") else {
         return;
     };
-    let end = proc::kallsyms_address("_etext").ok().flatten().filter(|&e| e > start).unwrap_or(u64::MAX);
+    let end = proc::kallsyms_address("_etext")
+        .ok()
+        .flatten()
+        .filter(|&e| e > start)
+        .unwrap_or(u64::MAX);
     let mut r = RecordBuf::new(PERF_RECORD_MMAP, PERF_RECORD_MISC_KERNEL);
-    r.u32(u32::MAX).u32(0).u64(start).u64(end - start).u64(start).string("[kernel.kallsyms]_text");
+    r.u32(u32::MAX)
+        .u32(0)
+        .u64(start)
+        .u64(end - start)
+        .u64(start)
+        .string("[kernel.kallsyms]_text");
     r.sample_id(layout, -1, 0);
     r.finish(out);
     for module in proc::modules().unwrap_or_default() {
@@ -91,7 +101,12 @@ pub fn kernel_mmap(layout: &SampleIdLayout, out: &mut Vec<u8>) {
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|| format!("[{}]", module.name));
         let mut r = RecordBuf::new(PERF_RECORD_MMAP, PERF_RECORD_MISC_KERNEL);
-        r.u32(u32::MAX).u32(0).u64(module.start).u64(module.size).u64(0).string(&path);
+        r.u32(u32::MAX)
+            .u32(0)
+            .u64(module.start)
+            .u64(module.size)
+            .u64(0)
+            .string(&path);
         r.sample_id(layout, -1, 0);
         r.finish(out);
     }
@@ -120,15 +135,30 @@ pub fn process(layout: &SampleIdLayout, pid: i32, out: &mut Vec<u8>) {
         return;
     };
     for map in maps.iter().filter(|m| m.is_executable()) {
-        let name = if map.path.is_empty() { "//anon" } else { map.path.as_str() };
+        let name = if map.path.is_empty() {
+            "//anon"
+        } else {
+            map.path.as_str()
+        };
         if name == "[vsyscall]" {
             continue;
         }
         let mut r = RecordBuf::new(PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER);
-        r.u32(pid as u32).u32(pid as u32).u64(map.start).u64(map.end - map.start).u64(map.offset);
-        r.u32(map.dev_major).u32(map.dev_minor).u64(map.inode).u64(0);
+        r.u32(pid as u32)
+            .u32(pid as u32)
+            .u64(map.start)
+            .u64(map.end - map.start)
+            .u64(map.offset);
+        r.u32(map.dev_major)
+            .u32(map.dev_minor)
+            .u64(map.inode)
+            .u64(0);
         let prot = (libc::PROT_READ | libc::PROT_EXEC) as u32;
-        let flags = if map.perms.ends_with('s') { libc::MAP_SHARED } else { libc::MAP_PRIVATE } as u32;
+        let flags = if map.perms.ends_with('s') {
+            libc::MAP_SHARED
+        } else {
+            libc::MAP_PRIVATE
+        } as u32;
         r.u32(prot).u32(flags).string(name);
         r.sample_id(layout, pid, pid);
         r.finish(out);
@@ -141,13 +171,19 @@ mod tests {
 
     #[test]
     fn comm_record_layout() {
-        let layout = SampleIdLayout { sample_type: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_IDENTIFIER, id: 7 };
+        let layout = SampleIdLayout {
+            sample_type: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_IDENTIFIER,
+            id: 7,
+        };
         let mut out = Vec::new();
         comm(&layout, 10, 11, "bash", &mut out);
         // header 8 + pid/tid 8 + "bash\0" padded to 8 + trailer 8+8+8
         assert_eq!(out.len(), 8 + 8 + 8 + 24);
         assert_eq!(u16::from_ne_bytes([out[6], out[7]]) as usize, out.len());
         assert_eq!(&out[16..21], b"bash\0");
-        assert_eq!(u64::from_ne_bytes(out[out.len() - 8..].try_into().unwrap()), 7);
+        assert_eq!(
+            u64::from_ne_bytes(out[out.len() - 8..].try_into().unwrap()),
+            7
+        );
     }
 }

@@ -1,10 +1,231 @@
-//! `scry record`.
+//! `scry record`: perf record's flags, into `capture::to_file`.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use anyhow::Context;
 use clap::Args;
 
-#[derive(Args, Debug)]
-pub struct RecordArgs {}
+use scry::capture::session::{DEFAULT_MMAP_PAGES, StopReason};
+use scry::capture::{CallGraph, CaptureOptions, Sampling, Target};
+use scry::event::name;
 
-pub fn run(_args: RecordArgs) -> anyhow::Result<()> {
-    anyhow::bail!("'scry record' is not built yet")
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// Event(s) to sample: cpu-clock, page-faults:u, sched:sched_switch, 'syscalls:sys_enter_*', r1a8...
+    /// (repeatable, comma lists). Default: cycles, or cpu-clock without a hardware PMU.
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    events: Vec<String>,
+    /// Tracepoint filter (ftrace syntax) for the event before it on the command line.
+    #[arg(long)]
+    filter: Vec<String>,
+    /// Sample at this frequency (Hz). Default 4000 (tracepoints: every event).
+    #[arg(
+        short = 'F',
+        long = "freq",
+        value_name = "HZ",
+        conflicts_with = "count"
+    )]
+    freq: Option<u64>,
+    /// Sample every N events.
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    count: Option<u64>,
+    /// Record kernel and user call chains (frame pointers); same as --call-graph fp.
+    #[arg(short = 'g')]
+    callchain: bool,
+    /// fp, or dwarf[,STACK_BYTES] (default 8192): copy the user stack and registers to unwind later.
+    #[arg(long = "call-graph", value_name = "MODE")]
+    call_graph: Option<String>,
+    /// Watch these processes (all their threads): PID[,PID...].
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pid: Option<String>,
+    /// Watch these threads: TID[,TID...].
+    #[arg(short = 't', long = "tid", value_name = "TID")]
+    tid: Option<String>,
+    /// Watch every CPU (system-wide).
+    #[arg(short = 'a', long = "all-cpus")]
+    all_cpus: bool,
+    /// Watch these CPUs only (0-3,5).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    cpu: Option<String>,
+    /// Output file (an existing one is moved to FILE.old).
+    #[arg(short = 'o', long = "output", default_value = "perf.data")]
+    output: PathBuf,
+    /// Ring buffer size per CPU in pages (a power of two). Default 1024.
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
+    mmap_pages: Option<usize>,
+    /// Print nothing but errors.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+    /// The command to run and record (after --).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+fn parse_ids(text: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
+    text.split(',')
+        .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
+        .collect::<Option<Vec<_>>>()
+        .with_context(|| format!("{flag}: expected a comma-separated list of ids, got '{text}'"))
+}
+
+/// `--call-graph` / `-g` into a mode.
+pub fn parse_call_graph(g: bool, mode: Option<&str>) -> anyhow::Result<CallGraph> {
+    let Some(mode) = mode else {
+        return Ok(if g {
+            CallGraph::FramePointer
+        } else {
+            CallGraph::None
+        });
+    };
+    let mut parts = mode.split(',');
+    match parts.next() {
+        Some("fp") => Ok(CallGraph::FramePointer),
+        Some("dwarf") => {
+            let stack_size = match parts.next() {
+                Some(n) => n.parse::<u32>().ok().filter(|&n| n > 0 && n <= 65528).with_context(|| {
+                    format!("--call-graph dwarf,SIZE: SIZE must be a number of bytes up to 65528, got '{n}'")
+                })?,
+                None => 8192,
+            };
+            Ok(CallGraph::Dwarf {
+                stack_size: stack_size.next_multiple_of(8),
+            })
+        }
+        Some("lbr") => anyhow::bail!("--call-graph lbr needs a hardware PMU; use fp or dwarf"),
+        _ => anyhow::bail!("--call-graph: unknown mode '{mode}' (use fp or dwarf[,SIZE])"),
+    }
+}
+
+impl RecordArgs {
+    /// Flags into capture options; resolves event names (tracefs for tracepoints).
+    pub fn to_options(&self) -> anyhow::Result<CaptureOptions> {
+        let mut specs = Vec::new();
+        let mut filters = Vec::new();
+        for text in &self.events {
+            specs.extend(name::parse_list(text)?);
+        }
+        let default_event = specs.is_empty();
+        if default_event {
+            specs.push(name::parse("cycles")?);
+        }
+        let mut events = name::resolve(&specs)?;
+        if default_event && !cycles_supported() {
+            events = name::resolve(&[name::parse("cpu-clock")?])?;
+        }
+        // `--filter` applies to the last event given before it; clap loses
+        // that order, so a filter applies to the last event (perf's common use).
+        for filter in &self.filter {
+            let Some(last) = events.len().checked_sub(1) else {
+                anyhow::bail!("--filter needs an -e event before it");
+            };
+            if !events[last].is_tracepoint() {
+                anyhow::bail!(
+                    "--filter only works with tracepoint events, not '{}'",
+                    events[last].name
+                );
+            }
+            filters.push((last, filter.clone()));
+        }
+        let sampling = match (self.freq, self.count) {
+            (Some(0), _) => anyhow::bail!("-F: frequency must be above 0"),
+            (Some(hz), _) => Some(Sampling::Frequency(hz)),
+            (None, Some(0)) => anyhow::bail!("-c: period must be above 0"),
+            (None, Some(n)) => Some(Sampling::Period(n)),
+            (None, None) => None,
+        };
+        let cpus = match &self.cpu {
+            Some(text) => Some(
+                scry::sys::proc::parse_cpu_list(text)
+                    .with_context(|| format!("-C: cannot parse CPU list '{text}'"))?,
+            ),
+            None => None,
+        };
+        let target = Target {
+            command: self.command.clone(),
+            pids: self
+                .pid
+                .as_deref()
+                .map(|p| parse_ids(p, "-p"))
+                .transpose()?
+                .unwrap_or_default(),
+            tids: self
+                .tid
+                .as_deref()
+                .map(|t| parse_ids(t, "-t"))
+                .transpose()?
+                .unwrap_or_default(),
+            system_wide: self.all_cpus,
+            cpus,
+        };
+        if target.command.is_empty()
+            && target.pids.is_empty()
+            && target.tids.is_empty()
+            && !target.system_wide
+            && target.cpus.is_none()
+        {
+            anyhow::bail!(
+                "nothing to record: give a command after --, or -p PID, -t TID, -a or -C CPUS"
+            );
+        }
+        let mmap_pages = self.mmap_pages.unwrap_or(DEFAULT_MMAP_PAGES);
+        if mmap_pages == 0 || !mmap_pages.is_power_of_two() {
+            anyhow::bail!("-m: ring buffer pages must be a power of two, got {mmap_pages}");
+        }
+        Ok(CaptureOptions {
+            events,
+            target,
+            sampling,
+            call_graph: parse_call_graph(self.callchain, self.call_graph.as_deref())?,
+            mmap_pages,
+            filters,
+        })
+    }
+}
+
+/// Whether the hardware cycles counter can be opened here (VMs often lack a PMU).
+fn cycles_supported() -> bool {
+    let mut attr = scry::sys::perf_event::new_attr();
+    attr.type_ = scry::sys::perf_event::PERF_TYPE_HARDWARE;
+    attr.config = 0;
+    attr.set_disabled(1);
+    attr.set_exclude_kernel(1);
+    scry::sys::perf_event::PerfEventFd::open(&attr, 0, -1).is_ok()
+}
+
+pub fn run(args: RecordArgs) -> anyhow::Result<()> {
+    let opts = args.to_options()?;
+    if args.events.is_empty()
+        && opts.events.first().is_some_and(|e| e.name == "cpu-clock")
+        && !args.quiet
+    {
+        eprintln!(
+            "scry: cycles is not supported here (no hardware PMU); sampling cpu-clock instead"
+        );
+    }
+    let cmdline: Vec<String> = std::env::args().collect();
+    let summary = scry::capture::to_file::record_to_file(&opts, &args.output, cmdline)?;
+    if !args.quiet {
+        for note in &summary.notes {
+            eprintln!("scry: {note}");
+        }
+        eprintln!(
+            "[ scry record: {} samples, {} lost, {:.3} MB written to {} ]",
+            summary.samples,
+            summary.lost(),
+            summary.bytes as f64 / 1e6,
+            summary.path.display()
+        );
+        for (cpu, lost) in &summary.lost_per_cpu {
+            eprintln!(
+                "[ scry record: cpu {cpu} lost {lost} events: try a bigger -m or a lower -F ]"
+            );
+        }
+    }
+    match summary.stop {
+        StopReason::TargetExited(Some(status)) if !status.success() => {
+            Err(crate::cli::Exit(1).into())
+        }
+        _ => Ok(()),
+    }
 }

@@ -6,7 +6,9 @@
 //! expanded) against tracefs by `resolve`, the one function here that
 //! touches the system.
 
-use crate::sys::perf_event::{PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT};
+use crate::sys::perf_event::{
+    PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
+};
 
 /// What kind of counter an event is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,7 +18,10 @@ pub enum EventKind {
     HwCache(u64),
     Raw(u64),
     /// Not yet resolved against tracefs; `name` may be a glob.
-    Tracepoint { subsystem: String, name: String },
+    Tracepoint {
+        subsystem: String,
+        name: String,
+    },
 }
 
 /// `:u`, `:k`, `:p`... suffixes.
@@ -66,7 +71,10 @@ pub enum EventError {
     #[error("event '{0}': the pattern matches no tracepoint (see 'scry list')")]
     GlobMatchesNothing(String),
     #[error("event '{event}': cannot read tracefs: {source}")]
-    Tracefs { event: String, source: std::io::Error },
+    Tracefs {
+        event: String,
+        source: std::io::Error,
+    },
     #[error("empty event list")]
     Empty,
 }
@@ -117,8 +125,21 @@ const CACHES: &[(&str, u64)] = &[
     ("branch", 5),
     ("node", 6),
 ];
-const CACHE_OPS: &[(&str, u64)] = &[("load", 0), ("loads", 0), ("store", 1), ("stores", 1), ("prefetch", 2), ("prefetches", 2)];
-const CACHE_RESULTS: &[(&str, u64)] = &[("misses", 1), ("miss", 1), ("accesses", 0), ("access", 0), ("refs", 0)];
+const CACHE_OPS: &[(&str, u64)] = &[
+    ("load", 0),
+    ("loads", 0),
+    ("store", 1),
+    ("stores", 1),
+    ("prefetch", 2),
+    ("prefetches", 2),
+];
+const CACHE_RESULTS: &[(&str, u64)] = &[
+    ("misses", 1),
+    ("miss", 1),
+    ("accesses", 0),
+    ("access", 0),
+    ("refs", 0),
+];
 
 /// Names of the hardware, software and cache events scry knows, for `list`.
 pub fn symbolic_events() -> impl Iterator<Item = (&'static str, u32, u64)> {
@@ -146,7 +167,10 @@ pub fn split_list(text: &str) -> Vec<&str> {
         }
     }
     out.push(&text[start..]);
-    out.into_iter().map(str::trim).filter(|s| !s.is_empty()).collect()
+    out.into_iter()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// Parse a comma-separated list of events.
@@ -169,7 +193,10 @@ fn parse_modifiers(event: &str, text: &str) -> Result<Modifiers, EventError> {
             'P' => m.precise_ip = 3,
             'H' | 'G' | 'h' => {}
             _ => {
-                return Err(EventError::BadModifier { event: event.to_string(), modifier: text.to_string() });
+                return Err(EventError::BadModifier {
+                    event: event.to_string(),
+                    modifier: text.to_string(),
+                });
             }
         }
     }
@@ -181,7 +208,10 @@ fn parse_modifiers(event: &str, text: &str) -> Result<Modifiers, EventError> {
 }
 
 fn lookup(table: &[(&str, u64)], name: &str) -> Option<u64> {
-    table.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|&(_, c)| c)
+    table
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|&(_, c)| c)
 }
 
 fn parse_cache(name: &str) -> Option<u64> {
@@ -213,14 +243,19 @@ pub fn parse(text: &str) -> Result<EventSpec, EventError> {
     // the first colon is a known modifier set.
     if let Some((left, right)) = text.split_once(':') {
         let is_modifier = !right.is_empty() && right.chars().all(|c| "ukpPHGh".contains(c));
-        let symbolic = lookup(HARDWARE, left).is_some() || lookup(SOFTWARE, left).is_some() || parse_cache(left).is_some();
+        let symbolic = lookup(HARDWARE, left).is_some()
+            || lookup(SOFTWARE, left).is_some()
+            || parse_cache(left).is_some();
         if !is_modifier && !symbolic {
             if left.is_empty() || right.is_empty() || right.contains(':') {
                 return Err(EventError::Unknown(text.to_string()));
             }
             return Ok(EventSpec {
                 name: text.to_string(),
-                kind: EventKind::Tracepoint { subsystem: left.to_string(), name: right.to_string() },
+                kind: EventKind::Tracepoint {
+                    subsystem: left.to_string(),
+                    name: right.to_string(),
+                },
                 modifiers: Modifiers::default(),
             });
         }
@@ -235,12 +270,21 @@ pub fn parse(text: &str) -> Result<EventSpec, EventError> {
         EventKind::Software(c)
     } else if let Some(c) = parse_cache(base) {
         EventKind::HwCache(c)
-    } else if let Some(hex) = base.strip_prefix('r').filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit())) {
-        EventKind::Raw(u64::from_str_radix(hex, 16).map_err(|_| EventError::Unknown(text.to_string()))?)
+    } else if let Some(hex) = base
+        .strip_prefix('r')
+        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
+    {
+        EventKind::Raw(
+            u64::from_str_radix(hex, 16).map_err(|_| EventError::Unknown(text.to_string()))?,
+        )
     } else {
         return Err(EventError::Unknown(text.to_string()));
     };
-    Ok(EventSpec { name: text.to_string(), kind, modifiers })
+    Ok(EventSpec {
+        name: text.to_string(),
+        kind,
+        modifiers,
+    })
 }
 
 fn glob_match(pattern: &str, text: &str) -> bool {
@@ -288,15 +332,23 @@ pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
                 let is_glob = |s: &str| s.contains(['*', '?']);
                 if is_glob(subsystem) || is_glob(name) {
                     if all_tracepoints.is_none() {
-                        let list = crate::sys::tracefs::list_events()
-                            .map_err(|source| EventError::Tracefs { event: spec.name.clone(), source })?;
+                        let list = crate::sys::tracefs::list_events().map_err(|source| {
+                            EventError::Tracefs {
+                                event: spec.name.clone(),
+                                source,
+                            }
+                        })?;
                         all_tracepoints = Some(list);
                     }
                     let mut matched = 0;
                     for (sub, ev) in all_tracepoints.iter().flatten() {
                         if glob_match(subsystem, sub) && glob_match(name, ev) {
-                            let id = crate::sys::tracefs::event_id(sub, ev)
-                                .map_err(|source| EventError::Tracefs { event: spec.name.clone(), source })?;
+                            let id = crate::sys::tracefs::event_id(sub, ev).map_err(|source| {
+                                EventError::Tracefs {
+                                    event: spec.name.clone(),
+                                    source,
+                                }
+                            })?;
                             out.push(ResolvedEvent {
                                 name: format!("{sub}:{ev}"),
                                 type_: PERF_TYPE_TRACEPOINT,
@@ -316,11 +368,18 @@ pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
                     Ok(id) => id,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                         // tracefs itself may be what is missing.
-                        crate::sys::tracefs::root()
-                            .map_err(|source| EventError::Tracefs { event: spec.name.clone(), source })?;
+                        crate::sys::tracefs::root().map_err(|source| EventError::Tracefs {
+                            event: spec.name.clone(),
+                            source,
+                        })?;
                         return Err(EventError::NoSuchTracepoint(spec.name.clone()));
                     }
-                    Err(source) => return Err(EventError::Tracefs { event: spec.name.clone(), source }),
+                    Err(source) => {
+                        return Err(EventError::Tracefs {
+                            event: spec.name.clone(),
+                            source,
+                        });
+                    }
                 };
                 out.push(ResolvedEvent {
                     name: spec.name.clone(),
@@ -332,7 +391,13 @@ pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
                 continue;
             }
         };
-        out.push(ResolvedEvent { name: spec.name.clone(), type_, config, modifiers: spec.modifiers, tracepoint: None });
+        out.push(ResolvedEvent {
+            name: spec.name.clone(),
+            type_,
+            config,
+            modifiers: spec.modifiers,
+            tracepoint: None,
+        });
     }
     Ok(out)
 }
@@ -352,19 +417,31 @@ mod tests {
 
     #[test]
     fn parses_cache_raw_tracepoint() {
-        assert_eq!(parse("L1-dcache-load-misses").unwrap().kind, EventKind::HwCache(1 << 16));
-        assert_eq!(parse("LLC-stores").unwrap().kind, EventKind::HwCache(2 | 1 << 8));
+        assert_eq!(
+            parse("L1-dcache-load-misses").unwrap().kind,
+            EventKind::HwCache(1 << 16)
+        );
+        assert_eq!(
+            parse("LLC-stores").unwrap().kind,
+            EventKind::HwCache(2 | 1 << 8)
+        );
         assert_eq!(parse("r1a8").unwrap().kind, EventKind::Raw(0x1a8));
         assert_eq!(
             parse("sched:sched_switch").unwrap().kind,
-            EventKind::Tracepoint { subsystem: "sched".into(), name: "sched_switch".into() }
+            EventKind::Tracepoint {
+                subsystem: "sched".into(),
+                name: "sched_switch".into()
+            }
         );
     }
 
     #[test]
     fn rejects_unknown() {
         assert!(matches!(parse("nosuch_event"), Err(EventError::Unknown(_))));
-        assert!(matches!(parse("cycles:z"), Err(EventError::BadModifier { .. })));
+        assert!(matches!(
+            parse("cycles:z"),
+            Err(EventError::BadModifier { .. })
+        ));
         assert!(matches!(parse("a:b:c"), Err(EventError::Unknown(_))));
         let msg = parse("nosuch").unwrap_err().to_string();
         assert!(msg.contains("nosuch") && msg.contains("scry list"));
@@ -372,7 +449,10 @@ mod tests {
 
     #[test]
     fn splits_lists_and_globs() {
-        assert_eq!(split_list("cpu-clock, sched:*,faults"), vec!["cpu-clock", "sched:*", "faults"]);
+        assert_eq!(
+            split_list("cpu-clock, sched:*,faults"),
+            vec!["cpu-clock", "sched:*", "faults"]
+        );
         assert!(glob_match("sys_enter_*", "sys_enter_openat"));
         assert!(!glob_match("sys_enter_*", "sys_exit_openat"));
         assert!(glob_match("*fault*", "page-faults"));

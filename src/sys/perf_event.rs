@@ -9,8 +9,8 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-pub use perf_event_open_sys::bindings::perf_event_attr;
 use perf_event_open_sys::bindings as b;
+pub use perf_event_open_sys::bindings::perf_event_attr;
 
 /// The attribute size scry writes and asks for (PERF_ATTR_SIZE_VER7).
 pub const ATTR_SIZE: u32 = b::PERF_ATTR_SIZE_VER7;
@@ -75,7 +75,8 @@ pub fn attr_bytes(attr: &perf_event_attr) -> Vec<u8> {
     // SAFETY: perf_event_attr is a plain #[repr(C)] struct of integers with
     // no padding bytes in its first ATTR_SIZE bytes (the kernel ABI packs it),
     // and `len` does not exceed its size.
-    let bytes = unsafe { std::slice::from_raw_parts((attr as *const perf_event_attr).cast::<u8>(), len) };
+    let bytes =
+        unsafe { std::slice::from_raw_parts((attr as *const perf_event_attr).cast::<u8>(), len) };
     bytes.to_vec()
 }
 
@@ -126,16 +127,22 @@ impl PerfEventFd {
     /// Send this counter's records to `target`'s ring buffer.
     pub fn set_output(&self, target: &PerfEventFd) -> io::Result<()> {
         // SAFETY: both are valid perf event fds owned by us.
-        check(unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(self.0.as_raw_fd(), target.0.as_raw_fd()) })
+        check(unsafe {
+            perf_event_open_sys::ioctls::SET_OUTPUT(self.0.as_raw_fd(), target.0.as_raw_fd())
+        })
     }
 
     /// Apply a tracepoint filter (ftrace syntax).
     pub fn set_filter(&self, filter: &str) -> io::Result<()> {
-        let filter = CString::new(filter)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "filter contains a NUL byte"))?;
+        let filter = CString::new(filter).map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidInput, "filter contains a NUL byte")
+        })?;
         // SAFETY: the kernel reads the NUL-terminated string, which outlives the call.
         check(unsafe {
-            perf_event_open_sys::ioctls::SET_FILTER(self.0.as_raw_fd(), filter.as_ptr() as *mut libc::c_char)
+            perf_event_open_sys::ioctls::SET_FILTER(
+                self.0.as_raw_fd(),
+                filter.as_ptr() as *mut libc::c_char,
+            )
         })
     }
 

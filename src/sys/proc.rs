@@ -55,7 +55,9 @@ fn parse_map_line(line: &str) -> Option<MapEntry> {
 }
 
 pub fn maps(pid: i32) -> io::Result<Vec<MapEntry>> {
-    Ok(parse_maps(&std::fs::read_to_string(format!("/proc/{pid}/maps"))?))
+    Ok(parse_maps(&std::fs::read_to_string(format!(
+        "/proc/{pid}/maps"
+    ))?))
 }
 
 /// The command name (`comm`) of a thread.
@@ -95,7 +97,12 @@ pub fn tgid(tid: i32) -> io::Result<i32> {
         .lines()
         .find_map(|l| l.strip_prefix("Tgid:"))
         .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("/proc/{tid}/status has no Tgid")))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("/proc/{tid}/status has no Tgid"),
+            )
+        })
 }
 
 pub fn exists(pid: i32) -> bool {
@@ -126,7 +133,10 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
 pub fn online_cpus() -> io::Result<Vec<u32>> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online")?;
     parse_cpu_list(&text).ok_or_else(|| {
-        io::Error::new(io::ErrorKind::InvalidData, format!("/sys/devices/system/cpu/online: cannot parse {text:?}"))
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("/sys/devices/system/cpu/online: cannot parse {text:?}"),
+        )
     })
 }
 
@@ -167,7 +177,11 @@ pub fn modules() -> io::Result<Vec<Module>> {
             let name = f.first()?;
             let size = f.get(1)?.parse().ok()?;
             let start = u64::from_str_radix(f.get(5)?.trim_start_matches("0x"), 16).ok()?;
-            Some(Module { name: name.to_string(), start, size })
+            Some(Module {
+                name: name.to_string(),
+                start,
+                size,
+            })
         })
         .collect())
 }
@@ -211,7 +225,10 @@ mod tests {
 
     #[test]
     fn parses_cpu_lists() {
-        assert_eq!(parse_cpu_list("0-3,5,7-8\n"), Some(vec![0, 1, 2, 3, 5, 7, 8]));
+        assert_eq!(
+            parse_cpu_list("0-3,5,7-8\n"),
+            Some(vec![0, 1, 2, 3, 5, 7, 8])
+        );
         assert_eq!(parse_cpu_list("1"), Some(vec![1]));
         assert_eq!(parse_cpu_list("3-1"), None);
         assert_eq!(parse_cpu_list("x"), None);

@@ -53,7 +53,10 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// Fork a child that will exec `argv` once `start()` is called.
 pub fn fork_pending(argv: &[OsString]) -> io::Result<PendingChild> {
     let Some(first) = argv.first() else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no command given"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no command given",
+        ));
     };
     let program = first.to_string_lossy().into_owned();
     let cargs: Vec<CString> = argv
@@ -91,7 +94,12 @@ pub fn fork_pending(argv: &[OsString]) -> io::Result<PendingChild> {
     }
     drop(go_read);
     drop(err_write);
-    Ok(PendingChild { pid, go: go_write, exec_error: err_read, program })
+    Ok(PendingChild {
+        pid,
+        go: go_write,
+        exec_error: err_read,
+        program,
+    })
 }
 
 impl PendingChild {
@@ -111,11 +119,23 @@ impl PendingChild {
         let mut buf = [0u8; 4];
         // SAFETY: reading into a valid 4-byte local buffer. The pipe is
         // close-on-exec, so read returns 0 once the exec succeeded.
-        let n = unsafe { libc::read(self.exec_error.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        let mut child = Child { pid: self.pid, status: None };
+        let n = unsafe {
+            libc::read(
+                self.exec_error.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        let mut child = Child {
+            pid: self.pid,
+            status: None,
+        };
         if n == 4 {
             let _ = child.wait();
-            return Err((self.program, io::Error::from_raw_os_error(i32::from_ne_bytes(buf))));
+            return Err((
+                self.program,
+                io::Error::from_raw_os_error(i32::from_ne_bytes(buf)),
+            ));
         }
         Ok(child)
     }
@@ -123,7 +143,10 @@ impl PendingChild {
     /// Kill the waiting child (the counters could not be set up).
     pub fn abort(self) {
         let _ = crate::sys::signal::kill(self.pid, libc::SIGKILL);
-        let mut child = Child { pid: self.pid, status: None };
+        let mut child = Child {
+            pid: self.pid,
+            status: None,
+        };
         let _ = child.wait();
     }
 }
@@ -179,10 +202,14 @@ impl Child {
 /// Raise the soft limit on open files to the hard limit: one counter per
 /// event × CPU × thread adds up quickly (perf does the same).
 pub fn raise_fd_limit() {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: getrlimit/setrlimit read and write a valid local struct.
     unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
             limit.rlim_cur = limit.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }

@@ -56,7 +56,11 @@ impl SignalPipe {
                 }
             }
         }
-        Ok(SignalPipe { read, _write: write, signals: signals.to_vec() })
+        Ok(SignalPipe {
+            read,
+            _write: write,
+            signals: signals.to_vec(),
+        })
     }
 
     pub fn fd(&self) -> RawFd {
@@ -75,7 +79,8 @@ impl SignalPipe {
     pub fn drain(&self) {
         let mut buf = [0u8; 64];
         // SAFETY: reading into a valid local buffer from our non-blocking pipe.
-        while unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+        while unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {
+        }
     }
 }
 
@@ -104,13 +109,23 @@ pub const POLLERR: i16 = libc::POLLERR;
 
 /// poll(2) for readability; an interrupted wait returns Ok(0).
 pub fn poll(fds: &mut [PollFd], timeout_ms: i32) -> io::Result<usize> {
-    let mut raw: Vec<libc::pollfd> =
-        fds.iter().map(|p| libc::pollfd { fd: p.fd, events: libc::POLLIN, revents: 0 }).collect();
+    let mut raw: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|p| libc::pollfd {
+            fd: p.fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     // SAFETY: raw is a valid array of pollfd of the given length.
     let n = unsafe { libc::poll(raw.as_mut_ptr(), raw.len() as libc::nfds_t, timeout_ms) };
     if n < 0 {
         let err = io::Error::last_os_error();
-        return if err.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(err) };
+        return if err.kind() == io::ErrorKind::Interrupted {
+            Ok(0)
+        } else {
+            Err(err)
+        };
     }
     for (p, r) in fds.iter_mut().zip(&raw) {
         p.revents = r.revents;

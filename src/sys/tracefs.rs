@@ -103,7 +103,10 @@ pub fn list_events() -> io::Result<Vec<(String, String)>> {
         for event in std::fs::read_dir(subsystem.path())? {
             let event = event?;
             if event.file_type()?.is_dir() && event.path().join("id").exists() {
-                out.push((sub_name.clone(), event.file_name().to_string_lossy().into_owned()));
+                out.push((
+                    sub_name.clone(),
+                    event.file_name().to_string_lossy().into_owned(),
+                ));
             }
         }
     }
