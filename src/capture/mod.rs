@@ -34,20 +34,20 @@ pub enum CaptureError {
     NoSuchProcess(i32),
     #[error("no such CPU: {0} (see /sys/devices/system/cpu/online)")]
     NoSuchCpu(u32),
-    #[error("cannot open event '{event}': {source}")]
-    Open { event: String, source: io::Error },
-    #[error("event '{event}': the kernel refused filter '{filter}': {source}")]
+    #[error("cannot open event '{event}': {err}")]
+    Open { event: String, err: io::Error },
+    #[error("event '{event}': the kernel refused filter '{filter}': {err}")]
     Filter {
         event: String,
         filter: String,
-        source: io::Error,
+        err: io::Error,
     },
     #[error("cannot map the ring buffer: {0}")]
     Mmap(io::Error),
     #[error("-m: ring buffer pages must be a power of two, got {0}")]
     BadMmapPages(usize),
-    #[error("cannot run '{program}': {}", strip_os_error(source))]
-    CannotRun { program: String, source: io::Error },
+    #[error("cannot run '{program}': {}", strip_os_error(err))]
+    CannotRun { program: String, err: io::Error },
     #[error("no events to record")]
     NoEvents,
     #[error("nothing to watch: every target thread is gone")]

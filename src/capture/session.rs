@@ -203,7 +203,7 @@ fn open_error(event: &ResolvedEvent, pid: i32, err: io::Error) -> CaptureError {
         }
         _ => CaptureError::Open {
             event: event.name.clone(),
-            source: err,
+            err,
         },
     }
 }
@@ -339,10 +339,10 @@ impl Session {
                     if let Some((_, filter)) = opts.filters.iter().find(|(i, _)| *i == event_index)
                     {
                         fd.set_filter(filter)
-                            .map_err(|source| CaptureError::Filter {
+                            .map_err(|err| CaptureError::Filter {
                                 event: event.name.clone(),
                                 filter: filter.clone(),
-                                source,
+                                err,
                             })?;
                     }
                     match ring_owner {
@@ -442,7 +442,7 @@ impl Session {
                     self.child = Some(child);
                     self.child_pidfd = pidfd;
                 }
-                Err((program, source)) => return Err(CaptureError::CannotRun { program, source }),
+                Err((program, err)) => return Err(CaptureError::CannotRun { program, err }),
             }
         }
         Ok(())

@@ -292,5 +292,6 @@ fn tracing_data(tracepoints: &[(String, String)]) -> Option<Vec<u8>> {
     if tracepoints.is_empty() {
         return None;
     }
-    None
+    let root = crate::sys::tracefs::root().ok()?;
+    crate::data::tracing_data::build(root, tracepoints).ok()
 }

@@ -70,10 +70,10 @@ pub enum EventError {
     NoSuchTracepoint(String),
     #[error("event '{0}': the pattern matches no tracepoint (see 'scry list')")]
     GlobMatchesNothing(String),
-    #[error("event '{event}': cannot read tracefs: {source}")]
+    #[error("event '{event}': cannot read tracefs: {err}")]
     Tracefs {
         event: String,
-        source: std::io::Error,
+        err: std::io::Error,
     },
     #[error("empty event list")]
     Empty,
@@ -332,10 +332,10 @@ pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
                 let is_glob = |s: &str| s.contains(['*', '?']);
                 if is_glob(subsystem) || is_glob(name) {
                     if all_tracepoints.is_none() {
-                        let list = crate::sys::tracefs::list_events().map_err(|source| {
+                        let list = crate::sys::tracefs::list_events().map_err(|err| {
                             EventError::Tracefs {
                                 event: spec.name.clone(),
-                                source,
+                                err,
                             }
                         })?;
                         all_tracepoints = Some(list);
@@ -343,10 +343,10 @@ pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
                     let mut matched = 0;
                     for (sub, ev) in all_tracepoints.iter().flatten() {
                         if glob_match(subsystem, sub) && glob_match(name, ev) {
-                            let id = crate::sys::tracefs::event_id(sub, ev).map_err(|source| {
+                            let id = crate::sys::tracefs::event_id(sub, ev).map_err(|err| {
                                 EventError::Tracefs {
                                     event: spec.name.clone(),
-                                    source,
+                                    err,
                                 }
                             })?;
                             out.push(ResolvedEvent {
@@ -368,16 +368,16 @@ pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
                     Ok(id) => id,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                         // tracefs itself may be what is missing.
-                        crate::sys::tracefs::root().map_err(|source| EventError::Tracefs {
+                        crate::sys::tracefs::root().map_err(|err| EventError::Tracefs {
                             event: spec.name.clone(),
-                            source,
+                            err,
                         })?;
                         return Err(EventError::NoSuchTracepoint(spec.name.clone()));
                     }
-                    Err(source) => {
+                    Err(err) => {
                         return Err(EventError::Tracefs {
                             event: spec.name.clone(),
-                            source,
+                            err,
                         });
                     }
                 };
