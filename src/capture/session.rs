@@ -146,6 +146,11 @@ fn build_attr(
             attr.sample_regs_user = pe::PERF_REGS_MASK_X86_64;
             attr.sample_stack_user = stack_size;
             attr.set_exclude_callchain_user(1);
+            // Unwinders need the read-only segments too (.eh_frame lives
+            // outside the executable one), and the stack's mapping.
+            if tracking {
+                attr.set_mmap_data(1);
+            }
         }
     }
     attr.sample_type = sample_type;
