@@ -1,1 +1,279 @@
-//! Symbolization and unwinding: addresses in, frames out.
+//! Symbolization and unwinding: the records of a recording in, resolved
+//! samples (`analysis::sample`) out.
+//!
+//! - `process`: per-process maps and thread names from COMM/FORK/MMAP2.
+//! - `unwind`: DWARF unwinding (framehop) of `--call-graph dwarf` samples;
+//!   frame-pointer chains are used as the kernel gave them.
+//! - `binary`: finding each mapped file, build-id checks, debug files.
+//! - `names`, `kallsyms`, `perf_map`: addresses to names for ELF files
+//!   (blazesym), the kernel, JIT code and the vDSO; demangling.
+//! - `resolver`: the two-phase driver (collect locations, then name each
+//!   distinct one once, in sorted batches per binary).
+//!
+//! Frame naming follows perf so that reports agree with `perf report`:
+//! `Frame::dso` is the full path of a user binary (perf script prints it;
+//! `--sort dso` and flame graphs print `dso_short_name`, its basename),
+//! `[kernel.kallsyms]` or `[module]` for the kernel, `[vdso]`,
+//! `/tmp/perf-PID.map` for JIT code, `[unknown]` when no mapping covered the
+//! address. An address that could not be named has `sym: None` and its
+//! reason counted in `ResolveStats`: expected misses are data, not errors.
+//!
+//! The resolver is not `Send` (blazesym's symbolizer caches with `Rc`): keep
+//! it on the thread that reads the records.
+
+mod binary;
+mod kallsyms;
+mod names;
+mod perf_map;
+mod process;
+mod resolver;
+mod unwind;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use binary::read_build_id;
+pub use kallsyms::Kallsyms;
+pub use names::demangle;
+pub use perf_map::PerfMap;
+pub use resolver::Resolver;
+
+use crate::analysis::sample::{FrameTable, ResolvedSample};
+
+/// Errors of the symbol stage: the recording could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SymbolError {
+    #[error("cannot open {path}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read perf.data {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: linux_perf_data::Error,
+    },
+    #[error("{path}: malformed {record_type} record (event #{attr_index})")]
+    Record {
+        path: PathBuf,
+        record_type: String,
+        attr_index: usize,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How to resolve.
+#[derive(Clone, Debug)]
+pub struct ResolveOptions {
+    /// Demangle Rust and C++ names. Default true (`--no-demangle` clears it).
+    pub demangle: bool,
+    /// Add frames for inlined functions from DWARF. Default false.
+    pub inline: bool,
+    /// kallsyms file to read instead of `/proc/kallsyms`. Default none.
+    pub kallsyms: Option<PathBuf>,
+    /// Let perf's `~/.debug` build-id cache stand in for binaries that were
+    /// replaced or deleted after recording. Default true.
+    pub use_build_id_cache: bool,
+}
+
+impl Default for ResolveOptions {
+    fn default() -> Self {
+        ResolveOptions {
+            demangle: true,
+            inline: false,
+            kallsyms: None,
+            use_build_id_cache: true,
+        }
+    }
+}
+
+/// Why a frame has no name. Counted per frame occurrence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum UnresolvedReason {
+    /// No recorded mapping covered the address.
+    UnknownMapping,
+    /// The mapped file is not on disk (and not in the build-id cache).
+    MissingBinary,
+    /// The file on disk is not the one recorded (build-id differs).
+    BuildIdMismatch,
+    /// The file has no `.symtab` and no debug file: `.dynsym` did not cover
+    /// the address.
+    StrippedBinary,
+    /// kallsyms addresses are hidden (`kernel.kptr_restrict`).
+    KallsymsHidden,
+    /// Anonymous code without a `/tmp/perf-PID.map`.
+    MissingPerfMap,
+    /// The binary was read but no symbol covers the address.
+    NoSymbol,
+}
+
+impl UnresolvedReason {
+    /// The words reports print.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::UnknownMapping => "unknown mapping",
+            Self::MissingBinary => "missing binary",
+            Self::BuildIdMismatch => "build-id mismatch",
+            Self::StrippedBinary => "stripped binary",
+            Self::KallsymsHidden => "kallsyms hidden by kptr_restrict",
+            Self::MissingPerfMap => "no perf-PID.map",
+            Self::NoSymbol => "no symbol",
+        }
+    }
+}
+
+/// What resolving saw: stack quality and the reasons for unnamed frames.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResolveStats {
+    pub samples: u64,
+    pub complete: u64,
+    pub truncated: u64,
+    pub no_callchain: u64,
+    /// Frame occurrences over all samples (an inlined expansion counts once).
+    pub frames: u64,
+    /// Of those, frames without a name.
+    pub unknown_frames: u64,
+    pub reasons: BTreeMap<UnresolvedReason, u64>,
+    /// Lines of perf-PID.map files that did not parse.
+    pub malformed_perf_map_lines: u64,
+    /// Distinct (binary, offset) locations named.
+    pub distinct_locations: u64,
+}
+
+impl ResolveStats {
+    fn pct(n: u64, d: u64) -> f64 {
+        if d == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / d as f64
+        }
+    }
+
+    /// Percentage of samples whose stack is complete.
+    pub fn complete_pct(&self) -> f64 {
+        Self::pct(self.complete, self.samples)
+    }
+
+    /// Percentage of frames without a name.
+    pub fn unknown_frame_pct(&self) -> f64 {
+        Self::pct(self.unknown_frames, self.frames)
+    }
+
+    /// The line reports print first, e.g. `stack quality: 98.7% of samples
+    /// fully unwound, 0.4% [unknown] frames (missing binary: 12)`.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "stack quality: {:.1}% of samples fully unwound, {:.1}% [unknown] frames",
+            self.complete_pct(),
+            self.unknown_frame_pct()
+        );
+        let mut parts: Vec<String> = self
+            .reasons
+            .iter()
+            .map(|(r, n)| format!("{}: {n}", r.describe()))
+            .collect();
+        if self.no_callchain > 0 {
+            parts.push(format!("no callchain: {} samples", self.no_callchain));
+        }
+        if self.malformed_perf_map_lines > 0 {
+            parts.push(format!(
+                "malformed perf-map lines: {}",
+                self.malformed_perf_map_lines
+            ));
+        }
+        if !parts.is_empty() {
+            s.push_str(&format!(" ({})", parts.join(", ")));
+        }
+        s
+    }
+}
+
+/// One event (attribute) of a recording.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventInfo {
+    pub name: String,
+}
+
+/// A resolved recording.
+#[derive(Debug)]
+pub struct Resolved {
+    pub samples: Vec<ResolvedSample>,
+    pub frames: FrameTable,
+    pub events: Vec<EventInfo>,
+    pub stats: ResolveStats,
+    /// Events the kernel reported lost (LOST and LOST_SAMPLES records).
+    pub lost: u64,
+}
+
+/// The basename perf's `--sort dso` prints for a `Frame::dso`.
+pub fn dso_short_name(dso: &str) -> &str {
+    if dso.starts_with('[') {
+        return dso;
+    }
+    dso.rsplit('/').next().unwrap_or(dso)
+}
+
+/// Read and resolve a perf.data file.
+pub fn resolve_file(path: &Path, options: &ResolveOptions) -> Result<Resolved, SymbolError> {
+    use linux_perf_data::{PerfFileReader, PerfFileRecord};
+    use linux_perf_event_reader::RecordType;
+
+    let file = std::fs::File::open(path).map_err(|source| SymbolError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let read_err = |source| SymbolError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let PerfFileReader {
+        mut perf_file,
+        mut record_iter,
+    } = PerfFileReader::parse_file(std::io::BufReader::new(file)).map_err(read_err)?;
+    let events = perf_file
+        .event_attributes()
+        .iter()
+        .enumerate()
+        .map(|(i, a)| EventInfo {
+            name: a.name.clone().unwrap_or_else(|| format!("event{i}")),
+        })
+        .collect();
+    let mut resolver = Resolver::new(options);
+    if let Ok(ids) = perf_file.build_ids() {
+        resolver.set_header_build_ids(ids.into_values().map(|d| (d.path, d.build_id)));
+    }
+    while let Some(record) = record_iter.next_record(&mut perf_file).map_err(read_err)? {
+        let PerfFileRecord::EventRecord { attr_index, record } = record else {
+            continue;
+        };
+        if record.record_type == RecordType::LOST_SAMPLES {
+            let lost = record.data.as_slice();
+            let n = lost
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes);
+            resolver.add_lost(n.unwrap_or(0));
+            continue;
+        }
+        let parsed = record.parse().map_err(|source| SymbolError::Record {
+            path: path.to_path_buf(),
+            record_type: format!("{:?}", record.record_type),
+            attr_index,
+            source,
+        })?;
+        resolver.handle_record(attr_index, &parsed);
+    }
+    let (samples, frames, stats, lost) = resolver.finish();
+    Ok(Resolved {
+        samples,
+        frames,
+        events,
+        stats,
+        lost,
+    })
+}

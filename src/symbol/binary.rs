@@ -1,0 +1,265 @@
+//! The files behind user-space mappings: found, checked against the
+//! recording's build-id, and described (load segments, where the symbols
+//! are, unwind sections).
+//!
+//! A binary whose build-id differs from the one the recording stated (MMAP2
+//! build-id or HEADER_BUILD_ID) was replaced after recording: it is not used,
+//! unless perf's build-id cache (`~/.debug/.build-id/xx/rest/elf`) still holds
+//! the recorded copy, which is then used instead, as perf does. A binary
+//! without `.symtab` gets its symbols from a separate debug file when one is
+//! found: `/usr/lib/debug/.build-id/xx/rest.debug`, then `.gnu_debuglink`
+//! beside the binary, in its `.debug/` folder and under `/usr/lib/debug`.
+//!
+//! Files are read with `std::fs::read`, not mapped: mapping needs `unsafe`,
+//! which lives in `sys` only, and each binary is read once per run.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use object::{Object, ObjectSection, ObjectSegment};
+
+/// One PT_LOAD segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Load {
+    pub file_offset: u64,
+    pub svma: u64,
+    pub file_size: u64,
+}
+
+/// A usable binary.
+#[derive(Debug)]
+pub struct Binary {
+    /// The file read (the original path, or the build-id cache copy).
+    pub path: PathBuf,
+    /// The file to read symbols from: `path` or its separate debug file.
+    pub symbols_path: PathBuf,
+    /// False when neither the file nor a debug file has `.symtab` (nor
+    /// MiniDebugInfo): only `.dynsym` names exist.
+    pub has_symtab: bool,
+    pub loads: Vec<Load>,
+}
+
+impl Binary {
+    /// The address the ELF states (svma) for a file offset.
+    pub fn svma_for_offset(&self, file_offset: u64) -> Option<u64> {
+        self.loads
+            .iter()
+            .find(|l| file_offset >= l.file_offset && file_offset - l.file_offset < l.file_size)
+            .map(|l| file_offset - l.file_offset + l.svma)
+    }
+}
+
+/// Why a binary cannot be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryMiss {
+    Missing,
+    BuildIdMismatch,
+}
+
+/// The build-id of ELF bytes, if the file has one.
+pub fn build_id_of(data: &[u8]) -> Option<Vec<u8>> {
+    let obj = object::File::parse(data).ok()?;
+    obj.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+/// Read a file's build-id (None if unreadable or without one).
+pub fn read_build_id(path: &Path) -> Option<Vec<u8>> {
+    build_id_of(&std::fs::read(path).ok()?)
+}
+
+/// Whether a file's build-id is the recorded one. perf pads recorded
+/// build-ids with zeros to 20 or 24 bytes.
+pub fn build_id_matches(recorded: &[u8], actual: &[u8]) -> bool {
+    if actual.is_empty() {
+        return false;
+    }
+    let n = actual.len().min(recorded.len());
+    recorded.get(..n) == actual.get(..n)
+        && recorded.iter().skip(n).all(|&b| b == 0)
+        && actual.iter().skip(n).all(|&b| b == 0)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Trim perf's zero padding off a recorded build-id (SHA-1 ids are 20 bytes).
+fn trimmed(build_id: &[u8]) -> &[u8] {
+    if build_id.len() > 20 && build_id.iter().skip(20).all(|&b| b == 0) {
+        build_id.get(..20).unwrap_or(build_id)
+    } else {
+        build_id
+    }
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+/// perf's build-id cache copy of a binary, if present.
+fn build_id_cache_path(build_id: &[u8]) -> Option<PathBuf> {
+    let h = hex(trimmed(build_id));
+    let (head, rest) = (h.get(..2)?, h.get(2..)?);
+    let p = home()
+        .join(".debug/.build-id")
+        .join(head)
+        .join(rest)
+        .join("elf");
+    p.exists().then_some(p)
+}
+
+fn has_section(obj: &object::File<'_>, name: &str) -> bool {
+    obj.section_by_name(name).is_some_and(|s| s.size() > 0)
+}
+
+fn file_has_symtab(path: &Path) -> bool {
+    std::fs::read(path)
+        .ok()
+        .is_some_and(|data| object::File::parse(&*data).is_ok_and(|o| has_section(&o, ".symtab")))
+}
+
+/// A separate debug file for `path` holding `.symtab`.
+fn find_debug_file(path: &Path, obj: &object::File<'_>) -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Some(id) = obj.build_id().ok().flatten() {
+        let h = hex(id);
+        if let (Some(head), Some(rest)) = (h.get(..2), h.get(2..)) {
+            candidates.push(PathBuf::from(format!(
+                "/usr/lib/debug/.build-id/{head}/{rest}.debug"
+            )));
+        }
+    }
+    if let Some((name, _crc)) = obj.gnu_debuglink().ok().flatten() {
+        let name = String::from_utf8_lossy(name).into_owned();
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        candidates.push(dir.join(&name));
+        candidates.push(dir.join(".debug").join(&name));
+        let rel = dir.strip_prefix("/").unwrap_or(dir);
+        candidates.push(Path::new("/usr/lib/debug").join(rel).join(&name));
+    }
+    candidates
+        .into_iter()
+        .find(|c| c.as_path() != path && file_has_symtab(c))
+}
+
+/// Describe ELF bytes read from `path`.
+fn describe(path: &Path, data: &[u8]) -> Option<Binary> {
+    let obj = object::File::parse(data).ok()?;
+    let loads = obj
+        .segments()
+        .map(|s| {
+            let (file_offset, file_size) = s.file_range();
+            Load {
+                file_offset,
+                svma: s.address(),
+                file_size,
+            }
+        })
+        .collect();
+    let own_symtab = has_section(&obj, ".symtab");
+    let (symbols_path, has_symtab) = if own_symtab {
+        (path.to_path_buf(), true)
+    } else if let Some(debug) = find_debug_file(path, &obj) {
+        (debug, true)
+    } else {
+        // MiniDebugInfo (.gnu_debugdata) needs blazesym's xz support, which
+        // this build does not enable; such files count as stripped.
+        (path.to_path_buf(), false)
+    };
+    Some(Binary {
+        path: path.to_path_buf(),
+        symbols_path,
+        has_symtab,
+        loads,
+    })
+}
+
+/// Opened binaries, by path and recorded build-id.
+#[derive(Debug, Default)]
+pub struct BinaryCache {
+    entries: HashMap<(Arc<str>, Option<Vec<u8>>), Result<Arc<Binary>, BinaryMiss>>,
+    /// Whether perf's `~/.debug` build-id cache may stand in for replaced or
+    /// missing files. Default true.
+    pub use_build_id_cache: bool,
+}
+
+impl BinaryCache {
+    pub fn new(use_build_id_cache: bool) -> Self {
+        BinaryCache {
+            entries: HashMap::new(),
+            use_build_id_cache,
+        }
+    }
+
+    /// The binary for a recorded path and build-id.
+    pub fn get(
+        &mut self,
+        path: &Arc<str>,
+        recorded: Option<&[u8]>,
+    ) -> Result<Arc<Binary>, BinaryMiss> {
+        let key = (path.clone(), recorded.map(<[u8]>::to_vec));
+        if let Some(hit) = self.entries.get(&key) {
+            return hit.clone();
+        }
+        let found = self.open(Path::new(&**path), recorded);
+        self.entries.insert(key, found.clone());
+        found
+    }
+
+    fn open(&self, path: &Path, recorded: Option<&[u8]>) -> Result<Arc<Binary>, BinaryMiss> {
+        let cached = || {
+            if !self.use_build_id_cache {
+                return None;
+            }
+            let p = build_id_cache_path(recorded?)?;
+            let data = std::fs::read(&p).ok()?;
+            describe(&p, &data).map(Arc::new)
+        };
+        let Ok(data) = std::fs::read(path) else {
+            return cached().ok_or(BinaryMiss::Missing);
+        };
+        if let Some(recorded) = recorded.filter(|r| r.iter().any(|&b| b != 0)) {
+            let actual = build_id_of(&data).unwrap_or_default();
+            if !build_id_matches(recorded, &actual) {
+                return cached().ok_or(BinaryMiss::BuildIdMismatch);
+            }
+        }
+        describe(path, &data)
+            .map(Arc::new)
+            .ok_or(BinaryMiss::Missing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_ids_compare_through_padding() {
+        let id = [1u8, 2, 3, 4];
+        assert!(build_id_matches(&[1, 2, 3, 4, 0, 0, 0, 0], &id));
+        assert!(!build_id_matches(&[1, 2, 3, 5, 0, 0], &id));
+        assert!(!build_id_matches(&[1, 2, 3, 4], &[]));
+        assert_eq!(trimmed(&[7u8; 24]).len(), 24);
+        let mut padded = [7u8; 24];
+        padded[20..].fill(0);
+        assert_eq!(trimmed(&padded).len(), 20);
+    }
+
+    #[test]
+    fn describes_our_own_test_binary() {
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(&exe).unwrap();
+        let bin = describe(&exe, &data).unwrap();
+        assert!(bin.has_symtab);
+        let text = bin.loads.iter().find(|l| l.file_offset > 0).unwrap();
+        assert_eq!(bin.svma_for_offset(text.file_offset), Some(text.svma));
+        assert_eq!(
+            bin.svma_for_offset(text.file_offset + 1),
+            Some(text.svma + 1)
+        );
+    }
+}

@@ -1,0 +1,218 @@
+//! Kernel symbols from `/proc/kallsyms` text.
+//!
+//! Parsed here rather than through blazesym so that the kernel is read once
+//! per run (blazesym rebuilds its kernel resolver per call) and so that two
+//! perf conventions hold: module code is named `[module]`, and of several
+//! symbols at one address the one perf's `choose_best_symbol` picks wins
+//! (global over weak and local, fewer leading underscores, longer name).
+//!
+//! Invariant: `syms` is sorted by address with one entry per address; a
+//! symbol covers addresses up to the next one. When `kptr_restrict` hides the
+//! addresses (all read as 0) the table is empty and `hidden` is set, so each
+//! kernel frame is counted under that reason instead of being misnamed.
+
+use std::io::BufRead;
+
+#[derive(Debug, Clone)]
+struct KSym {
+    addr: u64,
+    name: String,
+    /// The kallsyms type letter: case tells global from local.
+    ty: u8,
+    /// Index into `modules`, or `None` for the core kernel.
+    module: Option<u32>,
+}
+
+/// A kernel symbol table.
+#[derive(Debug, Default)]
+pub struct Kallsyms {
+    syms: Vec<KSym>,
+    modules: Vec<String>,
+    hidden: bool,
+}
+
+/// A named kernel address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSym<'a> {
+    pub name: &'a str,
+    /// `[kernel.kallsyms]` or `[module]`, as perf names the dso.
+    pub dso: &'a str,
+}
+
+impl Kallsyms {
+    /// Parse kallsyms text (`ADDR TYPE NAME [MODULE]` lines). Lines that do
+    /// not parse are skipped: the file comes from the running kernel.
+    pub fn parse(text: impl BufRead) -> std::io::Result<Self> {
+        let mut syms: Vec<KSym> = Vec::new();
+        let mut modules: Vec<String> = Vec::new();
+        let mut lines = 0usize;
+        for line in text.lines() {
+            let line = line?;
+            lines += 1;
+            let mut parts = line.split_ascii_whitespace();
+            let (Some(addr), Some(ty), Some(name)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+                continue;
+            };
+            // perf's symbol_type__filter: text, weak, data, bss.
+            if !matches!(ty, "T" | "t" | "W" | "w" | "D" | "d" | "B" | "b") || addr == 0 {
+                continue;
+            }
+            let module = match parts.next() {
+                Some(m) => {
+                    let m = m.trim_start_matches('[').trim_end_matches(']');
+                    if m.starts_with("__builtin__") {
+                        None
+                    } else {
+                        let idx = match modules.iter().position(|x| x == m) {
+                            Some(i) => i,
+                            None => {
+                                modules.push(m.to_string());
+                                modules.len() - 1
+                            }
+                        };
+                        Some(idx as u32)
+                    }
+                }
+                None => None,
+            };
+            let ty = ty.as_bytes().first().copied().unwrap_or(b't');
+            let name = name.to_string();
+            if let Some(last) = syms.last_mut()
+                && last.addr == addr
+            {
+                if !prefer_first(&last.name, last.ty, &name, ty) {
+                    *last = KSym {
+                        addr,
+                        name,
+                        ty,
+                        module,
+                    };
+                }
+                continue;
+            }
+            syms.push(KSym {
+                addr,
+                name,
+                ty,
+                module,
+            });
+        }
+        syms.sort_by_key(|s| s.addr);
+        syms.dedup_by_key(|s| s.addr);
+        let hidden = syms.is_empty() && lines > 0;
+        Ok(Kallsyms {
+            syms,
+            modules,
+            hidden,
+        })
+    }
+
+    /// Read the running kernel's `/proc/kallsyms`.
+    pub fn from_proc() -> std::io::Result<Self> {
+        let file = std::fs::File::open("/proc/kallsyms")?;
+        Self::parse(std::io::BufReader::new(file))
+    }
+
+    /// True when the kernel hid its addresses (`kptr_restrict`).
+    pub fn hidden(&self) -> bool {
+        self.hidden
+    }
+
+    /// The symbol covering `addr`, if any.
+    pub fn find(&self, addr: u64) -> Option<KernelSym<'_>> {
+        let idx = self.syms.partition_point(|s| s.addr <= addr);
+        let sym = self.syms.get(idx.checked_sub(1)?)?;
+        let dso = match sym.module {
+            Some(m) => self.modules.get(m as usize).map(String::as_str)?,
+            None => "[kernel.kallsyms]",
+        };
+        Some(KernelSym {
+            name: &sym.name,
+            dso,
+        })
+    }
+
+    /// `[module]` names are returned bare by `find`; this adds the brackets
+    /// perf prints.
+    pub fn dso_name(sym: &KernelSym<'_>) -> String {
+        if sym.dso.starts_with('[') {
+            sym.dso.to_string()
+        } else {
+            format!("[{}]", sym.dso)
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+}
+
+/// perf's `choose_best_symbol` for two symbols at one address, sizes being
+/// unknown in kallsyms: non-weak over weak, global over local, fewer leading
+/// underscores, then the longer name. True if the first one wins.
+fn prefer_first(a_name: &str, a_ty: u8, b_name: &str, b_ty: u8) -> bool {
+    let weak = |t: u8| matches!(t, b'W' | b'w');
+    let global = |t: u8| t.is_ascii_uppercase() && !weak(t);
+    if weak(a_ty) != weak(b_ty) {
+        return !weak(a_ty);
+    }
+    if global(a_ty) != global(b_ty) {
+        return global(a_ty);
+    }
+    let underscores = |n: &str| n.bytes().take_while(|&b| b == b'_').count();
+    let (ua, ub) = (underscores(a_name), underscores(b_name));
+    if ua != ub {
+        return ua < ub;
+    }
+    a_name.len() >= b_name.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "\
+ffffffff81000000 T srso_alias_untrain_ret
+ffffffff81000000 T _stext
+ffffffff81000000 T _text
+ffffffff81000100 t do_thing
+ffffffff81000200 T __x64_sys_write
+garbage line
+ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]
+ffffffffc0400000 t ext4_fill_super\t[ext4]
+";
+
+    #[test]
+    fn finds_the_covering_symbol_with_perfs_alias_choice() {
+        let k = Kallsyms::parse(TEXT.as_bytes()).unwrap_or_default();
+        assert!(!k.hidden());
+        let s = k.find(0xffffffff81000010);
+        assert_eq!(s.map(|s| s.name), Some("srso_alias_untrain_ret"));
+        assert_eq!(k.find(0xffffffff81000150).map(|s| s.name), Some("do_thing"));
+        let m = k.find(0xffffffffc0400010);
+        assert_eq!(m.as_ref().map(|s| s.name), Some("ext4_fill_super"));
+        assert_eq!(
+            m.as_ref().map(Kallsyms::dso_name).as_deref(),
+            Some("[ext4]")
+        );
+        let b = k.find(0xffffffffc0201001);
+        assert_eq!(b.map(|s| s.dso), Some("[kernel.kallsyms]"));
+        assert!(k.find(0x1000).is_none());
+    }
+
+    #[test]
+    fn zeroed_addresses_mean_hidden() {
+        let k = Kallsyms::parse("0000000000000000 T _text\n0000000000000000 t x\n".as_bytes())
+            .unwrap_or_default();
+        assert!(k.hidden());
+        assert!(k.find(0xffffffff81000000).is_none());
+    }
+}

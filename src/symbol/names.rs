@@ -1,0 +1,216 @@
+//! Addresses of one binary in, names out: the blazesym wrapper, the vDSO
+//! table and demangling.
+//!
+//! One `blazesym::Symbolizer` lives as long as the resolver and is asked once
+//! per binary with all of that binary's addresses, sorted (blazesym keeps its
+//! parsed ELF files, so later batches are cheap too). Names come from the ELF
+//! symbol tables (`.symtab`, then `.dynsym`) as perf's do; DWARF is read only
+//! in `--inline` mode, for inlined frames. blazesym's own demangling is off:
+//! `demangle` here follows perf (Rust legacy names lose their hash, C++ names
+//! keep their parameter lists) and can be turned off for raw names.
+//!
+//! The vDSO is not on disk: its bytes are read once from this process's own
+//! mapping through `/proc/self/mem` (the same kernel image serves every
+//! process) and its `.dynsym` is searched here.
+
+use std::path::Path;
+
+use blazesym::symbolize::source::{Elf, Source};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+use object::{Object, ObjectSymbol, SymbolKind};
+
+/// One name for an address: the function, and for `--inline` the functions
+/// inlined into it at that address, outermost first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names {
+    pub function: String,
+    pub inlined: Vec<String>,
+}
+
+/// Demangle a Rust or C++ symbol the way perf prints it; other names are
+/// returned unchanged.
+pub fn demangle(name: &str) -> String {
+    let rust_legacy = name.starts_with("_ZN") && looks_like_rust_hash(name);
+    if rust_legacy || name.starts_with("_R") {
+        if let Ok(d) = rustc_demangle::try_demangle(name) {
+            return format!("{d:#}");
+        }
+    }
+    if name.starts_with("_Z")
+        && let Ok(sym) = cpp_demangle::Symbol::new(name)
+        && let Ok(d) = sym.demangle(&cpp_demangle::DemangleOptions::default())
+    {
+        return d;
+    }
+    name.to_string()
+}
+
+/// Legacy Rust names end in `17h<16 hex digits>E`.
+fn looks_like_rust_hash(name: &str) -> bool {
+    let Some(body) = name.strip_suffix('E') else {
+        return false;
+    };
+    let Some(idx) = body.len().checked_sub(17) else {
+        return false;
+    };
+    let Some(tail) = body.get(idx..) else {
+        return false;
+    };
+    let prefix_ok = body.get(..idx).is_some_and(|p| p.ends_with("17"));
+    prefix_ok
+        && tail.starts_with('h')
+        && tail
+            .get(1..)
+            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The blazesym symbolizer, configured once.
+pub struct ElfNames {
+    symbolizer: Symbolizer,
+    inline: bool,
+    demangle: bool,
+}
+
+impl std::fmt::Debug for ElfNames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ElfNames")
+            .field("inline", &self.inline)
+            .field("demangle", &self.demangle)
+            .finish()
+    }
+}
+
+impl ElfNames {
+    pub fn new(inline: bool, demangle: bool) -> Self {
+        let symbolizer = Symbolizer::builder()
+            .enable_demangling(false)
+            .enable_code_info(inline)
+            .enable_inlined_fns(inline)
+            .build();
+        ElfNames {
+            symbolizer,
+            inline,
+            demangle,
+        }
+    }
+
+    fn finish(&self, raw: &str) -> String {
+        if self.demangle {
+            demangle(raw)
+        } else {
+            raw.to_string()
+        }
+    }
+
+    /// Name the svmas of one file, in order; `None` where no symbol covers
+    /// the address. An error means the file could not be parsed at all.
+    pub fn symbolize(
+        &self,
+        path: &Path,
+        svmas: &[u64],
+    ) -> Result<Vec<Option<Names>>, blazesym::Error> {
+        let mut src = Elf::new(path);
+        src.debug_syms = self.inline;
+        let src = Source::Elf(src);
+        let results = self.symbolizer.symbolize(&src, Input::VirtOffset(svmas))?;
+        Ok(results
+            .into_iter()
+            .map(|r| match r {
+                Symbolized::Sym(sym) => Some(Names {
+                    function: self.finish(&sym.name),
+                    inlined: sym.inlined.iter().map(|f| self.finish(&f.name)).collect(),
+                }),
+                Symbolized::Unknown(_) => None,
+            })
+            .collect())
+    }
+}
+
+/// The vDSO's function symbols, sorted by address.
+#[derive(Debug, Default)]
+pub struct VdsoSymbols {
+    syms: Vec<(u64, u64, String)>,
+    /// File offset → svma of the vDSO image (its PT_LOAD).
+    load_bias: i64,
+}
+
+impl VdsoSymbols {
+    /// Read this process's vDSO; empty if it has none or cannot be read.
+    pub fn from_self() -> Self {
+        Self::read_self().unwrap_or_default()
+    }
+
+    fn read_self() -> Option<Self> {
+        use std::io::{Read, Seek, SeekFrom};
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+        let range = line.split_whitespace().next()?;
+        let (start, end) = range.split_once('-')?;
+        let start = u64::from_str_radix(start, 16).ok()?;
+        let end = u64::from_str_radix(end, 16).ok()?;
+        let mut mem = std::fs::File::open("/proc/self/mem").ok()?;
+        mem.seek(SeekFrom::Start(start)).ok()?;
+        let mut data = vec![0u8; usize::try_from(end.checked_sub(start)?).ok()?];
+        mem.read_exact(&mut data).ok()?;
+        Self::parse(&data)
+    }
+
+    /// Parse vDSO ELF bytes.
+    pub fn parse(data: &[u8]) -> Option<Self> {
+        use object::ObjectSegment;
+        let obj = object::File::parse(data).ok()?;
+        let load_bias = obj
+            .segments()
+            .next()
+            .map(|s| s.address() as i64 - s.file_range().0 as i64)
+            .unwrap_or(0);
+        let mut syms: Vec<(u64, u64, String)> = obj
+            .dynamic_symbols()
+            .chain(obj.symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
+            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+            .collect();
+        // Prefer the name without leading underscores at one address
+        // (`clock_gettime` over `__vdso_clock_gettime`), as perf does.
+        syms.sort_by(|a, b| {
+            let u = |n: &str| n.bytes().take_while(|&c| c == b'_').count();
+            a.0.cmp(&b.0).then(u(&a.2).cmp(&u(&b.2)))
+        });
+        syms.dedup_by_key(|s| s.0);
+        Some(VdsoSymbols { syms, load_bias })
+    }
+
+    /// The symbol at a file offset in the vDSO mapping.
+    pub fn find(&self, file_offset: u64) -> Option<&str> {
+        let svma = (file_offset as i64).checked_add(self.load_bias)? as u64;
+        let idx = self.syms.partition_point(|s| s.0 <= svma);
+        let (start, size, name) = self.syms.get(idx.checked_sub(1)?)?;
+        (size == &0 || svma < start + size).then_some(name.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demangles_like_perf() {
+        assert_eq!(
+            demangle("_ZN9rust_work4spin17h0123456789abcdefE"),
+            "rust_work::spin"
+        );
+        assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar(int)");
+        assert_eq!(demangle("main"), "main");
+        assert_eq!(demangle("_Zinvalid"), "_Zinvalid");
+    }
+
+    #[test]
+    fn our_vdso_has_clock_gettime() {
+        let v = VdsoSymbols::from_self();
+        if v.syms.is_empty() {
+            eprintln!("no [vdso] in this process: skipped");
+            return;
+        }
+        assert!(v.syms.iter().any(|s| s.2.contains("clock_gettime")));
+    }
+}

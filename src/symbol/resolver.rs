@@ -1,0 +1,731 @@
+//! The resolver: parsed records in, `ResolvedSample`s out.
+//!
+//! Two phases so that each distinct (binary, file offset) is symbolized once
+//! and in bulk. `handle_record` keeps the process model current and turns
+//! each sample's addresses into interned locations (`LocKey`: a dso and a
+//! file offset, or an absolute address for kernel and JIT code) — cheap, no
+//! symbol lookup. `take_samples` (live, after each batch) or `finish` (file)
+//! then names every location not seen before, one sorted blazesym batch per
+//! binary, and builds the samples from the location → frames table.
+//!
+//! Return addresses are looked up at `addr - 1` (so the call, not the next
+//! line, is found), except the first address of a stack, which is where the
+//! sample was taken; perf does the same.
+//!
+//! Stack quality: a sample without callchain or user stack is
+//! `NoCallchain`; one whose DWARF unwind stopped early, whose chain hit the
+//! kernel's depth limit, or whose outermost frame could not be named (a
+//! frame-pointer chain through code without frame pointers ends in garbage)
+//! is `Truncated`; the rest are `Complete`.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use linux_perf_event_reader::constants::{
+    PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER,
+};
+use linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SampleRecord};
+
+use super::binary::{Binary, BinaryCache, BinaryMiss};
+use super::kallsyms::Kallsyms;
+use super::names::{ElfNames, Names, VdsoSymbols};
+use super::perf_map::PerfMap;
+use super::process::{DsoId, DsoKind, DsoTable, Mapping, ProcessModel};
+use super::unwind::{DwarfUnwinder, PERF_REG_X86_BP, PERF_REG_X86_IP, PERF_REG_X86_SP, UserState};
+use super::{ResolveOptions, ResolveStats, UnresolvedReason};
+use crate::analysis::sample::{
+    Frame, FrameId, FrameKind, FrameTable, ResolvedSample, StackQuality,
+};
+
+/// The kernel's default `perf_event_max_stack`: a chain this long was cut.
+const MAX_STACK: usize = 127;
+
+/// Addresses at or above this are kernel addresses on x86_64.
+const KERNEL_START: u64 = 0xffff_8000_0000_0000;
+
+/// FxHash: the location table is hashed once per frame of every sample.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// A place in code before naming: a dso and a file offset (absolute address
+/// for kernel and JIT code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct LocKey {
+    dso: DsoId,
+    addr: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct LocResult {
+    /// Range in `Resolver::loc_frames`.
+    start: u32,
+    len: u32,
+    reason: Option<UnresolvedReason>,
+}
+
+#[derive(Debug)]
+struct PendingSample {
+    event: usize,
+    comm: Arc<str>,
+    pid: i32,
+    tid: i32,
+    cpu: u32,
+    time: u64,
+    period: u64,
+    /// Range in `Resolver::pending_locs`.
+    start: usize,
+    len: usize,
+    /// None: no callchain at all; Some(false): cut short while unwinding.
+    unwound: Option<bool>,
+}
+
+/// Turns records into resolved samples; see the module doc.
+pub struct Resolver {
+    procs: ProcessModel,
+    dsos: DsoTable,
+    binaries: BinaryCache,
+    /// HEADER_BUILD_ID: path → build-id.
+    header_build_ids: HashMap<Vec<u8>, Vec<u8>>,
+    kallsyms: Option<Kallsyms>,
+    kallsyms_path: Option<std::path::PathBuf>,
+    vdso: Option<VdsoSymbols>,
+    perf_maps: HashMap<i32, Option<PerfMap>>,
+    names: ElfNames,
+    unwinder: DwarfUnwinder,
+    loc_index: FxMap<LocKey, u32>,
+    locs: Vec<LocKey>,
+    loc_results: Vec<Option<LocResult>>,
+    loc_frames: Vec<FrameId>,
+    frames: FrameTable,
+    pending: Vec<PendingSample>,
+    pending_locs: Vec<u32>,
+    stats: ResolveStats,
+    lost: u64,
+    scratch: Vec<(u64, bool)>,
+    user_scratch: Vec<u64>,
+}
+
+impl std::fmt::Debug for Resolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolver")
+            .field("locations", &self.locs.len())
+            .field("frames", &self.frames.len())
+            .field("pending", &self.pending.len())
+            .finish()
+    }
+}
+
+impl Resolver {
+    pub fn new(options: &ResolveOptions) -> Self {
+        Resolver {
+            procs: ProcessModel::new(),
+            dsos: DsoTable::new(),
+            binaries: BinaryCache::new(options.use_build_id_cache),
+            header_build_ids: HashMap::new(),
+            kallsyms: None,
+            kallsyms_path: options.kallsyms.clone(),
+            vdso: None,
+            perf_maps: HashMap::new(),
+            names: ElfNames::new(options.inline, options.demangle),
+            unwinder: DwarfUnwinder::new(),
+            loc_index: FxMap::default(),
+            locs: Vec::new(),
+            loc_results: Vec::new(),
+            loc_frames: Vec::new(),
+            frames: FrameTable::default(),
+            pending: Vec::new(),
+            pending_locs: Vec::new(),
+            stats: ResolveStats::default(),
+            lost: 0,
+            scratch: Vec::new(),
+            user_scratch: Vec::new(),
+        }
+    }
+
+    /// Build-ids the file's HEADER_BUILD_ID section states, by path.
+    pub fn set_header_build_ids(&mut self, ids: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) {
+        self.header_build_ids.extend(ids);
+    }
+
+    /// Feed one record, in time order. `attr_index` is the event (attribute)
+    /// the record belongs to.
+    pub fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
+        match record {
+            EventRecord::Sample(s) => self.handle_sample(attr_index, s),
+            EventRecord::Comm(c) => {
+                self.procs
+                    .handle_comm(c.pid, c.tid, &c.name.as_slice(), c.is_execve)
+            }
+            EventRecord::Fork(f) => self.procs.handle_fork(f.pid, f.ppid, f.tid, f.ptid),
+            EventRecord::Exit(_) => {}
+            EventRecord::Mmap(m) => {
+                if m.is_executable {
+                    let path = m.path.as_slice();
+                    self.handle_mmap(
+                        m.pid,
+                        m.cpu_mode,
+                        m.address,
+                        m.length,
+                        m.page_offset,
+                        &path,
+                        None,
+                    );
+                }
+            }
+            EventRecord::Mmap2(m) => {
+                const PROT_EXEC: u32 = 4;
+                if m.protection & PROT_EXEC != 0 {
+                    let build_id = match &m.file_id {
+                        Mmap2FileId::BuildId(id) => Some(id.clone()),
+                        Mmap2FileId::InodeAndVersion(_) => None,
+                    };
+                    let path = m.path.as_slice();
+                    self.handle_mmap(
+                        m.pid,
+                        m.cpu_mode,
+                        m.address,
+                        m.length,
+                        m.page_offset,
+                        &path,
+                        build_id,
+                    );
+                }
+            }
+            EventRecord::Lost(l) => self.lost += l.count,
+            _ => {}
+        }
+    }
+
+    /// Count samples the kernel or perf reported lost (LOST, LOST_SAMPLES).
+    pub fn add_lost(&mut self, n: u64) {
+        self.lost += n;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn handle_mmap(
+        &mut self,
+        pid: i32,
+        cpu_mode: CpuMode,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: &[u8],
+        build_id: Option<Vec<u8>>,
+    ) {
+        // Kernel and module maps: kernel addresses are named from kallsyms.
+        if pid == -1 || matches!(cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) {
+            return;
+        }
+        let name = String::from_utf8_lossy(path);
+        let (kind, name) = classify(pid, &name);
+        let build_id = match kind {
+            DsoKind::File => build_id.or_else(|| self.header_build_ids.get(path).cloned()),
+            _ => None,
+        };
+        let dso = self.dsos.intern(&name, kind, build_id);
+        let end = start.saturating_add(len);
+        self.procs.handle_mmap(
+            pid,
+            Mapping {
+                start,
+                end,
+                pgoff,
+                dso,
+            },
+        );
+    }
+
+    fn binary(&mut self, dso: DsoId) -> Result<Arc<Binary>, BinaryMiss> {
+        let d = self.dsos.get(dso);
+        let (name, build_id) = (d.name.clone(), d.build_id.clone());
+        self.binaries.get(&name, build_id.as_deref())
+    }
+
+    fn handle_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
+        let pid = s.pid.unwrap_or(-1);
+        let tid = s.tid.unwrap_or(pid);
+        let mut addrs = std::mem::take(&mut self.scratch);
+        addrs.clear();
+        let dwarf_state = match (&s.user_regs, &s.user_stack) {
+            (Some(regs), Some((stack, dyn_size))) => {
+                match (
+                    regs.get(PERF_REG_X86_IP),
+                    regs.get(PERF_REG_X86_SP),
+                    regs.get(PERF_REG_X86_BP),
+                ) {
+                    (Some(ip), Some(sp), Some(bp)) => Some((ip, sp, bp, stack, *dyn_size)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let mut unwound = None;
+        let mut chain_len = 0;
+        if let Some(chain) = &s.callchain {
+            unwound = Some(true);
+            let mut kernel = s.cpu_mode == CpuMode::Kernel;
+            chain_len = chain.len();
+            for i in 0..chain.len() {
+                let Some(addr) = chain.get(i) else { break };
+                if addr >= PERF_CONTEXT_MAX {
+                    match addr {
+                        PERF_CONTEXT_KERNEL => kernel = true,
+                        PERF_CONTEXT_USER => {
+                            kernel = false;
+                            if dwarf_state.is_some() {
+                                break;
+                            }
+                        }
+                        _ => kernel = false,
+                    }
+                    continue;
+                }
+                addrs.push((addr, kernel || addr >= KERNEL_START));
+            }
+        }
+        if let Some((ip, sp, bp, stack, dyn_size)) = dwarf_state
+            && ip != 0
+        {
+            let bytes = stack.as_slice();
+            let n = usize::try_from(dyn_size)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
+            let state = UserState {
+                ip,
+                sp,
+                bp,
+                stack: bytes.get(..n).unwrap_or(&[]),
+            };
+            let mut user = std::mem::take(&mut self.user_scratch);
+            user.clear();
+            let dsos = &self.dsos;
+            let binaries = &mut self.binaries;
+            let lookup = |dso: DsoId| {
+                let d = dsos.get(dso);
+                if d.kind != DsoKind::File {
+                    return None;
+                }
+                binaries.get(&d.name, d.build_id.as_deref()).ok()
+            };
+            let complete = match self.procs.space(pid) {
+                Some(space) => self.unwinder.unwind(pid, space, lookup, &state, &mut user),
+                None => {
+                    user.push(ip);
+                    false
+                }
+            };
+            addrs.extend(user.iter().map(|&a| (a, false)));
+            self.user_scratch = user;
+            unwound = Some(unwound.unwrap_or(true) && complete);
+        }
+        if addrs.is_empty()
+            && let Some(ip) = s.ip
+        {
+            addrs.push((ip, s.cpu_mode == CpuMode::Kernel || ip >= KERNEL_START));
+        }
+        if chain_len >= MAX_STACK {
+            unwound = unwound.map(|_| false);
+        }
+        let start = self.pending_locs.len();
+        for (i, &(addr, kernel)) in addrs.iter().enumerate() {
+            let lookup = if i == 0 { addr } else { addr.saturating_sub(1) };
+            let key = self.loc_key(pid, lookup, kernel);
+            let next = self.locs.len() as u32;
+            let id = *self.loc_index.entry(key).or_insert(next);
+            if id == next {
+                self.locs.push(key);
+                self.loc_results.push(None);
+            }
+            self.pending_locs.push(id);
+        }
+        self.scratch = addrs;
+        self.pending.push(PendingSample {
+            event: attr_index,
+            comm: self.procs.comm(tid),
+            pid,
+            tid,
+            cpu: s.cpu.unwrap_or(0),
+            time: s.timestamp.unwrap_or(0),
+            period: s.period.unwrap_or(1),
+            start,
+            len: self.pending_locs.len() - start,
+            unwound,
+        });
+    }
+
+    fn loc_key(&self, pid: i32, addr: u64, kernel: bool) -> LocKey {
+        if kernel {
+            return LocKey {
+                dso: DsoTable::KERNEL,
+                addr,
+            };
+        }
+        let unknown = LocKey {
+            dso: DsoTable::UNKNOWN,
+            addr: 0,
+        };
+        let Some(m) = self.procs.space(pid).and_then(|s| s.find(addr)) else {
+            return unknown;
+        };
+        match self.dsos.get(m.dso).kind {
+            DsoKind::File | DsoKind::Vdso => LocKey {
+                dso: m.dso,
+                addr: addr - m.start + m.pgoff,
+            },
+            DsoKind::PerfMap(_) => LocKey { dso: m.dso, addr },
+            DsoKind::Kernel | DsoKind::Unknown => unknown,
+        }
+    }
+}
+
+impl Resolver {
+    /// Name every location not named yet and return the samples fed since
+    /// the last call, in feeding order. Frame ids index `frames()`.
+    pub fn take_samples(&mut self) -> Vec<ResolvedSample> {
+        self.resolve_locations();
+        let pending = std::mem::take(&mut self.pending);
+        let mut out = Vec::with_capacity(pending.len());
+        for p in pending {
+            let ids = self
+                .pending_locs
+                .get(p.start..p.start + p.len)
+                .unwrap_or(&[]);
+            let mut stack = Vec::with_capacity(ids.len());
+            let mut last_reason = None;
+            for &id in ids {
+                let Some(Some(r)) = self.loc_results.get(id as usize) else {
+                    continue;
+                };
+                let frames = self
+                    .loc_frames
+                    .get(r.start as usize..(r.start + r.len) as usize)
+                    .unwrap_or(&[]);
+                stack.extend_from_slice(frames);
+                self.stats.frames += 1;
+                if let Some(reason) = r.reason {
+                    self.stats.unknown_frames += 1;
+                    *self.stats.reasons.entry(reason).or_insert(0) += 1;
+                }
+                last_reason = r.reason;
+            }
+            let quality = match p.unwound {
+                None => StackQuality::NoCallchain,
+                Some(false) => StackQuality::Truncated,
+                Some(true) if last_reason.is_some() => StackQuality::Truncated,
+                Some(true) => StackQuality::Complete,
+            };
+            self.stats.samples += 1;
+            match quality {
+                StackQuality::Complete => self.stats.complete += 1,
+                StackQuality::Truncated => self.stats.truncated += 1,
+                StackQuality::NoCallchain => self.stats.no_callchain += 1,
+            }
+            out.push(ResolvedSample {
+                event: p.event,
+                comm: p.comm,
+                pid: p.pid,
+                tid: p.tid,
+                cpu: p.cpu,
+                time: p.time,
+                period: p.period,
+                stack,
+                quality,
+            });
+        }
+        self.pending_locs.clear();
+        out
+    }
+
+    /// The interned frames the samples' stacks point into.
+    pub fn frames(&self) -> &FrameTable {
+        &self.frames
+    }
+
+    /// Counts so far (samples are counted when taken).
+    pub fn stats(&self) -> &ResolveStats {
+        &self.stats
+    }
+
+    /// Lost events seen so far.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// Take everything: the remaining samples, the frames and the counts.
+    pub fn finish(mut self) -> (Vec<ResolvedSample>, FrameTable, ResolveStats, u64) {
+        let samples = self.take_samples();
+        self.stats.distinct_locations = self.locs.len() as u64;
+        (samples, self.frames, self.stats, self.lost)
+    }
+
+    /// Name all unnamed locations, grouped by dso.
+    fn resolve_locations(&mut self) {
+        let mut by_dso: HashMap<DsoId, Vec<u32>> = HashMap::new();
+        for (id, r) in self.loc_results.iter().enumerate() {
+            if r.is_none()
+                && let Some(key) = self.locs.get(id)
+            {
+                by_dso.entry(key.dso).or_default().push(id as u32);
+            }
+        }
+        let mut dsos: Vec<_> = by_dso.into_iter().collect();
+        dsos.sort_by_key(|(d, _)| *d);
+        for (dso, mut ids) in dsos {
+            ids.sort_by_key(|&id| self.locs.get(id as usize).map_or(0, |k| k.addr));
+            let kind = self.dsos.get(dso).kind.clone();
+            match kind {
+                DsoKind::Kernel => self.name_kernel(&ids),
+                DsoKind::File => self.name_file(dso, &ids),
+                DsoKind::Vdso => self.name_vdso(dso, &ids),
+                DsoKind::PerfMap(pid) => self.name_jit(dso, pid, &ids),
+                DsoKind::Unknown => {
+                    for &id in &ids {
+                        self.set_unnamed(
+                            id,
+                            dso,
+                            FrameKind::User,
+                            UnresolvedReason::UnknownMapping,
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn set_frames(&mut self, id: u32, frames: &[Frame], reason: Option<UnresolvedReason>) {
+        let start = self.loc_frames.len() as u32;
+        for f in frames {
+            let fid = self.frames.intern(f.clone());
+            self.loc_frames.push(fid);
+        }
+        if let Some(slot) = self.loc_results.get_mut(id as usize) {
+            *slot = Some(LocResult {
+                start,
+                len: frames.len() as u32,
+                reason,
+            });
+        }
+    }
+
+    fn set_unnamed(&mut self, id: u32, dso: DsoId, kind: FrameKind, reason: UnresolvedReason) {
+        let frame = Frame {
+            sym: None,
+            dso: self.dsos.get(dso).name.clone(),
+            kind,
+            inlined: false,
+        };
+        self.set_frames(id, &[frame], Some(reason));
+    }
+
+    fn set_named(&mut self, id: u32, dso: Arc<str>, kind: FrameKind, names: Option<&Names>) {
+        let Some(names) = names else {
+            let frame = Frame {
+                sym: None,
+                dso,
+                kind,
+                inlined: false,
+            };
+            self.set_frames(id, &[frame], Some(UnresolvedReason::NoSymbol));
+            return;
+        };
+        let mut frames: Vec<Frame> = names
+            .inlined
+            .iter()
+            .rev()
+            .map(|n| Frame {
+                sym: Some(Arc::from(n.as_str())),
+                dso: dso.clone(),
+                kind,
+                inlined: true,
+            })
+            .collect();
+        frames.push(Frame {
+            sym: Some(Arc::from(names.function.as_str())),
+            dso,
+            kind,
+            inlined: false,
+        });
+        self.set_frames(id, &frames, None);
+    }
+
+    fn name_kernel(&mut self, ids: &[u32]) {
+        if self.kallsyms.is_none() {
+            let parsed = match &self.kallsyms_path {
+                Some(p) => {
+                    std::fs::File::open(p).and_then(|f| Kallsyms::parse(std::io::BufReader::new(f)))
+                }
+                None => Kallsyms::from_proc(),
+            };
+            self.kallsyms = Some(parsed.unwrap_or_default());
+        }
+        for &id in ids {
+            let addr = self.locs.get(id as usize).map_or(0, |k| k.addr);
+            let found = self.kallsyms.as_ref().and_then(|k| {
+                k.find(addr)
+                    .map(|s| (s.name.to_string(), Kallsyms::dso_name(&s)))
+            });
+            match found {
+                Some((name, dso)) => {
+                    let names = Names {
+                        function: name,
+                        inlined: Vec::new(),
+                    };
+                    self.set_named(id, Arc::from(dso.as_str()), FrameKind::Kernel, Some(&names));
+                }
+                None => {
+                    let hidden = self
+                        .kallsyms
+                        .as_ref()
+                        .is_none_or(|k| k.hidden() || k.is_empty());
+                    let reason = if hidden {
+                        UnresolvedReason::KallsymsHidden
+                    } else {
+                        UnresolvedReason::NoSymbol
+                    };
+                    self.set_unnamed(id, DsoTable::KERNEL, FrameKind::Kernel, reason);
+                }
+            }
+        }
+    }
+
+    fn name_file(&mut self, dso: DsoId, ids: &[u32]) {
+        let binary = match self.binary(dso) {
+            Ok(b) => b,
+            Err(miss) => {
+                let reason = match miss {
+                    BinaryMiss::Missing => UnresolvedReason::MissingBinary,
+                    BinaryMiss::BuildIdMismatch => UnresolvedReason::BuildIdMismatch,
+                };
+                for &id in ids {
+                    self.set_unnamed(id, dso, FrameKind::User, reason);
+                }
+                return;
+            }
+        };
+        let name = self.dsos.get(dso).name.clone();
+        let svmas: Vec<Option<u64>> = ids
+            .iter()
+            .map(|&id| {
+                let off = self.locs.get(id as usize).map_or(0, |k| k.addr);
+                binary.svma_for_offset(off)
+            })
+            .collect();
+        let mut batch: Vec<u64> = svmas.iter().flatten().copied().collect();
+        batch.sort_unstable();
+        batch.dedup();
+        let named = self
+            .names
+            .symbolize(&binary.symbols_path, &batch)
+            .unwrap_or_default();
+        let miss = if binary.has_symtab {
+            UnresolvedReason::NoSymbol
+        } else {
+            UnresolvedReason::StrippedBinary
+        };
+        for (&id, svma) in ids.iter().zip(svmas) {
+            let found = svma
+                .and_then(|a| batch.binary_search(&a).ok())
+                .and_then(|i| named.get(i))
+                .and_then(Option::as_ref)
+                .cloned();
+            match found {
+                Some(n) => self.set_named(id, name.clone(), FrameKind::User, Some(&n)),
+                None => self.set_unnamed(id, dso, FrameKind::User, miss),
+            }
+        }
+    }
+
+    fn name_vdso(&mut self, dso: DsoId, ids: &[u32]) {
+        let vdso = self.vdso.get_or_insert_with(VdsoSymbols::from_self);
+        let found: Vec<Option<String>> = ids
+            .iter()
+            .map(|&id| {
+                let off = self.locs.get(id as usize).map_or(0, |k| k.addr);
+                vdso.find(off).map(str::to_string)
+            })
+            .collect();
+        let name = self.dsos.get(dso).name.clone();
+        for (&id, f) in ids.iter().zip(found) {
+            let names = f.map(|function| Names {
+                function,
+                inlined: Vec::new(),
+            });
+            self.set_named(id, name.clone(), FrameKind::User, names.as_ref());
+        }
+    }
+
+    fn name_jit(&mut self, dso: DsoId, pid: i32, ids: &[u32]) {
+        let fresh = !self.perf_maps.contains_key(&pid);
+        let map = self
+            .perf_maps
+            .entry(pid)
+            .or_insert_with(|| PerfMap::for_pid(pid));
+        if fresh && let Some(m) = map {
+            self.stats.malformed_perf_map_lines += m.malformed_lines;
+        }
+        let found: Vec<Option<String>> = ids
+            .iter()
+            .map(|&id| {
+                let addr = self.locs.get(id as usize).map_or(0, |k| k.addr);
+                map.as_ref().and_then(|m| m.find(addr)).map(str::to_string)
+            })
+            .collect();
+        let have_map = map.is_some();
+        let name = self.dsos.get(dso).name.clone();
+        for (&id, f) in ids.iter().zip(found) {
+            match f {
+                Some(function) => {
+                    let names = Names {
+                        function,
+                        inlined: Vec::new(),
+                    };
+                    self.set_named(id, name.clone(), FrameKind::User, Some(&names));
+                }
+                None if !have_map => {
+                    self.set_unnamed(id, dso, FrameKind::User, UnresolvedReason::MissingPerfMap)
+                }
+                None => self.set_unnamed(id, dso, FrameKind::User, UnresolvedReason::NoSymbol),
+            }
+        }
+    }
+}
+
+/// What an mmap'd path holds, and the name frames in it carry.
+fn classify(pid: i32, path: &str) -> (DsoKind, String) {
+    if path == "[vdso]" {
+        return (DsoKind::Vdso, path.to_string());
+    }
+    let anon = path.is_empty()
+        || path == "//anon"
+        || path.starts_with("/anon_hugepage")
+        || path.starts_with("/dev/zero")
+        || path.starts_with("[anon");
+    if anon {
+        return (DsoKind::PerfMap(pid), PerfMap::path(pid));
+    }
+    if path.starts_with('/') {
+        (DsoKind::File, path.to_string())
+    } else {
+        (DsoKind::Unknown, path.to_string())
+    }
+}

@@ -1,0 +1,227 @@
+//! DWARF unwinding of `--call-graph dwarf` samples with framehop: the user
+//! registers and the copy of the user stack in a sample become the list of
+//! return addresses the frame-pointer chain would have given.
+//!
+//! One framehop unwinder per process, rebuilt when the process's maps change
+//! (its `AddressSpace::generation`), holding one module per mapped binary
+//! with that binary's `.eh_frame`/`.eh_frame_hdr`/`.debug_frame`. Section
+//! bytes are read once per binary and shared (`Arc<[u8]>`).
+//!
+//! The module base: the avma of svma 0 is computed from the PT_LOAD whose
+//! page-aligned `p_offset` equals the mapping's file offset. lld-linked PIEs
+//! (everything rustc links) have segments whose `p_vaddr - p_offset` differs
+//! per segment; using the first segment there silently gives 1-frame stacks.
+//!
+//! Output: absolute addresses, leaf first (the first is the sampled IP, the
+//! rest are return addresses), and whether framehop reached the stack's root.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
+use object::{Object, ObjectSection};
+
+use super::binary::{Binary, Load};
+use super::process::{AddressSpace, DsoId};
+
+/// x86_64 perf register numbers (arch/x86/include/uapi/asm/perf_regs.h).
+pub const PERF_REG_X86_BP: u64 = 6;
+pub const PERF_REG_X86_SP: u64 = 7;
+pub const PERF_REG_X86_IP: u64 = 8;
+
+type Data = Arc<[u8]>;
+
+/// The unwind sections of one binary.
+#[derive(Debug, Clone, Default)]
+struct UnwindSections {
+    text: Option<(std::ops::Range<u64>, Data)>,
+    got: Option<std::ops::Range<u64>>,
+    eh_frame: Option<(std::ops::Range<u64>, Data)>,
+    eh_frame_hdr: Option<(std::ops::Range<u64>, Data)>,
+    debug_frame: Option<Data>,
+}
+
+impl UnwindSections {
+    fn read(binary: &Binary) -> Option<Self> {
+        let data = std::fs::read(&binary.path).ok()?;
+        let obj = object::File::parse(&*data).ok()?;
+        let section = |name: &str| {
+            let s = obj.section_by_name(name)?;
+            let bytes: Data = Arc::from(s.data().ok()?);
+            Some((s.address()..s.address() + s.size(), bytes))
+        };
+        let got = obj
+            .section_by_name(".got")
+            .map(|s| s.address()..s.address() + s.size());
+        Some(UnwindSections {
+            text: section(".text"),
+            got,
+            eh_frame: section(".eh_frame"),
+            eh_frame_hdr: section(".eh_frame_hdr"),
+            debug_frame: section(".debug_frame").map(|(_, d)| d),
+        })
+    }
+
+    fn info(&self) -> ExplicitModuleSectionInfo<Data> {
+        ExplicitModuleSectionInfo {
+            base_svma: 0,
+            text_svma: self.text.as_ref().map(|t| t.0.clone()),
+            text: self.text.as_ref().map(|t| t.1.clone()),
+            got_svma: self.got.clone(),
+            eh_frame_svma: self.eh_frame.as_ref().map(|t| t.0.clone()),
+            eh_frame: self.eh_frame.as_ref().map(|t| t.1.clone()),
+            eh_frame_hdr_svma: self.eh_frame_hdr.as_ref().map(|t| t.0.clone()),
+            eh_frame_hdr: self.eh_frame_hdr.as_ref().map(|t| t.1.clone()),
+            debug_frame: self.debug_frame.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The avma of svma 0 for a mapping of `binary` at `start` with file offset
+/// `pgoff` (see the module doc for why the segment choice matters).
+pub fn base_avma(loads: &[Load], start: u64, pgoff: u64) -> Option<u64> {
+    const PAGE: u64 = 4096;
+    let load = loads
+        .iter()
+        .find(|l| l.file_offset & !(PAGE - 1) == pgoff)
+        .or_else(|| {
+            loads
+                .iter()
+                .find(|l| pgoff >= l.file_offset && pgoff - l.file_offset < l.file_size.max(1))
+        })?;
+    // avma(svma) = start + (svma - load.svma) + (load.file_offset - pgoff)
+    Some(
+        start
+            .wrapping_add(load.file_offset)
+            .wrapping_sub(pgoff)
+            .wrapping_sub(load.svma),
+    )
+}
+
+/// Per-process framehop unwinders.
+#[derive(Default)]
+pub struct DwarfUnwinder {
+    processes: HashMap<i32, (u64, UnwinderX86_64<Data>)>,
+    sections: HashMap<DsoId, Option<Arc<UnwindSections>>>,
+    cache: CacheX86_64,
+}
+
+impl std::fmt::Debug for DwarfUnwinder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DwarfUnwinder")
+            .field("processes", &self.processes.len())
+            .finish()
+    }
+}
+
+/// A sample's user registers and stack copy.
+pub struct UserState<'a> {
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+    pub stack: &'a [u8],
+}
+
+impl DwarfUnwinder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Unwind one sample of process `pid`. `binary_of` gives the usable
+    /// binary for each mapping (None if missing or replaced). Pushes
+    /// absolute addresses, leaf first, to `out`; returns true if the root of
+    /// the stack was reached.
+    pub fn unwind(
+        &mut self,
+        pid: i32,
+        space: &AddressSpace,
+        mut binary_of: impl FnMut(DsoId) -> Option<Arc<Binary>>,
+        state: &UserState<'_>,
+        out: &mut Vec<u64>,
+    ) -> bool {
+        let stale = self
+            .processes
+            .get(&pid)
+            .is_none_or(|(generation, _)| *generation != space.generation);
+        if stale {
+            let mut unwinder = UnwinderX86_64::new();
+            for m in &space.maps {
+                let Some(binary) = binary_of(m.dso) else {
+                    continue;
+                };
+                let sections = self
+                    .sections
+                    .entry(m.dso)
+                    .or_insert_with(|| UnwindSections::read(&binary).map(Arc::new));
+                let Some(sections) = sections else {
+                    continue;
+                };
+                let Some(base) = base_avma(&binary.loads, m.start, m.pgoff) else {
+                    continue;
+                };
+                let module = Module::new(
+                    binary.path.display().to_string(),
+                    m.start..m.end,
+                    base,
+                    sections.info(),
+                );
+                unwinder.add_module(module);
+            }
+            self.processes.insert(pid, (space.generation, unwinder));
+        }
+        let Some((_, unwinder)) = self.processes.get(&pid) else {
+            return false;
+        };
+        let stack = state.stack;
+        let sp = state.sp;
+        let mut read_stack = |addr: u64| -> Result<u64, ()> {
+            let off = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
+            let bytes = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
+            let arr: [u8; 8] = bytes.try_into().map_err(|_| ())?;
+            Ok(u64::from_le_bytes(arr))
+        };
+        let regs = UnwindRegsX86_64::new(state.ip, state.sp, state.bp);
+        let mut iter = unwinder.iter_frames(state.ip, regs, &mut self.cache, &mut read_stack);
+        let mut n = 0;
+        loop {
+            match iter.next() {
+                Ok(Some(frame)) => {
+                    out.push(frame.address());
+                    n += 1;
+                    if n >= 1024 {
+                        return false;
+                    }
+                }
+                Ok(None) => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_uses_the_segment_at_the_mapping_offset() {
+        // An lld PIE: text at file 0x1000 but svma 0x2000.
+        let loads = [
+            Load {
+                file_offset: 0,
+                svma: 0,
+                file_size: 0x800,
+            },
+            Load {
+                file_offset: 0x1000,
+                svma: 0x2000,
+                file_size: 0x3000,
+            },
+        ];
+        let base = base_avma(&loads, 0x5555_0000_1000, 0x1000);
+        // svma 0x2000 must land at the mapping start.
+        assert_eq!(base.map(|b| b + 0x2000), Some(0x5555_0000_1000));
+    }
+}
