@@ -9,6 +9,7 @@ pub mod calltree;
 pub mod folded;
 pub mod hash;
 pub mod profile;
+pub mod quality;
 pub mod sample;
 #[cfg(test)]
 pub(crate) mod testing;

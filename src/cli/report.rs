@@ -1,10 +1,250 @@
-//! `scry report`.
+//! `scry report`: perf report's flags, over `symbol::resolve_file` →
+//! `analysis::profile` (+ `calltree` for `-g`) → `render::report`.
+//!
+//! Defaults are perf's: `--children` when the file has callchains, call
+//! graphs printed under entries when it has them (caller order with
+//! children, callee order without), branches under 0.5% hidden. Standard
+//! output on a terminal without `--stdio` opens the interactive browser.
 
-use clap::Args;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+
+use scry::analysis::calltree::{CallTree, GraphOrder, build_trees};
+use scry::analysis::profile::{Profile, ProfileOptions, SampleFilter, SortKey};
+use scry::analysis::quality::QualitySummary;
+use scry::analysis::sample::StackQuality;
+use scry::render::report::{ReportMeta, ReportOptions, write_stdio};
+use scry::render::report_json::write_json;
+use scry::symbol::{ResolveOptions, resolve_file};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
 
 #[derive(Args, Debug)]
-pub struct ReportArgs {}
+pub struct ReportArgs {
+    /// Input file.
+    #[arg(short = 'i', long = "input", default_value = "perf.data")]
+    input: PathBuf,
+    /// Print to standard output even on a terminal (no interactive browser).
+    #[arg(long)]
+    stdio: bool,
+    /// Show the number of samples of each entry.
+    #[arg(short = 'n', long = "show-nr-samples")]
+    show_nr_samples: bool,
+    /// Sort keys, comma-separated: comm, pid, tid, dso, sym.
+    #[arg(short = 's', long = "sort", default_value = "comm,dso,sym")]
+    sort: String,
+    /// Accumulate callees into callers (Children column). Default when the file has callchains.
+    #[arg(long, overrides_with = "no_children")]
+    children: bool,
+    /// Only self time (Overhead column).
+    #[arg(long = "no-children", overrides_with = "children")]
+    no_children: bool,
+    /// Call graphs under entries: caller, callee or none, optionally with a
+    /// threshold percentage (perf style: graph,0.5,caller). Default: caller
+    /// with children, callee without, when the file has callchains.
+    #[arg(short = 'g', long = "call-graph", value_name = "MODE", num_args = 0..=1, default_missing_value = "graph")]
+    call_graph: Option<String>,
+    /// Hide entries under this percentage.
+    #[arg(long = "percent-limit", value_name = "PCT", default_value_t = 0.0)]
+    percent_limit: f64,
+    /// Only these commands (comma-separated).
+    #[arg(long = "comm", value_name = "COMMS", value_delimiter = ',')]
+    comms: Vec<String>,
+    /// Only these processes (comma-separated).
+    #[arg(long = "pid", value_name = "PIDS", value_delimiter = ',')]
+    pids: Vec<i32>,
+    /// Only these threads (comma-separated).
+    #[arg(long = "tid", value_name = "TIDS", value_delimiter = ',')]
+    tids: Vec<i32>,
+    /// Only entries in these binaries (base names or paths, comma-separated).
+    #[arg(long = "dso", value_name = "DSOS", value_delimiter = ',')]
+    dsos: Vec<String>,
+    /// Only entries of these symbols (comma-separated).
+    #[arg(long = "symbols", value_name = "SYMS", value_delimiter = ',')]
+    symbols: Vec<String>,
+    /// Output format: text (perf's layout) or json (for programs; see render::report_json).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Keep raw (mangled) symbol names.
+    #[arg(long = "no-demangle")]
+    no_demangle: bool,
+}
 
-pub fn run(_args: ReportArgs) -> anyhow::Result<()> {
-    anyhow::bail!("'scry report' is not built yet")
+/// `-g` resolved against what the file holds.
+#[derive(Clone, Copy, Debug)]
+struct GraphChoice {
+    order: Option<GraphOrder>,
+    threshold: f64,
+}
+
+/// Parses perf's `-g` words: `graph`, `caller`, `callee`, `none`, a number.
+fn parse_graph(text: &str, children: bool) -> anyhow::Result<GraphChoice> {
+    let mut choice = GraphChoice {
+        order: Some(if children {
+            GraphOrder::Caller
+        } else {
+            GraphOrder::Callee
+        }),
+        threshold: 0.5,
+    };
+    for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        match word {
+            "graph" | "fractal" | "flat" | "folded" | "function" | "address" => {}
+            "caller" => choice.order = Some(GraphOrder::Caller),
+            "callee" => choice.order = Some(GraphOrder::Callee),
+            "none" => choice.order = None,
+            number => {
+                let threshold: f64 = number.parse().ok().filter(|t: &f64| *t >= 0.0).with_context(
+                    || {
+                        format!(
+                            "-g: unknown word '{number}' (expected caller, callee, none, graph or a threshold percentage)"
+                        )
+                    },
+                )?;
+                choice.threshold = threshold;
+            }
+        }
+    }
+    Ok(choice)
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    // Validate flags before the (slow) resolving.
+    let sort = SortKey::parse_list(&args.sort)
+        .map_err(anyhow::Error::msg)
+        .context("--sort")?;
+    if !args.percent_limit.is_finite() || args.percent_limit < 0.0 {
+        anyhow::bail!("--percent-limit: expected a percentage >= 0");
+    }
+    if let Some(g) = &args.call_graph {
+        parse_graph(g, true)?;
+    }
+
+    let resolve_options = ResolveOptions {
+        demangle: !args.no_demangle,
+        ..ResolveOptions::default()
+    };
+    let resolved = resolve_file(&args.input, &resolve_options)
+        .with_context(|| format!("reading {}", args.input.display()))?;
+    let has_callchains = resolved
+        .samples
+        .iter()
+        .any(|s| s.quality != StackQuality::NoCallchain && s.stack.len() > 1);
+    let children = if args.no_children {
+        false
+    } else {
+        args.children || has_callchains
+    };
+    let graph = match &args.call_graph {
+        Some(text) => parse_graph(text, children)?,
+        None if has_callchains => parse_graph("", children)?,
+        None => GraphChoice {
+            order: None,
+            threshold: 0.5,
+        },
+    };
+
+    let options = ProfileOptions {
+        sort: sort.clone(),
+        children,
+        filter: SampleFilter {
+            comms: args.comms,
+            pids: args.pids,
+            tids: args.tids,
+            dsos: args.dsos,
+            symbols: args.symbols,
+        },
+    };
+    let mut profile = Profile::build(&resolved.samples, &resolved.frames, &options);
+    if args.percent_limit > 0.0 {
+        for ev in &mut profile.events {
+            ev.retain_above(args.percent_limit, children);
+        }
+    }
+    let trees: Option<Vec<Vec<CallTree>>> = graph.order.map(|order| {
+        (0..profile.events.len())
+            .map(|section| {
+                let ev = &profile.events[section];
+                // Entries under the threshold cannot show a branch: skip them.
+                let wanted: Vec<usize> = (0..ev.entries.len())
+                    .filter(|&i| {
+                        let e = &ev.entries[i];
+                        let period = if children {
+                            e.children_period
+                        } else {
+                            e.self_period
+                        };
+                        ev.percent(period) >= graph.threshold
+                    })
+                    .collect();
+                let built = build_trees(&profile, &resolved.samples, section, &wanted, order);
+                let mut all = vec![CallTree::new(); ev.entries.len()];
+                for (slot, tree) in wanted.into_iter().zip(built) {
+                    all[slot] = tree;
+                }
+                all
+            })
+            .collect()
+    });
+
+    let quality = QualitySummary::from_samples(&resolved.samples, &resolved.frames);
+    let meta = ReportMeta {
+        event_names: resolved.events.iter().map(|e| e.name.clone()).collect(),
+        lost_samples: resolved.lost,
+        quality,
+        quality_line: Some(resolved.stats.summary()),
+    };
+    let report_options = ReportOptions {
+        sort,
+        show_samples: args.show_nr_samples,
+        graph_threshold: graph.threshold,
+    };
+
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    match args.format {
+        Format::Text => write_stdio(
+            &mut out,
+            &profile,
+            trees.as_deref(),
+            &resolved.frames,
+            &meta,
+            &report_options,
+        )?,
+        Format::Json => write_json(
+            &mut out,
+            &profile,
+            trees.as_deref(),
+            &resolved.frames,
+            &meta,
+            &report_options,
+        )?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graph_words() {
+        let g = parse_graph("graph,0.5,caller", false).unwrap();
+        assert_eq!((g.order, g.threshold), (Some(GraphOrder::Caller), 0.5));
+        let g = parse_graph("", false).unwrap();
+        assert_eq!(g.order, Some(GraphOrder::Callee));
+        let g = parse_graph("none", true).unwrap();
+        assert_eq!(g.order, None);
+        let g = parse_graph("callee,2", true).unwrap();
+        assert_eq!((g.order, g.threshold), (Some(GraphOrder::Callee), 2.0));
+        assert!(parse_graph("sideways", true).is_err());
+    }
 }

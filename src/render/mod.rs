@@ -1,1 +1,13 @@
 //! Everything a person reads: tables, trees, SVG.
+//!
+//! One module per output format (STYLE.md §9): the stdio report
+//! (`report`), its JSON twin (`report_json`), folded stacks (`folded`),
+//! flame graph SVG (`flamegraph`). Renderers take `analysis` results and an
+//! `impl Write`, and propagate io errors (a closed pipe ends the command
+//! quietly in `main`).
+pub mod flamegraph;
+pub mod folded;
+#[cfg(test)]
+mod golden;
+pub mod report;
+pub mod report_json;

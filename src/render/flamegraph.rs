@@ -1,0 +1,143 @@
+//! Flame graph SVG, drawn by inferno from folded lines.
+//!
+//! inferno's SVG carries its own JavaScript: search (Ctrl-F), click to zoom,
+//! reset. Decisions: colours are hashed from the frame name (`hash`) and
+//! `deterministic` is on, so the same profile always draws the same picture
+//! (golden files, diffs between runs); the default palette is `perl`, which
+//! colours `_[k]`-suffixed kernel frames orange apart from user frames.
+//! A differential graph (`--diff`) goes through inferno's `differential`
+//! (two counts per stack): red grew, blue shrank.
+
+use std::io::{self, Write};
+
+use inferno::flamegraph::{self, Direction, Palette};
+
+/// Settings of one flame graph.
+#[derive(Clone, Debug)]
+pub struct FlameOptions {
+    /// An inferno palette name (`perl`, `java`, `hot`, `mem`, `io`, `js`,
+    /// `python`, `rust`, `red`, ...). Default `perl`.
+    pub palette: Palette,
+    /// Default "Flame Graph".
+    pub title: String,
+    /// Icicle graph: roots at the top.
+    pub inverted: bool,
+    /// Reverse each stack (leaves become roots): a "who calls the hot
+    /// leaves" graph.
+    pub reverse: bool,
+    /// What a count is ("samples"; for periods of time events, nanoseconds).
+    pub count_name: String,
+}
+
+impl Default for FlameOptions {
+    fn default() -> Self {
+        FlameOptions {
+            palette: Palette::Multi(flamegraph::color::MultiPalette::Perl),
+            title: "Flame Graph".to_string(),
+            inverted: false,
+            reverse: false,
+            count_name: "samples".to_string(),
+        }
+    }
+}
+
+/// Parses a palette name, with the list of valid names in the error.
+pub fn parse_palette(name: &str) -> Result<Palette, String> {
+    name.parse::<Palette>().map_err(|_| {
+        format!(
+            "unknown colour palette '{name}' (known: perl, java, js, python, rust, wakeup, hot, mem, io, red, green, blue, aqua, yellow, purple, orange)"
+        )
+    })
+}
+
+fn inferno_options(options: &FlameOptions) -> flamegraph::Options<'static> {
+    let mut opt = flamegraph::Options::default();
+    opt.colors = options.palette;
+    opt.title = options.title.clone();
+    opt.count_name = options.count_name.clone();
+    opt.hash = true;
+    opt.deterministic = true;
+    opt.reverse_stack_order = options.reverse;
+    if options.inverted {
+        opt.direction = Direction::Inverted;
+    }
+    opt
+}
+
+/// Draws folded lines (`a;b;c count`) as an SVG.
+pub fn write_svg<W: Write>(lines: &[String], options: &FlameOptions, w: W) -> io::Result<()> {
+    if lines.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no stacks to draw (the file holds no samples of the chosen event)",
+        ));
+    }
+    let mut opt = inferno_options(options);
+    flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), w)
+}
+
+/// Draws a differential flame graph: frame widths from `after`, colours
+/// from the change since `before` (red grew, blue shrank).
+pub fn write_diff_svg<W: Write>(
+    before: &[String],
+    after: &[String],
+    options: &FlameOptions,
+    w: W,
+) -> io::Result<()> {
+    if after.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no stacks to draw in the 'after' profile",
+        ));
+    }
+    let before_text = before.join("\n");
+    let after_text = after.join("\n");
+    let mut merged = Vec::new();
+    inferno::differential::from_readers(
+        inferno::differential::Options::default(),
+        before_text.as_bytes(),
+        after_text.as_bytes(),
+        &mut merged,
+    )?;
+    let mut opt = inferno_options(options);
+    flamegraph::from_reader(&mut opt, merged.as_slice(), w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_frames_and_rejects_empty_input() {
+        let lines = vec![
+            "app;main;hot 300".to_string(),
+            "app;main;cold 100".to_string(),
+        ];
+        let mut svg = Vec::new();
+        write_svg(&lines, &FlameOptions::default(), &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        assert!(svg.starts_with("<?xml"));
+        assert!(svg.contains("hot (300 samples, 75.00%)"), "{svg}");
+        assert!(write_svg(&[], &FlameOptions::default(), Vec::new()).is_err());
+        assert!(parse_palette("perl").is_ok());
+        assert!(parse_palette("plaid").unwrap_err().contains("plaid"));
+    }
+
+    #[test]
+    fn diff_colours_growth_red_and_shrink_blue() {
+        let before = vec![
+            "app;main;hot 100".to_string(),
+            "app;main;cold 300".to_string(),
+        ];
+        let after = vec![
+            "app;main;hot 300".to_string(),
+            "app;main;cold 100".to_string(),
+        ];
+        let mut svg = Vec::new();
+        write_diff_svg(&before, &after, &FlameOptions::default(), &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        // inferno titles differential frames with the delta.
+        assert!(svg.contains("hot (300 samples, 75.00%; +50.00%)"), "{svg}");
+        assert!(svg.contains("cold (100 samples, 25.00%; -50.00%)"), "{svg}");
+    }
+}
