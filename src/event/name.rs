@@ -71,10 +71,7 @@ pub enum EventError {
     #[error("event '{0}': the pattern matches no tracepoint (see 'scry list')")]
     GlobMatchesNothing(String),
     #[error("event '{event}': cannot read tracefs: {err}")]
-    Tracefs {
-        event: String,
-        err: std::io::Error,
-    },
+    Tracefs { event: String, err: std::io::Error },
     #[error("empty event list")]
     Empty,
 }

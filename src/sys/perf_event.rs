@@ -106,6 +106,28 @@ impl PerfEventFd {
         Ok(PerfEventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
+    /// perf_event_open on a cgroup: `cgroup_dir` is an open descriptor of
+    /// the cgroup's directory (PERF_FLAG_PID_CGROUP); `cpu` must be a CPU.
+    pub fn open_cgroup(attr: &perf_event_attr, cgroup_dir: RawFd, cpu: i32) -> io::Result<Self> {
+        let mut attr = *attr;
+        let flags = b::PERF_FLAG_FD_CLOEXEC | b::PERF_FLAG_PID_CGROUP;
+        // SAFETY: as in `open`; the cgroup descriptor is only read by the kernel.
+        let fd = unsafe {
+            perf_event_open_sys::perf_event_open(
+                &mut attr,
+                cgroup_dir,
+                cpu,
+                -1,
+                flags as libc::c_ulong,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel just returned this descriptor and nothing else owns it.
+        Ok(PerfEventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
     pub fn enable(&self) -> io::Result<()> {
         // SAFETY: a valid perf event fd; ENABLE takes no pointer.
         check(unsafe { perf_event_open_sys::ioctls::ENABLE(self.0.as_raw_fd(), 0) })

@@ -215,3 +215,19 @@ pub fn raise_fd_limit() {
         }
     }
 }
+
+/// CPU time (user, system) of every reaped child of this process so far
+/// (getrusage(RUSAGE_CHILDREN)); `stat` prints the workload's share.
+pub fn children_cpu_time() -> io::Result<(std::time::Duration, std::time::Duration)> {
+    // SAFETY: rusage is plain integers; zeroed is a valid value to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the valid local struct.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let tv = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec.max(0) as u64)
+            + std::time::Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Ok((tv(usage.ru_utime), tv(usage.ru_stime)))
+}
