@@ -190,11 +190,21 @@ fn features_for(theirs: &PerfFile) -> Features {
     features
 }
 
+/// Which constructor: attrs after the data (`new`) or before (`with_events`).
+#[derive(Clone, Copy)]
+enum Layout {
+    AttrsLast,
+    AttrsFirst,
+}
+
 /// Copies perf's file through PerfDataWriter: records fed in batches of
 /// whole records (about 64 KiB each, as a ring drain would), our features.
-fn rewrite(theirs: &PerfFile, ours: &Path) {
-    let file = File::create(ours).unwrap();
-    let mut w = PerfDataWriter::new(BufWriter::new(file)).unwrap();
+fn rewrite(theirs: &PerfFile, ours: &Path, layout: Layout) {
+    let file = BufWriter::new(File::create(ours).unwrap());
+    let mut w = match layout {
+        Layout::AttrsLast => PerfDataWriter::new(file).unwrap(),
+        Layout::AttrsFirst => PerfDataWriter::with_events(file, &theirs.events).unwrap(),
+    };
     let mut batch_start = 0;
     let mut at = 0;
     for (_, rec) in records(&theirs.data) {
@@ -282,7 +292,7 @@ fn perf_reads_a_cpu_clock_profile_we_rewrote() {
             .arg("30"),
     );
     let perf_file = read_perf_file(&theirs);
-    rewrite(&perf_file, &ours);
+    rewrite(&perf_file, &ours, Layout::AttrsFirst);
     let script = assert_perf_agrees(&theirs, &ours);
     assert!(
         script.contains("hot_a"),
@@ -332,7 +342,7 @@ fn perf_decodes_tracepoint_fields_we_wrote() {
             .args(["--", "sleep", "0.5"]),
     );
     let perf_file = read_perf_file(&theirs);
-    rewrite(&perf_file, &ours);
+    rewrite(&perf_file, &ours, Layout::AttrsLast);
     let script = assert_perf_agrees(&theirs, &ours);
     let switch = script
         .lines()
@@ -472,4 +482,73 @@ fn read_build_id_agrees_with_readelf() {
         .unwrap()
         .expect("a build-id");
     assert_eq!(build_id::to_hex(&got), want);
+}
+
+/// Without a checkpoint the header says `data.size = 0`. perf 6.1 then
+/// names the problem ("not properly terminated") and shows no records, so
+/// checkpoints are what make a crashed recording readable by perf; but the
+/// file is still structurally sound: attrs and ids are in place and the
+/// records from the data offset to the end of the file are all there, bar
+/// the torn last one, for a recovering reader to take.
+#[test]
+fn a_file_cut_before_any_checkpoint_is_recoverable() {
+    require_kernel!();
+    require_perf!();
+    let dir = common::tempdir();
+    let (theirs, cut) = (dir.path().join("theirs.data"), dir.path().join("cut.data"));
+    common::run_ok(
+        common::perf()
+            .args(["record", "-q", "-F", "999", "-o"])
+            .arg(&theirs)
+            .arg("--")
+            .arg(common::workload("cpu7525"))
+            .arg("20"),
+    );
+    let perf_file = read_perf_file(&theirs);
+    let mut w =
+        PerfDataWriter::with_events(File::create(&cut).unwrap(), &perf_file.events).unwrap();
+    w.write_records(&perf_file.data).unwrap();
+    drop(w);
+    // Tear the last record, as a crash mid-write would.
+    let last = records(&perf_file.data).last().unwrap().1.len() as u64;
+    let len = std::fs::metadata(&cut).unwrap().len();
+    let file = std::fs::OpenOptions::new().write(true).open(&cut).unwrap();
+    file.set_len(len - last / 2).unwrap();
+
+    let out = common::output(common::perf().args(["script", "-i"]).arg(&cut));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("data size field is 0"),
+        "perf's warning: {stderr}"
+    );
+
+    let bytes = std::fs::read(&cut).unwrap();
+    assert_eq!(u64_at(&bytes, 48), 0, "data size not published");
+    let data_off = u64_at(&bytes, 40) as usize;
+    let (attrs_off, attrs_len) = (u64_at(&bytes, 24) as usize, u64_at(&bytes, 32) as usize);
+    assert_eq!(
+        attrs_off + attrs_len,
+        data_off,
+        "attrs right before the data"
+    );
+    let attr_size = u32_at(&bytes, attrs_off + 4) as usize;
+    assert_eq!(
+        &bytes[attrs_off..attrs_off + attr_size],
+        &perf_file.events[0].attr[..]
+    );
+    let mut at = data_off;
+    let mut whole = 0;
+    while at + 8 <= bytes.len() {
+        let size = u16_at(&bytes, at + 6) as usize;
+        if at + size > bytes.len() {
+            break;
+        }
+        whole += 1;
+        at += size;
+    }
+    assert_eq!(
+        whole + 1,
+        records(&perf_file.data).len(),
+        "all records but the torn one"
+    );
 }

@@ -21,14 +21,16 @@
 //!   `data.offset + data.size`), so the attrs go wherever is free: before
 //!   the data when the events are known up front, after the features if not.
 //! - Crash safety. Until `finish`, the header says `data.size = 0` and has no
-//!   feature bits. perf reads a data size of 0 as "not properly terminated"
-//!   and then reads records up to the end of the file (measured with perf
-//!   6.1: it warns and goes on), so a cut file from `with_events` opens in
-//!   perf. [`PerfDataWriter::checkpoint`] goes one step further: it rewrites
-//!   the header with the data size written so far, so a file cut after a
+//!   feature bits. perf 6.1 reads a data size of 0 as "not properly
+//!   terminated": it warns and shows no records (measured). What makes a
+//!   cut file useful is [`PerfDataWriter::checkpoint`]: it rewrites the
+//!   header with the data size written so far, so a file cut after a
 //!   checkpoint is a complete, warning-free perf.data holding every record up
-//!   to that checkpoint. A file from `new` cut before `finish` has no attrs
-//!   and cannot be read; the recorder should use `with_events`.
+//!   to that checkpoint (the records after it are ignored). A file from
+//!   `with_events` cut before any checkpoint still has its attrs and ids in
+//!   place and whole records from the data offset on, for a recovering
+//!   reader that scans to the end of the file. A file from `new` cut before
+//!   `finish` has no attrs at all: recorders should use `with_events`.
 //! - Attr normalization. perf reads each attrs-section entry as `attr.size`
 //!   bytes then a `perf_file_section`, and refuses (`unsupported ABI`) an
 //!   attr bigger than its own struct (128 bytes in perf 6.1). So every attr
