@@ -1,10 +1,246 @@
-//! `scry script`.
+//! `scry script`: the samples of a perf.data file, one per line, in perf
+//! script's layout; `-D` dumps the records in file order, `--header` prints
+//! the header features first.
 
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
 use clap::Args;
+use linux_perf_data::linux_perf_event_reader::constants::{
+    PERF_CONTEXT_GUEST_KERNEL, PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX,
+};
+use linux_perf_data::linux_perf_event_reader::{
+    CpuMode, EventRecord, PerfEventType, SampleFormat, SampleRecord,
+};
+
+use scry::data::reader::{Comms, EventDesc, PerfReader, Record, record_type_name};
+use scry::render::script::{
+    EventFormat, FieldSpec, HeaderBlock, ScriptPrinter, ScriptSample, Unresolved, write_raw_record,
+};
 
 #[derive(Args, Debug)]
-pub struct ScriptArgs {}
+pub struct ScriptArgs {
+    /// Input file; `-` reads the pipe format from stdin
+    #[arg(short = 'i', long = "input", default_value = "perf.data")]
+    input: PathBuf,
+    /// Fields to print (perf's names): comm,tid,pid,time,cpu,event,ip,sym,
+    /// symoff,dso,period,trace; or +field,-field to change the defaults.
+    /// Default: perf's default fields for each event type
+    #[arg(short = 'F', long = "fields", value_parser = FieldSpec::parse)]
+    fields: Option<FieldSpec>,
+    /// Dump every record in file order: offset, size, hex bytes, type
+    #[arg(short = 'D', long = "dump-raw-trace")]
+    dump_raw: bool,
+    /// Print the header (host, kernel, command line, events) before the samples
+    #[arg(long)]
+    header: bool,
+    /// Print only the header
+    #[arg(long = "header-only")]
+    header_only: bool,
+}
 
-pub fn run(_args: ScriptArgs) -> anyhow::Result<()> {
-    anyhow::bail!("'scry script' is not built yet")
+pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
+    let mut reader = if args.input.as_os_str() == "-" {
+        PerfReader::from_stream("<stdin>", io::stdin().lock())?
+    } else {
+        PerfReader::open(&args.input)?
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if args.header || args.header_only {
+        write_header(&mut out, &reader)?;
+        if args.header_only {
+            out.flush()?;
+            return Ok(());
+        }
+    }
+    if args.dump_raw {
+        let file = reader.file_name().to_owned();
+        reader.walk_file_order(|frame, head, body| {
+            let name = record_type_name(frame.record_type);
+            write_raw_record(
+                &mut out,
+                &file,
+                frame.offset,
+                head,
+                body,
+                frame.record_type,
+                &name,
+            )
+        })?;
+        out.flush()?;
+        return Ok(());
+    }
+    let spec = args.fields.unwrap_or_default();
+    let formats = reader.events().iter().map(event_format).collect();
+    let printer = ScriptPrinter::new(formats, &spec).context("-F")?;
+    let mut comms = Comms::default();
+    let mut chain = Vec::new();
+    while let Some(record) = reader.next_record()? {
+        let Record::Event { attr_index, record } = record else {
+            continue;
+        };
+        comms.handle_record(&record);
+        let EventRecord::Sample(sample) = &record else {
+            continue;
+        };
+        let comm = comms.get(sample.tid.unwrap_or(-1));
+        let callchain = callchain(sample, &mut chain);
+        let raw = sample.raw.map(|r| r.as_slice());
+        let s = ScriptSample {
+            event: attr_index,
+            comm: &comm,
+            pid: sample.pid,
+            tid: sample.tid,
+            cpu: sample.cpu,
+            time: sample.timestamp,
+            period: sample.period,
+            ip: sample.ip,
+            ip_kernel: is_kernel(sample.cpu_mode),
+            callchain: callchain.then_some(chain.as_slice()),
+            raw: raw.as_deref(),
+        };
+        printer.write_sample(&mut out, &s, &mut Unresolved)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn is_kernel(mode: CpuMode) -> bool {
+    matches!(mode, CpuMode::Kernel | CpuMode::GuestKernel)
+}
+
+/// Fills `chain` with the sample's frames, leaf first, without the context
+/// markers; false if the sample has no callchain.
+fn callchain(sample: &SampleRecord<'_>, chain: &mut Vec<(u64, bool)>) -> bool {
+    let Some(raw) = &sample.callchain else {
+        return false;
+    };
+    chain.clear();
+    let mut kernel = is_kernel(sample.cpu_mode);
+    for i in 0..raw.len() {
+        let Some(addr) = raw.get(i) else { break };
+        if addr >= PERF_CONTEXT_MAX {
+            kernel = addr == PERF_CONTEXT_KERNEL || addr == PERF_CONTEXT_GUEST_KERNEL;
+            continue;
+        }
+        chain.push((addr, kernel));
+    }
+    true
+}
+
+fn event_format(e: &EventDesc) -> EventFormat {
+    let st = e.attr.sample_format;
+    EventFormat {
+        name: e.name.clone(),
+        is_tracepoint: matches!(e.attr.type_, PerfEventType::Tracepoint(_)),
+        has_tid: st.contains(SampleFormat::TID),
+        has_time: st.contains(SampleFormat::TIME),
+        has_cpu: st.contains(SampleFormat::CPU),
+        has_period: st.contains(SampleFormat::PERIOD),
+        has_ip: st.contains(SampleFormat::IP),
+        has_callchain: st.contains(SampleFormat::CALLCHAIN),
+        has_raw: st.contains(SampleFormat::RAW),
+    }
+}
+
+/// perf's names for the `sample_type` bits, in bit order.
+const SAMPLE_TYPE_NAMES: [&str; 25] = [
+    "IP",
+    "TID",
+    "TIME",
+    "ADDR",
+    "READ",
+    "CALLCHAIN",
+    "ID",
+    "CPU",
+    "PERIOD",
+    "STREAM_ID",
+    "RAW",
+    "BRANCH_STACK",
+    "REGS_USER",
+    "STACK_USER",
+    "WEIGHT",
+    "DATA_SRC",
+    "IDENTIFIER",
+    "TRANSACTION",
+    "REGS_INTR",
+    "PHYS_ADDR",
+    "AUX",
+    "CGROUP",
+    "DATA_PAGE_SIZE",
+    "CODE_PAGE_SIZE",
+    "WEIGHT_STRUCT",
+];
+
+fn write_header(out: &mut impl Write, reader: &PerfReader) -> anyhow::Result<()> {
+    let info = reader.info()?;
+    let layout = reader.layout();
+    let mut lines: Vec<(String, String)> = Vec::new();
+    let mut line = |k: &str, v: String| lines.push((k.to_owned(), v));
+    if !layout.pipe {
+        line("data offset", layout.data.offset.to_string());
+        line("data size", layout.data.size.to_string());
+        line("feat offset", layout.features_offset().to_string());
+    }
+    let strings = [
+        ("hostname", &info.hostname),
+        ("os release", &info.os_release),
+        ("perf version", &info.perf_version),
+        ("arch", &info.arch),
+    ];
+    for (key, value) in strings {
+        if let Some(v) = value {
+            line(key, v.clone());
+        }
+    }
+    if let Some((online, avail)) = info.nr_cpus {
+        line("nrcpus online", online.to_string());
+        line("nrcpus avail", avail.to_string());
+    }
+    if let Some(v) = &info.cpu_desc {
+        line("cpudesc", v.clone());
+    }
+    if let Some(v) = &info.cpu_id {
+        line("cpuid", v.clone());
+    }
+    if let Some(kb) = info.total_mem_kb {
+        line("total memory", format!("{kb} kB"));
+    }
+    if let Some(argv) = &info.cmdline {
+        line("cmdline", argv.join(" "));
+    }
+    for e in reader.events() {
+        let bits = e.attr.sample_format.bits();
+        let sample_type: Vec<&str> = SAMPLE_TYPE_NAMES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| bits >> i & 1 == 1)
+            .map(|(_, n)| *n)
+            .collect();
+        let ids: Vec<String> = e.ids.iter().map(u64::to_string).collect();
+        line(
+            "event",
+            format!(
+                "name = {}, id = {{ {} }}, sample_type = {}",
+                e.name,
+                ids.join(", "),
+                sample_type.join("|")
+            ),
+        );
+    }
+    for (path, build_id) in &info.build_ids {
+        line("build id", format!("{build_id} {path}"));
+    }
+    if let Some((first, last)) = info.sample_time {
+        let secs = |t: u64| format!("{}.{:06}", t / 1_000_000_000, t % 1_000_000_000 / 1000);
+        line("time of first sample", secs(first));
+        line("time of last sample", secs(last));
+        let ms = last.saturating_sub(first) as f64 / 1e6;
+        line("sample duration", format!("{ms:10.3} ms"));
+    }
+    line("features", info.features.join(" "));
+    write!(out, "{}", HeaderBlock { lines: &lines })?;
+    Ok(())
 }

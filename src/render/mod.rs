@@ -11,3 +11,4 @@ pub mod folded;
 mod golden;
 pub mod report;
 pub mod report_json;
+pub mod script;
