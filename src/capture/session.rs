@@ -294,7 +294,7 @@ impl Session {
         let enable_on_exec = pending.is_some() && !system_wide;
         let task_list: Vec<i32> = if system_wide { vec![-1] } else { tasks };
 
-        let result = Self::open_counters(&opts, &cpus, &task_list, enable_on_exec);
+        let result = Self::open_counters(&opts, &cpus, &task_list, enable_on_exec, &mut notes);
         let (attrs, counters, rings) = match result {
             Ok(v) => v,
             Err(e) => {
@@ -334,8 +334,9 @@ impl Session {
         cpus: &[u32],
         tasks: &[i32],
         enable_on_exec: bool,
+        notes: &mut Vec<String>,
     ) -> Result<(Vec<perf_event_attr>, Vec<Counter>, Vec<Ring>), CaptureError> {
-        let attrs: Vec<perf_event_attr> = opts
+        let mut attrs: Vec<perf_event_attr> = opts
             .events
             .iter()
             .enumerate()
@@ -348,7 +349,26 @@ impl Session {
             let mut ring_owner: Option<usize> = None;
             for &task in tasks {
                 for (event_index, event) in opts.events.iter().enumerate() {
-                    let fd = match PerfEventFd::open(&attrs[event_index], task, cpu as i32) {
+                    let mut opened = PerfEventFd::open(&attrs[event_index], task, cpu as i32);
+                    if let Err(e) = &opened
+                        && matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM))
+                        && attrs[event_index].exclude_kernel() == 0
+                        && !event.modifiers.exclude_user
+                        && pe::paranoid_level().is_some_and(|p| p >= 2)
+                    {
+                        // As perf does: an unprivileged user at paranoid 2
+                        // may still sample user space.
+                        attrs[event_index].set_exclude_kernel(1);
+                        attrs[event_index].set_exclude_hv(1);
+                        notes.push(format!(
+                            "kernel.perf_event_paranoid={} hides the kernel from unprivileged users: \
+                             recording '{}' in user space only (run as root or grant CAP_PERFMON for kernel samples)",
+                            pe::paranoid_level().unwrap_or(2),
+                            event.name
+                        ));
+                        opened = PerfEventFd::open(&attrs[event_index], task, cpu as i32);
+                    }
+                    let fd = match opened {
                         Ok(fd) => fd,
                         // A thread of a -p target that exited meanwhile.
                         Err(e)

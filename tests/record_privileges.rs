@@ -1,0 +1,129 @@
+//! `scry record` without privileges: as an unprivileged user (root drops to
+//! `nobody` with setpriv), system-wide recording is refused with a line that
+//! names the sysctl and the capability, and per-process recording falls back
+//! to user space with a note, as perf does.
+
+mod common;
+
+use std::process::Command;
+
+/// Runs scry as `nobody`; None (with the reason printed) when we are not
+/// root or setpriv is missing: then there is nothing to drop.
+fn scry_as_nobody(args: &[&str]) -> Option<std::process::Output> {
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("Uid:"))?
+        .split_whitespace()
+        .nth(2)
+        == Some("0");
+    if !is_root {
+        let reason = "privilege tests need root (to drop to nobody)";
+        assert!(
+            !common::kernel_tests_required(),
+            "SCRY_KERNEL_TESTS=required but {reason}"
+        );
+        eprintln!("skipping: {reason}");
+        return None;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_scry"))
+        .args(args)
+        .output()
+        .expect("setpriv (util-linux) runs");
+    Some(out)
+}
+
+fn paranoid() -> i32 {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2)
+}
+
+#[test]
+fn system_wide_without_privileges_names_the_sysctl() {
+    require_kernel!();
+    if paranoid() < 1 {
+        eprintln!("skipping: perf_event_paranoid < 1 lets anyone record system-wide");
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("scry-priv")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let out_file = dir.path().join("x.data");
+    let Some(out) = scry_as_nobody(&[
+        "record",
+        "-a",
+        "-o",
+        out_file.to_str().unwrap(),
+        "--",
+        "true",
+    ]) else {
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("scry: permission denied"), "{stderr}");
+    assert!(
+        last.contains("/proc/sys/kernel/perf_event_paranoid"),
+        "{stderr}"
+    );
+    assert!(last.contains("CAP_PERFMON"), "{stderr}");
+}
+
+#[test]
+fn own_process_without_privileges_records_user_space() {
+    require_kernel!();
+    if paranoid() < 2 {
+        eprintln!("skipping: perf_event_paranoid < 2 lets users sample the kernel");
+        return;
+    }
+    let workload = common::workload("cpu7525");
+    let dir = tempfile::Builder::new()
+        .prefix("scry-priv")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let out_file = dir.path().join("u.data");
+    let Some(out) = scry_as_nobody(&[
+        "record",
+        "-F",
+        "999",
+        "-o",
+        out_file.to_str().unwrap(),
+        "--",
+        workload.to_str().unwrap(),
+        "20",
+    ]) else {
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    assert!(stderr.contains("user space only"), "{stderr}");
+    // perf reads it, and every sample is a user-space one.
+    let script = common::run_ok(
+        common::perf()
+            .args(["script", "-F", "ip,sym", "-i"])
+            .arg(&out_file),
+    );
+    let lines: Vec<&str> = script.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines.len() > 20, "too few samples: {script}");
+    assert!(lines.iter().any(|l| l.contains("hot_a")), "{script}");
+    assert!(
+        !lines.iter().any(|l| l.trim_start().starts_with("ffffffff")),
+        "kernel sample in a user-only file: {script}"
+    );
+}
