@@ -3,8 +3,9 @@
 //! Parsed here rather than through blazesym so that the kernel is read once
 //! per run (blazesym rebuilds its kernel resolver per call) and so that two
 //! perf conventions hold: module code is named `[module]`, and of several
-//! symbols at one address the one perf's `choose_best_symbol` picks wins
-//! (global over weak and local, fewer leading underscores, longer name).
+//! symbols at one address the last one listed wins (perf gives kallsyms
+//! symbols the size up to the next address, then drops the zero-sized
+//! aliases), e.g. `__x64_sys_getppid` over `__ia32_sys_getppid`.
 //!
 //! Invariant: `syms` is sorted by address with one entry per address; a
 //! symbol covers addresses up to the next one. When `kptr_restrict` hides the
@@ -17,8 +18,6 @@ use std::io::BufRead;
 struct KSym {
     addr: u64,
     name: String,
-    /// The kallsyms type letter: case tells global from local.
-    ty: u8,
     /// Index into `modules`, or `None` for the core kernel.
     module: Option<u32>,
 }
@@ -79,30 +78,23 @@ impl Kallsyms {
                 }
                 None => None,
             };
-            let ty = ty.as_bytes().first().copied().unwrap_or(b't');
             let name = name.to_string();
+            // Of aliases at one address the last listed wins: perf sizes
+            // kallsyms symbols up to the next address before deduplicating,
+            // so only the last alias has a non-zero size and is kept.
             if let Some(last) = syms.last_mut()
                 && last.addr == addr
             {
-                if !prefer_first(&last.name, last.ty, &name, ty) {
-                    *last = KSym {
-                        addr,
-                        name,
-                        ty,
-                        module,
-                    };
-                }
+                *last = KSym { addr, name, module };
                 continue;
             }
-            syms.push(KSym {
-                addr,
-                name,
-                ty,
-                module,
-            });
+            syms.push(KSym { addr, name, module });
         }
+        // Stable: aliases keep their order, and the last of each run wins.
         syms.sort_by_key(|s| s.addr);
+        syms.reverse();
         syms.dedup_by_key(|s| s.addr);
+        syms.reverse();
         let hidden = syms.is_empty() && lines > 0;
         Ok(Kallsyms {
             syms,
@@ -155,26 +147,6 @@ impl Kallsyms {
     }
 }
 
-/// perf's `choose_best_symbol` for two symbols at one address, sizes being
-/// unknown in kallsyms: non-weak over weak, global over local, fewer leading
-/// underscores, then the longer name. True if the first one wins.
-fn prefer_first(a_name: &str, a_ty: u8, b_name: &str, b_ty: u8) -> bool {
-    let weak = |t: u8| matches!(t, b'W' | b'w');
-    let global = |t: u8| t.is_ascii_uppercase() && !weak(t);
-    if weak(a_ty) != weak(b_ty) {
-        return !weak(a_ty);
-    }
-    if global(a_ty) != global(b_ty) {
-        return global(a_ty);
-    }
-    let underscores = |n: &str| n.bytes().take_while(|&b| b == b'_').count();
-    let (ua, ub) = (underscores(a_name), underscores(b_name));
-    if ua != ub {
-        return ua < ub;
-    }
-    a_name.len() >= b_name.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,7 +167,7 @@ ffffffffc0400000 t ext4_fill_super\t[ext4]
         let k = Kallsyms::parse(TEXT.as_bytes()).unwrap_or_default();
         assert!(!k.hidden());
         let s = k.find(0xffffffff81000010);
-        assert_eq!(s.map(|s| s.name), Some("srso_alias_untrain_ret"));
+        assert_eq!(s.map(|s| s.name), Some("_text"));
         assert_eq!(k.find(0xffffffff81000150).map(|s| s.name), Some("do_thing"));
         let m = k.find(0xffffffffc0400010);
         assert_eq!(m.as_ref().map(|s| s.name), Some("ext4_fill_super"));

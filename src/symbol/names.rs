@@ -7,13 +7,21 @@
 //! symbol tables (`.symtab`, then `.dynsym`) as perf's do; DWARF is read only
 //! in `--inline` mode, for inlined frames. blazesym's own demangling is off:
 //! `demangle` here follows perf (Rust legacy names lose their hash, C++ names
-//! keep their parameter lists) and can be turned off for raw names.
+//! lose their parameter lists) and can be turned off for raw names.
+//!
+//! Aliases (several symbols at one address, common in libc: `__mmap`,
+//! `mmap`, `mmap64`, `__GI___mmap`) are settled as perf 6.1 settles them, as
+//! measured against its output: fewer leading underscores, then the longer
+//! name, then the first listed; binding is not looked at. blazesym's pick
+//! is replaced by that one, from an alias table built once per file.
 //!
 //! The vDSO is not on disk: its bytes are read once from this process's own
 //! mapping through `/proc/self/mem` (the same kernel image serves every
 //! process) and its `.dynsym` is searched here.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
@@ -27,8 +35,9 @@ pub struct Names {
     pub inlined: Vec<String>,
 }
 
-/// Demangle a Rust or C++ symbol the way perf prints it; other names are
-/// returned unchanged.
+/// Demangle a Rust or C++ symbol the way perf prints it (C++ without the
+/// parameter list, perf adds it only with `-v`); other names are returned
+/// unchanged.
 pub fn demangle(name: &str) -> String {
     let rust_legacy = name.starts_with("_ZN") && looks_like_rust_hash(name);
     if rust_legacy || name.starts_with("_R") {
@@ -38,7 +47,7 @@ pub fn demangle(name: &str) -> String {
     }
     if name.starts_with("_Z")
         && let Ok(sym) = cpp_demangle::Symbol::new(name)
-        && let Ok(d) = sym.demangle(&cpp_demangle::DemangleOptions::default())
+        && let Ok(d) = sym.demangle(&cpp_demangle::DemangleOptions::new().no_params())
     {
         return d;
     }
@@ -69,6 +78,56 @@ pub struct ElfNames {
     symbolizer: Symbolizer,
     inline: bool,
     demangle: bool,
+    /// Per symbol file: symbol start → perf's pick among its aliases.
+    aliases: HashMap<PathBuf, Arc<HashMap<u64, String>>>,
+}
+
+/// perf's pick among the aliases of one address (see the module doc).
+fn alias_table(path: &Path) -> HashMap<u64, String> {
+    let Ok(data) = std::fs::read(path) else {
+        return HashMap::new();
+    };
+    let Ok(obj) = object::File::parse(&*data) else {
+        return HashMap::new();
+    };
+    let symtab: Vec<_> = obj.symbols().collect();
+    let syms = if symtab.is_empty() {
+        obj.dynamic_symbols().collect()
+    } else {
+        symtab
+    };
+    let mut best: HashMap<u64, (u64, String)> = HashMap::new();
+    let mut count: HashMap<u64, u32> = HashMap::new();
+    for sym in syms {
+        if sym.kind() != SymbolKind::Text || sym.address() == 0 {
+            continue;
+        }
+        let Ok(name) = sym.name() else { continue };
+        *count.entry(sym.address()).or_insert(0) += 1;
+        match best.get(&sym.address()) {
+            Some((size, current)) if !better_alias(sym.size(), name, *size, current) => {}
+            _ => {
+                best.insert(sym.address(), (sym.size(), name.to_string()));
+            }
+        }
+    }
+    best.into_iter()
+        .filter(|(addr, _)| count.get(addr).is_some_and(|&n| n > 1))
+        .map(|(addr, (_, name))| (addr, name))
+        .collect()
+}
+
+/// Whether alias `a` beats the current pick `b`.
+fn better_alias(a_size: u64, a: &str, b_size: u64, b: &str) -> bool {
+    if (a_size == 0) != (b_size == 0) {
+        return a_size != 0;
+    }
+    let underscores = |n: &str| n.bytes().take_while(|&c| c == b'_').count();
+    let (ua, ub) = (underscores(a), underscores(b));
+    if ua != ub {
+        return ua < ub;
+    }
+    a.len() > b.len()
 }
 
 impl std::fmt::Debug for ElfNames {
@@ -91,6 +150,7 @@ impl ElfNames {
             symbolizer,
             inline,
             demangle,
+            aliases: HashMap::new(),
         }
     }
 
@@ -105,19 +165,27 @@ impl ElfNames {
     /// Name the svmas of one file, in order; `None` where no symbol covers
     /// the address. An error means the file could not be parsed at all.
     pub fn symbolize(
-        &self,
+        &mut self,
         path: &Path,
         svmas: &[u64],
     ) -> Result<Vec<Option<Names>>, blazesym::Error> {
         let mut src = Elf::new(path);
         src.debug_syms = self.inline;
         let src = Source::Elf(src);
+        let aliases = if self.inline {
+            Arc::new(HashMap::new())
+        } else {
+            self.aliases
+                .entry(path.to_path_buf())
+                .or_insert_with(|| Arc::new(alias_table(path)))
+                .clone()
+        };
         let results = self.symbolizer.symbolize(&src, Input::VirtOffset(svmas))?;
         Ok(results
             .into_iter()
             .map(|r| match r {
                 Symbolized::Sym(sym) => Some(Names {
-                    function: self.finish(&sym.name),
+                    function: self.finish(aliases.get(&sym.addr).map_or(&sym.name, |a| a)),
                     inlined: sym.inlined.iter().map(|f| self.finish(&f.name)).collect(),
                 }),
                 Symbolized::Unknown(_) => None,
@@ -199,9 +267,40 @@ mod tests {
             demangle("_ZN9rust_work4spin17h0123456789abcdefE"),
             "rust_work::spin"
         );
-        assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar(int)");
+        assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar");
+        assert_eq!(demangle("_ZN4work3HotIiE4spinEi"), "work::Hot<int>::spin");
         assert_eq!(demangle("main"), "main");
         assert_eq!(demangle("_Zinvalid"), "_Zinvalid");
+    }
+
+    #[test]
+    fn aliases_are_settled_like_perf() {
+        let pick = |names: &[&str]| {
+            let mut best = names[0];
+            for n in &names[1..] {
+                if better_alias(84, n, 84, best) {
+                    best = n;
+                }
+            }
+            best
+        };
+        let mmap = [
+            "__GI___mmap64",
+            "__mmap64",
+            "__GI___mmap",
+            "mmap",
+            "__mmap",
+            "mmap64",
+        ];
+        assert_eq!(pick(&mmap), "mmap64");
+        let start = [
+            "__libc_start_main_alias_2",
+            "__libc_start_main_alias_1",
+            "__libc_start_main_impl",
+            "__libc_start_main",
+        ];
+        assert_eq!(pick(&start), "__libc_start_main_alias_2");
+        assert!(better_alias(10, "_x", 0, "y"));
     }
 
     #[test]
