@@ -275,7 +275,7 @@ mod tests {
 
     #[test]
     fn aliases_are_settled_like_perf() {
-        let pick = |names: &[&str]| {
+        fn pick<'a>(names: &[&'a str]) -> &'a str {
             let mut best = names[0];
             for n in &names[1..] {
                 if better_alias(84, n, 84, best) {
@@ -283,7 +283,7 @@ mod tests {
                 }
             }
             best
-        };
+        }
         let mmap = [
             "__GI___mmap64",
             "__mmap64",
