@@ -116,7 +116,7 @@ fn own_process_without_privileges_records_user_space() {
     // perf reads it, and every sample is a user-space one.
     let script = common::run_ok(
         common::perf()
-            .args(["script", "-F", "ip,sym", "-i"])
+            .args(["script", "-f", "-F", "ip,sym", "-i"])
             .arg(&out_file),
     );
     let lines: Vec<&str> = script.lines().filter(|l| !l.trim().is_empty()).collect();
