@@ -194,6 +194,8 @@ impl AddrResolver for Unresolved {
 /// Prints samples of a file's events.
 pub struct ScriptPrinter {
     events: Vec<(EventFormat, Fields)>,
+    /// perf right-aligns event names to the longest name in the file.
+    name_width: usize,
 }
 
 impl ScriptPrinter {
@@ -206,8 +208,9 @@ impl ScriptPrinter {
                 let fields = fields_for(&e, spec)?;
                 Ok((e, fields))
             })
-            .collect::<Result<_, ScriptError>>()?;
-        Ok(ScriptPrinter { events })
+            .collect::<Result<Vec<_>, ScriptError>>()?;
+        let name_width = events.iter().map(|(e, _)| e.name.len()).max().unwrap_or(0);
+        Ok(ScriptPrinter { events, name_width })
     }
 
     /// Writes one sample: a line, or a line, its frames and an empty line.
@@ -254,7 +257,7 @@ impl ScriptPrinter {
             write!(out, "{:>10} ", s.period.unwrap_or(0))?;
         }
         if f.has(Field::Event) {
-            write!(out, "{}: ", event.name)?;
+            write!(out, "{:>w$}: ", event.name, w = self.name_width)?;
         }
         if f.has(Field::Trace)
             && let Some(raw) = s.raw
