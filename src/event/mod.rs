@@ -1,5 +1,13 @@
 //! The typed event model: event-name parsing (`cpu-clock`, `sched:sched_switch`,
 //! `r1a8:u`) into attributes the kernel understands. Parsed records are
 //! linux-perf-event-reader's `EventRecord`s, the same for live rings and files.
+//! Tracepoints: `format` files (`format`, `tracing_data_parse`), their print
+//! fmt (`print_fmt` parses, `print_render` evaluates) and `format_cache`,
+//! the one entry point consumers render raw tracepoint bytes with.
 
+pub mod format;
+pub mod format_cache;
 pub mod name;
+pub mod print_fmt;
+pub mod print_render;
+pub mod tracing_data_parse;

@@ -8,3 +8,4 @@ pub mod process;
 pub mod ring;
 pub mod signal;
 pub mod tracefs;
+pub mod tracefs_instance;
