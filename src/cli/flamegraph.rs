@@ -1,10 +1,218 @@
-//! `scry flamegraph`.
+//! `scry flamegraph`: a perf.data file (or a command, recorded first with
+//! `scry record -F 999 -g`) → `symbol::resolve_file` → `analysis::folded`
+//! → `render::folded` / `render::flamegraph`.
+//!
+//! `--folded` writes the collapsed stacks `perf script | inferno-collapse-perf`
+//! would (to standard output unless `-o` is given); otherwise an SVG goes to
+//! `-o` (default `flamegraph.svg`; `-` for standard output) with kernel
+//! frames suffixed `_[k]` so the palette colours them apart.
 
-use clap::Args;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, Parser};
+
+use scry::analysis::folded::{FoldOptions, FoldedStacks};
+use scry::render::flamegraph::{FlameOptions, parse_palette, write_diff_svg, write_svg};
+use scry::render::folded::{FoldedOptions, folded_lines};
+use scry::symbol::{ResolveOptions, Resolved, resolve_file};
 
 #[derive(Args, Debug)]
-pub struct FlamegraphArgs {}
+pub struct FlamegraphArgs {
+    /// Input file (ignored when a command is given).
+    #[arg(short = 'i', long = "input", default_value = "perf.data")]
+    input: PathBuf,
+    /// Output file; `-` for standard output. Default flamegraph.svg (with
+    /// --folded: standard output).
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Colour palette: perl, java, js, python, rust, hot, mem, io, red, ...
+    #[arg(long = "colors", default_value = "perl")]
+    colors: String,
+    /// Write folded stacks (`comm;caller;...;leaf count`) instead of an SVG.
+    #[arg(long)]
+    folded: bool,
+    /// Icicle graph: roots at the top.
+    #[arg(long)]
+    inverted: bool,
+    /// Reverse every stack (leaves at the bottom).
+    #[arg(long)]
+    reverse: bool,
+    /// Differential flame graph against this earlier recording (red grew, blue shrank).
+    #[arg(long = "diff", value_name = "BEFORE.data")]
+    diff: Option<PathBuf>,
+    /// Graph this event (default: the event of the first sample).
+    #[arg(long = "event", value_name = "NAME")]
+    event: Option<String>,
+    /// Title of the SVG.
+    #[arg(long, default_value = "Flame Graph")]
+    title: String,
+    /// Keep raw (mangled) symbol names.
+    #[arg(long = "no-demangle")]
+    no_demangle: bool,
+    /// Record this command first (as `scry record -F 999 -g`), then draw it.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
 
-pub fn run(_args: FlamegraphArgs) -> anyhow::Result<()> {
-    anyhow::bail!("'scry flamegraph' is not built yet")
+/// Wraps `scry record`'s own flags so a recording is made by exactly the
+/// code path `scry record` uses.
+#[derive(Parser, Debug)]
+struct RecordWrap {
+    #[command(flatten)]
+    record: super::record::RecordArgs,
+}
+
+fn record_command(command: &[OsString], output: &Path) -> anyhow::Result<()> {
+    let mut argv: Vec<OsString> = ["record", "-F", "999", "-g", "-q", "-o"]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    argv.push(output.as_os_str().to_owned());
+    argv.push("--".into());
+    argv.extend(command.iter().cloned());
+    let wrap = RecordWrap::try_parse_from(argv).context("recording the command")?;
+    super::record::run(wrap.record)
+}
+
+fn event_index(resolved: &Resolved, name: &str, path: &Path) -> anyhow::Result<usize> {
+    let base = |n: &str| n.split(':').next().unwrap_or(n).to_string();
+    resolved
+        .events
+        .iter()
+        .position(|e| e.name == name)
+        .or_else(|| resolved.events.iter().position(|e| base(&e.name) == name))
+        .with_context(|| {
+            let names: Vec<&str> = resolved.events.iter().map(|e| e.name.as_str()).collect();
+            format!(
+                "--event: {} has no event '{name}' (it has: {})",
+                path.display(),
+                names.join(", ")
+            )
+        })
+}
+
+fn fold(path: &Path, args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Vec<String>> {
+    let options = ResolveOptions {
+        demangle: !args.no_demangle,
+        ..ResolveOptions::default()
+    };
+    let resolved =
+        resolve_file(path, &options).with_context(|| format!("reading {}", path.display()))?;
+    let event = match &args.event {
+        Some(name) => Some(event_index(&resolved, name, path)?),
+        None => None,
+    };
+    let folded = FoldedStacks::build(&resolved.samples, &FoldOptions { event });
+    Ok(folded_lines(
+        &folded,
+        &resolved.frames,
+        FoldedOptions { annotate_kernel },
+    ))
+}
+
+fn open_output(path: &Path) -> anyhow::Result<Box<dyn Write>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(BufWriter::with_capacity(
+            1 << 16,
+            std::io::stdout().lock(),
+        )));
+    }
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(Box::new(BufWriter::with_capacity(1 << 16, file)))
+}
+
+pub fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
+    let palette = parse_palette(&args.colors)
+        .map_err(anyhow::Error::msg)
+        .context("--colors")?;
+    if args.folded && args.diff.is_some() {
+        anyhow::bail!("--folded and --diff cannot be combined");
+    }
+
+    // A command is recorded into a temporary file first.
+    let tempdir;
+    let input = if args.command.is_empty() {
+        args.input.clone()
+    } else {
+        tempdir = tempfile_dir()?;
+        let path = tempdir.join("perf.data");
+        record_command(&args.command, &path)?;
+        path
+    };
+
+    let after = fold(&input, &args, !args.folded)?;
+    if args.folded {
+        let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+        let mut out = open_output(&out_path)?;
+        for line in &after {
+            writeln!(out, "{line}")?;
+        }
+        out.flush()?;
+        return Ok(());
+    }
+
+    let options = FlameOptions {
+        palette,
+        title: args.title.clone(),
+        inverted: args.inverted,
+        reverse: args.reverse,
+        ..FlameOptions::default()
+    };
+    let out_path = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("flamegraph.svg"));
+    if after.is_empty() {
+        anyhow::bail!("{}: no samples with stacks to draw", input.display());
+    }
+    let mut out = open_output(&out_path)?;
+    match &args.diff {
+        Some(before_path) => {
+            let before = fold(before_path, &args, true)?;
+            write_diff_svg(&before, &after, &options, &mut out)
+        }
+        None => write_svg(&after, &options, &mut out),
+    }
+    .with_context(|| format!("writing {}", out_path.display()))?;
+    out.flush()
+        .with_context(|| format!("writing {}", out_path.display()))?;
+    if out_path.as_os_str() != "-" {
+        eprintln!("scry: wrote {}", out_path.display());
+    }
+    Ok(())
+}
+
+/// A private temporary directory, removed when the guard drops.
+fn tempfile_dir() -> anyhow::Result<TempDir> {
+    let base = std::env::temp_dir();
+    for attempt in 0..100u32 {
+        let path = base.join(format!("scry-flamegraph-{}-{attempt}", std::process::id()));
+        match std::fs::create_dir(&path) {
+            Ok(()) => return Ok(TempDir(path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot create {}", path.display()));
+            }
+        }
+    }
+    anyhow::bail!("cannot create a temporary directory in {}", base.display())
+}
+
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
