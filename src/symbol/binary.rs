@@ -177,10 +177,13 @@ fn describe(path: &Path, data: &[u8]) -> Option<Binary> {
     })
 }
 
+/// A recorded path and build-id.
+type BinaryKey = (Arc<str>, Option<Vec<u8>>);
+
 /// Opened binaries, by path and recorded build-id.
 #[derive(Debug, Default)]
 pub struct BinaryCache {
-    entries: HashMap<(Arc<str>, Option<Vec<u8>>), Result<Arc<Binary>, BinaryMiss>>,
+    entries: HashMap<BinaryKey, Result<Arc<Binary>, BinaryMiss>>,
     /// Whether perf's `~/.debug` build-id cache may stand in for replaced or
     /// missing files. Default true.
     pub use_build_id_cache: bool,

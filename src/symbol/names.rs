@@ -40,10 +40,10 @@ pub struct Names {
 /// unchanged.
 pub fn demangle(name: &str) -> String {
     let rust_legacy = name.starts_with("_ZN") && looks_like_rust_hash(name);
-    if rust_legacy || name.starts_with("_R") {
-        if let Ok(d) = rustc_demangle::try_demangle(name) {
-            return format!("{d:#}");
-        }
+    if (rust_legacy || name.starts_with("_R"))
+        && let Ok(d) = rustc_demangle::try_demangle(name)
+    {
+        return format!("{d:#}");
     }
     if name.starts_with("_Z")
         && let Ok(sym) = cpp_demangle::Symbol::new(name)

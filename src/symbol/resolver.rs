@@ -67,6 +67,20 @@ impl Hasher for FxHasher {
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
+const PROT_EXEC: u32 = 4;
+
+/// The fields of MMAP and MMAP2 records the process model needs.
+struct MmapInfo<'a> {
+    pid: i32,
+    cpu_mode: CpuMode,
+    start: u64,
+    len: u64,
+    pgoff: u64,
+    path: &'a [u8],
+    /// The build-id an MMAP2 record carried (`perf record --buildid-mmap`).
+    build_id: Option<Vec<u8>>,
+}
+
 /// A place in code before naming: a dso and a file offset (absolute address
 /// for kernel and JIT code).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -178,38 +192,29 @@ impl Resolver {
             }
             EventRecord::Fork(f) => self.procs.handle_fork(f.pid, f.ppid, f.tid, f.ptid),
             EventRecord::Exit(_) => {}
-            EventRecord::Mmap(m) => {
-                if m.is_executable {
-                    let path = m.path.as_slice();
-                    self.handle_mmap(
-                        m.pid,
-                        m.cpu_mode,
-                        m.address,
-                        m.length,
-                        m.page_offset,
-                        &path,
-                        None,
-                    );
-                }
-            }
-            EventRecord::Mmap2(m) => {
-                const PROT_EXEC: u32 = 4;
-                if m.protection & PROT_EXEC != 0 {
-                    let build_id = match &m.file_id {
-                        Mmap2FileId::BuildId(id) => Some(id.clone()),
-                        Mmap2FileId::InodeAndVersion(_) => None,
-                    };
-                    let path = m.path.as_slice();
-                    self.handle_mmap(
-                        m.pid,
-                        m.cpu_mode,
-                        m.address,
-                        m.length,
-                        m.page_offset,
-                        &path,
-                        build_id,
-                    );
-                }
+            EventRecord::Mmap(m) if m.is_executable => self.handle_mmap(&MmapInfo {
+                pid: m.pid,
+                cpu_mode: m.cpu_mode,
+                start: m.address,
+                len: m.length,
+                pgoff: m.page_offset,
+                path: &m.path.as_slice(),
+                build_id: None,
+            }),
+            EventRecord::Mmap2(m) if m.protection & PROT_EXEC != 0 => {
+                let build_id = match &m.file_id {
+                    Mmap2FileId::BuildId(id) => Some(id.clone()),
+                    Mmap2FileId::InodeAndVersion(_) => None,
+                };
+                self.handle_mmap(&MmapInfo {
+                    pid: m.pid,
+                    cpu_mode: m.cpu_mode,
+                    start: m.address,
+                    len: m.length,
+                    pgoff: m.page_offset,
+                    path: &m.path.as_slice(),
+                    build_id,
+                })
             }
             EventRecord::Lost(l) => self.lost += l.count,
             _ => {}
@@ -221,38 +226,29 @@ impl Resolver {
         self.lost += n;
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn handle_mmap(
-        &mut self,
-        pid: i32,
-        cpu_mode: CpuMode,
-        start: u64,
-        len: u64,
-        pgoff: u64,
-        path: &[u8],
-        build_id: Option<Vec<u8>>,
-    ) {
+    fn handle_mmap(&mut self, m: &MmapInfo<'_>) {
         // Kernel and module maps: kernel addresses are named from kallsyms.
-        if pid == -1 || matches!(cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) {
+        if m.pid == -1 || matches!(m.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) {
             return;
         }
+        let (pid, path) = (m.pid, m.path);
         let name = String::from_utf8_lossy(path);
         let (kind, name) = classify(pid, &name);
         let build_id = match kind {
-            DsoKind::File => build_id.or_else(|| self.header_build_ids.get(path).cloned()),
+            DsoKind::File => m
+                .build_id
+                .clone()
+                .or_else(|| self.header_build_ids.get(path).cloned()),
             _ => None,
         };
         let dso = self.dsos.intern(&name, kind, build_id);
-        let end = start.saturating_add(len);
-        self.procs.handle_mmap(
-            pid,
-            Mapping {
-                start,
-                end,
-                pgoff,
-                dso,
-            },
-        );
+        let mapping = Mapping {
+            start: m.start,
+            end: m.start.saturating_add(m.len),
+            pgoff: m.pgoff,
+            dso,
+        };
+        self.procs.handle_mmap(pid, mapping);
     }
 
     fn binary(&mut self, dso: DsoId) -> Result<Arc<Binary>, BinaryMiss> {
