@@ -126,6 +126,15 @@ pub trait RecordSink {
     fn records(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()>;
     /// Every ring was drained once ("finished round").
     fn round_done(&mut self) -> io::Result<()>;
+    /// How often `tick` wants to run (live views refresh on it). Default never.
+    fn tick_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// Called about every `tick_interval`, after a drain. Return false to
+    /// stop the capture (a live view's user quit).
+    fn tick(&mut self) -> io::Result<bool> {
+        Ok(true)
+    }
 }
 
 /// Why the capture stopped.
@@ -135,6 +144,8 @@ pub enum StopReason {
     TargetExited(Option<ExitStatus>),
     /// SIGINT or SIGTERM.
     Signal(i32),
+    /// The sink asked to stop (a live view's user quit).
+    Quit,
 }
 
 fn build_attr(
@@ -384,7 +395,12 @@ impl Session {
                         fd.set_filter(filter).map_err(|err| CaptureError::Filter {
                             event: event.name.clone(),
                             filter: filter.clone(),
-                            err,
+                            // The ioctl says only EINVAL; tracefs's error_log says why.
+                            err: crate::sys::tracefs_instance::explain_filter_error(
+                                event.tracepoint.as_ref(),
+                                filter,
+                                err,
+                            ),
                         })?;
                     }
                     match ring_owner {
@@ -540,12 +556,18 @@ impl Session {
             poll_set.len() - 1
         });
         // Without a pidfd (or with -p), look at the targets now and then.
-        let timeout =
+        let mut timeout =
             if self.child.is_some() && pidfd_slot.is_some() && self.watched_pids.is_empty() {
                 -1
             } else {
                 200
             };
+        let tick = sink.tick_interval();
+        if let Some(tick) = tick {
+            let ms = tick.as_millis().clamp(1, i32::MAX as u128) as i32;
+            timeout = if timeout < 0 { ms } else { timeout.min(ms) };
+        }
+        let mut last_tick = std::time::Instant::now();
         let reason = loop {
             signal::poll(&mut poll_set, timeout).map_err(CaptureError::System)?;
             self.drain(sink, &mut buf).map_err(CaptureError::Write)?;
@@ -560,6 +582,14 @@ impl Session {
             }
             if self.targets_gone() {
                 break StopReason::TargetExited(None);
+            }
+            if let Some(tick) = tick
+                && last_tick.elapsed() >= tick
+            {
+                last_tick = std::time::Instant::now();
+                if !sink.tick().map_err(CaptureError::Write)? {
+                    break StopReason::Quit;
+                }
             }
         };
         for c in &self.counters {
