@@ -518,7 +518,7 @@ fn attaches_to_a_running_process() {
         .filter(|s| s.pid == pid && s.sym == "spin_forever")
         .count();
     assert!(
-        spinning >= 400,
+        spinning >= 200,
         "{spinning} samples of spin_forever in ~1 s at 999 Hz:\n{stderr}"
     );
     assert!(
