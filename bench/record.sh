@@ -138,9 +138,10 @@ storm() {
 
 echo
 echo "tracepoint storm: calls $CALLS under raw_syscalls:sys_enter + sys_exit, expected $expected events ($startup at startup)"
-bare_storm=$(/usr/bin/time -f '%e %U %S' "$calls" "$CALLS" 2>&1 >/dev/null | awk '{ printf "%.2f %.2f", $1, $2 + $3 }')
+read -r bare_wall bare_cpu <<<"$(/usr/bin/time -f '%e %U %S' "$calls" "$CALLS" 2>&1 >/dev/null |
+    awk '{ printf "%.2f %.2f", $1, $2 + $3 }')"
 printf '%-34s %7s %7s %10s %10s %10s\n' "" "wall s" "cpu s" recorded lost missing
-printf '%-34s %7s %7s\n' "bare workload" $bare_storm
+printf '%-34s %7s %7s\n' "bare workload" "$bare_wall" "$bare_cpu"
 for run in "perf record (default -m)|perf|perf record -q ${tp[*]} -o $tmp/perf.data --" \
     "perf record -m 1024|perf1024|perf record -q -m 1024 ${tp[*]} -o $tmp/perf1024.data --" \
     "scry record|scry|$scry record ${tp[*]} -o $tmp/scry.data --"; do
