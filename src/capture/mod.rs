@@ -5,6 +5,8 @@
 //! started. Records leave as raw kernel bytes to a `RecordSink`; nothing is
 //! parsed here beyond the 8-byte header.
 
+pub mod counting;
+pub mod inventory;
 pub mod live;
 pub mod session;
 pub mod synth;

@@ -7,9 +7,12 @@
 //! `scry: {err:#}` and exits 2.
 
 mod flamegraph;
+mod list;
 mod record;
 mod report;
 mod script;
+mod stat;
+mod top;
 
 use std::process::ExitCode;
 
@@ -26,12 +29,18 @@ struct Cli {
 enum Command {
     /// Run a command (or watch a process or the system) and record samples into perf.data
     Record(record::RecordArgs),
+    /// Count events while a command runs (or on CPUs, processes), as perf stat
+    Stat(stat::StatArgs),
+    /// List the events this machine offers (hardware, software, cache, PMUs, tracepoints, probes)
+    List(list::ListArgs),
     /// Print the samples of a perf.data file, one per line, as `perf script` does
     Script(script::ScriptArgs),
     /// Summarize a perf.data file: hot functions, call chains
     Report(report::ReportArgs),
     /// Draw a flame graph (SVG) or write folded stacks from a perf.data file or a command
     Flamegraph(flamegraph::FlamegraphArgs),
+    /// Live view of the hottest functions, system-wide or of a process (perf top)
+    Top(top::TopArgs),
 }
 
 /// Leave with this exit code and no further message (the cause was printed).
@@ -53,9 +62,12 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Record(args) => record::run(args),
+        Command::Stat(args) => stat::run(args),
+        Command::List(args) => list::run(args),
         Command::Script(args) => script::run(args),
         Command::Report(args) => report::run(args),
         Command::Flamegraph(args) => flamegraph::run(args),
+        Command::Top(args) => top::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

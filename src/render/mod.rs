@@ -7,8 +7,10 @@
 //! quietly in `main`).
 pub mod flamegraph;
 pub mod folded;
+pub mod list;
 #[cfg(test)]
 mod golden;
 pub mod report;
 pub mod report_json;
 pub mod script;
+pub mod stat;

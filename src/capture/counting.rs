@@ -1,0 +1,545 @@
+//! Counting (non-sampling) counters for `scry stat`: one counter per event
+//! × CPU for system-wide targets (`-a`, `-C`, `-G`), or one per event ×
+//! thread with `inherit` for a command, `-p` or `-t`; read with
+//! `time_enabled`/`time_running` so `analysis::stat` can scale
+//! multiplexed counts.
+//!
+//! Decisions worth knowing:
+//! - An event the kernel cannot count here (EOPNOTSUPP, ENOENT, ENODEV,
+//!   EINVAL, ENOSYS, ENXIO at open, as perf treats them) is not an error:
+//!   it is marked unsupported and prints as `<not supported>`. Permission
+//!   errors are errors, naming perf_event_paranoid.
+//! - A command's counters are opened before it execs, with
+//!   `enable_on_exec`, so scry's own fork never counts (perf does the same).
+//! - No rings, no records: counting costs the target nothing but the
+//!   in-kernel increments.
+//!
+//! Invariants: `supported[e]` is false exactly when event `e` has no open
+//! counter; readings come back in the order counters were opened.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::analysis::stat::{CounterReading, Reading};
+use crate::event::name::ResolvedEvent;
+use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
+use crate::sys::process::{Child, ExitStatus, PendingChild};
+use crate::sys::signal::{self, PollFd, SignalPipe};
+use crate::sys::{proc, process};
+
+use super::CaptureError;
+use super::session::Target;
+
+/// What to count, and where.
+#[derive(Clone, Debug)]
+pub struct CountingOptions {
+    pub events: Vec<ResolvedEvent>,
+    pub target: Target,
+    /// `-G`: count only tasks in this cgroup (a path under the cgroup
+    /// mount, or a name relative to it). Needs a system-wide target.
+    pub cgroup: Option<String>,
+    /// Counters follow children the target forks (default true, as perf;
+    /// `--no-inherit` turns it off).
+    pub inherit: bool,
+}
+
+/// One opened counter.
+#[derive(Debug)]
+struct Counter {
+    fd: PerfEventFd,
+    event: usize,
+    cpu: Option<u32>,
+}
+
+/// What woke `CounterSet::wait`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// The timeout passed.
+    Timeout,
+    /// The command exited (with its status), or every watched process did.
+    TargetExited(Option<ExitStatus>),
+    /// SIGINT or SIGTERM reached scry.
+    Signal(i32),
+}
+
+/// The counters of one `stat` run and the workload they watch.
+#[derive(Debug)]
+pub struct CounterSet {
+    pub events: Vec<ResolvedEvent>,
+    /// Per event: false when the kernel cannot count it here.
+    pub supported: Vec<bool>,
+    /// Per event: why it is unsupported (the errno in words).
+    pub unsupported_reason: Vec<Option<String>>,
+    /// The CPUs counted on (system-wide), or the online CPUs.
+    pub cpus: Vec<u32>,
+    pub system_wide: bool,
+    counters: Vec<Counter>,
+    pending: Option<PendingChild>,
+    child: Option<Child>,
+    child_pidfd: Option<OwnedFd>,
+    watched: Vec<OwnedFd>,
+    enable_on_exec: bool,
+    started: Option<Instant>,
+}
+
+/// The attribute for a counting counter.
+pub fn counting_attr(
+    event: &ResolvedEvent,
+    inherit: bool,
+    enable_on_exec: bool,
+) -> perf_event_attr {
+    let mut attr = pe::new_attr();
+    attr.type_ = event.type_;
+    attr.config = event.config;
+    attr.read_format = pe::PERF_FORMAT_TOTAL_TIME_ENABLED | pe::PERF_FORMAT_TOTAL_TIME_RUNNING;
+    attr.set_disabled(1);
+    attr.set_inherit(u64::from(inherit));
+    attr.set_enable_on_exec(u64::from(enable_on_exec));
+    attr.set_exclude_user(u64::from(event.modifiers.exclude_user));
+    attr.set_exclude_kernel(u64::from(event.modifiers.exclude_kernel));
+    attr
+}
+
+/// errnos perf reports as `<not supported>` rather than failing.
+pub fn is_unsupported_errno(code: i32) -> bool {
+    matches!(
+        code,
+        libc::EOPNOTSUPP | libc::ENOENT | libc::ENODEV | libc::EINVAL | libc::ENOSYS | libc::ENXIO
+    )
+}
+
+/// `Operation not supported (os error 95)` → `Operation not supported`.
+pub fn errno_words(err: &io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// Can this machine count `event` at all? Opens it on this process for a
+/// moment. `Ok(())`, or the reason it cannot (for `scry list`).
+pub fn probe(event: &ResolvedEvent) -> Result<(), String> {
+    let attr = counting_attr(event, false, false);
+    match PerfEventFd::open(&attr, 0, -1) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(errno_words(&e)),
+    }
+}
+
+/// The directory of cgroup `name` in the hierarchy perf events use: the
+/// cgroup-v1 `perf_event` controller if mounted, else the cgroup2 mount.
+pub fn cgroup_dir(name: &str) -> Result<PathBuf, CaptureError> {
+    let direct = Path::new(name);
+    if direct.is_absolute() && direct.is_dir() && name.starts_with("/sys/fs/cgroup") {
+        return Ok(direct.to_path_buf());
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mounts").map_err(CaptureError::System)?;
+    let mut v1 = None;
+    let mut v2 = None;
+    for line in mounts.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some(mount), Some(fstype), Some(opts)) = (fields.get(1), fields.get(2), fields.get(3))
+        else {
+            continue;
+        };
+        if *fstype == "cgroup" && opts.split(',').any(|o| o == "perf_event") {
+            v1 = Some(PathBuf::from(mount));
+        } else if *fstype == "cgroup2" && v2.is_none() {
+            v2 = Some(PathBuf::from(mount));
+        }
+    }
+    let Some(base) = v1.or(v2) else {
+        return Err(CaptureError::System(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "-G {name}: no perf_event cgroup hierarchy is mounted (cgroup2 or cgroup v1 perf_event)"
+            ),
+        )));
+    };
+    let dir = base.join(name.trim_start_matches('/'));
+    if dir.is_dir() {
+        Ok(dir)
+    } else {
+        Err(CaptureError::System(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "-G {name}: no such cgroup ({} does not exist)",
+                dir.display()
+            ),
+        )))
+    }
+}
+
+impl CounterSet {
+    /// Opens every counter. A `-- COMMAND` is forked but not yet exec'd:
+    /// `start` lets it run.
+    pub fn open(opts: &CountingOptions) -> Result<CounterSet, CaptureError> {
+        if opts.events.is_empty() {
+            return Err(CaptureError::NoEvents);
+        }
+        process::raise_fd_limit();
+        let target = &opts.target;
+        let system_wide = target.system_wide || target.cpus.is_some() || opts.cgroup.is_some();
+        let online = proc::online_cpus().map_err(CaptureError::System)?;
+        let cpus: Vec<u32> = match &target.cpus {
+            Some(list) => {
+                if let Some(bad) = list.iter().find(|c| !online.contains(c)) {
+                    return Err(CaptureError::NoSuchCpu(*bad));
+                }
+                list.clone()
+            }
+            None => online,
+        };
+        let cgroup = match &opts.cgroup {
+            Some(name) => {
+                let dir = cgroup_dir(name)?;
+                Some(File::open(&dir).map_err(|e| {
+                    CaptureError::System(io::Error::new(
+                        e.kind(),
+                        format!("-G: cannot open {}: {}", dir.display(), errno_words(&e)),
+                    ))
+                })?)
+            }
+            None => None,
+        };
+
+        let mut tasks: Vec<i32> = Vec::new();
+        let mut watched = Vec::new();
+        if !target.command.is_empty() || !system_wide {
+            for &pid in &target.pids {
+                let threads = proc::threads(pid).map_err(|_| CaptureError::NoSuchProcess(pid))?;
+                if !system_wide {
+                    tasks.extend(threads);
+                }
+                if target.command.is_empty() {
+                    watched.push(
+                        signal::pidfd_open(pid).map_err(|_| CaptureError::NoSuchProcess(pid))?,
+                    );
+                }
+            }
+            for &tid in &target.tids {
+                if !proc::exists(tid) {
+                    return Err(CaptureError::NoSuchProcess(tid));
+                }
+                if !system_wide {
+                    tasks.push(tid);
+                }
+                if target.command.is_empty() {
+                    watched.push(
+                        signal::pidfd_open(tid).map_err(|_| CaptureError::NoSuchProcess(tid))?,
+                    );
+                }
+            }
+        }
+        let mut pending = None;
+        if !target.command.is_empty() {
+            let child = fork(&target.command)?;
+            if !system_wide && target.pids.is_empty() && target.tids.is_empty() {
+                tasks.push(child.pid());
+            }
+            pending = Some(child);
+        }
+        let enable_on_exec =
+            pending.is_some() && !system_wide && target.pids.is_empty() && target.tids.is_empty();
+        let mut set = CounterSet {
+            events: opts.events.clone(),
+            supported: vec![true; opts.events.len()],
+            unsupported_reason: vec![None; opts.events.len()],
+            cpus: cpus.clone(),
+            system_wide,
+            counters: Vec::new(),
+            pending,
+            child: None,
+            child_pidfd: None,
+            watched,
+            enable_on_exec,
+            started: None,
+        };
+        let result = if system_wide {
+            set.open_per_cpu(&cpus, cgroup.as_ref().map(|f| f.as_raw_fd()))
+        } else {
+            set.open_per_task(&tasks, opts.inherit)
+        };
+        if let Err(e) = result {
+            if let Some(child) = set.pending.take() {
+                child.abort();
+            }
+            return Err(e);
+        }
+        Ok(set)
+    }
+
+    fn open_per_cpu(&mut self, cpus: &[u32], cgroup: Option<i32>) -> Result<(), CaptureError> {
+        let events = self.events.clone();
+        for (index, event) in events.iter().enumerate() {
+            let attr = counting_attr(event, false, false);
+            let mut opened = Vec::new();
+            let mut unsupported = None;
+            for &cpu in cpus {
+                let result = match cgroup {
+                    Some(fd) => PerfEventFd::open_cgroup(&attr, fd, cpu as i32),
+                    None => PerfEventFd::open(&attr, -1, cpu as i32),
+                };
+                match result {
+                    Ok(fd) => opened.push(Counter {
+                        fd,
+                        event: index,
+                        cpu: Some(cpu),
+                    }),
+                    Err(e) if is_unsupported_errno(e.raw_os_error().unwrap_or(0)) => {
+                        unsupported = Some(errno_words(&e));
+                        break;
+                    }
+                    Err(e) => return Err(open_error(event, -1, e)),
+                }
+            }
+            self.record_opened(index, opened, unsupported);
+        }
+        Ok(())
+    }
+
+    fn open_per_task(&mut self, tasks: &[i32], inherit: bool) -> Result<(), CaptureError> {
+        let events = self.events.clone();
+        for (index, event) in events.iter().enumerate() {
+            let attr = counting_attr(event, inherit, self.enable_on_exec);
+            let mut opened = Vec::new();
+            let mut unsupported = None;
+            for (n, &tid) in tasks.iter().enumerate() {
+                match PerfEventFd::open(&attr, tid, -1) {
+                    Ok(fd) => opened.push(Counter {
+                        fd,
+                        event: index,
+                        cpu: None,
+                    }),
+                    // A thread (not the first) that ended since we listed it.
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) && n > 0 => {}
+                    Err(e) if is_unsupported_errno(e.raw_os_error().unwrap_or(0)) => {
+                        unsupported = Some(errno_words(&e));
+                        break;
+                    }
+                    Err(e) => return Err(open_error(event, tid, e)),
+                }
+            }
+            self.record_opened(index, opened, unsupported);
+        }
+        Ok(())
+    }
+
+    fn record_opened(&mut self, index: usize, opened: Vec<Counter>, unsupported: Option<String>) {
+        match unsupported {
+            Some(reason) => {
+                if let Some(s) = self.supported.get_mut(index) {
+                    *s = false;
+                }
+                if let Some(r) = self.unsupported_reason.get_mut(index) {
+                    *r = Some(reason);
+                }
+            }
+            None => self.counters.extend(opened),
+        }
+    }
+
+    /// Starts counting: lets the command exec (its counters enable on
+    /// exec), or enables the counters now.
+    pub fn start(&mut self) -> Result<(), CaptureError> {
+        if !self.enable_on_exec {
+            for c in &self.counters {
+                c.fd.enable().map_err(CaptureError::System)?;
+            }
+        }
+        self.started = Some(Instant::now());
+        if let Some(pending) = self.pending.take() {
+            let pid = pending.pid();
+            let pidfd = signal::pidfd_open(pid).map_err(CaptureError::System)?;
+            match pending.start() {
+                Ok(child) => {
+                    self.child = Some(child);
+                    self.child_pidfd = Some(pidfd);
+                }
+                Err((program, err)) => return Err(CaptureError::CannotRun { program, err }),
+            }
+        }
+        Ok(())
+    }
+
+    /// When `start` ran.
+    pub fn started(&self) -> Option<Instant> {
+        self.started
+    }
+
+    /// The pid of the command we started, if any.
+    pub fn child_pid(&self) -> Option<i32> {
+        self.child.as_ref().map(|c| c.pid)
+    }
+
+    /// Reads every counter: cumulative values since `start`.
+    pub fn read(&self) -> Result<Vec<CounterReading>, CaptureError> {
+        let mut out = Vec::with_capacity(self.counters.len());
+        let mut buf = [0u64; 3];
+        for c in &self.counters {
+            let n = c.fd.read_values(&mut buf).map_err(CaptureError::System)?;
+            let reading = if n >= 3 {
+                Reading {
+                    value: buf[0],
+                    enabled: buf[1],
+                    running: buf[2],
+                }
+            } else {
+                Reading::default()
+            };
+            out.push(CounterReading {
+                event: c.event,
+                cpu: c.cpu,
+                reading,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Stops every counter (the values stay readable).
+    pub fn disable(&self) {
+        for c in &self.counters {
+            let _ = c.fd.disable();
+        }
+    }
+
+    /// Waits up to `timeout` (forever if None) for the command or the
+    /// watched processes to exit, or for a signal.
+    pub fn wait(
+        &mut self,
+        signals: &SignalPipe,
+        timeout: Option<Duration>,
+    ) -> Result<Wake, CaptureError> {
+        if let Some(sig) = signals.received() {
+            return Ok(Wake::Signal(sig));
+        }
+        if let Some(child) = self.child.as_mut()
+            && let Some(status) = child.try_wait().map_err(CaptureError::System)?
+        {
+            return Ok(Wake::TargetExited(Some(status)));
+        }
+        let mut set = vec![PollFd {
+            fd: signals.fd(),
+            revents: 0,
+        }];
+        if let Some(fd) = &self.child_pidfd {
+            set.push(PollFd {
+                fd: fd.as_raw_fd(),
+                revents: 0,
+            });
+        }
+        for fd in &self.watched {
+            set.push(PollFd {
+                fd: fd.as_raw_fd(),
+                revents: 0,
+            });
+        }
+        let timeout_ms = match timeout {
+            // Round up so we never wake a little early and spin.
+            Some(d) => i32::try_from(d.as_micros().div_ceil(1000)).unwrap_or(i32::MAX),
+            None => -1,
+        };
+        signal::poll(&mut set, timeout_ms).map_err(CaptureError::System)?;
+        if let Some(sig) = signals.received() {
+            signals.drain();
+            return Ok(Wake::Signal(sig));
+        }
+        if let Some(child) = self.child.as_mut() {
+            if let Some(status) = child.try_wait().map_err(CaptureError::System)? {
+                return Ok(Wake::TargetExited(Some(status)));
+            }
+        } else if !self.watched.is_empty() {
+            // Forget processes that ended; stop when none is left.
+            let ended: Vec<bool> = set
+                .iter()
+                .skip(1)
+                .map(|p| p.revents & (signal::POLLIN | signal::POLLHUP | signal::POLLERR) != 0)
+                .collect();
+            let mut i = 0;
+            self.watched.retain(|_| {
+                let keep = !ended.get(i).copied().unwrap_or(false);
+                i += 1;
+                keep
+            });
+            if self.watched.is_empty() {
+                return Ok(Wake::TargetExited(None));
+            }
+        }
+        Ok(Wake::Timeout)
+    }
+
+    /// Sends `sig` to the command we started (Ctrl-C reaches a terminal's
+    /// whole process group anyway; a `kill` aimed at scry alone must too).
+    pub fn signal_child(&self, sig: i32) {
+        if let Some(child) = &self.child {
+            let _ = signal::kill(child.pid, sig);
+        }
+    }
+
+    /// Reaps the command we started, if any.
+    pub fn wait_child(&mut self) -> Result<Option<ExitStatus>, CaptureError> {
+        match self.child.as_mut() {
+            Some(child) => child.wait().map(Some).map_err(CaptureError::System),
+            None => Ok(None),
+        }
+    }
+}
+
+fn fork(command: &[OsString]) -> Result<PendingChild, CaptureError> {
+    process::fork_pending(command).map_err(CaptureError::System)
+}
+
+fn open_error(event: &ResolvedEvent, pid: i32, err: io::Error) -> CaptureError {
+    match err.raw_os_error().unwrap_or(0) {
+        libc::EACCES | libc::EPERM => CaptureError::Permission {
+            event: event.name.clone(),
+            paranoid: pe::paranoid_level(),
+        },
+        libc::ESRCH => CaptureError::NoSuchProcess(pid),
+        _ => CaptureError::Open {
+            event: event.name.clone(),
+            err: io::Error::new(err.kind(), errno_words(&err)),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsupported_errnos_are_perfs() {
+        assert!(is_unsupported_errno(libc::EOPNOTSUPP));
+        assert!(is_unsupported_errno(libc::ENOENT));
+        assert!(!is_unsupported_errno(libc::EACCES));
+        assert!(!is_unsupported_errno(libc::EMFILE));
+    }
+
+    #[test]
+    fn errno_in_words() {
+        let e = io::Error::from_raw_os_error(libc::EOPNOTSUPP);
+        assert_eq!(errno_words(&e), "Operation not supported");
+    }
+
+    #[test]
+    fn attr_reads_enabled_and_running() {
+        let event =
+            crate::event::name::resolve(&crate::event::name::parse_list("page-faults:u").unwrap())
+                .unwrap()
+                .remove(0);
+        let attr = counting_attr(&event, true, true);
+        assert_eq!(
+            attr.read_format,
+            pe::PERF_FORMAT_TOTAL_TIME_ENABLED | pe::PERF_FORMAT_TOTAL_TIME_RUNNING
+        );
+        assert_eq!(attr.inherit(), 1);
+        assert_eq!(attr.enable_on_exec(), 1);
+        assert_eq!(attr.exclude_kernel(), 1);
+        assert_eq!(attr.sample_type, 0);
+    }
+}

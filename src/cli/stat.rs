@@ -1,0 +1,477 @@
+//! `scry stat`: perf stat's flags, into `capture::counting` (open, run,
+//! read), `analysis::stat` (scale, average, derive) and `render::stat`
+//! (perf's table, `-x` or `--json`). Output goes to stderr like perf's
+//! (the workload keeps stdout), or to `-o FILE`.
+
+use std::ffi::OsString;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{ArgAction, Args};
+
+use scry::analysis::stat::{
+    self as stats, Aggregation, CounterReading, EventClass, RunAccumulator,
+};
+use scry::capture::Target;
+use scry::capture::counting::{CounterSet, CountingOptions, Wake};
+use scry::event::name::{self, ResolvedEvent};
+use scry::render::stat::{EventLabel, StatFormat, StatPrinter, Subject};
+use scry::sys::process::ExitStatus;
+use scry::sys::signal::SignalPipe;
+
+#[derive(Args, Debug)]
+pub struct StatArgs {
+    /// Event(s) to count: task-clock, page-faults:u, sched:sched_switch, 'syscalls:sys_enter_*',
+    /// 'block:*'... (repeatable, comma lists). Default: perf's set (task-clock or cpu-clock,
+    /// context-switches, cpu-migrations, page-faults, cycles, instructions, branches, branch-misses).
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    events: Vec<String>,
+    /// Count on every CPU (system-wide).
+    #[arg(short = 'a', long = "all-cpus")]
+    all_cpus: bool,
+    /// Count these processes (all their threads): PID[,PID...].
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pid: Option<String>,
+    /// Count these threads: TID[,TID...].
+    #[arg(short = 't', long = "tid", value_name = "TID")]
+    tid: Option<String>,
+    /// Count on these CPUs only (0-3,5); implies system-wide.
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    cpu: Option<String>,
+    /// One line per CPU instead of a total (system-wide only).
+    #[arg(short = 'A', long = "no-aggr")]
+    no_aggr: bool,
+    /// Run the command N times; print means and their standard deviation. Default 1.
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1)]
+    repeat: usize,
+    /// Print the counts every MS milliseconds (at least 10).
+    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    interval: Option<u64>,
+    /// Machine-readable output with this field separator (as perf -x).
+    #[arg(
+        short = 'x',
+        long = "field-separator",
+        value_name = "SEP",
+        conflicts_with = "json"
+    )]
+    separator: Option<String>,
+    /// Machine-readable output: one JSON object per line (as perf stat -j).
+    #[arg(short = 'j', long = "json")]
+    json: bool,
+    /// Add detailed events (L1-dcache, LLC loads and misses); -dd and -ddd add more.
+    #[arg(short = 'd', long = "detailed", action = ArgAction::Count)]
+    detailed: u8,
+    /// Count only tasks in this cgroup (a name under the perf_event or cgroup2 mount); needs -a or -C.
+    #[arg(short = 'G', long = "cgroup", value_name = "CGROUP")]
+    cgroup: Option<String>,
+    /// Child processes of the target are not counted.
+    #[arg(short = 'i', long = "no-inherit")]
+    no_inherit: bool,
+    /// Write the counts to FILE instead of stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Say why unsupported events are unsupported.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// The command to run and count (after --).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// Validated `stat` settings.
+#[derive(Debug)]
+pub struct StatOptions {
+    pub counting: CountingOptions,
+    pub aggregation: Aggregation,
+    pub repeat: usize,
+    pub interval: Option<Duration>,
+    pub format: StatFormat,
+    pub subject: Subject,
+    pub output: Option<PathBuf>,
+    pub verbose: bool,
+    /// Print the command's user and system time (a command, not -a/-p/-t/-C).
+    pub rusage: bool,
+}
+
+fn parse_ids(text: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
+    text.split(',')
+        .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
+        .collect::<Option<Vec<_>>>()
+        .with_context(|| format!("{flag}: expected a comma-separated list of ids, got '{text}'"))
+}
+
+const DETAILED: &[&[&str]] = &[
+    &[
+        "L1-dcache-loads",
+        "L1-dcache-load-misses",
+        "LLC-loads",
+        "LLC-load-misses",
+    ],
+    &[
+        "L1-icache-loads",
+        "L1-icache-load-misses",
+        "dTLB-loads",
+        "dTLB-load-misses",
+        "iTLB-loads",
+        "iTLB-load-misses",
+    ],
+    &["L1-dcache-prefetches", "L1-dcache-prefetch-misses"],
+];
+
+impl StatArgs {
+    pub fn to_options(&self) -> anyhow::Result<StatOptions> {
+        if self.repeat == 0 {
+            anyhow::bail!("-r: the number of runs must be at least 1");
+        }
+        let interval = match self.interval {
+            Some(ms) if ms < 10 => {
+                anyhow::bail!("-I: the interval must be at least 10 ms, got {ms}")
+            }
+            Some(_) if self.repeat > 1 => anyhow::bail!("-I cannot be combined with -r"),
+            Some(ms) => Some(Duration::from_millis(ms)),
+            None => None,
+        };
+        let pids = self
+            .pid
+            .as_deref()
+            .map(|p| parse_ids(p, "-p"))
+            .transpose()?;
+        let tids = self
+            .tid
+            .as_deref()
+            .map(|t| parse_ids(t, "-t"))
+            .transpose()?;
+        let cpus = match &self.cpu {
+            Some(text) => Some(
+                scry::sys::proc::parse_cpu_list(text)
+                    .with_context(|| format!("-C: expected a CPU list like 0-3,5, got '{text}'"))?,
+            ),
+            None => None,
+        };
+        let system_wide = self.all_cpus || cpus.is_some();
+        let has_task = pids.is_some() || tids.is_some();
+        if self.command.is_empty() && !system_wide && !has_task {
+            anyhow::bail!(
+                "nothing to count: give a command after --, or -a, -C CPUS, -p PID or -t TID"
+            );
+        }
+        if self.no_aggr && !system_wide {
+            anyhow::bail!("-A/--no-aggr needs a system-wide target (-a or -C)");
+        }
+        if self.cgroup.is_some() && !system_wide {
+            anyhow::bail!("-G: cgroup counting needs a system-wide target (-a or -C)");
+        }
+        if self.repeat > 1 && self.command.is_empty() {
+            anyhow::bail!("-r needs a command to repeat");
+        }
+
+        let mut specs = Vec::new();
+        for text in &self.events {
+            specs.extend(name::parse_list(text)?);
+        }
+        if specs.is_empty() {
+            let clock = if system_wide {
+                "cpu-clock"
+            } else {
+                "task-clock"
+            };
+            for n in [
+                clock,
+                "context-switches",
+                "cpu-migrations",
+                "page-faults",
+                "cycles",
+                "instructions",
+                "branches",
+                "branch-misses",
+            ] {
+                specs.push(name::parse(n)?);
+            }
+        }
+        for level in DETAILED.iter().take(usize::from(self.detailed)) {
+            for n in *level {
+                specs.push(name::parse(n)?);
+            }
+        }
+        let events: Vec<ResolvedEvent> = name::resolve(&specs)?;
+
+        let format = match (&self.separator, self.json) {
+            (_, true) => StatFormat::Json,
+            (Some(sep), false) => StatFormat::Separated(sep.clone()),
+            (None, false) => StatFormat::Text,
+        };
+        let subject = if self.all_cpus {
+            Subject::SystemWide
+        } else if let Some(list) = &self.cpu {
+            Subject::Cpus(list.clone())
+        } else if let Some(p) = &self.pid {
+            Subject::Pid(p.clone())
+        } else if let Some(t) = &self.tid {
+            Subject::Tid(t.clone())
+        } else {
+            Subject::Command(
+                self.command
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+            )
+        };
+        Ok(StatOptions {
+            counting: CountingOptions {
+                events,
+                target: Target {
+                    command: self.command.clone(),
+                    pids: pids.unwrap_or_default(),
+                    tids: tids.unwrap_or_default(),
+                    system_wide: self.all_cpus,
+                    cpus,
+                },
+                cgroup: self.cgroup.clone(),
+                inherit: !self.no_inherit,
+            },
+            aggregation: if self.no_aggr {
+                Aggregation::PerCpu
+            } else {
+                Aggregation::Global
+            },
+            repeat: self.repeat,
+            interval,
+            format,
+            subject,
+            output: self.output.clone(),
+            verbose: self.verbose,
+            rusage: !self.command.is_empty() && !system_wide && !has_task,
+        })
+    }
+}
+
+/// How the runs ended.
+struct Outcome {
+    failed: bool,
+}
+
+pub fn run(args: StatArgs) -> anyhow::Result<()> {
+    let opts = args.to_options()?;
+    let outcome = match &opts.output {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            let mut out = BufWriter::new(file);
+            let outcome = count(&opts, &mut out)?;
+            out.flush()
+                .with_context(|| format!("writing {}", path.display()))?;
+            outcome
+        }
+        None => {
+            let stderr = io::stderr();
+            let mut out = BufWriter::new(stderr.lock());
+            let outcome = count(&opts, &mut out)?;
+            out.flush()?;
+            outcome
+        }
+    };
+    if outcome.failed {
+        return Err(crate::cli::Exit(1).into());
+    }
+    Ok(())
+}
+
+fn classes(events: &[ResolvedEvent]) -> Vec<EventClass> {
+    events
+        .iter()
+        .map(|e| EventClass {
+            type_: e.type_,
+            config: e.config,
+        })
+        .collect()
+}
+
+fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
+    let events = &opts.counting.events;
+    let classes = classes(events);
+    let labels: Vec<EventLabel> = events
+        .iter()
+        .zip(&classes)
+        .map(|(e, c)| EventLabel::new(&e.name, c.is_clock()))
+        .collect();
+    let mut printer = StatPrinter::new(
+        opts.format.clone(),
+        labels,
+        opts.aggregation == Aggregation::PerCpu,
+        opts.repeat,
+    );
+    printer.cgroup = opts.counting.cgroup.clone();
+    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
+        .context("cannot install the SIGINT/SIGTERM handler")?;
+
+    let mut acc = RunAccumulator::new();
+    let mut failed = false;
+    let mut rusage = None;
+    let mut supported = vec![true; events.len()];
+    let mut cpus = Vec::new();
+    for _ in 0..opts.repeat {
+        let before = scry::sys::process::children_cpu_time().ok();
+        let mut set = CounterSet::open(&opts.counting)?;
+        if opts.verbose {
+            for (e, reason) in events.iter().zip(&set.unsupported_reason) {
+                if let Some(reason) = reason {
+                    eprintln!("scry: event '{}' is not supported here: {reason}", e.name);
+                }
+            }
+        }
+        supported.clone_from(&set.supported);
+        cpus.clone_from(&set.cpus);
+        set.start()?;
+        let start = set.started().unwrap_or_else(Instant::now);
+        let stop = match opts.interval {
+            Some(every) => {
+                let p = IntervalPrint {
+                    every,
+                    start,
+                    classes: &classes,
+                    aggregation: opts.aggregation,
+                    printer: &mut printer,
+                };
+                run_intervals(&mut set, &signals, p, out)?
+            }
+            None => wait_for_end(&mut set, &signals, None)?,
+        };
+        let (status, by_signal) = match stop {
+            Stop::Ended { status, by_signal } => (status, by_signal),
+            Stop::TimedOut => (None, false),
+        };
+        let elapsed = start.elapsed();
+        set.disable();
+        let readings = set.read()?;
+        if let Some(status) = status
+            && !status.success()
+            && !by_signal
+        {
+            failed = true;
+        }
+        if let (Some((u0, s0)), Ok((u1, s1))) = (before, scry::sys::process::children_cpu_time()) {
+            rusage = Some((
+                u1.saturating_sub(u0).as_secs_f64(),
+                s1.saturating_sub(s0).as_secs_f64(),
+            ));
+        }
+        if opts.interval.is_none() {
+            let sums = stats::sum_readings(&readings, &supported, &cpus, opts.aggregation);
+            acc.add_run(&sums, elapsed.as_nanos() as f64);
+        }
+        if by_signal || failed && opts.repeat > 1 {
+            break;
+        }
+    }
+    if opts.interval.is_some() {
+        out.flush()?;
+        return Ok(Outcome { failed });
+    }
+    let rows = acc.rows(&classes);
+    printer.header(out, &opts.subject)?;
+    printer.rows(out, &rows, None)?;
+    let rusage = if opts.rusage && opts.repeat == 1 {
+        rusage
+    } else {
+        None
+    };
+    printer.footer(out, &acc.walltime(), rusage)?;
+    Ok(Outcome { failed })
+}
+
+/// How a wait ended.
+enum Stop {
+    /// The timeout passed first.
+    TimedOut,
+    /// The target ended (the command's status, if we started one), or a
+    /// signal ended the run (`by_signal`).
+    Ended {
+        status: Option<ExitStatus>,
+        by_signal: bool,
+    },
+}
+
+/// Waits until the target ends, a signal arrives (forwarded to the
+/// command, which is then reaped) or `timeout` passes.
+fn wait_for_end(
+    set: &mut CounterSet,
+    signals: &SignalPipe,
+    timeout: Option<Duration>,
+) -> anyhow::Result<Stop> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        match set.wait(signals, left)? {
+            Wake::Timeout => {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(Stop::TimedOut);
+                }
+            }
+            Wake::TargetExited(status) => {
+                return Ok(Stop::Ended {
+                    status,
+                    by_signal: false,
+                });
+            }
+            Wake::Signal(sig) => {
+                set.signal_child(sig);
+                let status = set.wait_child()?;
+                return Ok(Stop::Ended {
+                    status,
+                    by_signal: true,
+                });
+            }
+        }
+    }
+}
+
+/// What the `-I` loop prints with.
+struct IntervalPrint<'a> {
+    every: Duration,
+    start: Instant,
+    classes: &'a [EventClass],
+    aggregation: Aggregation,
+    printer: &'a mut StatPrinter,
+}
+
+/// `-I`: prints the deltas every `every` until the target ends; the last,
+/// partial interval too.
+fn run_intervals(
+    set: &mut CounterSet,
+    signals: &SignalPipe,
+    p: IntervalPrint<'_>,
+    out: &mut impl Write,
+) -> anyhow::Result<Stop> {
+    let mut previous: Vec<CounterReading> = Vec::new();
+    let mut last_print = p.start;
+    let mut tick: u32 = 1;
+    loop {
+        let deadline = p.start + p.every * tick;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let stop = wait_for_end(set, signals, Some(left))?;
+        let now = Instant::now();
+        let readings = set.read()?;
+        let delta: Vec<CounterReading> = readings
+            .iter()
+            .enumerate()
+            .map(|(i, r)| CounterReading {
+                reading: r
+                    .reading
+                    .since(previous.get(i).map(|p| p.reading).unwrap_or_default()),
+                ..*r
+            })
+            .collect();
+        let sums = stats::sum_readings(&delta, &set.supported, &set.cpus, p.aggregation);
+        let rows = stats::rows_of(&sums, p.classes, (now - last_print).as_nanos() as f64);
+        p.printer.rows(out, &rows, Some(now - p.start))?;
+        out.flush()?;
+        previous = readings;
+        last_print = now;
+        if let Stop::Ended { .. } = stop {
+            return Ok(stop);
+        }
+        tick += 1;
+    }
+}
