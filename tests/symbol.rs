@@ -435,3 +435,78 @@ fn a_replaced_binary_is_not_used() {
             > 0
     );
 }
+
+/// Timing, not a check: `SCRY_BENCH_DATA=perf.data cargo test --release
+/// --test symbol -- --ignored --nocapture resolve_speed` prints how long
+/// resolving the file takes (bench/report.sh makes such a file).
+#[test]
+#[ignore]
+fn resolve_speed() {
+    let Some(data) = std::env::var_os("SCRY_BENCH_DATA") else {
+        eprintln!("set SCRY_BENCH_DATA to a perf.data file");
+        return;
+    };
+    let start = std::time::Instant::now();
+    let r = resolve(Path::new(&data));
+    let took = start.elapsed();
+    let depth: usize = r.samples.iter().map(|s| s.stack.len()).sum();
+    eprintln!(
+        "{} samples, {:.1} frames each, {} distinct locations, {} frames: resolved in {:.3} s\n{}",
+        r.samples.len(),
+        depth as f64 / r.samples.len().max(1) as f64,
+        r.stats.distinct_locations,
+        r.frames.len(),
+        took.as_secs_f64(),
+        r.stats.summary()
+    );
+}
+
+#[test]
+fn inline_mode_adds_inlined_frames() {
+    let Some(dir) = setup() else { return };
+    // `inner` is always inlined into `outer`, which is not inlined.
+    let src = dir.path().join("inl.c");
+    std::fs::write(
+        &src,
+        "static volatile unsigned long sink;\n\
+         static inline __attribute__((always_inline)) void inner(long n) {\n\
+             unsigned long x = sink;\n\
+             for (long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1;\n\
+             sink = x;\n\
+         }\n\
+         __attribute__((noinline)) void outer(long n) { inner(n); sink++; }\n\
+         int main(void) { for (int r = 0; r < 30; r++) outer(16000000L); return 0; }\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let bin = dir.path().join("inl");
+    common::run_ok(
+        std::process::Command::new("cc")
+            .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
+            .arg(&bin)
+            .arg(&src),
+    );
+    let data = perf_record(dir.path(), "inl", &["-g"], &[bin.to_str().unwrap_or("")]);
+    let plain = resolve(&data);
+    assert!(share(&plain, "outer") > 0.8, "{}", share(&plain, "outer"));
+    let options = ResolveOptions {
+        inline: true,
+        use_build_id_cache: false,
+        ..ResolveOptions::default()
+    };
+    let r = resolve_file(&data, &options).unwrap_or_else(|e| panic!("{e}"));
+    assert!(share(&r, "inner") > 0.8, "{}", share(&r, "inner"));
+    let s = r
+        .samples
+        .iter()
+        .find(|s| {
+            s.stack
+                .first()
+                .is_some_and(|&id| r.frames.get(id).sym.as_deref() == Some("inner"))
+        })
+        .unwrap_or_else(|| panic!("no sample in inner"));
+    let (leaf, next) = (r.frames.get(s.stack[0]), r.frames.get(s.stack[1]));
+    assert!(leaf.inlined && !next.inlined);
+    assert_eq!(next.sym.as_deref(), Some("outer"));
+    // Same samples, one frame more each where code was inlined.
+    assert_eq!(r.samples.len(), plain.samples.len());
+}

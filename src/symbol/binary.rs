@@ -10,14 +10,18 @@
 //! found: `/usr/lib/debug/.build-id/xx/rest.debug`, then `.gnu_debuglink`
 //! beside the binary, in its `.debug/` folder and under `/usr/lib/debug`.
 //!
-//! Files are read with `std::fs::read`, not mapped: mapping needs `unsafe`,
-//! which lives in `sys` only, and each binary is read once per run.
+//! Files are read through `object::ReadCache` (seek + read of just the
+//! headers, notes and sections asked for), not mapped: mapping needs
+//! `unsafe`, which lives in `sys` only, and reading whole files cost more
+//! than everything else in a system-wide report (rustc's 150 MB
+//! `librustc_driver` read three times).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use object::{Object, ObjectSection, ObjectSegment};
+use object::read::ReadCache;
+use object::{Object, ObjectSection, ObjectSegment, ReadRef};
 
 /// One PT_LOAD segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,15 +61,16 @@ pub enum BinaryMiss {
     BuildIdMismatch,
 }
 
-/// The build-id of ELF bytes, if the file has one.
-pub fn build_id_of(data: &[u8]) -> Option<Vec<u8>> {
-    let obj = object::File::parse(data).ok()?;
-    obj.build_id().ok().flatten().map(<[u8]>::to_vec)
+/// Open a file for `object` to read on demand.
+pub fn open_elf(path: &Path) -> Option<ReadCache<std::fs::File>> {
+    std::fs::File::open(path).ok().map(ReadCache::new)
 }
 
 /// Read a file's build-id (None if unreadable or without one).
 pub fn read_build_id(path: &Path) -> Option<Vec<u8>> {
-    build_id_of(&std::fs::read(path).ok()?)
+    let cache = open_elf(path)?;
+    let obj = object::File::parse(&cache).ok()?;
+    obj.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
 
 /// Whether a file's build-id is the recorded one. perf pads recorded
@@ -111,18 +116,17 @@ fn build_id_cache_path(build_id: &[u8]) -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
-fn has_section(obj: &object::File<'_>, name: &str) -> bool {
+fn has_section<'d, R: ReadRef<'d>>(obj: &object::File<'d, R>, name: &str) -> bool {
     obj.section_by_name(name).is_some_and(|s| s.size() > 0)
 }
 
 fn file_has_symtab(path: &Path) -> bool {
-    std::fs::read(path)
-        .ok()
-        .is_some_and(|data| object::File::parse(&*data).is_ok_and(|o| has_section(&o, ".symtab")))
+    open_elf(path)
+        .is_some_and(|cache| object::File::parse(&cache).is_ok_and(|o| has_section(&o, ".symtab")))
 }
 
 /// A separate debug file for `path` holding `.symtab`.
-fn find_debug_file(path: &Path, obj: &object::File<'_>) -> Option<PathBuf> {
+fn find_debug_file<'d, R: ReadRef<'d>>(path: &Path, obj: &object::File<'d, R>) -> Option<PathBuf> {
     let mut candidates = Vec::new();
     if let Some(id) = obj.build_id().ok().flatten() {
         let h = hex(id);
@@ -145,9 +149,17 @@ fn find_debug_file(path: &Path, obj: &object::File<'_>) -> Option<PathBuf> {
         .find(|c| c.as_path() != path && file_has_symtab(c))
 }
 
-/// Describe ELF bytes read from `path`.
-fn describe(path: &Path, data: &[u8]) -> Option<Binary> {
-    let obj = object::File::parse(data).ok()?;
+/// Describe the ELF file at `path`; with `recorded`, only if its build-id
+/// matches (Err(()) if it does not).
+fn describe(path: &Path, recorded: Option<&[u8]>) -> Option<Result<Binary, ()>> {
+    let cache = open_elf(path)?;
+    let obj = object::File::parse(&cache).ok()?;
+    if let Some(recorded) = recorded.filter(|r| r.iter().any(|&b| b != 0)) {
+        let actual = obj.build_id().ok().flatten().unwrap_or_default();
+        if !build_id_matches(recorded, actual) {
+            return Some(Err(()));
+        }
+    }
     let loads = obj
         .segments()
         .map(|s| {
@@ -169,12 +181,12 @@ fn describe(path: &Path, data: &[u8]) -> Option<Binary> {
         // this build does not enable; such files count as stripped.
         (path.to_path_buf(), false)
     };
-    Some(Binary {
+    Some(Ok(Binary {
         path: path.to_path_buf(),
         symbols_path,
         has_symtab,
         loads,
-    })
+    }))
 }
 
 /// A recorded path and build-id.
@@ -218,21 +230,13 @@ impl BinaryCache {
                 return None;
             }
             let p = build_id_cache_path(recorded?)?;
-            let data = std::fs::read(&p).ok()?;
-            describe(&p, &data).map(Arc::new)
+            describe(&p, recorded)?.ok().map(Arc::new)
         };
-        let Ok(data) = std::fs::read(path) else {
-            return cached().ok_or(BinaryMiss::Missing);
-        };
-        if let Some(recorded) = recorded.filter(|r| r.iter().any(|&b| b != 0)) {
-            let actual = build_id_of(&data).unwrap_or_default();
-            if !build_id_matches(recorded, &actual) {
-                return cached().ok_or(BinaryMiss::BuildIdMismatch);
-            }
+        match describe(path, recorded) {
+            Some(Ok(binary)) => Ok(Arc::new(binary)),
+            Some(Err(())) => cached().ok_or(BinaryMiss::BuildIdMismatch),
+            None => cached().ok_or(BinaryMiss::Missing),
         }
-        describe(path, &data)
-            .map(Arc::new)
-            .ok_or(BinaryMiss::Missing)
     }
 }
 
@@ -255,8 +259,9 @@ mod tests {
     #[test]
     fn describes_our_own_test_binary() {
         let exe = std::env::current_exe().unwrap();
-        let data = std::fs::read(&exe).unwrap();
-        let bin = describe(&exe, &data).unwrap();
+        let id = read_build_id(&exe).unwrap();
+        assert!(matches!(describe(&exe, Some(&[9u8; 20])), Some(Err(()))));
+        let bin = describe(&exe, Some(&id)).unwrap().unwrap();
         assert!(bin.has_symtab);
         let text = bin.loads.iter().find(|l| l.file_offset > 0).unwrap();
         assert_eq!(bin.svma_for_offset(text.file_offset), Some(text.svma));

@@ -84,10 +84,10 @@ pub struct ElfNames {
 
 /// perf's pick among the aliases of one address (see the module doc).
 fn alias_table(path: &Path) -> HashMap<u64, String> {
-    let Ok(data) = std::fs::read(path) else {
+    let Some(cache) = super::binary::open_elf(path) else {
         return HashMap::new();
     };
-    let Ok(obj) = object::File::parse(&*data) else {
+    let Ok(obj) = object::File::parse(&cache) else {
         return HashMap::new();
     };
     let symtab: Vec<_> = obj.symbols().collect();

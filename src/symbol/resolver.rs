@@ -31,7 +31,7 @@ use super::binary::{Binary, BinaryCache, BinaryMiss};
 use super::kallsyms::Kallsyms;
 use super::names::{ElfNames, Names, VdsoSymbols};
 use super::perf_map::PerfMap;
-use super::process::{DsoId, DsoKind, DsoTable, Mapping, ProcessModel};
+use super::process::{AddressSpace, DsoId, DsoKind, DsoTable, Mapping, ProcessModel};
 use super::unwind::{DwarfUnwinder, PERF_REG_X86_BP, PERF_REG_X86_IP, PERF_REG_X86_SP, UserState};
 use super::{ResolveOptions, ResolveStats, UnresolvedReason};
 use crate::analysis::sample::{
@@ -343,9 +343,10 @@ impl Resolver {
             unwound = unwound.map(|_| false);
         }
         let start = self.pending_locs.len();
+        let space = self.procs.space(pid);
         for (i, &(addr, kernel)) in addrs.iter().enumerate() {
             let lookup = if i == 0 { addr } else { addr.saturating_sub(1) };
-            let key = self.loc_key(pid, lookup, kernel);
+            let key = loc_key(&self.dsos, space, lookup, kernel);
             let next = self.locs.len() as u32;
             let id = *self.loc_index.entry(key).or_insert(next);
             if id == next {
@@ -367,30 +368,6 @@ impl Resolver {
             len: self.pending_locs.len() - start,
             unwound,
         });
-    }
-
-    fn loc_key(&self, pid: i32, addr: u64, kernel: bool) -> LocKey {
-        if kernel {
-            return LocKey {
-                dso: DsoTable::KERNEL,
-                addr,
-            };
-        }
-        let unknown = LocKey {
-            dso: DsoTable::UNKNOWN,
-            addr: 0,
-        };
-        let Some(m) = self.procs.space(pid).and_then(|s| s.find(addr)) else {
-            return unknown;
-        };
-        match self.dsos.get(m.dso).kind {
-            DsoKind::File | DsoKind::Vdso => LocKey {
-                dso: m.dso,
-                addr: addr - m.start + m.pgoff,
-            },
-            DsoKind::PerfMap(_) => LocKey { dso: m.dso, addr },
-            DsoKind::Kernel | DsoKind::Unknown => unknown,
-        }
     }
 }
 
@@ -703,6 +680,31 @@ impl Resolver {
                 None => self.set_unnamed(id, dso, FrameKind::User, UnresolvedReason::NoSymbol),
             }
         }
+    }
+}
+
+/// The location of `addr` in a process with maps `space`.
+fn loc_key(dsos: &DsoTable, space: Option<&AddressSpace>, addr: u64, kernel: bool) -> LocKey {
+    if kernel {
+        return LocKey {
+            dso: DsoTable::KERNEL,
+            addr,
+        };
+    }
+    let unknown = LocKey {
+        dso: DsoTable::UNKNOWN,
+        addr: 0,
+    };
+    let Some(m) = space.and_then(|s| s.find(addr)) else {
+        return unknown;
+    };
+    match dsos.get(m.dso).kind {
+        DsoKind::File | DsoKind::Vdso => LocKey {
+            dso: m.dso,
+            addr: addr - m.start + m.pgoff,
+        },
+        DsoKind::PerfMap(_) => LocKey { dso: m.dso, addr },
+        DsoKind::Kernel | DsoKind::Unknown => unknown,
     }
 }
 

@@ -44,8 +44,8 @@ struct UnwindSections {
 
 impl UnwindSections {
     fn read(binary: &Binary) -> Option<Self> {
-        let data = std::fs::read(&binary.path).ok()?;
-        let obj = object::File::parse(&*data).ok()?;
+        let cache = super::binary::open_elf(&binary.path)?;
+        let obj = object::File::parse(&cache).ok()?;
         let section = |name: &str| {
             let s = obj.section_by_name(name)?;
             let bytes: Data = Arc::from(s.data().ok()?);
