@@ -12,7 +12,6 @@ mod record;
 mod report;
 mod script;
 mod stat;
-mod top;
 
 use std::process::ExitCode;
 
@@ -39,8 +38,6 @@ enum Command {
     Report(report::ReportArgs),
     /// Draw a flame graph (SVG) or write folded stacks from a perf.data file or a command
     Flamegraph(flamegraph::FlamegraphArgs),
-    /// Live view of the hottest functions, system-wide or of a process (perf top)
-    Top(top::TopArgs),
 }
 
 /// Leave with this exit code and no further message (the cause was printed).
@@ -67,7 +64,6 @@ pub fn main() -> ExitCode {
         Command::Script(args) => script::run(args),
         Command::Report(args) => report::run(args),
         Command::Flamegraph(args) => flamegraph::run(args),
-        Command::Top(args) => top::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
