@@ -11,6 +11,7 @@ mod list;
 mod record;
 mod report;
 mod script;
+mod top;
 mod stat;
 
 use std::process::ExitCode;
@@ -38,6 +39,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Draw a flame graph (SVG) or write folded stacks from a perf.data file or a command
     Flamegraph(flamegraph::FlamegraphArgs),
+    /// Live view of the hottest functions, system-wide or of a process (perf top)
+    Top(top::TopArgs),
 }
 
 /// Leave with this exit code and no further message (the cause was printed).
@@ -64,6 +67,7 @@ pub fn main() -> ExitCode {
         Command::Script(args) => script::run(args),
         Command::Report(args) => report::run(args),
         Command::Flamegraph(args) => flamegraph::run(args),
+        Command::Top(args) => top::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

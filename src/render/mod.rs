@@ -14,3 +14,4 @@ pub mod report;
 pub mod report_json;
 pub mod script;
 pub mod stat;
+pub mod top;

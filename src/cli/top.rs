@@ -1,0 +1,465 @@
+//! `scry top`: perf top's live view. A capture session (system-wide by
+//! default) feeds parsed records to the symbol resolver; every `-d` seconds
+//! the resolved samples join a decaying window (`analysis::decay`) whose
+//! profile is drawn full-screen (ratatui) or, with `--stdio` or without a
+//! terminal, printed as a table.
+
+use std::io::{self, IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use linux_perf_event_reader::{CpuMode, EventRecord};
+use ratatui::DefaultTerminal;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::widgets::TableState;
+
+use scry::analysis::calltree::{GraphOrder, build_trees};
+use scry::analysis::decay::DecayWindow;
+use scry::analysis::profile::{Profile, ProfileOptions, SortKey};
+use scry::capture::live::{LiveConsumer, LiveSink};
+use scry::capture::session::default_mmap_pages;
+use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, Target};
+use scry::event::name;
+use scry::render::report::{key_cell, write_tree};
+use scry::render::top::{self, TopRow, TopStatus, TopView};
+use scry::symbol::{ResolveOptions, Resolver};
+use scry::sys::perf_event::attr_bytes;
+use scry::sys::signal::SignalPipe;
+
+#[derive(Args, Debug)]
+pub struct TopArgs {
+    /// Event to sample (default: cycles, or cpu-clock without a hardware PMU).
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    events: Vec<String>,
+    /// Sampling frequency in Hz. Default 4000.
+    #[arg(
+        short = 'F',
+        long = "freq",
+        value_name = "HZ",
+        conflicts_with = "count"
+    )]
+    freq: Option<u64>,
+    /// Sample every N events.
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    count: Option<u64>,
+    /// Record call chains and show Children/Self with expandable call graphs.
+    #[arg(short = 'g')]
+    callchain: bool,
+    /// fp or dwarf[,SIZE].
+    #[arg(long = "call-graph", value_name = "MODE")]
+    call_graph: Option<String>,
+    /// Watch these processes only: PID[,PID...].
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pid: Option<String>,
+    /// Watch every CPU (the default without -p).
+    #[arg(short = 'a', long = "all-cpus")]
+    all_cpus: bool,
+    /// Watch these CPUs only (0-3,5).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    cpu: Option<String>,
+    /// Seconds between refreshes. Default 2.
+    #[arg(
+        short = 'd',
+        long = "delay",
+        value_name = "SECS",
+        default_value_t = 2.0
+    )]
+    delay: f64,
+    /// Sort keys (comm, pid, tid, dso, sym). Default dso,sym.
+    #[arg(
+        short = 's',
+        long = "sort",
+        value_name = "KEYS",
+        default_value = "dso,sym"
+    )]
+    sort: String,
+    /// Print a table per refresh instead of the full-screen view.
+    #[arg(long)]
+    stdio: bool,
+    /// Stop after this many refreshes (default: until q or Ctrl-C).
+    #[arg(long, value_name = "N")]
+    iterations: Option<u64>,
+    /// Rows printed per refresh with --stdio. Default 30.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    rows: usize,
+    /// Ring buffer pages per CPU (a power of two).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
+    mmap_pages: Option<usize>,
+}
+
+enum Screen {
+    Stdio(io::BufWriter<io::Stdout>),
+    Terminal(Box<TerminalScreen>),
+}
+
+struct TerminalScreen {
+    terminal: DefaultTerminal,
+    table: TableState,
+    searching: bool,
+    show_graph: bool,
+}
+
+struct TopConsumer {
+    resolver: Resolver,
+    window: DecayWindow,
+    profile_options: ProfileOptions,
+    interval: Duration,
+    last_refresh: Instant,
+    interval_samples: u64,
+    interval_kernel: u64,
+    lost: u64,
+    status: TopStatus,
+    view: TopView,
+    iterations_left: Option<u64>,
+    screen: Screen,
+    rows: usize,
+    /// The last refresh's weighted samples and profile, for call graphs.
+    last: Option<(Vec<scry::analysis::sample::ResolvedSample>, Profile)>,
+}
+
+impl TopConsumer {
+    fn refresh(&mut self) {
+        let elapsed = self.last_refresh.elapsed().as_secs_f64().max(1e-3);
+        self.last_refresh = Instant::now();
+        self.window.push(self.resolver.take_samples());
+        let weighted = self.window.weighted();
+        let profile = Profile::build(&weighted, self.resolver.frames(), &self.profile_options);
+        self.status.samples_per_sec = self.interval_samples as f64 / elapsed;
+        self.status.kernel_pct = if self.interval_samples > 0 {
+            self.interval_kernel as f64 * 100.0 / self.interval_samples as f64
+        } else {
+            0.0
+        };
+        self.status.lost = self.lost;
+        self.interval_samples = 0;
+        self.interval_kernel = 0;
+        let frames = self.resolver.frames();
+        let mut rows = Vec::new();
+        if let Some(section) = profile.events.first() {
+            let total = section.total_period.max(1) as f64;
+            for entry in section.entries.iter().take(500) {
+                let (pct, self_pct) = if profile.children {
+                    (
+                        entry.children_period as f64 * 100.0 / total,
+                        Some(entry.self_period as f64 * 100.0 / total),
+                    )
+                } else {
+                    (entry.self_period as f64 * 100.0 / total, None)
+                };
+                rows.push(TopRow {
+                    percent: pct,
+                    self_percent: self_pct,
+                    samples: entry.self_samples,
+                    cells: self
+                        .profile_options
+                        .sort
+                        .iter()
+                        .map(|&k| key_cell(k, entry, frames))
+                        .collect(),
+                });
+            }
+        }
+        self.view.status = self.status.clone();
+        self.view.rows = rows;
+        self.last = Some((weighted, profile));
+        self.update_graph();
+    }
+
+    /// The call graph of the selected row, in the terminal view.
+    fn update_graph(&mut self) {
+        self.view.detail.clear();
+        let Screen::Terminal(screen) = &self.screen else {
+            return;
+        };
+        let (Some((samples, profile)), true) = (&self.last, screen.show_graph) else {
+            return;
+        };
+        let visible = top::visible_rows(&self.view);
+        let Some(&entry) = screen.table.selected().and_then(|s| visible.get(s)) else {
+            return;
+        };
+        let trees = build_trees(profile, samples, 0, &[entry], GraphOrder::Callee);
+        let total = profile.events.first().map_or(0, |e| e.total_period);
+        let mut text = Vec::new();
+        if let Some(tree) = trees.first()
+            && write_tree(&mut text, tree, self.resolver.frames(), total, 0.5).is_ok()
+        {
+            self.view.detail = String::from_utf8_lossy(&text)
+                .lines()
+                .map(str::to_string)
+                .collect();
+        }
+        if self.view.detail.is_empty() {
+            self.view
+                .detail
+                .push("(no call graph: record with -g)".to_string());
+        }
+    }
+
+    /// Handle pending keys; false when the user quits.
+    fn keys(&mut self) -> io::Result<bool> {
+        let Screen::Terminal(screen) = &mut self.screen else {
+            return Ok(true);
+        };
+        let mut changed = false;
+        while event::poll(Duration::ZERO)? {
+            let Event::Key(key) = event::read()? else {
+                continue;
+            };
+            if key.kind != KeyEventKind::Press {
+                continue;
+            }
+            if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+                return Ok(false);
+            }
+            if screen.searching {
+                match key.code {
+                    KeyCode::Enter => screen.searching = false,
+                    KeyCode::Esc => {
+                        screen.searching = false;
+                        self.view.search = None;
+                    }
+                    KeyCode::Backspace => {
+                        if let Some(s) = &mut self.view.search {
+                            s.pop();
+                        }
+                    }
+                    KeyCode::Char(c) => self.view.search.get_or_insert_with(String::new).push(c),
+                    _ => {}
+                }
+                screen.table.select(Some(0));
+                changed = true;
+                continue;
+            }
+            match key.code {
+                KeyCode::Char('q') | KeyCode::Esc => return Ok(false),
+                KeyCode::Down | KeyCode::Char('j') => screen.table.select_next(),
+                KeyCode::Up | KeyCode::Char('k') => screen.table.select_previous(),
+                KeyCode::PageDown => screen.table.scroll_down_by(10),
+                KeyCode::PageUp => screen.table.scroll_up_by(10),
+                KeyCode::Enter | KeyCode::Char('+') => screen.show_graph = !screen.show_graph,
+                KeyCode::Char('/') => {
+                    screen.searching = true;
+                    self.view.search = Some(String::new());
+                }
+                _ => {}
+            }
+            changed = true;
+        }
+        if changed {
+            self.update_graph();
+        }
+        Ok(true)
+    }
+
+    fn draw(&mut self) -> io::Result<()> {
+        match &mut self.screen {
+            Screen::Stdio(out) => {
+                top::write_stdio(out, &self.view, self.rows)?;
+                out.flush()
+            }
+            Screen::Terminal(screen) => {
+                let view = &self.view;
+                let table = &mut screen.table;
+                screen.terminal.draw(|f| top::draw(f, view, table))?;
+                Ok(())
+            }
+        }
+    }
+}
+
+impl LiveConsumer for TopConsumer {
+    fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
+        match record {
+            EventRecord::Sample(s) => {
+                self.interval_samples += 1;
+                if matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) {
+                    self.interval_kernel += 1;
+                }
+            }
+            EventRecord::Lost(l) => self.lost += l.count,
+            _ => {}
+        }
+        self.resolver.handle_record(attr_index, record);
+    }
+
+    fn tick_interval(&self) -> Option<Duration> {
+        match self.screen {
+            Screen::Stdio(_) => Some(self.interval),
+            Screen::Terminal(_) => Some(Duration::from_millis(100)),
+        }
+    }
+
+    fn tick(&mut self) -> io::Result<bool> {
+        if !self.keys()? {
+            return Ok(false);
+        }
+        let due = self.last_refresh.elapsed() >= self.interval;
+        if due {
+            self.refresh();
+        }
+        if due || matches!(self.screen, Screen::Terminal(_)) {
+            self.draw()?;
+        }
+        if due && let Some(left) = &mut self.iterations_left {
+            *left = left.saturating_sub(1);
+            if *left == 0 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+fn parse_pids(text: &str) -> anyhow::Result<Vec<i32>> {
+    text.split(',')
+        .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
+        .collect::<Option<Vec<_>>>()
+        .with_context(|| format!("-p: expected a comma-separated list of pids, got '{text}'"))
+}
+
+impl TopArgs {
+    fn to_options(&self) -> anyhow::Result<CaptureOptions> {
+        let mut specs = Vec::new();
+        for text in &self.events {
+            specs.extend(name::parse_list(text)?);
+        }
+        if specs.is_empty() {
+            specs.push(name::parse("cpu-clock")?);
+        }
+        let events = name::resolve(&specs)?;
+        let pids = self
+            .pid
+            .as_deref()
+            .map(parse_pids)
+            .transpose()?
+            .unwrap_or_default();
+        let cpus = match &self.cpu {
+            Some(text) => Some(
+                scry::sys::proc::parse_cpu_list(text)
+                    .with_context(|| format!("-C: cannot parse '{text}'"))?,
+            ),
+            None => None,
+        };
+        let target = Target {
+            command: Vec::new(),
+            system_wide: pids.is_empty() && (self.all_cpus || cpus.is_none()),
+            pids,
+            tids: Vec::new(),
+            cpus,
+        };
+        let sampling = match (self.freq, self.count) {
+            (Some(0), _) => anyhow::bail!("-F: frequency must be above 0"),
+            (Some(hz), _) => Some(Sampling::Frequency(hz)),
+            (None, Some(0)) => anyhow::bail!("-c: period must be above 0"),
+            (None, Some(n)) => Some(Sampling::Period(n)),
+            (None, None) => Some(Sampling::Frequency(4000)),
+        };
+        let cpu_count = scry::sys::proc::online_cpus().map_or(1, |c| c.len());
+        let mmap_pages = self
+            .mmap_pages
+            .unwrap_or_else(|| default_mmap_pages(&events, cpu_count) / 4);
+        if mmap_pages == 0 || !mmap_pages.is_power_of_two() {
+            anyhow::bail!("-m: ring buffer pages must be a power of two, got {mmap_pages}");
+        }
+        Ok(CaptureOptions {
+            events,
+            target,
+            sampling,
+            call_graph: super::record::parse_call_graph(
+                self.callchain,
+                self.call_graph.as_deref(),
+            )?,
+            mmap_pages,
+            filters: Vec::new(),
+        })
+    }
+}
+
+pub fn run(args: TopArgs) -> anyhow::Result<()> {
+    if !(args.delay > 0.0 && args.delay <= 3600.0) {
+        anyhow::bail!(
+            "-d: refresh delay must be between 0 and 3600 seconds, got {}",
+            args.delay
+        );
+    }
+    let sort = SortKey::parse_list(&args.sort).map_err(|e| anyhow::anyhow!("-s: {e}"))?;
+    let opts = args.to_options()?;
+    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
+        .context("installing signal handlers")?;
+    let mut session = Session::open(&opts)?;
+    let ids = session.ids().context("reading sample ids")?;
+    let events: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
+    let freq = match opts.sampling {
+        Some(Sampling::Frequency(hz)) => format!("{hz}Hz "),
+        _ => String::new(),
+    };
+    let scope = if opts.target.system_wide {
+        format!(
+            "all, {} CPUs",
+            scry::sys::proc::online_cpus().map_or(0, |c| c.len())
+        )
+    } else if let Some(cpus) = &opts.target.cpus {
+        format!("CPUs {cpus:?}")
+    } else {
+        format!("pid {:?}", opts.target.pids)
+    };
+    let use_terminal = !args.stdio && io::stdout().is_terminal();
+    let screen = if use_terminal {
+        let terminal = ratatui::try_init().context("cannot set up the terminal (use --stdio)")?;
+        Screen::Terminal(Box::new(TerminalScreen {
+            terminal,
+            table: TableState::default().with_selected(Some(0)),
+            searching: false,
+            show_graph: false,
+        }))
+    } else {
+        Screen::Stdio(io::BufWriter::new(io::stdout()))
+    };
+    let consumer = TopConsumer {
+        resolver: Resolver::new(&ResolveOptions::default()),
+        window: DecayWindow::new(8, 0.875),
+        profile_options: ProfileOptions {
+            sort: sort.clone(),
+            children: opts.call_graph != CallGraph::None,
+            filter: Default::default(),
+        },
+        interval: Duration::from_secs_f64(args.delay),
+        last_refresh: Instant::now(),
+        interval_samples: 0,
+        interval_kernel: 0,
+        lost: 0,
+        status: TopStatus {
+            event: format!(
+                "{freq}{}",
+                session.events.first().map_or("?", |e| e.name.as_str())
+            ),
+            scope,
+            ..Default::default()
+        },
+        view: TopView {
+            headers: sort.iter().map(|k| k.header().to_string()).collect(),
+            ..Default::default()
+        },
+        iterations_left: args.iterations,
+        screen,
+        rows: args.rows,
+        last: None,
+    };
+    let mut sink = LiveSink::new(&events, consumer).context("parsing the event attributes")?;
+    let mut synthesized = Vec::new();
+    session.synthesize(
+        opts.target.system_wide || opts.target.cpus.is_some(),
+        &mut synthesized,
+    );
+    scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
+    scry::capture::RecordSink::round_done(&mut sink)?;
+    session.start()?;
+    let result = session.run(&mut sink, &signals);
+    if use_terminal {
+        ratatui::restore();
+    }
+    result?;
+    Ok(())
+}
