@@ -244,6 +244,35 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// CPU time (user + system) `pid` has used so far, in seconds (USER_HZ is
+/// 100 on Linux).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after "(comm)".
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+/// Waits until scry has created `file` (it writes the header when the
+/// counters open) or 10 s passed.
+fn wait_for_file(file: &Path) {
+    for _ in 0..500 {
+        if file.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Kills `pid` if it still runs (cleanup of a workload after a failure).
 fn kill_if_alive(pid: u32) {
     if alive(pid) {
@@ -486,11 +515,7 @@ fn forked_children_each_sampled() {
 fn attaches_to_a_running_process() {
     require_kernel!();
     require_perf!();
-    let mut spinner = Command::new(common::workload("spinner"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start spinner: {e}"));
-    let pid = pid_in(&first_line(&mut spinner));
+    let (mut spinner, pid) = start_spinner();
     let dir = common::tempdir();
     let file = data_file(&dir);
     let mut scry = common::scry()
@@ -499,7 +524,10 @@ fn attaches_to_a_running_process() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start scry record: {e}"));
+    wait_for_file(&file);
+    let cpu_before = cpu_seconds(pid);
     std::thread::sleep(Duration::from_millis(1000));
+    let cpu = cpu_seconds(pid) - cpu_before;
     common::signal(scry.id(), "INT");
     let status = common::wait_timeout(&mut scry, Duration::from_secs(10));
     let still_spinning = alive(pid);
@@ -517,9 +545,12 @@ fn attaches_to_a_running_process() {
         .iter()
         .filter(|s| s.pid == pid && s.sym == "spin_forever")
         .count();
+    // At 999 Hz, about 999 samples per second of CPU the spinner got
+    // (measured, so a loaded machine does not fail the test).
+    let expected = cpu * 999.0;
     assert!(
-        spinning >= 200,
-        "{spinning} samples of spin_forever in ~1 s at 999 Hz:\n{stderr}"
+        spinning as f64 >= 0.5 * expected && spinning >= 20,
+        "{spinning} samples of spin_forever in {cpu:.2} s of CPU at 999 Hz:\n{stderr}"
     );
     assert!(
         samples.iter().all(|s| s.pid == pid),
@@ -625,6 +656,8 @@ fn stop_with_signal(sig: &str) {
         spawn_scry_record(&file, &["-F", "999", "-g", "--", &workload("spinner")]);
     let pid = pid_in(&line);
     std::thread::sleep(Duration::from_millis(800));
+    // Recorded from its exec on: all of its CPU time should be sampled.
+    let cpu = cpu_seconds(pid);
     common::signal(scry.id(), sig);
     let status = common::wait_timeout(&mut scry, Duration::from_secs(10));
     if status.is_none() {
@@ -655,8 +688,8 @@ fn stop_with_signal(sig: &str) {
         .filter(|s| s.pid == pid && s.sym == "spin_forever")
         .count();
     assert!(
-        spinning >= 100,
-        "{spinning} spin_forever samples in ~0.8 s at 999 Hz"
+        spinning as f64 >= 0.7 * cpu * 999.0 && spinning >= 20,
+        "{spinning} spin_forever samples in {cpu:.2} s of CPU at 999 Hz"
     );
     assert!(
         samples as usize >= spinning,
@@ -914,4 +947,65 @@ fn missing_pid_is_one_clear_line() {
     require_kernel!();
     let line = bad_input(&["-p", "999999999"]);
     assert!(line.contains("999999999"), "{line}");
+}
+
+/// Starts a spinner and returns it with its pid.
+fn start_spinner() -> (Child, u32) {
+    let mut spinner = Command::new(common::workload("spinner"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start spinner: {e}"));
+    let pid = pid_in(&first_line(&mut spinner));
+    (spinner, pid)
+}
+
+#[test]
+fn watches_several_processes_and_single_threads_until_they_exit() {
+    require_kernel!();
+    require_perf!();
+    let (mut a, pid_a) = start_spinner();
+    let (mut b, pid_b) = start_spinner();
+    let dir = common::tempdir();
+    let both = dir.path().join("both.data");
+    let only_a = dir.path().join("a.data");
+    let spawn = |args: &[&str], file: &Path| {
+        common::scry()
+            .arg("record")
+            .args(args)
+            .arg("-o")
+            .arg(file)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start scry record: {e}"))
+    };
+    let mut scry_both = spawn(&["-F", "999", "-p", &format!("{pid_a},{pid_b}")], &both);
+    let mut scry_a = spawn(&["-F", "999", "-t", &pid_a.to_string()], &only_a);
+    std::thread::sleep(Duration::from_millis(800));
+    // Like perf, scry stops by itself once everything it watches has exited.
+    for spinner in [&mut a, &mut b] {
+        let _ = spinner.kill();
+        let _ = spinner.wait();
+    }
+    let done_both = common::wait_timeout(&mut scry_both, Duration::from_secs(10));
+    let done_a = common::wait_timeout(&mut scry_a, Duration::from_secs(10));
+    for (scry, done) in [(&mut scry_both, done_both), (&mut scry_a, done_a)] {
+        if done.is_none() {
+            let _ = scry.kill();
+        }
+        let stderr = scry.wait_with_output_stderr();
+        assert!(
+            done.is_some_and(|s| s.success()),
+            "scry record did not finish when its targets exited ({done:?}):\n{stderr}"
+        );
+    }
+    let pids: BTreeSet<u32> = perf_samples(&both)
+        .iter()
+        .filter(|s| s.sym == "spin_forever")
+        .map(|s| s.pid)
+        .collect();
+    assert_eq!(pids, BTreeSet::from([pid_a, pid_b]), "-p {pid_a},{pid_b}");
+    let tids: BTreeSet<u32> = perf_samples(&only_a).iter().map(|s| s.tid).collect();
+    assert_eq!(tids, BTreeSet::from([pid_a]), "-t {pid_a}");
+    assert_perf_reads(&both);
+    assert_perf_reads(&only_a);
 }
