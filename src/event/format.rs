@@ -230,7 +230,10 @@ pub fn type_size(type_name: &str) -> Option<usize> {
     let size = match words.as_slice() {
         [] | ["int"] => 4,
         ["char"] | ["bool"] | ["_Bool"] => 1,
-        ["short"] | ["short", "int"] => 2,
+        ["short"] | ["short", "int"] | ["ushort"] => 2,
+        ["uint"] => 4,
+        ["ulong"] => 8,
+        ["uchar"] => 1,
         ["long"] | ["long", "int"] | ["long", "long"] | ["long", "long", "int"] => 8,
         [w] => match w.trim_start_matches('_') {
             "u8" | "s8" | "uint8_t" | "int8_t" => 1,

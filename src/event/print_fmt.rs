@@ -238,6 +238,10 @@ fn is_type_word(word: &str) -> bool {
             | "struct"
             | "enum"
             | "union"
+            | "uint"
+            | "ulong"
+            | "ushort"
+            | "uchar"
     ) || word.ends_with("_t")
         || type_size(word).is_some()
 }

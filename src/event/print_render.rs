@@ -5,7 +5,10 @@
 //!
 //! Decisions (each matching libtraceevent, which perf script uses):
 //! - An identifier the kernel left unexpanded (an enum constant such as
-//!   `IOPRIO_CLASS_BE`, or `jiffies`) evaluates to 0.
+//!   `IOPRIO_CLASS_BE`, or `jiffies`) evaluates to 0 in arithmetic, and
+//!   matches nothing as a `__print_symbolic`/`__print_flags` value, so the
+//!   number prints in hex (`0x2`) rather than a guessed name. The kernel's
+//!   own `trace` text knows the enum (`be`); only BTF could tell us.
 //! - Pointer arithmetic is not scaled (`(struct page *)vmemmap_base + pfn`
 //!   is `pfn`): there is no struct layout to scale by.
 //! - `%p` prints `0x…` (`(nil)` for 0); `%pS`/`%pF` print `symbol+0xoff`,
@@ -609,25 +612,61 @@ fn arg<'e>(args: &'e [Expr], i: usize, name: &str) -> Res<&'e Expr> {
 }
 
 /// `{ value, "name" }` pairs of `__print_flags` and `__print_symbolic`.
+/// A pair whose name is not a string (`{ 0, ((void *)0) }`, `{ -1, 0 }`)
+/// ends the table, as the NULL sentinel of the kernel's arrays does.
 fn pairs<'a>(items: &[Expr], ctx: &RenderContext<'a>) -> Res<Vec<(u64, String)>> {
-    items
-        .iter()
-        .map(|item| match item {
-            Expr::List(pair) if pair.len() == 2 => {
-                let (v, _) = eval(&pair[0], ctx)?.as_int()?;
-                match eval(&pair[1], ctx)? {
-                    Val::Str(s) => Ok((v, s.into_owned())),
-                    _ => Err("a flag name that is not a string".to_string()),
-                }
-            }
-            _ => Err("expected a { value, \"name\" } pair".to_string()),
-        })
-        .collect()
+    let mut out = Vec::new();
+    for item in items {
+        let Expr::List(pair) = item else {
+            return Err("expected a { value, \"name\" } pair".to_string());
+        };
+        let [value, name] = pair.as_slice() else {
+            return Err("expected a { value, \"name\" } pair".to_string());
+        };
+        // An enum name the kernel left unexpanded has no known value: it
+        // matches nothing (libtraceevent's `eval_flag` gives it -1), bar the
+        // few libtraceevent knows by name.
+        let v = match value {
+            Expr::Ident(ident) => match known_enum(ident) {
+                Some(v) => v,
+                None => continue,
+            },
+            _ => eval(value, ctx)?.as_int()?.0,
+        };
+        match eval(name, ctx)? {
+            Val::Str(s) => out.push((v, s.into_owned())),
+            _ => break,
+        }
+    }
+    Ok(out)
+}
+
+/// The enum names libtraceevent resolves itself (`flags[]` in its
+/// event-parse.c): softirq vectors and hrtimer restart codes.
+fn known_enum(name: &str) -> Option<u64> {
+    Some(match name {
+        "HI_SOFTIRQ" | "HRTIMER_NORESTART" => 0,
+        "TIMER_SOFTIRQ" | "HRTIMER_RESTART" => 1,
+        "NET_TX_SOFTIRQ" => 2,
+        "NET_RX_SOFTIRQ" => 3,
+        "BLOCK_SOFTIRQ" => 4,
+        "IRQ_POLL_SOFTIRQ" | "BLOCK_IOPOLL_SOFTIRQ" => 5,
+        "TASKLET_SOFTIRQ" => 6,
+        "SCHED_SOFTIRQ" => 7,
+        "HRTIMER_SOFTIRQ" => 8,
+        "RCU_SOFTIRQ" => 9,
+        _ => return None,
+    })
 }
 
 fn eval_call<'a>(name: &str, args: &[Expr], ctx: &RenderContext<'a>) -> Res<Val<'a>> {
     let field_bytes = |i: usize| -> Res<(Cow<'a, [u8]>, usize, bool)> {
-        match eval(arg(args, i, name)?, ctx)? {
+        // `__get_str(name)` names the field bare.
+        let value = match arg(args, i, name)? {
+            Expr::Ident(field) => eval(&Expr::Field(field.clone()), ctx)?,
+            other => eval(other, ctx)?,
+        };
+        match value {
             Val::Bytes {
                 bytes,
                 elem,
@@ -667,10 +706,7 @@ fn eval_call<'a>(name: &str, args: &[Expr], ctx: &RenderContext<'a>) -> Res<Val<
             };
             let mut out = String::new();
             for (flag, text) in pairs(args.get(2..).unwrap_or(&[]), ctx)? {
-                if v == 0 && flag == 0 {
-                    out.push_str(&text);
-                    break;
-                }
+                // As the kernel's trace_print_flags_seq: nothing for 0.
                 if flag != 0 && v & flag == flag {
                     if !out.is_empty() {
                         out.push_str(&delim);
@@ -839,7 +875,24 @@ mod tests {
                 r#""%s", __print_flags(0, "|", {0, "NONE"}, {1, "A"})"#,
                 &r
             ),
-            "NONE"
+            ""
+        );
+        // Unexpanded enum names match nothing; libtraceevent's known ones do.
+        assert_eq!(
+            render(
+                F,
+                r#""%s %s", __print_symbolic(0, {MODE_ABS, "ABS"}), __print_symbolic(REC->a, {0, "x"}, {NET_TX_SOFTIRQ, "NET_TX"})"#,
+                &r
+            ),
+            "0x0 NET_TX"
+        );
+        assert_eq!(
+            render(
+                F,
+                r#""%s", __print_flags(3, "|", {1, "A"}, {0, ((void *)0)}, {2, "B"})"#,
+                &r
+            ),
+            "A|0x2"
         );
         assert_eq!(
             render(

@@ -139,8 +139,8 @@ impl Drop for Instance {
     }
 }
 
-/// The last entry of an `error_log` as one line: `Field not found: 'nosuch
-/// == 3' at column 1`, from
+/// The last entry of an `error_log` as one line, `Field not found (at
+/// column 8)`, from
 ///
 /// ```text
 /// [  969.19] event filter parse error: error: Field not found
@@ -157,17 +157,17 @@ pub fn error_log_reason(log: &str) -> Option<String> {
         .trim()
         .to_string();
     let command_line = lines.get(start + 1).copied().unwrap_or("");
-    let Some(command) = command_line.trim_start().strip_prefix("Command: ") else {
+    if !command_line.trim_start().starts_with("Command: ") {
         return Some(message);
-    };
+    }
     let command_col = command_line.len() - command_line.trim_start().len() + "Command: ".len();
     let caret = lines
         .get(start + 2)
         .and_then(|l| l.find('^'))
         .and_then(|c| c.checked_sub(command_col));
     Some(match caret {
-        Some(col) => format!("{message}: '{command}' at column {}", col + 1),
-        None => format!("{message}: '{command}'"),
+        Some(col) => format!("{message} (at column {})", col + 1),
+        None => message,
     })
 }
 
@@ -191,6 +191,25 @@ pub fn filter_error(
     }
 }
 
+/// `err` (from PERF_EVENT_IOC_SET_FILTER on `system:name`) with the
+/// kernel's reason in place of the bare errno when tracefs can tell it.
+pub fn explain_filter_error(
+    tracepoint: Option<&(String, String)>,
+    filter: &str,
+    err: io::Error,
+) -> io::Error {
+    let Some((system, name)) = tracepoint else {
+        return err;
+    };
+    let Ok(root) = super::tracefs::root() else {
+        return err;
+    };
+    match filter_error(root, system, name, filter) {
+        Ok(Some(reason)) => io::Error::new(err.kind(), reason),
+        _ => err,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,7 +219,7 @@ mod tests {
         let log = "[  969.178159] event filter parse error: error: Invalid value (did you forget quotes)?\n  Command: id ==\n                 ^\n[  969.191192] event filter parse error: error: Field not found\n  Command: nosuch == 3\n                  ^\n";
         assert_eq!(
             error_log_reason(log).as_deref(),
-            Some("Field not found: 'nosuch == 3' at column 8")
+            Some("Field not found (at column 8)")
         );
         assert_eq!(
             error_log_reason("[ 1.0] x: error: Bad\n").as_deref(),

@@ -1,0 +1,562 @@
+//! Tracepoint formats and their rendering against the real kernel, with
+//! perf script and the kernel's own `trace` text as oracles:
+//!
+//! - every `events/*/*/format` of this kernel parses (and its print fmt);
+//! - the same perf.data (written by `perf record`, and by `scry record`)
+//!   rendered by `FormatCache` equals `perf script`'s trace text, sample for
+//!   sample, for sched_switch, sched_wakeup, sys_enter_openat,
+//!   block_rq_issue and a few dozen more;
+//! - the kernel's filter (`--filter`) keeps exactly the matching events, and
+//!   a refused filter prints the kernel's reason and exits 2;
+//! - tracefs instances are private and removed afterwards.
+
+mod common;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use scry::data::reader::{PerfReader, Record};
+use scry::event::format::parse_format;
+use scry::event::format_cache::{FormatCache, KernelSymbols};
+use scry::sys::tracefs_instance::Instance;
+
+use linux_perf_data::linux_perf_event_reader::EventRecord;
+
+/// Tracepoints the oracle tests record (those missing on a kernel are skipped).
+const EVENTS: &[&str] = &[
+    "sched:sched_switch",
+    "sched:sched_wakeup",
+    "sched:sched_waking",
+    "sched:sched_wakeup_new",
+    "sched:sched_process_fork",
+    "sched:sched_process_exec",
+    "sched:sched_process_exit",
+    "sched:sched_process_free",
+    "sched:sched_process_wait",
+    "sched:sched_stat_runtime",
+    "sched:sched_migrate_task",
+    "syscalls:sys_enter_openat",
+    "syscalls:sys_exit_openat",
+    "syscalls:sys_enter_write",
+    "raw_syscalls:sys_enter",
+    "raw_syscalls:sys_exit",
+    "block:block_rq_issue",
+    "block:block_rq_complete",
+    "block:block_rq_insert",
+    "block:block_bio_queue",
+    "block:block_dirty_buffer",
+    "kmem:kmalloc",
+    "kmem:kfree",
+    "kmem:kmem_cache_alloc",
+    "kmem:mm_page_alloc",
+    "kmem:mm_page_free",
+    "kmem:rss_stat",
+    "irq:softirq_entry",
+    "irq:softirq_raise",
+    "irq:irq_handler_entry",
+    "irq:irq_handler_exit",
+    "timer:hrtimer_start",
+    "timer:hrtimer_expire_entry",
+    "timer:hrtimer_setup",
+    "timer:timer_start",
+    "task:task_newtask",
+    "task:task_rename",
+    "signal:signal_generate",
+    "signal:signal_deliver",
+    "exceptions:page_fault_user",
+    "exceptions:page_fault_kernel",
+    "writeback:writeback_dirty_folio",
+    "writeback:writeback_mark_inode_dirty",
+    "filemap:mm_filemap_add_to_page_cache",
+    "workqueue:workqueue_execute_start",
+    "workqueue:workqueue_queue_work",
+];
+
+/// Events every oracle run must have seen and compared.
+const MUST_SEE: &[&str] = &[
+    "sched:sched_switch",
+    "sched:sched_wakeup",
+    "syscalls:sys_enter_openat",
+    "block:block_rq_issue",
+    "sched:sched_process_exec",
+    "raw_syscalls:sys_enter",
+    "kmem:kmalloc",
+];
+
+fn tracefs() -> &'static Path {
+    scry::sys::tracefs::root().expect("tracefs")
+}
+
+fn available_events() -> Vec<&'static str> {
+    let root = tracefs();
+    EVENTS
+        .iter()
+        .copied()
+        .filter(|e| {
+            let (sys, name) = e.split_once(':').expect("sys:name");
+            root.join("events")
+                .join(sys)
+                .join(name)
+                .join("format")
+                .exists()
+        })
+        .collect()
+}
+
+#[test]
+fn every_format_of_this_kernel_parses() {
+    require_tracefs!();
+    let events = tracefs().join("events");
+    let (mut formats, mut print_fmts) = (0, 0);
+    let mut unparsed = Vec::new();
+    for system in std::fs::read_dir(&events).expect("events/") {
+        let system = system.expect("dir entry");
+        if !system.path().is_dir() {
+            continue;
+        }
+        let sys = system.file_name().to_string_lossy().into_owned();
+        for event in std::fs::read_dir(system.path()).expect("subsystem dir") {
+            let path = event.expect("dir entry").path().join("format");
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let format =
+                parse_format(&sys, &text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                format.field("common_type").is_some(),
+                "{}: no common_type",
+                path.display()
+            );
+            assert!(
+                format
+                    .fields
+                    .iter()
+                    .all(|f| f.offset >= 8 || f.name.starts_with("common_")),
+                "{}: a field overlaps the common header",
+                path.display()
+            );
+            formats += 1;
+            match &format.print_fmt {
+                Ok(_) => print_fmts += 1,
+                Err(e) => unparsed.push((
+                    format!("{}: {e}", format.full_name()),
+                    format.print_fmt_text.clone(),
+                )),
+            }
+        }
+    }
+    eprintln!("{formats} formats parsed, {print_fmts} print fmts parsed");
+    assert!(
+        formats > 100,
+        "only {formats} formats under {}",
+        events.display()
+    );
+    // GNU statement expressions (`({ int x = ...; ... })`, from kvm's and
+    // dma's tracepoints) are C, not print fmt: libtraceevent fails on them
+    // too, and they render as field=value pairs. Nothing else may fail.
+    let unexpected: Vec<&str> = unparsed
+        .iter()
+        .filter(|(_, text)| !text.contains("({"))
+        .map(|(e, _)| e.as_str())
+        .collect();
+    eprintln!("{} print fmts hold statement expressions", unparsed.len());
+    assert!(
+        unexpected.is_empty(),
+        "print fmts that do not parse:\n{}",
+        unexpected.join("\n")
+    );
+    assert!(
+        unparsed.len() < 20,
+        "{} print fmts do not parse",
+        unparsed.len()
+    );
+}
+
+/// /proc/kallsyms, for `%pS` (perf script resolves with the same symbols).
+struct Kallsyms(Vec<(u64, String)>);
+
+impl Kallsyms {
+    fn load() -> Kallsyms {
+        let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+        let mut syms: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut parts = l.split_whitespace();
+                let addr = u64::from_str_radix(parts.next()?, 16).ok()?;
+                let kind = parts.next()?;
+                let name = parts.next()?;
+                (addr != 0 && matches!(kind, "t" | "T" | "w" | "W"))
+                    .then(|| (addr, name.to_string()))
+            })
+            .collect();
+        syms.sort();
+        Kallsyms(syms)
+    }
+}
+
+impl KernelSymbols for Kallsyms {
+    fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
+        let i = self.0.partition_point(|(a, _)| *a <= addr).checked_sub(1)?;
+        let (start, name) = &self.0[i];
+        // Past the last text symbol, or a user address below all of them.
+        (i + 1 < self.0.len()).then_some((name.as_str(), *start))
+    }
+}
+
+type Lines = BTreeMap<(u32, u64, String), Vec<String>>;
+
+/// `perf script` trace text keyed by (cpu, time, event).
+fn perf_script_lines(file: &Path) -> Lines {
+    let out = common::run_ok(
+        common::perf()
+            .args(["script", "--ns", "-F", "cpu,time,event,trace", "-i"])
+            .arg(file),
+    );
+    let mut lines = Lines::new();
+    for line in out.lines() {
+        let line = line.trim_start();
+        let Some(rest) = line.strip_prefix('[') else {
+            continue;
+        };
+        let (cpu, rest) = rest.split_once(']').expect("cpu");
+        let (time, rest) = rest.trim_start().split_once(": ").expect("time");
+        let (event, trace) = rest
+            .trim_start()
+            .split_once(": ")
+            .unwrap_or((rest.trim_end_matches(':'), ""));
+        let (secs, nsecs) = time.split_once('.').expect("secs.nsecs");
+        let t =
+            secs.parse::<u64>().expect("secs") * 1_000_000_000 + nsecs.parse::<u64>().expect("ns");
+        lines
+            .entry((cpu.parse().expect("cpu"), t, event.to_string()))
+            .or_default()
+            .push(trace.to_string());
+    }
+    lines
+}
+
+/// The same file rendered by scry's `FormatCache`, keyed the same way.
+fn scry_lines(file: &Path) -> Lines {
+    let mut reader = PerfReader::open(file).expect("open perf.data");
+    let section = reader
+        .layout()
+        .feature(1) // HEADER_TRACING_DATA
+        .expect("the file has a TRACING_DATA section");
+    let bytes = std::fs::read(file).expect("read perf.data");
+    let blob = &bytes[section.offset as usize..section.end() as usize];
+    let cache = FormatCache::from_tracing_data(blob).expect("tracing data parses");
+    let syms = Kallsyms::load();
+    let mut lines = Lines::new();
+    while let Some(record) = reader.next_record().expect("record") {
+        let Record::Event {
+            record: EventRecord::Sample(s),
+            ..
+        } = record
+        else {
+            continue;
+        };
+        let Some(raw) = s.raw else { continue };
+        let raw = raw.as_slice();
+        let id = cache.record_id(&raw).expect("common_type");
+        let name = cache.get(id).map(|f| f.full_name()).expect("format for id");
+        let mut text = String::new();
+        cache.render_with_symbols(&raw, &syms, &mut text);
+        lines
+            .entry((s.cpu.expect("cpu"), s.timestamp.expect("time"), name))
+            .or_default()
+            .push(text);
+    }
+    lines
+}
+
+/// Where perf 6.1 itself is wrong, the part it gets wrong is cut from both
+/// sides (scry prints what the kernel's own `trace` text prints):
+/// - timer_start: `__print_flags(REC->flags & (M | D | P | I), ...)` —
+///   libtraceevent evaluates `a & (b | c)` as `(a & b) | c`, so it prints
+///   `flags=D|P|I` whatever the flags are;
+/// - writeback's `state`: for a state of 0 libtraceevent prints the first
+///   name of a flag table whose values are unexpanded enum names
+///   (`I_DIRTY_SYNC`); the kernel prints nothing for 0.
+fn without_perf_bugs(event: &str, text: &str) -> String {
+    match (event, text.find(" flags=")) {
+        ("timer:timer_start", Some(at)) => text[..at].to_string(),
+        _ if event.starts_with("writeback:") => text.replace("state=I_DIRTY_SYNC ", "state= "),
+        _ => text.to_string(),
+    }
+}
+
+/// Compares the two renderings; returns the events compared.
+fn compare(file: &Path) -> HashSet<String> {
+    let perf = perf_script_lines(file);
+    let ours = scry_lines(file);
+    let mut seen = HashSet::new();
+    let mut diffs = Vec::new();
+    let mut compared = 0usize;
+    for (key, perf_texts) in &perf {
+        let known = |texts: &[String]| -> Vec<String> {
+            texts.iter().map(|t| without_perf_bugs(&key.2, t)).collect()
+        };
+        let mut perf_texts = known(perf_texts);
+        let mut our_texts = known(&ours.get(key).cloned().unwrap_or_default());
+        perf_texts.sort();
+        our_texts.sort();
+        if perf_texts != our_texts {
+            diffs.push(format!(
+                "{key:?}\n  perf: {perf_texts:?}\n  scry: {our_texts:?}"
+            ));
+        } else {
+            compared += perf_texts.len();
+            seen.insert(key.2.clone());
+        }
+    }
+    let extra = ours.keys().filter(|k| !perf.contains_key(*k)).count();
+    eprintln!(
+        "{}: {compared} samples of {} events equal perf script; {} differ; {extra} only in scry",
+        file.display(),
+        seen.len(),
+        diffs.len()
+    );
+    assert!(
+        diffs.is_empty() && extra == 0,
+        "{} samples differ from perf script, {extra} only in scry; first:\n{}",
+        diffs.len(),
+        diffs
+            .iter()
+            .take(15)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(compared > 100, "only {compared} samples compared");
+    seen
+}
+
+/// A short shell workload that opens files, forks, execs, writes to disk
+/// with fsync (block I/O) and sleeps (timers, wakeups).
+fn workload_script(dir: &Path) -> String {
+    format!(
+        "cat /etc/passwd >/dev/null; dd if=/dev/zero of={}/zz bs=64k count=8 conv=fsync 2>/dev/null; sleep 0.05; ls / >/dev/null",
+        dir.display()
+    )
+}
+
+fn event_args(events: &[&str]) -> Vec<String> {
+    events
+        .iter()
+        .flat_map(|e| ["-e".to_string(), e.to_string()])
+        .collect()
+}
+
+fn check_must_see(seen: &HashSet<String>, events: &[&str]) {
+    for must in MUST_SEE {
+        if events.contains(must) {
+            assert!(seen.contains(*must), "no {must} sample was compared");
+        }
+    }
+    assert!(
+        seen.len() >= 16,
+        "only {} events compared: {seen:?}",
+        seen.len()
+    );
+}
+
+#[test]
+fn perf_recorded_tracepoints_render_as_perf_script() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let dir = common::tempdir();
+    let file = dir.path().join("perf.data");
+    let events = available_events();
+    common::run_ok(
+        common::perf()
+            .args(["record", "-q", "-a", "-o"])
+            .arg(&file)
+            .args(event_args(&events))
+            .args(["--", "sh", "-c", &workload_script(dir.path())]),
+    );
+    let seen = compare(&file);
+    check_must_see(&seen, &events);
+}
+
+#[test]
+fn scry_recorded_tracepoints_render_as_perf_script() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let dir = common::tempdir();
+    let file = dir.path().join("scry.data");
+    let events = available_events();
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-a", "-o"])
+            .arg(&file)
+            .args(event_args(&events))
+            .args(["--", "sh", "-c", &workload_script(dir.path())]),
+    );
+    let seen = compare(&file);
+    check_must_see(&seen, &events);
+}
+
+/// Samples of a perf.data file, via the reader.
+fn count_samples(file: &Path) -> usize {
+    let mut reader = PerfReader::open(file).expect("open");
+    let mut n = 0;
+    while let Some(record) = reader.next_record().expect("record") {
+        if matches!(
+            record,
+            Record::Event {
+                record: EventRecord::Sample(_),
+                ..
+            }
+        ) {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn kernel_filter_keeps_exactly_the_matching_calls() {
+    require_kernel!();
+    require_tracefs!();
+    let calls = common::workload("calls");
+    let dir = common::tempdir();
+    for n in [1000usize, 4321] {
+        let file = dir.path().join(format!("f{n}.data"));
+        common::run_ok(
+            common::scry()
+                .args([
+                    "record",
+                    "-q",
+                    "-e",
+                    "raw_syscalls:sys_enter",
+                    "--filter",
+                    "id == 110",
+                    "-o",
+                ])
+                .arg(&file)
+                .arg("--")
+                .arg(&calls)
+                .arg(n.to_string()),
+        );
+        assert_eq!(
+            count_samples(&file),
+            n,
+            "getppid calls recorded with the filter"
+        );
+    }
+    // Without the filter there is more than the getppid calls.
+    let file = dir.path().join("all.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-e", "raw_syscalls:sys_enter", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&calls)
+            .arg("1000"),
+    );
+    assert!(count_samples(&file) > 1000);
+}
+
+fn scry_fails(args: &[&str]) -> String {
+    let out = common::output(common::scry().args(args));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{args:?}: one line expected:\n{stderr}"
+    );
+    assert!(stderr.starts_with("scry: "), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn refused_filter_prints_the_kernels_reason() {
+    require_kernel!();
+    require_tracefs!();
+    let dir = common::tempdir();
+    let out = dir.path().join("x.data");
+    let out = out.to_str().expect("utf-8 path");
+    let base = [
+        "record",
+        "-q",
+        "-o",
+        out,
+        "-e",
+        "raw_syscalls:sys_enter",
+        "--filter",
+    ];
+    let err = scry_fails(&[&base[..], &["nosuch == 3", "--", "true"]].concat());
+    assert!(
+        err.contains("Field not found") && err.contains("nosuch == 3"),
+        "{err}"
+    );
+    let err = scry_fails(&[&base[..], &["id ==", "--", "true"]].concat());
+    assert!(err.contains("Invalid value"), "{err}");
+    // Unknown events and empty globs are one line and exit 2 too.
+    scry_fails(&[
+        "record",
+        "-q",
+        "-o",
+        out,
+        "-e",
+        "nosuchsys:nosuchevent",
+        "--",
+        "true",
+    ]);
+    scry_fails(&[
+        "record",
+        "-q",
+        "-o",
+        out,
+        "-e",
+        "sched:nosuch_*",
+        "--",
+        "true",
+    ]);
+}
+
+#[test]
+fn instances_are_private_and_removed() {
+    require_tracefs!();
+    let root = tracefs();
+    let top_enable = std::fs::read_to_string(root.join("events/sched/sched_switch/enable"))
+        .expect("top-level enable");
+    let mut a = Instance::create(root).expect("create an instance");
+    let b = Instance::create(root).expect("a second instance");
+    assert_ne!(a.path(), b.path());
+    assert!(a.path().is_dir());
+    a.enable("sched", "sched_switch").expect("enable");
+    assert_eq!(
+        std::fs::read_to_string(a.path().join("events/sched/sched_switch/enable"))
+            .expect("read")
+            .trim(),
+        "1"
+    );
+    // The top level and the other instance are untouched.
+    assert_eq!(
+        std::fs::read_to_string(root.join("events/sched/sched_switch/enable")).expect("read"),
+        top_enable
+    );
+    assert_eq!(
+        std::fs::read_to_string(b.path().join("events/sched/sched_switch/enable"))
+            .expect("read")
+            .trim(),
+        "0"
+    );
+    let err = a
+        .set_filter("raw_syscalls", "sys_enter", "nosuch == 1")
+        .unwrap_err();
+    assert!(err.to_string().contains("Field not found"), "{err}");
+    a.set_filter("raw_syscalls", "sys_enter", "id == 110")
+        .expect("a good filter");
+    let paths = [a.path().to_path_buf(), b.path().to_path_buf()];
+    drop(a);
+    drop(b);
+    for p in paths {
+        assert!(!p.exists(), "{} was not removed", p.display());
+    }
+}
