@@ -13,5 +13,6 @@ pub mod profile;
 pub mod quality;
 pub mod sample;
 pub mod stat;
+pub mod syscalls;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -11,6 +11,8 @@ pub mod live;
 pub mod session;
 pub mod synth;
 pub mod to_file;
+pub mod trace;
+pub mod trace_sink;
 
 pub use session::{CallGraph, CaptureOptions, RecordSink, Sampling, Session, StopReason, Target};
 

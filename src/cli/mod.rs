@@ -12,6 +12,7 @@ mod record;
 mod report;
 mod script;
 mod top;
+mod trace;
 mod stat;
 
 use std::process::ExitCode;
@@ -41,6 +42,8 @@ enum Command {
     Flamegraph(flamegraph::FlamegraphArgs),
     /// Live view of the hottest functions, system-wide or of a process (perf top)
     Top(top::TopArgs),
+    /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
+    Trace(trace::TraceArgs),
 }
 
 /// Leave with this exit code and no further message (the cause was printed).
@@ -68,6 +71,7 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Flamegraph(args) => flamegraph::run(args),
         Command::Top(args) => top::run(args),
+        Command::Trace(args) => trace::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -14,4 +14,5 @@ pub mod report;
 pub mod report_json;
 pub mod script;
 pub mod stat;
+pub mod trace;
 pub mod top;

@@ -25,6 +25,7 @@ mod binary;
 mod kallsyms;
 mod names;
 mod perf_map;
+pub mod probe_target;
 mod process;
 mod resolver;
 mod unwind;

@@ -9,3 +9,4 @@ pub mod ring;
 pub mod signal;
 pub mod tracefs;
 pub mod tracefs_instance;
+pub mod uprobe;

@@ -1,0 +1,540 @@
+//! System calls as `scry trace` sees them: how each one's arguments read
+//! (`SyscallDesc`, from the kernel's `syscalls:sys_enter_*` formats),
+//! entries paired with exits per thread (`Pairer`), and the per-thread
+//! summary table (`Summary`: calls, errors, total, min, avg, max, stddev).
+//!
+//! Decisions:
+//! - Pairing is per thread id: a thread is in at most one system call at a
+//!   time, so an entry waits in a one-slot map until its thread's exit.
+//!   An exit without an entry (the call began before tracing) is still a
+//!   call, with no duration; an entry whose exit never comes (`exit_group`,
+//!   `execve` of a thread that vanished) is flushed when its thread exits
+//!   or at the end, with no return value.
+//! - Statistics use Welford's running mean and variance, so a million
+//!   calls cost no memory; stddev is reported as a percentage of the mean,
+//!   as perf trace does.
+//!
+//! Inputs must arrive in time order per thread (the capture sorts them).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::rc::Rc;
+
+use crate::event::format::{EventFormat, Field};
+
+/// How one argument is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A signed integer of this many bytes (`int`, `long`, `pid_t`).
+    Signed(u8),
+    /// An unsigned count (`size_t`, `unsigned int`).
+    Unsigned(u8),
+    /// Pointers, flags, masks: hexadecimal.
+    Hex,
+    /// A file descriptor of a `*at` call: `AT_FDCWD` shows as `CWD`.
+    DirFd,
+    /// A NUL-terminated path or name in the caller's memory.
+    Str,
+}
+
+/// One argument's name and kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgDesc {
+    pub name: String,
+    pub kind: ArgKind,
+}
+
+/// How a system call's arguments read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyscallDesc {
+    pub nr: u64,
+    pub name: String,
+    pub args: Vec<ArgDesc>,
+}
+
+impl SyscallDesc {
+    /// From `syscalls:sys_enter_NAME`'s format: every field after
+    /// `__syscall_nr` is an argument, in order (`args[0]`, `args[1]`...).
+    pub fn from_format(nr: u64, name: &str, format: &EventFormat) -> SyscallDesc {
+        let args = format
+            .fields
+            .iter()
+            .filter(|f| f.name != "__syscall_nr")
+            .take(6)
+            .map(|f| ArgDesc {
+                name: f.name.clone(),
+                kind: arg_kind(f),
+            })
+            .collect();
+        SyscallDesc {
+            nr,
+            name: name.to_string(),
+            args,
+        }
+    }
+
+    /// Without a format (tracefs lacks `syscalls`): six hex arguments.
+    pub fn bare(nr: u64, name: &str) -> SyscallDesc {
+        SyscallDesc {
+            nr,
+            name: name.to_string(),
+            args: (0..6)
+                .map(|i| ArgDesc {
+                    name: format!("arg{i}"),
+                    kind: ArgKind::Hex,
+                })
+                .collect(),
+        }
+    }
+
+    /// Indices of the arguments that are strings in the caller's memory.
+    pub fn string_args(&self) -> impl Iterator<Item = usize> + '_ {
+        self.args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.kind == ArgKind::Str)
+            .map(|(i, _)| i)
+    }
+}
+
+/// Which syscall arguments are strings: `char *` pointers other than data
+/// buffers (`buf`, `ubuf`: their bytes are data, and their length is only
+/// known at the exit).
+fn arg_kind(field: &Field) -> ArgKind {
+    let t = field.type_name.as_str();
+    let n = field.name.as_str();
+    if t.contains("char *") && !t.contains("* const") && !t.contains("**") {
+        if matches!(n, "buf" | "ubuf" | "optval" | "value" | "argp") {
+            return ArgKind::Hex;
+        }
+        return ArgKind::Str;
+    }
+    if t.contains('*') {
+        return ArgKind::Hex;
+    }
+    if n == "dfd" || n == "olddfd" || n == "newdfd" || n == "dirfd" {
+        return ArgKind::DirFd;
+    }
+    // Descriptors are ints even where the format says `unsigned long`.
+    if n == "fd" || n.ends_with("_fd") || n.starts_with("fd_") {
+        return ArgKind::Signed(4);
+    }
+    if n.contains("addr") || n == "start" || n == "brk" || n.starts_with("arg") {
+        return ArgKind::Hex;
+    }
+    if n.contains("flags") || n.contains("mask") || n == "mode" || n == "prot" || t == "umode_t" {
+        return ArgKind::Hex;
+    }
+    let size = |s: u8| if t.contains("long") || t.contains("size_t") || t.contains("off_t") { 8 } else { s };
+    let unsigned = t.contains("unsigned") || t == "size_t" || t.starts_with('u') || t.starts_with("__u");
+    if unsigned {
+        ArgKind::Unsigned(size(4))
+    } else {
+        ArgKind::Signed(size(4))
+    }
+}
+
+/// A string argument as captured at the entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgText {
+    Text(String),
+    /// Why the string could not be read (the process was gone, the memory
+    /// unmapped...).
+    Unavailable(&'static str),
+}
+
+/// A system call entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyscallEnter {
+    pub pid: i32,
+    pub tid: i32,
+    pub time: u64,
+    pub desc: Rc<SyscallDesc>,
+    pub args: [u64; 6],
+    /// Strings for the arguments that are strings, by argument index.
+    pub strings: Vec<(usize, ArgText)>,
+}
+
+/// A system call, entry and exit paired as far as both were seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyscallCall {
+    pub pid: i32,
+    pub tid: i32,
+    pub desc: Rc<SyscallDesc>,
+    /// `None`: the call began before tracing did.
+    pub enter: Option<SyscallEnter>,
+    pub exit_time: Option<u64>,
+    /// `None`: the call never returned (exit_group) or tracing ended first.
+    pub ret: Option<i64>,
+}
+
+impl SyscallCall {
+    /// Nanoseconds in the call, when both ends were seen.
+    pub fn duration_ns(&self) -> Option<u64> {
+        let start = self.enter.as_ref()?.time;
+        self.exit_time?.checked_sub(start)
+    }
+
+    /// The first time seen (entry, else exit).
+    pub fn time(&self) -> u64 {
+        self.enter.as_ref().map(|e| e.time).or(self.exit_time).unwrap_or(0)
+    }
+
+    /// The errno of a failed call (`ret` in -4095..=-1).
+    pub fn errno(&self) -> Option<i32> {
+        match self.ret {
+            Some(r) if (-4095..0).contains(&r) => Some(-r as i32),
+            _ => None,
+        }
+    }
+}
+
+/// Pairs entries with exits per thread.
+#[derive(Debug, Default)]
+pub struct Pairer {
+    pending: HashMap<i32, SyscallEnter>,
+}
+
+impl Pairer {
+    /// An entry. A previous entry of the thread that never saw its exit
+    /// (lost, or a call that does not return) comes back as unfinished.
+    pub fn enter(&mut self, enter: SyscallEnter) -> Option<SyscallCall> {
+        let tid = enter.tid;
+        self.pending.insert(tid, enter).map(unfinished)
+    }
+
+    /// An exit: the call, with its entry if it was seen.
+    pub fn exit(&mut self, pid: i32, tid: i32, time: u64, desc: Rc<SyscallDesc>, ret: i64) -> SyscallCall {
+        let enter = match self.pending.remove(&tid) {
+            Some(e) if e.desc.nr == desc.nr => Some(e),
+            Some(other) => {
+                // An entry of another call: its exit was lost. Keep the
+                // books straight by dropping it; the exit stands alone.
+                drop(other);
+                None
+            }
+            None => None,
+        };
+        SyscallCall {
+            pid,
+            tid,
+            desc,
+            enter,
+            exit_time: Some(time),
+            ret: Some(ret),
+        }
+    }
+
+    /// The thread is gone: its call in flight, if any, never returns.
+    pub fn thread_exited(&mut self, tid: i32) -> Option<SyscallCall> {
+        self.pending.remove(&tid).map(unfinished)
+    }
+
+    /// Every call still in flight, in time order (end of tracing).
+    pub fn drain(&mut self) -> Vec<SyscallCall> {
+        let mut all: Vec<SyscallCall> = self.pending.drain().map(|(_, e)| unfinished(e)).collect();
+        all.sort_by_key(SyscallCall::time);
+        all
+    }
+}
+
+fn unfinished(enter: SyscallEnter) -> SyscallCall {
+    SyscallCall {
+        pid: enter.pid,
+        tid: enter.tid,
+        desc: Rc::clone(&enter.desc),
+        enter: Some(enter),
+        exit_time: None,
+        ret: None,
+    }
+}
+
+/// Running statistics of one system call in one thread.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallStats {
+    pub calls: u64,
+    pub errors: u64,
+    /// Calls with a duration (both ends seen).
+    pub timed: u64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    mean: f64,
+    m2: f64,
+}
+
+impl CallStats {
+    fn add(&mut self, call: &SyscallCall) {
+        self.calls += 1;
+        if call.errno().is_some() {
+            self.errors += 1;
+        }
+        let Some(d) = call.duration_ns() else { return };
+        self.timed += 1;
+        self.total_ns += d;
+        self.min_ns = if self.timed == 1 { d } else { self.min_ns.min(d) };
+        self.max_ns = self.max_ns.max(d);
+        let x = d as f64;
+        let delta = x - self.mean;
+        self.mean += delta / self.timed as f64;
+        self.m2 += delta * (x - self.mean);
+    }
+
+    /// Mean duration of the timed calls, in nanoseconds.
+    pub fn avg_ns(&self) -> f64 {
+        self.mean
+    }
+
+    /// Sample standard deviation as a percentage of the mean (perf trace's
+    /// `stddev (%)`); 0 for fewer than two calls.
+    pub fn stddev_pct(&self) -> f64 {
+        if self.timed < 2 || self.mean <= 0.0 {
+            return 0.0;
+        }
+        let variance = self.m2 / (self.timed - 1) as f64;
+        100.0 * variance.sqrt() / self.mean
+    }
+}
+
+/// One thread's part of the summary.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadSummary {
+    pub comm: String,
+    /// Every event seen for the thread (entries, exits, tracepoints).
+    pub events: u64,
+    pub syscalls: BTreeMap<u64, CallStats>,
+}
+
+/// `-s`: per thread, per system call.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Keyed by (pid, tid).
+    pub threads: BTreeMap<(i32, i32), ThreadSummary>,
+    /// System call names by number, for the table.
+    pub names: BTreeMap<u64, String>,
+    pub total_events: u64,
+}
+
+impl Summary {
+    /// Counts one event of a thread (`comm` as last known).
+    pub fn event(&mut self, pid: i32, tid: i32, comm: &str) {
+        self.total_events += 1;
+        let t = self.threads.entry((pid, tid)).or_default();
+        t.events += 1;
+        if t.comm != comm {
+            t.comm = comm.to_string();
+        }
+    }
+
+    /// Adds a finished (or abandoned) call.
+    pub fn call(&mut self, call: &SyscallCall) {
+        if !self.names.contains_key(&call.desc.nr) {
+            self.names.insert(call.desc.nr, call.desc.name.clone());
+        }
+        let t = self.threads.entry((call.pid, call.tid)).or_default();
+        t.syscalls.entry(call.desc.nr).or_default().add(call);
+    }
+}
+
+/// What the live tracer hands over, in time order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceItem {
+    Enter(SyscallEnter),
+    Exit {
+        pid: i32,
+        tid: i32,
+        time: u64,
+        desc: Rc<SyscallDesc>,
+        ret: i64,
+    },
+    /// Any other event (a tracepoint, a probe hit), already rendered.
+    Event {
+        pid: i32,
+        tid: i32,
+        time: u64,
+        name: Rc<str>,
+        text: String,
+    },
+    /// A thread's name, from a COMM record or /proc.
+    Comm { tid: i32, comm: String },
+    ThreadExit { pid: i32, tid: i32, time: u64 },
+}
+
+impl TraceItem {
+    /// The time the item sorts by (names sort first).
+    pub fn time(&self) -> u64 {
+        match self {
+            TraceItem::Enter(e) => e.time,
+            TraceItem::Exit { time, .. }
+            | TraceItem::Event { time, .. }
+            | TraceItem::ThreadExit { time, .. } => *time,
+            TraceItem::Comm { .. } => 0,
+        }
+    }
+}
+
+/// Where the tracer's lines go (`render::trace` writes them as text).
+pub trait TraceOutput {
+    /// A finished (or abandoned) system call.
+    fn call(&mut self, call: &SyscallCall, comm: &str) -> io::Result<()>;
+    /// Another event.
+    fn event(&mut self, time: u64, pid: i32, tid: i32, comm: &str, name: &str, text: &str) -> io::Result<()>;
+}
+
+/// Settings of the tracer. Defaults: every call shown, no summary.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TracerOptions {
+    /// `--duration MS`: show only calls that took at least this long.
+    pub min_duration_ns: Option<u64>,
+    /// False with `-s` alone: only the summary is wanted.
+    pub show_events: bool,
+}
+
+/// Pairs items into calls, keeps the summary, and emits lines.
+#[derive(Debug, Default)]
+pub struct Tracer {
+    pairer: Pairer,
+    pub summary: Summary,
+    comms: HashMap<i32, String>,
+    opts: TracerOptions,
+}
+
+impl Tracer {
+    pub fn new(opts: TracerOptions) -> Tracer {
+        Tracer {
+            opts,
+            ..Tracer::default()
+        }
+    }
+
+    fn comm(&self, tid: i32) -> &str {
+        self.comms.get(&tid).map_or(":?", String::as_str)
+    }
+
+    fn emit(&mut self, call: SyscallCall, out: &mut dyn TraceOutput) -> io::Result<()> {
+        self.summary.call(&call);
+        if !self.opts.show_events {
+            return Ok(());
+        }
+        if let Some(min) = self.opts.min_duration_ns
+            && call.duration_ns().is_none_or(|d| d < min)
+        {
+            return Ok(());
+        }
+        out.call(&call, self.comm(call.tid))
+    }
+
+    /// Takes the next item (in time order).
+    pub fn item(&mut self, item: TraceItem, out: &mut dyn TraceOutput) -> io::Result<()> {
+        match item {
+            TraceItem::Comm { tid, comm } => {
+                self.comms.insert(tid, comm);
+            }
+            TraceItem::Enter(enter) => {
+                let (pid, tid) = (enter.pid, enter.tid);
+                self.summary.event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
+                if let Some(unfinished) = self.pairer.enter(enter) {
+                    self.emit(unfinished, out)?;
+                }
+            }
+            TraceItem::Exit { pid, tid, time, desc, ret } => {
+                self.summary.event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
+                let call = self.pairer.exit(pid, tid, time, desc, ret);
+                self.emit(call, out)?;
+            }
+            TraceItem::Event { pid, tid, time, name, text } => {
+                self.summary.event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
+                if self.opts.show_events {
+                    out.event(time, pid, tid, self.comm(tid), &name, &text)?;
+                }
+            }
+            TraceItem::ThreadExit { tid, .. } => {
+                if let Some(call) = self.pairer.thread_exited(tid) {
+                    self.emit(call, out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Tracing ended: calls still in flight are shown without a return.
+    pub fn finish(&mut self, out: &mut dyn TraceOutput) -> io::Result<()> {
+        for call in self.pairer.drain() {
+            self.emit(call, out)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(nr: u64) -> Rc<SyscallDesc> {
+        Rc::new(SyscallDesc::bare(nr, "x"))
+    }
+
+    fn enter(tid: i32, time: u64, nr: u64) -> SyscallEnter {
+        SyscallEnter {
+            pid: 1,
+            tid,
+            time,
+            desc: desc(nr),
+            args: [0; 6],
+            strings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn pairs_per_thread() {
+        let mut p = Pairer::default();
+        assert!(p.enter(enter(10, 100, 0)).is_none());
+        assert!(p.enter(enter(11, 150, 1)).is_none());
+        let c = p.exit(1, 11, 170, desc(1), 5);
+        assert_eq!(c.duration_ns(), Some(20));
+        let c = p.exit(1, 10, 400, desc(0), -2);
+        assert_eq!((c.duration_ns(), c.errno()), (Some(300), Some(2)));
+        // An exit with no entry: no duration.
+        let c = p.exit(1, 10, 500, desc(0), 3);
+        assert_eq!(c.duration_ns(), None);
+        // exit_group never returns.
+        assert!(p.enter(enter(12, 600, 231)).is_none());
+        let left = p.drain();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].ret, None);
+    }
+
+    #[test]
+    fn statistics() {
+        let mut s = Summary::default();
+        let mut p = Pairer::default();
+        for (i, d) in [10u64, 20, 30].into_iter().enumerate() {
+            let t = i as u64 * 1000;
+            p.enter(enter(7, t, 39));
+            let call = p.exit(1, 7, t + d, desc(39), if i == 2 { -1 } else { 0 });
+            s.call(&call);
+        }
+        let st = &s.threads[&(1, 7)].syscalls[&39];
+        assert_eq!((st.calls, st.errors, st.total_ns, st.min_ns, st.max_ns), (3, 1, 60, 10, 30));
+        assert!((st.avg_ns() - 20.0).abs() < 1e-9);
+        // Sample stddev of 10, 20, 30 is 10: 50% of the mean.
+        assert!((st.stddev_pct() - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn argument_kinds_from_format() {
+        let text = "name: sys_enter_openat\nID: 782\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n\
+\tfield:int dfd;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:const char * filename;\toffset:24;\tsize:8;\tsigned:0;\n\
+\tfield:int flags;\toffset:32;\tsize:8;\tsigned:0;\n\
+\tfield:umode_t mode;\toffset:40;\tsize:8;\tsigned:0;\n\n\
+print fmt: \"dfd: 0x%08lx\", ((unsigned long)(REC->dfd))\n";
+        let format = crate::event::format::parse_format("syscalls", text).unwrap();
+        let d = SyscallDesc::from_format(257, "openat", &format);
+        let kinds: Vec<ArgKind> = d.args.iter().map(|a| a.kind).collect();
+        assert_eq!(kinds, vec![ArgKind::DirFd, ArgKind::Str, ArgKind::Hex, ArgKind::Hex]);
+        assert_eq!(d.string_args().collect::<Vec<_>>(), vec![1]);
+    }
+}

@@ -1,0 +1,357 @@
+//! `SyscallDecoder`: the `TraceSink` of `scry trace`. It turns the tracer's
+//! records into `analysis::syscalls::TraceItem`s: system call entries with
+//! their arguments (and path strings), exits with their return values,
+//! other tracepoints rendered through the event formats, uprobe hits with
+//! their registers. Items are held until `round_done` says every record
+//! older than a time has been drained, then released sorted by time.
+//!
+//! Strings are read here, at parse time, because this is the earliest
+//! moment: from the user stack copied with the sample when the pointer
+//! falls inside it (race-free), else from the live process with
+//! process_vm_readv (fails once the process has exited; the argument then
+//! says why its text is missing).
+//!
+//! Syscall names come from the `syscalls` crate's x86-64 table; argument
+//! names and types from the kernel's `syscalls:sys_enter_*` formats through
+//! `event::FormatCache` (loaded once per syscall number).
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::rc::Rc;
+
+use crate::analysis::syscalls::{ArgText, SyscallDesc, SyscallEnter, TraceItem};
+use crate::event::format::{Endian, EventFormat, Field, FieldValue};
+use crate::event::format_cache::FormatCache;
+use crate::sys::uprobe;
+
+use super::trace::{TraceRecord, TraceSample, TraceSink};
+
+/// How records of one event are decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventRole {
+    /// `raw_syscalls:sys_enter`.
+    SysEnter,
+    /// `raw_syscalls:sys_exit`.
+    SysExit,
+    /// Any other tracepoint, rendered with its print fmt.
+    Tracepoint,
+    /// A uprobe from the PMU with argument registers sampled
+    /// (`UPROBE_REGS`).
+    Uprobe { retprobe: bool },
+}
+
+/// The registers sampled for uprobes: ax, cx, dx, si, di, ip, r8, r9.
+pub const UPROBE_REGS: u64 = {
+    use super::trace::regs::*;
+    1 << AX | 1 << CX | 1 << DX | 1 << SI | 1 << DI | 1 << IP | 1 << R8 | 1 << R9
+};
+
+/// The longest string read from a process.
+const MAX_STRING: usize = 4096;
+/// Items stay buffered this long past the drain time, for records stamped
+/// just before a drain but committed to their ring just after.
+const ORDER_SLACK_NS: u64 = 1_000_000;
+
+/// Number → name and argument layout of system calls.
+#[derive(Debug)]
+pub struct SyscallTable {
+    formats: Rc<FormatCache>,
+    descs: HashMap<u64, Rc<SyscallDesc>>,
+}
+
+impl SyscallTable {
+    pub fn new(formats: Rc<FormatCache>) -> SyscallTable {
+        SyscallTable {
+            formats,
+            descs: HashMap::new(),
+        }
+    }
+
+    /// The name of syscall `nr` on x86-64 (`syscall_NNN` when unknown).
+    pub fn name(nr: u64) -> String {
+        match syscalls::Sysno::new(nr as usize) {
+            Some(s) => s.name().to_string(),
+            None => format!("syscall_{nr}"),
+        }
+    }
+
+    /// The number of the syscall called `name`.
+    pub fn number(name: &str) -> Option<u64> {
+        name.parse::<syscalls::Sysno>().ok().map(|s| s.id() as u64)
+    }
+
+    /// Every syscall (number, name) of x86-64.
+    pub fn all() -> impl Iterator<Item = (u64, &'static str)> {
+        syscalls::Sysno::iter().map(|s| (s.id() as u64, s.name()))
+    }
+
+    /// The description of `nr`, from its `sys_enter_NAME` format.
+    pub fn get(&mut self, nr: u64) -> Rc<SyscallDesc> {
+        if let Some(d) = self.descs.get(&nr) {
+            return Rc::clone(d);
+        }
+        let name = Self::name(nr);
+        let desc = match self.formats.load("syscalls", &format!("sys_enter_{name}")) {
+            Ok(format) => SyscallDesc::from_format(nr, &name, &format),
+            Err(_) => SyscallDesc::bare(nr, &name),
+        };
+        let desc = Rc::new(desc);
+        self.descs.insert(nr, Rc::clone(&desc));
+        desc
+    }
+}
+
+/// Where `id`, `args` and `ret` are in raw_syscalls records.
+#[derive(Debug, Clone)]
+pub struct RawSyscallLayout {
+    enter_id: Field,
+    enter_args: Field,
+    exit_id: Field,
+    exit_ret: Field,
+}
+
+impl RawSyscallLayout {
+    /// From the formats of `raw_syscalls:sys_enter` and `sys_exit`.
+    pub fn new(enter: &EventFormat, exit: &EventFormat) -> Option<RawSyscallLayout> {
+        Some(RawSyscallLayout {
+            enter_id: enter.field("id")?.clone(),
+            enter_args: enter.field("args")?.clone(),
+            exit_id: exit.field("id")?.clone(),
+            exit_ret: exit.field("ret")?.clone(),
+        })
+    }
+}
+
+fn int(field: &Field, raw: &[u8]) -> Option<u64> {
+    match field.value(raw, Endian::host())? {
+        FieldValue::Int { value, .. } => Some(value),
+        FieldValue::Bytes { .. } => None,
+    }
+}
+
+/// Decodes tracer records into time-ordered `TraceItem`s.
+pub struct SyscallDecoder<F: FnMut(TraceItem) -> io::Result<()>> {
+    roles: Vec<EventRole>,
+    names: Vec<Rc<str>>,
+    layout: Option<RawSyscallLayout>,
+    table: SyscallTable,
+    formats: Rc<FormatCache>,
+    known_tids: HashSet<i32>,
+    buffer: Vec<TraceItem>,
+    deliver: F,
+    /// Records the kernel dropped (ring full).
+    pub lost: u64,
+    /// Records whose fields did not decode.
+    pub undecodable: u64,
+}
+
+impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
+    pub fn new(
+        roles: Vec<EventRole>,
+        names: Vec<String>,
+        layout: Option<RawSyscallLayout>,
+        formats: Rc<FormatCache>,
+        deliver: F,
+    ) -> Self {
+        SyscallDecoder {
+            roles,
+            names: names.into_iter().map(Rc::from).collect(),
+            layout,
+            table: SyscallTable::new(Rc::clone(&formats)),
+            formats,
+            known_tids: HashSet::new(),
+            buffer: Vec::new(),
+            deliver,
+            lost: 0,
+            undecodable: 0,
+        }
+    }
+
+    /// Releases everything still buffered (tracing ended).
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.release(u64::MAX)
+    }
+
+    fn release(&mut self, before: u64) -> io::Result<()> {
+        self.buffer.sort_by_key(TraceItem::time);
+        let split = self.buffer.partition_point(|i| i.time() < before);
+        let ready: Vec<TraceItem> = self.buffer.drain(..split).collect();
+        for item in ready {
+            (self.deliver)(item)?;
+        }
+        Ok(())
+    }
+
+    fn note_thread(&mut self, tid: i32) {
+        if self.known_tids.insert(tid) {
+            let comm = std::fs::read_to_string(format!("/proc/{tid}/comm"))
+                .map(|s| s.trim_end().to_string())
+                .unwrap_or_else(|_| ":?".to_string());
+            self.buffer.push(TraceItem::Comm { tid, comm });
+        }
+    }
+
+    fn sample(&mut self, s: &TraceSample<'_>) -> Option<TraceItem> {
+        let role = self.roles.get(s.event)?.clone();
+        Some(match role {
+            EventRole::SysEnter => {
+                let layout = self.layout.as_ref()?;
+                let nr = int(&layout.enter_id, s.raw)?;
+                let mut args = [0u64; 6];
+                match layout.enter_args.value(s.raw, Endian::host())? {
+                    FieldValue::Bytes { bytes, .. } => {
+                        for (slot, chunk) in args.iter_mut().zip(bytes.chunks_exact(8)) {
+                            let mut a = [0u8; 8];
+                            a.copy_from_slice(chunk);
+                            *slot = u64::from_ne_bytes(a);
+                        }
+                    }
+                    FieldValue::Int { .. } => return None,
+                }
+                let desc = self.table.get(nr);
+                let strings = desc
+                    .string_args()
+                    .map(|i| (i, read_string(s, args[i])))
+                    .collect();
+                TraceItem::Enter(SyscallEnter {
+                    pid: s.pid,
+                    tid: s.tid,
+                    time: s.time,
+                    desc,
+                    args,
+                    strings,
+                })
+            }
+            EventRole::SysExit => {
+                let layout = self.layout.as_ref()?;
+                let nr = int(&layout.exit_id, s.raw)?;
+                let ret = int(&layout.exit_ret, s.raw)? as i64;
+                TraceItem::Exit {
+                    pid: s.pid,
+                    tid: s.tid,
+                    time: s.time,
+                    desc: self.table.get(nr),
+                    ret,
+                }
+            }
+            EventRole::Tracepoint => {
+                let mut text = String::new();
+                self.formats.render(s.raw, &mut text);
+                TraceItem::Event {
+                    pid: s.pid,
+                    tid: s.tid,
+                    time: s.time,
+                    name: Rc::clone(self.names.get(s.event)?),
+                    text,
+                }
+            }
+            EventRole::Uprobe { retprobe } => {
+                // ax, cx, dx, si, di, ip, r8, r9 (ascending register numbers).
+                let r = |i: usize| s.regs.get(i).copied().unwrap_or(0);
+                let text = if retprobe {
+                    format!("({:#x}) ret={:#x}", r(5), r(0))
+                } else {
+                    format!(
+                        "({:#x}) arg1={:#x} arg2={:#x} arg3={:#x} arg4={:#x} arg5={:#x} arg6={:#x}",
+                        r(5),
+                        r(4),
+                        r(3),
+                        r(2),
+                        r(1),
+                        r(6),
+                        r(7)
+                    )
+                };
+                TraceItem::Event {
+                    pid: s.pid,
+                    tid: s.tid,
+                    time: s.time,
+                    name: Rc::clone(self.names.get(s.event)?),
+                    text,
+                }
+            }
+        })
+    }
+}
+
+/// The string at `addr` of the sampled thread: from the copied stack when
+/// it lies there, else from the process's memory.
+fn read_string(s: &TraceSample<'_>, addr: u64) -> ArgText {
+    if addr == 0 {
+        return ArgText::Unavailable("NULL");
+    }
+    if let Some(&sp) = s.regs.first()
+        && addr >= sp
+        && let Some(from) = usize::try_from(addr - sp).ok()
+        && let Some(tail) = s.stack.get(from..)
+        && let Some(end) = tail.iter().take(MAX_STRING).position(|&b| b == 0)
+    {
+        return ArgText::Text(String::from_utf8_lossy(&tail[..end]).into_owned());
+    }
+    match uprobe::read_c_string(s.pid, addr, MAX_STRING) {
+        Ok(Some(bytes)) => ArgText::Text(String::from_utf8_lossy(&bytes).into_owned()),
+        Ok(None) => ArgText::Unavailable("no NUL within 4096 bytes"),
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => ArgText::Unavailable("process gone"),
+        Err(e) if e.raw_os_error() == Some(libc::EFAULT) => ArgText::Unavailable("unmapped"),
+        Err(_) => ArgText::Unavailable("unreadable"),
+    }
+}
+
+impl<F: FnMut(TraceItem) -> io::Result<()>> TraceSink for SyscallDecoder<F> {
+    fn record(&mut self, record: TraceRecord<'_>) -> io::Result<()> {
+        match record {
+            TraceRecord::Sample(s) => {
+                self.note_thread(s.tid);
+                match self.sample(&s) {
+                    Some(item) => self.buffer.push(item),
+                    None => self.undecodable += 1,
+                }
+            }
+            TraceRecord::Comm { tid, comm, .. } => {
+                self.known_tids.insert(tid);
+                self.buffer.push(TraceItem::Comm { tid, comm });
+            }
+            TraceRecord::Exit { pid, tid, time } => {
+                self.buffer.push(TraceItem::ThreadExit { pid, tid, time });
+            }
+            TraceRecord::Lost { count } => self.lost += count,
+        }
+        Ok(())
+    }
+
+    fn round_done(&mut self, drained_before: u64) -> io::Result<()> {
+        self.release(drained_before.saturating_sub(ORDER_SLACK_NS))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_numbers() {
+        assert_eq!(SyscallTable::name(110), "getppid");
+        assert_eq!(SyscallTable::number("openat"), Some(257));
+        assert_eq!(SyscallTable::number("no_such_call"), None);
+        assert!(SyscallTable::name(100_000).starts_with("syscall_"));
+    }
+
+    #[test]
+    fn strings_from_the_stack_copy() {
+        let stack = b"xxxx/etc/hostname\0yy";
+        let s = TraceSample {
+            event: 0,
+            pid: i32::MAX,
+            tid: i32::MAX,
+            time: 0,
+            cpu: 0,
+            raw: &[],
+            regs: vec![0x1000],
+            stack,
+        };
+        assert_eq!(read_string(&s, 0x1004), ArgText::Text("/etc/hostname".into()));
+        assert_eq!(read_string(&s, 0), ArgText::Unavailable("NULL"));
+        // Outside the copy, in a process that does not exist.
+        assert!(matches!(read_string(&s, 0x9000), ArgText::Unavailable(_)));
+    }
+}

@@ -1,0 +1,285 @@
+//! `scry trace`: perf trace / strace without ptrace. Flags into a list of
+//! tracer events (`capture::trace`), records decoded by
+//! `capture::trace_sink`, paired and summed by `analysis::syscalls`,
+//! printed by `render::trace`.
+//!
+//! System calls come from `raw_syscalls:sys_enter`/`sys_exit` with a
+//! kernel filter on `id` (one pair of tracepoints, not hundreds). The
+//! entries of calls that take a path are a separate counter that also
+//! copies the user stack, so their strings can be read from the sample.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use anyhow::Context;
+use clap::Args;
+
+use scry::analysis::syscalls::{Tracer, TracerOptions};
+use scry::capture::Target;
+use scry::capture::session::StopReason;
+use scry::capture::trace::{TraceCapture, TraceEvent, TraceSource, regs};
+use scry::capture::trace_sink::{EventRole, RawSyscallLayout, SyscallDecoder, SyscallTable, UPROBE_REGS};
+use scry::event::format_cache::FormatCache;
+use scry::event::name;
+use scry::render::trace::{TextOutput, write_summary};
+use scry::symbol::probe_target;
+
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    /// What to trace: system calls by name or glob (openat,read 'open*'), tracepoints
+    /// ('sched:*', probe_libc:malloc), or a probe for this run only (uprobe:BINARY:FUNC,
+    /// uretprobe:BINARY:FUNC). Repeatable, comma lists. Default: every system call.
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    events: Vec<String>,
+    /// Tracepoint filter (ftrace syntax) for the tracepoint events of -e.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Show only system calls that took at least this many milliseconds.
+    #[arg(long, value_name = "MS")]
+    duration: Option<f64>,
+    /// Show only a per-thread summary of the system calls (calls, errors, times).
+    #[arg(short = 's', long)]
+    summary: bool,
+    /// Show the events and then the summary.
+    #[arg(short = 'S', long = "with-summary")]
+    with_summary: bool,
+    /// Write the output to FILE instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Trace these processes (all their threads): PID[,PID...].
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pid: Option<String>,
+    /// Trace every process of the system.
+    #[arg(short = 'a', long = "all-cpus")]
+    all_cpus: bool,
+    /// Ring buffer size per CPU in pages (a power of two). Default 4096 (16 MiB).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES", default_value_t = 4096)]
+    mmap_pages: usize,
+    /// The command to run and trace (after --).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// Bytes of user stack copied with the entry of a path-taking call.
+const STRING_STACK_BYTES: u32 = 32768;
+
+/// What `-e` asked for.
+#[derive(Default)]
+struct Selection {
+    /// `None`: every system call; `Some(empty)`: none.
+    syscalls: Option<BTreeSet<u64>>,
+    tracepoints: Vec<name::EventSpec>,
+    uprobes: Vec<(String, PathBuf, u64, bool)>,
+}
+
+fn parse_selection(texts: &[String]) -> anyhow::Result<Selection> {
+    if texts.is_empty() {
+        return Ok(Selection::default());
+    }
+    let mut sel = Selection {
+        syscalls: Some(BTreeSet::new()),
+        ..Selection::default()
+    };
+    for text in texts {
+        for item in name::split_list(text) {
+            if let Some((kind, rest)) = item.split_once(':')
+                && (kind == "uprobe" || kind == "uretprobe")
+            {
+                sel.uprobes.push(parse_uprobe(rest, kind == "uretprobe")?);
+            } else if item.contains(':') {
+                sel.tracepoints.push(name::parse(item)?);
+            } else {
+                let set = sel.syscalls.get_or_insert_with(BTreeSet::new);
+                let before = set.len();
+                for (nr, call) in SyscallTable::all() {
+                    if name::matches_glob(item, call) {
+                        set.insert(nr);
+                    }
+                }
+                if set.len() == before && SyscallTable::number(item).is_none() {
+                    anyhow::bail!(
+                        "-e: unknown system call '{item}' (tracepoints are SUBSYSTEM:NAME, see 'scry list')"
+                    );
+                }
+            }
+        }
+    }
+    Ok(sel)
+}
+
+/// `BINARY:FUNC` → (event name, path, file offset, retprobe).
+fn parse_uprobe(spec: &str, retprobe: bool) -> anyhow::Result<(String, PathBuf, u64, bool)> {
+    let (binary, func) = spec
+        .rsplit_once(':')
+        .with_context(|| format!("-e uprobe:{spec}: expected uprobe:BINARY:FUNCTION"))?;
+    let path = probe_target::find_binary(binary)?;
+    let data = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let site = probe_target::find_function(&data, &path.to_string_lossy(), func)?;
+    let suffix = if retprobe { "__return" } else { "" };
+    let name = format!("{}:{func}{suffix}", probe_target::probe_group(&path));
+    Ok((name, path, site.file_offset, retprobe))
+}
+
+fn id_filter(ids: &BTreeSet<u64>, negate: bool) -> String {
+    let (op, join) = if negate { ("!=", " && ") } else { ("==", " || ") };
+    ids.iter()
+        .map(|id| format!("id {op} {id}"))
+        .collect::<Vec<_>>()
+        .join(join)
+}
+
+fn and(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("({a}) && ({b})")),
+        (a, b) => a.or(b),
+    }
+}
+
+fn parse_pids(text: &str) -> anyhow::Result<Vec<i32>> {
+    text.split(',')
+        .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
+        .collect::<Option<Vec<_>>>()
+        .with_context(|| format!("-p: expected a comma-separated list of process ids, got '{text}'"))
+}
+
+pub fn run(args: TraceArgs) -> anyhow::Result<()> {
+    let target = Target {
+        command: args.command.clone(),
+        pids: args.pid.as_deref().map(parse_pids).transpose()?.unwrap_or_default(),
+        system_wide: args.all_cpus,
+        ..Target::default()
+    };
+    if target.command.is_empty() && target.pids.is_empty() && !target.system_wide {
+        anyhow::bail!("nothing to trace: give a command after --, or -p PID, or -a");
+    }
+    let min_duration_ns = match args.duration {
+        Some(ms) if !(ms >= 0.0 && ms.is_finite()) => {
+            anyhow::bail!("--duration: expected milliseconds >= 0, got {ms}")
+        }
+        Some(ms) => Some((ms * 1e6) as u64),
+        None => None,
+    };
+    let sel = parse_selection(&args.events)?;
+    let tracepoints = name::resolve(&sel.tracepoints)?;
+    if args.filter.is_some() && tracepoints.is_empty() {
+        anyhow::bail!("--filter applies to tracepoint events given with -e (such as -e 'sched:sched_switch')");
+    }
+    let root = scry::sys::tracefs::root().context("scry trace needs tracefs")?;
+    let formats = Rc::new(FormatCache::from_tracefs(root));
+    let show_events = !args.summary || args.with_summary;
+    let summary = args.summary || args.with_summary;
+
+    let mut events = Vec::new();
+    let mut roles = Vec::new();
+    let self_filter = args.all_cpus.then(|| format!("common_pid != {}", std::process::id()));
+    let mut layout = None;
+    let wants_syscalls = sel.syscalls.as_ref().is_none_or(|s| !s.is_empty());
+    if wants_syscalls {
+        let enter = formats.load("raw_syscalls", "sys_enter")?;
+        let exit = formats.load("raw_syscalls", "sys_exit")?;
+        layout = Some(RawSyscallLayout::new(&enter, &exit).context("raw_syscalls formats lack id/args/ret")?);
+        // Which calls take strings: from each call's sys_enter_* format.
+        let mut table = SyscallTable::new(Rc::clone(&formats));
+        let mut with_strings = BTreeSet::new();
+        if show_events {
+            for (nr, _) in SyscallTable::all() {
+                if sel.syscalls.as_ref().is_none_or(|s| s.contains(&nr)) && table.get(nr).string_args().next().is_some() {
+                    with_strings.insert(nr);
+                }
+            }
+        }
+        let tp = |id: u64, name: &str, filter: Option<String>, stack: bool| TraceEvent {
+            name: name.to_string(),
+            source: TraceSource::Tracepoint { id },
+            filter: and(filter, self_filter.clone()),
+            regs_user: if stack { 1 << regs::SP } else { 0 },
+            stack_user: if stack { STRING_STACK_BYTES } else { 0 },
+        };
+        if !with_strings.is_empty() {
+            events.push(tp(enter.id, "raw_syscalls:sys_enter", Some(id_filter(&with_strings, false)), true));
+            roles.push(EventRole::SysEnter);
+        }
+        let plain_filter = match &sel.syscalls {
+            None if with_strings.is_empty() => Some(None),
+            None => Some(Some(id_filter(&with_strings, true))),
+            Some(set) => {
+                let rest: BTreeSet<u64> = set.difference(&with_strings).copied().collect();
+                (!rest.is_empty()).then(|| Some(id_filter(&rest, false)))
+            }
+        };
+        if let Some(filter) = plain_filter {
+            events.push(tp(enter.id, "raw_syscalls:sys_enter", filter, false));
+            roles.push(EventRole::SysEnter);
+        }
+        let exit_filter = sel.syscalls.as_ref().map(|s| id_filter(s, false));
+        events.push(tp(exit.id, "raw_syscalls:sys_exit", exit_filter, false));
+        roles.push(EventRole::SysExit);
+    }
+    for event in &tracepoints {
+        events.push(TraceEvent {
+            name: event.name.clone(),
+            source: TraceSource::Tracepoint { id: event.config },
+            filter: and(args.filter.clone(), self_filter.clone()),
+            regs_user: 0,
+            stack_user: 0,
+        });
+        roles.push(EventRole::Tracepoint);
+    }
+    for (name, path, file_offset, retprobe) in &sel.uprobes {
+        events.push(TraceEvent {
+            name: name.clone(),
+            source: TraceSource::Uprobe {
+                path: path.clone(),
+                file_offset: *file_offset,
+                retprobe: *retprobe,
+            },
+            filter: None,
+            regs_user: UPROBE_REGS,
+            stack_user: 0,
+        });
+        roles.push(EventRole::Uprobe { retprobe: *retprobe });
+    }
+    let names: Vec<String> = events.iter().map(|e| e.name.clone()).collect();
+
+    let signals = scry::sys::signal::SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
+        .context("cannot install signal handlers")?;
+    let mut capture = TraceCapture::open(events, &target, args.mmap_pages)?;
+
+    let out: Box<dyn Write> = match &args.output {
+        Some(path) => Box::new(BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+    };
+    let mut output = TextOutput::new(out);
+    let mut tracer = Tracer::new(TracerOptions {
+        min_duration_ns,
+        show_events,
+    });
+    let mut decoder = SyscallDecoder::new(roles, names, layout, Rc::clone(&formats), |item| {
+        tracer.item(item, &mut output)
+    });
+    capture.start()?;
+    let stop = capture.run(&mut decoder, &signals)?;
+    decoder.finish()?;
+    let (lost, undecodable) = (decoder.lost, decoder.undecodable + capture.malformed);
+    drop(decoder);
+    tracer.finish(&mut output)?;
+    if summary {
+        write_summary(&tracer.summary, output.get_mut())?;
+    }
+    output.get_mut().flush()?;
+    if lost > 0 {
+        eprintln!("scry: lost {lost} events (the ring filled up): try a bigger -m");
+    }
+    if undecodable > 0 {
+        eprintln!("scry: {undecodable} records could not be decoded");
+    }
+    match stop {
+        StopReason::TargetExited(Some(status)) if !status.success() => Err(crate::cli::Exit(1).into()),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,222 @@
+//! User-space probes, both kinds the kernel offers, and reading a traced
+//! process's memory.
+//!
+//! - Persistent probes: lines written to tracefs `uprobe_events`
+//!   (`p:probe_libc/malloc /usr/lib/.../libc.so.6:0x9a8c0 size=%di:u64`).
+//!   They appear as tracepoints under `events/<group>/<name>` and outlive
+//!   the process that made them, as `perf probe` intends.
+//! - Probes tied to a file descriptor: the `uprobe` PMU
+//!   (/sys/bus/event_source/devices/uprobe). `perf_event_attr.type` is the
+//!   PMU's type, `config1` a pointer to the path, `config2` the file offset,
+//!   and the `retprobe` bit (its position read from the PMU's `format/`
+//!   directory) asks for a return probe. The kernel removes the probe when
+//!   the last descriptor closes, so it cannot outlive scry even after
+//!   SIGKILL. These carry no fetch arguments: arguments come from sampled
+//!   registers (`PERF_SAMPLE_REGS_USER`).
+//! - `read_memory`: process_vm_readv(2), for strings whose address a
+//!   tracepoint or a register gave us; `monotonic_ns`, the clock the
+//!   tracer's counters use.
+//!
+//! Invariant: nothing here parses ELF or DWARF; callers hand in file
+//! offsets and fetch-argument text already built.
+
+use std::ffi::CString;
+use std::io::{self, Write};
+use std::path::Path;
+
+use super::perf_event::{PerfEventFd, perf_event_attr};
+
+const PMU_DIR: &str = "/sys/bus/event_source/devices/uprobe";
+
+/// The `uprobe` PMU, when the kernel has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UprobePmu {
+    /// `perf_event_attr.type` for uprobes.
+    pub type_: u32,
+    /// The `config` bit that makes a return probe.
+    pub retprobe_bit: u32,
+}
+
+impl UprobePmu {
+    /// Reads the PMU's type and `format/retprobe` (`config:0`).
+    pub fn detect() -> io::Result<UprobePmu> {
+        let dir = Path::new(PMU_DIR);
+        let type_text = std::fs::read_to_string(dir.join("type"))?;
+        let type_ = type_text.trim().parse().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{PMU_DIR}/type: not a number: {:?}", type_text.trim()),
+            )
+        })?;
+        let format = std::fs::read_to_string(dir.join("format/retprobe"))?;
+        let retprobe_bit = parse_format_bit(&format).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{PMU_DIR}/format/retprobe: unexpected {:?}", format.trim()),
+            )
+        })?;
+        Ok(UprobePmu {
+            type_,
+            retprobe_bit,
+        })
+    }
+
+    /// Fill `attr` for a probe at `file_offset` of `path`, then open it for
+    /// (`pid`, `cpu`) as `PerfEventFd::open` does. The path only needs to
+    /// live through the call: the kernel resolves it to an inode at once.
+    pub fn open(
+        &self,
+        attr: &perf_event_attr,
+        path: &Path,
+        file_offset: u64,
+        retprobe: bool,
+        pid: i32,
+        cpu: i32,
+    ) -> io::Result<PerfEventFd> {
+        let c_path = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
+        let mut attr = *attr;
+        attr.type_ = self.type_;
+        attr.config = if retprobe {
+            1u64 << self.retprobe_bit
+        } else {
+            0
+        };
+        attr.__bindgen_anon_3.config1 = c_path.as_ptr() as u64;
+        attr.__bindgen_anon_4.config2 = file_offset;
+        PerfEventFd::open(&attr, pid, cpu)
+    }
+}
+
+/// `config:0` → 0 (the first bit of a one-bit format).
+fn parse_format_bit(text: &str) -> Option<u32> {
+    let rest = text.trim().strip_prefix("config:")?;
+    let first = rest.split('-').next()?;
+    first.parse().ok()
+}
+
+/// tracefs `uprobe_events` under `tracefs_root`.
+fn events_file(tracefs_root: &Path) -> std::path::PathBuf {
+    tracefs_root.join("uprobe_events")
+}
+
+/// Appends one probe definition (`p:GROUP/NAME PATH:0xOFF ARGS...` or
+/// `r:...`). The kernel checks it; its refusal comes back as the error,
+/// with tracefs `error_log`'s last line when there is one.
+pub fn add_event(tracefs_root: &Path, definition: &str) -> io::Result<()> {
+    write_line(tracefs_root, definition)
+}
+
+/// Removes the probe `GROUP/NAME` (`-:GROUP/NAME`).
+pub fn remove_event(tracefs_root: &Path, group: &str, name: &str) -> io::Result<()> {
+    write_line(tracefs_root, &format!("-:{group}/{name}"))
+}
+
+fn write_line(tracefs_root: &Path, line: &str) -> io::Result<()> {
+    let path = events_file(tracefs_root);
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path)?;
+    file.write_all(format!("{line}\n").as_bytes())
+        .map_err(|e| with_error_log(tracefs_root, e))
+}
+
+fn with_error_log(tracefs_root: &Path, err: io::Error) -> io::Error {
+    let log = std::fs::read_to_string(tracefs_root.join("error_log")).unwrap_or_default();
+    match log.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(last) => io::Error::new(err.kind(), format!("{err}; kernel says: {}", last.trim())),
+        None => err,
+    }
+}
+
+/// The text of `uprobe_events`: one definition a line, as the kernel
+/// prints them (`p:probe_libc/malloc /usr/lib/...:0x...`).
+pub fn list_events(tracefs_root: &Path) -> io::Result<String> {
+    std::fs::read_to_string(events_file(tracefs_root))
+}
+
+/// Copies up to `buf.len()` bytes at `addr` of process `pid` into `buf`;
+/// returns how many were read (a read stops at the first unmapped page).
+pub fn read_memory(pid: i32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` describes `buf`, valid writable memory of its length;
+    // the remote iovec is only read by the kernel, which checks it against
+    // the target's address space.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// A NUL-terminated string of at most `max` bytes at `addr` in `pid`. Reads
+/// page by page so that a string ending just before an unmapped page is
+/// still found. `Ok(None)` when no NUL came within `max` bytes.
+pub fn read_c_string(pid: i32, addr: u64, max: usize) -> io::Result<Option<Vec<u8>>> {
+    let mut out = Vec::new();
+    let mut at = addr;
+    while out.len() < max {
+        let to_page_end = 4096 - (at % 4096) as usize;
+        let want = to_page_end.min(max - out.len());
+        let mut chunk = vec![0u8; want];
+        let n = match read_memory(pid, at, &mut chunk) {
+            Ok(n) => n,
+            Err(e) if out.is_empty() => return Err(e),
+            Err(_) => 0,
+        };
+        if n == 0 {
+            return Ok(None);
+        }
+        if let Some(nul) = chunk[..n].iter().position(|&b| b == 0) {
+            out.extend_from_slice(&chunk[..nul]);
+            return Ok(Some(out));
+        }
+        out.extend_from_slice(&chunk[..n]);
+        at += n as u64;
+    }
+    Ok(None)
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock trace counters stamp records
+/// with (`use_clockid`), so a reader can tell which records it has drained.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the kernel to fill.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_bits() {
+        assert_eq!(parse_format_bit("config:0\n"), Some(0));
+        assert_eq!(parse_format_bit("config:32-63"), Some(32));
+        assert_eq!(parse_format_bit("bogus"), None);
+    }
+
+    #[test]
+    fn reads_own_memory() {
+        let text = b"hello, probe\0tail";
+        let pid = std::process::id() as i32;
+        let got = read_c_string(pid, text.as_ptr() as u64, 64).unwrap();
+        assert_eq!(got.as_deref(), Some(&b"hello, probe"[..]));
+        let got = read_c_string(pid, text.as_ptr() as u64, 4).unwrap();
+        assert_eq!(got, None);
+        assert!(read_c_string(pid, 8, 16).is_err());
+    }
+}
