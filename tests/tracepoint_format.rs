@@ -560,3 +560,59 @@ fn instances_are_private_and_removed() {
         assert!(!p.exists(), "{} was not removed", p.display());
     }
 }
+
+#[test]
+fn scry_script_prints_tracepoints_as_perf_script() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let dir = common::tempdir();
+    let file = dir.path().join("s.data");
+    let events = [
+        "sched:sched_switch",
+        "sched:sched_process_exec",
+        "sched:sched_process_exit",
+        "sched:sched_process_fork",
+        "syscalls:sys_enter_openat",
+        "syscalls:sys_exit_openat",
+        "kmem:kmalloc",
+    ];
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-o"])
+            .arg(&file)
+            .args(event_args(&events))
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "cat /etc/hostname >/dev/null; ls / >/dev/null",
+            ]),
+    );
+    let ours = common::run_ok(common::scry().arg("script").arg("-i").arg(&file));
+    let theirs = common::run_ok(common::perf().arg("script").arg("-i").arg(&file));
+    assert!(
+        ours.contains("sched:sched_process_exec: filename="),
+        "{ours}"
+    );
+    assert!(
+        ours.contains("syscalls:sys_enter_openat: dfd: 0x"),
+        "{ours}"
+    );
+    let (ours, theirs): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    assert_eq!(ours.len(), theirs.len());
+    for (a, b) in ours.iter().zip(&theirs) {
+        // kmalloc's call_site is %pS: scry script prints the address until
+        // it is given kernel symbols; everything else is byte for byte.
+        if b.contains("kmem:kmalloc:") {
+            let cut = |s: &str| s.split_once("call_site=").map(|(h, _)| h.to_string());
+            assert_eq!(cut(a), cut(b));
+            assert_eq!(
+                a.split_once(" ptr=").map(|p| p.1),
+                b.split_once(" ptr=").map(|p| p.1)
+            );
+        } else {
+            assert_eq!(a, b);
+        }
+    }
+}

@@ -74,7 +74,12 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
     }
     let spec = args.fields.unwrap_or_default();
     let formats = reader.events().iter().map(event_format).collect();
-    let printer = ScriptPrinter::new(formats, &spec).context("-F")?;
+    let mut printer = ScriptPrinter::new(formats, &spec).context("-F")?;
+    if let Some(blob) = tracing_data(&reader, &args.input)? {
+        let formats = scry::event::format_cache::FormatCache::from_tracing_data(&blob)
+            .with_context(|| format!("{}: TRACING_DATA section", reader.file_name()))?;
+        printer = printer.with_tracepoint_formats(formats);
+    }
     let mut comms = Comms::default();
     let mut chain = Vec::new();
     while let Some(record) = reader.next_record()? {
@@ -105,6 +110,26 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// The TRACING_DATA feature section (tracepoint formats) of a file input.
+/// Pipe input carries it as a record instead; not read yet.
+fn tracing_data(reader: &PerfReader, input: &std::path::Path) -> anyhow::Result<Option<Vec<u8>>> {
+    const HEADER_TRACING_DATA: u32 = 1;
+    let Some(section) = reader.layout().feature(HEADER_TRACING_DATA) else {
+        return Ok(None);
+    };
+    if input.as_os_str() == "-" {
+        return Ok(None);
+    }
+    let mut file =
+        std::fs::File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
+    let mut blob = vec![0u8; usize::try_from(section.size).unwrap_or(0)];
+    use std::io::{Read, Seek};
+    file.seek(io::SeekFrom::Start(section.offset))
+        .and_then(|_| file.read_exact(&mut blob))
+        .with_context(|| format!("{}: reading the TRACING_DATA section", input.display()))?;
+    Ok(Some(blob))
 }
 
 fn is_kernel(mode: CpuMode) -> bool {

@@ -196,6 +196,8 @@ pub struct ScriptPrinter {
     events: Vec<(EventFormat, Fields)>,
     /// perf right-aligns event names to the longest name in the file.
     name_width: usize,
+    /// Tracepoint formats (the file's TRACING_DATA) to render `trace` with.
+    tracepoints: Option<crate::event::format_cache::FormatCache>,
 }
 
 impl ScriptPrinter {
@@ -210,7 +212,20 @@ impl ScriptPrinter {
             })
             .collect::<Result<Vec<_>, ScriptError>>()?;
         let name_width = events.iter().map(|(e, _)| e.name.len()).max().unwrap_or(0);
-        Ok(ScriptPrinter { events, name_width })
+        Ok(ScriptPrinter {
+            events,
+            name_width,
+            tracepoints: None,
+        })
+    }
+
+    /// Renders tracepoint payloads with these formats (else their size).
+    pub fn with_tracepoint_formats(
+        mut self,
+        formats: crate::event::format_cache::FormatCache,
+    ) -> Self {
+        self.tracepoints = Some(formats);
+        self
     }
 
     /// Writes one sample: a line, or a line, its frames and an empty line.
@@ -262,9 +277,15 @@ impl ScriptPrinter {
         if f.has(Field::Trace)
             && let Some(raw) = s.raw
         {
-            // Decoding the fields needs the tracepoint's format (a later
-            // stage); until then the payload size says what is there.
-            write!(out, "[{} bytes of raw data]", raw.len())?;
+            match &self.tracepoints {
+                Some(formats) => {
+                    let mut text = String::new();
+                    formats.render(raw, &mut text);
+                    out.write_all(text.as_bytes())?;
+                }
+                // Without the file's formats the payload size says what is there.
+                None => write!(out, "[{} bytes of raw data]", raw.len())?,
+            }
         }
         let frame = Frame { f: *f, pid };
         match chain {
