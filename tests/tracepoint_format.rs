@@ -14,6 +14,7 @@ mod common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::process::Command;
 
 use scry::data::reader::{PerfReader, Record};
 use scry::event::format::parse_format;
@@ -615,4 +616,176 @@ fn scry_script_prints_tracepoints_as_perf_script() {
             assert_eq!(a, b);
         }
     }
+}
+
+/// Events whose print fmt the kernel's `trace` text follows exactly. Left
+/// out on purpose: `%p` (the kernel hashes pointers), `%pS` (the kernel adds
+/// `/0xsize`), unexpanded enum names (the kernel knows them, we print the
+/// number as perf does), and `syscalls:*` (the kernel prints those with its
+/// own `sys_openat(dfd: ...)` function, not the print fmt).
+const KERNEL_TEXT_EVENTS: &[&str] = &[
+    "sched:sched_switch",
+    "sched:sched_wakeup",
+    "sched:sched_waking",
+    "sched:sched_wakeup_new",
+    "sched:sched_process_fork",
+    "sched:sched_process_exec",
+    "sched:sched_process_exit",
+    "sched:sched_process_free",
+    "sched:sched_process_wait",
+    "sched:sched_stat_runtime",
+    "sched:sched_migrate_task",
+    "raw_syscalls:sys_enter",
+    "raw_syscalls:sys_exit",
+    "irq:softirq_entry",
+    "irq:softirq_exit",
+    "irq:softirq_raise",
+    "irq:irq_handler_entry",
+    "irq:irq_handler_exit",
+    "task:task_newtask",
+    "task:task_rename",
+    "signal:signal_generate",
+    "signal:signal_deliver",
+    "block:block_dirty_buffer",
+    "block:block_touch_buffer",
+    "block:block_bio_queue",
+    "block:block_plug",
+    "block:block_unplug",
+    "kmem:rss_stat",
+    "filemap:mm_filemap_add_to_page_cache",
+    "writeback:writeback_dirty_folio",
+];
+
+/// Reads a tracefs file of consuming pages (trace_pipe_raw) to its end.
+fn read_pages(path: &Path) -> Vec<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut pages = Vec::new();
+    loop {
+        let mut page = vec![0u8; 4096];
+        match file.read(&mut page) {
+            Ok(0) => break,
+            Ok(n) => {
+                page.truncate(n);
+                pages.push(page);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
+    }
+    pages
+}
+
+#[test]
+fn rendering_equals_the_kernels_trace_text() {
+    use scry::event::ftrace_page::parse_page;
+    require_tracefs!();
+    let root = tracefs();
+    let events: Vec<(&str, &str)> = KERNEL_TEXT_EVENTS
+        .iter()
+        .filter_map(|e| e.split_once(':'))
+        .filter(|(s, n)| root.join("events").join(s).join(n).join("format").exists())
+        .collect();
+    let mut instance = Instance::create(root).expect("instance");
+    instance
+        .write_file("buffer_size_kb", "8192")
+        .expect("buffer size");
+    for (system, name) in &events {
+        instance.enable(system, name).expect("enable");
+    }
+    let dir = common::tempdir();
+    common::run_ok(
+        Command::new("sh")
+            .arg("-c")
+            .arg(workload_script(dir.path())),
+    );
+    instance.set_tracing_on(false).expect("tracing off");
+
+    let cache = FormatCache::from_tracefs(root);
+    let cpus = scry::sys::proc::online_cpus().expect("online cpus");
+    let (mut compared, mut diffs) = (0usize, Vec::new());
+    let mut seen = HashSet::new();
+    for cpu in cpus {
+        let cpu_dir = instance.path().join(format!("per_cpu/cpu{cpu}"));
+        // The text first: reading trace_pipe_raw consumes the buffer.
+        let text = String::from_utf8_lossy(&std::fs::read(cpu_dir.join("trace")).expect("trace"))
+            .into_owned();
+        let kernel: Vec<(String, String)> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|line| {
+                let (at, name) = events
+                    .iter()
+                    .filter_map(|(_, n)| line.find(&format!(": {n}: ")).map(|at| (at, *n)))
+                    .min()?;
+                Some((name.to_string(), line[at + name.len() + 4..].to_string()))
+            })
+            .collect();
+        let mut ours = Vec::new();
+        for page in read_pages(&cpu_dir.join("trace_pipe_raw")) {
+            let page = parse_page(&page, cache.endian());
+            assert!(
+                !page.missed_events,
+                "cpu {cpu}: the ring buffer lost events"
+            );
+            for record in page.records {
+                let id = cache.record_id(record.data).expect("common_type");
+                let name = cache.get(id).expect("format").name.clone();
+                let mut out = String::new();
+                cache.render(record.data, &mut out);
+                ours.push((name, out));
+            }
+        }
+        assert_eq!(
+            ours.len(),
+            kernel.len(),
+            "cpu {cpu}: {} records in trace_pipe_raw, {} lines in trace",
+            ours.len(),
+            kernel.len()
+        );
+        for (a, b) in ours.iter().zip(&kernel) {
+            if a == b {
+                compared += 1;
+                seen.insert(a.0.clone());
+            } else {
+                diffs.push(format!("cpu {cpu}\n  kernel: {b:?}\n  scry:   {a:?}"));
+            }
+        }
+    }
+    drop(instance);
+    eprintln!(
+        "{compared} records of {} events equal the kernel's trace text; {} differ",
+        seen.len(),
+        diffs.len()
+    );
+    assert!(
+        diffs.is_empty(),
+        "{} records differ from the kernel's text; first:\n{}",
+        diffs.len(),
+        diffs
+            .iter()
+            .take(15)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(compared > 100, "only {compared} records compared");
+    for must in [
+        "sched_switch",
+        "sched_wakeup",
+        "sched_process_exec",
+        "sys_enter",
+    ] {
+        assert!(seen.contains(must), "no {must} record compared");
+    }
+    assert!(
+        seen.len() >= 12,
+        "only {} events compared: {seen:?}",
+        seen.len()
+    );
 }

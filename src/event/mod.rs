@@ -3,10 +3,12 @@
 //! linux-perf-event-reader's `EventRecord`s, the same for live rings and files.
 //! Tracepoints: `format` files (`format`, `tracing_data_parse`), their print
 //! fmt (`print_fmt` parses, `print_render` evaluates) and `format_cache`,
-//! the one entry point consumers render raw tracepoint bytes with.
+//! the one entry point consumers render raw tracepoint bytes with;
+//! `ftrace_page` splits tracefs ring-buffer pages into records.
 
 pub mod format;
 pub mod format_cache;
+pub mod ftrace_page;
 pub mod name;
 pub mod print_fmt;
 pub mod print_render;

@@ -50,14 +50,15 @@ impl Instance {
         &self.path
     }
 
-    fn write_file(&self, rel: &str, text: &str) -> io::Result<()> {
+    /// Writes `text` to a file of the instance (`buffer_size_kb`,
+    /// `options/hash-ptr`, `trace_clock`...), in one write(2).
+    pub fn write_file(&self, rel: &str, text: &str) -> io::Result<()> {
         let path = self.path.join(rel);
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .truncate(true)
             .open(&path)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-        // One write(2): tracefs parses each write on its own.
         file.write_all(text.as_bytes())
     }
 
