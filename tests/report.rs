@@ -441,3 +441,91 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// Runs `tmux` with `args`, returning its stdout.
+fn tmux(args: &[&str]) -> String {
+    common::run_ok(std::process::Command::new("tmux").args(args))
+}
+
+fn wait_for_pane(session: &str, needle: &str) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        let pane = tmux(&["capture-pane", "-p", "-t", session]);
+        if pane.contains(needle) || start.elapsed() > std::time::Duration::from_secs(20) {
+            return pane;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn interactive_browser_under_tmux() {
+    require_kernel!();
+    require_perf!();
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        common::gate(Err("tmux is not installed (apt-get install tmux)".into()));
+        return;
+    }
+    let dir = common::tempdir();
+    let data = perf_record(dir.path(), "cpu7525", &common::workload("cpu7525"), &["30"]);
+    let session = format!("scry-report-{}", std::process::id());
+    let command = format!(
+        "{} report --no-children -i {}; echo SCRY-EXITED-$?; sleep 30",
+        env!("CARGO_BIN_EXE_scry"),
+        data.display()
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &command,
+    ]);
+    struct Kill(String);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("tmux")
+                .args(["kill-session", "-t", &self.0])
+                .output();
+        }
+    }
+    let _kill = Kill(session.clone());
+
+    let pane = wait_for_pane(&session, "q quit");
+    assert!(pane.contains("scry report:"), "browser title:\n{pane}");
+    assert!(pane.contains("[.] hot_a"), "entries:\n{pane}");
+    // Search for hot_b, expand it: its callers appear.
+    tmux(&[
+        "send-keys",
+        "-t",
+        &session,
+        "/",
+        "h",
+        "o",
+        "t",
+        "_",
+        "b",
+        "Enter",
+    ]);
+    let pane = wait_for_pane(&session, "search 'hot_b'");
+    assert!(
+        pane.contains("[.] hot_b") && !pane.contains("[.] hot_a"),
+        "{pane}"
+    );
+    tmux(&["send-keys", "-t", &session, "Enter"]);
+    let pane = wait_for_pane(&session, "middle_b");
+    assert!(pane.contains("middle_b"), "expanded hot_b:\n{pane}");
+    // q leaves and restores the terminal: the shell's line is back.
+    tmux(&["send-keys", "-t", &session, "q"]);
+    let pane = wait_for_pane(&session, "SCRY-EXITED-");
+    assert!(pane.contains("SCRY-EXITED-0"), "exit status 0:\n{pane}");
+    assert!(!pane.contains("q quit"), "alternate screen left:\n{pane}");
+}

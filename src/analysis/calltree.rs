@@ -140,15 +140,15 @@ pub fn build_trees(
     let mut trees = vec![CallTree::new(); entries.len()];
     let mut seen: Vec<RawKey> = Vec::with_capacity(64);
     for sample in samples {
-        if sample.event != ev.event || sample.stack.is_empty() {
+        let Some(&leaf) = sample.stack.first() else {
             continue;
-        }
-        if !profile.filter.keeps_sample(sample) {
+        };
+        if sample.event != ev.event || !profile.filter.keeps_sample(sample) {
             continue;
         }
         let stack = &sample.stack;
         if !profile.children {
-            let Some(key) = profile.key_of(sample, stack[0]) else {
+            let Some(key) = profile.key_of(sample, leaf) else {
                 continue;
             };
             let Some(&slot) = wanted.get(&key) else {
@@ -168,8 +168,8 @@ pub fn build_trees(
         match order {
             GraphOrder::Caller => {
                 // Outermost occurrence first: walk from the root.
-                for pos in (0..stack.len()).rev() {
-                    let Some(key) = profile.key_of(sample, stack[pos]) else {
+                for (pos, &frame) in stack.iter().enumerate().rev() {
+                    let Some(key) = profile.key_of(sample, frame) else {
                         continue;
                     };
                     if seen.contains(&key) {
@@ -183,8 +183,8 @@ pub fn build_trees(
                 }
             }
             GraphOrder::Callee => {
-                for pos in 0..stack.len() {
-                    let Some(key) = profile.key_of(sample, stack[pos]) else {
+                for (pos, &frame) in stack.iter().enumerate() {
+                    let Some(key) = profile.key_of(sample, frame) else {
                         continue;
                     };
                     if seen.contains(&key) {

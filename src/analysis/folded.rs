@@ -129,8 +129,10 @@ mod tests {
 
     #[test]
     fn only_one_event_is_folded() {
-        let mut b = Builder::default();
-        b.event = 1;
+        let mut b = Builder {
+            event: 1,
+            ..Builder::default()
+        };
         b.sample("app", 1, &["f"], 2);
         b.event = 0;
         b.sample("app", 1, &["g"], 5);

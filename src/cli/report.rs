@@ -6,7 +6,7 @@
 //! children, callee order without), branches under 0.5% hidden. Standard
 //! output on a terminal without `--stdio` opens the interactive browser.
 
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -208,6 +208,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     };
 
     let stdout = std::io::stdout();
+    if args.format == Format::Text && !args.stdio && stdout.is_terminal() {
+        scry::render::tui::browse(&resolved.samples, &resolved.frames, &meta, options)
+            .context("interactive browser")?;
+        return Ok(());
+    }
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     match args.format {
         Format::Text => write_stdio(

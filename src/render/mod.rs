@@ -7,12 +7,13 @@
 //! quietly in `main`).
 pub mod flamegraph;
 pub mod folded;
-pub mod list;
 #[cfg(test)]
 mod golden;
+pub mod list;
 pub mod report;
 pub mod report_json;
 pub mod script;
 pub mod stat;
 pub mod trace;
 pub mod top;
+pub mod tui;
