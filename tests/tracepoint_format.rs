@@ -789,3 +789,41 @@ fn rendering_equals_the_kernels_trace_text() {
         seen.len()
     );
 }
+
+#[test]
+fn malformed_tracing_data_is_one_line_and_exit_2() {
+    require_kernel!();
+    require_tracefs!();
+    let dir = common::tempdir();
+    let file = dir.path().join("t.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-e", "sched:sched_process_exec", "-o"])
+            .arg(&file)
+            .args(["--", "true"]),
+    );
+    let section = PerfReader::open(&file)
+        .expect("open")
+        .layout()
+        .feature(1)
+        .expect("TRACING_DATA");
+    let mut bytes = std::fs::read(&file).expect("read");
+    let blob = &mut bytes[section.offset as usize..section.end() as usize];
+    let at = blob
+        .windows(4)
+        .position(|w| w == b"ID: ")
+        .expect("an ID line in the formats");
+    blob[at + 4..at + 6].copy_from_slice(b"zz");
+    let bad = dir.path().join("bad.data");
+    std::fs::write(&bad, &bytes).expect("write");
+    let out = common::output(common::scry().arg("script").arg("-i").arg(&bad));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("TRACING_DATA")
+            && stderr.contains("sched:sched_process_exec")
+            && stderr.contains("ID is not a number"),
+        "{stderr}"
+    );
+}
