@@ -552,3 +552,77 @@ fn a_file_cut_before_any_checkpoint_is_recoverable() {
         "all records but the torn one"
     );
 }
+
+/// Throughput of the data path against a plain `File::write_all` of the
+/// same batches (the floor): `cargo test --release --test data_writer --
+/// --ignored --nocapture bench`. Prints MiB/s of both and their ratio.
+/// `SCRY_BENCH_DIR=/dev/shm` takes the disk out of the measure.
+#[test]
+#[ignore = "benchmark; run by hand in release mode"]
+fn bench_writer_throughput() {
+    use std::io::Write;
+    use std::time::Instant;
+    require_kernel!();
+    require_perf!();
+    let dir = tempfile::Builder::new()
+        .prefix("scry-bench-")
+        .tempdir_in(std::env::var("SCRY_BENCH_DIR").unwrap_or(env!("CARGO_TARGET_TMPDIR").into()))
+        .unwrap();
+    let theirs = dir.path().join("theirs.data");
+    common::run_ok(
+        common::perf()
+            .args(["record", "-q", "-g", "-F", "999", "-o"])
+            .arg(&theirs)
+            .arg("--")
+            .arg(common::workload("cpu7525"))
+            .arg("20"),
+    );
+    let perf_file = read_perf_file(&theirs);
+    // ~64 KiB batches of whole records, as one ring drain would hand over.
+    let recs = records(&perf_file.data);
+    let mut batch = Vec::new();
+    for (_, r) in recs.iter().cycle() {
+        if batch.len() + r.len() > 64 << 10 {
+            break;
+        }
+        batch.extend_from_slice(r);
+    }
+    let total: u64 = 1 << 30;
+    let rounds = total / batch.len() as u64;
+
+    let plain_path = dir.path().join("plain");
+    let start = Instant::now();
+    let mut plain = File::create(&plain_path).unwrap();
+    for _ in 0..rounds {
+        plain.write_all(&batch).unwrap();
+    }
+    plain.sync_all().unwrap();
+    let plain_secs = start.elapsed().as_secs_f64();
+    std::fs::remove_file(&plain_path).unwrap();
+
+    let ours_path = dir.path().join("ours.data");
+    let start = Instant::now();
+    let mut w =
+        PerfDataWriter::with_events(File::create(&ours_path).unwrap(), &perf_file.events).unwrap();
+    for i in 0..rounds {
+        w.write_records(&batch).unwrap();
+        if i % 64 == 0 {
+            w.write_finished_round().unwrap();
+        }
+    }
+    let file = w
+        .finish(&perf_file.events, &features_for(&perf_file))
+        .unwrap();
+    file.sync_all().unwrap();
+    let ours_secs = start.elapsed().as_secs_f64();
+
+    let mib = (rounds * batch.len() as u64) as f64 / (1 << 20) as f64;
+    println!(
+        "plain write_all: {:.0} MiB/s; PerfDataWriter: {:.0} MiB/s; ratio {:.2}",
+        mib / plain_secs,
+        mib / ours_secs,
+        ours_secs / plain_secs
+    );
+    let (report, _) = perf_out(&["report", "--stdio", "--header-only"], &ours_path);
+    assert!(report.contains("data size"), "{report}");
+}
