@@ -827,3 +827,17 @@ fn malformed_tracing_data_is_one_line_and_exit_2() {
         "{stderr}"
     );
 }
+
+#[test]
+fn instances_of_dead_scry_processes_are_removed() {
+    require_tracefs!();
+    let root = tracefs();
+    let mut child = Command::new("true").spawn().expect("spawn true");
+    let dead = child.id();
+    child.wait().expect("wait");
+    let stale = root.join("instances").join(format!("scry-{dead}-0"));
+    std::fs::create_dir(&stale).expect("make a stale instance");
+    let live = Instance::create(root).expect("create");
+    assert!(!stale.exists(), "{} survived", stale.display());
+    assert!(live.path().exists());
+}

@@ -5,8 +5,9 @@
 //!
 //! Decisions:
 //! - The instance is removed on drop (`rmdir`, which the kernel refuses
-//!   while a reader holds one of its files open: readers are closed first
-//!   because they borrow the instance). Events are disabled before removal.
+//!   while one of its files is open). Events are disabled before removal.
+//!   Instances of scry processes that died without dropping theirs
+//!   (SIGKILL) are removed by the next `Instance::create`.
 //! - `try_filter` is how the kernel's reason for refusing a filter is
 //!   obtained: PERF_EVENT_IOC_SET_FILTER returns only EINVAL, while writing
 //!   the same filter to an instance's `events/<sys>/<name>/filter` makes the
@@ -27,8 +28,10 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// Creates `instances/scry-<pid>-<n>` under the tracefs at `root`.
+    /// Creates `instances/scry-<pid>-<n>` under the tracefs at `root`,
+    /// first removing instances left by scry processes that no longer run.
     pub fn create(root: &Path) -> io::Result<Instance> {
+        remove_stale(root);
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let name = format!(
             "scry-{}-{}",
@@ -127,6 +130,28 @@ impl Instance {
     /// The human-readable `trace` text of this instance.
     pub fn trace_text(&self) -> io::Result<String> {
         Ok(String::from_utf8_lossy(&self.read_file("trace")?).into_owned())
+    }
+}
+
+/// Removes `instances/scry-<pid>-<n>` of dead pids (a scry that was
+/// SIGKILLed cannot clean up after itself). Best effort.
+pub fn remove_stale(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root.join("instances")) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("scry-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
     }
 }
 
