@@ -238,6 +238,33 @@ fn report_body(text: &str) -> Vec<&str> {
     text.lines().filter(|l| !l.starts_with('#')).collect()
 }
 
+/// Every record linux-perf-data (samply's reader) yields, in its order:
+/// (attr index or none for user records, type, bytes).
+fn lpd_records(path: &Path) -> Vec<(Option<usize>, u32, Vec<u8>)> {
+    use linux_perf_data::{PerfFileReader, PerfFileRecord};
+    let file = std::io::BufReader::new(File::open(path).unwrap());
+    let PerfFileReader {
+        mut perf_file,
+        mut record_iter,
+    } = PerfFileReader::parse_file(file).unwrap();
+    let mut out = Vec::new();
+    while let Some(rec) = record_iter.next_record(&mut perf_file).unwrap() {
+        out.push(match rec {
+            PerfFileRecord::EventRecord { attr_index, record } => (
+                Some(attr_index),
+                record.record_type.0,
+                record.data.as_slice().to_vec(),
+            ),
+            PerfFileRecord::UserRecord(r) => (
+                None,
+                r.record_type.record_type().0,
+                r.data.as_slice().to_vec(),
+            ),
+        });
+    }
+    out
+}
+
 /// The same answers from perf on both files: script, report, evlist, and
 /// every build-id perf found is one we wrote.
 fn assert_perf_agrees(theirs: &Path, ours: &Path) -> String {
@@ -263,6 +290,12 @@ fn assert_perf_agrees(theirs: &Path, ours: &Path) -> String {
     let (evlist_theirs, _) = perf_out(&["evlist", "-v"], theirs);
     let (evlist_ours, _) = perf_out(&["evlist", "-v"], ours);
     assert_eq!(evlist_ours, evlist_theirs);
+
+    let ours_records = lpd_records(ours);
+    assert!(
+        ours_records == lpd_records(theirs),
+        "linux-perf-data reads other records"
+    );
 
     let (ids_theirs, _) = perf_out(&["buildid-list"], theirs);
     let (ids_ours, _) = perf_out(&["buildid-list"], ours);
