@@ -42,8 +42,10 @@ pub use layout::{
     Endian, FileLayout, RecordFrame, Section, feature_name, record_type_name, walk_records,
 };
 
+/// The parsed record types `next_record` returns.
+pub use linux_perf_data::linux_perf_event_reader::{EventRecord, SampleRecord};
 use linux_perf_data::linux_perf_event_reader::{
-    EventRecord, HardwareEventId, PerfEventAttr, PerfEventType, SoftwareCounterType,
+    HardwareEventId, PerfEventAttr, PerfEventType, SoftwareCounterType,
 };
 use linux_perf_data::{Feature, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
 pub use linux_perf_data::{RawUserRecord, UserRecordType};

@@ -511,9 +511,15 @@ pub fn record_type_name(t: u32) -> String {
     format!("PERF_RECORD_{name}")
 }
 
-/// perf's name for a feature bit (`HEADER_<name>`).
+/// perf's name for a feature bit (`HEADER_<name>` without the prefix), or
+/// `bit N` for a bit perf has not defined.
 pub fn feature_name(bit: u32) -> String {
-    linux_perf_data::Feature(bit).to_string()
+    let name = linux_perf_data::Feature(bit).to_string();
+    if name.starts_with("Unknown") {
+        format!("bit {bit}")
+    } else {
+        name
+    }
 }
 
 /// A `perf_header_string`: u32 length, then that many bytes, NUL padded.

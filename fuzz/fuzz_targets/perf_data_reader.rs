@@ -1,0 +1,90 @@
+//! Fuzz target: arbitrary bytes as a perf.data file, through everything
+//! `scry script` does with one: the checks, the header features, every
+//! record in time order parsed (samples with callchains and raw data printed
+//! in perf script's layout) and the file-order walk of `-D`.
+//!
+//! The reader turns panics of the crates it wraps into errors
+//! (`ParserPanic`, or a bad record whose reason says the parser panicked).
+//! With `SCRY_FUZZ_STRICT=1` this target panics on those instead, so the
+//! fuzzer reports the inputs that reach the last-resort `catch_unwind`.
+#![no_main]
+
+use std::io::Write;
+
+use libfuzzer_sys::fuzz_target;
+use scry::data::reader::{Comms, EventRecord, PerfReader, ReadError, Record};
+use scry::render::script::{EventFormat, FieldSpec, ScriptPrinter, ScriptSample, Unresolved};
+
+fn check(e: &ReadError) {
+    let strict = std::env::var_os("SCRY_FUZZ_STRICT").is_some();
+    let text = e.to_string();
+    if strict && (matches!(e, ReadError::ParserPanic { .. }) || text.contains("panicked")) {
+        panic!("{text}");
+    }
+    assert!(!text.contains('\n'), "multi-line error: {text}");
+}
+
+fn read(data: &[u8]) -> Result<(), ReadError> {
+    let mut reader = PerfReader::from_bytes("fuzz", data.to_vec())?;
+    if let Err(e) = reader.info() {
+        check(&e);
+    }
+    let formats: Vec<EventFormat> = reader
+        .events()
+        .iter()
+        .map(|e| EventFormat {
+            name: e.name.clone(),
+            is_tracepoint: false,
+            has_tid: true,
+            has_time: true,
+            has_cpu: true,
+            has_period: true,
+            has_ip: true,
+            has_callchain: true,
+            has_raw: true,
+        })
+        .collect();
+    let printer = ScriptPrinter::new(formats, &FieldSpec::Default).ok();
+    let mut out = std::io::sink();
+    let _ = reader.walk_file_order(|_, head, body| out.write_all(head).and(out.write_all(body)));
+    let mut comms = Comms::default();
+    let mut chain = Vec::new();
+    while let Some(record) = reader.next_record()? {
+        let Record::Event { attr_index, record } = record else {
+            continue;
+        };
+        comms.handle_record(&record);
+        let EventRecord::Sample(s) = &record else {
+            continue;
+        };
+        chain.clear();
+        if let Some(cc) = &s.callchain {
+            chain.extend((0..cc.len()).filter_map(|i| cc.get(i)).map(|a| (a, false)));
+        }
+        let comm = comms.get(s.tid.unwrap_or(-1));
+        let raw = s.raw.map(|r| r.as_slice());
+        let sample = ScriptSample {
+            event: attr_index,
+            comm: &comm,
+            pid: s.pid,
+            tid: s.tid,
+            cpu: s.cpu,
+            time: s.timestamp,
+            period: s.period,
+            ip: s.ip,
+            ip_kernel: false,
+            callchain: Some(&chain),
+            raw: raw.as_deref(),
+        };
+        if let Some(p) = &printer {
+            let _ = p.write_sample(&mut out, &sample, &mut Unresolved);
+        }
+    }
+    Ok(())
+}
+
+fuzz_target!(|data: &[u8]| {
+    if let Err(e) = read(data) {
+        check(&e);
+    }
+});

@@ -1,0 +1,254 @@
+//! Bad perf.data files: empty, wrong magic, truncated at many offsets, and
+//! hundreds of deterministic byte mutations of real `perf record` files.
+//! `scry script` must answer each with exit 2 and exactly one stderr line
+//! starting `scry: ` (or exit 0 when the damage happens to be harmless):
+//! never a panic (exit 101), an abort (a signal) or a hang.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use scry::data::reader::{PerfReader, Record};
+
+/// A small pseudo-random sequence (64-bit LCG, Knuth's constants): the
+/// mutations are the same on every run and every machine.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 17
+    }
+}
+
+/// Records `calls` with perf; None (skipped) without perf or perf events.
+fn recorded(dir: &Path, name: &str, extra: &[&str]) -> Option<PathBuf> {
+    if !common::require_perf() || !common::require_perf_events() {
+        return None;
+    }
+    let file = dir.join(name);
+    let calls = common::workload("calls");
+    let out = common::output(
+        common::perf()
+            .args(["record", "-g", "-F", "2000"])
+            .args(extra)
+            .arg("-o")
+            .arg(&file)
+            .arg("--")
+            .arg(&calls)
+            .arg("400000"),
+    );
+    assert!(
+        out.status.success(),
+        "perf record failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(file)
+}
+
+/// How one run ended, if it broke the rules.
+fn check_run(file: &Path, what: &str) -> Option<String> {
+    let mut child = common::scry()
+        .args(["script", "-i"])
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start scry");
+    let status = common::wait_timeout(&mut child, Duration::from_secs(30));
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Some(format!("{what}: hung (killed after 30 s)"));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        use std::io::Read;
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    match status.code() {
+        Some(0) => None,
+        Some(2) if stderr.lines().count() == 1 && stderr.starts_with("scry: ") => None,
+        code => Some(format!("{what}: exit {code:?}, stderr: {stderr:?}")),
+    }
+}
+
+fn run_all(cases: Vec<(String, Vec<u8>)>, dir: &Path) -> Vec<String> {
+    let path = dir.join("case.data");
+    let mut failures = Vec::new();
+    for (what, bytes) in cases {
+        std::fs::write(&path, &bytes).unwrap();
+        failures.extend(check_run(&path, &what));
+    }
+    failures
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Offsets where the file changes from one part to the next.
+fn boundaries(b: &[u8]) -> Vec<usize> {
+    let mut v = vec![8, 16, 104];
+    let (data_off, data_size) = (u64_at(b, 40) as usize, u64_at(b, 48) as usize);
+    v.extend([data_off, data_off + 8, data_off + data_size]);
+    let nfeat: u32 = (0..4).map(|i| u64_at(b, 72 + 8 * i).count_ones()).sum();
+    let table = data_off + data_size;
+    for i in 0..nfeat as usize {
+        let off = u64_at(b, table + 16 * i) as usize;
+        let size = u64_at(b, table + 16 * i + 8) as usize;
+        v.extend([table + 16 * i, off, off + size]);
+    }
+    v.into_iter()
+        .flat_map(|x| [x.saturating_sub(1), x, x + 1])
+        .filter(|&x| x < b.len())
+        .collect()
+}
+
+fn one_line_error(file: &Path) -> String {
+    let out = common::output(common::scry().args(["script", "-i"]).arg(file));
+    assert_eq!(out.status.code(), Some(2), "{file:?}");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("scry: "), "{err}");
+    err
+}
+
+#[test]
+fn empty_and_foreign_files() {
+    let dir = common::tempdir();
+    let f = dir.path().join("perf.data");
+    std::fs::write(&f, b"").unwrap();
+    assert!(one_line_error(&f).contains("empty file"));
+    std::fs::write(&f, b"#!/bin/sh\necho not perf data\n").unwrap();
+    let err = one_line_error(&f);
+    assert!(
+        err.contains("not a perf.data file (bad magic 0x2321"),
+        "{err}"
+    );
+    std::fs::write(&f, b"PERF").unwrap();
+    assert!(one_line_error(&f).contains("truncated header"));
+    let mut header = b"PERFILE2".to_vec();
+    header.extend(104u64.to_le_bytes());
+    std::fs::write(&f, &header).unwrap();
+    assert!(one_line_error(&f).contains("truncated header"));
+}
+
+#[test]
+fn truncated_files() {
+    let dir = common::tempdir();
+    let Some(file) = recorded(dir.path(), "t.data", &[]) else {
+        return;
+    };
+    let bytes = std::fs::read(&file).unwrap();
+    let mut cuts: Vec<usize> = (0..64).map(|i| bytes.len() * i / 64).collect();
+    cuts.extend(boundaries(&bytes));
+    cuts.sort();
+    cuts.dedup();
+    let cases = cuts
+        .iter()
+        .map(|&n| (format!("truncated to {n} bytes"), bytes[..n].to_vec()))
+        .collect();
+    let failures = run_all(cases, dir.path());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // A cut inside the data section names the record and its offset.
+    let data_end = (u64_at(&bytes, 40) + u64_at(&bytes, 48)) as usize;
+    let mut cut = bytes[..data_end].to_vec();
+    cut.truncate(data_end - 3);
+    let f = dir.path().join("cut.data");
+    std::fs::write(&f, &cut).unwrap();
+    let err = one_line_error(&f);
+    assert!(err.contains("runs past the end of the file"), "{err}");
+}
+
+fn mutations(bytes: &[u8], seed: u64, n: usize) -> Vec<(String, Vec<u8>)> {
+    let mut rng = Lcg(seed);
+    (0..n)
+        .map(|i| {
+            let mut b = bytes.to_vec();
+            // Half the mutations flip one byte anywhere; the others hit the
+            // header and the start of the data, where the lengths live.
+            let span = if i % 2 == 0 {
+                b.len()
+            } else {
+                b.len().min(1024)
+            };
+            let at = (rng.next() % span as u64) as usize;
+            let flip = (rng.next() % 255 + 1) as u8;
+            b[at] ^= flip;
+            (format!("mutation {i}: byte {at:#x} ^= {flip:#04x}"), b)
+        })
+        .collect()
+}
+
+#[test]
+fn mutated_files() {
+    let dir = common::tempdir();
+    let Some(file) = recorded(dir.path(), "m.data", &[]) else {
+        return;
+    };
+    let bytes = std::fs::read(&file).unwrap();
+    let failures = run_all(mutations(&bytes, 0x5c47, 160), dir.path());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn mutated_compressed_files() {
+    let dir = common::tempdir();
+    let Some(file) = recorded(dir.path(), "z.data", &["-z"]) else {
+        return;
+    };
+    let bytes = std::fs::read(&file).unwrap();
+    let failures = run_all(mutations(&bytes, 0x2a, 60), dir.path());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Reads every record of `bytes` through the library, as `scry script` does.
+fn read_all(bytes: &[u8]) -> Result<usize, String> {
+    let mut reader = PerfReader::from_bytes("mutant", bytes.to_vec()).map_err(|e| e.to_string())?;
+    let _ = reader.info();
+    let mut n = 0;
+    while let Some(record) = reader.next_record().map_err(|e| e.to_string())? {
+        if let Record::Event { .. } = record {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+#[test]
+fn many_mutations_in_process_never_panic() {
+    let dir = common::tempdir();
+    let Some(file) = recorded(dir.path(), "p.data", &[]) else {
+        return;
+    };
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(read_all(&bytes).is_ok_and(|n| n > 0));
+    let mut errors = 0;
+    for (what, mutant) in mutations(&bytes, 0xdead_beef, 3000) {
+        // A panic escaping the reader fails the test here, naming the case.
+        let result = std::panic::catch_unwind(|| read_all(&mutant));
+        match result {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                errors += 1;
+                assert!(
+                    e.starts_with("mutant: "),
+                    "{what}: error without the file name: {e}"
+                );
+                assert!(!e.contains('\n'), "{what}: multi-line error: {e}");
+            }
+            Err(_) => panic!("{what}: the reader panicked"),
+        }
+    }
+    assert!(
+        errors > 0,
+        "no mutation was detected: the test proves nothing"
+    );
+}
