@@ -125,8 +125,15 @@ fn arg_kind(field: &Field) -> ArgKind {
     if n.contains("flags") || n.contains("mask") || n == "mode" || n == "prot" || t == "umode_t" {
         return ArgKind::Hex;
     }
-    let size = |s: u8| if t.contains("long") || t.contains("size_t") || t.contains("off_t") { 8 } else { s };
-    let unsigned = t.contains("unsigned") || t == "size_t" || t.starts_with('u') || t.starts_with("__u");
+    let size = |s: u8| {
+        if t.contains("long") || t.contains("size_t") || t.contains("off_t") {
+            8
+        } else {
+            s
+        }
+    };
+    let unsigned =
+        t.contains("unsigned") || t == "size_t" || t.starts_with('u') || t.starts_with("__u");
     if unsigned {
         ArgKind::Unsigned(size(4))
     } else {
@@ -177,7 +184,11 @@ impl SyscallCall {
 
     /// The first time seen (entry, else exit).
     pub fn time(&self) -> u64 {
-        self.enter.as_ref().map(|e| e.time).or(self.exit_time).unwrap_or(0)
+        self.enter
+            .as_ref()
+            .map(|e| e.time)
+            .or(self.exit_time)
+            .unwrap_or(0)
     }
 
     /// The errno of a failed call (`ret` in -4095..=-1).
@@ -204,7 +215,14 @@ impl Pairer {
     }
 
     /// An exit: the call, with its entry if it was seen.
-    pub fn exit(&mut self, pid: i32, tid: i32, time: u64, desc: Rc<SyscallDesc>, ret: i64) -> SyscallCall {
+    pub fn exit(
+        &mut self,
+        pid: i32,
+        tid: i32,
+        time: u64,
+        desc: Rc<SyscallDesc>,
+        ret: i64,
+    ) -> SyscallCall {
         let enter = match self.pending.remove(&tid) {
             Some(e) if e.desc.nr == desc.nr => Some(e),
             Some(other) => {
@@ -272,7 +290,11 @@ impl CallStats {
         let Some(d) = call.duration_ns() else { return };
         self.timed += 1;
         self.total_ns += d;
-        self.min_ns = if self.timed == 1 { d } else { self.min_ns.min(d) };
+        self.min_ns = if self.timed == 1 {
+            d
+        } else {
+            self.min_ns.min(d)
+        };
         self.max_ns = self.max_ns.max(d);
         let x = d as f64;
         let delta = x - self.mean;
@@ -356,8 +378,15 @@ pub enum TraceItem {
         text: String,
     },
     /// A thread's name, from a COMM record or /proc.
-    Comm { tid: i32, comm: String },
-    ThreadExit { pid: i32, tid: i32, time: u64 },
+    Comm {
+        tid: i32,
+        comm: String,
+    },
+    ThreadExit {
+        pid: i32,
+        tid: i32,
+        time: u64,
+    },
 }
 
 impl TraceItem {
@@ -378,7 +407,15 @@ pub trait TraceOutput {
     /// A finished (or abandoned) system call.
     fn call(&mut self, call: &SyscallCall, comm: &str) -> io::Result<()>;
     /// Another event.
-    fn event(&mut self, time: u64, pid: i32, tid: i32, comm: &str, name: &str, text: &str) -> io::Result<()>;
+    fn event(
+        &mut self,
+        time: u64,
+        pid: i32,
+        tid: i32,
+        comm: &str,
+        name: &str,
+        text: &str,
+    ) -> io::Result<()>;
 }
 
 /// Settings of the tracer. Defaults: every call shown, no summary.
@@ -432,18 +469,33 @@ impl Tracer {
             }
             TraceItem::Enter(enter) => {
                 let (pid, tid) = (enter.pid, enter.tid);
-                self.summary.event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
+                self.summary
+                    .event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
                 if let Some(unfinished) = self.pairer.enter(enter) {
                     self.emit(unfinished, out)?;
                 }
             }
-            TraceItem::Exit { pid, tid, time, desc, ret } => {
-                self.summary.event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
+            TraceItem::Exit {
+                pid,
+                tid,
+                time,
+                desc,
+                ret,
+            } => {
+                self.summary
+                    .event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
                 let call = self.pairer.exit(pid, tid, time, desc, ret);
                 self.emit(call, out)?;
             }
-            TraceItem::Event { pid, tid, time, name, text } => {
-                self.summary.event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
+            TraceItem::Event {
+                pid,
+                tid,
+                time,
+                name,
+                text,
+            } => {
+                self.summary
+                    .event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
                 if self.opts.show_events {
                     out.event(time, pid, tid, self.comm(tid), &name, &text)?;
                 }
@@ -515,7 +567,10 @@ mod tests {
             s.call(&call);
         }
         let st = &s.threads[&(1, 7)].syscalls[&39];
-        assert_eq!((st.calls, st.errors, st.total_ns, st.min_ns, st.max_ns), (3, 1, 60, 10, 30));
+        assert_eq!(
+            (st.calls, st.errors, st.total_ns, st.min_ns, st.max_ns),
+            (3, 1, 60, 10, 30)
+        );
         assert!((st.avg_ns() - 20.0).abs() < 1e-9);
         // Sample stddev of 10, 20, 30 is 10: 50% of the mean.
         assert!((st.stddev_pct() - 50.0).abs() < 1e-9);
@@ -534,7 +589,10 @@ print fmt: \"dfd: 0x%08lx\", ((unsigned long)(REC->dfd))\n";
         let format = crate::event::format::parse_format("syscalls", text).unwrap();
         let d = SyscallDesc::from_format(257, "openat", &format);
         let kinds: Vec<ArgKind> = d.args.iter().map(|a| a.kind).collect();
-        assert_eq!(kinds, vec![ArgKind::DirFd, ArgKind::Str, ArgKind::Hex, ArgKind::Hex]);
+        assert_eq!(
+            kinds,
+            vec![ArgKind::DirFd, ArgKind::Str, ArgKind::Hex, ArgKind::Hex]
+        );
         assert_eq!(d.string_args().collect::<Vec<_>>(), vec![1]);
     }
 }

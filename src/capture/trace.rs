@@ -32,8 +32,8 @@ use crate::sys::signal::{self, PollFd, SignalPipe};
 use crate::sys::uprobe::UprobePmu;
 use crate::sys::{proc, process};
 
-use super::session::{StopReason, Target};
 use super::CaptureError;
+use super::session::{StopReason, Target};
 
 /// What one event counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,9 +88,15 @@ pub enum TraceRecord<'a> {
         comm: String,
         exec: bool,
     },
-    Exit { pid: i32, tid: i32, time: u64 },
+    Exit {
+        pid: i32,
+        tid: i32,
+        time: u64,
+    },
     /// The kernel dropped `count` records of this CPU's ring.
-    Lost { count: u64 },
+    Lost {
+        count: u64,
+    },
 }
 
 /// A sample, borrowing from the drained bytes.
@@ -145,7 +151,13 @@ pub struct TraceCapture {
 const SAMPLE_BASE: u64 =
     pe::PERF_SAMPLE_IDENTIFIER | pe::PERF_SAMPLE_TID | pe::PERF_SAMPLE_TIME | pe::PERF_SAMPLE_CPU;
 
-fn build_attr(event: &TraceEvent, first: bool, inherit: bool, enable_on_exec: bool, ring_bytes: usize) -> perf_event_attr {
+fn build_attr(
+    event: &TraceEvent,
+    first: bool,
+    inherit: bool,
+    enable_on_exec: bool,
+    ring_bytes: usize,
+) -> perf_event_attr {
     let mut attr = pe::new_attr();
     let mut sample_type = SAMPLE_BASE;
     if let TraceSource::Tracepoint { id } = event.source {
@@ -189,7 +201,11 @@ fn build_attr(event: &TraceEvent, first: bool, inherit: bool, enable_on_exec: bo
 impl TraceCapture {
     /// Opens every event on every CPU for the target. A `-- COMMAND` is
     /// forked but waits for `start` to exec.
-    pub fn open(events: Vec<TraceEvent>, target: &Target, mmap_pages: usize) -> Result<TraceCapture, CaptureError> {
+    pub fn open(
+        events: Vec<TraceEvent>,
+        target: &Target,
+        mmap_pages: usize,
+    ) -> Result<TraceCapture, CaptureError> {
         if events.is_empty() {
             return Err(CaptureError::NoEvents);
         }
@@ -197,7 +213,10 @@ impl TraceCapture {
             return Err(CaptureError::BadMmapPages(mmap_pages));
         }
         process::raise_fd_limit();
-        let pmu = if events.iter().any(|e| matches!(e.source, TraceSource::Uprobe { .. })) {
+        let pmu = if events
+            .iter()
+            .any(|e| matches!(e.source, TraceSource::Uprobe { .. }))
+        {
             Some(UprobePmu::detect().map_err(|err| CaptureError::Open {
                 event: "uprobe (/sys/bus/event_source/devices/uprobe)".into(),
                 err,
@@ -285,14 +304,23 @@ impl TraceCapture {
                 for (index, event) in self.events.iter().enumerate() {
                     let attr = &self.attrs[index];
                     let opened = match (&event.source, pmu) {
-                        (TraceSource::Uprobe { path, file_offset, retprobe }, Some(pmu)) => {
-                            pmu.open(attr, path, *file_offset, *retprobe, task, cpu as i32)
-                        }
+                        (
+                            TraceSource::Uprobe {
+                                path,
+                                file_offset,
+                                retprobe,
+                            },
+                            Some(pmu),
+                        ) => pmu.open(attr, path, *file_offset, *retprobe, task, cpu as i32),
                         _ => PerfEventFd::open(attr, task, cpu as i32),
                     };
                     let fd = match opened {
                         Ok(fd) => fd,
-                        Err(e) if e.raw_os_error() == Some(libc::ESRCH) && !target.pids.is_empty() => continue,
+                        Err(e)
+                            if e.raw_os_error() == Some(libc::ESRCH) && !target.pids.is_empty() =>
+                        {
+                            continue;
+                        }
                         Err(err) => return Err(open_error(&event.name, task, err)),
                     };
                     if let Some(filter) = &event.filter {
@@ -302,11 +330,15 @@ impl TraceCapture {
                             err,
                         })?;
                     }
-                    self.ids.insert(fd.id().map_err(CaptureError::System)?, index);
+                    self.ids
+                        .insert(fd.id().map_err(CaptureError::System)?, index);
                     match owner {
-                        Some(o) => fd.set_output(&self.counters[o]).map_err(CaptureError::System)?,
+                        Some(o) => fd
+                            .set_output(&self.counters[o])
+                            .map_err(CaptureError::System)?,
                         None => {
-                            let buffer = RingBuffer::map(fd.raw_fd(), mmap_pages).map_err(CaptureError::Mmap)?;
+                            let buffer = RingBuffer::map(fd.raw_fd(), mmap_pages)
+                                .map_err(CaptureError::Mmap)?;
                             owner = Some(self.counters.len());
                             self.rings.push(Ring {
                                 owner: self.counters.len(),
@@ -326,7 +358,10 @@ impl TraceCapture {
 
     /// The pid of the workload, once forked.
     pub fn workload_pid(&self) -> Option<i32> {
-        self.pending.as_ref().map(|p| p.pid()).or(self.child.as_ref().map(|c| c.pid))
+        self.pending
+            .as_ref()
+            .map(|p| p.pid())
+            .or(self.child.as_ref().map(|c| c.pid))
     }
 
     /// Enables the counters and lets the workload exec.
@@ -363,7 +398,11 @@ impl TraceCapture {
     /// Drains into `sink` until the workload exits, every watched process
     /// is gone, or SIGINT/SIGTERM arrives; then drains what is left and
     /// reaps the workload (SIGTERM first if it still runs).
-    pub fn run(&mut self, sink: &mut dyn TraceSink, signals: &SignalPipe) -> Result<StopReason, CaptureError> {
+    pub fn run(
+        &mut self,
+        sink: &mut dyn TraceSink,
+        signals: &SignalPipe,
+    ) -> Result<StopReason, CaptureError> {
         let mut buf = Vec::new();
         let mut poll_set: Vec<PollFd> = self
             .rings
@@ -396,7 +435,8 @@ impl TraceCapture {
             {
                 break StopReason::TargetExited(Some(status));
             }
-            if !self.watched_pids.is_empty() && self.watched_pids.iter().all(|&p| !proc::exists(p)) {
+            if !self.watched_pids.is_empty() && self.watched_pids.iter().all(|&p| !proc::exists(p))
+            {
                 break StopReason::TargetExited(None);
             }
         };
@@ -440,7 +480,9 @@ impl TraceCapture {
                 }
                 pe::PERF_RECORD_LOST => {
                     let mut r = Reader(body);
-                    r.u64().and_then(|_id| r.u64()).map(|count| TraceRecord::Lost { count })
+                    r.u64()
+                        .and_then(|_id| r.u64())
+                        .map(|count| TraceRecord::Lost { count })
                 }
                 _ => continue,
             };

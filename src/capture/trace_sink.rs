@@ -349,7 +349,10 @@ mod tests {
             regs: vec![0x1000],
             stack,
         };
-        assert_eq!(read_string(&s, 0x1004), ArgText::Text("/etc/hostname".into()));
+        assert_eq!(
+            read_string(&s, 0x1004),
+            ArgText::Text("/etc/hostname".into())
+        );
         assert_eq!(read_string(&s, 0), ArgText::Unavailable("NULL"));
         // Outside the copy, in a process that does not exist.
         assert!(matches!(read_string(&s, 0x9000), ArgText::Unavailable(_)));

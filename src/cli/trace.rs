@@ -21,7 +21,9 @@ use scry::analysis::syscalls::{Tracer, TracerOptions};
 use scry::capture::Target;
 use scry::capture::session::StopReason;
 use scry::capture::trace::{TraceCapture, TraceEvent, TraceSource, regs};
-use scry::capture::trace_sink::{EventRole, RawSyscallLayout, SyscallDecoder, SyscallTable, UPROBE_REGS};
+use scry::capture::trace_sink::{
+    EventRole, RawSyscallLayout, SyscallDecoder, SyscallTable, UPROBE_REGS,
+};
 use scry::event::format_cache::FormatCache;
 use scry::event::name;
 use scry::render::trace::{TextOutput, write_summary};
@@ -56,7 +58,12 @@ pub struct TraceArgs {
     #[arg(short = 'a', long = "all-cpus")]
     all_cpus: bool,
     /// Ring buffer size per CPU in pages (a power of two). Default 4096 (16 MiB).
-    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES", default_value_t = 4096)]
+    #[arg(
+        short = 'm',
+        long = "mmap-pages",
+        value_name = "PAGES",
+        default_value_t = 4096
+    )]
     mmap_pages: usize,
     /// The command to run and trace (after --).
     #[arg(last = true, value_name = "COMMAND")]
@@ -84,7 +91,8 @@ fn parse_selection(texts: &[String]) -> anyhow::Result<Selection> {
         ..Selection::default()
     };
     for text in texts {
-        for item in name::split_list(text) {
+        // Plain comma split: uprobe paths hold '/', which split_list pairs up.
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             if let Some((kind, rest)) = item.split_once(':')
                 && (kind == "uprobe" || kind == "uretprobe")
             {
@@ -124,7 +132,11 @@ fn parse_uprobe(spec: &str, retprobe: bool) -> anyhow::Result<(String, PathBuf, 
 }
 
 fn id_filter(ids: &BTreeSet<u64>, negate: bool) -> String {
-    let (op, join) = if negate { ("!=", " && ") } else { ("==", " || ") };
+    let (op, join) = if negate {
+        ("!=", " && ")
+    } else {
+        ("==", " || ")
+    };
     ids.iter()
         .map(|id| format!("id {op} {id}"))
         .collect::<Vec<_>>()
@@ -142,13 +154,20 @@ fn parse_pids(text: &str) -> anyhow::Result<Vec<i32>> {
     text.split(',')
         .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
         .collect::<Option<Vec<_>>>()
-        .with_context(|| format!("-p: expected a comma-separated list of process ids, got '{text}'"))
+        .with_context(|| {
+            format!("-p: expected a comma-separated list of process ids, got '{text}'")
+        })
 }
 
 pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     let target = Target {
         command: args.command.clone(),
-        pids: args.pid.as_deref().map(parse_pids).transpose()?.unwrap_or_default(),
+        pids: args
+            .pid
+            .as_deref()
+            .map(parse_pids)
+            .transpose()?
+            .unwrap_or_default(),
         system_wide: args.all_cpus,
         ..Target::default()
     };
@@ -165,7 +184,9 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     let sel = parse_selection(&args.events)?;
     let tracepoints = name::resolve(&sel.tracepoints)?;
     if args.filter.is_some() && tracepoints.is_empty() {
-        anyhow::bail!("--filter applies to tracepoint events given with -e (such as -e 'sched:sched_switch')");
+        anyhow::bail!(
+            "--filter applies to tracepoint events given with -e (such as -e 'sched:sched_switch')"
+        );
     }
     let root = scry::sys::tracefs::root().context("scry trace needs tracefs")?;
     let formats = Rc::new(FormatCache::from_tracefs(root));
@@ -174,19 +195,26 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
 
     let mut events = Vec::new();
     let mut roles = Vec::new();
-    let self_filter = args.all_cpus.then(|| format!("common_pid != {}", std::process::id()));
+    let self_filter = args
+        .all_cpus
+        .then(|| format!("common_pid != {}", std::process::id()));
     let mut layout = None;
     let wants_syscalls = sel.syscalls.as_ref().is_none_or(|s| !s.is_empty());
     if wants_syscalls {
         let enter = formats.load("raw_syscalls", "sys_enter")?;
         let exit = formats.load("raw_syscalls", "sys_exit")?;
-        layout = Some(RawSyscallLayout::new(&enter, &exit).context("raw_syscalls formats lack id/args/ret")?);
+        layout = Some(
+            RawSyscallLayout::new(&enter, &exit)
+                .context("raw_syscalls formats lack id/args/ret")?,
+        );
         // Which calls take strings: from each call's sys_enter_* format.
         let mut table = SyscallTable::new(Rc::clone(&formats));
         let mut with_strings = BTreeSet::new();
         if show_events {
             for (nr, _) in SyscallTable::all() {
-                if sel.syscalls.as_ref().is_none_or(|s| s.contains(&nr)) && table.get(nr).string_args().next().is_some() {
+                if sel.syscalls.as_ref().is_none_or(|s| s.contains(&nr))
+                    && table.get(nr).string_args().next().is_some()
+                {
                     with_strings.insert(nr);
                 }
             }
@@ -199,7 +227,12 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
             stack_user: if stack { STRING_STACK_BYTES } else { 0 },
         };
         if !with_strings.is_empty() {
-            events.push(tp(enter.id, "raw_syscalls:sys_enter", Some(id_filter(&with_strings, false)), true));
+            events.push(tp(
+                enter.id,
+                "raw_syscalls:sys_enter",
+                Some(id_filter(&with_strings, false)),
+                true,
+            ));
             roles.push(EventRole::SysEnter);
         }
         let plain_filter = match &sel.syscalls {
@@ -240,7 +273,9 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
             regs_user: UPROBE_REGS,
             stack_user: 0,
         });
-        roles.push(EventRole::Uprobe { retprobe: *retprobe });
+        roles.push(EventRole::Uprobe {
+            retprobe: *retprobe,
+        });
     }
     let names: Vec<String> = events.iter().map(|e| e.name.clone()).collect();
 
@@ -250,7 +285,8 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
 
     let out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
         )),
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
@@ -279,7 +315,9 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         eprintln!("scry: {undecodable} records could not be decoded");
     }
     match stop {
-        StopReason::TargetExited(Some(status)) if !status.success() => Err(crate::cli::Exit(1).into()),
+        StopReason::TargetExited(Some(status)) if !status.success() => {
+            Err(crate::cli::Exit(1).into())
+        }
         _ => Ok(()),
     }
 }

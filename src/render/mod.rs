@@ -15,5 +15,6 @@ pub mod report_json;
 pub mod script;
 pub mod stat;
 pub mod trace;
+pub mod trace;
 pub mod top;
 pub mod tui;

@@ -103,7 +103,15 @@ impl<W: Write> TraceOutput for TextOutput<W> {
         result
     }
 
-    fn event(&mut self, time: u64, _pid: i32, tid: i32, comm: &str, name: &str, text: &str) -> io::Result<()> {
+    fn event(
+        &mut self,
+        time: u64,
+        _pid: i32,
+        tid: i32,
+        comm: &str,
+        name: &str,
+        text: &str,
+    ) -> io::Result<()> {
         let ms = self.relative_ms(time);
         writeln!(self.out, "{ms:>10.3} {comm}/{tid} {name}: {text}")
     }
@@ -114,7 +122,11 @@ pub fn write_summary(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "\n Summary of events:")?;
     let total = summary.total_events.max(1) as f64;
     for (&(_pid, tid), thread) in &summary.threads {
-        let comm = if thread.comm.is_empty() { ":?" } else { &thread.comm };
+        let comm = if thread.comm.is_empty() {
+            ":?"
+        } else {
+            &thread.comm
+        };
         writeln!(
             out,
             "\n {comm} ({tid}), {} events, {:.1}%\n",
@@ -162,7 +174,9 @@ mod tests {
     use std::rc::Rc;
 
     use super::*;
-    use crate::analysis::syscalls::{ArgDesc, SyscallDesc, SyscallEnter, Tracer, TracerOptions, TraceItem};
+    use crate::analysis::syscalls::{
+        ArgDesc, SyscallDesc, SyscallEnter, TraceItem, Tracer, TracerOptions,
+    };
 
     fn openat() -> Rc<SyscallDesc> {
         let arg = |name: &str, kind| ArgDesc {
@@ -239,7 +253,12 @@ mod tests {
         write_summary(&summary, &mut table).unwrap();
         let table = String::from_utf8(table).unwrap();
         assert!(table.contains(" cat (7), 4 events, 100.0%"), "{table}");
-        assert!(table.contains("   openat                 2       1    0.504     0.004     0.252     0.500"), "{table}");
+        assert!(
+            table.contains(
+                "   openat                 2       1    0.504     0.004     0.252     0.500"
+            ),
+            "{table}"
+        );
     }
 
     #[test]
@@ -260,10 +279,13 @@ mod tests {
         );
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(text.contains("\"b\"") && text.contains("= 4"));
-        let (text, _) = run(vec![enter(0, ArgText::Text("c".into()))], TracerOptions {
-            show_events: true,
-            min_duration_ns: None,
-        });
+        let (text, _) = run(
+            vec![enter(0, ArgText::Text("c".into()))],
+            TracerOptions {
+                show_events: true,
+                min_duration_ns: None,
+            },
+        );
         assert!(text.trim_end().ends_with("= ?"), "{text}");
     }
 }

@@ -26,6 +26,7 @@ mod kallsyms;
 mod names;
 mod perf_map;
 pub mod probe_target;
+pub mod probe_target;
 mod process;
 mod resolver;
 mod unwind;

@@ -29,7 +29,9 @@ use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 pub enum ProbeTargetError {
     #[error("{path}: not an ELF file we can read: {what}")]
     NotElf { path: String, what: String },
-    #[error("{path}: the binary has no symbols (stripped); cannot find '{symbol}'")]
+    #[error(
+        "{path}: the binary has no symbol table (stripped) and '{symbol}' is not among its dynamic symbols"
+    )]
     NoSymbols { path: String, symbol: String },
     #[error("{path}: no function '{symbol}' (see 'nm -D {path}')")]
     NoSuchSymbol { path: String, symbol: String },
@@ -110,10 +112,11 @@ pub fn find_function(
         path: path.to_string(),
         what: e.to_string(),
     })?;
-    let mut saw_symbols = false;
+    // A stripped binary keeps only its dynamic symbols (what it exports
+    // and imports): a function missing there is "no symbols", not "no such".
+    let saw_symbols = file.symbols().next().is_some();
     let mut found = None;
     for sym in file.symbols().chain(file.dynamic_symbols()) {
-        saw_symbols = true;
         if sym.name() != Ok(name) || sym.is_undefined() {
             continue;
         }
@@ -516,8 +519,10 @@ pub fn find_binary(spec: &str) -> Result<PathBuf, ProbeTargetError> {
                 name == spec || name.starts_with(&format!("lib{stem}.so"))
             })
             .collect();
-        candidates.sort_by_key(|p| p.as_os_str().len());
-        if let Some(p) = candidates.into_iter().find(|p| p.is_file())
+        // `libc.so` is often a linker script: prefer versioned names, and
+        // take only ELF files.
+        candidates.sort_by_key(|p| (!p.to_string_lossy().contains(".so."), p.as_os_str().len()));
+        if let Some(p) = candidates.into_iter().find(|p| is_elf(p))
             && let Ok(real) = p.canonicalize()
         {
             return Ok(real);
@@ -534,6 +539,14 @@ pub fn find_binary(spec: &str) -> Result<PathBuf, ProbeTargetError> {
         }
     }
     Err(ProbeTargetError::NoSuchBinary(spec.to_string()))
+}
+
+fn is_elf(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == *b"\x7fELF")
 }
 
 /// perf's group name for probes in `path`: `probe_` + the file name up to

@@ -1,0 +1,500 @@
+//! `scry probe`: perf probe for user space. Defines persistent uprobes in
+//! tracefs `uprobe_events` (named `probe_BINARY:FUNC` as perf names them,
+//! usable by record, stat and trace like any tracepoint), lists and deletes
+//! them, and shows a function's variables (`-V`) and source lines (`-L`)
+//! from DWARF. Kernel functions would be kprobes; where the kernel has no
+//! kprobe_events one line says so.
+//!
+//! Argument syntax (perf's): `%di`, `+8(%sp):u64`, `$retval`, `NAME=ARG`,
+//! and with debug info a parameter name (`count`, `buf:string`), fetched
+//! at the entry from its System V argument register.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::Args;
+
+use scry::event::name::matches_glob;
+use scry::symbol::probe_target::{self, FunctionInfo, FunctionSite, ParamPlace};
+use scry::sys::uprobe;
+
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    /// The binary or library to probe (a path, or a name such as libc).
+    #[arg(short = 'x', long = "exec", value_name = "BINARY")]
+    exec: Option<String>,
+    /// Add a probe: '[EVENT=]FUNC[%return] [ARG...]' (also the positional words).
+    #[arg(short = 'a', long = "add", value_name = "PROBE")]
+    add: Vec<String>,
+    /// Delete the probes matching GROUP:EVENT or EVENT (globs allowed).
+    #[arg(short = 'd', long = "del", value_name = "EVENT")]
+    del: Vec<String>,
+    /// List the probes defined in uprobe_events (optionally matching a glob).
+    #[arg(short = 'l', long = "list")]
+    list: bool,
+    /// Show the variables available at FUNC's entry (needs -x and debug info).
+    #[arg(short = 'V', long = "vars", value_name = "FUNC")]
+    vars: Option<String>,
+    /// Show the source lines of FUNC (needs -x and debug info).
+    #[arg(short = 'L', long = "line", value_name = "FUNC")]
+    line: Option<String>,
+    /// List the functions of the -x binary (optionally matching a glob).
+    #[arg(short = 'F', long = "funcs")]
+    funcs: bool,
+    /// A probe definition, as for --add, or a glob for -l/-F.
+    #[arg(value_name = "PROBE")]
+    words: Vec<String>,
+}
+
+struct Binary {
+    path: PathBuf,
+    data: Vec<u8>,
+}
+
+impl Binary {
+    fn open(spec: Option<&str>, what: &str) -> anyhow::Result<Binary> {
+        let spec = spec.with_context(|| {
+            format!("{what} needs -x BINARY (kernel functions have no DWARF here)")
+        })?;
+        let path = probe_target::find_binary(spec)?;
+        let data =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        Ok(Binary { path, data })
+    }
+    fn name(&self) -> String {
+        self.path.to_string_lossy().into_owned()
+    }
+    fn site(&self, func: &str) -> anyhow::Result<FunctionSite> {
+        Ok(probe_target::find_function(&self.data, &self.name(), func)?)
+    }
+    fn info(&self, site: &FunctionSite) -> anyhow::Result<FunctionInfo> {
+        Ok(probe_target::function_info(&self.data, &self.name(), site)?)
+    }
+}
+
+pub fn run(args: ProbeArgs) -> anyhow::Result<()> {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    if args.list {
+        list(args.words.first().map(String::as_str), &mut out)?;
+    } else if !args.del.is_empty() {
+        for pattern in &args.del {
+            delete(pattern, &mut out)?;
+        }
+    } else if let Some(func) = &args.vars {
+        let bin = Binary::open(args.exec.as_deref(), "-V")?;
+        let site = bin.site(func)?;
+        let info = bin.info(&site)?;
+        writeln!(out, "Available variables at {func}")?;
+        writeln!(out, "        @<{func}+0>")?;
+        for p in &info.params {
+            match &p.place {
+                ParamPlace::Register(_) => {
+                    writeln!(out, "                {}\t{}", p.type_name, p.name)?
+                }
+                ParamPlace::Unsupported(why) => writeln!(
+                    out,
+                    "                {}\t{}\t(not fetchable: {why})",
+                    p.type_name, p.name
+                )?,
+            }
+        }
+    } else if let Some(func) = &args.line {
+        let bin = Binary::open(args.exec.as_deref(), "-L")?;
+        let site = bin.site(func)?;
+        show_lines(func, &bin.info(&site)?, &mut out)?;
+    } else if args.funcs {
+        let bin = Binary::open(args.exec.as_deref(), "-F")?;
+        let pattern = args.words.first().map_or("*", String::as_str);
+        for name in probe_target::function_names(&bin.data) {
+            if matches_glob(pattern, &name) {
+                writeln!(out, "{name}")?;
+            }
+        }
+    } else {
+        let mut defs = args.add.clone();
+        if !args.words.is_empty() {
+            defs.push(args.words.join(" "));
+        }
+        if defs.is_empty() {
+            bail!(
+                "nothing to do: give a probe ('scry probe -x BINARY FUNC'), or -l, -d, -V, -L, -F"
+            );
+        }
+        for def in &defs {
+            add(args.exec.as_deref(), def, &mut out)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn tracefs() -> anyhow::Result<&'static Path> {
+    scry::sys::tracefs::root().context("probes need tracefs")
+}
+
+/// One fetch argument in uprobe_events syntax, with its name.
+fn fetch_arg(
+    word: &str,
+    index: usize,
+    info: Option<&anyhow::Result<FunctionInfo>>,
+    retprobe: bool,
+) -> anyhow::Result<String> {
+    let (name, expr) = match word.split_once('=') {
+        Some((n, e)) => (Some(n.to_string()), e),
+        None => (None, word),
+    };
+    let (body, ty) = match expr.rsplit_once(':') {
+        Some((b, t)) if !b.is_empty() => (b, Some(t)),
+        _ => (expr, None),
+    };
+    if let Some(t) = ty {
+        let ok = t == "string"
+            || t == "ustring"
+            || ["u", "s", "x"].iter().any(|p| {
+                t.strip_prefix(p)
+                    .is_some_and(|n| matches!(n, "8" | "16" | "32" | "64"))
+            });
+        if !ok {
+            bail!(
+                "probe argument '{word}': unknown type '{t}' (u8..u64, s8..s64, x8..x64, string)"
+            );
+        }
+    }
+    let raw = body.starts_with('%')
+        || body.starts_with('+')
+        || body.starts_with('-')
+        || body.starts_with('@');
+    if body == "$retval" {
+        if !retprobe {
+            bail!("probe argument '$retval' needs a return probe (FUNC%return)");
+        }
+        let name = name.unwrap_or_else(|| format!("arg{}", index + 1));
+        return Ok(format!("{name}=$retval:{}", ty.unwrap_or("x64")));
+    }
+    if raw {
+        let name = name.unwrap_or_else(|| format!("arg{}", index + 1));
+        let ty = ty.unwrap_or("x64");
+        let body = if ty == "string" && body.starts_with('%') {
+            format!("+0({body})")
+        } else {
+            body.to_string()
+        };
+        return Ok(format!("{name}={body}:{ty}"));
+    }
+    // A variable by name: DWARF.
+    if !body.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || body.is_empty() {
+        bail!("probe argument '{word}': expected %REG, +OFF(%REG), $retval or a parameter name");
+    }
+    if retprobe {
+        bail!(
+            "probe argument '{word}': parameters are not available at a return probe; use $retval"
+        );
+    }
+    let info = match info {
+        Some(Ok(info)) => info,
+        Some(Err(e)) => bail!("probe argument '{word}': {e:#}"),
+        None => bail!("probe argument '{word}': named arguments need -x BINARY with debug info"),
+    };
+    let param = info
+        .params
+        .iter()
+        .find(|p| p.name == body)
+        .with_context(|| {
+            let names: Vec<&str> = info.params.iter().map(|p| p.name.as_str()).collect();
+            format!(
+                "probe argument '{body}': no such parameter (parameters: {})",
+                names.join(", ")
+            )
+        })?;
+    let reg = match &param.place {
+        ParamPlace::Register(i) => ["%di", "%si", "%dx", "%cx", "%r8", "%r9"]
+            .get(*i)
+            .copied()
+            .context("register")?,
+        ParamPlace::Unsupported(why) => bail!("probe argument '{body}': {why}"),
+    };
+    let name = name.unwrap_or_else(|| body.to_string());
+    Ok(match ty {
+        Some("string") | Some("ustring") => {
+            if !param.is_char_pointer {
+                bail!(
+                    "probe argument '{body}': ':string' needs a char pointer, not {}",
+                    param.type_name
+                );
+            }
+            format!("{name}=+0({reg}):string")
+        }
+        Some(t) => format!("{name}={reg}:{t}"),
+        None => {
+            let bits = (param.size.clamp(1, 8) * 8).next_power_of_two().max(8);
+            let prefix = if param.type_name.contains('*') {
+                "x"
+            } else if param.signed {
+                "s"
+            } else {
+                "u"
+            };
+            format!("{name}={reg}:{prefix}{bits}")
+        }
+    })
+}
+
+fn add(exec: Option<&str>, def: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+    let mut words = def.split_whitespace();
+    let point = words.next().context("empty probe definition")?;
+    let (event, point) = match point.split_once('=') {
+        Some((e, p)) => (Some(e), p),
+        None => (None, point),
+    };
+    let (func, retprobe) = match point.split_once('%') {
+        Some((f, "return")) => (f, true),
+        Some((_, other)) => bail!("probe '{point}': unknown suffix '%{other}' (only %return)"),
+        None => (point, false),
+    };
+    let Some(exec) = exec else {
+        return add_kprobe(func);
+    };
+    let bin = Binary::open(Some(exec), "a uprobe")?;
+    let site = bin.site(func)?;
+    let words: Vec<&str> = words.collect();
+    let needs_dwarf = words.iter().any(|w| {
+        let body = w.split_once('=').map_or(*w, |(_, e)| e);
+        body.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    });
+    let info = needs_dwarf.then(|| bin.info(&site));
+    let fetch: Vec<String> = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| fetch_arg(w, i, info.as_ref(), retprobe))
+        .collect::<anyhow::Result<_>>()?;
+    let group = probe_target::probe_group(&bin.path);
+    let name = match event {
+        Some(e) => e.to_string(),
+        None if retprobe => format!("{func}__return"),
+        None => func.to_string(),
+    };
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || name.is_empty() {
+        bail!("probe event name '{name}': use letters, digits and '_' (NAME=FUNC)");
+    }
+    let root = tracefs()?;
+    if root.join("events").join(&group).join(&name).exists() {
+        bail!(
+            "event '{group}:{name}' already exists (delete it with 'scry probe -d {group}:{name}', or name it NAME={func})"
+        );
+    }
+    let kind = if retprobe { "r" } else { "p" };
+    let mut line = format!(
+        "{kind}:{group}/{name} {}:{:#x}",
+        bin.name(),
+        site.file_offset
+    );
+    for f in &fetch {
+        line.push(' ');
+        line.push_str(f);
+    }
+    uprobe::add_event(root, &line)
+        .with_context(|| format!("the kernel refused uprobe '{line}'"))?;
+    let with: Vec<&str> = fetch.iter().filter_map(|f| f.split('=').next()).collect();
+    writeln!(out, "Added new event:")?;
+    write!(
+        out,
+        "  {group}:{name:<20} (on {func}{} in {}",
+        if retprobe { "%return" } else { "" },
+        bin.name()
+    )?;
+    if !with.is_empty() {
+        write!(out, " with {}", with.join(" "))?;
+    }
+    writeln!(
+        out,
+        ")\n\nYou can now use it in all scry tools, such as:\n\n\tscry record -e {group}:{name} -a sleep 1\n"
+    )?;
+    Ok(())
+}
+
+fn add_kprobe(func: &str) -> anyhow::Result<()> {
+    let root = tracefs()?;
+    if !root.join("kprobe_events").exists() {
+        bail!(
+            "cannot probe kernel function '{func}': this kernel has no kprobes (CONFIG_KPROBES is off: no kprobe_events in tracefs); \
+             use tracepoints instead (scry list 'syscalls:*', 'sched:*'), or probe a user binary with -x"
+        );
+    }
+    let line = format!("p:probe/{func} {func}");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(root.join("kprobe_events"))
+        .context("cannot open kprobe_events")?;
+    file.write_all(format!("{line}\n").as_bytes())
+        .with_context(|| format!("the kernel refused kprobe '{line}' (is '{func}' a kernel function? see /proc/kallsyms)"))?;
+    eprintln!("Added new event:\n  probe:{func}    (on {func})");
+    Ok(())
+}
+
+/// A parsed `uprobe_events` line.
+struct Defined {
+    group: String,
+    name: String,
+    retprobe: bool,
+    path: String,
+    offset: u64,
+    args: Vec<String>,
+}
+
+fn parse_defined(line: &str) -> Option<Defined> {
+    let mut words = line.split_whitespace();
+    let head = words.next()?;
+    let (kind, event) = head.split_once(':')?;
+    let (group, name) = event.split_once('/')?;
+    let place = words.next()?;
+    let (path, offset) = place.rsplit_once(':')?;
+    let offset = offset.split('(').next()?;
+    let offset = u64::from_str_radix(offset.trim_start_matches("0x"), 16).ok()?;
+    Some(Defined {
+        group: group.to_string(),
+        name: name.to_string(),
+        retprobe: kind == "r",
+        path: path.to_string(),
+        offset,
+        args: words
+            .filter_map(|w| w.split('=').next().map(str::to_string))
+            .collect(),
+    })
+}
+
+fn defined() -> anyhow::Result<Vec<Defined>> {
+    let root = tracefs()?;
+    let text = uprobe::list_events(root)
+        .with_context(|| format!("cannot read {}/uprobe_events", root.display()))?;
+    Ok(text.lines().filter_map(parse_defined).collect())
+}
+
+fn matches(pattern: &str, d: &Defined) -> bool {
+    match pattern.split_once(':') {
+        Some((g, n)) => matches_glob(g, &d.group) && matches_glob(n, &d.name),
+        None => matches_glob(pattern, &d.name),
+    }
+}
+
+/// The function at `offset` of `path`, for listings.
+fn function_at(path: &str, offset: u64) -> Option<String> {
+    let data = std::fs::read(path).ok()?;
+    probe_target::function_names(&data).into_iter().find(|n| {
+        probe_target::find_function(&data, path, n).is_ok_and(|s| s.file_offset == offset)
+    })
+}
+
+fn list(pattern: Option<&str>, out: &mut dyn Write) -> anyhow::Result<()> {
+    for d in defined()? {
+        if pattern.is_some_and(|p| !matches(p, &d)) {
+            continue;
+        }
+        let func = function_at(&d.path, d.offset).unwrap_or_else(|| format!("{:#x}", d.offset));
+        write!(
+            out,
+            "  {}:{:<20} (on {func}{} in {}",
+            d.group,
+            d.name,
+            if d.retprobe { "%return" } else { "" },
+            d.path
+        )?;
+        if !d.args.is_empty() {
+            write!(out, " with {}", d.args.join(" "))?;
+        }
+        writeln!(out, ")")?;
+    }
+    Ok(())
+}
+
+fn delete(pattern: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+    let root = tracefs()?;
+    let victims: Vec<Defined> = defined()?
+        .into_iter()
+        .filter(|d| matches(pattern, d))
+        .collect();
+    if victims.is_empty() {
+        bail!("no probe matches '{pattern}' (see 'scry probe -l')");
+    }
+    for d in victims {
+        uprobe::remove_event(root, &d.group, &d.name).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EBUSY) {
+                anyhow::anyhow!(
+                    "cannot delete {}:{}: it is in use (a record or trace is running)",
+                    d.group,
+                    d.name
+                )
+            } else {
+                anyhow::anyhow!("cannot delete {}:{}: {e}", d.group, d.name)
+            }
+        })?;
+        writeln!(out, "Removed event: {}:{}", d.group, d.name)?;
+    }
+    Ok(())
+}
+
+fn show_lines(func: &str, info: &FunctionInfo, out: &mut dyn Write) -> anyhow::Result<()> {
+    let (Some(file), Some(start)) = (info.decl_file.as_ref(), info.decl_line) else {
+        bail!("'{func}': the debug info has no source position");
+    };
+    let code: std::collections::BTreeSet<u64> = info
+        .code_lines
+        .iter()
+        .filter(|(f, _)| f == file)
+        .map(|(_, l)| *l)
+        .collect();
+    let end = code.iter().next_back().copied().unwrap_or(start).max(start);
+    writeln!(out, "<{func}@{file}:0>")?;
+    let text = std::fs::read_to_string(file).ok();
+    for line in start..=end {
+        let src = text
+            .as_deref()
+            .and_then(|t| t.lines().nth(line.saturating_sub(1) as usize))
+            .unwrap_or("");
+        if code.contains(&line) || line == start {
+            writeln!(out, "{:>7}  {src}", line - start)?;
+        } else {
+            writeln!(out, "         {src}")?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_uprobe_events_lines() {
+        let d = parse_defined("p:probe_libc/malloc /usr/lib/x86_64-linux-gnu/libc.so.6:0x00000000000a0fe0 size=%di:u64").unwrap();
+        assert_eq!(
+            (d.group.as_str(), d.name.as_str(), d.offset, d.retprobe),
+            ("probe_libc", "malloc", 0xa0fe0, false)
+        );
+        assert_eq!(d.args, vec!["size"]);
+        assert!(matches("probe_libc:*", &d) && matches("mal*", &d) && !matches("free", &d));
+        assert!(parse_defined("garbage").is_none());
+    }
+
+    #[test]
+    fn fetch_args() {
+        assert_eq!(fetch_arg("%di", 0, None, false).unwrap(), "arg1=%di:x64");
+        assert_eq!(
+            fetch_arg("sz=+8(%sp):u32", 1, None, false).unwrap(),
+            "sz=+8(%sp):u32"
+        );
+        assert_eq!(
+            fetch_arg("$retval", 0, None, true).unwrap(),
+            "arg1=$retval:x64"
+        );
+        assert_eq!(
+            fetch_arg("%si:string", 0, None, false).unwrap(),
+            "arg1=+0(%si):string"
+        );
+        assert!(fetch_arg("$retval", 0, None, false).is_err());
+        assert!(fetch_arg("%di:q7", 0, None, false).is_err());
+        assert!(fetch_arg("count", 0, None, false).is_err());
+    }
+}

@@ -1,0 +1,283 @@
+//! `scry trace` on real processes: system call counts, arguments with
+//! path strings, return values and errors, durations, tracepoints, the
+//! summary table, and bad input. strace is the oracle for what a program
+//! calls (same command, same answer).
+
+mod common;
+
+use std::process::Command;
+
+fn trace(args: &[&str]) -> std::process::Output {
+    common::output(common::scry().arg("trace").args(args))
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The summary row of `name` in `-s` output: (calls, errors).
+fn summary_row(text: &str, name: &str) -> Option<(u64, u64)> {
+    text.lines().find_map(|l| {
+        let mut w = l.split_whitespace();
+        (w.next()? == name).then_some(())?;
+        Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+    })
+}
+
+#[test]
+fn summary_counts_every_getppid() {
+    require_kernel!();
+    require_tracefs!();
+    let calls = common::workload("calls");
+    let out = trace(&["-s", "--", calls.to_str().unwrap(), "1000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    assert_eq!(summary_row(&text, "getppid"), Some((1000, 0)), "{text}");
+    assert!(text.contains("calls ("), "{text}");
+    // The table has perf trace's columns and only the summary (-s).
+    assert!(
+        text.contains("syscall            calls  errors  total"),
+        "{text}"
+    );
+    assert!(!text.contains(" getppid()"), "{text}");
+}
+
+#[test]
+fn summary_matches_strace() {
+    require_kernel!();
+    require_tracefs!();
+    if Command::new("strace").arg("-V").output().is_err() {
+        assert!(
+            !common::kernel_tests_required(),
+            "strace (the oracle) is not installed: apt-get install strace"
+        );
+        eprintln!("skipping: strace is not installed");
+        return;
+    }
+    let calls = common::workload("calls");
+    let dir = common::tempdir();
+    let strace_out = dir.path().join("strace.txt");
+    common::run_ok(
+        Command::new("strace")
+            .arg("-c")
+            .arg("-o")
+            .arg(&strace_out)
+            .arg(&calls)
+            .arg("5000"),
+    );
+    let strace_text = std::fs::read_to_string(&strace_out).unwrap();
+    // strace -c: "% time  seconds  usecs/call  calls  errors syscall".
+    let strace_count = |name: &str| {
+        strace_text.lines().find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.last() == Some(&name))
+                .then(|| w[3].parse::<u64>().ok())
+                .flatten()
+        })
+    };
+    let out = trace(&["-s", "--", calls.to_str().unwrap(), "5000"]);
+    let text = stdout(&out);
+    for name in ["getppid", "mmap", "mprotect"] {
+        let ours = summary_row(&text, name).map(|r| r.0);
+        assert_eq!(
+            ours,
+            strace_count(name),
+            "{name}: scry {ours:?}\n{text}\nstrace:\n{strace_text}"
+        );
+    }
+}
+
+#[test]
+fn cat_shows_openat_of_the_path_and_the_read() {
+    require_kernel!();
+    require_tracefs!();
+    let content = std::fs::read("/etc/hostname").unwrap();
+    // The path is read from the stack copied with the sample (32 KiB above
+    // the stack pointer): argv lies there unless the environment is huge,
+    // as cargo's is, so cat runs with a plain one.
+    let out = common::output(
+        common::scry()
+            .args(["trace", "--", "cat", "/etc/hostname"])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    let open = text
+        .lines()
+        .find(|l| l.contains(" openat(") && l.contains("filename: \"/etc/hostname\""))
+        .unwrap_or_else(|| {
+            panic!(
+                "no openat of /etc/hostname in:\n{text}\nstderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(open.contains("cat/"), "{open}");
+    let fd: i64 = open.rsplit("= ").next().unwrap().trim().parse().unwrap();
+    assert!(fd >= 3, "{open}");
+    // cat moves the bytes with read(2), or copy_file_range(2) in newer
+    // coreutils: either way, from that descriptor, the file's length.
+    let moved = text.lines().find(|l| {
+        (l.contains(&format!(" read(fd: {fd},"))
+            || l.contains(&format!(" copy_file_range(fd_in: {fd},")))
+            && l.trim_end().ends_with(&format!("= {}", content.len()))
+    });
+    assert!(
+        moved.is_some(),
+        "no read of {} bytes from fd {fd} in:\n{text}",
+        content.len()
+    );
+    // Each line: time, (duration), comm/tid, call.
+    assert!(
+        open.trim_start()
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .starts_with('('),
+        "{open}"
+    );
+}
+
+#[test]
+fn errors_show_errno_names_and_target_failure_exits_1() {
+    require_kernel!();
+    require_tracefs!();
+    let out = common::output(
+        common::scry()
+            .args([
+                "trace",
+                "-e",
+                "openat",
+                "--",
+                "cat",
+                "/nonexistent/scry-test",
+            ])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin"),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.contains("\"/nonexistent/scry-test\""))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.ends_with("= -1 ENOENT (No such file or directory)"),
+        "{line}"
+    );
+    // -e openat: nothing else.
+    assert!(text.lines().all(|l| l.contains(" openat(")), "{text}");
+}
+
+#[test]
+fn duration_filter_and_output_file() {
+    require_kernel!();
+    require_tracefs!();
+    let dir = common::tempdir();
+    let file = dir.path().join("trace.txt");
+    let out = trace(&[
+        "--duration",
+        "50",
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+        "sleep",
+        "0.2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(lines[0].contains("clock_nanosleep("), "{text}");
+    let ms: f64 = lines[0]
+        .split('(')
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((190.0..1000.0).contains(&ms), "{text}");
+}
+
+#[test]
+fn tracepoints_alongside() {
+    require_kernel!();
+    require_tracefs!();
+    let out = trace(&["-e", "sched:sched_process_exit", "--", "true"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.contains("sched:sched_process_exit: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("comm=true"), "{line}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    require_tracefs!();
+    for (args, needle) in [
+        (
+            vec!["-e", "no_such_call", "--", "true"],
+            "unknown system call 'no_such_call'",
+        ),
+        (
+            vec!["-e", "nosuchsys:nosuchevent", "--", "true"],
+            "nosuchsys:nosuchevent",
+        ),
+        (
+            vec![
+                "-e",
+                "sched:sched_switch",
+                "--filter",
+                "prev_pid ==",
+                "--",
+                "true",
+            ],
+            "filter",
+        ),
+        (
+            vec!["--filter", "pid == 1", "--", "true"],
+            "--filter applies to tracepoint events",
+        ),
+        (vec!["--duration=-3", "--", "true"], "--duration"),
+        (
+            vec!["-e", "uprobe:libc:no_such_function_x", "--", "true"],
+            "'no_such_function_x' is not among its dynamic symbols",
+        ),
+        (vec![], "nothing to trace"),
+    ] {
+        let out = trace(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("scry: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+    }
+}
