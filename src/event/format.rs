@@ -414,14 +414,8 @@ pub fn parse_format(system: &str, text: &str) -> Result<EventFormat, FormatError
     };
     let name = name.clone().ok_or_else(|| missing("name:"))?;
     let id = id.ok_or_else(|| missing("ID:"))?;
-    if in_common && !common_fields.iter().any(|f| f.name.starts_with("common_")) {
-        // A format without the blank separator: split on the `common_` prefix.
-        let (common, own): (Vec<Field>, Vec<Field>) = common_fields
-            .into_iter()
-            .partition(|f| f.name.starts_with("common_"));
-        common_fields = common;
-        fields = own;
-    } else if in_common {
+    if in_common {
+        // No blank line after the common fields: split on the `common_` prefix.
         let (common, own): (Vec<Field>, Vec<Field>) = common_fields
             .into_iter()
             .partition(|f| f.name.starts_with("common_"));

@@ -12,4 +12,5 @@ pub mod ftrace_page;
 pub mod name;
 pub mod print_fmt;
 pub mod print_render;
+mod printf;
 pub mod tracing_data_parse;

@@ -28,6 +28,7 @@ use std::fmt::Write as _;
 
 use super::format::{Endian, EventFormat, FieldValue, c_string, sign_extend};
 use super::print_fmt::{BinaryOp, CType, Expr, PrintFmt, UnaryOp};
+use super::printf::{Spec, format_int, format_str, read_count, take_pointer_ext};
 
 /// Looks up what a record refers to by address.
 pub trait Resolver {
@@ -190,165 +191,6 @@ pub fn render_print_fmt(fmt: &PrintFmt, ctx: &RenderContext<'_>, out: &mut Strin
     Ok(())
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Spec {
-    left: bool,
-    zero: bool,
-    plus: bool,
-    space: bool,
-    alt: bool,
-    width: Option<i32>,
-    precision: Option<i32>,
-}
-
-fn read_count(bytes: &[u8], i: &mut usize, star: &mut dyn FnMut() -> Res<i32>) -> Res<Option<i32>> {
-    if bytes.get(*i) == Some(&b'*') {
-        *i += 1;
-        return star().map(Some);
-    }
-    let mut n: Option<i32> = None;
-    while let Some(d @ b'0'..=b'9') = bytes.get(*i) {
-        n = Some(
-            n.unwrap_or(0)
-                .saturating_mul(10)
-                .saturating_add(i32::from(d - b'0')),
-        );
-        *i += 1;
-    }
-    Ok(n)
-}
-
-/// The letters after `%p` that select a kernel pointer extension.
-fn take_pointer_ext(bytes: &[u8], i: &mut usize) -> String {
-    let mut ext = String::new();
-    let Some(&c) = bytes.get(*i) else {
-        return ext;
-    };
-    if !c.is_ascii_alphanumeric() {
-        return ext;
-    }
-    ext.push(c as char);
-    *i += 1;
-    // Two-letter families: %pI4 %pI6c %pi4 %phN %phC %phD %pISpc.
-    let more: &[u8] = match c {
-        b'I' | b'i' => b"46cSp",
-        b'h' => b"NCD",
-        _ => b"",
-    };
-    while let Some(&d) = bytes.get(*i) {
-        if more.contains(&d) {
-            ext.push(d as char);
-            *i += 1;
-        } else {
-            break;
-        }
-    }
-    ext
-}
-
-fn format_int(out: &mut String, spec: &Spec, conv: u8, long: i8, v: u64) {
-    // Truncate to the argument's C type.
-    let bits = match long {
-        i8::MIN..=-2 => 8,
-        -1 => 16,
-        0 => 32,
-        _ => 64,
-    };
-    let masked = if bits == 64 {
-        v
-    } else {
-        v & ((1u64 << bits) - 1)
-    };
-    if conv == b'c' {
-        let text = char::from(masked as u8).to_string();
-        format_str(
-            out,
-            &Spec {
-                precision: None,
-                ..*spec
-            },
-            &text,
-        );
-        return;
-    }
-    let (negative, digits) = match conv {
-        b'd' | b'i' => {
-            let s = sign_extend(masked, bits / 8) as i64;
-            (s < 0, s.unsigned_abs().to_string())
-        }
-        b'u' => (false, masked.to_string()),
-        b'x' => (false, format!("{masked:x}")),
-        b'X' => (false, format!("{masked:X}")),
-        _ => (false, format!("{masked:o}")),
-    };
-    let mut digits = digits;
-    if let Some(p) = spec.precision {
-        if p == 0 && masked == 0 {
-            digits.clear();
-        }
-        while (digits.len() as i32) < p {
-            digits.insert(0, '0');
-        }
-    }
-    let prefix = if negative {
-        "-"
-    } else if matches!(conv, b'd' | b'i') && spec.plus {
-        "+"
-    } else if matches!(conv, b'd' | b'i') && spec.space {
-        " "
-    } else if spec.alt && masked != 0 && conv == b'x' {
-        "0x"
-    } else if spec.alt && masked != 0 && conv == b'X' {
-        "0X"
-    } else if spec.alt && conv == b'o' && !digits.starts_with('0') {
-        "0"
-    } else {
-        ""
-    };
-    let width = spec.width.unwrap_or(0).max(0) as usize;
-    let len = prefix.len() + digits.len();
-    if len >= width {
-        out.push_str(prefix);
-        out.push_str(&digits);
-    } else if spec.left {
-        out.push_str(prefix);
-        out.push_str(&digits);
-        out.extend(std::iter::repeat_n(' ', width - len));
-    } else if spec.zero && spec.precision.is_none() {
-        out.push_str(prefix);
-        out.extend(std::iter::repeat_n('0', width - len));
-        out.push_str(&digits);
-    } else {
-        out.extend(std::iter::repeat_n(' ', width - len));
-        out.push_str(prefix);
-        out.push_str(&digits);
-    }
-}
-
-fn format_str(out: &mut String, spec: &Spec, text: &str) {
-    let text = match spec.precision {
-        Some(p) => {
-            let end = text
-                .char_indices()
-                .nth(p.max(0) as usize)
-                .map_or(text.len(), |(i, _)| i);
-            &text[..end]
-        }
-        None => text,
-    };
-    let width = spec.width.unwrap_or(0).max(0) as usize;
-    let len = text.chars().count();
-    if len >= width {
-        out.push_str(text);
-    } else if spec.left {
-        out.push_str(text);
-        out.extend(std::iter::repeat_n(' ', width - len));
-    } else {
-        out.extend(std::iter::repeat_n(' ', width - len));
-        out.push_str(text);
-    }
-}
-
 fn string_of<'a>(arg: &'a Val<'a>, ctx: &RenderContext<'a>) -> Res<Cow<'a, str>> {
     Ok(match arg {
         Val::Str(s) => Cow::Borrowed(s.as_ref()),
@@ -371,7 +213,6 @@ fn hex_addr(v: u64) -> String {
 }
 
 fn format_pointer(ext: &str, arg: &Val<'_>, spec: &Spec, ctx: &RenderContext<'_>) -> Res<String> {
-    let _ = spec;
     let bytes = |arg: &Val<'_>| -> Res<Vec<u8>> {
         match arg {
             Val::Bytes { bytes, .. } => Ok(bytes.to_vec()),
