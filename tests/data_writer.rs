@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::Command;
 
 use scry::data::build_id;
-use scry::data::features::{BuildIdEntry, Features, MISC_KERNEL, MISC_USER};
+use scry::data::features::{BuildIdEntry, ClockData, Features, MISC_KERNEL, MISC_USER};
 use scry::data::tracing_data;
 use scry::data::writer::{EventDesc, PerfDataWriter};
 
@@ -38,6 +38,7 @@ struct PerfFile {
     cmdline: Vec<String>,
     sample_time: Option<(u64, u64)>,
     tracing_data: Option<Vec<u8>>,
+    clock: Option<ClockData>,
 }
 
 /// Reads perf's file: attrs straight from the header (raw bytes, as the
@@ -95,6 +96,12 @@ fn read_perf_file(path: &Path) -> PerfFile {
         tracing_data: pf
             .feature_section_data(linux_perf_data::Feature::TRACING_DATA)
             .map(<[u8]>::to_vec),
+        clock: pf.clock_data().unwrap().map(|c| ClockData {
+            clockid: c.clockid,
+            res_ns: pf.clock_frequency().unwrap().unwrap(),
+            tod_ns: c.wall_clock_ns,
+            clockid_ns: c.clockid_time_ns,
+        }),
     }
 }
 
@@ -182,6 +189,7 @@ fn features_for(theirs: &PerfFile) -> Features {
     let mut features = Features::from_system(theirs.cmdline.clone());
     features.build_ids = build_ids(&theirs.data);
     features.sample_time = theirs.sample_time;
+    features.clock = theirs.clock;
     let tps = tracepoints(&theirs.events);
     if !tps.is_empty() {
         let root = scry::sys::tracefs::root().unwrap();
@@ -584,6 +592,39 @@ fn a_file_cut_before_any_checkpoint_is_recoverable() {
         records(&perf_file.data).len(),
         "all records but the torn one"
     );
+}
+
+/// `perf record -k mono`: CLOCKID and CLOCK_DATA let perf print wall-clock
+/// times (`-F tod`) and the clock's name and resolution.
+#[test]
+fn perf_reads_the_clock_features_we_wrote() {
+    require_kernel!();
+    require_perf!();
+    let dir = common::tempdir();
+    let (theirs, ours) = (dir.path().join("theirs.data"), dir.path().join("ours.data"));
+    common::run_ok(
+        common::perf()
+            .args(["record", "-q", "-k", "mono", "-F", "999", "-o"])
+            .arg(&theirs)
+            .arg("--")
+            .arg(common::workload("cpu7525"))
+            .arg("10"),
+    );
+    let perf_file = read_perf_file(&theirs);
+    assert!(perf_file.clock.is_some(), "perf wrote CLOCK_DATA");
+    rewrite(&perf_file, &ours, Layout::AttrsFirst);
+    assert_perf_agrees(&theirs, &ours);
+    let tod = ["script", "-F", "comm,tid,time,tod"];
+    let (tod_ours, warn) = perf_out(&tod, &ours);
+    assert!(warn.is_empty(), "{warn:?}");
+    assert_eq!(tod_ours, perf_out(&tod, &theirs).0);
+    assert!(
+        tod_ours.lines().any(|l| l.contains(" 20")),
+        "wall-clock dates:\n{tod_ours}"
+    );
+    let (header, _) = perf_out(&["report", "--header-only"], &ours);
+    assert!(header.contains("# clockid: monotonic (1)"), "{header}");
+    assert!(header.contains("# clockid frequency: "), "{header}");
 }
 
 /// Throughput of the data path against a plain `File::write_all` of the

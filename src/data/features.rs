@@ -36,6 +36,8 @@ pub mod bit {
     pub const EVENT_DESC: u32 = 12;
     pub const PMU_MAPPINGS: u32 = 16;
     pub const SAMPLE_TIME: u32 = 21;
+    pub const CLOCKID: u32 = 23;
+    pub const CLOCK_DATA: u32 = 29;
 }
 
 /// `PERF_RECORD_MISC_KERNEL`: a build-id of the kernel or a module.
@@ -58,6 +60,23 @@ pub struct BuildIdEntry {
     pub build_id: Vec<u8>,
     /// Absolute path, `[kernel.kallsyms]`, `[vdso]`, or a module's name.
     pub filename: String,
+}
+
+/// The clock of the timestamps, for events opened with `use_clockid`
+/// (perf's `-k`): CLOCKID holds the resolution, CLOCK_DATA a reference
+/// pair that maps clock time to wall-clock time (`perf script -F tod`).
+/// The values come from `clock_getres`/`clock_gettime`, which the caller
+/// reads (syscalls live in `sys`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClockData {
+    /// `CLOCK_MONOTONIC` = 1, `CLOCK_MONOTONIC_RAW` = 4, `CLOCK_BOOTTIME` = 7, ...
+    pub clockid: u32,
+    /// Resolution of the clock in ns (perf prints `1000 / res_ns` MHz).
+    pub res_ns: u64,
+    /// Wall-clock time (ns since the epoch) at the reference instant.
+    pub tod_ns: u64,
+    /// The clock's time (ns) at the same instant.
+    pub clockid_ns: u64,
 }
 
 /// The metadata written after the data section. Empty strings and zero
@@ -92,6 +111,8 @@ pub struct Features {
     pub sample_time: Option<(u64, u64)>,
     /// `(type, name)` of the PMUs in /sys/bus/event_source/devices.
     pub pmu_mappings: Vec<(u32, String)>,
+    /// The timestamps' clock, when the events use `use_clockid`.
+    pub clock: Option<ClockData>,
 }
 
 impl Features {
@@ -122,6 +143,7 @@ impl Features {
             tracing_data: None,
             sample_time: None,
             pmu_mappings: pmu_mappings(Path::new("/sys/bus/event_source/devices")),
+            clock: None,
         }
     }
 
@@ -159,6 +181,15 @@ impl Features {
             let mut time = first.to_ne_bytes().to_vec();
             time.extend_from_slice(&last.to_ne_bytes());
             out.push((bit::SAMPLE_TIME, time));
+        }
+        if let Some(clock) = self.clock {
+            out.push((bit::CLOCKID, clock.res_ns.to_ne_bytes().to_vec()));
+            // CLOCK_DATA: u32 version (1), u32 clockid, u64 tod, u64 clock.
+            let mut data = 1u32.to_ne_bytes().to_vec();
+            data.extend_from_slice(&clock.clockid.to_ne_bytes());
+            data.extend_from_slice(&clock.tod_ns.to_ne_bytes());
+            data.extend_from_slice(&clock.clockid_ns.to_ne_bytes());
+            out.push((bit::CLOCK_DATA, data));
         }
         out
     }
@@ -325,6 +356,12 @@ mod tests {
         let mut f = Features::from_system(vec!["scry".into(), "record".into()]);
         f.tracing_data = Some(vec![1, 2, 3]);
         f.sample_time = Some((1, 2));
+        f.clock = Some(ClockData {
+            clockid: 1,
+            res_ns: 1,
+            tod_ns: 3,
+            clockid_ns: 4,
+        });
         f.build_ids.push(BuildIdEntry {
             pid: -1,
             misc: MISC_USER,
@@ -337,5 +374,6 @@ mod tests {
         sorted.dedup();
         assert_eq!(bits, sorted);
         assert!(bits.contains(&bit::TRACING_DATA) && bits.contains(&bit::SAMPLE_TIME));
+        assert_eq!(bits.last(), Some(&bit::CLOCK_DATA));
     }
 }
