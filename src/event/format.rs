@@ -307,14 +307,18 @@ fn parse_field(line: &str) -> Result<Field, String> {
         }
         None => (decl, None),
     };
+    // The name is the trailing identifier; `split` is the byte after the
+    // character before it (which may be multi-byte in hostile input).
     let split = head
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .char_indices()
+        .rfind(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_'))
+        .map(|(i, c)| i + c.len_utf8())
         .ok_or_else(|| format!("no type in field declaration '{decl}'"))?;
-    let name = head[split + 1..].to_string();
+    let name = head[split..].to_string();
     if name.is_empty() {
         return Err(format!("no name in field declaration '{decl}'"));
     }
-    let type_name = head[..=split]
+    let type_name = head[..split]
         .trim()
         .trim_end_matches("[]")
         .trim()
@@ -603,6 +607,17 @@ print fmt: \"prev_comm=%s prev_pid=%d\", REC->prev_comm, REC->prev_pid\n";
         assert!(err.to_string().contains("no 'name:' line"), "{err}");
         let err = parse_format("x", "name: e\nID: 1\nbogus\n").unwrap_err();
         assert!(err.to_string().contains("unexpected line 'bogus'"), "{err}");
+    }
+
+    #[test]
+    fn multibyte_text_is_an_error_not_a_panic() {
+        // Found by the fuzzer: a non-ASCII byte inside a declaration.
+        let f = parse_field("field:size_t b\u{fffd}ytes_alloc;\toffset:8;\tsize:8;").expect("f");
+        assert_eq!(
+            (f.name.as_str(), f.type_name.as_str()),
+            ("ytes_alloc", "size_t b\u{fffd}")
+        );
+        assert!(parse_field("field:\u{e9};\toffset:8;\tsize:8;").is_err());
     }
 
     #[test]
