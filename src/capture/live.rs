@@ -143,3 +143,127 @@ impl<C: LiveConsumer> RecordSink for LiveSink<C> {
         self.consumer.tick()
     }
 }
+
+/// Copies each round's raw bytes to the analysing thread.
+struct ChannelSink {
+    tx: std::sync::mpsc::Sender<Vec<u8>>,
+    current: Vec<u8>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Bytes sent and not yet taken by the analysing thread.
+    queued: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Rounds dropped because the analysing thread fell too far behind.
+    dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// How far the analysing thread may fall behind before rounds are dropped
+/// (and counted) rather than queued without bound.
+const MAX_QUEUED_BYTES: u64 = 256 << 20;
+
+impl RecordSink for ChannelSink {
+    fn records(&mut self, _cpu: u32, bytes: &[u8]) -> io::Result<()> {
+        self.current.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn round_done(&mut self) -> io::Result<()> {
+        use std::sync::atomic::Ordering;
+        let round = std::mem::take(&mut self.current);
+        let len = round.len() as u64;
+        if self.queued.load(Ordering::Relaxed) + len > MAX_QUEUED_BYTES {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.queued.fetch_add(len, Ordering::Relaxed);
+        // A closed receiver means the view is gone; `tick` stops the capture.
+        let _ = self.tx.send(round);
+        Ok(())
+    }
+
+    fn tick_interval(&self) -> Option<Duration> {
+        Some(Duration::from_millis(100))
+    }
+
+    fn tick(&mut self) -> io::Result<bool> {
+        Ok(!self.stop.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// What a threaded live capture ended with.
+#[derive(Debug)]
+pub struct LiveOutcome {
+    pub stop: super::StopReason,
+    /// Rounds of records dropped in user space because analysis fell behind
+    /// by more than 256 MiB (the kernel's own losses arrive as LOST records).
+    pub dropped_rounds: u64,
+}
+
+/// Run `session` on a thread of its own that only drains the rings, while
+/// this thread parses, resolves and draws. Slow analysis (symbolizing a big
+/// binary for the first time) then delays the view, not the draining, so the
+/// kernel does not lose records meanwhile. The consumer's `tick` returning
+/// false stops the capture.
+pub fn run_threaded<C: LiveConsumer>(
+    mut session: super::Session,
+    signals: crate::sys::signal::SignalPipe,
+    sink: &mut LiveSink<C>,
+) -> Result<LiveOutcome, super::CaptureError> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let queued = Arc::new(AtomicU64::new(0));
+    let dropped = Arc::new(AtomicU64::new(0));
+    let mut channel = ChannelSink {
+        tx,
+        current: Vec::new(),
+        stop: Arc::clone(&stop),
+        queued: Arc::clone(&queued),
+        dropped: Arc::clone(&dropped),
+    };
+    let capture = std::thread::Builder::new()
+        .name("scry-capture".into())
+        .spawn(move || {
+            let result = session.run(&mut channel, &signals);
+            drop(channel);
+            result
+        })
+        .map_err(super::CaptureError::System)?;
+
+    let tick = sink.tick_interval().unwrap_or(Duration::from_millis(200));
+    let mut last_tick = std::time::Instant::now();
+    let mut failure = None;
+    loop {
+        match rx.recv_timeout(tick) {
+            Ok(round) => {
+                queued.fetch_sub(round.len() as u64, Ordering::Relaxed);
+                sink.records(0, &round)
+                    .map_err(super::CaptureError::Write)?;
+                sink.round_done().map_err(super::CaptureError::Write)?;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if last_tick.elapsed() >= tick && !stop.load(Ordering::Relaxed) {
+            last_tick = std::time::Instant::now();
+            match sink.tick() {
+                Ok(true) => {}
+                Ok(false) => stop.store(true, Ordering::Relaxed),
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    failure = Some(e);
+                }
+            }
+        }
+    }
+    let stop_reason = capture.join().map_err(|_| {
+        super::CaptureError::System(io::Error::other("the capture thread panicked"))
+    })??;
+    if let Some(e) = failure {
+        return Err(super::CaptureError::Write(e));
+    }
+    Ok(LiveOutcome {
+        stop: stop_reason,
+        dropped_rounds: dropped.load(Ordering::Relaxed),
+    })
+}

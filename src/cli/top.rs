@@ -17,7 +17,7 @@ use ratatui::widgets::TableState;
 use scry::analysis::calltree::{GraphOrder, build_trees};
 use scry::analysis::decay::DecayWindow;
 use scry::analysis::profile::{Profile, ProfileOptions, SortKey};
-use scry::capture::live::{LiveConsumer, LiveSink};
+use scry::capture::live::{LiveConsumer, LiveSink, run_threaded};
 use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, Target};
 use scry::event::name;
@@ -108,6 +108,9 @@ struct TopConsumer {
     last_refresh: Instant,
     interval_samples: u64,
     interval_kernel: u64,
+    /// Sample timestamps (ns) seen in the interval, to rate by the kernel's
+    /// clock: analysis may lag the capture, so wall time would mislead.
+    interval_times: Option<(u64, u64)>,
     lost: u64,
     status: TopStatus,
     view: TopView,
@@ -120,8 +123,14 @@ struct TopConsumer {
 
 impl TopConsumer {
     fn refresh(&mut self) {
-        let elapsed = self.last_refresh.elapsed().as_secs_f64().max(1e-3);
+        let wall = self.last_refresh.elapsed().as_secs_f64().max(1e-3);
         self.last_refresh = Instant::now();
+        let elapsed = match self.interval_times.take() {
+            Some((first, last)) if last > first => {
+                ((last - first) as f64 / 1e9).max(self.interval.as_secs_f64().min(wall))
+            }
+            _ => wall,
+        };
         self.window.push(self.resolver.take_samples());
         let weighted = self.window.weighted();
         let profile = Profile::build(&weighted, self.resolver.frames(), &self.profile_options);
@@ -274,6 +283,11 @@ impl LiveConsumer for TopConsumer {
         match record {
             EventRecord::Sample(s) => {
                 self.interval_samples += 1;
+                if let Some(t) = s.timestamp {
+                    let (first, last) = self.interval_times.get_or_insert((t, t));
+                    *first = (*first).min(t);
+                    *last = (*last).max(t);
+                }
                 if matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) {
                     self.interval_kernel += 1;
                 }
@@ -429,6 +443,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
         last_refresh: Instant::now(),
         interval_samples: 0,
         interval_kernel: 0,
+        interval_times: None,
         lost: 0,
         status: TopStatus {
             event: format!(
@@ -456,10 +471,16 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
     scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
     scry::capture::RecordSink::round_done(&mut sink)?;
     session.start()?;
-    let result = session.run(&mut sink, &signals);
+    let result = run_threaded(session, signals, &mut sink);
     if use_terminal {
         ratatui::restore();
     }
-    result?;
+    let outcome = result?;
+    if outcome.dropped_rounds > 0 {
+        eprintln!(
+            "scry: the view fell behind and dropped {} rounds of records",
+            outcome.dropped_rounds
+        );
+    }
     Ok(())
 }
