@@ -525,3 +525,64 @@ fn unsupported_hardware_is_a_normal_line() {
         "scry:\n{ours}\nperf:\n{theirs}"
     );
 }
+
+/// Runs scry as `nobody` (root drops privileges with setpriv); None when
+/// we are not root, with the reason printed.
+fn scry_as_nobody(args: &[&str]) -> Option<std::process::Output> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let is_root = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        == Some("0");
+    if !is_root {
+        let reason = "privilege tests need root (to drop to nobody)";
+        assert!(
+            !common::kernel_tests_required(),
+            "SCRY_KERNEL_TESTS=required but {reason}"
+        );
+        eprintln!("skipping: {reason}");
+        return None;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_scry"))
+        .arg("stat")
+        .args(args)
+        .output()
+        .expect("setpriv (util-linux) runs");
+    Some(out)
+}
+
+#[test]
+fn without_privileges() {
+    require_kernel!();
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2);
+    if paranoid < 2 {
+        eprintln!("skipping: perf_event_paranoid < 2 lets users count the kernel");
+        return;
+    }
+    // System-wide: refused, naming the sysctl.
+    let Some(out) = scry_as_nobody(&["-a", "-e", "cpu-clock", "--", "true"]) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.starts_with("scry: permission denied") && text.contains("perf_event_paranoid"),
+        "{text}"
+    );
+    // Its own command: user space only, as perf does, marked `:u`.
+    let Some(out) = scry_as_nobody(&["-x,", "-e", "page-faults,task-clock", "--", "true"]) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let faults = csv_value(&text, "page-faults:u");
+    assert!(faults > 0.0, "{text}");
+    assert!(text.contains(",task-clock:u,"), "{text}");
+}

@@ -13,6 +13,11 @@
 //!   `enable_on_exec`, so scry's own fork never counts (perf does the same).
 //! - No rings, no records: counting costs the target nothing but the
 //!   in-kernel increments.
+//! - Closing the last counter of a tracepoint waits for an RCU grace
+//!   period under the kernel's `event_mutex` (~33 ms on our VMs), so 360
+//!   `syscalls:sys_enter_*` counters take ~12 s to close, for perf too.
+//!   Closing from many threads does not help (the mutex serializes them);
+//!   it is the kernel's cost, paid after the counts are read.
 //!
 //! Invariants: `supported[e]` is false exactly when event `e` has no open
 //! counter; readings come back in the order counters were opened.
@@ -306,11 +311,31 @@ impl CounterSet {
     fn open_per_task(&mut self, tasks: &[i32], inherit: bool) -> Result<(), CaptureError> {
         let events = self.events.clone();
         for (index, event) in events.iter().enumerate() {
-            let attr = counting_attr(event, inherit, self.enable_on_exec);
+            let mut attr = counting_attr(event, inherit, self.enable_on_exec);
             let mut opened = Vec::new();
             let mut unsupported = None;
             for (n, &tid) in tasks.iter().enumerate() {
-                match PerfEventFd::open(&attr, tid, -1) {
+                let mut result = PerfEventFd::open(&attr, tid, -1);
+                // perf_event_paranoid >= 2 keeps users out of the kernel:
+                // count user space only, as perf does, and say so in the name.
+                if let Err(e) = &result
+                    && matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM))
+                    && attr.exclude_kernel() == 0
+                    && attr.exclude_user() == 0
+                    && pe::paranoid_level().is_some_and(|p| p >= 2)
+                {
+                    attr.set_exclude_kernel(1);
+                    attr.set_exclude_hv(1);
+                    result = PerfEventFd::open(&attr, tid, -1);
+                    if result.is_ok()
+                        && let Some(e) = self.events.get_mut(index)
+                        && !e.name.contains(':')
+                    {
+                        e.name.push_str(":u");
+                        e.modifiers.exclude_kernel = true;
+                    }
+                }
+                match result {
                     Ok(fd) => opened.push(Counter {
                         fd,
                         event: index,

@@ -288,17 +288,20 @@ fn classes(events: &[ResolvedEvent]) -> Vec<EventClass> {
         .collect()
 }
 
+fn labels(events: &[ResolvedEvent], classes: &[EventClass]) -> Vec<EventLabel> {
+    events
+        .iter()
+        .zip(classes)
+        .map(|(e, c)| EventLabel::new(&e.name, c.is_clock()))
+        .collect()
+}
+
 fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
     let events = &opts.counting.events;
     let classes = classes(events);
-    let labels: Vec<EventLabel> = events
-        .iter()
-        .zip(&classes)
-        .map(|(e, c)| EventLabel::new(&e.name, c.is_clock()))
-        .collect();
     let mut printer = StatPrinter::new(
         opts.format.clone(),
-        labels,
+        labels(events, &classes),
         opts.aggregation == Aggregation::PerCpu,
         opts.repeat,
     );
@@ -307,12 +310,16 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
         .context("cannot install the SIGINT/SIGTERM handler")?;
 
     let mut acc = RunAccumulator::new();
+    // The last run's counters stay open until the counts are printed:
+    // closing tracepoint counters can take seconds (see capture::counting).
+    let mut last_set: Option<CounterSet> = None;
     let mut failed = false;
     let mut rusage = None;
     let mut supported = vec![true; events.len()];
     let mut cpus = Vec::new();
     for _ in 0..opts.repeat {
         let before = scry::sys::process::children_cpu_time().ok();
+        drop(last_set.take());
         let mut set = CounterSet::open(&opts.counting)?;
         if opts.verbose {
             for (e, reason) in events.iter().zip(&set.unsupported_reason) {
@@ -321,6 +328,8 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
                 }
             }
         }
+        // Names may have changed (`:u` when the kernel is off limits).
+        printer.labels = labels(&set.events, &classes);
         supported.clone_from(&set.supported);
         cpus.clone_from(&set.cpus);
         set.start()?;
@@ -361,6 +370,7 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
             let sums = stats::sum_readings(&readings, &supported, &cpus, opts.aggregation);
             acc.add_run(&sums, elapsed.as_nanos() as f64);
         }
+        last_set = Some(set);
         if by_signal || failed && opts.repeat > 1 {
             break;
         }
@@ -378,6 +388,8 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
         None
     };
     printer.footer(out, &acc.walltime(), rusage)?;
+    out.flush()?;
+    drop(last_set);
     Ok(Outcome { failed })
 }
 
