@@ -586,3 +586,28 @@ fn without_privileges() {
     assert!(faults > 0.0, "{text}");
     assert!(text.contains(",task-clock:u,"), "{text}");
 }
+
+#[test]
+fn tid_target_counts_one_thread_until_it_ends() {
+    require_kernel!();
+    use std::io::BufRead;
+    let threads = common::workload("threads");
+    let mut work = Command::new(&threads)
+        .args(["1", "40"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(work.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // "thread 0 tid TID": a thread that is not the process's leader.
+    let tid = line.split_whitespace().nth(3).unwrap().to_string();
+    assert_ne!(tid, work.id().to_string(), "{line}");
+    let started = std::time::Instant::now();
+    let text = stderr_of(stat().args(["-t", &tid, "-x,", "-e", "task-clock"]));
+    let _ = work.wait();
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let ms = csv_value(&text, "task-clock");
+    assert!(ms > 10.0, "the thread was burning CPU: {text}");
+}

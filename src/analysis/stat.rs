@@ -234,7 +234,7 @@ pub fn scale(reading: Reading) -> Option<f64> {
 /// Accumulates runs (`-r N`) of the same event list into mean lines.
 #[derive(Clone, Debug, Default)]
 pub struct RunAccumulator {
-    /// Per line key: (event, cpu, stats of scaled count, sum running, sum enabled, runs counted, supported).
+    /// One per line key (event, CPU), in the order first seen.
     lines: Vec<Line>,
     walltime: Stats,
 }

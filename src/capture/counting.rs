@@ -87,9 +87,14 @@ pub struct CounterSet {
     child: Option<Child>,
     child_pidfd: Option<OwnedFd>,
     watched: Vec<OwnedFd>,
+    /// Threads without a pidfd, checked in /proc on every wake-up.
+    polled: Vec<i32>,
     enable_on_exec: bool,
     started: Option<Instant>,
 }
+
+/// How often threads without a pidfd are looked for in /proc.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The attribute for a counting counter.
 pub fn counting_attr(
@@ -215,6 +220,7 @@ impl CounterSet {
 
         let mut tasks: Vec<i32> = Vec::new();
         let mut watched = Vec::new();
+        let mut polled = Vec::new();
         if !target.command.is_empty() || !system_wide {
             for &pid in &target.pids {
                 let threads = proc::threads(pid).map_err(|_| CaptureError::NoSuchProcess(pid))?;
@@ -235,9 +241,12 @@ impl CounterSet {
                     tasks.push(tid);
                 }
                 if target.command.is_empty() {
-                    watched.push(
-                        signal::pidfd_open(tid).map_err(|_| CaptureError::NoSuchProcess(tid))?,
-                    );
+                    // A pidfd needs a thread-group leader on older kernels;
+                    // other threads are looked for in /proc instead.
+                    match signal::pidfd_open(tid) {
+                        Ok(fd) => watched.push(fd),
+                        Err(_) => polled.push(tid),
+                    }
                 }
             }
         }
@@ -262,6 +271,7 @@ impl CounterSet {
             child: None,
             child_pidfd: None,
             watched,
+            polled,
             enable_on_exec,
             started: None,
         };
@@ -464,6 +474,11 @@ impl CounterSet {
                 revents: 0,
             });
         }
+        let timeout = if self.polled.is_empty() {
+            timeout
+        } else {
+            Some(timeout.map_or(POLL_INTERVAL, |t| t.min(POLL_INTERVAL)))
+        };
         let timeout_ms = match timeout {
             // Round up so we never wake a little early and spin.
             Some(d) => i32::try_from(d.as_micros().div_ceil(1000)).unwrap_or(i32::MAX),
@@ -478,8 +493,9 @@ impl CounterSet {
             if let Some(status) = child.try_wait().map_err(CaptureError::System)? {
                 return Ok(Wake::TargetExited(Some(status)));
             }
-        } else if !self.watched.is_empty() {
+        } else if !self.watched.is_empty() || !self.polled.is_empty() {
             // Forget processes that ended; stop when none is left.
+            self.polled.retain(|&tid| proc::exists(tid));
             let ended: Vec<bool> = set
                 .iter()
                 .skip(1)
@@ -491,7 +507,7 @@ impl CounterSet {
                 i += 1;
                 keep
             });
-            if self.watched.is_empty() {
+            if self.watched.is_empty() && self.polled.is_empty() {
                 return Ok(Wake::TargetExited(None));
             }
         }
