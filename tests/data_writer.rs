@@ -17,6 +17,7 @@ use std::process::Command;
 
 use scry::data::build_id;
 use scry::data::features::{BuildIdEntry, ClockData, Features, MISC_KERNEL, MISC_USER};
+use scry::data::pipe_writer::PerfPipeWriter;
 use scry::data::tracing_data;
 use scry::data::writer::{EventDesc, PerfDataWriter};
 
@@ -625,6 +626,77 @@ fn perf_reads_the_clock_features_we_wrote() {
     let (header, _) = perf_out(&["report", "--header-only"], &ours);
     assert!(header.contains("# clockid: monotonic (1)"), "{header}");
     assert!(header.contains("# clockid frequency: "), "{header}");
+}
+
+/// Pipe mode: the same records streamed through `PerfPipeWriter` into
+/// `perf script -i -` give the same lines as perf's own file.
+#[test]
+fn perf_reads_our_pipe_stream() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let dir = common::tempdir();
+    let cpu = dir.path().join("cpu.data");
+    common::run_ok(
+        common::perf()
+            .args(["record", "-q", "-g", "-F", "999", "-o"])
+            .arg(&cpu)
+            .arg("--")
+            .arg(common::workload("cpu7525"))
+            .arg("20"),
+    );
+    let sched = dir.path().join("sched.data");
+    common::run_ok(
+        common::perf()
+            .args([
+                "record",
+                "-q",
+                "-e",
+                "sched:sched_switch",
+                "-e",
+                "sched:sched_wakeup",
+                "-a",
+                "-o",
+            ])
+            .arg(&sched)
+            .args(["--", "sleep", "0.3"]),
+    );
+    for theirs in [cpu, sched] {
+        let perf_file = read_perf_file(&theirs);
+        let mut features = features_for(&perf_file);
+        features.build_ids.clear();
+        let mut w = PerfPipeWriter::new(Vec::new(), &perf_file.events, &features).unwrap();
+        w.write_records(&perf_file.data).unwrap();
+        let stream = w.finish().unwrap();
+
+        let mut child = common::perf()
+            .args(["script", "-i", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let feeder = std::thread::spawn(move || {
+            use std::io::Write;
+            stdin.write_all(&stream).unwrap();
+        });
+        let out = child.wait_with_output().unwrap();
+        feeder.join().unwrap();
+        let warn = common::perf_warnings(&out.stderr);
+        assert!(
+            out.status.success() && warn.is_empty(),
+            "perf script -i - on our stream: {warn:?}"
+        );
+        let (want, _) = perf_out(&["script"], &theirs);
+        assert!(want.lines().count() > 10);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            want,
+            "{}",
+            theirs.display()
+        );
+    }
 }
 
 /// Throughput of the data path against a plain `File::write_all` of the

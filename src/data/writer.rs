@@ -56,7 +56,7 @@ pub const HEADER_SIZE: u64 = 104;
 /// `sizeof(struct perf_file_section)`.
 const SECTION_SIZE: u64 = 16;
 /// `PERF_RECORD_FINISHED_ROUND`.
-const PERF_RECORD_FINISHED_ROUND: u32 = 68;
+pub(crate) const PERF_RECORD_FINISHED_ROUND: u32 = 68;
 const BUF_CAPACITY: usize = 4 << 20;
 
 #[cfg(target_endian = "little")]
@@ -245,7 +245,7 @@ fn invalid(msg: String) -> io::Error {
 
 /// Checks that record headers chain exactly over `raw`. `base` is the data
 /// offset of `raw[0]`, for the error message.
-fn check_whole_records(raw: &[u8], base: u64) -> io::Result<()> {
+pub(crate) fn check_whole_records(raw: &[u8], base: u64) -> io::Result<()> {
     let mut at = 0usize;
     while at < raw.len() {
         let Some(size) = raw.get(at + 6..at + 8) else {
@@ -271,7 +271,7 @@ fn check_whole_records(raw: &[u8], base: u64) -> io::Result<()> {
 }
 
 /// Gives every attr one common size (see the module doc) and checks them.
-fn normalize_events(events: &[EventDesc]) -> io::Result<Vec<EventDesc>> {
+pub(crate) fn normalize_events(events: &[EventDesc]) -> io::Result<Vec<EventDesc>> {
     if events.is_empty() {
         return Err(invalid(
             "perf.data writer: no events (perf needs at least one attr)".into(),
@@ -344,7 +344,7 @@ fn write_attrs<W: Write>(
 
 /// HEADER_EVENT_DESC: u32 nr, u32 attr size, then per event the attr, u32
 /// number of ids, the name as a `perf_header_string`, the ids.
-fn encode_event_desc(events: &[EventDesc]) -> Vec<u8> {
+pub(crate) fn encode_event_desc(events: &[EventDesc]) -> Vec<u8> {
     let attr_size = events.first().map_or(0, |e| e.attr.len());
     let mut out = Vec::new();
     out.extend_from_slice(&len_u32(events.len()).to_ne_bytes());
