@@ -618,11 +618,13 @@ fn scry_script_prints_tracepoints_as_perf_script() {
     }
 }
 
-/// Events whose print fmt the kernel's `trace` text follows exactly. Left
-/// out on purpose: `%p` (the kernel hashes pointers), `%pS` (the kernel adds
-/// `/0xsize`), unexpanded enum names (the kernel knows them, we print the
-/// number as perf does), and `syscalls:*` (the kernel prints those with its
-/// own `sys_openat(dfd: ...)` function, not the print fmt).
+/// Events whose print fmt the kernel's `trace` text follows exactly. The
+/// block events name unexpanded enums (`IOPRIO_CLASS_BE`): a tracefs
+/// `FormatCache` resolves them with the kernel's BTF. Left out on purpose:
+/// `%p` (the kernel hashes pointers), `%pS` (the kernel adds `/0xsize`),
+/// `jiffies` in expressions (a kernel variable), and `syscalls:*` (the
+/// kernel prints those with its own `sys_openat(dfd: ...)` function, not
+/// the print fmt).
 const KERNEL_TEXT_EVENTS: &[&str] = &[
     "sched:sched_switch",
     "sched:sched_wakeup",
@@ -651,6 +653,10 @@ const KERNEL_TEXT_EVENTS: &[&str] = &[
     "block:block_bio_queue",
     "block:block_plug",
     "block:block_unplug",
+    "block:block_rq_issue",
+    "block:block_rq_insert",
+    "block:block_rq_complete",
+    "block:block_getrq",
     "kmem:rss_stat",
     "filemap:mm_filemap_add_to_page_cache",
     "writeback:writeback_dirty_folio",
@@ -775,12 +781,16 @@ fn rendering_equals_the_kernels_trace_text() {
             .join("\n")
     );
     assert!(compared > 100, "only {compared} records compared");
-    for must in [
+    let mut must_see = vec![
         "sched_switch",
         "sched_wakeup",
         "sched_process_exec",
         "sys_enter",
-    ] {
+    ];
+    if !scry::event::btf_enums::load_vmlinux().is_empty() {
+        must_see.push("block_rq_issue");
+    }
+    for must in must_see {
         assert!(seen.contains(must), "no {must} record compared");
     }
     assert!(
@@ -840,4 +850,20 @@ fn instances_of_dead_scry_processes_are_removed() {
     let live = Instance::create(root).expect("create");
     assert!(!stale.exists(), "{} survived", stale.display());
     assert!(live.path().exists());
+}
+
+#[test]
+fn kernel_btf_enums_resolve_print_fmt_names() {
+    let enums = scry::event::btf_enums::load_vmlinux();
+    if !common::gate(if Path::new("/sys/kernel/btf/vmlinux").exists() {
+        Ok(())
+    } else {
+        Err("the kernel has no BTF (/sys/kernel/btf/vmlinux)".to_string())
+    }) {
+        return;
+    }
+    assert!(enums.len() > 1000, "only {} enum constants", enums.len());
+    assert_eq!(enums.get("IOPRIO_CLASS_BE"), Some(&2));
+    assert_eq!(enums.get("HRTIMER_MODE_REL"), Some(&1));
+    assert_eq!(enums.get("TASK_COMM_LEN"), Some(&16));
 }

@@ -47,11 +47,16 @@ pub struct FormatCache {
     /// The tracefs to load from lazily, with its id → (system, name) index.
     tracefs: Option<PathBuf>,
     tracefs_ids: OnceCell<HashMap<u64, (String, String)>>,
+    /// Enum constants by name (the running kernel's BTF, for tracefs
+    /// caches), loaded on first use.
+    enums: OnceCell<HashMap<String, u64>>,
+    load_kernel_enums: bool,
 }
 
 struct Both<'a> {
     printk: &'a HashMap<u64, String>,
     symbols: &'a dyn KernelSymbols,
+    enums: Option<&'a HashMap<String, u64>>,
 }
 
 impl Resolver for Both<'_> {
@@ -60,6 +65,9 @@ impl Resolver for Both<'_> {
     }
     fn printk_string(&self, addr: u64) -> Option<&str> {
         self.printk.get(&addr).map(String::as_str)
+    }
+    fn enum_value(&self, name: &str) -> Option<u64> {
+        self.enums?.get(name).copied()
     }
 }
 
@@ -83,6 +91,8 @@ impl FormatCache {
             saved_cmdlines: data.saved_cmdlines,
             tracefs: None,
             tracefs_ids: OnceCell::new(),
+            enums: OnceCell::new(),
+            load_kernel_enums: false,
         }
     }
 
@@ -97,7 +107,17 @@ impl FormatCache {
             saved_cmdlines: HashMap::new(),
             tracefs: Some(root.to_path_buf()),
             tracefs_ids: OnceCell::new(),
+            enums: OnceCell::new(),
+            load_kernel_enums: true,
         }
+    }
+
+    /// Resolves enum names in print fmts with the running kernel's BTF
+    /// (on for `from_tracefs`; for a file, right only if it was recorded
+    /// on this kernel — perf script never does).
+    pub fn with_kernel_enums(mut self, on: bool) -> FormatCache {
+        self.load_kernel_enums = on;
+        self
     }
 
     /// The byte order of the records.
@@ -166,14 +186,15 @@ impl FormatCache {
             let _ = write!(out, "[unknown tracepoint id {id}: {} bytes]", raw.len());
             return;
         };
-        render_format(
-            &format,
-            raw,
-            self.endian,
-            &self.printk_formats,
+        let enums = self
+            .load_kernel_enums
+            .then(|| self.enums.get_or_init(super::btf_enums::load_vmlinux));
+        let resolver = Both {
+            printk: &self.printk_formats,
             symbols,
-            out,
-        );
+            enums,
+        };
+        render_format(&format, raw, self.endian, &resolver, out);
     }
 }
 
@@ -182,20 +203,15 @@ pub fn render_format(
     format: &EventFormat,
     raw: &[u8],
     endian: Endian,
-    printk_formats: &HashMap<u64, String>,
-    symbols: &dyn KernelSymbols,
+    resolver: &dyn Resolver,
     out: &mut String,
 ) {
     if let Ok(print_fmt) = &format.print_fmt {
-        let resolver = Both {
-            printk: printk_formats,
-            symbols,
-        };
         let ctx = RenderContext {
             format,
             raw,
             endian,
-            resolver: &resolver,
+            resolver,
         };
         let mut text = String::new();
         if render_print_fmt(print_fmt, &ctx, &mut text).is_ok() {

@@ -7,13 +7,14 @@
 //! - An identifier the kernel left unexpanded (an enum constant such as
 //!   `IOPRIO_CLASS_BE`, or `jiffies`) evaluates to 0 in arithmetic, and
 //!   matches nothing as a `__print_symbolic`/`__print_flags` value, so the
-//!   number prints in hex (`0x2`) rather than a guessed name. The kernel's
-//!   own `trace` text knows the enum (`be`); only BTF could tell us.
+//!   number prints in hex (`0x2`) rather than a guessed name — unless the
+//!   [`Resolver`] knows the value (the running kernel's BTF, see
+//!   `btf_enums`), and then it prints `be` as the kernel's `trace` does.
 //! - Pointer arithmetic is not scaled (`(struct page *)vmemmap_base + pfn`
 //!   is `pfn`): there is no struct layout to scale by.
 //! - `%p` prints `0x…` (`(nil)` for 0); `%pS`/`%pF` print `symbol+0xoff`,
 //!   `%ps`/`%pf` `symbol`, through a [`Resolver`], and `0x…` when nothing
-//!   resolves.
+//!   resolves (`0x0` for 0).
 //! - `%s` of a pointer-sized scalar looks the address up in printk_formats
 //!   (strings the kernel prints by address), else prints it in hex.
 //! - Anything this module does not know (a helper, a conversion, a field
@@ -36,6 +37,10 @@ pub trait Resolver {
     fn kernel_symbol(&self, addr: u64) -> Option<(&str, u64)>;
     /// The string the kernel keeps at `addr` (tracefs `printk_formats`).
     fn printk_string(&self, addr: u64) -> Option<&str>;
+    /// The value of an enum constant the print fmt names (`IOPRIO_CLASS_BE`).
+    fn enum_value(&self, _name: &str) -> Option<u64> {
+        None
+    }
 }
 
 /// A resolver that knows nothing (addresses print in hex).
@@ -232,7 +237,7 @@ fn format_pointer(ext: &str, arg: &Val<'_>, spec: &Spec, ctx: &RenderContext<'_>
                     format!("{name}+0x{:x}", v.wrapping_sub(start))
                 }
                 Some((name, _)) => name.to_string(),
-                None => hex_addr(v),
+                None => format!("0x{v:x}"),
             }
         }
         Some('M' | 'm') => {
@@ -330,7 +335,9 @@ fn eval<'a>(expr: &Expr, ctx: &RenderContext<'a>) -> Res<Val<'a>> {
         Expr::Str(s) => Val::Str(Cow::Owned(s.clone())),
         Expr::Ident(name) => match name.as_str() {
             "true" => int(1, true),
-            _ => int(0, true), // false, NULL, and enum names the kernel left (libtraceevent: 0)
+            // false, NULL, and names the kernel left: their value when the
+            // resolver knows it, else 0 (as libtraceevent).
+            _ => int(ctx.resolver.enum_value(name).unwrap_or(0), true),
         },
         Expr::Field(name) => {
             let field = ctx
@@ -468,10 +475,12 @@ fn pairs<'a>(items: &[Expr], ctx: &RenderContext<'a>) -> Res<Vec<(u64, String)>>
         // matches nothing (libtraceevent's `eval_flag` gives it -1), bar the
         // few libtraceevent knows by name.
         let v = match value {
-            Expr::Ident(ident) => match known_enum(ident) {
-                Some(v) => v,
-                None => continue,
-            },
+            Expr::Ident(ident) => {
+                match ctx.resolver.enum_value(ident).or_else(|| known_enum(ident)) {
+                    Some(v) => v,
+                    None => continue,
+                }
+            }
             _ => eval(value, ctx)?.as_int()?.0,
         };
         match eval(name, ctx)? {
