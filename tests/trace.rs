@@ -281,3 +281,39 @@ fn bad_input_is_one_line_and_exit_2() {
         );
     }
 }
+
+#[test]
+fn system_wide_sees_another_process() {
+    require_kernel!();
+    require_tracefs!();
+    let calls = common::workload("calls");
+    let tracer = common::scry()
+        .args(["trace", "-a", "-e", "getppid"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let child = Command::new(&calls).arg("1000").spawn().unwrap();
+    let pid = child.id();
+    let status = child.wait_with_output().unwrap().status;
+    assert!(status.success());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    common::signal(tracer.id(), "INT");
+    let out = tracer.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    let ours = text
+        .lines()
+        .filter(|l| l.contains(&format!("calls/{pid} getppid()")))
+        .count();
+    assert_eq!(
+        ours,
+        1000,
+        "{}",
+        text.lines().take(5).collect::<Vec<_>>().join("\n")
+    );
+}

@@ -15,5 +15,6 @@ pub mod sample;
 pub mod stat;
 pub mod syscalls;
 pub mod syscalls;
+pub mod syscalls;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -350,9 +350,9 @@ impl Summary {
 
     /// Adds a finished (or abandoned) call.
     pub fn call(&mut self, call: &SyscallCall) {
-        if !self.names.contains_key(&call.desc.nr) {
-            self.names.insert(call.desc.nr, call.desc.name.clone());
-        }
+        self.names
+            .entry(call.desc.nr)
+            .or_insert_with(|| call.desc.name.clone());
         let t = self.threads.entry((call.pid, call.tid)).or_default();
         t.syscalls.entry(call.desc.nr).or_default().add(call);
     }
@@ -579,7 +579,7 @@ mod tests {
     #[test]
     fn argument_kinds_from_format() {
         let text = "name: sys_enter_openat\nID: 782\nformat:\n\
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\
 \tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n\
 \tfield:int dfd;\toffset:16;\tsize:8;\tsigned:0;\n\
 \tfield:const char * filename;\toffset:24;\tsize:8;\tsigned:0;\n\

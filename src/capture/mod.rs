@@ -15,6 +15,8 @@ pub mod trace;
 pub mod trace_sink;
 pub mod trace;
 pub mod trace_sink;
+pub mod trace;
+pub mod trace_sink;
 
 pub use session::{CallGraph, CaptureOptions, RecordSink, Sampling, Session, StopReason, Target};
 

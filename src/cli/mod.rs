@@ -9,10 +9,12 @@
 mod flamegraph;
 mod list;
 mod probe;
+mod probe;
 mod record;
 mod report;
 mod script;
 mod top;
+mod trace;
 mod trace;
 mod trace;
 mod stat;
@@ -50,6 +52,10 @@ enum Command {
     Probe(probe::ProbeArgs),
     /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
     Trace(trace::TraceArgs),
+    /// Define, list and delete uprobes: probe_BINARY:FUNC events usable by record, stat and trace (perf probe)
+    Probe(probe::ProbeArgs),
+    /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
+    Trace(trace::TraceArgs),
 }
 
 /// Leave with this exit code and no further message (the cause was printed).
@@ -77,6 +83,8 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Flamegraph(args) => flamegraph::run(args),
         Command::Top(args) => top::run(args),
+        Command::Trace(args) => trace::run(args),
+        Command::Probe(args) => probe::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Trace(args) => trace::run(args),

@@ -16,5 +16,6 @@ pub mod script;
 pub mod stat;
 pub mod trace;
 pub mod trace;
+pub mod trace;
 pub mod top;
 pub mod tui;

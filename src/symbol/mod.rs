@@ -27,6 +27,7 @@ mod names;
 mod perf_map;
 pub mod probe_target;
 pub mod probe_target;
+pub mod probe_target;
 mod process;
 mod resolver;
 mod unwind;

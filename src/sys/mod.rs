@@ -11,3 +11,4 @@ pub mod tracefs;
 pub mod tracefs_instance;
 pub mod uprobe;
 pub mod uprobe;
+pub mod uprobe;
