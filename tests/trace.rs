@@ -317,3 +317,41 @@ fn system_wide_sees_another_process() {
         text.lines().take(5).collect::<Vec<_>>().join("\n")
     );
 }
+
+#[test]
+fn attaches_to_a_running_process_and_ends_with_it() {
+    require_kernel!();
+    require_tracefs!();
+    let calls = common::workload("calls");
+    // sh waits for a line, then becomes `calls 1000` (same task: the
+    // counters attached to it carry over the exec).
+    let mut target = Command::new("sh")
+        .arg("-c")
+        .arg(format!("read x; exec {} 1000", calls.display()))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    let tracer = common::scry()
+        .args(["trace", "-s", "-p", &pid.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    {
+        use std::io::Write;
+        target.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    }
+    assert!(target.wait().unwrap().success());
+    // scry notices the target is gone and ends by itself.
+    let out = tracer.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    assert_eq!(summary_row(&text, "getppid"), Some((1000, 0)), "{text}");
+    assert!(summary_row(&text, "execve").is_some(), "{text}");
+}
