@@ -9,12 +9,12 @@ pub mod calltree;
 pub mod decay;
 pub mod folded;
 pub mod hash;
+pub mod offcpu;
+pub mod offcpu_live;
 pub mod profile;
 pub mod quality;
 pub mod sample;
 pub mod stat;
-pub mod syscalls;
-pub mod syscalls;
 pub mod syscalls;
 #[cfg(test)]
 pub(crate) mod testing;

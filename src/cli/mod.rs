@@ -8,16 +8,14 @@
 
 mod flamegraph;
 mod list;
-mod probe;
+mod offcpu;
 mod probe;
 mod record;
 mod report;
 mod script;
+mod stat;
 mod top;
 mod trace;
-mod trace;
-mod trace;
-mod stat;
 
 use std::process::ExitCode;
 
@@ -50,12 +48,8 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Define, list and delete uprobes: probe_BINARY:FUNC events usable by record, stat and trace (perf probe)
     Probe(probe::ProbeArgs),
-    /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
-    Trace(trace::TraceArgs),
-    /// Define, list and delete uprobes: probe_BINARY:FUNC events usable by record, stat and trace (perf probe)
-    Probe(probe::ProbeArgs),
-    /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
-    Trace(trace::TraceArgs),
+    /// Off-CPU time by stack: where tasks waited, and who woke them (offcputime, offwaketime)
+    Offcpu(offcpu::OffcpuArgs),
 }
 
 /// Leave with this exit code and no further message (the cause was printed).
@@ -83,11 +77,9 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Flamegraph(args) => flamegraph::run(args),
         Command::Top(args) => top::run(args),
+        Command::Offcpu(args) => offcpu::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Probe(args) => probe::run(args),
-        Command::Trace(args) => trace::run(args),
-        Command::Probe(args) => probe::run(args),
-        Command::Trace(args) => trace::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,12 +10,11 @@ pub mod folded;
 #[cfg(test)]
 mod golden;
 pub mod list;
+pub mod offcpu;
 pub mod report;
 pub mod report_json;
 pub mod script;
 pub mod stat;
-pub mod trace;
-pub mod trace;
-pub mod trace;
 pub mod top;
+pub mod trace;
 pub mod tui;

@@ -1,0 +1,205 @@
+//! `scry offcpu`: where the time went while tasks were *not* running.
+//! Records `sched:sched_switch` (and, with `--wakeup`, `sched_wakeup`)
+//! system-wide with call chains, live; `analysis::offcpu` pairs each
+//! switch-out of a watched task with its switch-in; the result prints as a
+//! report, folded stacks (`--folded`) or a flame graph (`--svg`).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use linux_perf_event_reader::EventRecord;
+
+use scry::analysis::folded::{FoldOptions, FoldedStacks};
+use scry::analysis::offcpu::{OffCpuOptions, OffCpuTracker, Watch};
+use scry::analysis::offcpu_live::{OffCpuFeed, SchedFields};
+use scry::analysis::quality::QualitySummary;
+use scry::capture::live::{LiveConsumer, LiveSink, run_threaded};
+use scry::capture::session::default_mmap_pages;
+use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
+use scry::event::format::load_format;
+use scry::event::name;
+use scry::render::flamegraph::{FlameOptions, write_svg};
+use scry::render::folded::{FoldedOptions, folded_lines, write_folded};
+use scry::render::offcpu::{OffCpuSummary, write_report};
+use scry::symbol::{ResolveOptions, Resolver};
+use scry::sys::perf_event::attr_bytes;
+use scry::sys::signal::SignalPipe;
+
+#[derive(Args, Debug)]
+pub struct OffcpuArgs {
+    /// Watch every task on every CPU.
+    #[arg(short = 'a', long = "all-cpus")]
+    all_cpus: bool,
+    /// Watch these processes (and the children they fork): PID[,PID...].
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pid: Option<String>,
+    /// Ignore switch-outs shorter than this many microseconds. Default 1.
+    #[arg(long = "min-us", value_name = "US", default_value_t = 1)]
+    min_us: u64,
+    /// Join each blocked stack with the stack of the task that woke it (offwaketime).
+    #[arg(long)]
+    wakeup: bool,
+    /// Print folded stacks (`comm;root;...;leaf NANOSECONDS`) instead of the report.
+    #[arg(long)]
+    folded: bool,
+    /// Also write an off-CPU flame graph (SVG) to this file.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Stacks shown in the report. Default 10.
+    #[arg(short = 'n', long = "stacks", value_name = "N", default_value_t = 10)]
+    stacks: usize,
+    /// The command to run and watch (after --).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+struct Consumer(OffCpuFeed);
+
+impl LiveConsumer for Consumer {
+    fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
+        self.0.handle_record(attr_index, record);
+    }
+    fn tick_interval(&self) -> Option<Duration> {
+        None
+    }
+}
+
+fn parse_pids(text: &str) -> anyhow::Result<Vec<i32>> {
+    text.split(',')
+        .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
+        .collect::<Option<Vec<_>>>()
+        .with_context(|| format!("-p: expected a comma-separated list of pids, got '{text}'"))
+}
+
+pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
+    let pids = args
+        .pid
+        .as_deref()
+        .map(parse_pids)
+        .transpose()?
+        .unwrap_or_default();
+    if args.command.is_empty() && pids.is_empty() && !args.all_cpus {
+        anyhow::bail!("nothing to watch: give a command after --, or -p PID, or -a");
+    }
+    for &pid in &pids {
+        if !scry::sys::proc::exists(pid) {
+            anyhow::bail!("no such process: {pid}");
+        }
+    }
+    let root =
+        scry::sys::tracefs::root().context("off-CPU analysis needs the sched tracepoints")?;
+    let switch_format =
+        load_format(root, "sched", "sched_switch").context("reading sched:sched_switch")?;
+    let wakeup_format = if args.wakeup {
+        Some(load_format(root, "sched", "sched_wakeup").context("reading sched:sched_wakeup")?)
+    } else {
+        None
+    };
+    let mut specs = vec![name::parse("sched:sched_switch")?];
+    if args.wakeup {
+        specs.push(name::parse("sched:sched_wakeup")?);
+    }
+    let events = name::resolve(&specs)?;
+    let cpus = scry::sys::proc::online_cpus().map_or(1, |c| c.len());
+    let opts = CaptureOptions {
+        mmap_pages: default_mmap_pages(&events, cpus),
+        events,
+        // A task's switch-in shows only in the previous task's event: watch
+        // every CPU and pick the watched tasks out afterwards.
+        target: Target {
+            command: args.command.clone(),
+            system_wide: true,
+            ..Default::default()
+        },
+        sampling: Some(Sampling::Period(1)),
+        call_graph: CallGraph::FramePointer,
+        filters: Vec::new(),
+    };
+    let fields = SchedFields::new(0, &switch_format, wakeup_format.as_ref().map(|f| (1, f)))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
+        .context("installing signal handlers")?;
+    let mut session = Session::open(&opts)?;
+    let mut watch = Watch {
+        all: args.all_cpus,
+        pids: pids.iter().copied().collect(),
+    };
+    if let Some(pid) = session.workload_pid() {
+        watch.pids.insert(pid);
+    }
+    let ids = session.ids().context("reading sample ids")?;
+    let attrs: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
+    let feed = OffCpuFeed::new(
+        OffCpuTracker::new(watch),
+        Resolver::new(&ResolveOptions::default()),
+        fields,
+    );
+    let mut sink = LiveSink::new(&attrs, Consumer(feed)).context("parsing the event attributes")?;
+    let mut synthesized = Vec::new();
+    session.synthesize(true, &mut synthesized);
+    scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
+    scry::capture::RecordSink::round_done(&mut sink)?;
+    session.start()?;
+    let outcome = run_threaded(session, signals, &mut sink)?;
+
+    let Consumer(feed) = sink.consumer;
+    let undecodable = feed.undecodable;
+    let (resolved, mut frames, stats, lost) = feed.resolver.finish();
+    let options = OffCpuOptions {
+        min_ns: args.min_us.saturating_mul(1000),
+        wakeup: args.wakeup,
+    };
+    let result = feed.tracker.finish(resolved, &mut frames, &options);
+    if undecodable > 0 {
+        eprintln!("scry: {undecodable} sched samples had no decodable fields and were skipped");
+    }
+    let folded = FoldedStacks::build(&result.samples, &FoldOptions::default());
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if args.folded {
+        write_folded(&mut out, &folded, &frames, FoldedOptions::default())?;
+    } else {
+        let summary = OffCpuSummary {
+            total_ns: result.total_ns(),
+            switches: result.samples.len() as u64,
+            by_state: result.by_state.clone(),
+            unmatched: result.unmatched,
+            lost,
+            quality_line: QualitySummary::from_samples(&result.samples, &frames).line(),
+        };
+        let _ = stats;
+        write_report(&mut out, &summary, &folded, &frames, args.stacks)?;
+    }
+    out.flush()?;
+    if let Some(path) = &args.svg {
+        let lines = folded_lines(
+            &folded,
+            &frames,
+            FoldedOptions {
+                annotate_kernel: true,
+            },
+        );
+        let options = FlameOptions {
+            title: "Off-CPU Time Flame Graph".to_string(),
+            count_name: "ns".to_string(),
+            palette: scry::render::flamegraph::parse_palette("io")
+                .map_err(|e| anyhow::anyhow!("{e}"))?,
+            ..FlameOptions::default()
+        };
+        let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        write_svg(&lines, &options, BufWriter::new(file))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let StopReason::TargetExited(Some(status)) = outcome.stop
+        && !status.success()
+    {
+        return Err(super::Exit(1).into());
+    }
+    Ok(())
+}
