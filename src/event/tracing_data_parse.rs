@@ -122,7 +122,8 @@ pub fn parse_tracing_data(blob: &[u8]) -> Result<TracingData, FormatError> {
     for want in ["header_page", "header_event"] {
         let name = c.cstr("header name")?;
         if name != want {
-            return Err(c.err(format!("expected '{want}', found '{name}'")));
+            let shown: String = name.chars().take(40).flat_map(char::escape_debug).collect();
+            return Err(c.err(format!("expected '{want}', found \"{shown}\"")));
         }
         headers.push(String::from_utf8_lossy(c.sized(8, want)?).into_owned());
     }
@@ -268,6 +269,14 @@ mod tests {
         }
         let err = parse_tracing_data(&blob(&[("sys", "name: e\nID: x\n")])).unwrap_err();
         assert!(err.to_string().contains("sys:e"), "{err}");
+        let mut bad = full.clone();
+        let at = bad
+            .windows(12)
+            .position(|w| w == b"header_event")
+            .expect("header");
+        bad[at..at + 2].copy_from_slice(b"\n\n");
+        let err = parse_tracing_data(&bad).unwrap_err().to_string();
+        assert!(err.contains(r#"found "\n\nader_event""#), "{err}");
         let err = parse_tracing_data(b"garbage").unwrap_err();
         assert!(err.to_string().contains("magic"), "{err}");
     }
