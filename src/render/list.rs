@@ -91,6 +91,32 @@ mod tests {
     }
 
     #[test]
+    fn golden_files() {
+        use crate::render::golden::check_golden;
+        let mut events = events();
+        events.push(ListedEvent {
+            name: "sched:sched_switch".into(),
+            aliases: vec![],
+            group: Group::Tracepoint,
+            unsupported: None,
+            detail: None,
+        });
+        events.push(ListedEvent {
+            name: "uprobes:p_calls_main".into(),
+            aliases: vec![],
+            group: Group::DynamicProbe,
+            unsupported: None,
+            detail: Some("uprobe /tmp/calls:0x1139".into()),
+        });
+        let mut text = Vec::new();
+        write_text(&mut text, &events).unwrap();
+        check_golden("list.txt", &String::from_utf8(text).unwrap());
+        let mut json = Vec::new();
+        write_json(&mut json, &events).unwrap();
+        check_golden("list.json", &String::from_utf8(json).unwrap());
+    }
+
+    #[test]
     fn json_parses() {
         let mut out = Vec::new();
         write_json(&mut out, &events()).unwrap();

@@ -530,6 +530,131 @@ mod tests {
         );
     }
 
+    /// A whole `perf stat`-shaped report: counted, multiplexed, not
+    /// counted and not supported lines, with the command's footer.
+    fn golden_rows() -> Vec<Row> {
+        let mut multiplexed = row(
+            1,
+            CountState::Counted,
+            1_234_567.0,
+            Some(Metric::PerSecond(8.1e8)),
+        );
+        multiplexed.running = 758_165.0;
+        multiplexed.enabled = 1_516_331.0;
+        let mut not_counted = row(1, CountState::NotCounted, 0.0, None);
+        not_counted.running = 0.0;
+        let mut rows = rows();
+        rows.insert(1, multiplexed);
+        rows.insert(2, not_counted);
+        rows
+    }
+
+    fn render(
+        mut p: StatPrinter,
+        subject: &Subject,
+        rows: &[Row],
+        wall: &Stats,
+        rusage: Option<(f64, f64)>,
+    ) -> String {
+        let mut out = Vec::new();
+        p.header(&mut out, subject).unwrap();
+        p.rows(&mut out, rows, None).unwrap();
+        p.footer(&mut out, wall, rusage).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn one_wall(ns: f64) -> Stats {
+        let mut s = Stats::default();
+        s.push(ns);
+        s
+    }
+
+    #[test]
+    fn golden_files() {
+        use crate::render::golden::check_golden;
+        let command = Subject::Command(vec!["./calls".into(), "100000".into()]);
+        let rows = golden_rows();
+        check_golden(
+            "stat_default.txt",
+            &render(
+                printer(StatFormat::Text),
+                &command,
+                &rows,
+                &one_wall(107_477_710.0),
+                Some((0.002318, 0.0)),
+            ),
+        );
+        check_golden(
+            "stat.csv",
+            &render(
+                printer(StatFormat::Separated(",".into())),
+                &command,
+                &rows,
+                &one_wall(1e8),
+                None,
+            ),
+        );
+        check_golden(
+            "stat.json",
+            &render(
+                printer(StatFormat::Json),
+                &command,
+                &rows,
+                &one_wall(1e8),
+                None,
+            ),
+        );
+
+        let mut repeat = printer(StatFormat::Text);
+        repeat.runs = 5;
+        let mut noisy = golden_rows();
+        noisy[0].noise_pct = 1.37;
+        noisy[3].noise_pct = 0.42;
+        let mut wall = Stats::default();
+        for ns in [
+            1_520_000.0,
+            1_550_000.0,
+            1_580_000.0,
+            1_530_000.0,
+            1_570_000.0,
+        ] {
+            wall.push(ns);
+        }
+        check_golden(
+            "stat_repeat.txt",
+            &render(repeat, &command, &noisy, &wall, None),
+        );
+
+        // `-a -A -I 100`: CPU columns and the interval header.
+        let mut per_cpu = printer(StatFormat::Text);
+        per_cpu.per_cpu = true;
+        let mut out = Vec::new();
+        for (tick, ns) in [(1u64, 102_680_000.0), (2, 60_130_000.0)] {
+            let rows: Vec<Row> = (0..2)
+                .map(|cpu| Row {
+                    cpu: Some(cpu),
+                    ..row(
+                        0,
+                        CountState::Counted,
+                        ns,
+                        Some(Metric::CpusUtilized(ns / 1e8)),
+                    )
+                })
+                .collect();
+            per_cpu
+                .rows(
+                    &mut out,
+                    &rows,
+                    Some(Duration::from_millis(100 * tick) + Duration::from_nanos(2_614_028)),
+                )
+                .unwrap();
+        }
+        check_golden(
+            "stat_interval_per_cpu.txt",
+            &String::from_utf8(out).unwrap(),
+        );
+    }
+
     #[test]
     fn header_names_the_subject() {
         let p = printer(StatFormat::Text);
