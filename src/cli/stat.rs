@@ -320,6 +320,10 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
     for _ in 0..opts.repeat {
         let before = scry::sys::process::children_cpu_time().ok();
         drop(last_set.take());
+        if signals.received().is_some() {
+            // Ctrl-C between runs: print the runs so far.
+            break;
+        }
         let mut set = CounterSet::open(&opts.counting)?;
         if opts.verbose {
             for (e, reason) in events.iter().zip(&set.unsupported_reason) {
@@ -377,6 +381,9 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
     }
     if opts.interval.is_some() {
         out.flush()?;
+        return Ok(Outcome { failed });
+    }
+    if acc.walltime().count() == 0 {
         return Ok(Outcome { failed });
     }
     let rows = acc.rows(&classes);
