@@ -144,7 +144,19 @@ pub fn parse_tracing_data(blob: &[u8]) -> Result<TracingData, FormatError> {
     read_formats(&mut c, "ftrace")?;
     let systems = c.uint(4, "subsystem count")?;
     for _ in 0..systems {
+        let at = c.pos;
         let system = c.cstr("subsystem name")?.to_string();
+        if system.is_empty() || !system.bytes().all(|b| b.is_ascii_graphic()) {
+            let shown: String = system
+                .chars()
+                .take(40)
+                .flat_map(char::escape_debug)
+                .collect();
+            return Err(FormatError::TracingData {
+                offset: at,
+                what: format!("bad subsystem name \"{shown}\""),
+            });
+        }
         read_formats(&mut c, &system)?;
     }
     let kallsyms = String::from_utf8_lossy(c.sized(4, "kallsyms")?).into_owned();
