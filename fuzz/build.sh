@@ -4,7 +4,8 @@
 # RUSTC_BOOTSTRAP=1 unlocks on a stable compiler.
 #
 #   cargo install cargo-fuzz          # once
-#   fuzz/build.sh                     # build perf_data_reader
+#   fuzz/build.sh                     # build every target
+#   fuzz/build.sh perf_data_reader    # build one
 #   fuzz/run.sh [SECONDS]             # seed a corpus with perf and fuzz
 set -eu
 cd "$(dirname "$0")"
@@ -12,4 +13,4 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "fuzz/build.sh: cargo-fuzz is missing: cargo install cargo-fuzz" >&2
     exit 1
 fi
-RUSTC_BOOTSTRAP=1 cargo fuzz build "$@" perf_data_reader
+RUSTC_BOOTSTRAP=1 cargo fuzz build "$@"

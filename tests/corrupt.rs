@@ -252,3 +252,49 @@ fn many_mutations_in_process_never_panic() {
         "no mutation was detected: the test proves nothing"
     );
 }
+
+/// The fuzzer's first find: a sample whose callchain length overflows
+/// `length * 8` in linux-perf-event-reader. It must be an error naming the
+/// record and its offset, whether the build checks overflow (the crate
+/// panics; the reader catches it) or not (the length check fails).
+#[test]
+fn huge_callchain_length_is_an_error_not_a_panic() {
+    use linux_perf_data::linux_perf_event_reader::SampleFormat;
+    let dir = common::tempdir();
+    let Some(file) = recorded(dir.path(), "cc.data", &[]) else {
+        return;
+    };
+    let reader = PerfReader::open(&file).unwrap();
+    let st = reader.events()[0].attr.sample_format;
+    assert!(!st.contains(SampleFormat::READ) && st.contains(SampleFormat::CALLCHAIN));
+    let before = [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ];
+    let nr_at = 8 + 8 * before.iter().filter(|f| st.contains(**f)).count() as u64;
+    let mut sample = None;
+    reader
+        .walk_file_order(|frame, _, _| {
+            if frame.record_type == 9 && sample.is_none() {
+                sample = Some(frame.offset);
+            }
+            Ok(())
+        })
+        .unwrap();
+    let offset = sample.expect("a sample record");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = (offset + nr_at) as usize;
+    bytes[at..at + 8].copy_from_slice(&0x7fff_ffff_ffff_ffffu64.to_le_bytes());
+    let bad = dir.path().join("bad.data");
+    std::fs::write(&bad, &bytes).unwrap();
+    let err = one_line_error(&bad);
+    let want = format!("malformed PERF_RECORD_SAMPLE record at offset {offset:#x}");
+    assert!(err.contains(&want), "{err}");
+}

@@ -6,7 +6,8 @@
 //! The reader turns panics of the crates it wraps into errors
 //! (`ParserPanic`, or a bad record whose reason says the parser panicked).
 //! With `SCRY_FUZZ_STRICT=1` this target panics on those instead, so the
-//! fuzzer reports the inputs that reach the last-resort `catch_unwind`.
+//! fuzzer reports the inputs that reach the last-resort `catch_unwind`,
+//! except the known ones in `KNOWN_CRATE_PANICS`.
 #![no_main]
 
 use std::io::Write;
@@ -15,10 +16,17 @@ use libfuzzer_sys::fuzz_target;
 use scry::data::reader::{Comms, EventRecord, PerfReader, ReadError, Record};
 use scry::render::script::{EventFormat, FieldSpec, ScriptPrinter, ScriptSample, Unresolved};
 
+/// Panics of linux-perf-event-reader 0.10 found by this target, caught by
+/// the reader: `SampleRecord::parse` computes `callchain_length * 8`
+/// unchecked (overflow panics in builds with overflow checks; release builds
+/// wrap and then fail the length check).
+const KNOWN_CRATE_PANICS: &[&str] = &["attempt to multiply with overflow"];
+
 fn check(e: &ReadError) {
     let strict = std::env::var_os("SCRY_FUZZ_STRICT").is_some();
     let text = e.to_string();
-    if strict && (matches!(e, ReadError::ParserPanic { .. }) || text.contains("panicked")) {
+    let panicked = matches!(e, ReadError::ParserPanic { .. }) || text.contains("panicked");
+    if strict && panicked && !KNOWN_CRATE_PANICS.iter().any(|k| text.contains(k)) {
         panic!("{text}");
     }
     assert!(!text.contains('\n'), "multi-line error: {text}");

@@ -16,8 +16,10 @@ use linux_perf_data::linux_perf_event_reader::{
 
 use scry::data::reader::{Comms, EventDesc, PerfReader, Record, record_type_name};
 use scry::render::script::{
-    EventFormat, FieldSpec, HeaderBlock, ScriptPrinter, ScriptSample, Unresolved, write_raw_record,
+    AddrResolver, EventFormat, FieldSpec, HeaderBlock, ResolvedAddr, ScriptPrinter, ScriptSample,
+    write_raw_record,
 };
+use scry::symbol::{ResolveOptions, Resolver};
 
 #[derive(Args, Debug)]
 pub struct ScriptArgs {
@@ -82,11 +84,13 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
     }
     let mut comms = Comms::default();
     let mut chain = Vec::new();
+    let mut symbols = SampleSymbols::new(&reader);
     while let Some(record) = reader.next_record()? {
         let Record::Event { attr_index, record } = record else {
             continue;
         };
         comms.handle_record(&record);
+        symbols.resolver.handle_record(attr_index, &record);
         let EventRecord::Sample(sample) = &record else {
             continue;
         };
@@ -106,10 +110,75 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
             callchain: callchain.then_some(chain.as_slice()),
             raw: raw.as_deref(),
         };
-        printer.write_sample(&mut out, &s, &mut Unresolved)?;
+        symbols.take_sample(&s);
+        printer.write_sample(&mut out, &s, &mut symbols)?;
     }
     out.flush()?;
     Ok(())
+}
+
+/// The symbol stage behind the printer's per-address interface: the
+/// resolver sees every record (maps, comms) and resolves each sample as it
+/// comes; its frames are paired with the sample's addresses when the counts
+/// agree (frame pointers, no inlining). Otherwise, and for addresses it
+/// cannot name, the frame prints as `[unknown]`, as perf does.
+///
+/// The symbol stage returns names without the offset into the symbol, so
+/// named frames print `sym` where perf prints `sym+0xoff`; the FlameGraph
+/// collapsers drop the offset anyway.
+struct SampleSymbols {
+    resolver: Resolver,
+    /// The current sample's addresses with their names.
+    named: Vec<(u64, ResolvedAddr)>,
+}
+
+impl SampleSymbols {
+    fn new(reader: &PerfReader) -> Self {
+        let mut resolver = Resolver::new(&ResolveOptions::default());
+        if let Ok(info) = reader.build_ids_raw() {
+            resolver.set_header_build_ids(info);
+        }
+        SampleSymbols {
+            resolver,
+            named: Vec::new(),
+        }
+    }
+
+    /// Takes the sample the resolver was just fed and pairs its frames with
+    /// the sample's addresses.
+    fn take_sample(&mut self, s: &ScriptSample<'_>) {
+        self.named.clear();
+        let resolved = self.resolver.take_samples();
+        let Some(sample) = resolved.last() else {
+            return;
+        };
+        let addrs: Vec<u64> = match s.callchain {
+            Some(chain) if !chain.is_empty() => chain.iter().map(|&(a, _)| a).collect(),
+            _ => s.ip.into_iter().collect(),
+        };
+        if addrs.len() != sample.stack.len() {
+            return;
+        }
+        let frames = self.resolver.frames();
+        for (addr, id) in addrs.into_iter().zip(&sample.stack) {
+            let frame = frames.get(*id);
+            let named = ResolvedAddr {
+                sym: frame.sym.as_ref().map(|name| (name.to_string(), None)),
+                dso: frame.dso.to_string(),
+                shown_addr: addr,
+            };
+            self.named.push((addr, named));
+        }
+    }
+}
+
+impl AddrResolver for SampleSymbols {
+    fn resolve(&mut self, _pid: i32, addr: u64, _kernel: bool) -> Option<ResolvedAddr> {
+        self.named
+            .iter()
+            .find(|(a, _)| *a == addr)
+            .map(|(_, named)| named.clone())
+    }
 }
 
 /// The TRACING_DATA feature section (tracepoint formats) of a file input.

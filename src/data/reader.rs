@@ -485,6 +485,27 @@ impl PerfReader {
         })
     }
 
+    /// HEADER_BUILD_ID as `(path, build-id bytes)`, what the symbol stage
+    /// takes.
+    pub fn build_ids_raw(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, ReadError> {
+        match guard(|| self.perf_file.build_ids()) {
+            Ok(Ok(map)) => Ok(map
+                .into_values()
+                .map(|info| (info.path, info.build_id))
+                .collect()),
+            Ok(Err(err)) => Err(ReadError::Parse {
+                file: self.file.clone(),
+                context: "BUILD_ID feature".into(),
+                reason: err.to_string(),
+            }),
+            Err(message) => Err(ReadError::ParserPanic {
+                file: self.file.clone(),
+                context: "BUILD_ID feature".into(),
+                message,
+            }),
+        }
+    }
+
     /// The next record in time order, parsed; `None` at the end (and after
     /// an error was returned).
     pub fn next_record(&mut self) -> Result<Option<Record<'_>>, ReadError> {

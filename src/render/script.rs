@@ -167,8 +167,9 @@ pub struct ScriptSample<'a> {
 /// A name for an address, as perf prints it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResolvedAddr {
-    /// Symbol and the address's offset into it; `None` prints `[unknown]`.
-    pub sym: Option<(String, u64)>,
+    /// Symbol and the address's offset into it if known (`sym+0xoff`, or
+    /// `sym` without it); `None` prints `[unknown]`.
+    pub sym: Option<(String, Option<u64>)>,
     /// The binary: a path, `[kernel.kallsyms]`, `[unknown]`.
     pub dso: String,
     /// The address to print (perf prints callchain addresses of user
@@ -345,7 +346,9 @@ impl Frame {
         write!(out, "{shown:>16x}")?;
         if self.f.has(Field::Sym) {
             match resolved.as_ref().and_then(|r| r.sym.as_ref()) {
-                Some((name, off)) if self.f.has(Field::SymOff) => write!(out, " {name}+0x{off:x}")?,
+                Some((name, Some(off))) if self.f.has(Field::SymOff) => {
+                    write!(out, " {name}+0x{off:x}")?
+                }
                 Some((name, _)) => write!(out, " {name}")?,
                 None => write!(out, " [unknown]")?,
             }
