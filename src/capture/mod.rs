@@ -13,6 +13,8 @@ pub mod synth;
 pub mod to_file;
 pub mod trace;
 pub mod trace_sink;
+pub mod trace;
+pub mod trace_sink;
 
 pub use session::{CallGraph, CaptureOptions, RecordSink, Sampling, Session, StopReason, Target};
 

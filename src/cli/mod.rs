@@ -8,6 +8,7 @@
 
 mod flamegraph;
 mod list;
+mod probe;
 mod offcpu;
 mod probe;
 mod record;
@@ -15,6 +16,7 @@ mod report;
 mod script;
 mod stat;
 mod top;
+mod trace;
 mod trace;
 
 use std::process::ExitCode;
@@ -48,6 +50,10 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Define, list and delete uprobes: probe_BINARY:FUNC events usable by record, stat and trace (perf probe)
     Probe(probe::ProbeArgs),
+    /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
+    Trace(trace::TraceArgs),
+    /// Define, list and delete uprobes: probe_BINARY:FUNC events usable by record, stat and trace (perf probe)
+    Probe(probe::ProbeArgs),
     /// Off-CPU time by stack: where tasks waited, and who woke them (offcputime, offwaketime)
     Offcpu(offcpu::OffcpuArgs),
 }
@@ -77,6 +83,8 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Flamegraph(args) => flamegraph::run(args),
         Command::Top(args) => top::run(args),
+        Command::Trace(args) => trace::run(args),
+        Command::Probe(args) => probe::run(args),
         Command::Offcpu(args) => offcpu::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Probe(args) => probe::run(args),

@@ -16,6 +16,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 
 use scry::event::name::matches_glob;
+use scry::symbol::probe_spec::{self, Defined, matches, parse_defined};
 use scry::symbol::probe_target::{self, FunctionInfo, FunctionSite, ParamPlace};
 use scry::sys::uprobe;
 
@@ -133,152 +134,27 @@ fn tracefs() -> anyhow::Result<&'static Path> {
     scry::sys::tracefs::root().context("probes need tracefs")
 }
 
-/// One fetch argument in uprobe_events syntax, with its name.
-fn fetch_arg(
-    word: &str,
-    index: usize,
-    info: Option<&anyhow::Result<FunctionInfo>>,
-    retprobe: bool,
-) -> anyhow::Result<String> {
-    let (name, expr) = match word.split_once('=') {
-        Some((n, e)) => (Some(n.to_string()), e),
-        None => (None, word),
-    };
-    let (body, ty) = match expr.rsplit_once(':') {
-        Some((b, t)) if !b.is_empty() => (b, Some(t)),
-        _ => (expr, None),
-    };
-    if let Some(t) = ty {
-        let ok = t == "string"
-            || t == "ustring"
-            || ["u", "s", "x"].iter().any(|p| {
-                t.strip_prefix(p)
-                    .is_some_and(|n| matches!(n, "8" | "16" | "32" | "64"))
-            });
-        if !ok {
-            bail!(
-                "probe argument '{word}': unknown type '{t}' (u8..u64, s8..s64, x8..x64, string)"
-            );
-        }
-    }
-    let raw = body.starts_with('%')
-        || body.starts_with('+')
-        || body.starts_with('-')
-        || body.starts_with('@');
-    if body == "$retval" {
-        if !retprobe {
-            bail!("probe argument '$retval' needs a return probe (FUNC%return)");
-        }
-        let name = name.unwrap_or_else(|| format!("arg{}", index + 1));
-        return Ok(format!("{name}=$retval:{}", ty.unwrap_or("x64")));
-    }
-    if raw {
-        let name = name.unwrap_or_else(|| format!("arg{}", index + 1));
-        let ty = ty.unwrap_or("x64");
-        let body = if ty == "string" && body.starts_with('%') {
-            format!("+0({body})")
-        } else {
-            body.to_string()
-        };
-        return Ok(format!("{name}={body}:{ty}"));
-    }
-    // A variable by name: DWARF.
-    if !body.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || body.is_empty() {
-        bail!("probe argument '{word}': expected %REG, +OFF(%REG), $retval or a parameter name");
-    }
-    if retprobe {
-        bail!(
-            "probe argument '{word}': parameters are not available at a return probe; use $retval"
-        );
-    }
-    let info = match info {
-        Some(Ok(info)) => info,
-        Some(Err(e)) => bail!("probe argument '{word}': {e:#}"),
-        None => bail!("probe argument '{word}': named arguments need -x BINARY with debug info"),
-    };
-    let param = info
-        .params
-        .iter()
-        .find(|p| p.name == body)
-        .with_context(|| {
-            let names: Vec<&str> = info.params.iter().map(|p| p.name.as_str()).collect();
-            format!(
-                "probe argument '{body}': no such parameter (parameters: {})",
-                names.join(", ")
-            )
-        })?;
-    let reg = match &param.place {
-        ParamPlace::Register(i) => ["%di", "%si", "%dx", "%cx", "%r8", "%r9"]
-            .get(*i)
-            .copied()
-            .context("register")?,
-        ParamPlace::Unsupported(why) => bail!("probe argument '{body}': {why}"),
-    };
-    let name = name.unwrap_or_else(|| body.to_string());
-    Ok(match ty {
-        Some("string") | Some("ustring") => {
-            if !param.is_char_pointer {
-                bail!(
-                    "probe argument '{body}': ':string' needs a char pointer, not {}",
-                    param.type_name
-                );
-            }
-            format!("{name}=+0({reg}):string")
-        }
-        Some(t) => format!("{name}={reg}:{t}"),
-        None => {
-            let bits = (param.size.clamp(1, 8) * 8).next_power_of_two().max(8);
-            let prefix = if param.type_name.contains('*') {
-                "x"
-            } else if param.signed {
-                "s"
-            } else {
-                "u"
-            };
-            format!("{name}={reg}:{prefix}{bits}")
-        }
-    })
-}
-
 fn add(exec: Option<&str>, def: &str, out: &mut dyn Write) -> anyhow::Result<()> {
-    let mut words = def.split_whitespace();
-    let point = words.next().context("empty probe definition")?;
-    let (event, point) = match point.split_once('=') {
-        Some((e, p)) => (Some(e), p),
-        None => (None, point),
-    };
-    let (func, retprobe) = match point.split_once('%') {
-        Some((f, "return")) => (f, true),
-        Some((_, other)) => bail!("probe '{point}': unknown suffix '%{other}' (only %return)"),
-        None => (point, false),
-    };
+    let point = probe_spec::parse_point(def)?;
+    let (func, retprobe) = (point.func.as_str(), point.retprobe);
     let Some(exec) = exec else {
         return add_kprobe(func);
     };
     let bin = Binary::open(Some(exec), "a uprobe")?;
     let site = bin.site(func)?;
-    let words: Vec<&str> = words.collect();
-    let needs_dwarf = words.iter().any(|w| {
-        let body = w.split_once('=').map_or(*w, |(_, e)| e);
-        body.chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-    });
-    let info = needs_dwarf.then(|| bin.info(&site));
-    let fetch: Vec<String> = words
+    let info = if point.needs_dwarf() {
+        Some(bin.info(&site)?)
+    } else {
+        None
+    };
+    let fetch: Vec<String> = point
+        .args
         .iter()
         .enumerate()
-        .map(|(i, w)| fetch_arg(w, i, info.as_ref(), retprobe))
-        .collect::<anyhow::Result<_>>()?;
+        .map(|(i, w)| probe_spec::fetch_arg(w, i, info.as_ref(), retprobe))
+        .collect::<Result<_, _>>()?;
     let group = probe_target::probe_group(&bin.path);
-    let name = match event {
-        Some(e) => e.to_string(),
-        None if retprobe => format!("{func}__return"),
-        None => func.to_string(),
-    };
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || name.is_empty() {
-        bail!("probe event name '{name}': use letters, digits and '_' (NAME=FUNC)");
-    }
+    let name = point.event_name();
     let root = tracefs()?;
     if root.join("events").join(&group).join(&name).exists() {
         bail!(
@@ -334,49 +210,11 @@ fn add_kprobe(func: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A parsed `uprobe_events` line.
-struct Defined {
-    group: String,
-    name: String,
-    retprobe: bool,
-    path: String,
-    offset: u64,
-    args: Vec<String>,
-}
-
-fn parse_defined(line: &str) -> Option<Defined> {
-    let mut words = line.split_whitespace();
-    let head = words.next()?;
-    let (kind, event) = head.split_once(':')?;
-    let (group, name) = event.split_once('/')?;
-    let place = words.next()?;
-    let (path, offset) = place.rsplit_once(':')?;
-    let offset = offset.split('(').next()?;
-    let offset = u64::from_str_radix(offset.trim_start_matches("0x"), 16).ok()?;
-    Some(Defined {
-        group: group.to_string(),
-        name: name.to_string(),
-        retprobe: kind == "r",
-        path: path.to_string(),
-        offset,
-        args: words
-            .filter_map(|w| w.split('=').next().map(str::to_string))
-            .collect(),
-    })
-}
-
 fn defined() -> anyhow::Result<Vec<Defined>> {
     let root = tracefs()?;
     let text = uprobe::list_events(root)
         .with_context(|| format!("cannot read {}/uprobe_events", root.display()))?;
     Ok(text.lines().filter_map(parse_defined).collect())
-}
-
-fn matches(pattern: &str, d: &Defined) -> bool {
-    match pattern.split_once(':') {
-        Some((g, n)) => matches_glob(g, &d.group) && matches_glob(n, &d.name),
-        None => matches_glob(pattern, &d.name),
-    }
 }
 
 /// The function at `offset` of `path`, for listings.
@@ -460,41 +298,4 @@ fn show_lines(func: &str, info: &FunctionInfo, out: &mut dyn Write) -> anyhow::R
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_uprobe_events_lines() {
-        let d = parse_defined("p:probe_libc/malloc /usr/lib/x86_64-linux-gnu/libc.so.6:0x00000000000a0fe0 size=%di:u64").unwrap();
-        assert_eq!(
-            (d.group.as_str(), d.name.as_str(), d.offset, d.retprobe),
-            ("probe_libc", "malloc", 0xa0fe0, false)
-        );
-        assert_eq!(d.args, vec!["size"]);
-        assert!(matches("probe_libc:*", &d) && matches("mal*", &d) && !matches("free", &d));
-        assert!(parse_defined("garbage").is_none());
-    }
-
-    #[test]
-    fn fetch_args() {
-        assert_eq!(fetch_arg("%di", 0, None, false).unwrap(), "arg1=%di:x64");
-        assert_eq!(
-            fetch_arg("sz=+8(%sp):u32", 1, None, false).unwrap(),
-            "sz=+8(%sp):u32"
-        );
-        assert_eq!(
-            fetch_arg("$retval", 0, None, true).unwrap(),
-            "arg1=$retval:x64"
-        );
-        assert_eq!(
-            fetch_arg("%si:string", 0, None, false).unwrap(),
-            "arg1=+0(%si):string"
-        );
-        assert!(fetch_arg("$retval", 0, None, false).is_err());
-        assert!(fetch_arg("%di:q7", 0, None, false).is_err());
-        assert!(fetch_arg("count", 0, None, false).is_err());
-    }
 }

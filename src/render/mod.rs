@@ -15,6 +15,7 @@ pub mod report;
 pub mod report_json;
 pub mod script;
 pub mod stat;
+pub mod trace;
 pub mod top;
 pub mod trace;
 pub mod tui;

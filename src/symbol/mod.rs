@@ -25,6 +25,8 @@ mod binary;
 mod kallsyms;
 mod names;
 mod perf_map;
+pub mod probe_spec;
+pub mod probe_target;
 pub mod probe_target;
 pub mod probe_target;
 pub mod probe_target;

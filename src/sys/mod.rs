@@ -10,3 +10,4 @@ pub mod signal;
 pub mod tracefs;
 pub mod tracefs_instance;
 pub mod uprobe;
+pub mod uprobe;
