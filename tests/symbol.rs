@@ -436,6 +436,19 @@ fn a_replaced_binary_is_not_used() {
     );
 }
 
+/// CPU seconds (user + system) this process used so far: on a shared,
+/// loaded machine wall time says little.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = after
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    // Fields 14 and 15 of stat(5), counted after the comm field.
+    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
+}
+
 /// Timing, not a check: `SCRY_BENCH_DATA=perf.data cargo test --release
 /// --test symbol -- --ignored --nocapture resolve_speed` prints how long
 /// resolving the file takes (bench/report.sh makes such a file).
@@ -446,9 +459,33 @@ fn resolve_speed() {
         eprintln!("set SCRY_BENCH_DATA to a perf.data file");
         return;
     };
+    // The floor: reading and parsing every record, nothing else.
+    let cpu0 = cpu_seconds();
+    let start = std::time::Instant::now();
+    let file = std::fs::File::open(&data).unwrap_or_else(|e| panic!("{e}"));
+    let linux_perf_data::PerfFileReader {
+        mut perf_file,
+        mut record_iter,
+    } = linux_perf_data::PerfFileReader::parse_file(std::io::BufReader::new(file))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut parsed = 0usize;
+    while let Ok(Some(rec)) = record_iter.next_record(&mut perf_file) {
+        if let linux_perf_data::PerfFileRecord::EventRecord { record, .. } = rec
+            && record.parse().is_ok()
+        {
+            parsed += 1;
+        }
+    }
+    let cpu1 = cpu_seconds();
+    eprintln!(
+        "parsing {parsed} records alone: {:.3} s wall, {:.2} s CPU",
+        start.elapsed().as_secs_f64(),
+        cpu1 - cpu0
+    );
     let start = std::time::Instant::now();
     let r = resolve(Path::new(&data));
     let took = start.elapsed();
+    eprintln!("resolving: {:.2} s CPU", cpu_seconds() - cpu1);
     let depth: usize = r.samples.iter().map(|s| s.stack.len()).sum();
     eprintln!(
         "{} samples, {:.1} frames each, {} distinct locations, {} frames: resolved in {:.3} s\n{}",

@@ -27,6 +27,8 @@ use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use object::{Object, ObjectSymbol, SymbolKind};
 
+use super::process::FxMap;
+
 /// One name for an address: the function, and for `--inline` the functions
 /// inlined into it at that address, outermost first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,36 +86,69 @@ pub struct ElfNames {
 
 /// perf's pick among the aliases of one address (see the module doc).
 fn alias_table(path: &Path) -> HashMap<u64, String> {
+    use object::ObjectSection;
     let Some(cache) = super::binary::open_elf(path) else {
         return HashMap::new();
     };
     let Ok(obj) = object::File::parse(&cache) else {
         return HashMap::new();
     };
-    let symtab: Vec<_> = obj.symbols().collect();
-    let syms = if symtab.is_empty() {
-        obj.dynamic_symbols().collect()
-    } else {
-        symtab
+    // Whole sections in one read each; going through object's symbol
+    // iterator on a ReadCache costs a read(2) per name.
+    let section = |name: &str| obj.section_by_name(name).and_then(|s| s.data().ok());
+    let (syms, strs) = match (section(".symtab"), section(".strtab")) {
+        (Some(syms), Some(strs)) if !syms.is_empty() => (syms, strs),
+        _ => match (section(".dynsym"), section(".dynstr")) {
+            (Some(syms), Some(strs)) => (syms, strs),
+            _ => return HashMap::new(),
+        },
     };
-    let mut best: HashMap<u64, (u64, String)> = HashMap::new();
-    let mut count: HashMap<u64, u32> = HashMap::new();
-    for sym in syms {
-        if sym.kind() != SymbolKind::Text || sym.address() == 0 {
+    if !obj.is_little_endian() || !obj.is_64() {
+        return HashMap::new();
+    }
+    alias_table_from(syms, strs)
+}
+
+/// `alias_table` over raw little-endian Elf64_Sym entries and their strings.
+fn alias_table_from(syms: &[u8], strs: &[u8]) -> HashMap<u64, String> {
+    const STT_FUNC: u8 = 2;
+    const STT_GNU_IFUNC: u8 = 10;
+    let funcs = || {
+        syms.chunks_exact(24).filter_map(|e| {
+            let u32_at = |i: usize| e.get(i..i + 4)?.try_into().ok().map(u32::from_le_bytes);
+            let u64_at = |i: usize| e.get(i..i + 8)?.try_into().ok().map(u64::from_le_bytes);
+            let info = *e.get(4)?;
+            let (name, value, size) = (u32_at(0)?, u64_at(8)?, u64_at(16)?);
+            matches!(info & 0xf, STT_FUNC | STT_GNU_IFUNC)
+                .then_some((name, value, size))
+                .filter(|&(_, value, _)| value != 0)
+        })
+    };
+    let mut count: FxMap<u64, u32> = FxMap::default();
+    for (_, value, _) in funcs() {
+        *count.entry(value).or_insert(0) += 1;
+    }
+    count.retain(|_, n| *n > 1);
+    let name_at = |off: u32| {
+        let rest = strs.get(off as usize..)?;
+        let end = rest.iter().position(|&b| b == 0)?;
+        std::str::from_utf8(rest.get(..end)?).ok()
+    };
+    let mut best: FxMap<u64, (u64, &str)> = FxMap::default();
+    for (name, value, size) in funcs() {
+        if !count.contains_key(&value) {
             continue;
         }
-        let Ok(name) = sym.name() else { continue };
-        *count.entry(sym.address()).or_insert(0) += 1;
-        match best.get(&sym.address()) {
-            Some((size, current)) if !better_alias(sym.size(), name, *size, current) => {}
+        let Some(name) = name_at(name) else { continue };
+        match best.get(&value) {
+            Some(&(cur_size, cur)) if !better_alias(size, name, cur_size, cur) => {}
             _ => {
-                best.insert(sym.address(), (sym.size(), name.to_string()));
+                best.insert(value, (size, name));
             }
         }
     }
     best.into_iter()
-        .filter(|(addr, _)| count.get(addr).is_some_and(|&n| n > 1))
-        .map(|(addr, (_, name))| (addr, name))
+        .map(|(addr, (_, name))| (addr, name.to_string()))
         .collect()
 }
 

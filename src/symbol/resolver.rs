@@ -19,7 +19,6 @@
 //! is `Truncated`; the rest are `Complete`.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use linux_perf_event_reader::constants::{
@@ -44,28 +43,7 @@ const MAX_STACK: usize = 127;
 /// Addresses at or above this are kernel addresses on x86_64.
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
-/// FxHash: the location table is hashed once per frame of every sample.
-#[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+use super::process::FxMap;
 
 const PROT_EXEC: u32 = 4;
 
