@@ -78,14 +78,29 @@ fn check_run(file: &Path, what: &str) -> Option<String> {
     }
 }
 
+/// Runs every case, a few at a time (each in its own file), and returns the
+/// rule breaks.
 fn run_all(cases: Vec<(String, Vec<u8>)>, dir: &Path) -> Vec<String> {
-    let path = dir.join("case.data");
-    let mut failures = Vec::new();
-    for (what, bytes) in cases {
-        std::fs::write(&path, &bytes).unwrap();
-        failures.extend(check_run(&path, &what));
-    }
-    failures
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    let cases = std::sync::Mutex::new(cases.into_iter());
+    let failures = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for w in 0..workers {
+            let (cases, failures) = (&cases, &failures);
+            let path = dir.join(format!("case{w}.data"));
+            scope.spawn(move || {
+                loop {
+                    let next = cases.lock().unwrap().next();
+                    let Some((what, bytes)) = next else { break };
+                    std::fs::write(&path, &bytes).unwrap();
+                    if let Some(f) = check_run(&path, &what) {
+                        failures.lock().unwrap().push(f);
+                    }
+                }
+            });
+        }
+    });
+    failures.into_inner().unwrap()
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
