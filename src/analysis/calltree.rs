@@ -18,7 +18,7 @@
 
 use super::hash::FxHashMap;
 use super::profile::{Profile, RawKey};
-use super::sample::{FrameId, ResolvedSample};
+use super::sample::FrameId;
 
 /// Order of frames along a call-tree path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,11 +79,17 @@ impl CallTree {
         children
     }
 
-    /// Adds one sample's path (frames in tree order) with its period.
-    pub fn insert(&mut self, profile: &Profile, path: impl Iterator<Item = FrameId>, period: u64) {
+    /// Adds the path (frames in tree order) of samples weighing
+    /// `(period, samples)`.
+    pub fn insert(
+        &mut self,
+        profile: &Profile,
+        path: impl Iterator<Item = FrameId>,
+        (period, samples): (u64, u64),
+    ) {
         let mut at = 0usize;
         self.nodes[0].period += period;
-        self.nodes[0].samples += 1;
+        self.nodes[0].samples += samples;
         for frame in path {
             let sym = profile.keys.sym_of(frame);
             let found = self.nodes[at]
@@ -107,7 +113,7 @@ impl CallTree {
                 }
             };
             self.nodes[child].period += period;
-            self.nodes[child].samples += 1;
+            self.nodes[child].samples += samples;
             at = child;
         }
     }
@@ -120,10 +126,10 @@ impl Default for CallTree {
 }
 
 /// Builds the call trees of the given entries (indices into
-/// `profile.events[section].entries`) in one pass over the samples.
+/// `profile.events[section].entries`) in one pass over the profile's merged
+/// stacks (`Profile::build` already applied the sample filters).
 pub fn build_trees(
     profile: &Profile,
-    samples: &[ResolvedSample],
     section: usize,
     entries: &[usize],
     order: GraphOrder,
@@ -138,61 +144,48 @@ pub fn build_trees(
         }
     }
     let mut trees = vec![CallTree::new(); entries.len()];
-    let mut seen: Vec<RawKey> = Vec::with_capacity(64);
-    for sample in samples {
-        let Some(&leaf) = sample.stack.first() else {
-            continue;
-        };
-        if sample.event != ev.event || !profile.filter.keeps_sample(sample) {
+    let mut seen = profile.seen_set();
+    for group in &profile.groups {
+        if group.event != ev.event {
             continue;
         }
-        let stack = &sample.stack;
+        let stack = profile.stack_of(group);
+        let Some(&leaf) = stack.first() else {
+            continue;
+        };
+        let weight = (group.period, group.samples);
         if !profile.children {
-            let Some(key) = profile.key_of(sample, leaf) else {
+            let Some(&slot) = wanted.get(&profile.key_in(group, leaf)) else {
                 continue;
             };
-            let Some(&slot) = wanted.get(&key) else {
-                continue;
-            };
+            let tree = &mut trees[slot];
             match order {
-                GraphOrder::Callee => {
-                    trees[slot].insert(profile, stack.iter().copied(), sample.period)
-                }
-                GraphOrder::Caller => {
-                    trees[slot].insert(profile, stack.iter().rev().copied(), sample.period)
-                }
+                GraphOrder::Callee => tree.insert(profile, stack.iter().copied(), weight),
+                GraphOrder::Caller => tree.insert(profile, stack.iter().rev().copied(), weight),
             }
             continue;
         }
-        seen.clear();
+        seen.next_sample();
         match order {
             GraphOrder::Caller => {
                 // Outermost occurrence first: walk from the root.
                 for (pos, &frame) in stack.iter().enumerate().rev() {
-                    let Some(key) = profile.key_of(sample, frame) else {
-                        continue;
-                    };
-                    if seen.contains(&key) {
+                    if !seen.first_time(&profile.keys, frame) {
                         continue;
                     }
-                    seen.push(key);
-                    if let Some(&slot) = wanted.get(&key) {
+                    if let Some(&slot) = wanted.get(&profile.key_in(group, frame)) {
                         let path = stack[..=pos].iter().rev().copied();
-                        trees[slot].insert(profile, path, sample.period);
+                        trees[slot].insert(profile, path, weight);
                     }
                 }
             }
             GraphOrder::Callee => {
                 for (pos, &frame) in stack.iter().enumerate() {
-                    let Some(key) = profile.key_of(sample, frame) else {
-                        continue;
-                    };
-                    if seen.contains(&key) {
+                    if !seen.first_time(&profile.keys, frame) {
                         continue;
                     }
-                    seen.push(key);
-                    if let Some(&slot) = wanted.get(&key) {
-                        trees[slot].insert(profile, stack[pos..].iter().copied(), sample.period);
+                    if let Some(&slot) = wanted.get(&profile.key_in(group, frame)) {
+                        trees[slot].insert(profile, stack[pos..].iter().copied(), weight);
                     }
                 }
             }
@@ -235,7 +228,7 @@ mod tests {
         b.sample("app", 1, &["b", "main"], 1);
         let profile = Profile::build(&b.samples, &b.frames, &ProfileOptions::default());
         let main = entry_index(&profile, &mut b, "main");
-        let trees = build_trees(&profile, &b.samples, 0, &[main], GraphOrder::Caller);
+        let trees = build_trees(&profile, 0, &[main], GraphOrder::Caller);
         let tree = &trees[0];
         assert_eq!(tree.root().period, 4000);
         let n_main = child_named(tree, 0, &mut b, "main");
@@ -253,7 +246,7 @@ mod tests {
         b.sample("app", 1, &["leaf", "rec", "rec", "main"], 2);
         let profile = Profile::build(&b.samples, &b.frames, &ProfileOptions::default());
         let rec = entry_index(&profile, &mut b, "rec");
-        let trees = build_trees(&profile, &b.samples, 0, &[rec], GraphOrder::Caller);
+        let trees = build_trees(&profile, 0, &[rec], GraphOrder::Caller);
         let tree = &trees[0];
         assert_eq!(tree.root().period, 2000, "each sample once");
         let outer = child_named(tree, 0, &mut b, "rec");
@@ -269,7 +262,7 @@ mod tests {
         b.sample("app", 1, &["f", "b", "main"], 1);
         let profile = Profile::build(&b.samples, &b.frames, &ProfileOptions::default());
         let f = entry_index(&profile, &mut b, "f");
-        let trees = build_trees(&profile, &b.samples, 0, &[f], GraphOrder::Callee);
+        let trees = build_trees(&profile, 0, &[f], GraphOrder::Callee);
         let tree = &trees[0];
         let n_f = child_named(tree, 0, &mut b, "f");
         let n_a = child_named(tree, n_f, &mut b, "a");
@@ -292,7 +285,7 @@ mod tests {
         let profile = Profile::build(&b.samples, &b.frames, &options);
         let f = entry_index(&profile, &mut b, "f");
         let a = entry_index(&profile, &mut b, "a");
-        let trees = build_trees(&profile, &b.samples, 0, &[f, a], GraphOrder::Caller);
+        let trees = build_trees(&profile, 0, &[f, a], GraphOrder::Caller);
         assert_eq!(trees[0].root().period, 3000);
         assert_eq!(trees[1].root().period, 1000, "only a's self samples");
         let n_main = child_named(&trees[0], 0, &mut b, "main");

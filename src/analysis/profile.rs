@@ -230,6 +230,7 @@ pub struct KeyTable {
     frame_keys: Vec<(u32, u32)>,
     /// Per sym id: the first frame seen with it.
     sym_frames: Vec<FrameId>,
+    dso_count: usize,
     comms: FxHashMap<Arc<str>, u32>,
 }
 
@@ -250,6 +251,7 @@ impl KeyTable {
             }
             table.frame_keys.push((dso, sym));
         }
+        table.dso_count = dsos.len();
         table
     }
 
@@ -303,27 +305,56 @@ impl KeyMask {
         }
     }
 
-    /// The key of `frame` in a sample whose comm id is `comm`.
-    fn key(self, keys: &KeyTable, comm: u32, sample: &ResolvedSample, frame: FrameId) -> RawKey {
+    /// The key of `frame` in a group of samples (whose pid and tid are
+    /// already zero unless they are sort keys).
+    fn key(self, keys: &KeyTable, group: &StackGroup, frame: FrameId) -> RawKey {
         let (dso, sym) = keys.dso_sym_of(frame);
         RawKey {
-            comm: if self.comm { comm } else { 0 },
-            pid: if self.pid { sample.pid } else { 0 },
-            tid: if self.tid { sample.tid } else { 0 },
+            comm: if self.comm { group.comm } else { 0 },
+            pid: group.pid,
+            tid: group.tid,
             dso: if self.dso { dso } else { 0 },
             sym: if self.sym { sym } else { 0 },
         }
     }
 }
 
-/// Aggregates samples into per-event profiles, with the interned keys that
-/// call-tree building needs afterwards.
+/// Samples that agree on everything a profile looks at (event, comm, the
+/// pid/tid when they are sort keys, and the whole stack), merged. Real
+/// profiles repeat a few thousand stacks hundreds of thousands of times, so
+/// the self/children arithmetic and the call trees run once per group with
+/// the group's weight instead of once per sample.
+#[derive(Clone, Debug)]
+pub(crate) struct StackGroup {
+    pub(crate) event: usize,
+    pub(crate) comm: u32,
+    pub(crate) comm_name: Arc<str>,
+    pub(crate) pid: i32,
+    pub(crate) tid: i32,
+    /// Range of this group's stack (leaf first) in `Profile::stack_frames`.
+    pub(crate) start: u32,
+    pub(crate) len: u32,
+    pub(crate) period: u64,
+    pub(crate) samples: u64,
+}
+
+/// Aggregates samples into per-event profiles, with the interned keys and
+/// merged stacks that call-tree building needs afterwards.
 pub struct Profile {
     pub events: Vec<EventProfile>,
     pub keys: KeyTable,
     pub(crate) mask: KeyMask,
     pub children: bool,
-    pub(crate) filter: SampleFilter,
+    pub(crate) groups: Vec<StackGroup>,
+    pub(crate) stack_frames: Vec<FrameId>,
+}
+
+/// Per-event totals gathered while grouping.
+#[derive(Default)]
+struct Totals {
+    nr_samples: u64,
+    total_period: u64,
+    no_ip: u64,
 }
 
 impl Profile {
@@ -338,41 +369,77 @@ impl Profile {
         let filter = &options.filter;
         let entry_filter = !filter.dsos.is_empty() || !filter.symbols.is_empty();
 
-        struct Acc {
-            nr_samples: u64,
-            total_period: u64,
-            no_ip: u64,
-            map: FxHashMap<RawKey, Entry>,
-        }
-        let mut per_event: Vec<Acc> = Vec::new();
-        let mut seen: Vec<RawKey> = Vec::with_capacity(128);
-
+        // Phase 1: totals, filters, and identical samples merged.
+        let mut totals: Vec<Totals> = Vec::new();
+        let mut groups: Vec<StackGroup> = Vec::new();
+        let mut stack_frames: Vec<FrameId> = Vec::new();
+        let mut index: FxHashMap<Box<[u32]>, usize> = FxHashMap::default();
+        let mut scratch: Vec<u32> = Vec::with_capacity(256);
         for sample in samples {
-            while per_event.len() <= sample.event {
-                per_event.push(Acc {
-                    nr_samples: 0,
-                    total_period: 0,
-                    no_ip: 0,
-                    map: FxHashMap::default(),
-                });
+            while totals.len() <= sample.event {
+                totals.push(Totals::default());
             }
-            let Some(acc) = per_event.get_mut(sample.event) else {
+            let Some(t) = totals.get_mut(sample.event) else {
                 continue;
             };
-            acc.nr_samples += 1;
-            acc.total_period += sample.period;
-            let Some(&leaf) = sample.stack.first() else {
-                acc.no_ip += 1;
+            t.nr_samples += 1;
+            t.total_period += sample.period;
+            if sample.stack.is_empty() {
+                t.no_ip += 1;
                 continue;
-            };
+            }
             if !filter.keeps_sample(sample) {
                 continue;
             }
             let comm = keys.comm_id(&sample.comm);
+            let pid = if mask.pid { sample.pid } else { 0 };
+            let tid = if mask.tid { sample.tid } else { 0 };
+            scratch.clear();
+            scratch.extend([sample.event as u32, comm, pid as u32, tid as u32]);
+            scratch.extend(sample.stack.iter().map(|f| f.0));
+            let slot = match index.get(scratch.as_slice()) {
+                Some(&slot) => slot,
+                None => {
+                    let slot = groups.len();
+                    groups.push(StackGroup {
+                        event: sample.event,
+                        comm,
+                        comm_name: sample.comm.clone(),
+                        pid,
+                        tid,
+                        start: stack_frames.len() as u32,
+                        len: sample.stack.len() as u32,
+                        period: 0,
+                        samples: 0,
+                    });
+                    stack_frames.extend_from_slice(&sample.stack);
+                    index.insert(scratch.as_slice().into(), slot);
+                    slot
+                }
+            };
+            if let Some(group) = groups.get_mut(slot) {
+                group.period += sample.period;
+                group.samples += 1;
+            }
+        }
+        drop(index);
+
+        // Phase 2: self and children, once per group.
+        let mut maps: Vec<FxHashMap<RawKey, Entry>> =
+            (0..totals.len()).map(|_| FxHashMap::default()).collect();
+        let mut seen = SeenSet::new(&keys, mask);
+        for group in &groups {
+            let Some(map) = maps.get_mut(group.event) else {
+                continue;
+            };
+            let stack = group_stack(&stack_frames, group);
+            let Some(&leaf) = stack.first() else {
+                continue;
+            };
             let new_entry = |key: RawKey, frame: FrameId| Entry {
-                comm: mask.comm.then(|| sample.comm.clone()),
-                pid: mask.pid.then_some(sample.pid),
-                tid: mask.tid.then_some(sample.tid),
+                comm: mask.comm.then(|| group.comm_name.clone()),
+                pid: mask.pid.then_some(group.pid),
+                tid: mask.tid.then_some(group.tid),
                 frame: (mask.dso || mask.sym).then_some(frame),
                 self_period: 0,
                 self_samples: 0,
@@ -380,37 +447,33 @@ impl Profile {
                 children_samples: 0,
                 key,
             };
-
-            let leaf_key = mask.key(&keys, comm, sample, leaf);
-            let entry = acc
-                .map
+            let leaf_key = mask.key(&keys, group, leaf);
+            let entry = map
                 .entry(leaf_key)
                 .or_insert_with(|| new_entry(leaf_key, leaf));
-            entry.self_period += sample.period;
-            entry.self_samples += 1;
+            entry.self_period += group.period;
+            entry.self_samples += group.samples;
 
             if options.children {
-                seen.clear();
-                for &frame in &sample.stack {
-                    let key = mask.key(&keys, comm, sample, frame);
-                    // Stacks are short; a linear scan beats a set here.
-                    if seen.contains(&key) {
+                seen.next_sample();
+                for &frame in stack {
+                    if !seen.first_time(&keys, frame) {
                         continue;
                     }
-                    seen.push(key);
-                    let entry = acc.map.entry(key).or_insert_with(|| new_entry(key, frame));
-                    entry.children_period += sample.period;
-                    entry.children_samples += 1;
+                    let key = mask.key(&keys, group, frame);
+                    let entry = map.entry(key).or_insert_with(|| new_entry(key, frame));
+                    entry.children_period += group.period;
+                    entry.children_samples += group.samples;
                 }
             }
         }
 
         let mut events = Vec::new();
-        for (event, acc) in per_event.into_iter().enumerate() {
-            if acc.nr_samples == 0 {
+        for (event, (t, map)) in totals.into_iter().zip(maps).enumerate() {
+            if t.nr_samples == 0 {
                 continue;
             }
-            let mut entries: Vec<Entry> = acc.map.into_values().collect();
+            let mut entries: Vec<Entry> = map.into_values().collect();
             if !options.children {
                 for e in &mut entries {
                     e.children_period = e.self_period;
@@ -423,9 +486,9 @@ impl Profile {
             sort_entries(&mut entries, options.children, frames);
             events.push(EventProfile {
                 event,
-                nr_samples: acc.nr_samples,
-                total_period: acc.total_period,
-                no_ip_samples: acc.no_ip,
+                nr_samples: t.nr_samples,
+                total_period: t.total_period,
+                no_ip_samples: t.no_ip,
                 entries,
             });
         }
@@ -434,15 +497,104 @@ impl Profile {
             keys,
             mask,
             children: options.children,
-            filter: options.filter.clone(),
+            groups,
+            stack_frames,
         }
     }
 
-    /// The entry key of `frame` in `sample` under this profile's sort keys.
+    /// The entry key of `frame` in a group under this profile's sort keys.
+    pub(crate) fn key_in(&self, group: &StackGroup, frame: FrameId) -> RawKey {
+        self.mask.key(&self.keys, group, frame)
+    }
+
+    /// The stack (leaf first) of a group.
+    pub(crate) fn stack_of(&self, group: &StackGroup) -> &[FrameId] {
+        group_stack(&self.stack_frames, group)
+    }
+
+    /// A fresh per-sample "already counted" set for this profile's keys.
+    pub(crate) fn seen_set(&self) -> SeenSet {
+        SeenSet::new(&self.keys, self.mask)
+    }
+
+    #[cfg(test)]
     pub(crate) fn key_of(&self, sample: &ResolvedSample, frame: FrameId) -> Option<RawKey> {
         let comm = *self.keys.comms.get(&sample.comm)?;
-        Some(self.mask.key(&self.keys, comm, sample, frame))
+        let (dso, sym) = self.keys.dso_sym_of(frame);
+        let m = self.mask;
+        Some(RawKey {
+            comm: if m.comm { comm } else { 0 },
+            pid: if m.pid { sample.pid } else { 0 },
+            tid: if m.tid { sample.tid } else { 0 },
+            dso: if m.dso { dso } else { 0 },
+            sym: if m.sym { sym } else { 0 },
+        })
     }
+}
+
+/// Which entries of the current sample were already counted, in O(1) per
+/// frame: within one sample comm, pid and tid are fixed, so an entry is
+/// told apart by its symbol id (or dso id, when `sym` is not a sort key),
+/// and a stamp per id records the last sample that counted it. This keeps
+/// children arithmetic linear in stack depth (kernel + user stacks of 100
+/// frames are common system-wide).
+pub(crate) struct SeenSet {
+    stamps: Vec<u32>,
+    now: u32,
+    by: KeyMask,
+}
+
+impl SeenSet {
+    fn new(keys: &KeyTable, mask: KeyMask) -> SeenSet {
+        let slots = if mask.sym {
+            keys.sym_frames.len()
+        } else if mask.dso {
+            keys.dso_count
+        } else {
+            1
+        };
+        SeenSet {
+            stamps: vec![0; slots],
+            now: 0,
+            by: mask,
+        }
+    }
+
+    /// Starts a new sample.
+    pub(crate) fn next_sample(&mut self) {
+        self.now = self.now.wrapping_add(1);
+        if self.now == 0 {
+            self.stamps.fill(0);
+            self.now = 1;
+        }
+    }
+
+    /// True the first time the entry of `frame` is met in this sample.
+    pub(crate) fn first_time(&mut self, keys: &KeyTable, frame: FrameId) -> bool {
+        let (dso, sym) = keys.dso_sym_of(frame);
+        let slot = if self.by.sym {
+            sym
+        } else if self.by.dso {
+            dso
+        } else {
+            0
+        };
+        match self.stamps.get_mut(slot as usize) {
+            Some(stamp) if *stamp == self.now => false,
+            Some(stamp) => {
+                *stamp = self.now;
+                true
+            }
+            None => true,
+        }
+    }
+}
+
+fn group_stack<'a>(frames: &'a [FrameId], group: &StackGroup) -> &'a [FrameId] {
+    let start = group.start as usize;
+    frames
+        .get(start..start + group.len as usize)
+        .unwrap_or_default()
 }
 
 /// Hottest first; ties broken by self, then by names, so output is stable.

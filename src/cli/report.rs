@@ -184,7 +184,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
                         ev.percent(period) >= graph.threshold
                     })
                     .collect();
-                let built = build_trees(&profile, &resolved.samples, section, &wanted, order);
+                let built = build_trees(&profile, section, &wanted, order);
                 let mut all = vec![CallTree::new(); ev.entries.len()];
                 for (slot, tree) in wanted.into_iter().zip(built) {
                     all[slot] = tree;

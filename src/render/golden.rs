@@ -108,7 +108,7 @@ fn report(children: bool, sort: Vec<SortKey>, graph: Option<GraphOrder>, json: b
         (0..profile.events.len())
             .map(|s| {
                 let all: Vec<usize> = (0..profile.events[s].entries.len()).collect();
-                build_trees(&profile, &b.samples, s, &all, order)
+                build_trees(&profile, s, &all, order)
             })
             .collect()
     });

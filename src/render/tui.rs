@@ -266,13 +266,7 @@ impl<'a> Browser<'a> {
             return;
         }
         if row.node == 0 && !self.trees.contains_key(&row.entry) {
-            let mut built = build_trees(
-                &self.profile,
-                self.samples,
-                self.section,
-                &[row.entry],
-                self.order,
-            );
+            let mut built = build_trees(&self.profile, self.section, &[row.entry], self.order);
             if let Some(tree) = built.pop() {
                 self.trees.insert(row.entry, tree);
             }
