@@ -17,7 +17,8 @@
 //!   file offset, which the crate's errors lack.
 //! - What cannot be checked beforehand — sample bodies parsed with the
 //!   attribute's `sample_type`, compressed data — may still make the crate
-//!   panic (e.g. `callchain_length * 8` overflowing in a debug build). As the
+//!   panic (the fuzzer found `callchain_length * 8` overflowing in
+//!   `SampleRecord::parse` in builds with overflow checks). As the
 //!   last resort each call into the crate runs under `catch_unwind`, with a
 //!   panic hook that stays silent while such a call runs (so nothing is
 //!   printed), and the panic becomes [`ReadError::ParserPanic`] with the record
@@ -191,6 +192,9 @@ pub struct EventDesc {
     pub attr: PerfEventAttr,
     pub ids: Vec<u64>,
 }
+
+/// A HEADER_BUILD_ID entry: `(path, build-id bytes)`.
+pub type RawBuildId = (Vec<u8>, Vec<u8>);
 
 /// The header features scry shows (`scry script --header`); each is `None`
 /// when the file lacks it.
@@ -487,7 +491,7 @@ impl PerfReader {
 
     /// HEADER_BUILD_ID as `(path, build-id bytes)`, what the symbol stage
     /// takes.
-    pub fn build_ids_raw(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, ReadError> {
+    pub fn build_ids_raw(&self) -> Result<Vec<RawBuildId>, ReadError> {
         match guard(|| self.perf_file.build_ids()) {
             Ok(Ok(map)) => Ok(map
                 .into_values()
