@@ -16,6 +16,5 @@ pub mod quality;
 pub mod sample;
 pub mod stat;
 pub mod syscalls;
-pub mod syscalls;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -13,8 +13,6 @@ pub mod synth;
 pub mod to_file;
 pub mod trace;
 pub mod trace_sink;
-pub mod trace;
-pub mod trace_sink;
 
 pub use session::{CallGraph, CaptureOptions, RecordSink, Sampling, Session, StopReason, Target};
 

@@ -10,13 +10,11 @@ mod flamegraph;
 mod list;
 mod probe;
 mod offcpu;
-mod probe;
 mod record;
 mod report;
 mod script;
 mod stat;
 mod top;
-mod trace;
 mod trace;
 
 use std::process::ExitCode;
@@ -46,10 +44,6 @@ enum Command {
     Flamegraph(flamegraph::FlamegraphArgs),
     /// Live view of the hottest functions, system-wide or of a process (perf top)
     Top(top::TopArgs),
-    /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
-    Trace(trace::TraceArgs),
-    /// Define, list and delete uprobes: probe_BINARY:FUNC events usable by record, stat and trace (perf probe)
-    Probe(probe::ProbeArgs),
     /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
     Trace(trace::TraceArgs),
     /// Define, list and delete uprobes: probe_BINARY:FUNC events usable by record, stat and trace (perf probe)
@@ -86,8 +80,6 @@ pub fn main() -> ExitCode {
         Command::Trace(args) => trace::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Offcpu(args) => offcpu::run(args),
-        Command::Trace(args) => trace::run(args),
-        Command::Probe(args) => probe::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

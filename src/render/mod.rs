@@ -17,5 +17,4 @@ pub mod script;
 pub mod stat;
 pub mod trace;
 pub mod top;
-pub mod trace;
 pub mod tui;

@@ -10,4 +10,3 @@ pub mod signal;
 pub mod tracefs;
 pub mod tracefs_instance;
 pub mod uprobe;
-pub mod uprobe;
