@@ -352,3 +352,22 @@ fn bad_field_and_missing_file_are_one_line_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bogus"));
 }
+
+#[test]
+fn scry_recorded_file_matches_perf() {
+    require_perf!();
+    require_kernel!();
+    let dir = common::tempdir();
+    let calls = common::workload("calls");
+    let file = dir.path().join("scry.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-g", "-F", "999", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&calls)
+            .arg("2000000"),
+    );
+    assert_same_samples(&file, "comm,pid,tid,time");
+    assert_same_folded(&file);
+}
