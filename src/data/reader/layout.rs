@@ -543,3 +543,97 @@ pub fn header_string_list(b: &[u8], e: Endian) -> Option<Vec<String>> {
     }
     Some(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    #[test]
+    fn event_desc_counts_must_fit_the_section() {
+        // nr = 4 billion events in a 16-byte section: the crate would
+        // reserve room for all of them before reading one.
+        let mut b = Vec::new();
+        b.extend(u32::MAX.to_le_bytes());
+        b.extend(136u32.to_le_bytes());
+        b.extend([0; 8]);
+        let (at, what) = check_event_desc(&b, Endian::Little).unwrap_err();
+        assert_eq!(at, 8);
+        assert!(what.contains("event 0's attribute"), "{what}");
+        // One sound event: attr (own size 136), 1 id, a 8-byte name.
+        let mut ok = Vec::new();
+        ok.extend(1u32.to_le_bytes());
+        ok.extend(136u32.to_le_bytes());
+        let mut attr = vec![0u8; 136];
+        attr[4..8].copy_from_slice(&136u32.to_le_bytes());
+        ok.extend(attr);
+        ok.extend(1u32.to_le_bytes());
+        ok.extend(8u32.to_le_bytes());
+        ok.extend(b"cycles\0\0");
+        ok.extend(7u64.to_le_bytes());
+        check_event_desc(&ok, Endian::Little).unwrap();
+        ok.truncate(ok.len() - 1);
+        assert!(check_event_desc(&ok, Endian::Little).is_err());
+    }
+
+    fn record(t: u32, size: u16, body: &[u8]) -> Vec<u8> {
+        let mut r = t.to_le_bytes().to_vec();
+        r.extend(0u16.to_le_bytes());
+        r.extend(size.to_le_bytes());
+        r.extend(body);
+        r
+    }
+
+    #[test]
+    fn walk_reports_offsets_of_bad_framing() {
+        let mut data = vec![0u8; 16];
+        data.extend(record(9, 16, &[1; 8]));
+        data.extend(record(3, 64, &[2; 8]));
+        let section = Section {
+            offset: 16,
+            size: data.len() as u64 - 16,
+        };
+        let mut seen = Vec::new();
+        let err = walk_records(&mut Cursor::new(&data), section, Endian::Little, |f, _| {
+            seen.push(f.offset);
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(seen, [16]);
+        match err {
+            LayoutError::TruncatedRecord {
+                offset,
+                record_type,
+                needed,
+                left,
+            } => assert_eq!((offset, record_type, needed, left), (32, 3, 64, 16)),
+            other => panic!("{other:?}"),
+        }
+        let mut tiny = vec![0u8; 16];
+        tiny.extend(record(9, 4, &[]));
+        let s = Section {
+            offset: 16,
+            size: 8,
+        };
+        let err = walk_records(&mut Cursor::new(&tiny), s, Endian::Little, |_, _| Ok(()));
+        assert!(matches!(
+            err,
+            Err(LayoutError::BadRecordSize { offset: 16, .. })
+        ));
+    }
+
+    #[test]
+    fn auxtrace_data_must_fit() {
+        let mut data = record(PERF_RECORD_AUXTRACE, 16, &u64::MAX.to_le_bytes());
+        data.extend([0; 8]);
+        let s = Section {
+            offset: 0,
+            size: data.len() as u64,
+        };
+        let err = walk_records(&mut Cursor::new(&data), s, Endian::Little, |_, _| Ok(()));
+        assert!(matches!(
+            err,
+            Err(LayoutError::TruncatedRecord { offset: 0, .. })
+        ));
+    }
+}
