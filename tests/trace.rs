@@ -355,3 +355,42 @@ fn attaches_to_a_running_process_and_ends_with_it() {
     assert_eq!(summary_row(&text, "getppid"), Some((1000, 0)), "{text}");
     assert!(summary_row(&text, "execve").is_some(), "{text}");
 }
+
+#[test]
+fn lost_events_are_reported_per_cpu() {
+    require_kernel!();
+    require_tracefs!();
+    let calls = common::workload("calls");
+    // A one-page ring cannot hold a syscall storm.
+    let out = trace(&["-s", "-m", "1", "--", calls.to_str().unwrap(), "200000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lost: u64 = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("scry: cpu "))
+        .filter_map(|l| {
+            l.split(" lost ")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    let (seen, _) = summary_row(&stdout(&out), "getppid").unwrap_or((0, 0));
+    if seen < 200_000 {
+        assert!(
+            lost > 0,
+            "{seen} of 200000 calls seen, but no loss reported: {err}"
+        );
+    }
+    // Every call is either seen (one end suffices) or lost a record.
+    assert!(
+        seen + lost >= 200_000,
+        "seen {seen} + lost {lost} < 200000: {err}"
+    );
+}

@@ -93,8 +93,9 @@ pub enum TraceRecord<'a> {
         tid: i32,
         time: u64,
     },
-    /// The kernel dropped `count` records of this CPU's ring.
+    /// The kernel dropped `count` records of the ring of `cpu`.
     Lost {
+        cpu: u32,
         count: u64,
     },
 }
@@ -128,6 +129,7 @@ pub trait TraceSink {
 #[derive(Debug)]
 struct Ring {
     owner: usize,
+    cpu: u32,
     buffer: RingBuffer,
 }
 
@@ -189,7 +191,9 @@ fn build_attr(
     if event.stack_user != 0 {
         // Entries that carry strings wake the reader at once: a string
         // outside the stack copy is read from the live process, the sooner
-        // the likelier it still exists.
+        // the likelier it still exists. (Where the kernel's irq_work waits
+        // for the next tick, as in VMs without self-IPIs, the wake-up comes
+        // up to a tick later: a process that lives ~1 ms is then gone.)
         attr.__bindgen_anon_2.wakeup_events = 1;
     } else {
         attr.set_watermark(1);
@@ -342,6 +346,7 @@ impl TraceCapture {
                             owner = Some(self.counters.len());
                             self.rings.push(Ring {
                                 owner: self.counters.len(),
+                                cpu,
                                 buffer,
                             });
                         }
@@ -389,7 +394,8 @@ impl TraceCapture {
         for i in 0..self.rings.len() {
             buf.clear();
             if self.rings[i].buffer.read_into(buf) > 0 {
-                self.parse(buf, sink)?;
+                let cpu = self.rings[i].cpu;
+                self.parse(buf, cpu, sink)?;
             }
         }
         sink.round_done(before)
@@ -453,7 +459,7 @@ impl TraceCapture {
         Ok(reason)
     }
 
-    fn parse(&mut self, bytes: &[u8], sink: &mut dyn TraceSink) -> io::Result<()> {
+    fn parse(&mut self, bytes: &[u8], cpu: u32, sink: &mut dyn TraceSink) -> io::Result<()> {
         let mut at = 0usize;
         while let Some(header) = bytes.get(at..at + 8) {
             let kind = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]);
@@ -482,7 +488,7 @@ impl TraceCapture {
                     let mut r = Reader(body);
                     r.u64()
                         .and_then(|_id| r.u64())
-                        .map(|count| TraceRecord::Lost { count })
+                        .map(|count| TraceRecord::Lost { cpu, count })
                 }
                 _ => continue,
             };

@@ -139,8 +139,8 @@ pub struct SyscallDecoder<F: FnMut(TraceItem) -> io::Result<()>> {
     known_tids: HashSet<i32>,
     buffer: Vec<TraceItem>,
     deliver: F,
-    /// Records the kernel dropped (ring full).
-    pub lost: u64,
+    /// Records the kernel dropped (ring full), per CPU.
+    pub lost: std::collections::BTreeMap<u32, u64>,
     /// Records whose fields did not decode.
     pub undecodable: u64,
 }
@@ -162,7 +162,7 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
             known_tids: HashSet::new(),
             buffer: Vec::new(),
             deliver,
-            lost: 0,
+            lost: Default::default(),
             undecodable: 0,
         }
     }
@@ -314,7 +314,7 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> TraceSink for SyscallDecoder<F> {
             TraceRecord::Exit { pid, tid, time } => {
                 self.buffer.push(TraceItem::ThreadExit { pid, tid, time });
             }
-            TraceRecord::Lost { count } => self.lost += count,
+            TraceRecord::Lost { cpu, count } => *self.lost.entry(cpu).or_default() += count,
         }
         Ok(())
     }

@@ -301,15 +301,18 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     capture.start()?;
     let stop = capture.run(&mut decoder, &signals)?;
     decoder.finish()?;
-    let (lost, undecodable) = (decoder.lost, decoder.undecodable + capture.malformed);
+    let (lost, undecodable) = (
+        std::mem::take(&mut decoder.lost),
+        decoder.undecodable + capture.malformed,
+    );
     drop(decoder);
     tracer.finish(&mut output)?;
     if summary {
         write_summary(&tracer.summary, output.get_mut())?;
     }
     output.get_mut().flush()?;
-    if lost > 0 {
-        eprintln!("scry: lost {lost} events (the ring filled up): try a bigger -m");
+    for (cpu, count) in &lost {
+        eprintln!("scry: cpu {cpu} lost {count} events (its ring filled up): try a bigger -m");
     }
     if undecodable > 0 {
         eprintln!("scry: {undecodable} records could not be decoded");
