@@ -313,3 +313,34 @@ fn huge_callchain_length_is_an_error_not_a_panic() {
     let want = format!("malformed PERF_RECORD_SAMPLE record at offset {offset:#x}");
     assert!(err.contains(&want), "{err}");
 }
+
+/// The fuzzer's second find: an MMAP2 record claiming a build-id longer
+/// than 20 bytes makes linux-perf-event-reader assert; the reader checks it
+/// first.
+#[test]
+fn long_mmap2_build_id_is_an_error() {
+    let dir = common::tempdir();
+    let Some(file) = recorded(dir.path(), "mm.data", &[]) else {
+        return;
+    };
+    let mut mmap2 = None;
+    PerfReader::open(&file)
+        .unwrap()
+        .walk_file_order(|frame, _, _| {
+            if frame.record_type == 10 && mmap2.is_none() {
+                mmap2 = Some(frame.offset as usize);
+            }
+            Ok(())
+        })
+        .unwrap();
+    let offset = mmap2.expect("an MMAP2 record");
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[offset + 5] |= 0x40; // misc |= PERF_RECORD_MISC_MMAP_BUILD_ID
+    bytes[offset + 8 + 32] = 254; // build_id_size
+    let bad = dir.path().join("bad.data");
+    std::fs::write(&bad, &bytes).unwrap();
+    let err = one_line_error(&bad);
+    let want =
+        format!("malformed PERF_RECORD_MMAP2 record at offset {offset:#x}: build-id size 254");
+    assert!(err.contains(&want), "{err}");
+}

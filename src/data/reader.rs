@@ -18,7 +18,8 @@
 //! - What cannot be checked beforehand — sample bodies parsed with the
 //!   attribute's `sample_type`, compressed data — may still make the crate
 //!   panic (the fuzzer found `callchain_length * 8` overflowing in
-//!   `SampleRecord::parse` in builds with overflow checks). As the
+//!   `SampleRecord::parse` in builds with overflow checks, and an
+//!   `assert!(build_id_len <= 20)` on MMAP2, now checked in the walk). As the
 //!   last resort each call into the crate runs under `catch_unwind`, with a
 //!   panic hook that stays silent while such a call runs (so nothing is
 //!   printed), and the panic becomes [`ReadError::ParserPanic`] with the record
@@ -177,6 +178,16 @@ impl ReadError {
                 offset,
                 record_type: record_type_name(record_type),
                 size,
+            },
+            LayoutError::BadRecord {
+                offset,
+                record_type,
+                what,
+            } => ReadError::BadRecord {
+                file,
+                record_type: record_type_name(record_type),
+                location: format!("record at offset 0x{offset:x}"),
+                reason: what,
             },
             LayoutError::Io(source) => ReadError::Io { file, source },
         }

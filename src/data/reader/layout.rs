@@ -29,6 +29,9 @@ pub const RECORD_HEADER_SIZE: u64 = 8;
 
 pub const PERF_RECORD_HEADER_FEATURE: u32 = 80;
 pub const PERF_RECORD_AUXTRACE: u32 = 71;
+const PERF_RECORD_MMAP2: u32 = 10;
+/// `PERF_RECORD_MISC_MMAP_BUILD_ID`: the MMAP2 record holds a build-id.
+const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 const HEADER_EVENT_DESC: u32 = 12;
 
 /// The byte order of a file, from its magic.
@@ -141,6 +144,11 @@ pub enum LayoutError {
         offset: u64,
         record_type: u32,
         size: u64,
+    },
+    BadRecord {
+        offset: u64,
+        record_type: u32,
+        what: String,
     },
     Io(io::Error),
 }
@@ -449,6 +457,18 @@ pub fn walk_records<R: Read + Seek + ?Sized>(
                 offset: offset + RECORD_HEADER_SIZE + 8 + at as u64,
                 what,
             })?;
+        }
+        // linux-perf-event-reader asserts (panics) on a longer build-id.
+        if record_type == PERF_RECORD_MMAP2
+            && misc & MISC_MMAP_BUILD_ID != 0
+            && let Some(&len) = body.get(32)
+            && len > 20
+        {
+            return Err(LayoutError::BadRecord {
+                offset,
+                record_type,
+                what: format!("build-id size {len} (at most 20)"),
+            });
         }
         let frame = RecordFrame {
             offset,
