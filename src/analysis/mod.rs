@@ -11,6 +11,7 @@ pub mod folded;
 pub mod hash;
 pub mod offcpu;
 pub mod offcpu_live;
+pub mod pairs;
 pub mod profile;
 pub mod quality;
 pub mod sample;

@@ -153,6 +153,41 @@ struct ChannelSink {
     queued: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Rounds dropped because the analysing thread fell too far behind.
     dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    per_cpu: std::collections::BTreeMap<u32, CpuBufferStats>,
+}
+
+/// What one CPU's ring delivered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuBufferStats {
+    pub records: u64,
+    pub bytes: u64,
+    /// Records the kernel could not store (PERF_RECORD_LOST / LOST_SAMPLES).
+    pub lost: u64,
+}
+
+fn scan_cpu(stats: &mut CpuBufferStats, bytes: &[u8]) {
+    use crate::sys::perf_event::{PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES};
+    let mut at = 0usize;
+    while at + 8 <= bytes.len() {
+        let kind = u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        let size = u16::from_ne_bytes([bytes[at + 6], bytes[at + 7]]) as usize;
+        if size < 8 || at + size > bytes.len() {
+            break;
+        }
+        let u64_at = |off: usize| {
+            bytes
+                .get(at + off..at + off + 8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_ne_bytes)
+        };
+        match kind {
+            PERF_RECORD_LOST => stats.lost += u64_at(16),
+            PERF_RECORD_LOST_SAMPLES => stats.lost += u64_at(8),
+            _ => stats.records += 1,
+        }
+        at += size;
+    }
+    stats.bytes += bytes.len() as u64;
 }
 
 /// How far the analysing thread may fall behind before rounds are dropped
@@ -160,7 +195,8 @@ struct ChannelSink {
 const MAX_QUEUED_BYTES: u64 = 256 << 20;
 
 impl RecordSink for ChannelSink {
-    fn records(&mut self, _cpu: u32, bytes: &[u8]) -> io::Result<()> {
+    fn records(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()> {
+        scan_cpu(self.per_cpu.entry(cpu).or_default(), bytes);
         self.current.extend_from_slice(bytes);
         Ok(())
     }
@@ -195,6 +231,8 @@ pub struct LiveOutcome {
     /// Rounds of records dropped in user space because analysis fell behind
     /// by more than 256 MiB (the kernel's own losses arrive as LOST records).
     pub dropped_rounds: u64,
+    /// Per CPU: records, bytes and kernel-side losses of its ring.
+    pub per_cpu: std::collections::BTreeMap<u32, CpuBufferStats>,
 }
 
 /// Run `session` on a thread of its own that only drains the rings, while
@@ -220,13 +258,15 @@ pub fn run_threaded<C: LiveConsumer>(
         stop: Arc::clone(&stop),
         queued: Arc::clone(&queued),
         dropped: Arc::clone(&dropped),
+        per_cpu: Default::default(),
     };
     let capture = std::thread::Builder::new()
         .name("scry-capture".into())
         .spawn(move || {
             let result = session.run(&mut channel, &signals);
+            let per_cpu = std::mem::take(&mut channel.per_cpu);
             drop(channel);
-            result
+            result.map(|stop| (stop, per_cpu))
         })
         .map_err(super::CaptureError::System)?;
 
@@ -256,7 +296,7 @@ pub fn run_threaded<C: LiveConsumer>(
             }
         }
     }
-    let stop_reason = capture.join().map_err(|_| {
+    let (stop_reason, per_cpu) = capture.join().map_err(|_| {
         super::CaptureError::System(io::Error::other("the capture thread panicked"))
     })??;
     if let Some(e) = failure {
@@ -265,5 +305,6 @@ pub fn run_threaded<C: LiveConsumer>(
     Ok(LiveOutcome {
         stop: stop_reason,
         dropped_rounds: dropped.load(Ordering::Relaxed),
+        per_cpu,
     })
 }

@@ -64,6 +64,9 @@ pub struct CaptureOptions {
     pub mmap_pages: usize,
     /// Tracepoint filter per event index (`--filter`).
     pub filters: Vec<(usize, String)>,
+    /// Event indices that take no call chain even with `call_graph` set
+    /// (stacks cost; `profile` wants them on sched_switch only).
+    pub no_callchain: Vec<usize>,
 }
 
 pub const DEFAULT_FREQ: u64 = 4000;
@@ -151,9 +154,10 @@ pub enum StopReason {
 fn build_attr(
     event: &ResolvedEvent,
     opts: &CaptureOptions,
-    tracking: bool,
+    index: usize,
     enable_on_exec: bool,
 ) -> perf_event_attr {
+    let tracking = index == 0;
     let mut attr = pe::new_attr();
     attr.type_ = event.type_;
     attr.config = event.config;
@@ -166,7 +170,12 @@ fn build_attr(
     if event.is_tracepoint() {
         sample_type |= pe::PERF_SAMPLE_RAW;
     }
-    match opts.call_graph {
+    let call_graph = if opts.no_callchain.contains(&index) {
+        CallGraph::None
+    } else {
+        opts.call_graph
+    };
+    match call_graph {
         CallGraph::None => {}
         CallGraph::FramePointer => sample_type |= pe::PERF_SAMPLE_CALLCHAIN,
         CallGraph::Dwarf { stack_size } => {
@@ -351,7 +360,7 @@ impl Session {
             .events
             .iter()
             .enumerate()
-            .map(|(i, e)| build_attr(e, opts, i == 0, enable_on_exec))
+            .map(|(i, e)| build_attr(e, opts, i, enable_on_exec))
             .collect();
         let mut counters: Vec<Counter> = Vec::new();
         let mut rings: Vec<Ring> = Vec::new();

@@ -8,8 +8,9 @@
 
 mod flamegraph;
 mod list;
-mod probe;
 mod offcpu;
+mod probe;
+mod profile;
 mod record;
 mod report;
 mod script;
@@ -50,6 +51,8 @@ enum Command {
     Probe(probe::ProbeArgs),
     /// Off-CPU time by stack: where tasks waited, and who woke them (offcputime, offwaketime)
     Offcpu(offcpu::OffcpuArgs),
+    /// Latency between paired events per task, with stacks (trace-cmd profile)
+    Profile(profile::ProfileArgs),
 }
 
 /// Leave with this exit code and no further message (the cause was printed).
@@ -77,9 +80,10 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Flamegraph(args) => flamegraph::run(args),
         Command::Top(args) => top::run(args),
+        Command::Offcpu(args) => offcpu::run(args),
+        Command::Profile(args) => profile::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Probe(args) => probe::run(args),
-        Command::Offcpu(args) => offcpu::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -119,6 +119,7 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
         sampling: Some(Sampling::Period(1)),
         call_graph: CallGraph::FramePointer,
         filters: Vec::new(),
+        no_callchain: Vec::new(),
     };
     let fields = SchedFields::new(0, &switch_format, wakeup_format.as_ref().map(|f| (1, f)))
         .map_err(|e| anyhow::anyhow!("{e}"))?;

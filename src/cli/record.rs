@@ -58,8 +58,12 @@ pub struct RecordArgs {
     /// Print nothing but errors.
     #[arg(short = 'q', long)]
     quiet: bool,
-    /// The command to run and record (after --).
-    #[arg(last = true, value_name = "COMMAND")]
+    /// The command to run and record (`--` before it is optional, as with perf).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     command: Vec<OsString>,
 }
 
@@ -186,6 +190,7 @@ impl RecordArgs {
             call_graph: parse_call_graph(self.callchain, self.call_graph.as_deref())?,
             mmap_pages,
             filters,
+            no_callchain: Vec::new(),
         })
     }
 }
@@ -202,17 +207,15 @@ fn cycles_supported() -> bool {
 
 pub fn run(args: RecordArgs) -> anyhow::Result<()> {
     let opts = args.to_options()?;
-    if args.events.is_empty()
-        && opts.events.first().is_some_and(|e| e.name == "cpu-clock")
-        && !args.quiet
-    {
-        eprintln!(
-            "scry: cycles is not supported here (no hardware PMU); sampling cpu-clock instead"
-        );
-    }
     let cmdline: Vec<String> = std::env::args().collect();
     let summary = scry::capture::to_file::record_to_file(&opts, &args.output, cmdline)?;
     if !args.quiet {
+        // Said after the fact, so that an error stays the only line.
+        if args.events.is_empty() && opts.events.first().is_some_and(|e| e.name == "cpu-clock") {
+            eprintln!(
+                "scry: cycles is not supported here (no hardware PMU); sampled cpu-clock instead"
+            );
+        }
         for note in &summary.notes {
             eprintln!("scry: {note}");
         }

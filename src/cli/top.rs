@@ -117,8 +117,8 @@ struct TopConsumer {
     iterations_left: Option<u64>,
     screen: Screen,
     rows: usize,
-    /// The last refresh's weighted samples and profile, for call graphs.
-    last: Option<(Vec<scry::analysis::sample::ResolvedSample>, Profile)>,
+    /// The last refresh's profile, for call graphs.
+    last: Option<Profile>,
 }
 
 impl TopConsumer {
@@ -171,7 +171,7 @@ impl TopConsumer {
         }
         self.view.status = self.status.clone();
         self.view.rows = rows;
-        self.last = Some((weighted, profile));
+        self.last = Some(profile);
         self.update_graph();
     }
 
@@ -181,14 +181,14 @@ impl TopConsumer {
         let Screen::Terminal(screen) = &self.screen else {
             return;
         };
-        let (Some((samples, profile)), true) = (&self.last, screen.show_graph) else {
+        let (Some(profile), true) = (&self.last, screen.show_graph) else {
             return;
         };
         let visible = top::visible_rows(&self.view);
         let Some(&entry) = screen.table.selected().and_then(|s| visible.get(s)) else {
             return;
         };
-        let trees = build_trees(profile, samples, 0, &[entry], GraphOrder::Callee);
+        let trees = build_trees(profile, 0, &[entry], GraphOrder::Callee);
         let total = profile.events.first().map_or(0, |e| e.total_period);
         let mut text = Vec::new();
         if let Some(tree) = trees.first()
@@ -387,6 +387,7 @@ impl TopArgs {
             )?,
             mmap_pages,
             filters: Vec::new(),
+            no_callchain: Vec::new(),
         })
     }
 }

@@ -1,0 +1,606 @@
+//! Event-pair latencies, as `trace-cmd profile` computes them: a *hook*
+//! connects a start event to an end event (matched on a field, per task,
+//! per CPU or globally) and every matched pair adds its duration to a
+//! statistic (count, total, max and min with their timestamps), optionally
+//! with the stack taken at the start.
+//!
+//! The default hooks (wakeup latency, preemption, blocked time by state,
+//! system calls, hard and soft interrupts, page faults) are built in
+//! (`Builtin`); `-H` adds custom hooks (`Hook`). An end whose start was
+//! never seen is ignored and a start never ended is counted as unmatched:
+//! lost events drop pairs, they never stretch one.
+//!
+//! Stacks are handled by sequence numbers, as in `offcpu`: a start that
+//! wants its stack asks the caller to resolve that sample, and the stack
+//! joins the pair's statistic when the results come back.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::offcpu::state_letter;
+
+/// One statistic: `(count) Total Avg Max(ts) Min(ts)`, times in ns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PairStat {
+    pub count: u64,
+    pub total: u64,
+    pub max: u64,
+    pub max_ts: u64,
+    pub min: u64,
+    pub min_ts: u64,
+    /// Sequence numbers of start samples with stacks, and their durations.
+    pub stacks: Vec<(usize, u64)>,
+}
+
+impl PairStat {
+    fn add(&mut self, duration: u64, ts: u64, stack: Option<usize>) {
+        if self.count == 0 || duration > self.max {
+            self.max = duration;
+            self.max_ts = ts;
+        }
+        if self.count == 0 || duration < self.min {
+            self.min = duration;
+            self.min_ts = ts;
+        }
+        self.count += 1;
+        self.total += duration;
+        if let Some(seq) = stack {
+            self.stacks.push((seq, duration));
+        }
+    }
+
+    /// A count without durations (page faults).
+    fn count_only(&mut self) {
+        self.count += 1;
+    }
+
+    pub fn avg(&self) -> u64 {
+        self.total.checked_div(self.count).unwrap_or(0)
+    }
+}
+
+/// Which section a statistic belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    Task(i32),
+    Cpu(u32),
+    /// A global hook's section, one per matched value (e.g. per timer).
+    Global(u64),
+}
+
+/// The fields a record offers: the decoded tracepoint fields the engine
+/// asked for, by name.
+pub trait Fields {
+    fn get(&self, name: &str) -> Option<u64>;
+}
+
+impl Fields for HashMap<&str, u64> {
+    fn get(&self, name: &str) -> Option<u64> {
+        HashMap::get(self, name).copied()
+    }
+}
+
+/// A custom hook (`-H START[,MATCH[,PID]]/END[,MATCH][,FLAGS]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hook {
+    /// `system:name` of the start and end events.
+    pub start: String,
+    pub start_match: Option<String>,
+    /// A field naming the task the pair belongs to (instead of the current task).
+    pub start_pid: Option<String>,
+    pub end: String,
+    pub end_match: Option<String>,
+    /// `s`: keep the stack of the start.
+    pub stack: bool,
+    /// `p`: start and end on the same CPU; sections per CPU.
+    pub pinned: bool,
+    /// `g`: not per task; sections per matched value.
+    pub global: bool,
+}
+
+impl Hook {
+    /// Parses trace-cmd's hook syntax. Event names may omit the system.
+    pub fn parse(text: &str) -> Result<Hook, String> {
+        let (start, end) = text.split_once('/').ok_or_else(|| {
+            format!("hook '{text}': expected START[,MATCH[,PID]]/END[,MATCH][,FLAGS]")
+        })?;
+        let start: Vec<&str> = start.split(',').map(str::trim).collect();
+        let end: Vec<&str> = end.split(',').map(str::trim).collect();
+        if start.len() > 3 || end.len() > 3 || start[0].is_empty() || end[0].is_empty() {
+            return Err(format!(
+                "hook '{text}': expected START[,MATCH[,PID]]/END[,MATCH][,FLAGS]"
+            ));
+        }
+        let flags = end.get(2).copied().unwrap_or("");
+        if let Some(bad) = flags.chars().find(|c| !"spg".contains(*c)) {
+            return Err(format!(
+                "hook '{text}': unknown flag '{bad}' (flags: s stack, p pinned, g global)"
+            ));
+        }
+        let some = |s: Option<&&str>| s.filter(|s| !s.is_empty()).map(|s| s.to_string());
+        Ok(Hook {
+            start: start[0].to_string(),
+            start_match: some(start.get(1)),
+            start_pid: some(start.get(2)),
+            end: end[0].to_string(),
+            end_match: some(end.get(1)),
+            stack: flags.contains('s'),
+            pinned: flags.contains('p'),
+            global: flags.contains('g'),
+        })
+    }
+
+    /// The label of its statistic.
+    pub fn label(&self) -> String {
+        let short = |e: &str| e.rsplit(':').next().unwrap_or(e).to_string();
+        format!("{}-{}", short(&self.start), short(&self.end))
+    }
+}
+
+/// What an event is to the built-in hooks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builtin {
+    SchedSwitch,
+    SchedWakeup,
+    SysEnter,
+    SysExit,
+    IrqEntry,
+    IrqExit,
+    SoftirqRaise,
+    SoftirqEntry,
+    SoftirqExit,
+    PageFaultUser,
+    PageFaultKernel,
+    Other,
+}
+
+impl Builtin {
+    pub fn of(system: &str, name: &str) -> Builtin {
+        match (system, name) {
+            ("sched", "sched_switch") => Builtin::SchedSwitch,
+            ("sched", "sched_wakeup") => Builtin::SchedWakeup,
+            ("raw_syscalls", "sys_enter") => Builtin::SysEnter,
+            ("raw_syscalls", "sys_exit") => Builtin::SysExit,
+            ("irq", "irq_handler_entry") => Builtin::IrqEntry,
+            ("irq", "irq_handler_exit") => Builtin::IrqExit,
+            ("irq", "softirq_raise") => Builtin::SoftirqRaise,
+            ("irq", "softirq_entry") => Builtin::SoftirqEntry,
+            ("irq", "softirq_exit") => Builtin::SoftirqExit,
+            ("exceptions", "page_fault_user") => Builtin::PageFaultUser,
+            ("exceptions", "page_fault_kernel") => Builtin::PageFaultKernel,
+            _ => Builtin::Other,
+        }
+    }
+}
+
+/// The softirq vector names the kernel prints.
+pub const SOFTIRQ_NAMES: &[&str] = &[
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+/// One event occurrence, as the engine sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Occurrence<'a, F: Fields> {
+    /// Index of the event (into the engine's event list).
+    pub event: usize,
+    pub time: u64,
+    pub cpu: u32,
+    /// The task running when the event fired.
+    pub tid: i32,
+    pub fields: &'a F,
+}
+
+/// Whether the caller must resolve the stack of the occurrence it showed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    Stack,
+    Nothing,
+}
+
+/// The engine's state and results.
+#[derive(Debug, Default)]
+pub struct PairEngine {
+    /// Per event index: its built-in role.
+    roles: Vec<Builtin>,
+    /// Custom hooks with the event indices of their start and end.
+    hooks: Vec<(Hook, usize, usize)>,
+    /// Watched tasks: every task when `all`.
+    pub all: bool,
+    pub pids: HashSet<i32>,
+    tgid: HashMap<i32, i32>,
+    pub stats: BTreeMap<Scope, BTreeMap<String, PairStat>>,
+    syscall_names: HashMap<u64, String>,
+    // Open starts.
+    wakeup_at: HashMap<i32, u64>,
+    preempted_at: HashMap<i32, u64>,
+    blocked_at: HashMap<i32, (u64, char, usize)>,
+    syscall_at: HashMap<i32, (u64, u64)>,
+    irq_at: HashMap<u32, (u64, u64, i32)>,
+    softirq_raised: HashMap<(u32, u64), u64>,
+    softirq_at: HashMap<(u32, u64), (u64, i32)>,
+    hook_at: HashMap<(usize, Scope, u64), (u64, Option<usize>)>,
+    next_seq: usize,
+    /// Starts that never saw their end.
+    pub unmatched: u64,
+}
+
+impl PairEngine {
+    /// `roles[i]`: the built-in role of event i; `hooks`: custom hooks with
+    /// their start/end event indices.
+    pub fn new(
+        roles: Vec<Builtin>,
+        hooks: Vec<(Hook, usize, usize)>,
+        syscall_names: HashMap<u64, String>,
+    ) -> Self {
+        PairEngine {
+            roles,
+            hooks,
+            syscall_names,
+            ..Default::default()
+        }
+    }
+
+    /// A COMM or FORK record: `tid` belongs to `pid`; forks of watched
+    /// processes are watched.
+    pub fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
+        self.tgid.insert(tid, pid);
+        if let Some(parent) = parent_pid
+            && parent != pid
+            && self.pids.contains(&parent)
+        {
+            self.pids.insert(pid);
+        }
+    }
+
+    pub fn watched(&self, tid: i32) -> bool {
+        tid > 0 && (self.all || self.pids.contains(self.tgid.get(&tid).unwrap_or(&tid)))
+    }
+
+    fn add(&mut self, scope: Scope, label: String, duration: u64, ts: u64, stack: Option<usize>) {
+        self.stats
+            .entry(scope)
+            .or_default()
+            .entry(label)
+            .or_default()
+            .add(duration, ts, stack);
+    }
+
+    fn syscall_name(&self, id: u64) -> String {
+        self.syscall_names
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("syscall_{id}"))
+    }
+
+    /// Feed one occurrence, in time order.
+    pub fn handle<F: Fields>(&mut self, o: &Occurrence<'_, F>) -> Want {
+        let mut want = Want::Nothing;
+        let f = o.fields;
+        match self.roles.get(o.event).copied().unwrap_or(Builtin::Other) {
+            Builtin::SchedSwitch => {
+                let (Some(prev), Some(state), Some(next)) =
+                    (f.get("prev_pid"), f.get("prev_state"), f.get("next_pid"))
+                else {
+                    return Want::Nothing;
+                };
+                let (prev, next) = (prev as i32, next as i32);
+                if let Some(t) = self.preempted_at.remove(&next) {
+                    self.add(
+                        Scope::Task(next),
+                        "sched_switch:R".into(),
+                        o.time.saturating_sub(t),
+                        o.time,
+                        None,
+                    );
+                }
+                if let Some(t) = self.wakeup_at.remove(&next) {
+                    self.add(
+                        Scope::Task(next),
+                        "sched_wakeup".into(),
+                        o.time.saturating_sub(t),
+                        o.time,
+                        None,
+                    );
+                }
+                if self.watched(prev) {
+                    let letter = state_letter(state);
+                    if letter == 'R' {
+                        self.preempted_at.insert(prev, o.time);
+                    } else {
+                        let seq = self.next_seq;
+                        self.next_seq += 1;
+                        want = Want::Stack;
+                        if self
+                            .blocked_at
+                            .insert(prev, (o.time, letter, seq))
+                            .is_some()
+                        {
+                            self.unmatched += 1;
+                        }
+                    }
+                }
+            }
+            Builtin::SchedWakeup => {
+                let Some(pid) = f.get("pid") else {
+                    return Want::Nothing;
+                };
+                let pid = pid as i32;
+                if self.watched(pid) {
+                    self.wakeup_at.insert(pid, o.time);
+                    if let Some((t, letter, seq)) = self.blocked_at.remove(&pid) {
+                        self.add(
+                            Scope::Task(pid),
+                            format!("sched_switch:{letter}"),
+                            o.time.saturating_sub(t),
+                            o.time,
+                            Some(seq),
+                        );
+                    }
+                }
+            }
+            Builtin::SysEnter if self.watched(o.tid) => {
+                if let Some(id) = f.get("id") {
+                    self.syscall_at.insert(o.tid, (id, o.time));
+                }
+            }
+            Builtin::SysExit if self.watched(o.tid) => {
+                if let (Some(id), Some((start_id, t))) =
+                    (f.get("id"), self.syscall_at.remove(&o.tid))
+                    && id == start_id
+                {
+                    let name = format!("sys_{}", self.syscall_name(id));
+                    self.add(
+                        Scope::Task(o.tid),
+                        name,
+                        o.time.saturating_sub(t),
+                        o.time,
+                        None,
+                    );
+                }
+            }
+            Builtin::IrqEntry => {
+                if let Some(irq) = f.get("irq") {
+                    self.irq_at.insert(o.cpu, (irq, o.time, o.tid));
+                }
+            }
+            Builtin::IrqExit => {
+                if let (Some(irq), Some((start_irq, t, tid))) =
+                    (f.get("irq"), self.irq_at.remove(&o.cpu))
+                    && irq == start_irq
+                    && self.watched(tid)
+                {
+                    self.add(
+                        Scope::Task(tid),
+                        format!("irq:{irq}"),
+                        o.time.saturating_sub(t),
+                        o.time,
+                        None,
+                    );
+                }
+            }
+            Builtin::SoftirqRaise => {
+                if let Some(vec) = f.get("vec") {
+                    self.softirq_raised.insert((o.cpu, vec), o.time);
+                }
+            }
+            Builtin::SoftirqEntry => {
+                if let Some(vec) = f.get("vec") {
+                    if let Some(t) = self.softirq_raised.remove(&(o.cpu, vec))
+                        && self.watched(o.tid)
+                    {
+                        let name = softirq_name(vec);
+                        self.add(
+                            Scope::Task(o.tid),
+                            format!("softirq_raise:{name}"),
+                            o.time.saturating_sub(t),
+                            o.time,
+                            None,
+                        );
+                    }
+                    self.softirq_at.insert((o.cpu, vec), (o.time, o.tid));
+                }
+            }
+            Builtin::SoftirqExit => {
+                if let Some(vec) = f.get("vec")
+                    && let Some((t, tid)) = self.softirq_at.remove(&(o.cpu, vec))
+                    && self.watched(tid)
+                {
+                    let name = softirq_name(vec);
+                    self.add(
+                        Scope::Task(tid),
+                        format!("softirq:{name}"),
+                        o.time.saturating_sub(t),
+                        o.time,
+                        None,
+                    );
+                }
+            }
+            Builtin::PageFaultUser | Builtin::PageFaultKernel if self.watched(o.tid) => {
+                let label = if self.roles.get(o.event) == Some(&Builtin::PageFaultUser) {
+                    "page_fault_user"
+                } else {
+                    "page_fault_kernel"
+                };
+                self.stats
+                    .entry(Scope::Task(o.tid))
+                    .or_default()
+                    .entry(label.into())
+                    .or_default()
+                    .count_only();
+            }
+            _ => {}
+        }
+        for i in 0..self.hooks.len() {
+            if self.handle_hook(i, o) == Want::Stack {
+                want = Want::Stack;
+            }
+        }
+        want
+    }
+
+    fn handle_hook<F: Fields>(&mut self, i: usize, o: &Occurrence<'_, F>) -> Want {
+        let (hook, start, end) = &self.hooks[i];
+        let (hook, start, end) = (hook.clone(), *start, *end);
+        let mut want = Want::Nothing;
+        if o.event == end {
+            let key = hook
+                .end_match
+                .as_deref()
+                .and_then(|m| o.fields.get(m))
+                .unwrap_or(0);
+            let scope = self.hook_scope(&hook, o.tid, o.cpu, key);
+            if let Some((t, seq)) = self.hook_at.remove(&(i, scope.clone(), key))
+                && (hook.global || self.watched_scope(&scope))
+            {
+                self.add(scope, hook.label(), o.time.saturating_sub(t), o.time, seq);
+            }
+        }
+        if o.event == start {
+            let key = hook
+                .start_match
+                .as_deref()
+                .and_then(|m| o.fields.get(m))
+                .unwrap_or(0);
+            let tid = hook
+                .start_pid
+                .as_deref()
+                .and_then(|p| o.fields.get(p))
+                .map_or(o.tid, |p| p as i32);
+            let scope = self.hook_scope(&hook, tid, o.cpu, key);
+            let seq = if hook.stack && (hook.global || self.watched(tid)) {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                want = Want::Stack;
+                Some(seq)
+            } else {
+                None
+            };
+            if self
+                .hook_at
+                .insert((i, scope, key), (o.time, seq))
+                .is_some()
+            {
+                self.unmatched += 1;
+            }
+        }
+        want
+    }
+
+    fn hook_scope(&self, hook: &Hook, tid: i32, cpu: u32, key: u64) -> Scope {
+        if hook.global {
+            Scope::Global(key)
+        } else if hook.pinned {
+            Scope::Cpu(cpu)
+        } else {
+            Scope::Task(tid)
+        }
+    }
+
+    fn watched_scope(&self, scope: &Scope) -> bool {
+        match scope {
+            Scope::Task(tid) => self.watched(*tid),
+            Scope::Cpu(_) | Scope::Global(_) => true,
+        }
+    }
+
+    /// Starts still open at the end are counted as unmatched.
+    pub fn finish(&mut self) {
+        self.unmatched +=
+            (self.blocked_at.len() + self.syscall_at.len() + self.hook_at.len()) as u64;
+    }
+}
+
+fn softirq_name(vec: u64) -> String {
+    SOFTIRQ_NAMES
+        .get(vec as usize)
+        .map_or_else(|| vec.to_string(), |s| s.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn occ<'a>(
+        event: usize,
+        time: u64,
+        tid: i32,
+        fields: &'a HashMap<&'a str, u64>,
+    ) -> Occurrence<'a, HashMap<&'a str, u64>> {
+        Occurrence {
+            event,
+            time,
+            cpu: 0,
+            tid,
+            fields,
+        }
+    }
+
+    #[test]
+    fn builtin_pairs() {
+        let roles = vec![
+            Builtin::SchedSwitch,
+            Builtin::SchedWakeup,
+            Builtin::SysEnter,
+            Builtin::SysExit,
+        ];
+        let names = [(74u64, "fsync".to_string())].into_iter().collect();
+        let mut e = PairEngine::new(roles, Vec::new(), names);
+        e.pids.insert(7);
+        let f =
+            |pairs: &[(&'static str, u64)]| pairs.iter().copied().collect::<HashMap<&str, u64>>();
+        let enter = f(&[("id", 74)]);
+        assert_eq!(e.handle(&occ(2, 100, 7, &enter)), Want::Nothing);
+        let out = f(&[("prev_pid", 7), ("prev_state", 2), ("next_pid", 0)]);
+        assert_eq!(e.handle(&occ(0, 110, 7, &out)), Want::Stack);
+        let wake = f(&[("pid", 7)]);
+        e.handle(&occ(1, 500, 0, &wake));
+        let back = f(&[("prev_pid", 0), ("prev_state", 0), ("next_pid", 7)]);
+        e.handle(&occ(0, 530, 0, &back));
+        e.handle(&occ(3, 600, 7, &enter));
+        let t = &e.stats[&Scope::Task(7)];
+        assert_eq!(t["sys_fsync"].total, 500);
+        assert_eq!(t["sched_switch:D"].total, 390);
+        assert_eq!(t["sched_switch:D"].stacks, vec![(0, 390)]);
+        assert_eq!(t["sched_wakeup"].total, 30);
+    }
+
+    #[test]
+    fn custom_global_hook_sections_per_value() {
+        let hook =
+            Hook::parse("hrtimer_expire_entry,hrtimer/hrtimer_expire_exit,hrtimer,g").unwrap();
+        assert!(hook.global && !hook.stack);
+        let mut e = PairEngine::new(
+            vec![Builtin::Other, Builtin::Other],
+            vec![(hook, 0, 1)],
+            HashMap::new(),
+        );
+        let a = [("hrtimer", 0xa)]
+            .into_iter()
+            .collect::<HashMap<&str, u64>>();
+        let b = [("hrtimer", 0xb)]
+            .into_iter()
+            .collect::<HashMap<&str, u64>>();
+        e.handle(&occ(0, 10, 1, &a));
+        e.handle(&occ(0, 12, 1, &b));
+        e.handle(&occ(1, 15, 1, &a));
+        e.handle(&occ(1, 22, 1, &b));
+        assert_eq!(
+            e.stats[&Scope::Global(0xa)]["hrtimer_expire_entry-hrtimer_expire_exit"].total,
+            5
+        );
+        assert_eq!(
+            e.stats[&Scope::Global(0xb)]["hrtimer_expire_entry-hrtimer_expire_exit"].total,
+            10
+        );
+    }
+
+    #[test]
+    fn bad_hooks() {
+        assert!(Hook::parse("a,b").is_err());
+        assert!(
+            Hook::parse("a,b/c,d,x")
+                .unwrap_err()
+                .contains("unknown flag 'x'")
+        );
+        assert!(Hook::parse("/c").is_err());
+    }
+}

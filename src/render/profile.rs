@@ -1,0 +1,185 @@
+//! `scry profile`'s report, in trace-cmd profile's shape: buffer statistics
+//! and lost events first, then one section per task (and per CPU or per
+//! matched value for pinned and global hooks), each event as
+//! `Event: NAME (count) Total: T Avg: A Max: M(ts:S.US) Min: m(ts:S.US)`
+//! in nanoseconds, followed for hooks with stacks by the distinct stacks
+//! with their share, count, total, max and min. `--format json` carries the
+//! same data.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use crate::analysis::pairs::{PairStat, Scope};
+use crate::analysis::sample::{FrameId, FrameKind, FrameTable};
+
+/// One distinct stack of an event: frames leaf first and its durations.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StackStat {
+    #[serde(skip)]
+    pub frames: Vec<FrameId>,
+    pub count: u64,
+    pub total: u64,
+    pub max: u64,
+    pub min: u64,
+}
+
+/// A CPU's ring: records, bytes, lost.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct CpuStat {
+    pub cpu: u32,
+    pub records: u64,
+    pub bytes: u64,
+    pub lost: u64,
+}
+
+/// Everything the report shows.
+#[derive(Debug, Default)]
+pub struct ProfileReport {
+    pub cpus: Vec<CpuStat>,
+    pub unmatched: u64,
+    /// Section → event label → statistic (stacks already grouped).
+    pub sections: BTreeMap<Scope, Vec<(String, PairStat, Vec<StackStat>)>>,
+    /// Names of tasks, by tid.
+    pub comms: BTreeMap<i32, String>,
+}
+
+fn ts(ns: u64) -> String {
+    format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1000)
+}
+
+fn section_title(scope: &Scope, comms: &BTreeMap<i32, String>) -> String {
+    match scope {
+        Scope::Task(tid) => format!(
+            "task: {}-{tid}",
+            comms.get(tid).map_or("<...>", String::as_str)
+        ),
+        Scope::Cpu(cpu) => format!("CPU: {cpu}"),
+        Scope::Global(value) => format!("Global: {value:#x}"),
+    }
+}
+
+/// Sections ordered by their total time, largest first.
+fn ordered(report: &ProfileReport) -> Vec<&Scope> {
+    let mut scopes: Vec<(&Scope, u64)> = report
+        .sections
+        .iter()
+        .map(|(scope, events)| (scope, events.iter().map(|(_, s, _)| s.total).sum::<u64>()))
+        .collect();
+    scopes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    scopes.into_iter().map(|(s, _)| s).collect()
+}
+
+pub fn write_text(
+    w: &mut impl Write,
+    report: &ProfileReport,
+    frames: &FrameTable,
+) -> io::Result<()> {
+    let lost: u64 = report.cpus.iter().map(|c| c.lost).sum();
+    for cpu in &report.cpus {
+        writeln!(
+            w,
+            "CPU {}: {} records, {} bytes, {} lost",
+            cpu.cpu, cpu.records, cpu.bytes, cpu.lost
+        )?;
+    }
+    if lost > 0 {
+        writeln!(
+            w,
+            "WARNING: {lost} events were lost: pairs that lost an end were dropped, not stretched"
+        )?;
+    }
+    if report.unmatched > 0 {
+        writeln!(
+            w,
+            "{} starts had no end before the recording stopped (dropped)",
+            report.unmatched
+        )?;
+    }
+    writeln!(w)?;
+    for scope in ordered(report) {
+        writeln!(w, "{}", section_title(scope, &report.comms))?;
+        let Some(events) = report.sections.get(scope) else {
+            continue;
+        };
+        for (label, s, stacks) in events {
+            writeln!(
+                w,
+                "  Event: {label} ({}) Total: {} Avg: {} Max: {}(ts:{}) Min: {}(ts:{})",
+                s.count,
+                s.total,
+                s.avg(),
+                s.max,
+                ts(s.max_ts),
+                s.min,
+                ts(s.min_ts)
+            )?;
+            for stack in stacks {
+                let share = if s.total > 0 {
+                    stack.total as f64 * 100.0 / s.total as f64
+                } else {
+                    0.0
+                };
+                writeln!(
+                    w,
+                    "       {share:.2}% ({}) Total: {} Max: {} Min: {}",
+                    stack.count, stack.total, stack.max, stack.min
+                )?;
+                for frame in &stack.frames {
+                    let f = frames.get(*frame);
+                    let marker = match f.kind {
+                        FrameKind::Kernel => "[k]",
+                        FrameKind::User => "[.]",
+                    };
+                    writeln!(
+                        w,
+                        "         {marker} {}",
+                        f.sym.as_deref().unwrap_or("[unknown]")
+                    )?;
+                }
+            }
+        }
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
+pub fn write_json(
+    w: &mut impl Write,
+    report: &ProfileReport,
+    frames: &FrameTable,
+) -> io::Result<()> {
+    use serde_json::json;
+    let sections: Vec<_> = ordered(report)
+        .into_iter()
+        .map(|scope| {
+            let (kind, id) = match scope {
+                Scope::Task(tid) => ("task", *tid as i64),
+                Scope::Cpu(cpu) => ("cpu", i64::from(*cpu)),
+                Scope::Global(v) => ("global", *v as i64),
+            };
+            let events: Vec<_> = report.sections.get(scope).into_iter().flatten().map(|(label, s, stacks)| {
+                let stacks: Vec<_> = stacks
+                    .iter()
+                    .map(|st| {
+                        let names: Vec<String> = st
+                            .frames
+                            .iter()
+                            .map(|f| frames.get(*f).sym.as_deref().unwrap_or("[unknown]").to_string())
+                            .collect();
+                        json!({"frames": names, "count": st.count, "total_ns": st.total, "max_ns": st.max, "min_ns": st.min})
+                    })
+                    .collect();
+                json!({"event": label, "count": s.count, "total_ns": s.total, "avg_ns": s.avg(),
+                       "max_ns": s.max, "max_ts": s.max_ts, "min_ns": s.min, "min_ts": s.min_ts, "stacks": stacks})
+            }).collect();
+            let comm = match scope {
+                Scope::Task(tid) => report.comms.get(tid).cloned(),
+                _ => None,
+            };
+            json!({"kind": kind, "id": id, "comm": comm, "events": events})
+        })
+        .collect();
+    let value = json!({"cpus": report.cpus, "unmatched": report.unmatched, "sections": sections});
+    serde_json::to_writer_pretty(&mut *w, &value).map_err(io::Error::other)?;
+    writeln!(w)
+}
