@@ -415,7 +415,10 @@ fn perf_decodes_tracepoint_fields_we_wrote() {
 /// The parts of a tracing data blob that must agree between perf and us:
 /// header bytes, header files, ftrace formats, per-system formats (as sets;
 /// directory order is perf's and arbitrary), and printk formats.
-fn parse_tracing_data(b: &[u8]) -> (Vec<u8>, Vec<Vec<u8>>, BTreeSet<(String, Vec<u8>)>, Vec<u8>) {
+/// (header bytes, header files, per-system formats, printk formats).
+type TracingParts = (Vec<u8>, Vec<Vec<u8>>, BTreeSet<(String, Vec<u8>)>, Vec<u8>);
+
+fn parse_tracing_data(b: &[u8]) -> TracingParts {
     let mut at = 10 + 4 + 2 + 4;
     let head = b[..at].to_vec();
     let take_file = |at: &mut usize, len_size: usize| {

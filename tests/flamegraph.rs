@@ -54,7 +54,7 @@ fn require_tool(name: &str, install: &str) -> Option<PathBuf> {
 
 /// `perf script -i data | inferno-collapse-perf`, sorted lines.
 fn oracle_folded(data: &Path, collapse: &Path) -> Vec<String> {
-    let script = common::perf()
+    let mut script = common::perf()
         .args(["script", "-i"])
         .arg(data)
         .stdout(Stdio::piped())
@@ -62,9 +62,10 @@ fn oracle_folded(data: &Path, collapse: &Path) -> Vec<String> {
         .spawn()
         .expect("run perf script");
     let out = Command::new(collapse)
-        .stdin(script.stdout.expect("perf script stdout"))
+        .stdin(script.stdout.take().expect("perf script stdout"))
         .output()
         .expect("run inferno-collapse-perf");
+    let _ = script.wait();
     assert!(out.status.success(), "inferno-collapse-perf failed");
     let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()

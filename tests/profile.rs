@@ -21,7 +21,7 @@ fn profile_json(args: &[&str], command: &[&std::ffi::OsStr]) -> (Value, String) 
     (value, stderr)
 }
 
-fn task_events<'a>(report: &'a Value, tid: i64) -> &'a Vec<Value> {
+fn task_events(report: &Value, tid: i64) -> &Vec<Value> {
     report["sections"]
         .as_array()
         .and_then(|s| s.iter().find(|s| s["kind"] == "task" && s["id"] == tid))

@@ -137,11 +137,7 @@ fn cat_shows_openat_of_the_path_and_the_read() {
     );
     // Each line: time, (duration), comm/tid, call.
     assert!(
-        open.trim_start()
-            .split_whitespace()
-            .nth(1)
-            .unwrap()
-            .starts_with('('),
+        open.split_whitespace().nth(1).unwrap().starts_with('('),
         "{open}"
     );
 }

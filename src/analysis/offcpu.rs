@@ -184,7 +184,7 @@ impl OffCpuTracker {
             samples.push(s);
         }
         let mut by_state: Vec<(char, u64)> = by_state.into_iter().collect();
-        by_state.sort_by(|a, b| b.1.cmp(&a.1));
+        by_state.sort_by_key(|b| std::cmp::Reverse(b.1));
         self.weights.clear();
         OffCpuResult {
             samples,
