@@ -99,7 +99,9 @@ fn agreement(r: &Resolved, perf: &HashMap<(i32, u64), PerfSample>) -> (f64, f64,
         let ours = sym_names(r, s);
         if ours == p.syms {
             same_stack += 1;
-        } else if shown < 5 {
+        } else if shown < 5
+            && (ours.first() != p.syms.first()) == std::env::var_os("SCRY_SHOW_LEAF").is_some()
+        {
             shown += 1;
             eprintln!("differs: scry {ours:?}\n         perf {:?}", p.syms);
         }
@@ -496,6 +498,15 @@ fn resolve_speed() {
         took.as_secs_f64(),
         r.stats.summary()
     );
+    if std::env::var_os("SCRY_BENCH_COMPARE").is_some() {
+        let perf = perf_script(Path::new(&data));
+        let (stack, leaf, n) = agreement(&r, &perf);
+        eprintln!(
+            "against perf script: {n} samples matched, leaf agreement {:.2}%, whole stack {:.2}%",
+            leaf * 100.0,
+            stack * 100.0
+        );
+    }
 }
 
 #[test]

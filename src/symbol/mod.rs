@@ -80,6 +80,11 @@ pub struct ResolveOptions {
     /// Let perf's `~/.debug` build-id cache stand in for binaries that were
     /// replaced or deleted after recording. Default true.
     pub use_build_id_cache: bool,
+    /// Look return addresses up at `addr - 1` (the call instruction).
+    /// Default false: perf 6.1 looks them up as recorded, and names then
+    /// agree with its own; `inline` turns it on (lines and inlined frames
+    /// need the call's address).
+    pub adjust_return_addresses: bool,
 }
 
 impl Default for ResolveOptions {
@@ -89,6 +94,7 @@ impl Default for ResolveOptions {
             inline: false,
             kallsyms: None,
             use_build_id_cache: true,
+            adjust_return_addresses: false,
         }
     }
 }

@@ -11,9 +11,10 @@
 //!
 //! Aliases (several symbols at one address, common in libc: `__mmap`,
 //! `mmap`, `mmap64`, `__GI___mmap`) are settled as perf 6.1 settles them, as
-//! measured against its output: fewer leading underscores, then the longer
-//! name, then the first listed; binding is not looked at. blazesym's pick
-//! is replaced by that one, from an alias table built once per file.
+//! measured against its output on Debian's libc: the last one listed in the
+//! symbol table wins (`mmap64`, `mprotect`, but `__munmap`), binding and
+//! underscores do not matter. blazesym's pick is replaced by that one, from
+//! an alias table built once per file.
 //!
 //! The vDSO is not on disk: its bytes are read once from this process's own
 //! mapping through `/proc/self/mem` (the same kernel image serves every
@@ -49,7 +50,11 @@ pub fn demangle(name: &str) -> String {
     }
     if name.starts_with("_Z")
         && let Ok(sym) = cpp_demangle::Symbol::new(name)
-        && let Ok(d) = sym.demangle(&cpp_demangle::DemangleOptions::new().no_params())
+        && let Ok(d) = sym.demangle(
+            &cpp_demangle::DemangleOptions::new()
+                .no_params()
+                .no_return_type(),
+        )
     {
         return d;
     }
@@ -152,17 +157,13 @@ fn alias_table_from(syms: &[u8], strs: &[u8]) -> HashMap<u64, String> {
         .collect()
 }
 
-/// Whether alias `a` beats the current pick `b`.
-fn better_alias(a_size: u64, a: &str, b_size: u64, b: &str) -> bool {
+/// Whether alias `a`, listed after the current pick `b`, replaces it: a
+/// sized symbol beats an unsized one, otherwise the later one wins.
+fn better_alias(a_size: u64, _a: &str, b_size: u64, _b: &str) -> bool {
     if (a_size == 0) != (b_size == 0) {
         return a_size != 0;
     }
-    let underscores = |n: &str| n.bytes().take_while(|&c| c == b'_').count();
-    let (ua, ub) = (underscores(a), underscores(b));
-    if ua != ub {
-        return ua < ub;
-    }
-    a.len() > b.len()
+    true
 }
 
 impl std::fmt::Debug for ElfNames {
@@ -310,32 +311,25 @@ mod tests {
 
     #[test]
     fn aliases_are_settled_like_perf() {
-        fn pick<'a>(names: &[&'a str]) -> &'a str {
-            let mut best = names[0];
-            for n in &names[1..] {
-                if better_alias(84, n, 84, best) {
-                    best = n;
-                }
+        // Two Elf64_Sym entries at 0x1000 (FUNC), names "__munmap" then
+        // "munmap" in the first order, reversed in the second.
+        fn table(first: &str, second: &str) -> HashMap<u64, String> {
+            let strs = format!("\0{first}\0{second}\0");
+            let mut syms = vec![0u8; 24]; // the null symbol
+            for off in [1u32, 2 + first.len() as u32] {
+                let mut e = [0u8; 24];
+                e[..4].copy_from_slice(&off.to_le_bytes());
+                e[4] = 0x12; // GLOBAL FUNC
+                e[8..16].copy_from_slice(&0x1000u64.to_le_bytes());
+                e[16..24].copy_from_slice(&33u64.to_le_bytes());
+                syms.extend_from_slice(&e);
             }
-            best
+            alias_table_from(&syms, strs.as_bytes())
         }
-        let mmap = [
-            "__GI___mmap64",
-            "__mmap64",
-            "__GI___mmap",
-            "mmap",
-            "__mmap",
-            "mmap64",
-        ];
-        assert_eq!(pick(&mmap), "mmap64");
-        let start = [
-            "__libc_start_main_alias_2",
-            "__libc_start_main_alias_1",
-            "__libc_start_main_impl",
-            "__libc_start_main",
-        ];
-        assert_eq!(pick(&start), "__libc_start_main_alias_2");
+        assert_eq!(table("munmap", "__munmap")[&0x1000], "__munmap");
+        assert_eq!(table("__munmap", "munmap")[&0x1000], "munmap");
         assert!(better_alias(10, "_x", 0, "y"));
+        assert!(!better_alias(0, "_x", 10, "y"));
     }
 
     #[test]
