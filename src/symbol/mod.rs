@@ -52,12 +52,9 @@ pub enum SymbolError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot read perf.data {path}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: linux_perf_data::Error,
-    },
+    /// The file could not be read (the reader's message says where).
+    #[error(transparent)]
+    Read(#[from] crate::data::reader::ReadError),
     #[error("{path}: malformed {record_type} record (event #{attr_index})")]
     Record {
         path: PathBuf,
@@ -226,55 +223,41 @@ pub fn dso_short_name(dso: &str) -> &str {
     dso.rsplit('/').next().unwrap_or(dso)
 }
 
-/// Read and resolve a perf.data file.
+/// Read and resolve a perf.data file. Reading goes through
+/// `data::reader`, which turns malformed input into an error with its
+/// offset instead of a panic.
 pub fn resolve_file(path: &Path, options: &ResolveOptions) -> Result<Resolved, SymbolError> {
-    use linux_perf_data::{PerfFileReader, PerfFileRecord};
+    use crate::data::reader::{EventRecord, PerfReader, Record};
     use linux_perf_event_reader::RecordType;
 
-    let file = std::fs::File::open(path).map_err(|source| SymbolError::Open {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let read_err = |source| SymbolError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
-    let PerfFileReader {
-        mut perf_file,
-        mut record_iter,
-    } = PerfFileReader::parse_file(std::io::BufReader::new(file)).map_err(read_err)?;
-    let events = perf_file
-        .event_attributes()
+    let mut reader = PerfReader::open(path)?;
+    let events = reader
+        .events()
         .iter()
-        .enumerate()
-        .map(|(i, a)| EventInfo {
-            name: a.name.clone().unwrap_or_else(|| format!("event{i}")),
+        .map(|e| EventInfo {
+            name: e.name.clone(),
         })
         .collect();
     let mut resolver = Resolver::new(options);
-    if let Ok(ids) = perf_file.build_ids() {
-        resolver.set_header_build_ids(ids.into_values().map(|d| (d.path, d.build_id)));
+    if let Ok(ids) = reader.build_ids_raw() {
+        resolver.set_header_build_ids(ids);
     }
-    while let Some(record) = record_iter.next_record(&mut perf_file).map_err(read_err)? {
-        let PerfFileRecord::EventRecord { attr_index, record } = record else {
+    while let Some(record) = reader.next_record()? {
+        let Record::Event { attr_index, record } = record else {
             continue;
         };
-        if record.record_type == RecordType::LOST_SAMPLES {
-            let lost = record.data.as_slice();
+        if let EventRecord::Raw(raw) = &record
+            && raw.record_type == RecordType::LOST_SAMPLES
+        {
+            let lost = raw.data.as_slice();
             let n = lost
                 .get(..8)
                 .and_then(|b| b.try_into().ok())
-                .map(u64::from_le_bytes);
+                .map(u64::from_ne_bytes);
             resolver.add_lost(n.unwrap_or(0));
             continue;
         }
-        let parsed = record.parse().map_err(|source| SymbolError::Record {
-            path: path.to_path_buf(),
-            record_type: format!("{:?}", record.record_type),
-            attr_index,
-            source,
-        })?;
-        resolver.handle_record(attr_index, &parsed);
+        resolver.handle_record(attr_index, &record);
     }
     let (samples, frames, stats, lost) = resolver.finish();
     Ok(Resolved {
