@@ -92,12 +92,22 @@ fn pingpong_wakeups_per_thread() {
     };
     for role in ["pinger", "ponger"] {
         let events = task_events(&report, tid_of(role));
-        let wakeups = event(events, "sched_wakeup").map_or(0, |e| e["count"].as_u64().unwrap_or(0));
-        // Each round trip wakes each thread once (a few more at start and exit);
-        // a wakeup that finds the thread still running wakes nothing.
+        let count =
+            |name: &str| event(events, name).map_or(0, |e| e["count"].as_u64().unwrap_or(0));
+        let wakeups = count("sched_wakeup");
+        // At most one wakeup per round trip (a few more at start and exit);
+        // a write that finds the reader not yet asleep wakes nobody, which
+        // a loaded machine makes common, so the floor is loose.
         assert!(
-            (450..=520).contains(&wakeups),
+            (100..=520).contains(&wakeups),
             "{role}: {wakeups} wakeups for 500 round trips"
+        );
+        // Every sleep (S) ends in a wakeup and every wakeup in a switch-in:
+        // the two pairings count the same events.
+        let sleeps = count("sched_switch:S");
+        assert!(
+            sleeps.abs_diff(wakeups) <= 3,
+            "{role}: {sleeps} sleeps vs {wakeups} wakeups"
         );
         let reads = event(events, "sys_read").map_or(0, |e| e["count"].as_u64().unwrap_or(0));
         assert!(reads >= 500, "{role}: {reads} reads");

@@ -167,6 +167,10 @@ impl OffCpuTracker {
             if weight == 0 || weight < options.min_ns {
                 continue;
             }
+            // The forked workload before its exec is scry's, not the user's.
+            if options.exclude_comm.as_deref() == Some(&*sample.comm) {
+                continue;
+            }
             let state = self.states.get(seq).copied().unwrap_or('?');
             *by_state.entry(state).or_default() += weight;
             let mut s = sample.clone();
@@ -201,6 +205,8 @@ pub struct OffCpuOptions {
     pub min_ns: u64,
     /// Join waker stacks (`--wakeup`).
     pub wakeup: bool,
+    /// Leave out samples of this command name (the workload before exec).
+    pub exclude_comm: Option<String>,
 }
 
 /// Off-CPU samples (period in ns) and totals.
@@ -274,6 +280,7 @@ mod tests {
         let options = OffCpuOptions {
             min_ns: 0,
             wakeup: true,
+            exclude_comm: None,
         };
         let r = t.finish(
             vec![resolved(20, 5), resolved(30, 7)],

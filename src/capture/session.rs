@@ -70,6 +70,9 @@ pub struct CaptureOptions {
 }
 
 pub const DEFAULT_FREQ: u64 = 4000;
+
+/// The comm of a forked workload until its exec (perf calls it `perf-exec`).
+pub const WORKLOAD_PRE_EXEC_COMM: &str = "scry-exec";
 pub const DEFAULT_MMAP_PAGES: usize = 1024;
 
 /// The default ring size per CPU, in pages. 4 MiB for sampling; 16 MiB when
@@ -491,7 +494,9 @@ impl Session {
     fn workload_comm(&self) -> Option<String> {
         // The comm the child has before exec: perf names it after itself
         // ("perf-exec"); we do the same, the exec's COMM record follows.
-        self.pending.as_ref().map(|_| "scry-exec".to_string())
+        self.pending
+            .as_ref()
+            .map(|_| WORKLOAD_PRE_EXEC_COMM.to_string())
     }
 
     /// Enable the counters and let the workload exec.

@@ -250,7 +250,18 @@ pub fn record_to_file(
     sink.round_done().map_err(file_err)?;
     sink.writer.checkpoint().map_err(file_err)?;
 
-    session.start()?;
+    if let Err(e) = session.start() {
+        // Nothing ran, so nothing was recorded: leave no file behind (and
+        // put back the one moved aside), as perf does.
+        drop(sink);
+        let _ = std::fs::remove_file(path);
+        if renamed_old {
+            let mut old = path.as_os_str().to_owned();
+            old.push(".old");
+            let _ = std::fs::rename(&old, path);
+        }
+        return Err(e.into());
+    }
     let stop = session.run(&mut sink, &signals);
     // Whatever happened, finish the file with what was recorded.
     let mut features = Features::from_system(cmdline);

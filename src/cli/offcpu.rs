@@ -155,6 +155,7 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
     let options = OffCpuOptions {
         min_ns: args.min_us.saturating_mul(1000),
         wakeup: args.wakeup,
+        exclude_comm: Some(scry::capture::session::WORKLOAD_PRE_EXEC_COMM.to_string()),
     };
     let result = feed.tracker.finish(resolved, &mut frames, &options);
     if undecodable > 0 {
