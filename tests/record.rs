@@ -519,7 +519,11 @@ fn attaches_to_a_running_process() {
     let dir = common::tempdir();
     let file = data_file(&dir);
     let mut scry = common::scry()
-        .args(["record", "-F", "999", "-g", "-p", &pid.to_string(), "-o"])
+        // 4999 Hz: a cpu-clock period (200 us) shorter than the scheduler's
+        // 0.75 ms base slice. At 999 Hz a task preempted before each 1 ms
+        // period ends is never sampled (measured on 6.18, perf alike), which
+        // a busy 2-core machine does to the spinner.
+        .args(["record", "-F", "4999", "-g", "-p", &pid.to_string(), "-o"])
         .arg(&file)
         .stderr(Stdio::piped())
         .spawn()
@@ -545,12 +549,12 @@ fn attaches_to_a_running_process() {
         .iter()
         .filter(|s| s.pid == pid && s.sym == "spin_forever")
         .count();
-    // At 999 Hz, about 999 samples per second of CPU the spinner got
+    // About 4999 samples per second of CPU the spinner got
     // (measured, so a loaded machine does not fail the test).
-    let expected = cpu * 999.0;
+    let expected = cpu * 4999.0;
     assert!(
         spinning as f64 >= 0.5 * expected && spinning >= 20,
-        "{spinning} samples of spin_forever in {cpu:.2} s of CPU at 999 Hz:\n{stderr}"
+        "{spinning} samples of spin_forever in {cpu:.2} s of CPU at 4999 Hz:\n{stderr}"
     );
     assert!(
         samples.iter().all(|s| s.pid == pid),
@@ -963,11 +967,7 @@ fn start_spinner() -> (Child, u32) {
 fn watches_several_processes_and_single_threads_until_they_exit() {
     require_kernel!();
     require_perf!();
-    let (mut a, pid_a) = start_spinner();
-    let (mut b, pid_b) = start_spinner();
     let dir = common::tempdir();
-    let both = dir.path().join("both.data");
-    let only_a = dir.path().join("a.data");
     let spawn = |args: &[&str], file: &Path| {
         common::scry()
             .arg("record")
@@ -978,17 +978,11 @@ fn watches_several_processes_and_single_threads_until_they_exit() {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start scry record: {e}"))
     };
-    let mut scry_both = spawn(&["-F", "999", "-p", &format!("{pid_a},{pid_b}")], &both);
-    let mut scry_a = spawn(&["-F", "999", "-t", &pid_a.to_string()], &only_a);
-    std::thread::sleep(Duration::from_millis(800));
     // Like perf, scry stops by itself once everything it watches has exited.
-    for spinner in [&mut a, &mut b] {
-        let _ = spinner.kill();
-        let _ = spinner.wait();
-    }
-    let done_both = common::wait_timeout(&mut scry_both, Duration::from_secs(10));
-    let done_a = common::wait_timeout(&mut scry_a, Duration::from_secs(10));
-    for (scry, done) in [(&mut scry_both, done_both), (&mut scry_a, done_a)] {
+    // The two recordings run one after the other: two recordings of one
+    // task at the same time are a known bug (see the record issue's note).
+    let finish = |scry: &mut Child| {
+        let done = common::wait_timeout(scry, Duration::from_secs(10));
         if done.is_none() {
             let _ = scry.kill();
         }
@@ -997,15 +991,35 @@ fn watches_several_processes_and_single_threads_until_they_exit() {
             done.is_some_and(|s| s.success()),
             "scry record did not finish when its targets exited ({done:?}):\n{stderr}"
         );
+    };
+    let (mut a, pid_a) = start_spinner();
+    let (mut b, pid_b) = start_spinner();
+    let both = dir.path().join("both.data");
+    let mut scry_both = spawn(&["-F", "4999", "-p", &format!("{pid_a},{pid_b}")], &both);
+    wait_for_file(&both);
+    std::thread::sleep(Duration::from_millis(800));
+    for spinner in [&mut a, &mut b] {
+        let _ = spinner.kill();
+        let _ = spinner.wait();
     }
+    finish(&mut scry_both);
     let pids: BTreeSet<u32> = perf_samples(&both)
         .iter()
         .filter(|s| s.sym == "spin_forever")
         .map(|s| s.pid)
         .collect();
     assert_eq!(pids, BTreeSet::from([pid_a, pid_b]), "-p {pid_a},{pid_b}");
-    let tids: BTreeSet<u32> = perf_samples(&only_a).iter().map(|s| s.tid).collect();
-    assert_eq!(tids, BTreeSet::from([pid_a]), "-t {pid_a}");
     assert_perf_reads(&both);
-    assert_perf_reads(&only_a);
+
+    let (mut c, pid_c) = start_spinner();
+    let only_c = dir.path().join("c.data");
+    let mut scry_c = spawn(&["-F", "4999", "-t", &pid_c.to_string()], &only_c);
+    wait_for_file(&only_c);
+    std::thread::sleep(Duration::from_millis(800));
+    let _ = c.kill();
+    let _ = c.wait();
+    finish(&mut scry_c);
+    let tids: BTreeSet<u32> = perf_samples(&only_c).iter().map(|s| s.tid).collect();
+    assert_eq!(tids, BTreeSet::from([pid_c]), "-t {pid_c}");
+    assert_perf_reads(&only_c);
 }

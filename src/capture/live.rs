@@ -36,6 +36,12 @@ pub struct LiveSink<C> {
     /// Used for records without a known id (synthesized with id 0).
     fallback: (usize, RecordParseInfo),
     round: Vec<u8>,
+    /// Records taken in but not yet handed out, and where each one is:
+    /// (time, offset in `held`, size, attr index, parse info).
+    held: Vec<u8>,
+    held_entries: Vec<(u64, usize, usize, usize, RecordParseInfo)>,
+    /// The newest timestamp of the rounds taken in so far.
+    prev_round_max: u64,
     /// Records that could not be parsed (a kernel/ABI mismatch, not expected).
     pub malformed: u64,
     pub consumer: C,
@@ -72,15 +78,24 @@ impl<C: LiveConsumer> LiveSink<C> {
             by_id,
             fallback,
             round: Vec::new(),
+            held: Vec::new(),
+            held_entries: Vec::new(),
+            prev_round_max: 0,
             malformed: 0,
             consumer,
         })
     }
 
-    fn flush_round(&mut self) {
-        // (time, offset, len, attr index, parse info) of every record.
-        let mut order: Vec<(u64, usize, usize, usize, RecordParseInfo)> = Vec::new();
+    /// Take in the round's bytes, then hand out, in time order, every held
+    /// record not newer than the newest record of the *previous* round (or
+    /// all of them with `all`). Rings are drained one after the other, so a
+    /// record of one CPU may arrive a round later than a newer record of
+    /// another CPU; anything older than the previous round's newest record
+    /// has surely arrived (perf's FINISHED_ROUND rule).
+    fn flush_round(&mut self, all: bool) {
+        let base = self.held.len();
         let mut at = 0usize;
+        let mut round_max = 0u64;
         let bytes = &self.round;
         while at + 8 <= bytes.len() {
             let size = u16::from_ne_bytes([bytes[at + 6], bytes[at + 7]]) as usize;
@@ -100,13 +115,26 @@ impl<C: LiveConsumer> LiveSink<C> {
                     .and_then(|id| self.by_id.get(&id).copied())
                     .unwrap_or((index, info));
                 let raw = RawEventRecord::new(record_type, misc, body, info);
-                order.push((raw.timestamp().unwrap_or(0), at, size, index, info));
+                let time = raw.timestamp().unwrap_or(0);
+                round_max = round_max.max(time);
+                self.held_entries.push((time, base + at, size, index, info));
             }
             at += size;
         }
-        order.sort_by_key(|&(time, at, ..)| (time, at));
-        for (_, at, size, index, info) in order {
-            let bytes = &self.round;
+        self.held
+            .extend_from_slice(&self.round[..at.min(self.round.len())]);
+        self.round.clear();
+        self.held_entries.sort_by_key(|&(time, at, ..)| (time, at));
+        let limit = self.prev_round_max;
+        let split = if all {
+            self.held_entries.len()
+        } else {
+            self.held_entries
+                .partition_point(|&(time, ..)| time <= limit)
+        };
+        let ready: Vec<_> = self.held_entries.drain(..split).collect();
+        for (_, at, size, index, info) in ready {
+            let bytes = &self.held;
             let kind = u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
             let misc = u16::from_ne_bytes([bytes[at + 4], bytes[at + 5]]);
             let raw = RawEventRecord::new(
@@ -120,7 +148,20 @@ impl<C: LiveConsumer> LiveSink<C> {
                 Err(_) => self.malformed += 1,
             }
         }
-        self.round.clear();
+        // Keep only the bytes of the records still held.
+        let mut kept = Vec::with_capacity(self.held_entries.iter().map(|e| e.2).sum());
+        for entry in &mut self.held_entries {
+            let start = kept.len();
+            kept.extend_from_slice(&self.held[entry.1..entry.1 + entry.2]);
+            entry.1 = start;
+        }
+        self.held = kept;
+        self.prev_round_max = self.prev_round_max.max(round_max);
+    }
+
+    /// Hand out every record still held (the capture has ended).
+    pub fn flush_all(&mut self) {
+        self.flush_round(true);
     }
 }
 
@@ -131,7 +172,7 @@ impl<C: LiveConsumer> RecordSink for LiveSink<C> {
     }
 
     fn round_done(&mut self) -> io::Result<()> {
-        self.flush_round();
+        self.flush_round(false);
         Ok(())
     }
 
@@ -296,6 +337,7 @@ pub fn run_threaded<C: LiveConsumer>(
             }
         }
     }
+    sink.flush_all();
     let (stop_reason, per_cpu) = capture.join().map_err(|_| {
         super::CaptureError::System(io::Error::other("the capture thread panicked"))
     })??;
