@@ -79,11 +79,15 @@ impl RecordBuf {
 /// writes it (pid -1, start = pgoff = `_text`). Nothing when kallsyms hides
 /// addresses (kptr_restrict): report then names kernel frames unknown.
 pub fn kernel_mmap(layout: &SampleIdLayout, out: &mut Vec<u8>) {
-    let Ok(Some(start)) = proc::kallsyms_address("_text") else {
+    let Ok(addresses) = proc::kallsyms_addresses(&["_text", "_etext"]) else {
         return;
     };
-    let end = proc::kallsyms_address("_etext")
-        .ok()
+    let Some(start) = addresses.first().copied().flatten() else {
+        return;
+    };
+    let end = addresses
+        .get(1)
+        .copied()
         .flatten()
         .filter(|&e| e > start)
         .unwrap_or(u64::MAX);

@@ -244,12 +244,6 @@ pub fn record_to_file(
     };
 
     let system_wide = opts.target.system_wide || opts.target.cpus.is_some();
-    let mut synthesized = Vec::new();
-    session.synthesize(system_wide, &mut synthesized);
-    sink.records(0, &synthesized).map_err(file_err)?;
-    sink.round_done().map_err(file_err)?;
-    sink.writer.checkpoint().map_err(file_err)?;
-
     if let Err(e) = session.start() {
         // Nothing ran, so nothing was recorded: leave no file behind (and
         // put back the one moved aside), as perf does.
@@ -262,6 +256,15 @@ pub fn record_to_file(
         }
         return Err(e.into());
     }
+    // Synthesized after the start, so that reading /proc (kallsyms alone is
+    // ~90 ms of kernel time) overlaps the workload instead of delaying it;
+    // the rings hold what the workload does meanwhile, and the synthesized
+    // records (time 0) still go first in the file.
+    let mut synthesized = Vec::new();
+    session.synthesize(system_wide, &mut synthesized);
+    sink.records(0, &synthesized).map_err(file_err)?;
+    sink.round_done().map_err(file_err)?;
+    sink.writer.checkpoint().map_err(file_err)?;
     let stop = session.run(&mut sink, &signals);
     // Whatever happened, finish the file with what was recorded.
     let mut features = Features::from_system(cmdline);

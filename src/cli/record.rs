@@ -177,9 +177,16 @@ impl RecordArgs {
             Some(list) => list.len(),
             None => scry::sys::proc::online_cpus().map_or(1, |c| c.len()),
         };
-        let mmap_pages = self
-            .mmap_pages
-            .unwrap_or_else(|| default_mmap_pages(&events, cpu_count));
+        let call_graph = parse_call_graph(self.callchain, self.call_graph.as_deref())?;
+        // A DWARF sample carries its stack copy (8-64 KiB): give the rings
+        // four times the room, or a 4 MiB ring holds only ~250 samples.
+        let mmap_pages = self.mmap_pages.unwrap_or_else(|| {
+            let pages = default_mmap_pages(&events, cpu_count);
+            match call_graph {
+                CallGraph::Dwarf { .. } => pages.saturating_mul(4).min(16384),
+                _ => pages,
+            }
+        });
         if mmap_pages == 0 || !mmap_pages.is_power_of_two() {
             anyhow::bail!("-m: ring buffer pages must be a power of two, got {mmap_pages}");
         }
@@ -187,7 +194,7 @@ impl RecordArgs {
             events,
             target,
             sampling,
-            call_graph: parse_call_graph(self.callchain, self.call_graph.as_deref())?,
+            call_graph,
             mmap_pages,
             filters,
             no_callchain: Vec::new(),

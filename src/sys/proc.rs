@@ -143,17 +143,33 @@ pub fn online_cpus() -> io::Result<Vec<u32>> {
 /// The address of a kernel symbol in /proc/kallsyms (0 when hidden by
 /// kptr_restrict, which the caller must treat as unknown).
 pub fn kallsyms_address(symbol: &str) -> io::Result<Option<u64>> {
-    let text = std::fs::read_to_string("/proc/kallsyms")?;
-    for line in text.lines() {
+    Ok(kallsyms_addresses(&[symbol])?.pop().flatten())
+}
+
+/// The addresses of several kernel symbols in one pass over /proc/kallsyms
+/// (generating it costs the kernel ~90 ms), stopping once all are found.
+pub fn kallsyms_addresses(symbols: &[&str]) -> io::Result<Vec<Option<u64>>> {
+    use std::io::BufRead;
+    let mut found: Vec<Option<u64>> = vec![None; symbols.len()];
+    let mut missing = symbols.len();
+    let reader = io::BufReader::with_capacity(1 << 16, std::fs::File::open("/proc/kallsyms")?);
+    for line in reader.lines() {
+        let line = line?;
         let mut it = line.split_whitespace();
         let (Some(addr), Some(_kind), Some(name)) = (it.next(), it.next(), it.next()) else {
             continue;
         };
-        if name == symbol {
-            return Ok(u64::from_str_radix(addr, 16).ok().filter(|&a| a != 0));
+        if let Some(i) = symbols.iter().position(|s| *s == name)
+            && found[i].is_none()
+        {
+            found[i] = u64::from_str_radix(addr, 16).ok().filter(|&a| a != 0);
+            missing -= 1;
+            if missing == 0 {
+                break;
+            }
         }
     }
-    Ok(None)
+    Ok(found)
 }
 
 /// A loaded kernel module from /proc/modules: name, load address, size.
