@@ -19,8 +19,11 @@ trap 'kill $s1 $s2 2>/dev/null || true' EXIT
 sleep 0.5
 measure() { # name, command...
     local name=$1; shift
-    local out
-    out=$( { /usr/bin/time -f '%U %S' timeout -s INT "$DURATION" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+    local out tfile
+    tfile=$(mktemp)
+    /usr/bin/time -o "$tfile" -f '%U %S' timeout -s INT "$DURATION" "$@" >/dev/null 2>&1 || true
+    out=$(tail -1 "$tfile")
+    rm -f "$tfile"
     awk -v n="$name" -v o="$out" 'BEGIN { split(o, a, " "); printf "%-34s %8.2f s CPU\n", n, a[1] + a[2] }'
 }
 echo "top CPU over ${DURATION} s, system-wide, 2 busy spinners, $(nproc) CPUs"
