@@ -64,7 +64,6 @@ struct FileSink {
     first_time: Option<u64>,
     last_time: u64,
     last_checkpoint: Instant,
-    error: Option<io::Error>,
 }
 
 fn u64_at(b: &[u8], at: usize) -> Option<u64> {
@@ -240,7 +239,6 @@ pub fn record_to_file(
         first_time: None,
         last_time: 0,
         last_checkpoint: Instant::now(),
-        error: None,
     };
 
     let system_wide = opts.target.system_wide || opts.target.cpus.is_some();
@@ -281,13 +279,9 @@ pub fn record_to_file(
         writer,
         samples,
         lost_per_cpu,
-        error,
         ..
     } = sink;
     writer.finish(&events, &features).map_err(file_err)?;
-    if let Some(e) = error {
-        return Err(file_err(e));
-    }
     let stop = stop?;
     Ok(RecordSummary {
         path: path.to_path_buf(),

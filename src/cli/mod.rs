@@ -55,6 +55,15 @@ enum Command {
     Profile(profile::ProfileArgs),
 }
 
+/// `-p`/`-t` lists: `1234,5678` → positive ids, or an error naming the flag.
+pub fn parse_ids(text: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
+    use anyhow::Context;
+    text.split(',')
+        .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
+        .collect::<Option<Vec<_>>>()
+        .with_context(|| format!("{flag}: expected a comma-separated list of ids, got '{text}'"))
+}
+
 /// Leave with this exit code and no further message (the cause was printed).
 #[derive(Debug, thiserror::Error)]
 #[error("exit status {0}")]

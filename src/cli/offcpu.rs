@@ -69,18 +69,11 @@ impl LiveConsumer for Consumer {
     }
 }
 
-fn parse_pids(text: &str) -> anyhow::Result<Vec<i32>> {
-    text.split(',')
-        .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
-        .collect::<Option<Vec<_>>>()
-        .with_context(|| format!("-p: expected a comma-separated list of pids, got '{text}'"))
-}
-
 pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
     let pids = args
         .pid
         .as_deref()
-        .map(parse_pids)
+        .map(|p| super::parse_ids(p, "-p"))
         .transpose()?
         .unwrap_or_default();
     if args.command.is_empty() && pids.is_empty() && !args.all_cpus {
@@ -151,7 +144,7 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
 
     let Consumer(feed) = sink.consumer;
     let undecodable = feed.undecodable;
-    let (resolved, mut frames, stats, lost) = feed.resolver.finish();
+    let (resolved, mut frames, _stats, lost) = feed.resolver.finish();
     let options = OffCpuOptions {
         min_ns: args.min_us.saturating_mul(1000),
         wakeup: args.wakeup,
@@ -175,7 +168,6 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
             lost,
             quality_line: QualitySummary::from_samples(&result.samples, &frames).line(),
         };
-        let _ = stats;
         write_report(&mut out, &summary, &folded, &frames, args.stacks)?;
     }
     out.flush()?;

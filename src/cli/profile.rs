@@ -175,14 +175,8 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         "json" => true,
         other => anyhow::bail!("--format: unknown format '{other}' (text or json)"),
     };
-    let pids: Vec<i32> = match &args.pid {
-        Some(text) => text
-            .split(',')
-            .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
-            .collect::<Option<Vec<_>>>()
-            .with_context(|| {
-                format!("-p: expected a comma-separated list of pids, got '{text}'")
-            })?,
+    let pids = match &args.pid {
+        Some(text) => super::parse_ids(text, "-p")?,
         None => Vec::new(),
     };
     if args.command.is_empty() && pids.is_empty() && !args.all_cpus {

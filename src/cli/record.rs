@@ -67,13 +67,6 @@ pub struct RecordArgs {
     command: Vec<OsString>,
 }
 
-fn parse_ids(text: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
-    text.split(',')
-        .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
-        .collect::<Option<Vec<_>>>()
-        .with_context(|| format!("{flag}: expected a comma-separated list of ids, got '{text}'"))
-}
-
 /// `--call-graph` / `-g` into a mode.
 pub fn parse_call_graph(g: bool, mode: Option<&str>) -> anyhow::Result<CallGraph> {
     let Some(mode) = mode else {
@@ -151,13 +144,13 @@ impl RecordArgs {
             pids: self
                 .pid
                 .as_deref()
-                .map(|p| parse_ids(p, "-p"))
+                .map(|p| super::parse_ids(p, "-p"))
                 .transpose()?
                 .unwrap_or_default(),
             tids: self
                 .tid
                 .as_deref()
-                .map(|t| parse_ids(t, "-t"))
+                .map(|t| super::parse_ids(t, "-t"))
                 .transpose()?
                 .unwrap_or_default(),
             system_wide: self.all_cpus,

@@ -95,13 +95,6 @@ pub struct StatOptions {
     pub rusage: bool,
 }
 
-fn parse_ids(text: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
-    text.split(',')
-        .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
-        .collect::<Option<Vec<_>>>()
-        .with_context(|| format!("{flag}: expected a comma-separated list of ids, got '{text}'"))
-}
-
 const DETAILED: &[&[&str]] = &[
     &[
         "L1-dcache-loads",
@@ -136,12 +129,12 @@ impl StatArgs {
         let pids = self
             .pid
             .as_deref()
-            .map(|p| parse_ids(p, "-p"))
+            .map(|p| super::parse_ids(p, "-p"))
             .transpose()?;
         let tids = self
             .tid
             .as_deref()
-            .map(|t| parse_ids(t, "-t"))
+            .map(|t| super::parse_ids(t, "-t"))
             .transpose()?;
         let cpus = match &self.cpu {
             Some(text) => Some(

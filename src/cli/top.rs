@@ -326,13 +326,6 @@ impl LiveConsumer for TopConsumer {
     }
 }
 
-fn parse_pids(text: &str) -> anyhow::Result<Vec<i32>> {
-    text.split(',')
-        .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
-        .collect::<Option<Vec<_>>>()
-        .with_context(|| format!("-p: expected a comma-separated list of pids, got '{text}'"))
-}
-
 impl TopArgs {
     fn to_options(&self) -> anyhow::Result<CaptureOptions> {
         let mut specs = Vec::new();
@@ -346,7 +339,7 @@ impl TopArgs {
         let pids = self
             .pid
             .as_deref()
-            .map(parse_pids)
+            .map(|p| super::parse_ids(p, "-p"))
             .transpose()?
             .unwrap_or_default();
         let cpus = match &self.cpu {

@@ -150,22 +150,13 @@ fn and(a: Option<String>, b: Option<String>) -> Option<String> {
     }
 }
 
-fn parse_pids(text: &str) -> anyhow::Result<Vec<i32>> {
-    text.split(',')
-        .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
-        .collect::<Option<Vec<_>>>()
-        .with_context(|| {
-            format!("-p: expected a comma-separated list of process ids, got '{text}'")
-        })
-}
-
 pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     let target = Target {
         command: args.command.clone(),
         pids: args
             .pid
             .as_deref()
-            .map(parse_pids)
+            .map(|p| super::parse_ids(p, "-p"))
             .transpose()?
             .unwrap_or_default(),
         system_wide: args.all_cpus,
