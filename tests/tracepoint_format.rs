@@ -18,7 +18,7 @@ use std::process::Command;
 
 use scry::data::reader::{PerfReader, Record};
 use scry::event::format::parse_format;
-use scry::event::format_cache::{FormatCache, KernelSymbols};
+use scry::event::format_cache::FormatCache;
 use scry::sys::tracefs_instance::Instance;
 
 use linux_perf_data::linux_perf_event_reader::EventRecord;
@@ -173,37 +173,6 @@ fn every_format_of_this_kernel_parses() {
     );
 }
 
-/// /proc/kallsyms, for `%pS` (perf script resolves with the same symbols).
-struct Kallsyms(Vec<(u64, String)>);
-
-impl Kallsyms {
-    fn load() -> Kallsyms {
-        let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-        let mut syms: Vec<(u64, String)> = text
-            .lines()
-            .filter_map(|l| {
-                let mut parts = l.split_whitespace();
-                let addr = u64::from_str_radix(parts.next()?, 16).ok()?;
-                let kind = parts.next()?;
-                let name = parts.next()?;
-                (addr != 0 && matches!(kind, "t" | "T" | "w" | "W"))
-                    .then(|| (addr, name.to_string()))
-            })
-            .collect();
-        syms.sort();
-        Kallsyms(syms)
-    }
-}
-
-impl KernelSymbols for Kallsyms {
-    fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
-        let i = self.0.partition_point(|(a, _)| *a <= addr).checked_sub(1)?;
-        let (start, name) = &self.0[i];
-        // Past the last text symbol, or a user address below all of them.
-        (i + 1 < self.0.len()).then_some((name.as_str(), *start))
-    }
-}
-
 type Lines = BTreeMap<(u32, u64, String), Vec<String>>;
 
 /// `perf script` trace text keyed by (cpu, time, event).
@@ -246,7 +215,7 @@ fn scry_lines(file: &Path) -> Lines {
     let bytes = std::fs::read(file).expect("read perf.data");
     let blob = &bytes[section.offset as usize..section.end() as usize];
     let cache = FormatCache::from_tracing_data(blob).expect("tracing data parses");
-    let syms = Kallsyms::load();
+    let syms = scry::symbol::ProcKallsyms::default();
     let mut lines = Lines::new();
     while let Some(record) = reader.next_record().expect("record") {
         let Record::Event {
@@ -603,19 +572,14 @@ fn scry_script_prints_tracepoints_as_perf_script() {
     let (ours, theirs): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
     assert_eq!(ours.len(), theirs.len());
     for (a, b) in ours.iter().zip(&theirs) {
-        // kmalloc's call_site is %pS: scry script prints the address until
-        // it is given kernel symbols; everything else is byte for byte.
-        if b.contains("kmem:kmalloc:") {
-            let cut = |s: &str| s.split_once("call_site=").map(|(h, _)| h.to_string());
-            assert_eq!(cut(a), cut(b));
-            assert_eq!(
-                a.split_once(" ptr=").map(|p| p.1),
-                b.split_once(" ptr=").map(|p| p.1)
-            );
-        } else {
-            assert_eq!(a, b);
-        }
+        // kmalloc's call_site is %pS: resolved with kallsyms, byte for byte.
+        assert_eq!(a, b);
     }
+    assert!(
+        ours.iter()
+            .any(|l| l.contains("kmem:kmalloc: call_site=") && !l.contains("call_site=0x")),
+        "no kmalloc call site was named"
+    );
 }
 
 /// Events whose print fmt the kernel's `trace` text follows exactly. The
@@ -866,4 +830,235 @@ fn kernel_btf_enums_resolve_print_fmt_names() {
     assert_eq!(enums.get("IOPRIO_CLASS_BE"), Some(&2));
     assert_eq!(enums.get("HRTIMER_MODE_REL"), Some(&1));
     assert_eq!(enums.get("TASK_COMM_LEN"), Some(&16));
+}
+
+/// Events whose print fmt names kernel functions (`%pS`, `%ps`).
+const SYMBOL_EVENTS: &[&str] = &[
+    "kmem:kmalloc",
+    "kmem:kfree",
+    "timer:hrtimer_expire_entry",
+    "timer:timer_expire_entry",
+    "workqueue:workqueue_execute_start",
+];
+
+/// One line of `-F cpu,time,event,trace` text or of the kernel's `trace`.
+#[derive(Debug, Clone)]
+struct TraceLine {
+    usecs: u64,
+    event: String,
+    text: String,
+}
+
+fn usecs(time: &str) -> Option<u64> {
+    let (secs, frac) = time.split_once('.')?;
+    Some(secs.parse::<u64>().ok()? * 1_000_000 + frac.get(..6)?.parse::<u64>().ok()?)
+}
+
+/// `[001] 11009.155660: kmem:kfree: call_site=...` by cpu.
+fn script_lines(text: &str) -> BTreeMap<u32, Vec<TraceLine>> {
+    let mut by_cpu: BTreeMap<u32, Vec<TraceLine>> = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        let Some((cpu, rest)) = line.strip_prefix('[').and_then(|r| r.split_once(']')) else {
+            continue;
+        };
+        let (time, rest) = rest.trim_start().split_once(": ").expect("time");
+        let (event, text) = rest.trim_start().split_once(": ").expect("event");
+        by_cpu
+            .entry(cpu.parse().expect("cpu"))
+            .or_default()
+            .push(TraceLine {
+                usecs: usecs(time).expect("secs.usecs"),
+                event: event.to_string(),
+                text: text.to_string(),
+            });
+    }
+    by_cpu
+}
+
+/// The kernel's text with what it prints differently by design made
+/// comparable: `%p` is hashed there (`00000000a1b2c3d4`) and printed as
+/// the address (`0xffff...`, `(nil)`) by perf script, so every pointer-like
+/// value becomes `P` on both sides; `%pS` adds `/0xsize` (and ` [module]`)
+/// in the kernel, which perf script does not print.
+fn comparable(text: &str) -> String {
+    let pointer = |v: &str| {
+        v == "(nil)"
+            || (v.len() == 16 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+            || v.strip_prefix("0x")
+                .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    text.split(' ')
+        .filter(|t| !(t.starts_with('[') && t.ends_with(']')))
+        .map(|token| {
+            let (key, value) = match token.split_once('=') {
+                Some((k, v)) => (format!("{k}="), v),
+                None => (String::new(), token),
+            };
+            let value = value.trim_end_matches(':');
+            let value = match value.split_once('/') {
+                Some((sym, size)) if sym.contains("+0x") && size.starts_with("0x") => sym,
+                _ => value,
+            };
+            if pointer(value) {
+                format!("{key}P")
+            } else {
+                format!("{key}{value}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `%pS`/`%ps` name kernel functions in `scry script` exactly as perf
+/// script names them (`func+0xoff`, `func`), and as the kernel's own
+/// `trace` text does for the same events: a tracefs instance on the perf
+/// clock records the events alongside `scry record -a`, and every sample
+/// of scry's matches a kernel line of its CPU, time (±50 µs: perf stamps a sample after ftrace stamps its copy, ~6 µs later in hard irqs) and text.
+#[test]
+fn kernel_symbols_render_as_perf_script_and_the_kernel() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let root = tracefs();
+    let events: Vec<&str> = SYMBOL_EVENTS
+        .iter()
+        .copied()
+        .filter(|e| {
+            let (sys, name) = e.split_once(':').expect("sys:name");
+            root.join("events").join(sys).join(name).exists()
+        })
+        .collect();
+    let mut instance = Instance::create(root).expect("instance");
+    instance
+        .write_file("trace_clock", "perf")
+        .expect("perf clock");
+    instance
+        .write_file("buffer_size_kb", "16384")
+        .expect("buffer size");
+    for e in &events {
+        let (sys, name) = e.split_once(':').expect("sys:name");
+        instance.enable(sys, name).expect("enable");
+    }
+    let dir = common::tempdir();
+    let file = dir.path().join("k.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-a", "-o"])
+            .arg(&file)
+            .args(event_args(&events))
+            .args(["--", "sh", "-c", &workload_script(dir.path())]),
+    );
+    instance.set_tracing_on(false).expect("tracing off");
+
+    let fields = ["script", "-F", "cpu,time,event,trace", "-i"];
+    let ours = common::run_ok(common::scry().args(fields).arg(&file));
+    let theirs = common::run_ok(common::perf().args(fields).arg(&file));
+    let (ours_lines, theirs_lines): (Vec<&str>, Vec<&str>) =
+        (ours.lines().collect(), theirs.lines().collect());
+    assert_eq!(ours_lines.len(), theirs_lines.len());
+    for (a, b) in ours_lines.iter().zip(&theirs_lines) {
+        assert_eq!(a, b, "scry script differs from perf script");
+    }
+
+    let mut matched = 0usize;
+    let mut named = HashSet::new();
+    let mut misses = Vec::new();
+    for (cpu, lines) in script_lines(&ours) {
+        let text = String::from_utf8_lossy(
+            &instance
+                .read_file(&format!("per_cpu/cpu{cpu}/trace"))
+                .expect("trace"),
+        )
+        .into_owned();
+        let mut kernel: Vec<(TraceLine, bool)> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|line| {
+                let (at, event) = events
+                    .iter()
+                    .filter_map(|e| {
+                        let name = e.split_once(':')?.1;
+                        line.find(&format!(": {name}: ")).map(|at| (at, *e))
+                    })
+                    .min()?;
+                let time = line[..at].split_whitespace().last()?;
+                let name_len = event.split_once(':')?.1.len();
+                Some((
+                    TraceLine {
+                        usecs: usecs(time)?,
+                        event: event.to_string(),
+                        text: line[at + name_len + 4..].to_string(),
+                    },
+                    false,
+                ))
+            })
+            .collect();
+        for line in lines {
+            let want = comparable(&line.text);
+            let found = kernel.iter_mut().find(|(k, used)| {
+                !*used
+                    && k.event == line.event
+                    && k.usecs.abs_diff(line.usecs) <= 50
+                    && comparable(&k.text) == want
+            });
+            match found {
+                Some((_, used)) => {
+                    *used = true;
+                    matched += 1;
+                    let unnamed = ["function=0x", "call_site=0x", "function 0x"];
+                    if !unnamed.iter().any(|u| line.text.contains(u)) {
+                        named.insert(line.event.clone());
+                    }
+                }
+                None => {
+                    let near: Vec<&str> = kernel
+                        .iter()
+                        .filter(|(k, _)| {
+                            k.event == line.event && k.usecs.abs_diff(line.usecs) <= 50
+                        })
+                        .map(|(k, _)| k.text.as_str())
+                        .collect();
+                    misses.push(format!(
+                        "cpu {cpu} {} {}\n  scry:   {}\n  kernel: {near:?}",
+                        line.usecs, line.event, line.text
+                    ));
+                }
+            }
+        }
+    }
+    drop(instance);
+    eprintln!(
+        "{matched} samples equal the kernel's trace text ({} events); {} do not",
+        named.len(),
+        misses.len()
+    );
+    assert!(
+        misses.is_empty(),
+        "{} samples differ from the kernel's text; first:\n{}",
+        misses.len(),
+        misses
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(matched > 50, "only {matched} samples compared");
+    for must in ["kmem:kfree", "kmem:kmalloc", "timer:hrtimer_expire_entry"] {
+        assert!(named.contains(must), "no {must} sample compared: {named:?}");
+    }
+    // The symbols were named, not printed as addresses.
+    assert!(
+        ours.contains("function=tick_nohz_handler")
+            || ours.contains("function=hrtimer_wakeup")
+            || ours
+                .lines()
+                .any(|l| l.contains("hrtimer_expire_entry") && !l.contains("function=0x")),
+        "hrtimer functions were not named"
+    );
+    assert!(
+        !ours.contains("call_site=0xffff"),
+        "a call site was not named"
+    );
 }

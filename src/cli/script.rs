@@ -19,6 +19,7 @@ use scry::render::script::{
     AddrResolver, EventFormat, FieldSpec, HeaderBlock, ResolvedAddr, ScriptPrinter, ScriptSample,
     write_raw_record,
 };
+use scry::symbol::ProcKallsyms;
 use scry::symbol::{ResolveOptions, Resolver};
 
 #[derive(Args, Debug)]
@@ -78,8 +79,10 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
     let formats = reader.events().iter().map(event_format).collect();
     let mut printer = ScriptPrinter::new(formats, &spec).context("-F")?;
     if let Some(blob) = tracing_data(&reader, &args.input)? {
+        // `%pS` resolves with this machine's kallsyms, as perf script does.
         let formats = scry::event::format_cache::FormatCache::from_tracing_data(&blob)
-            .with_context(|| format!("{}: TRACING_DATA section", reader.file_name()))?;
+            .with_context(|| format!("{}: TRACING_DATA section", reader.file_name()))?
+            .with_kernel_symbols(Box::new(ProcKallsyms::default()));
         printer = printer.with_tracepoint_formats(formats);
     }
     let mut comms = Comms::default();

@@ -27,6 +27,7 @@ use scry::capture::trace_sink::{
 use scry::event::format_cache::FormatCache;
 use scry::event::name;
 use scry::render::trace::{TextOutput, write_summary};
+use scry::symbol::ProcKallsyms;
 use scry::symbol::probe_target;
 
 #[derive(Args, Debug)]
@@ -180,7 +181,9 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         );
     }
     let root = scry::sys::tracefs::root().context("scry trace needs tracefs")?;
-    let formats = Rc::new(FormatCache::from_tracefs(root));
+    let formats = Rc::new(
+        FormatCache::from_tracefs(root).with_kernel_symbols(Box::new(ProcKallsyms::default())),
+    );
     let show_events = !args.summary || args.with_summary;
     let summary = args.summary || args.with_summary;
 

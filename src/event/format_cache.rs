@@ -12,6 +12,11 @@
 //!   a record first needs it. Interior mutability keeps `render(&self)`.
 //! - Rendering never fails: no format → `[unknown tracepoint id N]`; a
 //!   print fmt that does not parse or evaluate → `field=value` pairs.
+//! - Kernel symbols for `%pS`/`%ps` come from the caller as a
+//!   [`KernelSymbols`] (this stage does not know where symbols live; the
+//!   symbol stage implements it for kallsyms). Attached once with
+//!   `with_kernel_symbols`, they serve every `render`; without them the
+//!   addresses print in hex.
 //!
 //! Invariant: nothing here panics on record bytes; `render` only appends.
 
@@ -25,9 +30,24 @@ use super::format::{Endian, EventFormat, FormatError, load_format, write_field_p
 use super::print_render::{RenderContext, Resolver, render_print_fmt};
 use super::tracing_data_parse::{TracingData, parse_tracing_data};
 
-/// Kernel symbols for `%pS`/`%ps`: address → (name, start address).
+/// Kernel symbols for `%pS`/`%ps`: address → (name, start address), as
+/// perf script resolves them (`func+0xoff`; nothing for user addresses).
 pub trait KernelSymbols {
     fn lookup(&self, addr: u64) -> Option<(&str, u64)>;
+}
+
+/// The symbols a cache renders with (none by default).
+#[derive(Default)]
+struct AttachedSymbols(Option<Box<dyn KernelSymbols>>);
+
+impl std::fmt::Debug for AttachedSymbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "KernelSymbols"
+        } else {
+            "None"
+        })
+    }
 }
 
 /// No kernel symbols: `%pS` prints the address.
@@ -51,6 +71,8 @@ pub struct FormatCache {
     /// caches), loaded on first use.
     enums: OnceCell<HashMap<String, u64>>,
     load_kernel_enums: bool,
+    /// For `%pS`/`%ps` in `render`.
+    kernel_symbols: AttachedSymbols,
 }
 
 struct Both<'a> {
@@ -93,6 +115,7 @@ impl FormatCache {
             tracefs_ids: OnceCell::new(),
             enums: OnceCell::new(),
             load_kernel_enums: false,
+            kernel_symbols: AttachedSymbols::default(),
         }
     }
 
@@ -109,6 +132,7 @@ impl FormatCache {
             tracefs_ids: OnceCell::new(),
             enums: OnceCell::new(),
             load_kernel_enums: true,
+            kernel_symbols: AttachedSymbols::default(),
         }
     }
 
@@ -117,6 +141,13 @@ impl FormatCache {
     /// on this kernel — perf script never does).
     pub fn with_kernel_enums(mut self, on: bool) -> FormatCache {
         self.load_kernel_enums = on;
+        self
+    }
+
+    /// Resolves `%pS`/`%ps` (and `%pF`/`%pf`) in every `render` with
+    /// `symbols` (e.g. the symbol stage's kallsyms).
+    pub fn with_kernel_symbols(mut self, symbols: Box<dyn KernelSymbols>) -> FormatCache {
+        self.kernel_symbols = AttachedSymbols(Some(symbols));
         self
     }
 
@@ -171,9 +202,13 @@ impl FormatCache {
     }
 
     /// Appends the text of one record (`raw` starts at `common_type`), as
-    /// perf script prints it after the event name. `%pS` prints addresses.
+    /// perf script prints it after the event name. `%pS` resolves with the
+    /// attached kernel symbols, else prints the address.
     pub fn render(&self, raw: &[u8], out: &mut String) {
-        self.render_with_symbols(raw, &(), out);
+        match &self.kernel_symbols.0 {
+            Some(symbols) => self.render_with_symbols(raw, symbols.as_ref(), out),
+            None => self.render_with_symbols(raw, &(), out),
+        }
     }
 
     /// As `render`, resolving `%pS`/`%ps` with `symbols`.
@@ -285,6 +320,10 @@ mod tests {
         out.clear();
         cache.render(&raw, &mut out);
         assert_eq!(out, "0x1010 0x1010");
+        let cache = cache.with_kernel_symbols(Box::new(Syms));
+        out.clear();
+        cache.render(&raw, &mut out);
+        assert_eq!(out, "do_thing+0x10 do_thing");
         raw[0] = 6;
         out.clear();
         cache.render(&raw, &mut out);

@@ -12,7 +12,10 @@
 //! addresses (all read as 0) the table is empty and `hidden` is set, so each
 //! kernel frame is counted under that reason instead of being misnamed.
 
+use std::cell::OnceCell;
 use std::io::BufRead;
+
+use crate::event::format_cache::KernelSymbols;
 
 #[derive(Debug, Clone)]
 struct KSym {
@@ -147,6 +150,29 @@ impl Kallsyms {
     }
 }
 
+/// `%pS`/`%ps` in tracepoint print fmts: the covering symbol and its start,
+/// as perf script resolves them through its kernel map.
+impl KernelSymbols for Kallsyms {
+    fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
+        let idx = self.syms.partition_point(|s| s.addr <= addr);
+        let sym = self.syms.get(idx.checked_sub(1)?)?;
+        Some((&sym.name, sym.addr))
+    }
+}
+
+/// The running kernel's kallsyms, read on the first lookup (most renders
+/// never meet a `%pS`). Unreadable kallsyms leave addresses in hex.
+#[derive(Debug, Default)]
+pub struct ProcKallsyms(OnceCell<Kallsyms>);
+
+impl KernelSymbols for ProcKallsyms {
+    fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
+        self.0
+            .get_or_init(|| Kallsyms::from_proc().unwrap_or_default())
+            .lookup(addr)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +204,11 @@ ffffffffc0400000 t ext4_fill_super\t[ext4]
         let b = k.find(0xffffffffc0201001);
         assert_eq!(b.map(|s| s.dso), Some("[kernel.kallsyms]"));
         assert!(k.find(0x1000).is_none());
+        assert_eq!(
+            k.lookup(0xffffffff81000150),
+            Some(("do_thing", 0xffffffff81000100))
+        );
+        assert_eq!(k.lookup(0x1000), None);
     }
 
     #[test]

@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use binary::read_build_id;
-pub use kallsyms::Kallsyms;
+pub use kallsyms::{Kallsyms, ProcKallsyms};
 pub use names::demangle;
 pub use perf_map::PerfMap;
 pub use resolver::Resolver;
