@@ -1,7 +1,9 @@
-//! `scry probe` and the probes of `scry trace` on the real kernel, with perf
-//! as the oracle: a uprobe on libc's malloc counts what `perf probe` +
-//! `perf record` count; `%return` gives `$retval`; a DWARF-named argument
-//! has its value; no probe outlives its run, even after SIGKILL.
+//! `scry probe` and the run-only probes of `scry trace`, `record` and `stat`
+//! (`uprobe:BINARY:FUNC`) on the real kernel, with perf as the oracle: a
+//! uprobe on libc's malloc counts what `perf probe` + `perf record` (and
+//! `perf stat`) count; a function called N times counts N; `%return` gives
+//! `$retval`; a DWARF-named argument has its value; no probe outlives its
+//! run, even after SIGKILL, and run-only probes never touch uprobe_events.
 //!
 //! Each test names its probes uniquely (`NAME=FUNC`): tests run in
 //! parallel and share tracefs.
@@ -195,10 +197,12 @@ fn mapped_byte(pid: u32, path: &Path, file_offset: u64) -> Option<u8> {
     None
 }
 
-#[test]
-fn trace_probes_die_with_scry_even_after_sigkill() {
-    require_kernel!();
-    require_tracefs!();
+/// `uprobe:`/`uretprobe:` events of trace, record and stat: the `uprobe`
+/// PMU's probe, which lives as long as scry's file descriptors. Starts
+/// scry with `args` (and the probe event) on a process that waits on its
+/// stdin, sees the breakpoint appear in that process, SIGKILLs scry and
+/// sees the kernel take the breakpoint out; uprobe_events never changes.
+fn probe_dies_with_scry_after_sigkill(command: &[&str]) {
     let dir = common::tempdir();
     let prog = build_prog(dir.path());
     let data = std::fs::read(&prog).unwrap();
@@ -227,30 +231,182 @@ fn trace_probes_die_with_scry_even_after_sigkill() {
     );
     let original = mapped_byte(vpid, &prog, site.file_offset).unwrap();
     let mut scry = common::scry()
-        .args(["trace", "-o", "/dev/null", "-p", &vpid.to_string(), "-e"])
+        .args(command)
+        .args(["-p", &vpid.to_string(), "-e"])
         .arg(format!("uprobe:{}:probed_fn", prog.display()))
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     // While scry runs, the uprobe's breakpoint (int3) is in the victim.
     assert!(
         wait_for(&|b| b == 0xcc),
-        "no breakpoint at probed_fn while scry traces"
+        "{command:?}: no breakpoint at probed_fn while scry runs"
     );
     // The PMU probe is not a tracefs probe: nothing in uprobe_events.
-    assert_eq!(uprobe_events(), before);
+    assert_eq!(uprobe_events(), before, "{command:?}");
     common::signal(scry.id(), "KILL");
     let _ = scry.wait();
     // The kernel removed the probe with scry's descriptors.
     assert!(
         wait_for(&|b| b == original),
-        "breakpoint left behind after SIGKILL"
+        "{command:?}: breakpoint left behind after SIGKILL"
     );
-    assert_eq!(uprobe_events(), before);
+    assert_eq!(uprobe_events(), before, "{command:?}");
     {
         use std::io::Write;
         let _ = victim.stdin.take().unwrap().write_all(b"\n");
     }
     assert!(victim.wait().unwrap().success());
+}
+
+#[test]
+fn trace_probes_die_with_scry_even_after_sigkill() {
+    require_kernel!();
+    require_tracefs!();
+    probe_dies_with_scry_after_sigkill(&["trace", "-o", "/dev/null"]);
+}
+
+#[test]
+fn record_and_stat_probes_die_with_scry_even_after_sigkill() {
+    require_kernel!();
+    require_tracefs!();
+    probe_dies_with_scry_after_sigkill(&["record", "-q", "-o", "killed.data"]);
+    probe_dies_with_scry_after_sigkill(&["stat"]);
+}
+
+/// The count `scry stat -x,` (or `perf stat -x,`) printed for `event`.
+fn csv_count(stderr: &[u8], event: &str) -> Option<u64> {
+    String::from_utf8_lossy(stderr).lines().find_map(|l| {
+        let fields: Vec<&str> = l.split(',').collect();
+        (fields.get(2) == Some(&event)).then(|| fields[0].parse().ok())?
+    })
+}
+
+/// Samples per event name in `scry script`'s or `perf script`'s text.
+fn count_lines(text: &str, event: &str) -> usize {
+    text.lines()
+        .filter(|l| l.contains(&format!(" {event}: ")))
+        .count()
+}
+
+#[test]
+fn record_and_stat_count_every_call_of_a_run_only_uprobe() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let dir = common::tempdir();
+    let prog = build_prog(dir.path());
+    let before = uprobe_events();
+    let entry = format!("uprobe:{}:probed_fn", prog.display());
+    let exit = format!("uretprobe:{}:probed_fn", prog.display());
+    const N: usize = 37;
+    let n = N.to_string();
+
+    let out = common::output(
+        common::scry()
+            .args(["stat", "-x,", "-e", &format!("{entry},{exit}"), "--"])
+            .arg(&prog)
+            .arg(&n),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        csv_count(&out.stderr, "probe_prog:probed_fn"),
+        Some(N as u64)
+    );
+    assert_eq!(
+        csv_count(&out.stderr, "probe_prog:probed_fn__return"),
+        Some(N as u64)
+    );
+    assert_eq!(uprobe_events(), before);
+
+    let data = dir.path().join("u.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-e", &entry, "-e", &exit, "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&prog)
+            .arg(&n),
+    );
+    assert_eq!(uprobe_events(), before);
+    // perf reads the file: events named in its header, every hit a sample.
+    let perf = common::output(common::perf().arg("script").arg("-i").arg(&data));
+    assert!(
+        common::perf_warnings(&perf.stderr).is_empty(),
+        "{}",
+        String::from_utf8_lossy(&perf.stderr)
+    );
+    let perf = String::from_utf8_lossy(&perf.stdout);
+    assert_eq!(count_lines(&perf, "probe_prog:probed_fn"), N, "{perf}");
+    assert_eq!(count_lines(&perf, "probe_prog:probed_fn__return"), N);
+    assert!(
+        perf.lines()
+            .filter(|l| l.contains(" probe_prog:probed_fn: "))
+            .all(|l| l.contains("probed_fn+0x0 (")),
+        "{perf}"
+    );
+    let ours = common::run_ok(common::scry().arg("script").arg("-i").arg(&data));
+    assert_eq!(count_lines(&ours, "probe_prog:probed_fn"), N);
+    assert_eq!(count_lines(&ours, "probe_prog:probed_fn__return"), N);
+    let evlist = common::run_ok(common::perf().args(["evlist", "-i"]).arg(&data));
+    assert!(evlist.contains("probe_prog:probed_fn__return"), "{evlist}");
+}
+
+/// libc's malloc under `cat`: `scry stat` and `scry record` with a probe for
+/// the run count what `perf probe` + `perf stat` count.
+#[test]
+fn run_only_malloc_probe_counts_as_perf_probe_and_perf_stat() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let dir = common::tempdir();
+    let libc = scry::symbol::probe_target::find_binary("libc").unwrap();
+    let cmd = ["cat", "/etc/hostname"];
+    common::run_ok(
+        common::perf()
+            .args(["probe", "-q", "-x"])
+            .arg(&libc)
+            .arg("perfmalloc3=malloc"),
+    );
+    let theirs = common::output(
+        common::perf()
+            .args(["stat", "-x,", "-e", "probe_libc:perfmalloc3", "--"])
+            .args(cmd)
+            .env_clear(),
+    );
+    common::run_ok(common::perf().args(["probe", "-q", "-d", "probe_libc:perfmalloc3"]));
+    let theirs = csv_count(&theirs.stderr, "probe_libc:perfmalloc3").expect("perf stat count");
+    let before = uprobe_events();
+
+    let ours = common::output(
+        common::scry()
+            .args(["stat", "-x,", "-e", "uprobe:libc:malloc", "--"])
+            .args(cmd)
+            .env_clear(),
+    );
+    let stat = csv_count(&ours.stderr, "probe_libc:malloc").expect("scry stat count");
+    let data = dir.path().join("m.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-e", "uprobe:libc:malloc", "-o"])
+            .arg(&data)
+            .arg("--")
+            .args(cmd)
+            .env_clear(),
+    );
+    let perf = common::run_ok(common::perf().arg("script").arg("-i").arg(&data));
+    let recorded = count_lines(&perf, "probe_libc:malloc");
+    assert!(
+        theirs > 0 && stat == theirs && recorded as u64 == theirs,
+        "perf probe + perf stat: {theirs}; scry stat: {stat}; scry record: {recorded}"
+    );
+    assert_eq!(uprobe_events(), before);
 }
 
 #[test]
@@ -298,4 +454,46 @@ fn bad_input_is_one_line_and_exit_2() {
             "{args:?}: {err}"
         );
     }
+}
+
+#[test]
+fn run_only_probe_bad_input_is_one_line_and_exit_2() {
+    require_tracefs!();
+    let dir = common::tempdir();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["stat", "-e", "uprobe:libc:no_such_function_x", "--", "true"],
+            "'no_such_function_x' is not among its dynamic symbols",
+        ),
+        (
+            vec![
+                "record",
+                "-q",
+                "-e",
+                "uretprobe:/no/such/binary:f",
+                "--",
+                "true",
+            ],
+            "not found",
+        ),
+        (
+            vec!["record", "-q", "-e", "uprobe:libc", "--", "true"],
+            "expected uprobe:BINARY:FUNCTION",
+        ),
+        (
+            vec!["trace", "-e", "uprobe:libc:environ", "--", "true"],
+            "'environ' is not a function",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = common::output(common::scry().args(&args).current_dir(dir.path()));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("scry: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!dir.path().join("perf.data").exists());
 }

@@ -103,8 +103,7 @@ pub fn counting_attr(
     enable_on_exec: bool,
 ) -> perf_event_attr {
     let mut attr = pe::new_attr();
-    attr.type_ = event.type_;
-    attr.config = event.config;
+    event.select_in(&mut attr);
     attr.read_format = pe::PERF_FORMAT_TOTAL_TIME_ENABLED | pe::PERF_FORMAT_TOTAL_TIME_RUNNING;
     attr.set_disabled(1);
     attr.set_inherit(u64::from(inherit));
@@ -135,7 +134,7 @@ pub fn errno_words(err: &io::Error) -> String {
 /// moment. `Ok(())`, or the reason it cannot (for `scry list`).
 pub fn probe(event: &ResolvedEvent) -> Result<(), String> {
     let attr = counting_attr(event, false, false);
-    match PerfEventFd::open(&attr, 0, -1) {
+    match super::open_counter(event, &attr, 0, -1) {
         Ok(_) => Ok(()),
         Err(e) => Err(errno_words(&e)),
     }
@@ -297,8 +296,8 @@ impl CounterSet {
             let mut unsupported = None;
             for &cpu in cpus {
                 let result = match cgroup {
-                    Some(fd) => PerfEventFd::open_cgroup(&attr, fd, cpu as i32),
-                    None => PerfEventFd::open(&attr, -1, cpu as i32),
+                    Some(fd) => super::open_cgroup_counter(event, &attr, fd, cpu as i32),
+                    None => super::open_counter(event, &attr, -1, cpu as i32),
                 };
                 match result {
                     Ok(fd) => opened.push(Counter {
@@ -325,7 +324,7 @@ impl CounterSet {
             let mut opened = Vec::new();
             let mut unsupported = None;
             for (n, &tid) in tasks.iter().enumerate() {
-                let mut result = PerfEventFd::open(&attr, tid, -1);
+                let mut result = super::open_counter(event, &attr, tid, -1);
                 // perf_event_paranoid >= 2 keeps users out of the kernel:
                 // count user space only, as perf does, and say so in the name.
                 if let Err(e) = &result
@@ -336,7 +335,7 @@ impl CounterSet {
                 {
                     attr.set_exclude_kernel(1);
                     attr.set_exclude_hv(1);
-                    result = PerfEventFd::open(&attr, tid, -1);
+                    result = super::open_counter(event, &attr, tid, -1);
                     if result.is_ok()
                         && let Some(e) = self.events.get_mut(index)
                         && !e.name.contains(':')

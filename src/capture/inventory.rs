@@ -119,13 +119,7 @@ const CACHE_OPS: &[(&str, &str)] = &[
 fn probe(events: &mut [ListedEvent], type_: u32, config: impl Fn(&ListedEvent) -> Option<u64>) {
     for e in events.iter_mut() {
         let Some(config) = config(e) else { continue };
-        let resolved = ResolvedEvent {
-            name: e.name.clone(),
-            type_,
-            config,
-            modifiers: Default::default(),
-            tracepoint: None,
-        };
+        let resolved = ResolvedEvent::plain(&e.name, type_, config);
         e.unsupported = counting::probe(&resolved).err();
     }
 }
@@ -150,13 +144,7 @@ fn symbolic() -> Vec<ListedEvent> {
     }
     let mut out = Vec::new();
     for (type_, config, mut e) in grouped {
-        let resolved = ResolvedEvent {
-            name: e.name.clone(),
-            type_,
-            config,
-            modifiers: Default::default(),
-            tracepoint: None,
-        };
+        let resolved = ResolvedEvent::plain(&e.name, type_, config);
         e.unsupported = counting::probe(&resolved).err();
         out.push(e);
     }

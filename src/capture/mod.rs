@@ -14,9 +14,47 @@ pub mod to_file;
 pub mod trace;
 pub mod trace_sink;
 
-pub use session::{CallGraph, CaptureOptions, RecordSink, Sampling, Session, StopReason, Target};
+pub use session::{
+    CallGraph, CaptureOptions, CounterPlan, RecordSink, Sampling, Session, StopReason, Target,
+};
 
 use std::io;
+
+use crate::event::name::ResolvedEvent;
+use crate::sys::perf_event::{PerfEventFd, perf_event_attr};
+
+/// Opens one counter of `event` (`attr` made from it) for `pid` on `cpu`:
+/// the one place counters are opened, so that a `uprobe` PMU event gets
+/// its path (`config1`) wherever it is opened.
+pub(crate) fn open_counter(
+    event: &ResolvedEvent,
+    attr: &perf_event_attr,
+    pid: i32,
+    cpu: i32,
+) -> io::Result<PerfEventFd> {
+    match &event.uprobe {
+        Some(site) => {
+            crate::sys::uprobe::open_at(attr, &site.path, |a| PerfEventFd::open(a, pid, cpu))
+        }
+        None => PerfEventFd::open(attr, pid, cpu),
+    }
+}
+
+/// As `open_counter`, for the tasks of a cgroup (`cgroup_dir` an open
+/// directory of the perf_event hierarchy).
+pub(crate) fn open_cgroup_counter(
+    event: &ResolvedEvent,
+    attr: &perf_event_attr,
+    cgroup_dir: i32,
+    cpu: i32,
+) -> io::Result<PerfEventFd> {
+    match &event.uprobe {
+        Some(site) => crate::sys::uprobe::open_at(attr, &site.path, |a| {
+            PerfEventFd::open_cgroup(a, cgroup_dir, cpu)
+        }),
+        None => PerfEventFd::open_cgroup(attr, cgroup_dir, cpu),
+    }
+}
 
 /// Why a capture could not start or went wrong.
 #[derive(Debug, thiserror::Error)]

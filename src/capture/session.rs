@@ -128,6 +128,10 @@ pub struct Session {
 
 /// Where drained records go: raw kernel bytes, whole records, per ring.
 pub trait RecordSink {
+    /// A drain of every ring begins (live tracers note the time here).
+    fn drain_starting(&mut self) -> io::Result<()> {
+        Ok(())
+    }
     /// `bytes` holds whole records from the ring of `cpu`.
     fn records(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()>;
     /// Every ring was drained once ("finished round").
@@ -154,16 +158,10 @@ pub enum StopReason {
     Quit,
 }
 
-fn build_attr(
-    event: &ResolvedEvent,
-    opts: &CaptureOptions,
-    index: usize,
-    enable_on_exec: bool,
-) -> perf_event_attr {
+fn build_attr(event: &ResolvedEvent, opts: &CaptureOptions, index: usize) -> perf_event_attr {
     let tracking = index == 0;
     let mut attr = pe::new_attr();
-    attr.type_ = event.type_;
-    attr.config = event.config;
+    event.select_in(&mut attr);
     let mut sample_type = pe::PERF_SAMPLE_IDENTIFIER
         | pe::PERF_SAMPLE_IP
         | pe::PERF_SAMPLE_TID
@@ -198,7 +196,8 @@ fn build_attr(
     attr.read_format = pe::PERF_FORMAT_ID;
     let sampling = match opts.sampling {
         Some(s) => s,
-        None if event.is_tracepoint() => Sampling::Period(1),
+        // Tracepoints and probes: every hit, as perf records them.
+        None if event.is_tracepoint() || event.uprobe.is_some() => Sampling::Period(1),
         None => Sampling::Frequency(DEFAULT_FREQ),
     };
     match sampling {
@@ -209,9 +208,6 @@ fn build_attr(
         Sampling::Period(n) => attr.__bindgen_anon_1.sample_period = n.max(1),
     }
     attr.set_disabled(1);
-    let per_task = !opts.target.system_wide && opts.target.cpus.is_none();
-    attr.set_inherit(u64::from(per_task && opts.target.tids.is_empty()));
-    attr.set_enable_on_exec(u64::from(enable_on_exec));
     attr.set_exclude_user(u64::from(event.modifiers.exclude_user));
     attr.set_exclude_kernel(u64::from(event.modifiers.exclude_kernel));
     attr.set_precise_ip(u64::from(event.modifiers.precise_ip));
@@ -254,6 +250,23 @@ fn open_error(event: &ResolvedEvent, pid: i32, err: io::Error) -> CaptureError {
     }
 }
 
+/// Counters to open as given: one attribute per event, opened on every CPU
+/// (and thread) of the target, the counters of a CPU sharing one ring.
+/// `Session::open` makes one from `CaptureOptions`; `scry trace` makes its
+/// own (per-event sample types, `capture::trace`). Either way the counters
+/// are opened in one place, `Session::open_plan`.
+#[derive(Clone, Debug)]
+pub struct CounterPlan {
+    pub events: Vec<ResolvedEvent>,
+    /// One per event. `inherit` and `enable_on_exec` are set from the target.
+    pub attrs: Vec<perf_event_attr>,
+    /// Tracepoint filter per event index.
+    pub filters: Vec<(usize, String)>,
+    pub target: Target,
+    /// Data pages per ring (a power of two).
+    pub mmap_pages: usize,
+}
+
 impl Session {
     /// Open every counter and ring. A `-- COMMAND` is forked but not yet
     /// exec'd: `start` lets it run.
@@ -261,9 +274,6 @@ impl Session {
         if opts.events.is_empty() {
             return Err(CaptureError::NoEvents);
         }
-        process::raise_fd_limit();
-        let target = &opts.target;
-        let system_wide = target.system_wide || target.cpus.is_some();
         let mut notes = Vec::new();
         let mut opts = opts.clone();
         if let (Some(Sampling::Frequency(hz)), Some(max)) = (opts.sampling, pe::max_sample_rate())
@@ -274,8 +284,35 @@ impl Session {
             ));
             opts.sampling = Some(Sampling::Frequency(max));
         }
-        if opts.mmap_pages == 0 || !opts.mmap_pages.is_power_of_two() {
-            return Err(CaptureError::BadMmapPages(opts.mmap_pages));
+        let attrs = opts
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| build_attr(e, &opts, i))
+            .collect();
+        let mut session = Self::open_plan(CounterPlan {
+            events: opts.events,
+            attrs,
+            filters: opts.filters,
+            target: opts.target,
+            mmap_pages: opts.mmap_pages,
+        })?;
+        notes.append(&mut session.notes);
+        session.notes = notes;
+        Ok(session)
+    }
+
+    /// Opens the counters of `plan` for its target.
+    pub fn open_plan(plan: CounterPlan) -> Result<Session, CaptureError> {
+        if plan.events.is_empty() || plan.attrs.len() != plan.events.len() {
+            return Err(CaptureError::NoEvents);
+        }
+        process::raise_fd_limit();
+        let target = &plan.target;
+        let system_wide = target.system_wide || target.cpus.is_some();
+        let mut notes = Vec::new();
+        if plan.mmap_pages == 0 || !plan.mmap_pages.is_power_of_two() {
+            return Err(CaptureError::BadMmapPages(plan.mmap_pages));
         }
 
         let online = proc::online_cpus().map_err(CaptureError::System)?;
@@ -317,7 +354,7 @@ impl Session {
         let enable_on_exec = pending.is_some() && !system_wide;
         let task_list: Vec<i32> = if system_wide { vec![-1] } else { tasks };
 
-        let result = Self::open_counters(&opts, &cpus, &task_list, enable_on_exec, &mut notes);
+        let result = Self::open_counters(&plan, &cpus, &task_list, enable_on_exec, &mut notes);
         let (attrs, counters, rings) = match result {
             Ok(v) => v,
             Err(e) => {
@@ -337,7 +374,7 @@ impl Session {
             id: first_id.unwrap_or(0),
         };
         Ok(Session {
-            events: opts.events.clone(),
+            events: plan.events,
             attrs,
             counters,
             rings,
@@ -353,26 +390,29 @@ impl Session {
 
     #[allow(clippy::type_complexity)]
     fn open_counters(
-        opts: &CaptureOptions,
+        plan: &CounterPlan,
         cpus: &[u32],
         tasks: &[i32],
         enable_on_exec: bool,
         notes: &mut Vec<String>,
     ) -> Result<(Vec<perf_event_attr>, Vec<Counter>, Vec<Ring>), CaptureError> {
-        let mut attrs: Vec<perf_event_attr> = opts
-            .events
-            .iter()
-            .enumerate()
-            .map(|(i, e)| build_attr(e, opts, i, enable_on_exec))
-            .collect();
+        let target = &plan.target;
+        let per_task = !target.system_wide && target.cpus.is_none();
+        let mut attrs = plan.attrs.clone();
+        for attr in &mut attrs {
+            attr.set_inherit(u64::from(per_task && target.tids.is_empty()));
+            attr.set_enable_on_exec(u64::from(enable_on_exec));
+        }
         let mut counters: Vec<Counter> = Vec::new();
         let mut rings: Vec<Ring> = Vec::new();
-        let mut pages = opts.mmap_pages;
+        let mut pages = plan.mmap_pages;
         for &cpu in cpus {
             let mut ring_owner: Option<usize> = None;
             for &task in tasks {
-                for (event_index, event) in opts.events.iter().enumerate() {
-                    let mut opened = PerfEventFd::open(&attrs[event_index], task, cpu as i32);
+                for (event_index, event) in plan.events.iter().enumerate() {
+                    let open =
+                        |attr: &perf_event_attr| super::open_counter(event, attr, task, cpu as i32);
+                    let mut opened = open(&attrs[event_index]);
                     if let Err(e) = &opened
                         && matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM))
                         && attrs[event_index].exclude_kernel() == 0
@@ -389,20 +429,19 @@ impl Session {
                             pe::paranoid_level().unwrap_or(2),
                             event.name
                         ));
-                        opened = PerfEventFd::open(&attrs[event_index], task, cpu as i32);
+                        opened = open(&attrs[event_index]);
                     }
                     let fd = match opened {
                         Ok(fd) => fd,
                         // A thread of a -p target that exited meanwhile.
                         Err(e)
-                            if e.raw_os_error() == Some(libc::ESRCH)
-                                && !opts.target.pids.is_empty() =>
+                            if e.raw_os_error() == Some(libc::ESRCH) && !target.pids.is_empty() =>
                         {
                             continue;
                         }
                         Err(e) => return Err(open_error(event, task, e)),
                     };
-                    if let Some((_, filter)) = opts.filters.iter().find(|(i, _)| *i == event_index)
+                    if let Some((_, filter)) = plan.filters.iter().find(|(i, _)| *i == event_index)
                     {
                         fd.set_filter(filter).map_err(|err| CaptureError::Filter {
                             event: event.name.clone(),
@@ -521,6 +560,7 @@ impl Session {
     }
 
     fn drain(&mut self, sink: &mut dyn RecordSink, buf: &mut Vec<u8>) -> io::Result<usize> {
+        sink.drain_starting()?;
         let mut total = 0;
         for ring in &mut self.rings {
             buf.clear();

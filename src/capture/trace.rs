@@ -1,59 +1,45 @@
 //! The live tracer behind `scry trace`: counters for tracepoints and
-//! uprobes on a target, their per-CPU rings, the loop that drains them,
-//! and the parse of what comes out into `TraceRecord`s for a `TraceSink`.
+//! uprobes on a target, and the parse of what their rings hold into
+//! `TraceRecord`s for a `TraceSink`.
 //!
-//! Why not `Session`: a syscall tracer needs per-event attributes that a
-//! sampling session does not. The entries of system calls that take a path
-//! copy the caller's stack with the sample (`PERF_SAMPLE_STACK_USER` plus
-//! the stack pointer) so that a path on the stack, as argv strings and
-//! local buffers are, is read from the sample itself, without racing the
-//! process (which may have exited by the time we read its memory); other
-//! strings are read with process_vm_readv as soon as the record is parsed.
-//! Uprobes come from the uprobe PMU (`config1`/`config2`), so a probe made
-//! for one run dies with its file descriptors, even after SIGKILL.
+//! The counters are opened, drained and stopped by `Session` (one place
+//! opens counters: `Session::open_plan`); this module adds what a syscall
+//! tracer needs beyond a sampling session: per-event attributes. The
+//! entries of system calls that take a path copy the caller's stack with
+//! the sample (`PERF_SAMPLE_STACK_USER` plus the stack pointer) so that a
+//! path on the stack, as argv strings and local buffers are, is read from
+//! the sample itself, without racing the process (which may have exited by
+//! the time we read its memory); other strings are read with
+//! process_vm_readv as soon as the record is parsed. Uprobes come from the
+//! uprobe PMU (`config1`/`config2`), so a probe made for one run dies with
+//! its file descriptors, even after SIGKILL.
 //!
 //! Ordering: per-CPU rings are not ordered between each other. Counters
-//! use CLOCK_MONOTONIC (`use_clockid`), the loop notes the clock before
-//! each drain, and `round_done` passes that time: every record older than
-//! it has been drained, so a sink may release (sorted) what precedes it.
+//! use CLOCK_MONOTONIC (`use_clockid`), the clock is noted as each drain
+//! starts, and `round_done` passes the time noted before the previous
+//! drain: every record older than it has been drained, so a sink may
+//! release (sorted) what precedes it.
 //!
 //! Invariant: parsing never panics on ring bytes; a malformed record is
 //! counted and skipped.
 
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::PathBuf;
+use std::time::Duration;
 
-use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
-use crate::sys::process::{Child, PendingChild};
-use crate::sys::ring::RingBuffer;
-use crate::sys::signal::{self, PollFd, SignalPipe};
-use crate::sys::uprobe::UprobePmu;
-use crate::sys::{proc, process};
+use crate::event::name::ResolvedEvent;
+use crate::sys::perf_event::{self as pe, perf_event_attr};
+use crate::sys::signal::SignalPipe;
 
 use super::CaptureError;
-use super::session::{StopReason, Target};
-
-/// What one event counts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TraceSource {
-    /// A tracepoint id (`events/<sys>/<name>/id`).
-    Tracepoint { id: u64 },
-    /// A uprobe through the PMU: removed when scry's descriptors close.
-    Uprobe {
-        path: PathBuf,
-        file_offset: u64,
-        retprobe: bool,
-    },
-}
+use super::session::{CounterPlan, RecordSink, Session, StopReason, Target};
 
 /// One event to open on every CPU (and thread) of the target.
 #[derive(Clone, Debug)]
 pub struct TraceEvent {
-    /// As printed (`raw_syscalls:sys_enter`, `probe_libc:malloc`).
-    pub name: String,
-    pub source: TraceSource,
+    /// A tracepoint or a uprobe PMU event (`event::name::resolve_with`);
+    /// its name is printed (`raw_syscalls:sys_enter`, `probe_libc:malloc`).
+    pub event: ResolvedEvent,
     /// A tracepoint filter (ftrace syntax), set with the SET_FILTER ioctl.
     pub filter: Option<String>,
     /// `PERF_SAMPLE_REGS_USER` mask (x86 perf register bits); 0 for none.
@@ -126,26 +112,13 @@ pub trait TraceSink {
     fn round_done(&mut self, drained_before: u64) -> io::Result<()>;
 }
 
-#[derive(Debug)]
-struct Ring {
-    owner: usize,
-    cpu: u32,
-    buffer: RingBuffer,
-}
-
 /// Counters, rings and the workload of one trace.
 #[derive(Debug)]
 pub struct TraceCapture {
-    events: Vec<TraceEvent>,
+    session: Session,
+    /// The attributes as opened (the session's), by event.
     attrs: Vec<perf_event_attr>,
-    counters: Vec<PerfEventFd>,
-    rings: Vec<Ring>,
     ids: HashMap<u64, usize>,
-    pending: Option<PendingChild>,
-    child: Option<Child>,
-    child_pidfd: Option<OwnedFd>,
-    watched_pids: Vec<i32>,
-    started_by_exec: bool,
     /// Records that did not parse.
     pub malformed: u64,
 }
@@ -153,18 +126,11 @@ pub struct TraceCapture {
 const SAMPLE_BASE: u64 =
     pe::PERF_SAMPLE_IDENTIFIER | pe::PERF_SAMPLE_TID | pe::PERF_SAMPLE_TIME | pe::PERF_SAMPLE_CPU;
 
-fn build_attr(
-    event: &TraceEvent,
-    first: bool,
-    inherit: bool,
-    enable_on_exec: bool,
-    ring_bytes: usize,
-) -> perf_event_attr {
+fn build_attr(event: &TraceEvent, first: bool, ring_bytes: usize) -> perf_event_attr {
     let mut attr = pe::new_attr();
+    event.event.select_in(&mut attr);
     let mut sample_type = SAMPLE_BASE;
-    if let TraceSource::Tracepoint { id } = event.source {
-        attr.type_ = pe::PERF_TYPE_TRACEPOINT;
-        attr.config = id;
+    if event.event.is_tracepoint() {
         sample_type |= pe::PERF_SAMPLE_RAW;
     }
     if event.regs_user != 0 {
@@ -178,8 +144,6 @@ fn build_attr(
     attr.sample_type = sample_type;
     attr.__bindgen_anon_1.sample_period = 1;
     attr.set_disabled(1);
-    attr.set_inherit(u64::from(inherit));
-    attr.set_enable_on_exec(u64::from(enable_on_exec));
     attr.set_sample_id_all(1);
     attr.set_use_clockid(1);
     attr.clockid = libc::CLOCK_MONOTONIC;
@@ -202,6 +166,9 @@ fn build_attr(
     attr
 }
 
+/// Live output: drain at least this often.
+const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+
 impl TraceCapture {
     /// Opens every event on every CPU for the target. A `-- COMMAND` is
     /// forked but waits for `start` to exec.
@@ -213,192 +180,51 @@ impl TraceCapture {
         if events.is_empty() {
             return Err(CaptureError::NoEvents);
         }
-        if mmap_pages == 0 || !mmap_pages.is_power_of_two() {
-            return Err(CaptureError::BadMmapPages(mmap_pages));
-        }
-        process::raise_fd_limit();
-        let pmu = if events
-            .iter()
-            .any(|e| matches!(e.source, TraceSource::Uprobe { .. }))
-        {
-            Some(UprobePmu::detect().map_err(|err| CaptureError::Open {
-                event: "uprobe (/sys/bus/event_source/devices/uprobe)".into(),
-                err,
-            })?)
-        } else {
-            None
-        };
-        let system_wide = target.system_wide || target.cpus.is_some();
-        let online = proc::online_cpus().map_err(CaptureError::System)?;
-        let cpus = match &target.cpus {
-            Some(list) => {
-                if let Some(bad) = list.iter().find(|c| !online.contains(c)) {
-                    return Err(CaptureError::NoSuchCpu(*bad));
-                }
-                list.clone()
-            }
-            None => online,
-        };
-        let mut tasks = Vec::new();
-        let mut watched_pids = Vec::new();
-        let mut pending = None;
-        if !target.command.is_empty() {
-            let child = process::fork_pending(&target.command).map_err(CaptureError::System)?;
-            if !system_wide {
-                tasks.push(child.pid());
-            }
-            pending = Some(child);
-        }
-        if !system_wide {
-            for &pid in &target.pids {
-                let threads = proc::threads(pid).map_err(|_| CaptureError::NoSuchProcess(pid))?;
-                tasks.extend(threads);
-                watched_pids.push(pid);
-            }
-            for &tid in &target.tids {
-                if !proc::exists(tid) {
-                    return Err(CaptureError::NoSuchProcess(tid));
-                }
-                tasks.push(tid);
-                watched_pids.push(tid);
-            }
-        }
-        let enable_on_exec = pending.is_some() && !system_wide;
-        let inherit = !system_wide && target.tids.is_empty();
-        let tasks = if system_wide { vec![-1] } else { tasks };
-        let ring_bytes = mmap_pages * crate::sys::ring::page_size();
-        let attrs: Vec<perf_event_attr> = events
+        let ring_bytes = mmap_pages.saturating_mul(crate::sys::ring::page_size());
+        let attrs = events
             .iter()
             .enumerate()
-            .map(|(i, e)| build_attr(e, i == 0, inherit, enable_on_exec, ring_bytes))
+            .map(|(i, e)| build_attr(e, i == 0, ring_bytes))
             .collect();
-        let mut capture = TraceCapture {
-            events,
+        let filters = events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| Some((i, e.filter.clone()?)))
+            .collect();
+        let session = Session::open_plan(CounterPlan {
+            events: events.into_iter().map(|e| e.event).collect(),
             attrs,
-            counters: Vec::new(),
-            rings: Vec::new(),
-            ids: HashMap::new(),
-            pending,
-            child: None,
-            child_pidfd: None,
-            watched_pids,
-            started_by_exec: enable_on_exec,
+            filters,
+            target: target.clone(),
+            mmap_pages,
+        })?;
+        let mut ids = HashMap::new();
+        for (event, list) in session
+            .ids()
+            .map_err(CaptureError::System)?
+            .iter()
+            .enumerate()
+        {
+            for &id in list {
+                ids.insert(id, event);
+            }
+        }
+        Ok(TraceCapture {
+            attrs: session.attrs.clone(),
+            session,
+            ids,
             malformed: 0,
-        };
-        if let Err(e) = capture.open_counters(pmu, &cpus, &tasks, mmap_pages, target) {
-            if let Some(child) = capture.pending.take() {
-                child.abort();
-            }
-            return Err(e);
-        }
-        Ok(capture)
-    }
-
-    fn open_counters(
-        &mut self,
-        pmu: Option<UprobePmu>,
-        cpus: &[u32],
-        tasks: &[i32],
-        mmap_pages: usize,
-        target: &Target,
-    ) -> Result<(), CaptureError> {
-        for &cpu in cpus {
-            let mut owner: Option<usize> = None;
-            for &task in tasks {
-                for (index, event) in self.events.iter().enumerate() {
-                    let attr = &self.attrs[index];
-                    let opened = match (&event.source, pmu) {
-                        (
-                            TraceSource::Uprobe {
-                                path,
-                                file_offset,
-                                retprobe,
-                            },
-                            Some(pmu),
-                        ) => pmu.open(attr, path, *file_offset, *retprobe, task, cpu as i32),
-                        _ => PerfEventFd::open(attr, task, cpu as i32),
-                    };
-                    let fd = match opened {
-                        Ok(fd) => fd,
-                        Err(e)
-                            if e.raw_os_error() == Some(libc::ESRCH) && !target.pids.is_empty() =>
-                        {
-                            continue;
-                        }
-                        Err(err) => return Err(open_error(&event.name, task, err)),
-                    };
-                    if let Some(filter) = &event.filter {
-                        fd.set_filter(filter).map_err(|err| CaptureError::Filter {
-                            event: event.name.clone(),
-                            filter: filter.clone(),
-                            err,
-                        })?;
-                    }
-                    self.ids
-                        .insert(fd.id().map_err(CaptureError::System)?, index);
-                    match owner {
-                        Some(o) => fd
-                            .set_output(&self.counters[o])
-                            .map_err(CaptureError::System)?,
-                        None => {
-                            let buffer = RingBuffer::map(fd.raw_fd(), mmap_pages)
-                                .map_err(CaptureError::Mmap)?;
-                            owner = Some(self.counters.len());
-                            self.rings.push(Ring {
-                                owner: self.counters.len(),
-                                cpu,
-                                buffer,
-                            });
-                        }
-                    }
-                    self.counters.push(fd);
-                }
-            }
-        }
-        if self.counters.is_empty() {
-            return Err(CaptureError::NothingToWatch);
-        }
-        Ok(())
+        })
     }
 
     /// The pid of the workload, once forked.
     pub fn workload_pid(&self) -> Option<i32> {
-        self.pending
-            .as_ref()
-            .map(|p| p.pid())
-            .or(self.child.as_ref().map(|c| c.pid))
+        self.session.workload_pid()
     }
 
     /// Enables the counters and lets the workload exec.
     pub fn start(&mut self) -> Result<(), CaptureError> {
-        if !self.started_by_exec {
-            for c in &self.counters {
-                c.enable().map_err(CaptureError::System)?;
-            }
-        }
-        if let Some(pending) = self.pending.take() {
-            let pidfd = signal::pidfd_open(pending.pid()).ok();
-            match pending.start() {
-                Ok(child) => {
-                    self.child = Some(child);
-                    self.child_pidfd = pidfd;
-                }
-                Err((program, err)) => return Err(CaptureError::CannotRun { program, err }),
-            }
-        }
-        Ok(())
-    }
-
-    fn drain(&mut self, sink: &mut dyn TraceSink, buf: &mut Vec<u8>) -> io::Result<()> {
-        let before = crate::sys::uprobe::monotonic_ns();
-        for i in 0..self.rings.len() {
-            buf.clear();
-            if self.rings[i].buffer.read_into(buf) > 0 {
-                let cpu = self.rings[i].cpu;
-                self.parse(buf, cpu, sink)?;
-            }
-        }
-        sink.round_done(before)
+        self.session.start()
     }
 
     /// Drains into `sink` until the workload exits, every watched process
@@ -409,57 +235,52 @@ impl TraceCapture {
         sink: &mut dyn TraceSink,
         signals: &SignalPipe,
     ) -> Result<StopReason, CaptureError> {
-        let mut buf = Vec::new();
-        let mut poll_set: Vec<PollFd> = self
-            .rings
-            .iter()
-            .map(|r| PollFd {
-                fd: self.counters[r.owner].raw_fd(),
-                revents: 0,
-            })
-            .collect();
-        poll_set.push(PollFd {
-            fd: signals.fd(),
-            revents: 0,
-        });
-        if let Some(fd) = &self.child_pidfd {
-            poll_set.push(PollFd {
-                fd: fd.as_raw_fd(),
-                revents: 0,
-            });
-        }
-        // Live output: drain at least every 100 ms.
-        let reason = loop {
-            signal::poll(&mut poll_set, 100).map_err(CaptureError::System)?;
-            self.drain(sink, &mut buf).map_err(CaptureError::Write)?;
-            if let Some(sig) = signals.received() {
-                signals.drain();
-                break StopReason::Signal(sig);
-            }
-            if let Some(child) = &mut self.child
-                && let Some(status) = child.try_wait().map_err(CaptureError::System)?
-            {
-                break StopReason::TargetExited(Some(status));
-            }
-            if !self.watched_pids.is_empty() && self.watched_pids.iter().all(|&p| !proc::exists(p))
-            {
-                break StopReason::TargetExited(None);
-            }
+        let mut parser = Parser {
+            ids: &self.ids,
+            attrs: &self.attrs,
+            malformed: 0,
+            sink,
+            drain_started: 0,
         };
-        for c in &self.counters {
-            let _ = c.disable();
-        }
-        self.drain(sink, &mut buf).map_err(CaptureError::Write)?;
-        if let Some(child) = &mut self.child
-            && child.try_wait().ok().flatten().is_none()
-        {
-            let _ = signal::kill(child.pid, libc::SIGTERM);
-            let _ = child.wait();
-        }
-        Ok(reason)
+        let reason = self.session.run(&mut parser, signals);
+        self.malformed += parser.malformed;
+        reason
+    }
+}
+
+/// Parses drained bytes into `TraceRecord`s for a `TraceSink`.
+struct Parser<'a> {
+    ids: &'a HashMap<u64, usize>,
+    attrs: &'a [perf_event_attr],
+    malformed: u64,
+    sink: &'a mut dyn TraceSink,
+    /// CLOCK_MONOTONIC when the last drain started.
+    drain_started: u64,
+}
+
+impl RecordSink for Parser<'_> {
+    fn drain_starting(&mut self) -> io::Result<()> {
+        // The previous drain emptied every ring after `drain_started`.
+        self.sink.round_done(self.drain_started)?;
+        self.drain_started = crate::sys::uprobe::monotonic_ns();
+        Ok(())
     }
 
-    fn parse(&mut self, bytes: &[u8], cpu: u32, sink: &mut dyn TraceSink) -> io::Result<()> {
+    fn records(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()> {
+        self.parse(bytes, cpu)
+    }
+
+    fn round_done(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn tick_interval(&self) -> Option<Duration> {
+        Some(DRAIN_INTERVAL)
+    }
+}
+
+impl Parser<'_> {
+    fn parse(&mut self, bytes: &[u8], cpu: u32) -> io::Result<()> {
         let mut at = 0usize;
         while let Some(header) = bytes.get(at..at + 8) {
             let kind = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]);
@@ -493,14 +314,14 @@ impl TraceCapture {
                 _ => continue,
             };
             match parsed {
-                Some(record) => sink.record(record)?,
+                Some(record) => self.sink.record(record)?,
                 None => self.malformed += 1,
             }
         }
         Ok(())
     }
 
-    fn parse_sample<'a>(&self, body: &'a [u8]) -> Option<TraceSample<'a>> {
+    fn parse_sample<'b>(&self, body: &'b [u8]) -> Option<TraceSample<'b>> {
         let mut r = Reader(body);
         let id = r.u64()?;
         let event = *self.ids.get(&id)?;
@@ -558,20 +379,6 @@ fn parse_comm(body: &[u8], misc: u16) -> Option<TraceRecord<'_>> {
         comm: String::from_utf8_lossy(&rest[..end]).into_owned(),
         exec: misc & pe::PERF_RECORD_MISC_COMM_EXEC != 0,
     })
-}
-
-fn open_error(event: &str, pid: i32, err: io::Error) -> CaptureError {
-    match err.raw_os_error() {
-        Some(libc::EACCES | libc::EPERM) => CaptureError::Permission {
-            event: event.to_string(),
-            paranoid: pe::paranoid_level(),
-        },
-        Some(libc::ESRCH) => CaptureError::NoSuchProcess(pid),
-        _ => CaptureError::Open {
-            event: event.to_string(),
-            err,
-        },
-    }
 }
 
 /// A bounds-checked cursor over native-endian record bytes.

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 
-use scry::event::name::matches_glob;
+use scry::event::name::{
+    self, EventError, EventSpec, LocatedFunction, ResolvedEvent, UprobeLocator, matches_glob,
+};
 use scry::symbol::probe_spec::{self, Defined, matches, parse_defined};
 use scry::symbol::probe_target::{self, FunctionInfo, FunctionSite, ParamPlace};
 use scry::sys::uprobe;
@@ -72,6 +74,30 @@ impl Binary {
     fn info(&self, site: &FunctionSite) -> anyhow::Result<FunctionInfo> {
         Ok(probe_target::function_info(&self.data, &self.name(), site)?)
     }
+}
+
+/// Finds the functions of `uprobe:BINARY:FUNCTION` events with the symbol
+/// stage (symbol table, then dynamic symbols).
+struct SymbolLocator;
+
+impl UprobeLocator for SymbolLocator {
+    fn locate(&self, binary: &str, function: &str) -> Result<LocatedFunction, String> {
+        let bin = Binary::open(Some(binary), "uprobe").map_err(|e| format!("{e:#}"))?;
+        let site = bin.site(function).map_err(|e| format!("{e:#}"))?;
+        Ok(LocatedFunction {
+            group: probe_target::probe_group(&bin.path),
+            path: bin.path,
+            file_offset: site.file_offset,
+        })
+    }
+}
+
+/// Resolves events for commands that take probes made for one run
+/// (`uprobe:BINARY:FUNCTION`, `uretprobe:BINARY:FUNCTION`): record, stat
+/// and trace. Such a probe is a `uprobe` PMU counter, gone with its file
+/// descriptors even if scry is killed; nothing is written to tracefs.
+pub fn resolve_events(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
+    name::resolve_with(specs, &SymbolLocator)
 }
 
 pub fn run(args: ProbeArgs) -> anyhow::Result<()> {

@@ -14,6 +14,9 @@ use scry::event::name;
 pub struct RecordArgs {
     /// Event(s) to sample: cpu-clock, page-faults:u, sched:sched_switch, 'syscalls:sys_enter_*', r1a8...
     /// (repeatable, comma lists). Default: cycles, or cpu-clock without a hardware PMU.
+    /// uprobe:BINARY:FUNC and uretprobe:BINARY:FUNC probe a user function for this run only
+    /// (the uprobe PMU: nothing is left behind, even if scry is killed); recorded as
+    /// probe_BINARY:FUNC. Lasting probes: scry probe.
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     events: Vec<String>,
     /// Tracepoint filter (ftrace syntax) for the event before it on the command line.
@@ -107,7 +110,7 @@ impl RecordArgs {
         if default_event {
             specs.push(name::parse("cycles")?);
         }
-        let mut events = name::resolve(&specs)?;
+        let mut events = super::probe::resolve_events(&specs)?;
         if default_event && !cycles_supported() {
             events = name::resolve(&[name::parse("cpu-clock")?])?;
         }

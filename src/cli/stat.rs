@@ -26,6 +26,9 @@ pub struct StatArgs {
     /// Event(s) to count: task-clock, page-faults:u, sched:sched_switch, 'syscalls:sys_enter_*',
     /// 'block:*'... (repeatable, comma lists). Default: perf's set (task-clock or cpu-clock,
     /// context-switches, cpu-migrations, page-faults, cycles, instructions, branches, branch-misses).
+    /// uprobe:BINARY:FUNC and uretprobe:BINARY:FUNC count calls of (returns from) a user
+    /// function for this run only (the uprobe PMU: nothing is left behind, even if scry is
+    /// killed); shown as probe_BINARY:FUNC. Lasting probes: scry probe.
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     events: Vec<String>,
     /// Count on every CPU (system-wide).
@@ -188,7 +191,7 @@ impl StatArgs {
                 specs.push(name::parse(n)?);
             }
         }
-        let events: Vec<ResolvedEvent> = name::resolve(&specs)?;
+        let events: Vec<ResolvedEvent> = super::probe::resolve_events(&specs)?;
 
         let format = match (&self.separator, self.json) {
             (_, true) => StatFormat::Json,

@@ -20,15 +20,14 @@ use clap::Args;
 use scry::analysis::syscalls::{Tracer, TracerOptions};
 use scry::capture::Target;
 use scry::capture::session::StopReason;
-use scry::capture::trace::{TraceCapture, TraceEvent, TraceSource, regs};
+use scry::capture::trace::{TraceCapture, TraceEvent, regs};
 use scry::capture::trace_sink::{
     EventRole, RawSyscallLayout, SyscallDecoder, SyscallTable, UPROBE_REGS,
 };
 use scry::event::format_cache::FormatCache;
-use scry::event::name;
+use scry::event::name::{self, ResolvedEvent};
 use scry::render::trace::{TextOutput, write_summary};
 use scry::symbol::ProcKallsyms;
-use scry::symbol::probe_target;
 
 #[derive(Args, Debug)]
 pub struct TraceArgs {
@@ -79,8 +78,8 @@ const STRING_STACK_BYTES: u32 = 32768;
 struct Selection {
     /// `None`: every system call; `Some(empty)`: none.
     syscalls: Option<BTreeSet<u64>>,
-    tracepoints: Vec<name::EventSpec>,
-    uprobes: Vec<(String, PathBuf, u64, bool)>,
+    /// Tracepoints and uprobes.
+    events: Vec<name::EventSpec>,
 }
 
 fn parse_selection(texts: &[String]) -> anyhow::Result<Selection> {
@@ -94,12 +93,8 @@ fn parse_selection(texts: &[String]) -> anyhow::Result<Selection> {
     for text in texts {
         // Plain comma split: uprobe paths hold '/', which split_list pairs up.
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            if let Some((kind, rest)) = item.split_once(':')
-                && (kind == "uprobe" || kind == "uretprobe")
-            {
-                sel.uprobes.push(parse_uprobe(rest, kind == "uretprobe")?);
-            } else if item.contains(':') {
-                sel.tracepoints.push(name::parse(item)?);
+            if item.contains(':') {
+                sel.events.push(name::parse(item)?);
             } else {
                 let set = sel.syscalls.get_or_insert_with(BTreeSet::new);
                 let before = set.len();
@@ -119,17 +114,15 @@ fn parse_selection(texts: &[String]) -> anyhow::Result<Selection> {
     Ok(sel)
 }
 
-/// `BINARY:FUNC` → (event name, path, file offset, retprobe).
-fn parse_uprobe(spec: &str, retprobe: bool) -> anyhow::Result<(String, PathBuf, u64, bool)> {
-    let (binary, func) = spec
-        .rsplit_once(':')
-        .with_context(|| format!("-e uprobe:{spec}: expected uprobe:BINARY:FUNCTION"))?;
-    let path = probe_target::find_binary(binary)?;
-    let data = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let site = probe_target::find_function(&data, &path.to_string_lossy(), func)?;
-    let suffix = if retprobe { "__return" } else { "" };
-    let name = format!("{}:{func}{suffix}", probe_target::probe_group(&path));
-    Ok((name, path, site.file_offset, retprobe))
+/// A tracepoint event of known id.
+fn tracepoint(system: &str, name: &str, id: u64) -> ResolvedEvent {
+    let mut event = ResolvedEvent::plain(
+        &format!("{system}:{name}"),
+        scry::sys::perf_event::PERF_TYPE_TRACEPOINT,
+        id,
+    );
+    event.tracepoint = Some((system.to_string(), name.to_string()));
+    event
 }
 
 fn id_filter(ids: &BTreeSet<u64>, negate: bool) -> String {
@@ -174,8 +167,8 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         None => None,
     };
     let sel = parse_selection(&args.events)?;
-    let tracepoints = name::resolve(&sel.tracepoints)?;
-    if args.filter.is_some() && tracepoints.is_empty() {
+    let chosen = super::probe::resolve_events(&sel.events)?;
+    if args.filter.is_some() && !chosen.iter().any(ResolvedEvent::is_tracepoint) {
         anyhow::bail!(
             "--filter applies to tracepoint events given with -e (such as -e 'sched:sched_switch')"
         );
@@ -214,8 +207,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
             }
         }
         let tp = |id: u64, name: &str, filter: Option<String>, stack: bool| TraceEvent {
-            name: name.to_string(),
-            source: TraceSource::Tracepoint { id },
+            event: tracepoint("raw_syscalls", name, id),
             filter: and(filter, self_filter.clone()),
             regs_user: if stack { 1 << regs::SP } else { 0 },
             stack_user: if stack { STRING_STACK_BYTES } else { 0 },
@@ -223,7 +215,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         if !with_strings.is_empty() {
             events.push(tp(
                 enter.id,
-                "raw_syscalls:sys_enter",
+                "sys_enter",
                 Some(id_filter(&with_strings, false)),
                 true,
             ));
@@ -238,40 +230,33 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
             }
         };
         if let Some(filter) = plain_filter {
-            events.push(tp(enter.id, "raw_syscalls:sys_enter", filter, false));
+            events.push(tp(enter.id, "sys_enter", filter, false));
             roles.push(EventRole::SysEnter);
         }
         let exit_filter = sel.syscalls.as_ref().map(|s| id_filter(s, false));
-        events.push(tp(exit.id, "raw_syscalls:sys_exit", exit_filter, false));
+        events.push(tp(exit.id, "sys_exit", exit_filter, false));
         roles.push(EventRole::SysExit);
     }
-    for event in &tracepoints {
-        events.push(TraceEvent {
-            name: event.name.clone(),
-            source: TraceSource::Tracepoint { id: event.config },
-            filter: and(args.filter.clone(), self_filter.clone()),
-            regs_user: 0,
-            stack_user: 0,
-        });
-        roles.push(EventRole::Tracepoint);
-    }
-    for (name, path, file_offset, retprobe) in &sel.uprobes {
-        events.push(TraceEvent {
-            name: name.clone(),
-            source: TraceSource::Uprobe {
-                path: path.clone(),
-                file_offset: *file_offset,
-                retprobe: *retprobe,
+    for event in chosen {
+        let role = match &event.uprobe {
+            Some(site) => EventRole::Uprobe {
+                retprobe: site.retprobe,
             },
-            filter: None,
-            regs_user: UPROBE_REGS,
+            None => EventRole::Tracepoint,
+        };
+        let (filter, regs_user) = match role {
+            EventRole::Tracepoint => (and(args.filter.clone(), self_filter.clone()), 0),
+            _ => (None, UPROBE_REGS),
+        };
+        events.push(TraceEvent {
+            event,
+            filter,
+            regs_user,
             stack_user: 0,
         });
-        roles.push(EventRole::Uprobe {
-            retprobe: *retprobe,
-        });
+        roles.push(role);
     }
-    let names: Vec<String> = events.iter().map(|e| e.name.clone()).collect();
+    let names: Vec<String> = events.iter().map(|e| e.event.name.clone()).collect();
 
     let signals = scry::sys::signal::SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
         .context("cannot install signal handlers")?;

@@ -1,13 +1,21 @@
 //! Event names as perf spells them, parsed into what the kernel needs:
 //! `cpu-clock`, `page-faults:u`, `cycles:pp`, `L1-dcache-load-misses`,
-//! `r1a8`, `sched:sched_switch`, `'syscalls:sys_enter_*'`.
+//! `r1a8`, `sched:sched_switch`, `'syscalls:sys_enter_*'`, and probes made
+//! for one run: `uprobe:BINARY:FUNCTION`, `uretprobe:BINARY:FUNCTION`.
 //!
 //! Parsing is pure; tracepoint names are resolved to ids (and globs
 //! expanded) against tracefs by `resolve`, the one function here that
-//! touches the system.
+//! touches the system. Uprobes resolve through `resolve_with`: where a
+//! function is in a binary is the symbol stage's knowledge, handed in as an
+//! [`UprobeLocator`]; the event becomes a `uprobe` PMU counter
+//! (`ResolvedEvent::uprobe`), which the kernel removes with its last file
+//! descriptor, so it never outlives the run, even after SIGKILL.
+
+use std::path::PathBuf;
 
 use crate::sys::perf_event::{
-    PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
+    PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE,
+    PERF_TYPE_TRACEPOINT, perf_event_attr,
 };
 
 /// What kind of counter an event is.
@@ -21,6 +29,14 @@ pub enum EventKind {
     Tracepoint {
         subsystem: String,
         name: String,
+    },
+    /// `uprobe:BINARY:FUNCTION` (`uretprobe:` for returns): a probe that
+    /// lives as long as its counters. `binary` is a path or a library name
+    /// (`libc`).
+    Uprobe {
+        binary: String,
+        function: String,
+        retprobe: bool,
     },
 }
 
@@ -51,11 +67,74 @@ pub struct ResolvedEvent {
     pub modifiers: Modifiers,
     /// `(subsystem, name)` for tracepoints.
     pub tracepoint: Option<(String, String)>,
+    /// Where a `uprobe` PMU counter probes (`type_` is the PMU's type and
+    /// `config` its retprobe bit, or 0).
+    pub uprobe: Option<UprobeSite>,
+}
+
+/// A probe point of the `uprobe` PMU: `config1` points at `path` when the
+/// counter is opened, `config2` is `file_offset`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UprobeSite {
+    pub path: PathBuf,
+    pub file_offset: u64,
+    pub retprobe: bool,
 }
 
 impl ResolvedEvent {
+    /// A counter of `type_`/`config`, not a tracepoint or probe.
+    pub fn plain(name: &str, type_: u32, config: u64) -> ResolvedEvent {
+        ResolvedEvent {
+            name: name.to_string(),
+            type_,
+            config,
+            modifiers: Modifiers::default(),
+            tracepoint: None,
+            uprobe: None,
+        }
+    }
+
     pub fn is_tracepoint(&self) -> bool {
         self.tracepoint.is_some()
+    }
+
+    /// Sets what selects this event in `attr`: type, config and, for a
+    /// uprobe, the file offset (`config2`). The path pointer (`config1`) is
+    /// set only for the open itself (`sys::uprobe::open_at`), so attributes
+    /// written to perf.data never hold a stale pointer.
+    pub fn select_in(&self, attr: &mut perf_event_attr) {
+        attr.type_ = self.type_;
+        attr.config = self.config;
+        if let Some(site) = &self.uprobe {
+            attr.__bindgen_anon_4.config2 = site.file_offset;
+        }
+    }
+}
+
+/// Where a function is, for `uprobe:` events: implemented by the caller
+/// with the symbol stage (this stage reads no ELF).
+pub trait UprobeLocator {
+    /// The binary `binary` names (a path, or a library such as `libc`), the
+    /// file offset of `function` in it, and the event group perf probe
+    /// would use (`probe_libc`). The error is one line for the user.
+    fn locate(&self, binary: &str, function: &str) -> Result<LocatedFunction, String>;
+}
+
+/// What an [`UprobeLocator`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocatedFunction {
+    pub path: PathBuf,
+    pub file_offset: u64,
+    /// `probe_BINARY`, as perf probe names the group.
+    pub group: String,
+}
+
+/// A locator for commands without uprobe support: every uprobe is refused.
+struct NoUprobes;
+
+impl UprobeLocator for NoUprobes {
+    fn locate(&self, _binary: &str, _function: &str) -> Result<LocatedFunction, String> {
+        Err("this command does not take uprobe events (record, stat and trace do)".into())
     }
 }
 
@@ -74,6 +153,13 @@ pub enum EventError {
     Tracefs { event: String, err: std::io::Error },
     #[error("empty event list")]
     Empty,
+    #[error("event '{event}': {reason}")]
+    Uprobe { event: String, reason: String },
+    #[error(
+        "event '{event}': this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe): {err}; \
+         define a lasting probe with 'scry probe -x BINARY FUNCTION' and use probe_BINARY:FUNCTION"
+    )]
+    NoUprobePmu { event: String, err: std::io::Error },
 }
 
 const HARDWARE: &[(&str, u64)] = &[
@@ -147,15 +233,18 @@ pub fn symbolic_events() -> impl Iterator<Item = (&'static str, u32, u64)> {
 }
 
 /// Split `-e` text on commas that are not inside `{}` or `//`.
+/// The slashes of a uprobe's path (`uprobe:/usr/bin/ls:main`) do not pair.
 pub fn split_list(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let (mut depth, mut start) = (0i32, 0usize);
     let mut in_slash = false;
     for (i, c) in text.char_indices() {
+        let item = text[start..].trim_start();
+        let in_uprobe = item.starts_with("uprobe:") || item.starts_with("uretprobe:");
         match c {
             '{' => depth += 1,
             '}' => depth -= 1,
-            '/' => in_slash = !in_slash,
+            '/' if !in_uprobe => in_slash = !in_slash,
             ',' if depth == 0 && !in_slash => {
                 out.push(&text[start..i]);
                 start = i + 1;
@@ -235,6 +324,26 @@ fn parse_cache(name: &str) -> Option<u64> {
 /// Parse one event name.
 pub fn parse(text: &str) -> Result<EventSpec, EventError> {
     let text = text.trim();
+    for (prefix, retprobe) in [("uprobe:", false), ("uretprobe:", true)] {
+        if let Some(rest) = text.strip_prefix(prefix) {
+            let (binary, function) = rest
+                .rsplit_once(':')
+                .filter(|(b, f)| !b.is_empty() && !f.is_empty())
+                .ok_or_else(|| EventError::Uprobe {
+                    event: text.to_string(),
+                    reason: format!("expected {prefix}BINARY:FUNCTION"),
+                })?;
+            return Ok(EventSpec {
+                name: text.to_string(),
+                kind: EventKind::Uprobe {
+                    binary: binary.to_string(),
+                    function: function.to_string(),
+                    retprobe,
+                },
+                modifiers: Modifiers::default(),
+            });
+        }
+    }
     // Tracepoints: `subsys:name` (the name may hold globs); `subsys:name:u`
     // is not a thing, so any colon splits a tracepoint unless the part after
     // the first colon is a known modifier set.
@@ -315,12 +424,62 @@ pub fn matches_glob(pattern: &str, text: &str) -> bool {
 }
 
 /// Resolve parsed events to type/config; tracepoint globs expand to every
-/// matching tracepoint, in tracefs order.
+/// matching tracepoint, in tracefs order. Uprobe events are refused: see
+/// `resolve_with`.
 pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
+    resolve_with(specs, &NoUprobes)
+}
+
+/// As `resolve`, with `uprobe:`/`uretprobe:` events located by `locator`
+/// and made `uprobe` PMU counters named as perf probe names events
+/// (`probe_libc:malloc`, `probe_libc:malloc__return`).
+pub fn resolve_with(
+    specs: &[EventSpec],
+    locator: &dyn UprobeLocator,
+) -> Result<Vec<ResolvedEvent>, EventError> {
     let mut out = Vec::new();
     let mut all_tracepoints: Option<Vec<(String, String)>> = None;
+    let mut pmu = None;
     for spec in specs {
         let (type_, config) = match &spec.kind {
+            EventKind::Uprobe {
+                binary,
+                function,
+                retprobe,
+            } => {
+                let located =
+                    locator
+                        .locate(binary, function)
+                        .map_err(|reason| EventError::Uprobe {
+                            event: spec.name.clone(),
+                            reason,
+                        })?;
+                let pmu = match pmu {
+                    Some(p) => p,
+                    None => {
+                        *pmu.insert(crate::sys::uprobe::UprobePmu::detect().map_err(|err| {
+                            EventError::NoUprobePmu {
+                                event: spec.name.clone(),
+                                err,
+                            }
+                        })?)
+                    }
+                };
+                let suffix = if *retprobe { "__return" } else { "" };
+                out.push(ResolvedEvent {
+                    name: format!("{}:{function}{suffix}", located.group),
+                    type_: pmu.type_,
+                    config: pmu.config(*retprobe),
+                    modifiers: spec.modifiers,
+                    tracepoint: None,
+                    uprobe: Some(UprobeSite {
+                        path: located.path,
+                        file_offset: located.file_offset,
+                        retprobe: *retprobe,
+                    }),
+                });
+                continue;
+            }
             EventKind::Hardware(c) => (PERF_TYPE_HARDWARE, *c),
             EventKind::Software(c) => (PERF_TYPE_SOFTWARE, *c),
             EventKind::HwCache(c) => (PERF_TYPE_HW_CACHE, *c),
@@ -352,6 +511,7 @@ pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
                                 config: id,
                                 modifiers: spec.modifiers,
                                 tracepoint: Some((sub.clone(), ev.clone())),
+                                uprobe: None,
                             });
                             matched += 1;
                         }
@@ -384,6 +544,7 @@ pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
                     config: id,
                     modifiers: spec.modifiers,
                     tracepoint: Some((subsystem.clone(), name.clone())),
+                    uprobe: None,
                 });
                 continue;
             }
@@ -394,6 +555,7 @@ pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
             config,
             modifiers: spec.modifiers,
             tracepoint: None,
+            uprobe: None,
         });
     }
     Ok(out)
@@ -453,5 +615,38 @@ mod tests {
         assert!(glob_match("sys_enter_*", "sys_enter_openat"));
         assert!(!glob_match("sys_enter_*", "sys_exit_openat"));
         assert!(glob_match("*fault*", "page-faults"));
+        assert_eq!(
+            split_list("uprobe:./calls:work,cpu-clock, uretprobe:/usr/lib/x/libc.so.6:malloc"),
+            vec![
+                "uprobe:./calls:work",
+                "cpu-clock",
+                "uretprobe:/usr/lib/x/libc.so.6:malloc"
+            ]
+        );
+    }
+
+    #[test]
+    fn parses_uprobes() {
+        assert_eq!(
+            parse("uretprobe:/usr/bin/a:b:main").unwrap().kind,
+            EventKind::Uprobe {
+                binary: "/usr/bin/a:b".into(),
+                function: "main".into(),
+                retprobe: true
+            }
+        );
+        assert!(matches!(
+            parse("uprobe:libc"),
+            Err(EventError::Uprobe { .. })
+        ));
+        assert!(matches!(
+            parse("uprobe::malloc"),
+            Err(EventError::Uprobe { .. })
+        ));
+        let refused = resolve(&[parse("uprobe:libc:malloc").unwrap()]).unwrap_err();
+        assert!(
+            refused.to_string().contains("does not take uprobe"),
+            "{refused}"
+        );
     }
 }

@@ -61,31 +61,30 @@ impl UprobePmu {
         })
     }
 
-    /// Fill `attr` for a probe at `file_offset` of `path`, then open it for
-    /// (`pid`, `cpu`) as `PerfEventFd::open` does. The path only needs to
-    /// live through the call: the kernel resolves it to an inode at once.
-    pub fn open(
-        &self,
-        attr: &perf_event_attr,
-        path: &Path,
-        file_offset: u64,
-        retprobe: bool,
-        pid: i32,
-        cpu: i32,
-    ) -> io::Result<PerfEventFd> {
-        let c_path = CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
-        let mut attr = *attr;
-        attr.type_ = self.type_;
-        attr.config = if retprobe {
+    /// `config` for a probe: the retprobe bit for a return probe, else 0.
+    pub fn config(&self, retprobe: bool) -> u64 {
+        if retprobe {
             1u64 << self.retprobe_bit
         } else {
             0
-        };
-        attr.__bindgen_anon_3.config1 = c_path.as_ptr() as u64;
-        attr.__bindgen_anon_4.config2 = file_offset;
-        PerfEventFd::open(&attr, pid, cpu)
+        }
     }
+}
+
+/// Opens a uprobe PMU counter: `attr` has the PMU's type, `config` and the
+/// file offset in `config2`; `config1` points at `path` for the duration of
+/// `open` only (the kernel resolves the path to an inode at once, and the
+/// caller's attribute, which may be written to perf.data, keeps 0 there).
+pub fn open_at(
+    attr: &perf_event_attr,
+    path: &Path,
+    open: impl FnOnce(&perf_event_attr) -> io::Result<PerfEventFd>,
+) -> io::Result<PerfEventFd> {
+    let c_path = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
+    let mut attr = *attr;
+    attr.__bindgen_anon_3.config1 = c_path.as_ptr() as u64;
+    open(&attr)
 }
 
 /// `config:0` → 0 (the first bit of a one-bit format).
