@@ -12,9 +12,11 @@ pub mod hash;
 pub mod offcpu;
 pub mod offcpu_live;
 pub mod pairs;
+pub mod pairs_feed;
 pub mod profile;
 pub mod quality;
 pub mod sample;
+pub mod settle;
 pub mod stat;
 pub mod syscalls;
 #[cfg(test)]

@@ -2,9 +2,10 @@
 //! sched_switch / sched_wakeup fields it needs with the events' tracefs
 //! formats, passes side-band records and the samples of watched tasks to
 //! the resolver, and keeps the tracker's sequence numbers in step with the
-//! resolver's samples.
+//! resolver's samples. Context-switch records give switch-ins; lost-records
+//! reports drop what they may have reached.
 
-use linux_perf_event_reader::EventRecord;
+use linux_perf_event_reader::{CommonData, ContextSwitchRecord, EventRecord, RecordType};
 
 use crate::event::format::{Endian, EventFormat, FieldValue};
 use crate::symbol::Resolver;
@@ -61,6 +62,8 @@ pub struct OffCpuFeed {
     fields: SchedFields,
     /// Samples whose raw data could not be decoded.
     pub undecodable: u64,
+    /// Lost-records reports (LOST, LOST_SAMPLES) seen.
+    pub lost_records: u64,
 }
 
 impl OffCpuFeed {
@@ -70,25 +73,51 @@ impl OffCpuFeed {
             resolver,
             fields,
             undecodable: 0,
+            lost_records: 0,
         }
     }
 
-    /// One record, in time order.
-    pub fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
+    /// One record, in time order; `id`: its sample_id fields (time, tid,
+    /// cpu), needed for context-switch and lost records.
+    pub fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>, id: &CommonData) {
         let EventRecord::Sample(sample) = record else {
+            if let (Some(cpu), Some(time)) = (id.cpu, id.timestamp) {
+                self.tracker.seen(cpu, time);
+            }
             match record {
                 EventRecord::Comm(c) => self.tracker.task(c.pid, c.tid, None),
                 EventRecord::Fork(f) => self.tracker.task(f.pid, f.tid, Some(f.ppid)),
+                EventRecord::ContextSwitch(switch) => {
+                    let tid = match switch {
+                        ContextSwitchRecord::In { .. } => id.tid,
+                        ContextSwitchRecord::Out { next_tid, .. } => *next_tid,
+                    };
+                    if let (Some(time), Some(tid)) = (id.timestamp, tid) {
+                        self.tracker.switch_in(time, tid);
+                    }
+                    return;
+                }
+                EventRecord::Lost(_) => {
+                    self.lost_records += 1;
+                    self.tracker.lost(id.cpu);
+                }
+                EventRecord::Raw(raw) if raw.record_type == RecordType::LOST_SAMPLES => {
+                    self.lost_records += 1;
+                    self.tracker.lost(id.cpu);
+                }
                 _ => {}
             }
             self.resolver.handle_record(attr_index, record);
             return;
         };
+        let time = sample.timestamp.unwrap_or(0);
+        if let Some(cpu) = sample.cpu {
+            self.tracker.seen(cpu, time);
+        }
         let Some(raw) = sample.raw.map(|r| r.as_slice()) else {
             self.undecodable += 1;
             return;
         };
-        let time = sample.timestamp.unwrap_or(0);
         let verdict = if attr_index == self.fields.switch_attr {
             match (
                 int(&self.fields.prev_pid, &raw),

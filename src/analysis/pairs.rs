@@ -13,10 +13,23 @@
 //! Stacks are handled by sequence numbers, as in `offcpu`: a start that
 //! wants its stack asks the caller to resolve that sample, and the stack
 //! joins the pair's statistic when the results come back.
+//!
+//! Switch-ins (the end of wakeup latency and of preemption) are the first
+//! of the sched_switch tracepoint's `next_pid`, the
+//! PERF_RECORD_SWITCH_CPU_WIDE switch-out record's next task and its
+//! switch-in record (`switch_in`; the later ones find nothing open): on
+//! 6.18 the tracepoint misses some idle -> task switches. A wakeup of a task that
+//! is on a CPU at that moment (woken before it switched out) counts as a
+//! wakeup latency of 0: it never waited, and every wakeup is counted once.
+//!
+//! Lost records: a lost-records report drops every open start, and the
+//! finished pairs its loss window may reach wait in `settle` and are taken
+//! back; both are counted in `lost_dropped`. A latency is never stretched.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::offcpu::state_letter;
+use super::settle::Settle;
 
 /// One statistic: `(count) Total Avg Max(ts) Min(ts)`, times in ns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -221,6 +234,24 @@ pub struct PairEngine {
     next_seq: usize,
     /// Starts that never saw their end.
     pub unmatched: u64,
+    /// CPU → the task on it, and task → its CPU, from switch-ins/outs.
+    on_cpu: HashMap<u32, i32>,
+    running: HashMap<i32, u32>,
+    /// Finished pairs not yet beyond any loss window.
+    settle: Settle<Finished>,
+    /// Pairs dropped because records were lost (open starts and finished
+    /// pairs a loss window reached).
+    pub lost_dropped: u64,
+}
+
+/// A finished pair waiting in `settle`.
+#[derive(Debug)]
+struct Finished {
+    scope: Scope,
+    label: String,
+    duration: u64,
+    ts: u64,
+    stack: Option<usize>,
 }
 
 impl PairEngine {
@@ -256,12 +287,86 @@ impl PairEngine {
     }
 
     fn add(&mut self, scope: Scope, label: String, duration: u64, ts: u64, stack: Option<usize>) {
-        self.stats
-            .entry(scope)
+        self.settle.push(
+            ts,
+            Finished {
+                scope,
+                label,
+                duration,
+                ts,
+                stack,
+            },
+        );
+    }
+
+    fn apply(stats: &mut BTreeMap<Scope, BTreeMap<String, PairStat>>, f: Finished) {
+        stats
+            .entry(f.scope)
             .or_default()
-            .entry(label)
+            .entry(f.label)
             .or_default()
-            .add(duration, ts, stack);
+            .add(f.duration, f.ts, f.stack);
+    }
+
+    /// Any record of `cpu` at `time` (moves the loss windows on).
+    pub fn seen(&mut self, cpu: u32, time: u64) {
+        let stats = &mut self.stats;
+        self.settle.seen(cpu, time, |f| Self::apply(stats, f));
+    }
+
+    /// The ring of `cpu` (`None`: unknown) lost records: every open start,
+    /// and every finished pair the loss window may reach, is dropped.
+    pub fn lost(&mut self, cpu: Option<u32>) {
+        let open = self.wakeup_at.len()
+            + self.preempted_at.len()
+            + self.blocked_at.len()
+            + self.syscall_at.len()
+            + self.irq_at.len()
+            + self.softirq_raised.len()
+            + self.softirq_at.len()
+            + self.hook_at.len();
+        self.wakeup_at.clear();
+        self.preempted_at.clear();
+        self.blocked_at.clear();
+        self.syscall_at.clear();
+        self.irq_at.clear();
+        self.softirq_raised.clear();
+        self.softirq_at.clear();
+        self.hook_at.clear();
+        let finished = self.settle.lost(cpu).len();
+        self.lost_dropped += (open + finished) as u64;
+    }
+
+    /// `tid` got CPU `cpu` at `time`: ends its wakeup latency and its
+    /// preemption.
+    pub fn switch_in(&mut self, time: u64, cpu: u32, tid: i32) {
+        if let Some(old) = self.on_cpu.insert(cpu, tid)
+            && self.running.get(&old) == Some(&cpu)
+        {
+            self.running.remove(&old);
+        }
+        self.running.insert(tid, cpu);
+        if tid <= 0 {
+            return;
+        }
+        if let Some(t) = self.preempted_at.remove(&tid) {
+            self.add(
+                Scope::Task(tid),
+                "sched_switch:R".into(),
+                time.saturating_sub(t),
+                time,
+                None,
+            );
+        }
+        if let Some(t) = self.wakeup_at.remove(&tid) {
+            self.add(
+                Scope::Task(tid),
+                "sched_wakeup".into(),
+                time.saturating_sub(t),
+                time,
+                None,
+            );
+        }
     }
 
     fn syscall_name(&self, id: u64) -> String {
@@ -283,24 +388,10 @@ impl PairEngine {
                     return Want::Nothing;
                 };
                 let (prev, next) = (prev as i32, next as i32);
-                if let Some(t) = self.preempted_at.remove(&next) {
-                    self.add(
-                        Scope::Task(next),
-                        "sched_switch:R".into(),
-                        o.time.saturating_sub(t),
-                        o.time,
-                        None,
-                    );
+                if self.running.get(&prev) == Some(&o.cpu) {
+                    self.running.remove(&prev);
                 }
-                if let Some(t) = self.wakeup_at.remove(&next) {
-                    self.add(
-                        Scope::Task(next),
-                        "sched_wakeup".into(),
-                        o.time.saturating_sub(t),
-                        o.time,
-                        None,
-                    );
-                }
+                self.switch_in(o.time, o.cpu, next);
                 if self.watched(prev) {
                     let letter = state_letter(state);
                     if letter == 'R' {
@@ -325,7 +416,12 @@ impl PairEngine {
                 };
                 let pid = pid as i32;
                 if self.watched(pid) {
-                    self.wakeup_at.insert(pid, o.time);
+                    if self.running.contains_key(&pid) {
+                        // Woken before it switched out: it never waited.
+                        self.add(Scope::Task(pid), "sched_wakeup".into(), 0, o.time, None);
+                    } else if self.wakeup_at.insert(pid, o.time).is_some() {
+                        self.unmatched += 1;
+                    }
                     if let Some((t, letter, seq)) = self.blocked_at.remove(&pid) {
                         self.add(
                             Scope::Task(pid),
@@ -502,10 +598,15 @@ impl PairEngine {
         }
     }
 
-    /// Starts still open at the end are counted as unmatched.
+    /// The end of the input: finished pairs settle; starts still open are
+    /// counted as unmatched.
     pub fn finish(&mut self) {
-        self.unmatched +=
-            (self.blocked_at.len() + self.syscall_at.len() + self.hook_at.len()) as u64;
+        let stats = &mut self.stats;
+        self.settle.finish(|f| Self::apply(stats, f));
+        self.unmatched += (self.blocked_at.len()
+            + self.syscall_at.len()
+            + self.hook_at.len()
+            + self.wakeup_at.len()) as u64;
     }
 }
 
@@ -556,11 +657,55 @@ mod tests {
         let back = f(&[("prev_pid", 0), ("prev_state", 0), ("next_pid", 7)]);
         e.handle(&occ(0, 530, 0, &back));
         e.handle(&occ(3, 600, 7, &enter));
+        e.finish();
         let t = &e.stats[&Scope::Task(7)];
         assert_eq!(t["sys_fsync"].total, 500);
         assert_eq!(t["sched_switch:D"].total, 390);
         assert_eq!(t["sched_switch:D"].stacks, vec![(0, 390)]);
         assert_eq!(t["sched_wakeup"].total, 30);
+    }
+
+    #[test]
+    fn lost_records_drop_pairs_they_may_reach() {
+        let roles = vec![Builtin::SysEnter, Builtin::SysExit];
+        let mut e = PairEngine::new(roles, Vec::new(), HashMap::new());
+        e.all = true;
+        let f = [("id", 1u64)].into_iter().collect::<HashMap<&str, u64>>();
+        let on = |cpu: u32, event, time, tid| Occurrence {
+            event,
+            time,
+            cpu,
+            tid,
+            fields: &f,
+        };
+        // Task 5 on CPU 1: a pair that ends after CPU 0's last record.
+        e.seen(0, 10);
+        e.handle(&on(1, 0, 5, 5));
+        e.seen(1, 5);
+        e.handle(&on(1, 1, 20, 5));
+        e.seen(1, 20);
+        // Task 6 opens a call, then CPU 0 reports a loss after 10.
+        e.handle(&on(1, 0, 21, 6));
+        e.seen(1, 21);
+        e.lost(Some(0));
+        // Its exit comes, but the start was dropped: nothing is stretched.
+        e.handle(&on(1, 1, 900, 6));
+        e.finish();
+        assert_eq!(e.lost_dropped, 2);
+        assert!(e.stats.is_empty(), "{:?}", e.stats);
+    }
+
+    #[test]
+    fn wakeup_of_a_running_task_waits_zero() {
+        let roles = vec![Builtin::SchedSwitch, Builtin::SchedWakeup];
+        let mut e = PairEngine::new(roles, Vec::new(), HashMap::new());
+        e.all = true;
+        e.switch_in(100, 0, 7);
+        let wake = [("pid", 7u64)].into_iter().collect::<HashMap<&str, u64>>();
+        e.handle(&occ(1, 150, 3, &wake));
+        e.finish();
+        let w = &e.stats[&Scope::Task(7)]["sched_wakeup"];
+        assert_eq!((w.count, w.total), (1, 0));
     }
 
     #[test]
@@ -583,6 +728,7 @@ mod tests {
         e.handle(&occ(0, 12, 1, &b));
         e.handle(&occ(1, 15, 1, &a));
         e.handle(&occ(1, 22, 1, &b));
+        e.finish();
         assert_eq!(
             e.stats[&Scope::Global(0xa)]["hrtimer_expire_entry-hrtimer_expire_exit"].total,
             5

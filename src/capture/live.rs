@@ -11,7 +11,8 @@ use std::io;
 use std::time::Duration;
 
 use linux_perf_event_reader::{
-    Endianness, EventRecord, PerfEventAttr, RawData, RawEventRecord, RecordParseInfo, RecordType,
+    CommonData, Endianness, EventRecord, PerfEventAttr, RawData, RawEventRecord, RecordParseInfo,
+    RecordType,
 };
 
 use super::session::RecordSink;
@@ -19,6 +20,19 @@ use super::session::RecordSink;
 /// Receives parsed live records in time order.
 pub trait LiveConsumer {
     fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>);
+    /// As `handle_record`, with the record's sample_id fields (time, tid,
+    /// cpu) for non-sample records, which the parsed record lacks (context
+    /// switches, lost reports); samples carry their own and get defaults.
+    /// Default: `handle_record`.
+    fn handle_record_with_id(
+        &mut self,
+        attr_index: usize,
+        record: &EventRecord<'_>,
+        id: &CommonData,
+    ) {
+        let _ = id;
+        self.handle_record(attr_index, record);
+    }
     /// See `RecordSink::tick_interval`.
     fn tick_interval(&self) -> Option<Duration> {
         None
@@ -144,7 +158,11 @@ impl<C: LiveConsumer> LiveSink<C> {
                 info,
             );
             match raw.parse() {
-                Ok(record) => self.consumer.handle_record(index, &record),
+                Ok(record @ EventRecord::Sample(_)) => self.consumer.handle_record(index, &record),
+                Ok(record) => {
+                    let id = raw.common_data().unwrap_or_default();
+                    self.consumer.handle_record_with_id(index, &record, &id);
+                }
                 Err(_) => self.malformed += 1,
             }
         }

@@ -67,6 +67,11 @@ pub struct CaptureOptions {
     /// Event indices that take no call chain even with `call_graph` set
     /// (stacks cost; `profile` wants them on sched_switch only).
     pub no_callchain: Vec<usize>,
+    /// Ask for PERF_RECORD_SWITCH(_CPU_WIDE) records on every context
+    /// switch (perf record --switch-events). Default off. `profile` and
+    /// `offcpu` take switch-ins from them: the sched_switch tracepoint
+    /// alone misses some idle -> task switches on 6.18.
+    pub context_switch: bool,
 }
 
 pub const DEFAULT_FREQ: u64 = 4000;
@@ -218,6 +223,7 @@ fn build_attr(event: &ResolvedEvent, opts: &CaptureOptions, index: usize) -> per
         attr.set_comm(1);
         attr.set_comm_exec(1);
         attr.set_task(1);
+        attr.set_context_switch(u64::from(opts.context_switch));
     }
     // Wake the reader when a quarter of the ring is full, not per record.
     attr.set_watermark(1);

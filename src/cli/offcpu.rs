@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use linux_perf_event_reader::EventRecord;
+use linux_perf_event_reader::{CommonData, EventRecord};
 
 use scry::analysis::folded::{FoldOptions, FoldedStacks};
 use scry::analysis::offcpu::{OffCpuOptions, OffCpuTracker, Watch};
@@ -62,7 +62,16 @@ struct Consumer(OffCpuFeed);
 
 impl LiveConsumer for Consumer {
     fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
-        self.0.handle_record(attr_index, record);
+        self.0
+            .handle_record(attr_index, record, &CommonData::default());
+    }
+    fn handle_record_with_id(
+        &mut self,
+        attr_index: usize,
+        record: &EventRecord<'_>,
+        id: &CommonData,
+    ) {
+        self.0.handle_record(attr_index, record, id);
     }
     fn tick_interval(&self) -> Option<Duration> {
         None
@@ -113,6 +122,7 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
         call_graph: CallGraph::FramePointer,
         filters: Vec::new(),
         no_callchain: Vec::new(),
+        context_switch: true,
     };
     let fields = SchedFields::new(0, &switch_format, wakeup_format.as_ref().map(|f| (1, f)))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -165,7 +175,8 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
             switches: result.samples.len() as u64,
             by_state: result.by_state.clone(),
             unmatched: result.unmatched,
-            lost,
+            lost_dropped: result.lost_dropped,
+            lost: lost.max(outcome.per_cpu.values().map(|c| c.lost).sum()),
             quality_line: QualitySummary::from_samples(&result.samples, &frames).line(),
         };
         write_report(&mut out, &summary, &folded, &frames, args.stacks)?;

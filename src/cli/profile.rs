@@ -2,7 +2,10 @@
 //! the stacks where tasks blocked. Records the default hook events (and the
 //! `-H` hooks' events) system-wide, live; `analysis::pairs` pairs them;
 //! `render::profile` prints the report. Call chains are taken on
-//! sched_switch and on the start events of `s` hooks only.
+//! sched_switch and on the start events of `s` hooks only; switch-ins come
+//! from context-switch records. Also the two halves of `scry record
+//! --profile` / `scry report --profile` (`record_options`, `report_file`),
+//! which feed the same `analysis::pairs_feed` from a perf.data file.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
@@ -12,14 +15,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use linux_perf_event_reader::EventRecord;
+use linux_perf_event_reader::{CommonData, EventRecord};
 
-use scry::analysis::pairs::{Builtin, Hook, Occurrence, PairEngine, Want};
+use scry::analysis::pairs::{Builtin, Hook, PairEngine};
+use scry::analysis::pairs_feed::{PairsFeed, wanted_fields};
 use scry::analysis::sample::ResolvedSample;
 use scry::capture::live::{LiveConsumer, LiveSink, run_threaded};
 use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
-use scry::event::format::{Endian, EventFormat, FieldValue, load_format};
+use scry::event::format::{EventFormat, load_format};
 use scry::event::name::{self, ResolvedEvent};
 use scry::render::profile::{CpuStat, ProfileReport, StackStat, write_json, write_text};
 use scry::symbol::{ResolveOptions, Resolver};
@@ -84,61 +88,21 @@ fn find_event(text: &str, all: &[(String, String)]) -> anyhow::Result<(String, S
     }
 }
 
-struct Consumer {
-    engine: PairEngine,
-    resolver: Resolver,
-    formats: Vec<EventFormat>,
-    /// Per event: the fields the engine reads.
-    wanted: Vec<Vec<String>>,
-    comms: BTreeMap<i32, String>,
-    undecodable: u64,
-}
+struct Consumer(PairsFeed);
 
 impl LiveConsumer for Consumer {
     fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
-        let EventRecord::Sample(sample) = record else {
-            match record {
-                EventRecord::Comm(c) => {
-                    self.engine.task(c.pid, c.tid, None);
-                    self.comms.insert(
-                        c.tid,
-                        String::from_utf8_lossy(&c.name.as_slice()).into_owned(),
-                    );
-                }
-                EventRecord::Fork(f) => self.engine.task(f.pid, f.tid, Some(f.ppid)),
-                _ => {}
-            }
-            self.resolver.handle_record(attr_index, record);
-            return;
-        };
-        let (Some(raw), Some(format), Some(wanted)) = (
-            sample.raw.map(|r| r.as_slice()),
-            self.formats.get(attr_index),
-            self.wanted.get(attr_index),
-        ) else {
-            self.undecodable += 1;
-            return;
-        };
-        let mut fields: HashMap<&str, u64> = HashMap::new();
-        for name in wanted {
-            if let Some(field) = format.field(name)
-                && let Some(FieldValue::Int { value, .. }) = field.value(&raw, Endian::host())
-            {
-                fields.insert(name.as_str(), value);
-            }
-        }
-        let occurrence = Occurrence {
-            event: attr_index,
-            time: sample.timestamp.unwrap_or(0),
-            cpu: sample.cpu.unwrap_or(0),
-            tid: sample.tid.unwrap_or(-1),
-            fields: &fields,
-        };
-        if self.engine.handle(&occurrence) == Want::Stack {
-            self.resolver.handle_record(attr_index, record);
-        }
+        self.0
+            .handle_record(attr_index, record, &CommonData::default());
     }
-
+    fn handle_record_with_id(
+        &mut self,
+        attr_index: usize,
+        record: &EventRecord<'_>,
+        id: &CommonData,
+    ) {
+        self.0.handle_record(attr_index, record, id);
+    }
     fn tick_interval(&self) -> Option<Duration> {
         None
     }
@@ -169,6 +133,229 @@ fn group_stacks(stacks: &[(usize, u64)], resolved: &[ResolvedSample]) -> Vec<Sta
     out
 }
 
+/// The default hooks' events that exist here, in `DEFAULT_EVENTS` order.
+fn default_events(all: &[(String, String)]) -> Vec<(String, String)> {
+    DEFAULT_EVENTS
+        .iter()
+        .filter(|(s, e)| all.iter().any(|(a, b)| a == s && b == e))
+        .map(|(s, e)| (s.to_string(), e.to_string()))
+        .collect()
+}
+
+/// Capture options for the hook events: every event sampled, call chains
+/// on `stack_events` only, switch-ins from context-switch records, the
+/// whole system watched (a wakeup fires in the waker's context).
+fn capture_options(
+    events: &[(String, String)],
+    stack_events: &[usize],
+    command: Vec<OsString>,
+    mmap_pages: Option<usize>,
+) -> anyhow::Result<CaptureOptions> {
+    let specs: Vec<_> = events
+        .iter()
+        .map(|(s, e)| name::parse(&format!("{s}:{e}")))
+        .collect::<Result<_, _>>()?;
+    let resolved_events: Vec<ResolvedEvent> = name::resolve(&specs)?;
+    let no_callchain: Vec<usize> = (0..events.len())
+        .filter(|i| !stack_events.contains(i))
+        .collect();
+    let cpus = scry::sys::proc::online_cpus().map_or(1, |c| c.len());
+    Ok(CaptureOptions {
+        mmap_pages: mmap_pages.unwrap_or_else(|| default_mmap_pages(&resolved_events, cpus)),
+        events: resolved_events,
+        target: Target {
+            command,
+            system_wide: true,
+            ..Default::default()
+        },
+        sampling: Some(Sampling::Period(1)),
+        call_graph: CallGraph::FramePointer,
+        filters: Vec::new(),
+        no_callchain,
+        context_switch: true,
+    })
+}
+
+/// `scry record --profile`: the default hooks' events (stacks on
+/// sched_switch), system-wide, with context-switch records, for
+/// `scry report --profile`. `target` is record's, already checked.
+pub(super) fn record_options(
+    target: &Target,
+    mmap_pages: Option<usize>,
+) -> anyhow::Result<CaptureOptions> {
+    if !target.pids.is_empty() || !target.tids.is_empty() || target.cpus.is_some() {
+        anyhow::bail!(
+            "--profile records the whole system (wakeups happen in other tasks): \
+             give a command after -- or -a; pick tasks later with 'scry report --profile --pid'"
+        );
+    }
+    scry::sys::tracefs::root().context("--profile needs tracepoints")?;
+    let all = scry::sys::tracefs::list_events().context("listing tracepoints")?;
+    let events = default_events(&all);
+    if events.is_empty() {
+        anyhow::bail!("--profile: none of the default hook tracepoints exist here");
+    }
+    let stacks: Vec<usize> = events
+        .iter()
+        .position(|(s, e)| s == "sched" && e == "sched_switch")
+        .into_iter()
+        .collect();
+    capture_options(&events, &stacks, target.command.clone(), mmap_pages)
+}
+
+/// Which tasks a file's report shows (`scry report --profile`): every task
+/// unless pids, tids or command names are given.
+#[derive(Clone, Debug, Default)]
+pub(super) struct FileWatch {
+    pub pids: Vec<i32>,
+    pub tids: Vec<i32>,
+    pub comms: Vec<String>,
+}
+
+/// `scry report --profile`: the pairs of a perf.data file (from `scry
+/// record --profile`, or any file with the hook tracepoints), printed as
+/// `scry profile` prints them.
+pub(super) fn report_file(
+    input: &std::path::Path,
+    json: bool,
+    watch: &FileWatch,
+) -> anyhow::Result<()> {
+    use scry::data::reader::{PerfReader, Record};
+    use scry::event::tracing_data_parse::parse_tracing_data;
+
+    let mut reader =
+        PerfReader::open(input).with_context(|| format!("reading {}", input.display()))?;
+    let blob = reader.tracing_data().with_context(|| {
+        format!(
+            "{} has no tracepoint formats (TRACING_DATA): record it with 'scry record --profile'",
+            input.display()
+        )
+    })?;
+    let tracing = parse_tracing_data(blob)
+        .map_err(|e| anyhow::anyhow!("{}: tracing data: {e}", input.display()))?;
+    let formats: Vec<Option<EventFormat>> = reader
+        .events()
+        .iter()
+        .map(|e| match e.attr.type_ {
+            linux_perf_event_reader::PerfEventType::Tracepoint(id) => {
+                tracing.formats.iter().find(|f| f.id == id).cloned()
+            }
+            _ => None,
+        })
+        .collect();
+    let roles: Vec<Builtin> = formats
+        .iter()
+        .map(|f| {
+            f.as_ref()
+                .map_or(Builtin::Other, |f| Builtin::of(&f.system, &f.name))
+        })
+        .collect();
+    if !roles.contains(&Builtin::SchedSwitch) && !roles.contains(&Builtin::SysEnter) {
+        anyhow::bail!(
+            "{} holds none of the profile hooks' events (record it with 'scry record --profile')",
+            input.display()
+        );
+    }
+    let refs: Vec<Option<&EventFormat>> = formats.iter().map(Option::as_ref).collect();
+    let wanted = wanted_fields(&refs, &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut engine = PairEngine::new(roles, Vec::new(), syscall_names());
+    engine.all = watch.pids.is_empty() && watch.tids.is_empty() && watch.comms.is_empty();
+    engine
+        .pids
+        .extend(watch.pids.iter().chain(&watch.tids).copied());
+    let mut resolver = Resolver::new(&ResolveOptions::default());
+    if let Ok(ids) = reader.build_ids_raw() {
+        resolver.set_header_build_ids(ids);
+    }
+    let mut feed = PairsFeed::new(engine, resolver, formats, wanted);
+    let mut cpus: BTreeMap<u32, CpuStat> = BTreeMap::new();
+    while let Some((record, id)) = reader.next_record_with_id()? {
+        let Record::Event { attr_index, record } = record else {
+            continue;
+        };
+        let cpu = match &record {
+            EventRecord::Sample(s) => s.cpu,
+            _ => id.cpu,
+        };
+        if let Some(cpu) = cpu {
+            let stat = cpus.entry(cpu).or_insert(CpuStat {
+                cpu,
+                ..Default::default()
+            });
+            match &record {
+                EventRecord::Lost(l) => stat.lost += l.count,
+                _ => stat.records += 1,
+            }
+        }
+        if let EventRecord::Comm(c) = &record
+            && watch
+                .comms
+                .iter()
+                .any(|w| w.as_bytes() == &*c.name.as_slice())
+        {
+            feed.engine.pids.insert(c.pid);
+        }
+        feed.handle_record(attr_index, &record, &id);
+    }
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    write_report(feed, cpus.into_values().collect(), json, &mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+fn syscall_names() -> HashMap<u64, String> {
+    syscalls::Sysno::iter()
+        .map(|s| (s.id() as u64, s.name().to_string()))
+        .collect()
+}
+
+/// The engine's results, grouped and printed (text or JSON).
+fn write_report(
+    feed: PairsFeed,
+    cpus: Vec<CpuStat>,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let PairsFeed {
+        mut engine,
+        resolver,
+        comms,
+        undecodable,
+        ..
+    } = feed;
+    engine.finish();
+    let (resolved, frames, _stats, _lost) = resolver.finish();
+    if undecodable > 0 {
+        eprintln!("scry: {undecodable} samples had no decodable fields and were skipped");
+    }
+    let mut report = ProfileReport {
+        cpus,
+        unmatched: engine.unmatched,
+        lost_dropped: engine.lost_dropped,
+        comms,
+        ..Default::default()
+    };
+    for (scope, stats) in std::mem::take(&mut engine.stats) {
+        let mut events: Vec<_> = stats
+            .into_iter()
+            .map(|(label, stat)| {
+                let stacks = group_stacks(&stat.stacks, &resolved);
+                (label, stat, stacks)
+            })
+            .collect();
+        events.sort_by(|a, b| b.1.total.cmp(&a.1.total).then(a.0.cmp(&b.0)));
+        report.sections.insert(scope, events);
+    }
+    let mut out = out;
+    if json {
+        write_json(&mut out, &report, &frames)?;
+    } else {
+        write_text(&mut out, &report, &frames)?;
+    }
+    Ok(())
+}
+
 pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let json = match args.format.as_str() {
         "text" => false,
@@ -197,14 +384,11 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let all = scry::sys::tracefs::list_events().context("listing tracepoints")?;
 
     // The events: defaults that exist here, then the hooks' events.
-    let mut events: Vec<(String, String)> = Vec::new();
-    if !args.no_default_hooks {
-        for (s, e) in DEFAULT_EVENTS {
-            if all.iter().any(|(a, b)| a == s && b == e) {
-                events.push((s.to_string(), e.to_string()));
-            }
-        }
-    }
+    let mut events: Vec<(String, String)> = if args.no_default_hooks {
+        Vec::new()
+    } else {
+        default_events(&all)
+    };
     let index_of = |events: &mut Vec<(String, String)>, ev: (String, String)| {
         events.iter().position(|x| *x == ev).unwrap_or_else(|| {
             events.push(ev);
@@ -227,51 +411,13 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<_>>()?;
     // Check the hooks' fields exist, and collect what each event needs.
-    let mut wanted: Vec<Vec<String>> = formats
+    let refs: Vec<Option<&EventFormat>> = formats.iter().map(Some).collect();
+    let wanted = wanted_fields(&refs, &hook_events).map_err(|e| anyhow::anyhow!("-H: {e}"))?;
+    let stack_events: Vec<usize> = events
         .iter()
-        .map(|f| {
-            [
-                "prev_pid",
-                "prev_state",
-                "next_pid",
-                "pid",
-                "id",
-                "irq",
-                "vec",
-            ]
-            .iter()
-            .filter(|n| f.field(n).is_some())
-            .map(|n| n.to_string())
-            .collect()
-        })
-        .collect();
-    for (hook, start, end) in &hook_events {
-        for (field, event) in [
-            (&hook.start_match, *start),
-            (&hook.start_pid, *start),
-            (&hook.end_match, *end),
-        ] {
-            let Some(field) = field else { continue };
-            let format = &formats[event];
-            let Some(f) = format.field(field) else {
-                anyhow::bail!("-H: event {} has no field '{field}'", format.full_name());
-            };
-            if !matches!(f.kind, scry::event::format::FieldKind::Scalar) {
-                anyhow::bail!(
-                    "-H: field '{field}' of {} is not a number and cannot be matched",
-                    format.full_name()
-                );
-            }
-            wanted[event].push(field.clone());
-        }
-    }
-    let specs: Vec<_> = events
-        .iter()
-        .map(|(s, e)| name::parse(&format!("{s}:{e}")))
-        .collect::<Result<_, _>>()?;
-    let resolved_events: Vec<ResolvedEvent> = name::resolve(&specs)?;
-    let stack_events: Vec<usize> = std::iter::once(0usize)
+        .position(|(s, e)| s == "sched" && e == "sched_switch")
         .filter(|_| !args.no_default_hooks)
+        .into_iter()
         .chain(
             hook_events
                 .iter()
@@ -279,29 +425,10 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
                 .map(|(_, s, _)| *s),
         )
         .collect();
-    let no_callchain: Vec<usize> = (0..events.len())
-        .filter(|i| !stack_events.contains(i))
-        .collect();
-    let cpus = scry::sys::proc::online_cpus().map_or(1, |c| c.len());
-    let opts = CaptureOptions {
-        mmap_pages: default_mmap_pages(&resolved_events, cpus),
-        events: resolved_events,
-        target: Target {
-            command: args.command.clone(),
-            system_wide: true,
-            ..Default::default()
-        },
-        sampling: Some(Sampling::Period(1)),
-        call_graph: CallGraph::FramePointer,
-        filters: Vec::new(),
-        no_callchain,
-    };
+    let opts = capture_options(&events, &stack_events, args.command.clone(), None)?;
 
     let roles: Vec<Builtin> = events.iter().map(|(s, e)| Builtin::of(s, e)).collect();
-    let syscall_names: HashMap<u64, String> = syscalls::Sysno::iter()
-        .map(|s| (s.id() as u64, s.name().to_string()))
-        .collect();
-    let mut engine = PairEngine::new(roles, hook_events, syscall_names);
+    let mut engine = PairEngine::new(roles, hook_events, syscall_names());
     engine.all = args.all_cpus;
     engine.pids.extend(pids.iter().copied());
 
@@ -313,15 +440,13 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     }
     let ids = session.ids().context("reading sample ids")?;
     let attrs: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
-    let consumer = Consumer {
+    let feed = PairsFeed::new(
         engine,
-        resolver: Resolver::new(&ResolveOptions::default()),
-        formats,
+        Resolver::new(&ResolveOptions::default()),
+        formats.into_iter().map(Some).collect(),
         wanted,
-        comms: BTreeMap::new(),
-        undecodable: 0,
-    };
-    let mut sink = LiveSink::new(&attrs, consumer).context("parsing the event attributes")?;
+    );
+    let mut sink = LiveSink::new(&attrs, Consumer(feed)).context("parsing the event attributes")?;
     let mut synthesized = Vec::new();
     session.synthesize(true, &mut synthesized);
     scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
@@ -329,44 +454,16 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     session.start()?;
     let outcome = run_threaded(session, signals, &mut sink)?;
 
-    let Consumer {
-        mut engine,
-        resolver,
-        comms,
-        undecodable,
-        ..
-    } = sink.consumer;
-    engine.finish();
-    let (resolved, frames, _stats, _lost) = resolver.finish();
-    if undecodable > 0 {
-        eprintln!("scry: {undecodable} samples had no decodable fields and were skipped");
-    }
-    let mut report = ProfileReport {
-        cpus: outcome
-            .per_cpu
-            .iter()
-            .map(|(&cpu, s)| CpuStat {
-                cpu,
-                records: s.records,
-                bytes: s.bytes,
-                lost: s.lost,
-            })
-            .collect(),
-        unmatched: engine.unmatched,
-        comms,
-        ..Default::default()
-    };
-    for (scope, stats) in std::mem::take(&mut engine.stats) {
-        let mut events: Vec<_> = stats
-            .into_iter()
-            .map(|(label, stat)| {
-                let stacks = group_stacks(&stat.stacks, &resolved);
-                (label, stat, stacks)
-            })
-            .collect();
-        events.sort_by(|a, b| b.1.total.cmp(&a.1.total).then(a.0.cmp(&b.0)));
-        report.sections.insert(scope, events);
-    }
+    let cpus = outcome
+        .per_cpu
+        .iter()
+        .map(|(&cpu, s)| CpuStat {
+            cpu,
+            records: s.records,
+            bytes: s.bytes,
+            lost: s.lost,
+        })
+        .collect();
     let mut out: Box<dyn Write> = match (&args.output, args.stderr) {
         (Some(path), _) => Box::new(BufWriter::new(
             std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
@@ -374,11 +471,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         (None, true) => Box::new(BufWriter::new(io::stderr())),
         (None, false) => Box::new(BufWriter::new(io::stdout())),
     };
-    if json {
-        write_json(&mut out, &report, &frames)?;
-    } else {
-        write_text(&mut out, &report, &frames)?;
-    }
+    write_report(sink.consumer.0, cpus, json, &mut out)?;
     out.flush()?;
     if let StopReason::TargetExited(Some(status)) = outcome.stop
         && !status.success()

@@ -61,6 +61,11 @@ pub struct RecordArgs {
     /// Print nothing but errors.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Record what `scry profile`'s default hooks need (sched, syscalls, irq,
+    /// page-fault tracepoints, stacks on sched_switch, context switches),
+    /// system-wide, for `scry report --profile`.
+    #[arg(long, conflicts_with_all = ["events", "filter", "freq", "count", "callchain", "call_graph"])]
+    profile: bool,
     /// The command to run and record (`--` before it is optional, as with perf).
     #[arg(
         trailing_var_arg = true,
@@ -169,6 +174,9 @@ impl RecordArgs {
                 "nothing to record: give a command after --, or -p PID, -t TID, -a or -C CPUS"
             );
         }
+        if self.profile {
+            return super::profile::record_options(&target, self.mmap_pages);
+        }
         let cpu_count = match &target.cpus {
             Some(list) => list.len(),
             None => scry::sys::proc::online_cpus().map_or(1, |c| c.len()),
@@ -194,6 +202,7 @@ impl RecordArgs {
             mmap_pages,
             filters,
             no_callchain: Vec::new(),
+            context_switch: false,
         })
     }
 }

@@ -75,6 +75,10 @@ pub struct ReportArgs {
     /// Keep raw (mangled) symbol names.
     #[arg(long = "no-demangle")]
     no_demangle: bool,
+    /// Event-pair latencies per task, as `scry profile` prints them, from a
+    /// file of `scry record --profile` (--pid, --tid, --comm pick the tasks).
+    #[arg(long)]
+    profile: bool,
 }
 
 /// `-g` resolved against what the file holds.
@@ -116,6 +120,14 @@ fn parse_graph(text: &str, children: bool) -> anyhow::Result<GraphChoice> {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    if args.profile {
+        let watch = super::profile::FileWatch {
+            pids: args.pids,
+            tids: args.tids,
+            comms: args.comms,
+        };
+        return super::profile::report_file(&args.input, args.format == Format::Json, &watch);
+    }
     // Validate flags before the (slow) resolving.
     let sort = SortKey::parse_list(&args.sort)
         .map_err(anyhow::Error::msg)

@@ -381,6 +381,7 @@ impl TopArgs {
             mmap_pages,
             filters: Vec::new(),
             no_callchain: Vec::new(),
+            context_switch: false,
         })
     }
 }

@@ -44,10 +44,11 @@ pub use layout::{
     Endian, FileLayout, RecordFrame, Section, feature_name, record_type_name, walk_records,
 };
 
+pub use linux_perf_data::linux_perf_event_reader::CommonData;
 /// The parsed record types `next_record` returns.
 pub use linux_perf_data::linux_perf_event_reader::{EventRecord, SampleRecord};
 use linux_perf_data::linux_perf_event_reader::{
-    HardwareEventId, PerfEventAttr, PerfEventType, SoftwareCounterType,
+    HardwareEventId, PerfEventAttr, PerfEventType, RecordType, SoftwareCounterType,
 };
 use linux_perf_data::{Feature, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
 pub use linux_perf_data::{RawUserRecord, UserRecordType};
@@ -521,9 +522,22 @@ impl PerfReader {
         }
     }
 
+    /// The TRACING_DATA feature (tracepoint formats), if the file has it.
+    pub fn tracing_data(&self) -> Option<&[u8]> {
+        self.perf_file.feature_section_data(Feature::TRACING_DATA)
+    }
+
     /// The next record in time order, parsed; `None` at the end (and after
     /// an error was returned).
     pub fn next_record(&mut self) -> Result<Option<Record<'_>>, ReadError> {
+        Ok(self.next_record_with_id()?.map(|(record, _)| record))
+    }
+
+    /// As `next_record`, with the record's sample_id fields (time, tid,
+    /// cpu) when it is a kernel record other than a sample (samples carry
+    /// their own; they and user records get defaults): context-switch and
+    /// lost records need them.
+    pub fn next_record_with_id(&mut self) -> Result<Option<(Record<'_>, CommonData)>, ReadError> {
         if self.failed {
             return Ok(None);
         }
@@ -559,11 +573,18 @@ impl PerfReader {
         };
         let (attr_index, raw) = match next {
             None => return Ok(None),
-            Some(PerfFileRecord::UserRecord(user)) => return Ok(Some(Record::User(user))),
+            Some(PerfFileRecord::UserRecord(user)) => {
+                return Ok(Some((Record::User(user), CommonData::default())));
+            }
             Some(PerfFileRecord::EventRecord { attr_index, record }) => (attr_index, record),
         };
+        let id = if raw.record_type == RecordType::SAMPLE {
+            CommonData::default()
+        } else {
+            raw.common_data().unwrap_or_default()
+        };
         let reason = match guard(|| raw.parse()) {
-            Ok(Ok(record)) => return Ok(Some(Record::Event { attr_index, record })),
+            Ok(Ok(record)) => return Ok(Some((Record::Event { attr_index, record }, id))),
             Ok(Err(e)) => e.to_string(),
             Err(message) => format!("the parser panicked: {message}"),
         };

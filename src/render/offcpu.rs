@@ -16,6 +16,8 @@ pub struct OffCpuSummary {
     /// (state letter, ns), largest first.
     pub by_state: Vec<(char, u64)>,
     pub unmatched: u64,
+    /// Periods dropped because records were lost.
+    pub lost_dropped: u64,
     pub lost: u64,
     pub quality_line: String,
 }
@@ -48,11 +50,18 @@ pub fn write_report(
             states.join(", ")
         }
     )?;
-    if summary.unmatched > 0 || summary.lost > 0 {
+    if summary.unmatched > 0 {
         writeln!(
             w,
-            "# {} switch-outs had no switch-in before the end (dropped, not stretched); {} events lost",
-            summary.unmatched, summary.lost
+            "# {} switch-outs had no switch-in before the end (dropped, not stretched)",
+            summary.unmatched
+        )?;
+    }
+    if summary.lost > 0 || summary.lost_dropped > 0 {
+        writeln!(
+            w,
+            "# WARNING: {} events lost; {} off-CPU periods they may have reached were dropped, not stretched",
+            summary.lost, summary.lost_dropped
         )?;
     }
     writeln!(w, "# {}", summary.quality_line)?;

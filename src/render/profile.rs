@@ -37,6 +37,8 @@ pub struct CpuStat {
 pub struct ProfileReport {
     pub cpus: Vec<CpuStat>,
     pub unmatched: u64,
+    /// Pairs dropped because records were lost (never stretched).
+    pub lost_dropped: u64,
     /// Section → event label → statistic (stacks already grouped).
     pub sections: BTreeMap<Scope, Vec<(String, PairStat, Vec<StackStat>)>>,
     /// Names of tasks, by tid.
@@ -82,10 +84,11 @@ pub fn write_text(
             cpu.cpu, cpu.records, cpu.bytes, cpu.lost
         )?;
     }
-    if lost > 0 {
+    if lost > 0 || report.lost_dropped > 0 {
         writeln!(
             w,
-            "WARNING: {lost} events were lost: pairs that lost an end were dropped, not stretched"
+            "WARNING: {lost} events were lost: {} pairs they may have reached were dropped, not stretched",
+            report.lost_dropped
         )?;
     }
     if report.unmatched > 0 {
@@ -179,7 +182,8 @@ pub fn write_json(
             json!({"kind": kind, "id": id, "comm": comm, "events": events})
         })
         .collect();
-    let value = json!({"cpus": report.cpus, "unmatched": report.unmatched, "sections": sections});
+    let value = json!({"cpus": report.cpus, "unmatched": report.unmatched,
+                       "lost_dropped": report.lost_dropped, "sections": sections});
     serde_json::to_writer_pretty(&mut *w, &value).map_err(io::Error::other)?;
     writeln!(w)
 }
