@@ -1,7 +1,9 @@
 //! `scry profile` (trace-cmd profile's event pairs) on programs with known
 //! behaviour: exactly N fsync system calls with the blocked time led by the
-//! fsync stack; a ping-pong whose wakeups are counted per thread; a custom
-//! global hook with per-value sections; and bad hooks as one-line errors.
+//! fsync stack, live and through `record --profile` + `report --profile`; a
+//! ping-pong whose wakeup latencies per thread number exactly the wakeups
+//! `perf sched record` saw in the same run; a custom global hook with
+//! per-value sections; and bad hooks as one-line errors.
 
 mod common;
 
@@ -165,6 +167,228 @@ fn bad_hooks_are_one_line_and_exit_2() {
         assert!(
             stderr.starts_with("scry: ") && stderr.contains(expected),
             "{hook}: {stderr}"
+        );
+    }
+}
+
+/// The `count` of `name` in the section of the task named `comm`.
+fn count_in(report: &Value, comm: &str, name: &str) -> u64 {
+    report["sections"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["comm"] == comm))
+        .and_then(|s| s["events"].as_array())
+        .and_then(|events| event(events, name))
+        .map_or(0, |e| e["count"].as_u64().unwrap_or(0))
+}
+
+#[test]
+fn record_then_report_gives_the_live_answer() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let fsyncer = common::workload("fsyncer");
+    let dir = common::tempdir();
+    let data = dir.path().join("data");
+    // Live.
+    let (live, _) = profile_json(&[], &[fsyncer.as_os_str(), "30".as_ref(), data.as_os_str()]);
+    assert_eq!(count_in(&live, "fsyncer", "sys_fsync"), 30, "{live:#}");
+    // Recorded, then post-processed.
+    let file = dir.path().join("profile.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "--profile", "-q", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&fsyncer)
+            .arg("30")
+            .arg(&data),
+    );
+    let out = common::run_ok(
+        common::scry()
+            .args([
+                "report",
+                "--profile",
+                "--comm",
+                "fsyncer",
+                "--format",
+                "json",
+                "-i",
+            ])
+            .arg(&file),
+    );
+    let report: Value = serde_json::from_str(&out).expect("report --profile json parses");
+    assert_eq!(count_in(&report, "fsyncer", "sys_fsync"), 30, "{report:#}");
+    assert!(
+        count_in(&report, "fsyncer", "sched_switch:D") > 0,
+        "{report:#}"
+    );
+    let events = report["sections"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["comm"] == "fsyncer"))
+        .and_then(|s| s["events"].as_array())
+        .expect("fsyncer section");
+    let blocked = event(events, "sched_switch:D").expect("blocked time");
+    let frames: Vec<&str> = blocked["stacks"][0]["frames"]
+        .as_array()
+        .expect("frames")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(frames.iter().any(|f| f.contains("fsync")), "{frames:?}");
+    // The text form says the same.
+    let text = common::run_ok(
+        common::scry()
+            .args(["report", "--profile", "--comm", "fsyncer", "-i"])
+            .arg(&file),
+    );
+    assert!(text.contains("Event: sys_fsync (30) "), "{text}");
+    // perf reads the file: tracepoints and the context-switch records.
+    let out = common::output(
+        common::perf()
+            .args([
+                "script",
+                "--show-switch-events",
+                "-F",
+                "comm,tid,event",
+                "-i",
+            ])
+            .arg(&file),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        script.contains("sched:sched_switch"),
+        "perf script shows no sched_switch"
+    );
+    assert!(
+        script.contains("raw_syscalls:sys_enter"),
+        "perf script shows no sys_enter"
+    );
+    assert!(
+        script.contains("PERF_RECORD_SWITCH_CPU_WIDE"),
+        "no switch records"
+    );
+    // Bad input: one line, exit 2.
+    let out = common::output(common::scry().args([
+        "record",
+        "--profile",
+        "-e",
+        "cpu-clock",
+        "--",
+        "true",
+    ]));
+    assert_eq!(out.status.code(), Some(2));
+    let out = common::output(
+        common::scry()
+            .args(["report", "--profile", "-i"])
+            .arg(dir.path().join("missing.data")),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+/// `perf sched record -a` in the background until dropped (SIGINT, waited).
+struct PerfSched {
+    child: std::process::Child,
+}
+
+impl PerfSched {
+    fn start(file: &std::path::Path) -> PerfSched {
+        let mut child = common::perf()
+            .args(["sched", "record", "-a", "-o"])
+            .arg(file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start perf sched record");
+        // perf is recording once the file has its header.
+        let start = std::time::Instant::now();
+        while std::fs::metadata(file).map_or(0, |m| m.len()) == 0
+            && start.elapsed() < std::time::Duration::from_secs(10)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("perf sched record exited early: {status}");
+        }
+        PerfSched { child }
+    }
+
+    fn stop(mut self) {
+        common::signal(self.child.id(), "INT");
+        common::wait_timeout(&mut self.child, std::time::Duration::from_secs(20))
+            .expect("perf sched record stops on SIGINT");
+    }
+}
+
+impl Drop for PerfSched {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Per tid: the wakeups perf sched recorded for it. perf sched records
+/// sched_waking where the kernel has it (every waking is followed by one
+/// sched_wakeup: ttwu passes its state check once), else sched_wakeup.
+fn perf_wakeups(file: &std::path::Path) -> std::collections::HashMap<i64, u64> {
+    let out = common::run_ok(
+        common::perf()
+            .args(["script", "-F", "event,trace", "-i"])
+            .arg(file),
+    );
+    let kind = if out.contains("sched:sched_waking:") {
+        "sched:sched_waking:"
+    } else {
+        "sched:sched_wakeup:"
+    };
+    let mut counts = std::collections::HashMap::new();
+    for line in out.lines().filter(|l| l.contains(kind)) {
+        if let Some(pid) = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("pid="))
+            .and_then(|p| p.parse::<i64>().ok())
+        {
+            *counts.entry(pid).or_default() += 1;
+        }
+    }
+    counts
+}
+
+#[test]
+fn pingpong_wakeups_equal_what_perf_sched_records() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let pingpong = common::workload("pingpong");
+    let dir = common::tempdir();
+    let file = dir.path().join("sched.data");
+    let perf = PerfSched::start(&file);
+    let (report, stderr) = profile_json(&[], &[pingpong.as_os_str(), "400".as_ref()]);
+    perf.stop();
+    let lost: u64 = report["cpus"].as_array().map_or(0, |c| {
+        c.iter().map(|c| c["lost"].as_u64().unwrap_or(0)).sum()
+    });
+    assert_eq!(lost, 0, "scry lost events; counts cannot be compared");
+    let perf_counts = perf_wakeups(&file);
+    for role in ["pinger", "ponger"] {
+        let tid: i64 = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("pingpong {role} ")))
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {role} tid in: {stderr}"));
+        let events = task_events(&report, tid);
+        let ours = event(events, "sched_wakeup").map_or(0, |e| e["count"].as_u64().unwrap_or(0));
+        let theirs = perf_counts.get(&tid).copied().unwrap_or(0);
+        assert!(ours >= 100, "{role}: only {ours} wakeups");
+        assert_eq!(
+            ours, theirs,
+            "{role} (tid {tid}): scry counted {ours} wakeup latencies, perf sched recorded {theirs} wakeups"
         );
     }
 }
