@@ -16,6 +16,8 @@ pub mod pairs_feed;
 pub mod profile;
 pub mod quality;
 pub mod sample;
+pub mod sched;
+pub mod sched_feed;
 pub mod settle;
 pub mod stat;
 pub mod syscalls;

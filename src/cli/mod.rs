@@ -13,6 +13,7 @@ mod probe;
 mod profile;
 mod record;
 mod report;
+mod sched;
 mod script;
 mod stat;
 mod top;
@@ -53,6 +54,8 @@ enum Command {
     Offcpu(offcpu::OffcpuArgs),
     /// Latency between paired events per task, with stacks (trace-cmd profile)
     Profile(profile::ProfileArgs),
+    /// Scheduler analysis: runqlat (run-queue latency histogram), timehist (per-switch timeline)
+    Sched(sched::SchedArgs),
 }
 
 /// `-p`/`-t` lists: `1234,5678` → positive ids, or an error naming the flag.
@@ -91,6 +94,7 @@ pub fn main() -> ExitCode {
         Command::Top(args) => top::run(args),
         Command::Offcpu(args) => offcpu::run(args),
         Command::Profile(args) => profile::run(args),
+        Command::Sched(args) => sched::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Probe(args) => probe::run(args),
     };

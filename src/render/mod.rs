@@ -14,6 +14,7 @@ pub mod offcpu;
 pub mod profile;
 pub mod report;
 pub mod report_json;
+pub mod sched;
 pub mod script;
 pub mod stat;
 pub mod top;

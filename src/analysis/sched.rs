@@ -1,0 +1,268 @@
+//! Scheduler timelines from sched_switch, sched_wakeup(_new) and switch-in
+//! indications: the run-queue latency histogram (bcc's runqlat: from a
+//! wakeup, or a preemption, to the switch-in, log2 buckets of µs) and per
+//! switch-out timeline rows (perf sched timehist: wait time, scheduling
+//! delay, run time).
+//!
+//! Switch-ins are the first of the tracepoint's `next_pid` and the
+//! context-switch records (as in `offcpu`): on 6.18 the tracepoint misses
+//! some idle -> task switches. A wakeup of a task that is on a CPU is no
+//! run-queue wait and is not counted. Every switch-out of a watched task
+//! makes one row (as perf prints one per sched_switch); pieces the input
+//! did not show (a switch-in before the recording) are `None`.
+//!
+//! Lost records: task states are forgotten and finished latencies and rows
+//! a loss window may reach are dropped (`settle`), counted in
+//! `lost_dropped`: nothing is stretched.
+
+use std::collections::HashMap;
+
+use super::offcpu::{Watch, state_letter};
+use super::settle::Settle;
+
+/// Counts in power-of-two buckets: bucket 0 holds 0 and 1, bucket i holds
+/// `2^i ..= 2^(i+1) - 1` (bcc's `bpf_log2l` slots).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Log2Hist {
+    pub buckets: Vec<u64>,
+}
+
+impl Log2Hist {
+    pub fn add(&mut self, value: u64) {
+        let slot = if value <= 1 {
+            0
+        } else {
+            (63 - value.leading_zeros()) as usize
+        };
+        if self.buckets.len() <= slot {
+            self.buckets.resize(slot + 1, 0);
+        }
+        self.buckets[slot] += 1;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// The value range of bucket `slot`: (low, high), inclusive.
+    pub fn range(slot: usize) -> (u64, u64) {
+        if slot == 0 {
+            (0, 1)
+        } else {
+            (1u64 << slot, (1u64 << (slot + 1)) - 1)
+        }
+    }
+}
+
+/// One switch-out of a watched task (perf sched timehist's line).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TimehistRow {
+    /// When it switched out, ns.
+    pub time: u64,
+    pub cpu: u32,
+    pub tid: i32,
+    pub pid: i32,
+    /// Off CPU before this run: last switch-out to this switch-in, ns.
+    pub wait: Option<u64>,
+    /// Runnable before this run: wakeup or preemption to switch-in, ns.
+    pub delay: Option<u64>,
+    /// This run: switch-in to switch-out, ns.
+    pub run: Option<u64>,
+    /// The state it left in (R S D ...).
+    pub state: char,
+}
+
+#[derive(Debug, Default)]
+struct TaskState {
+    /// Last switch-out time.
+    out: Option<u64>,
+    /// Runnable since (woken or preempted), not yet on a CPU.
+    ready: Option<u64>,
+    /// On a CPU since, and which.
+    on: Option<(u64, u32)>,
+    /// This run's wait and delay, found at its switch-in.
+    wait: Option<u64>,
+    delay: Option<u64>,
+}
+
+#[derive(Debug)]
+enum Finished {
+    Latency(u64),
+    Row(TimehistRow),
+}
+
+/// The tracker; see the module doc.
+#[derive(Debug, Default)]
+pub struct SchedTracker {
+    pub watch: Watch,
+    tgid: HashMap<i32, i32>,
+    tasks: HashMap<i32, TaskState>,
+    /// Keep timeline rows (`timehist`), not only the histogram.
+    pub keep_rows: bool,
+    /// Run-queue latency in µs.
+    pub runqlat: Log2Hist,
+    pub rows: Vec<TimehistRow>,
+    settle: Settle<Finished>,
+    pub lost_dropped: u64,
+}
+
+impl SchedTracker {
+    pub fn new(watch: Watch, keep_rows: bool) -> Self {
+        SchedTracker {
+            watch,
+            keep_rows,
+            ..Default::default()
+        }
+    }
+
+    /// A COMM or FORK record (forks of watched processes are watched).
+    pub fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
+        self.tgid.insert(tid, pid);
+        if let Some(parent) = parent_pid
+            && parent != pid
+            && self.watch.pids.contains(&parent)
+        {
+            self.watch.pids.insert(pid);
+        }
+    }
+
+    fn watched(&self, tid: i32) -> bool {
+        tid > 0
+            && (self.watch.all
+                || self
+                    .watch
+                    .pids
+                    .contains(self.tgid.get(&tid).unwrap_or(&tid)))
+    }
+
+    fn apply(&mut self, f: Finished) {
+        match f {
+            Finished::Latency(ns) => self.runqlat.add(ns / 1000),
+            Finished::Row(row) => self.rows.push(row),
+        }
+    }
+
+    /// Any record of `cpu` at `time` (moves the loss windows on).
+    pub fn seen(&mut self, cpu: u32, time: u64) {
+        let mut settled = Vec::new();
+        self.settle.seen(cpu, time, |f| settled.push(f));
+        for f in settled {
+            self.apply(f);
+        }
+    }
+
+    /// A sched_switch at `time` on `cpu`.
+    pub fn switch(&mut self, time: u64, cpu: u32, prev: i32, prev_state: u64, next: i32) {
+        if self.watched(prev) {
+            let pid = self.tgid.get(&prev).copied().unwrap_or(prev);
+            let state = state_letter(prev_state);
+            let keep_rows = self.keep_rows;
+            let t = self.tasks.entry(prev).or_default();
+            let row = TimehistRow {
+                time,
+                cpu,
+                tid: prev,
+                pid,
+                wait: t.wait.take(),
+                delay: t.delay.take(),
+                run: t.on.map(|(since, _)| time.saturating_sub(since)),
+                state,
+            };
+            t.on = None;
+            t.out = Some(time);
+            t.ready = (state == 'R').then_some(time);
+            if keep_rows {
+                self.settle.push(time, Finished::Row(row));
+            }
+        }
+        self.switch_in(time, cpu, next);
+    }
+
+    /// `tid` got `cpu` at `time` (any indication; repeats are ignored).
+    pub fn switch_in(&mut self, time: u64, cpu: u32, tid: i32) {
+        if !self.watched(tid) {
+            return;
+        }
+        let t = self.tasks.entry(tid).or_default();
+        if t.on.is_some() {
+            return;
+        }
+        t.on = Some((time, cpu));
+        t.wait = t.out.map(|out| time.saturating_sub(out));
+        t.delay = t.ready.take().map(|ready| time.saturating_sub(ready));
+        if let Some(delay) = t.delay {
+            self.settle.push(time, Finished::Latency(delay));
+        }
+    }
+
+    /// A wakeup of `tid` at `time`.
+    pub fn wakeup(&mut self, time: u64, tid: i32) {
+        if !self.watched(tid) {
+            return;
+        }
+        let t = self.tasks.entry(tid).or_default();
+        if t.on.is_none() && t.ready.is_none() {
+            t.ready = Some(time);
+        }
+    }
+
+    /// The ring of `cpu` (`None`: unknown) lost records.
+    pub fn lost(&mut self, cpu: Option<u32>) {
+        let open = self.tasks.values().filter(|t| t.ready.is_some()).count();
+        self.tasks.clear();
+        let finished = self.settle.lost(cpu).len();
+        self.lost_dropped += (open + finished) as u64;
+    }
+
+    /// The end of the input.
+    pub fn finish(&mut self) {
+        let mut settled = Vec::new();
+        self.settle.finish(|f| settled.push(f));
+        for f in settled {
+            self.apply(f);
+        }
+        self.rows.sort_by_key(|r| r.time);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log2_slots_as_bcc() {
+        let mut h = Log2Hist::default();
+        for v in [0, 1, 2, 3, 4, 7, 8, 1000] {
+            h.add(v);
+        }
+        assert_eq!(h.buckets, vec![2, 2, 2, 1, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(Log2Hist::range(3), (8, 15));
+        assert_eq!(h.count(), 8);
+    }
+
+    #[test]
+    fn rows_and_latencies() {
+        let mut t = SchedTracker::new(
+            Watch {
+                all: true,
+                ..Default::default()
+            },
+            true,
+        );
+        t.switch(1_000, 0, 0, 0, 5); // 5 in at 1000
+        t.switch(3_000, 0, 5, 1, 0); // 5 sleeps: ran 2000
+        t.wakeup(10_000, 5);
+        t.switch_in(14_000, 1, 5); // from a switch record: delay 4000
+        t.switch(15_000, 1, 5, 0, 6); // preempted: ran 1000
+        t.switch(25_000, 1, 6, 1, 5); // back after 10000 runnable
+        t.finish();
+        assert_eq!(t.runqlat.count(), 2);
+        assert_eq!(t.rows.len(), 3, "{:?}", t.rows);
+        let r = &t.rows[1];
+        assert_eq!(
+            (r.wait, r.delay, r.run, r.state),
+            (Some(11_000), Some(4_000), Some(1_000), 'R')
+        );
+        assert_eq!(t.rows[0].run, Some(2_000));
+    }
+}

@@ -1,0 +1,247 @@
+//! `scry sched runqlat` and `scry sched timehist`: run-queue latency as a
+//! log2 histogram (bcc's runqlat) and a per-switch timeline (perf sched
+//! timehist), live (`-a`, `-p`, `-- COMMAND`; sched tracepoints without
+//! stacks, plus context-switch records) or from a perf.data file (`-i`,
+//! from `perf sched record` or `scry record --profile`). Wiring only:
+//! `analysis::sched_feed` → `analysis::sched` → `render::sched`.
+
+use std::ffi::OsString;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use linux_perf_event_reader::{CommonData, EventRecord};
+
+use scry::analysis::offcpu::Watch;
+use scry::analysis::sched::SchedTracker;
+use scry::analysis::sched_feed::SchedFeed;
+use scry::capture::live::{LiveConsumer, LiveSink, run_threaded};
+use scry::capture::session::default_mmap_pages;
+use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
+use scry::event::format::{EventFormat, load_format};
+use scry::event::name;
+use scry::render::sched::{
+    SchedSummary, write_runqlat, write_runqlat_json, write_timehist, write_timehist_json,
+};
+use scry::sys::perf_event::attr_bytes;
+use scry::sys::signal::SignalPipe;
+
+#[derive(Args, Debug)]
+pub struct SchedArgs {
+    #[command(subcommand)]
+    command: SchedCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum SchedCommand {
+    /// Run-queue latency histogram: wakeup or preemption to running, log2 µs buckets (runqlat)
+    Runqlat(RunArgs),
+    /// Per switch-out: wait time, scheduling delay and run time of each task (perf sched timehist)
+    Timehist(RunArgs),
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Watch every task on every CPU.
+    #[arg(short = 'a', long = "all-cpus")]
+    all_cpus: bool,
+    /// Watch these processes (and what they fork): PID[,PID...]. With -i: pick them from the file.
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pid: Option<String>,
+    /// Read this perf.data file (perf sched record, scry record --profile) instead of tracing live.
+    #[arg(short = 'i', long = "input", value_name = "FILE", conflicts_with_all = ["all_cpus", "command"])]
+    input: Option<PathBuf>,
+    /// text (default) or json.
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    format: String,
+    /// Write the output here instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// The command to run and watch (after --).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+struct Consumer(SchedFeed);
+
+impl LiveConsumer for Consumer {
+    fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
+        self.0
+            .handle_record(attr_index, record, &CommonData::default());
+    }
+    fn handle_record_with_id(
+        &mut self,
+        attr_index: usize,
+        record: &EventRecord<'_>,
+        id: &CommonData,
+    ) {
+        self.0.handle_record(attr_index, record, id);
+    }
+    fn tick_interval(&self) -> Option<Duration> {
+        None
+    }
+}
+
+pub fn run(args: SchedArgs) -> anyhow::Result<()> {
+    let (timehist, args) = match args.command {
+        SchedCommand::Runqlat(a) => (false, a),
+        SchedCommand::Timehist(a) => (true, a),
+    };
+    let json = match args.format.as_str() {
+        "text" => false,
+        "json" => true,
+        other => anyhow::bail!("--format: unknown format '{other}' (text or json)"),
+    };
+    let pids = args
+        .pid
+        .as_deref()
+        .map(|p| super::parse_ids(p, "-p"))
+        .transpose()?
+        .unwrap_or_default();
+    let watch = Watch {
+        all: pids.is_empty() && (args.all_cpus || args.input.is_some()),
+        pids: pids.iter().copied().collect(),
+    };
+    let tracker = SchedTracker::new(watch, timehist);
+    let (feed, outcome_lost, stop) = match &args.input {
+        Some(path) => (from_file(path, tracker)?, 0, None),
+        None => {
+            if args.command.is_empty() && pids.is_empty() && !args.all_cpus {
+                anyhow::bail!(
+                    "nothing to watch: give a command after --, or -p PID, -a or -i FILE"
+                );
+            }
+            for &pid in &pids {
+                if !scry::sys::proc::exists(pid) {
+                    anyhow::bail!("no such process: {pid}");
+                }
+            }
+            let (feed, lost, stop) = live(&args.command, tracker)?;
+            (feed, lost, Some(stop))
+        }
+    };
+    let SchedFeed {
+        mut tracker,
+        comms,
+        lost,
+        undecodable,
+        ..
+    } = feed;
+    tracker.finish();
+    if undecodable > 0 {
+        eprintln!("scry: {undecodable} sched samples had no decodable fields and were skipped");
+    }
+    let summary = SchedSummary {
+        lost: lost.max(outcome_lost),
+        lost_dropped: tracker.lost_dropped,
+    };
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(path) => Box::new(BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
+        None => Box::new(BufWriter::new(io::stdout())),
+    };
+    match (timehist, json) {
+        (false, false) => write_runqlat(&mut out, &tracker.runqlat, &summary)?,
+        (false, true) => write_runqlat_json(&mut out, &tracker.runqlat, &summary)?,
+        (true, false) => write_timehist(&mut out, &tracker.rows, &comms, &summary)?,
+        (true, true) => write_timehist_json(&mut out, &tracker.rows, &comms, &summary)?,
+    }
+    out.flush()?;
+    if let Some(StopReason::TargetExited(Some(status))) = stop
+        && !status.success()
+    {
+        return Err(super::Exit(1).into());
+    }
+    Ok(())
+}
+
+/// Trace live: sched_switch and the wakeups, every event, no stacks,
+/// context-switch records; the whole system (wakeups fire in the waker).
+fn live(
+    command: &[OsString],
+    mut tracker: SchedTracker,
+) -> anyhow::Result<(SchedFeed, u64, StopReason)> {
+    let root = scry::sys::tracefs::root().context("scry sched needs the sched tracepoints")?;
+    let names = ["sched_switch", "sched_wakeup", "sched_wakeup_new"];
+    let formats: Vec<EventFormat> = names
+        .iter()
+        .map(|n| load_format(root, "sched", n).with_context(|| format!("reading sched:{n}")))
+        .collect::<anyhow::Result<_>>()?;
+    let specs: Vec<_> = names
+        .iter()
+        .map(|n| name::parse(&format!("sched:{n}")))
+        .collect::<Result<_, _>>()?;
+    let events = name::resolve(&specs)?;
+    let cpus = scry::sys::proc::online_cpus().map_or(1, |c| c.len());
+    let opts = CaptureOptions {
+        mmap_pages: default_mmap_pages(&events, cpus),
+        events,
+        target: Target {
+            command: command.to_vec(),
+            system_wide: true,
+            ..Default::default()
+        },
+        sampling: Some(Sampling::Period(1)),
+        call_graph: CallGraph::None,
+        filters: Vec::new(),
+        no_callchain: Vec::new(),
+        context_switch: true,
+    };
+    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
+        .context("installing signal handlers")?;
+    let mut session = Session::open(&opts)?;
+    if let Some(pid) = session.workload_pid() {
+        tracker.watch.pids.insert(pid);
+    }
+    let refs: Vec<Option<&EventFormat>> = formats.iter().map(Some).collect();
+    let feed = SchedFeed::new(tracker, &refs).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let ids = session.ids().context("reading sample ids")?;
+    let attrs: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
+    let mut sink = LiveSink::new(&attrs, Consumer(feed)).context("parsing the event attributes")?;
+    let mut synthesized = Vec::new();
+    session.synthesize(false, &mut synthesized);
+    scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
+    scry::capture::RecordSink::round_done(&mut sink)?;
+    session.start()?;
+    let outcome = run_threaded(session, signals, &mut sink)?;
+    let lost = outcome.per_cpu.values().map(|c| c.lost).sum();
+    Ok((sink.consumer.0, lost, outcome.stop))
+}
+
+/// Read a perf.data file with the sched tracepoints.
+fn from_file(path: &Path, tracker: SchedTracker) -> anyhow::Result<SchedFeed> {
+    use scry::data::reader::{PerfReader, Record};
+    use scry::event::tracing_data_parse::parse_tracing_data;
+
+    let mut reader =
+        PerfReader::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let blob = reader.tracing_data().with_context(|| {
+        format!(
+            "{} has no tracepoint formats (TRACING_DATA): record it with 'perf sched record' or 'scry record --profile'",
+            path.display()
+        )
+    })?;
+    let tracing = parse_tracing_data(blob)
+        .map_err(|e| anyhow::anyhow!("{}: tracing data: {e}", path.display()))?;
+    let formats: Vec<Option<&EventFormat>> = reader
+        .events()
+        .iter()
+        .map(|e| match e.attr.type_ {
+            linux_perf_event_reader::PerfEventType::Tracepoint(id) => {
+                tracing.formats.iter().find(|f| f.id == id)
+            }
+            _ => None,
+        })
+        .collect();
+    let mut feed = SchedFeed::new(tracker, &formats)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    while let Some((record, id)) = reader.next_record_with_id()? {
+        if let Record::Event { attr_index, record } = record {
+            feed.handle_record(attr_index, &record, &id);
+        }
+    }
+    Ok(feed)
+}
