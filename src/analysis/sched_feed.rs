@@ -108,7 +108,13 @@ impl SchedFeed {
                         String::from_utf8_lossy(&c.name.as_slice()).into_owned(),
                     );
                 }
-                EventRecord::Fork(f) => self.tracker.task(f.pid, f.tid, Some(f.ppid)),
+                EventRecord::Fork(f) => {
+                    self.tracker.task(f.pid, f.tid, Some(f.ppid));
+                    // A new thread has its creator's name until it sets one.
+                    if let Some(name) = self.comms.get(&f.ptid).cloned() {
+                        self.comms.insert(f.tid, name);
+                    }
+                }
                 EventRecord::ContextSwitch(switch) => {
                     let tid = match switch {
                         ContextSwitchRecord::In { .. } => id.tid,

@@ -1,0 +1,201 @@
+//! `scry sched timehist` and `scry sched runqlat` on a two-thread ping-pong
+//! against `perf sched`: from the same `perf sched record` file the
+//! timeline has perf sched timehist's rows, task by task; live, the rows
+//! of each thread equal the switch-outs perf sched recorded in the same run;
+//! the histogram counts exactly the rows that had a run-queue wait.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+fn json(cmd: &mut std::process::Command) -> Value {
+    let out = common::run_ok(cmd);
+    serde_json::from_str(&out).expect("json output parses")
+}
+
+/// Rows per tid of `scry sched timehist --format json`.
+fn rows_per_tid(report: &Value) -> HashMap<i64, u64> {
+    let mut counts = HashMap::new();
+    for row in report["rows"].as_array().expect("rows") {
+        *counts.entry(row["tid"].as_i64().unwrap_or(0)).or_default() += 1;
+    }
+    counts
+}
+
+/// Rows per tid of `perf sched timehist` ("name[tid]" or "name[tid/pid]").
+fn perf_rows(file: &Path) -> HashMap<i64, u64> {
+    let out = common::run_ok(common::perf().args(["sched", "timehist", "-i"]).arg(file));
+    let mut counts = HashMap::new();
+    for line in out.lines().skip(3) {
+        let Some(task) = line.split("]  ").nth(1) else {
+            continue;
+        };
+        let ids = task.split('[').nth(1).and_then(|t| t.split(']').next());
+        if let Some(tid) = ids
+            .and_then(|i| i.split('/').next())
+            .and_then(|t| t.parse::<i64>().ok())
+        {
+            *counts.entry(tid).or_default() += 1;
+        }
+    }
+    counts
+}
+
+fn pingpong_tids(stderr: &str) -> Vec<i64> {
+    ["pinger", "ponger"]
+        .iter()
+        .map(|role| {
+            stderr
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("pingpong {role} ")))
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {role} tid in: {stderr}"))
+        })
+        .collect()
+}
+
+#[test]
+fn timehist_from_a_perf_sched_file_has_perfs_rows() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let pingpong = common::workload("pingpong");
+    let dir = common::tempdir();
+    let file = dir.path().join("sched.data");
+    let out = common::output(
+        common::perf()
+            .args(["sched", "record", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&pingpong)
+            .arg("300"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tids = pingpong_tids(&String::from_utf8_lossy(&out.stderr));
+    let report = json(
+        common::scry()
+            .args(["sched", "timehist", "--format", "json", "-i"])
+            .arg(&file),
+    );
+    assert_eq!(
+        report["lost"], 0,
+        "perf lost events: counts cannot be compared"
+    );
+    let ours = rows_per_tid(&report);
+    let theirs = perf_rows(&file);
+    for tid in &tids {
+        let (o, t) = (
+            ours.get(tid).copied().unwrap_or(0),
+            theirs.get(tid).copied().unwrap_or(0),
+        );
+        assert!(o >= 300, "tid {tid}: only {o} rows");
+        // perf shows a thread's last switch-out (as it exits) as tid -1.
+        assert!(
+            o == t || o == t + 1,
+            "tid {tid}: scry {o} rows, perf sched timehist {t}"
+        );
+    }
+    // The histogram counts the rows that waited on a run queue, plus
+    // switch-ins never followed by a switch-out before the end.
+    let runqlat = json(
+        common::scry()
+            .args(["sched", "runqlat", "--format", "json", "-i"])
+            .arg(&file),
+    );
+    let with_delay = report["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| !r["delay_ns"].is_null())
+        .count() as u64;
+    let count = runqlat["count"].as_u64().unwrap_or(0);
+    let buckets: u64 = runqlat["buckets"]
+        .as_array()
+        .expect("buckets")
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(count, buckets);
+    assert!(
+        count >= with_delay && count <= with_delay + 4,
+        "runqlat {count} vs {with_delay} timehist rows with a delay"
+    );
+}
+
+#[test]
+fn live_timehist_rows_equal_perf_sched_switch_outs() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let pingpong = common::workload("pingpong");
+    let dir = common::tempdir();
+    let file = dir.path().join("sched.data");
+    let mut perf = common::perf()
+        .args(["sched", "record", "-a", "-o"])
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start perf sched record");
+    let start = std::time::Instant::now();
+    while std::fs::metadata(&file).map_or(0, |m| m.len()) == 0
+        && start.elapsed() < std::time::Duration::from_secs(10)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = common::output(
+        common::scry()
+            .args(["sched", "timehist", "--format", "json", "--"])
+            .arg(&pingpong)
+            .arg("300"),
+    );
+    common::signal(perf.id(), "INT");
+    let stopped = common::wait_timeout(&mut perf, std::time::Duration::from_secs(20));
+    if stopped.is_none() {
+        let _ = perf.kill();
+        let _ = perf.wait();
+        panic!("perf sched record did not stop");
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tids = pingpong_tids(&String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["lost"], 0, "scry lost events");
+    let ours = rows_per_tid(&report);
+    let theirs = perf_rows(&file);
+    for tid in &tids {
+        let (o, t) = (
+            ours.get(tid).copied().unwrap_or(0),
+            theirs.get(tid).copied().unwrap_or(0),
+        );
+        assert!(o >= 300, "tid {tid}: only {o} rows");
+        // perf also saw the forked child wait before scry enabled its
+        // counters, and shows a thread's last switch-out as tid -1.
+        assert!(
+            o.abs_diff(t) <= 1,
+            "tid {tid}: scry {o} rows, perf sched (same run) {t}"
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_one_line() {
+    let out = common::output(common::scry().args(["sched", "runqlat"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("scry: nothing to watch"));
+    let out =
+        common::output(common::scry().args(["sched", "timehist", "-i", "/nonexistent/perf.data"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
