@@ -25,6 +25,10 @@
 //! Lost records: a lost-records report drops every open start, and the
 //! finished pairs its loss window may reach wait in `settle` and are taken
 //! back; both are counted in `lost_dropped`. A latency is never stretched.
+//!
+//! Pairs summed elsewhere (`scry profile` sums system calls, page faults and
+//! interrupts in the kernel with BPF) join the results through `add_summed`,
+//! under the labels the engine gives them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -69,6 +73,40 @@ impl PairStat {
     pub fn avg(&self) -> u64 {
         self.total.checked_div(self.count).unwrap_or(0)
     }
+
+    /// Adds a statistic summed elsewhere (`count` pairs).
+    fn merge(&mut self, other: &PairStat) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 || other.max > self.max {
+            self.max = other.max;
+            self.max_ts = other.max_ts;
+        }
+        if self.count == 0 || other.min < self.min {
+            self.min = other.min;
+            self.min_ts = other.min_ts;
+        }
+        self.count += other.count;
+        self.total += other.total;
+        self.stacks.extend_from_slice(&other.stacks);
+    }
+}
+
+/// What a statistic summed outside the engine (in the kernel, by BPF)
+/// counts; it gets the label the engine would give it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummedKind {
+    /// A system call, by number.
+    Syscall(u64),
+    PageFaultUser,
+    PageFaultKernel,
+    /// A hard interrupt, by irq number.
+    Irq(u64),
+    /// A softirq's run, by vector.
+    Softirq(u64),
+    /// A softirq's raise -> entry, by vector.
+    SoftirqRaise(u64),
 }
 
 /// Which section a statistic belongs to.
@@ -367,6 +405,26 @@ impl PairEngine {
                 None,
             );
         }
+    }
+
+    /// A statistic of task `tid` summed elsewhere (the in-kernel pairs of
+    /// `scry profile`): joins the task's section under the label the engine
+    /// gives that kind of pair.
+    pub fn add_summed(&mut self, tid: i32, kind: SummedKind, stat: &PairStat) {
+        let label = match kind {
+            SummedKind::Syscall(id) => format!("sys_{}", self.syscall_name(id)),
+            SummedKind::PageFaultUser => "page_fault_user".into(),
+            SummedKind::PageFaultKernel => "page_fault_kernel".into(),
+            SummedKind::Irq(irq) => format!("irq:{irq}"),
+            SummedKind::Softirq(vec) => format!("softirq:{}", softirq_name(vec)),
+            SummedKind::SoftirqRaise(vec) => format!("softirq_raise:{}", softirq_name(vec)),
+        };
+        self.stats
+            .entry(Scope::Task(tid))
+            .or_default()
+            .entry(label)
+            .or_default()
+            .merge(stat);
     }
 
     fn syscall_name(&self, id: u64) -> String {
@@ -737,6 +795,33 @@ mod tests {
             e.stats[&Scope::Global(0xb)]["hrtimer_expire_entry-hrtimer_expire_exit"].total,
             10
         );
+    }
+
+    #[test]
+    fn summed_pairs_take_the_engine_labels() {
+        let names = [(74u64, "fsync".to_string())].into_iter().collect();
+        let mut e = PairEngine::new(vec![Builtin::SysEnter, Builtin::SysExit], Vec::new(), names);
+        e.all = true;
+        let f = [("id", 74u64)].into_iter().collect::<HashMap<&str, u64>>();
+        e.handle(&occ(0, 100, 7, &f));
+        e.handle(&occ(1, 130, 7, &f));
+        let summed = PairStat {
+            count: 2,
+            total: 50,
+            max: 40,
+            max_ts: 900,
+            min: 10,
+            min_ts: 800,
+            stacks: Vec::new(),
+        };
+        e.add_summed(7, SummedKind::Syscall(74), &summed);
+        e.add_summed(7, SummedKind::Softirq(1), &summed);
+        e.finish();
+        let fsync = &e.stats[&Scope::Task(7)]["sys_fsync"];
+        assert_eq!((fsync.count, fsync.total), (3, 80));
+        assert_eq!((fsync.max, fsync.max_ts), (40, 900));
+        assert_eq!((fsync.min, fsync.min_ts), (10, 800));
+        assert_eq!(e.stats[&Scope::Task(7)]["softirq:TIMER"].count, 2);
     }
 
     #[test]

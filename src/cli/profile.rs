@@ -6,6 +6,13 @@
 //! from context-switch records. Also the two halves of `scry record
 //! --profile` / `scry report --profile` (`record_options`, `report_file`),
 //! which feed the same `analysis::pairs_feed` from a perf.data file.
+//!
+//! Live, the default hooks' system calls, page faults and interrupts are
+//! summed in the kernel by a BPF program (`sys::bpf_profile`) instead of
+//! being streamed (millions of records a second under a syscall storm):
+//! only the scheduler events, which need stacks and matching across tasks,
+//! go through the perf rings. Where BPF cannot load (no CAP_BPF, an old
+//! kernel) one line says so and everything is streamed, as `--no-bpf` does.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
@@ -17,7 +24,7 @@ use anyhow::Context;
 use clap::Args;
 use linux_perf_event_reader::{CommonData, EventRecord};
 
-use scry::analysis::pairs::{Builtin, Hook, PairEngine};
+use scry::analysis::pairs::{Builtin, Hook, PairEngine, PairStat, SummedKind};
 use scry::analysis::pairs_feed::{PairsFeed, wanted_fields};
 use scry::analysis::sample::ResolvedSample;
 use scry::capture::live::{LiveConsumer, LiveSink, run_threaded};
@@ -25,8 +32,11 @@ use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
 use scry::event::format::{EventFormat, load_format};
 use scry::event::name::{self, ResolvedEvent};
-use scry::render::profile::{CpuStat, ProfileReport, StackStat, write_json, write_text};
+use scry::render::profile::{
+    CpuStat, KernelNote, ProfileReport, StackStat, write_json, write_text,
+};
 use scry::symbol::{ResolveOptions, Resolver};
+use scry::sys::bpf_profile::{self, Covered, KernelSums, ProfileBpf};
 use scry::sys::perf_event::attr_bytes;
 use scry::sys::signal::SignalPipe;
 
@@ -53,6 +63,11 @@ pub struct ProfileArgs {
     /// text (default) or json.
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     format: String,
+    /// Stream system calls, page faults and interrupts through the perf
+    /// rings instead of summing them in the kernel with BPF (default: BPF
+    /// where it loads; this is also the fallback where it does not).
+    #[arg(long)]
+    no_bpf: bool,
     /// The command to run and profile (after --).
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -299,7 +314,7 @@ pub(super) fn report_file(
     }
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    write_report(feed, cpus.into_values().collect(), json, &mut out)?;
+    write_report(feed, cpus.into_values().collect(), None, json, &mut out)?;
     out.flush()?;
     Ok(())
 }
@@ -310,10 +325,66 @@ fn syscall_names() -> HashMap<u64, String> {
         .collect()
 }
 
-/// The engine's results, grouped and printed (text or JSON).
+/// The pairs the kernel summed, into the engine; what the report says of them.
+fn add_kernel_sums(engine: &mut PairEngine, sums: &KernelSums, covered: Covered) -> KernelNote {
+    for s in &sums.stats {
+        let kind = match s.kind {
+            bpf_profile::KIND_SYSCALL => SummedKind::Syscall(s.nr),
+            bpf_profile::KIND_PAGE_FAULT_USER => SummedKind::PageFaultUser,
+            bpf_profile::KIND_PAGE_FAULT_KERNEL => SummedKind::PageFaultKernel,
+            bpf_profile::KIND_IRQ => SummedKind::Irq(s.nr),
+            bpf_profile::KIND_SOFTIRQ => SummedKind::Softirq(s.nr),
+            bpf_profile::KIND_SOFTIRQ_RAISE => SummedKind::SoftirqRaise(s.nr),
+            _ => continue,
+        };
+        let stat = PairStat {
+            count: s.count,
+            total: s.total,
+            max: s.max,
+            max_ts: s.max_ts,
+            min: s.min,
+            min_ts: s.min_ts,
+            stacks: Vec::new(),
+        };
+        engine.add_summed(s.tid as i32, kind, &stat);
+    }
+    // As the streamed engine does: enters still open at the end.
+    engine.unmatched += sums.open_starts;
+    let covered = [
+        (covered.syscalls, "syscalls"),
+        (covered.page_faults, "page faults"),
+        (covered.irqs, "irqs"),
+        (covered.softirqs, "softirqs"),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, name)| name.to_string())
+    .collect();
+    KernelNote {
+        covered,
+        pairs: sums.pairs,
+        exits_without_enter: sums.exit_without_enter,
+        map_full: sums.stats_full + sums.starts_full,
+    }
+}
+
+/// The roles the kernel takes over when BPF covers them.
+fn covered_by(covered: Covered, role: Builtin) -> bool {
+    match role {
+        Builtin::SysEnter | Builtin::SysExit => covered.syscalls,
+        Builtin::PageFaultUser | Builtin::PageFaultKernel => covered.page_faults,
+        Builtin::IrqEntry | Builtin::IrqExit => covered.irqs,
+        Builtin::SoftirqRaise | Builtin::SoftirqEntry | Builtin::SoftirqExit => covered.softirqs,
+        _ => false,
+    }
+}
+
+/// The engine's results (with the kernel's sums, when BPF ran), grouped
+/// and printed (text or JSON).
 fn write_report(
     feed: PairsFeed,
     cpus: Vec<CpuStat>,
+    kernel: Option<(KernelSums, Covered)>,
     json: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
@@ -325,6 +396,7 @@ fn write_report(
         ..
     } = feed;
     engine.finish();
+    let kernel = kernel.map(|(sums, covered)| add_kernel_sums(&mut engine, &sums, covered));
     let (resolved, frames, _stats, _lost) = resolver.finish();
     if undecodable > 0 {
         eprintln!("scry: {undecodable} samples had no decodable fields and were skipped");
@@ -334,6 +406,7 @@ fn write_report(
         unmatched: engine.unmatched,
         lost_dropped: engine.lost_dropped,
         comms,
+        kernel,
         ..Default::default()
     };
     for (scope, stats) in std::mem::take(&mut engine.stats) {
@@ -389,6 +462,34 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     } else {
         default_events(&all)
     };
+    // Sum what BPF can in the kernel; stream only the rest.
+    let mut bpf = if args.no_default_hooks || args.no_bpf {
+        None
+    } else {
+        match ProfileBpf::load(args.all_cpus) {
+            Ok(bpf) => Some(bpf),
+            Err(err) => {
+                eprintln!(
+                    "scry: BPF unavailable ({err}{}): system calls, page faults and irqs go through the perf rings (slower)",
+                    if err.kind() == io::ErrorKind::PermissionDenied {
+                        "; needs CAP_BPF and CAP_PERFMON"
+                    } else {
+                        ""
+                    }
+                );
+                None
+            }
+        }
+    };
+    let covered = bpf.as_ref().map(|b| b.covered).unwrap_or_default();
+    events.retain(|(s, e)| !covered_by(covered, Builtin::of(s, e)));
+    if let Some(bpf) = &mut bpf {
+        for &pid in &pids {
+            let tgid = scry::sys::proc::tgid(pid).unwrap_or(pid);
+            bpf.watch(tgid, false)
+                .with_context(|| format!("watching process {pid} in BPF"))?;
+        }
+    }
     let index_of = |events: &mut Vec<(String, String)>, ev: (String, String)| {
         events.iter().position(|x| *x == ev).unwrap_or_else(|| {
             events.push(ev);
@@ -427,7 +528,18 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         .collect();
     let opts = capture_options(&events, &stack_events, args.command.clone(), None)?;
 
-    let roles: Vec<Builtin> = events.iter().map(|(s, e)| Builtin::of(s, e)).collect();
+    // An event the kernel sums may be back as a -H hook's: the hook only.
+    let roles: Vec<Builtin> = events
+        .iter()
+        .map(|(s, e)| Builtin::of(s, e))
+        .map(|r| {
+            if covered_by(covered, r) {
+                Builtin::Other
+            } else {
+                r
+            }
+        })
+        .collect();
     let mut engine = PairEngine::new(roles, hook_events, syscall_names());
     engine.all = args.all_cpus;
     engine.pids.extend(pids.iter().copied());
@@ -437,6 +549,10 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let mut session = Session::open(&opts)?;
     if let Some(pid) = session.workload_pid() {
         engine.pids.insert(pid);
+        if let Some(bpf) = &mut bpf {
+            bpf.watch(pid, true)
+                .context("watching the workload in BPF")?;
+        }
     }
     let ids = session.ids().context("reading sample ids")?;
     let attrs: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
@@ -453,6 +569,13 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     scry::capture::RecordSink::round_done(&mut sink)?;
     session.start()?;
     let outcome = run_threaded(session, signals, &mut sink)?;
+    let kernel = match &mut bpf {
+        Some(bpf) => {
+            bpf.detach();
+            Some((bpf.read().context("reading the BPF sums")?, bpf.covered))
+        }
+        None => None,
+    };
 
     let cpus = outcome
         .per_cpu
@@ -471,7 +594,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         (None, true) => Box::new(BufWriter::new(io::stderr())),
         (None, false) => Box::new(BufWriter::new(io::stdout())),
     };
-    write_report(sink.consumer.0, cpus, json, &mut out)?;
+    write_report(sink.consumer.0, cpus, kernel, json, &mut out)?;
     out.flush()?;
     if let StopReason::TargetExited(Some(status)) = outcome.stop
         && !status.success()

@@ -4,7 +4,8 @@
 //! `Event: NAME (count) Total: T Avg: A Max: M(ts:S.US) Min: m(ts:S.US)`
 //! in nanoseconds, followed for hooks with stacks by the distinct stacks
 //! with their share, count, total, max and min. `--format json` carries the
-//! same data.
+//! same data. Pairs summed in the kernel (BPF) are said so among the buffer
+//! statistics, with the exits they could not pair.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -32,6 +33,20 @@ pub struct CpuStat {
     pub lost: u64,
 }
 
+/// The pairs summed in the kernel (BPF) instead of streamed: what they
+/// cover and what they could not count.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct KernelNote {
+    /// The kinds of pairs summed there ("syscalls", "page faults", ...).
+    pub covered: Vec<String>,
+    /// Pairs counted.
+    pub pairs: u64,
+    /// Exits whose enter was never seen (began before the start): not counted.
+    pub exits_without_enter: u64,
+    /// Pairs or starts not counted because a BPF map was full.
+    pub map_full: u64,
+}
+
 /// Everything the report shows.
 #[derive(Debug, Default)]
 pub struct ProfileReport {
@@ -43,6 +58,8 @@ pub struct ProfileReport {
     pub sections: BTreeMap<Scope, Vec<(String, PairStat, Vec<StackStat>)>>,
     /// Names of tasks, by tid.
     pub comms: BTreeMap<i32, String>,
+    /// Set when some pairs were summed in the kernel.
+    pub kernel: Option<KernelNote>,
 }
 
 fn ts(ns: u64) -> String {
@@ -83,6 +100,22 @@ pub fn write_text(
             "CPU {}: {} records, {} bytes, {} lost",
             cpu.cpu, cpu.records, cpu.bytes, cpu.lost
         )?;
+    }
+    if let Some(k) = &report.kernel {
+        writeln!(
+            w,
+            "{} aggregated in kernel (BPF): {} pairs; {} exits without a seen enter not counted",
+            k.covered.join(", "),
+            k.pairs,
+            k.exits_without_enter
+        )?;
+        if k.map_full > 0 {
+            writeln!(
+                w,
+                "WARNING: {} in-kernel pairs were not counted: a BPF map was full",
+                k.map_full
+            )?;
+        }
     }
     if lost > 0 || report.lost_dropped > 0 {
         writeln!(
@@ -183,7 +216,8 @@ pub fn write_json(
         })
         .collect();
     let value = json!({"cpus": report.cpus, "unmatched": report.unmatched,
-                       "lost_dropped": report.lost_dropped, "sections": sections});
+                       "lost_dropped": report.lost_dropped, "kernel": report.kernel,
+                       "sections": sections});
     serde_json::to_writer_pretty(&mut *w, &value).map_err(io::Error::other)?;
     writeln!(w)
 }

@@ -2,6 +2,7 @@
 //! here, next to the `#[repr(C)]` structs with the kernel's own names.
 //! Wrappers return `io::Result`; nothing here formats text for people.
 
+pub mod bpf_profile;
 pub mod perf_event;
 pub mod proc;
 pub mod process;

@@ -1,0 +1,34 @@
+//! Compiles the BPF programs of `src/bpf/` with clang (libbpf-cargo's
+//! `SkeletonBuilder`, libbpf's headers vendored) and generates their Rust
+//! skeletons into `OUT_DIR`; `src/sys/bpf_profile.rs` includes them.
+//! clang is a build dependency (scripts/deps installs it); without it the
+//! build stops here with one line saying so.
+
+use std::path::{Path, PathBuf};
+
+const PROGRAMS: &[&str] = &["profile"];
+
+fn main() {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // linux/types.h includes asm/types.h, which Debian keeps under the
+    // multiarch directory that `clang -target bpf` does not search.
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let multiarch = Path::new("/usr/include").join(format!("{arch}-linux-gnu"));
+    let mut args: Vec<String> = vec!["-Wall".into(), "-O2".into(), "-g".into()];
+    if multiarch.is_dir() {
+        args.push("-idirafter".into());
+        args.push(multiarch.display().to_string());
+    }
+    for name in PROGRAMS {
+        let src = format!("src/bpf/{name}.bpf.c");
+        println!("cargo:rerun-if-changed={src}");
+        let skel = out.join(format!("{name}.skel.rs"));
+        if let Err(err) = libbpf_cargo::SkeletonBuilder::new()
+            .source(&src)
+            .clang_args(&args)
+            .build_and_generate(&skel)
+        {
+            panic!("building {src} (clang is needed: run scripts/deps): {err:#}");
+        }
+    }
+}
