@@ -75,7 +75,7 @@ mod tests {
             cpu: 0,
             time: 0,
             period,
-            stack: vec![FrameId(0)],
+            stack: vec![FrameId(0)].into(),
             quality: StackQuality::Complete,
         }
     }

@@ -220,7 +220,7 @@ impl OffCpuTracker {
                 let mut stack: Vec<_> = waker.stack.iter().rev().copied().collect();
                 stack.push(separator);
                 stack.extend(s.stack.iter().copied());
-                s.stack = stack;
+                s.stack = stack.into();
             }
             samples.push(s);
         }
@@ -278,7 +278,7 @@ mod tests {
             cpu: 0,
             time: 0,
             period: 1,
-            stack: vec![FrameId(frame)],
+            stack: vec![FrameId(frame)].into(),
             quality: StackQuality::Complete,
         }
     }

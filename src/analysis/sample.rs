@@ -78,8 +78,9 @@ pub struct ResolvedSample {
     pub time: u64,
     /// The sample's weight (period): what percentages are computed from.
     pub period: u64,
-    /// Leaf first. Empty only if even the sampled IP was missing.
-    pub stack: Vec<FrameId>,
+    /// Leaf first. Empty only if even the sampled IP was missing. Samples
+    /// with the same stack share it (the resolver names each stack once).
+    pub stack: Arc<[FrameId]>,
     /// Why the stack may be incomplete, if it may.
     pub quality: StackQuality,
 }

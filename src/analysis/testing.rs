@@ -53,7 +53,7 @@ impl Builder {
                 cpu: 0,
                 time: self.time,
                 period: 1000,
-                stack: stack.clone(),
+                stack: stack.clone().into(),
                 quality: StackQuality::Complete,
             });
         }

@@ -130,9 +130,9 @@ fn group_stacks(stacks: &[(usize, u64)], resolved: &[ResolvedSample]) -> Vec<Sta
             continue;
         };
         let entry = by_stack
-            .entry(sample.stack.as_slice())
+            .entry(&sample.stack[..])
             .or_insert_with(|| StackStat {
-                frames: sample.stack.clone(),
+                frames: sample.stack.to_vec(),
                 count: 0,
                 total: 0,
                 max: 0,

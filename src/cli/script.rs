@@ -163,7 +163,7 @@ impl SampleSymbols {
             return;
         }
         let frames = self.resolver.frames();
-        for (addr, id) in addrs.into_iter().zip(&sample.stack) {
+        for (addr, id) in addrs.into_iter().zip(sample.stack.iter()) {
             let frame = frames.get(*id);
             let named = ResolvedAddr {
                 sym: frame.sym.as_ref().map(|name| (name.to_string(), None)),

@@ -31,6 +31,7 @@
 //! checks. Zstd-compressed data is checked only as far as the crate checks it.
 
 mod layout;
+mod rounds;
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -45,11 +46,12 @@ pub use layout::{
 };
 
 pub use linux_perf_data::linux_perf_event_reader::CommonData;
+use linux_perf_data::linux_perf_event_reader::{
+    Endianness, HardwareEventId, PerfEventAttr, PerfEventType, RawEventRecord, RecordType,
+    SoftwareCounterType,
+};
 /// The parsed record types `next_record` returns.
 pub use linux_perf_data::linux_perf_event_reader::{EventRecord, SampleRecord};
-use linux_perf_data::linux_perf_event_reader::{
-    HardwareEventId, PerfEventAttr, PerfEventType, RecordType, SoftwareCounterType,
-};
 use linux_perf_data::{Feature, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
 pub use linux_perf_data::{RawUserRecord, UserRecordType};
 
@@ -272,6 +274,8 @@ pub struct PerfReader {
     layout: FileLayout,
     perf_file: PerfFile,
     records: PerfRecordIter<Input>,
+    /// The direct path for plain files (`rounds`); `records` otherwise.
+    rounds: Option<rounds::Rounds<Input>>,
     events: Vec<EventDesc>,
     /// Records returned so far.
     count: u64,
@@ -325,8 +329,17 @@ impl PerfReader {
     ) -> Result<Self, ReadError> {
         let layout =
             layout::check_file(&mut input, len).map_err(|e| ReadError::from_layout(&file, e))?;
-        walk_records(&mut input, layout.data, layout.endian, |_, _| Ok(()))
-            .map_err(|e| ReadError::from_layout(&file, e))?;
+        // Plain files are read by `rounds`, which checks framing as it
+        // reads; the crate's path needs the whole walk first.
+        const HEADER_COMPRESSED: u32 = 27;
+        const SIMPLEPERF_META_INFO: u32 = 129;
+        let direct = !layout.pipe
+            && layout.feature(HEADER_COMPRESSED).is_none()
+            && layout.feature(SIMPLEPERF_META_INFO).is_none();
+        if !direct {
+            walk_records(&mut input, layout.data, layout.endian, |_, _| Ok(()))
+                .map_err(|e| ReadError::from_layout(&file, e))?;
+        }
         input
             .seek(io::SeekFrom::Start(0))
             .map_err(|source| ReadError::Io {
@@ -374,13 +387,29 @@ impl PerfReader {
                 attr: a.attr,
                 ids: a.event_ids.clone(),
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let rounds = if direct {
+            let mut input = source.open().map_err(|source| ReadError::Io {
+                file: file.clone(),
+                source,
+            })?;
+            input
+                .seek(io::SeekFrom::Start(layout.data.offset))
+                .map_err(|source| ReadError::Io {
+                    file: file.clone(),
+                    source,
+                })?;
+            rounds::Rounds::new(input, layout.data, layout.endian, &events)
+        } else {
+            None
+        };
         Ok(PerfReader {
             file,
             source,
             layout,
             perf_file,
             records: record_iter,
+            rounds,
             events,
             count: 0,
             failed: false,
@@ -543,6 +572,9 @@ impl PerfReader {
         }
         let number = self.count;
         self.count += 1;
+        if self.rounds.is_some() {
+            return self.next_direct();
+        }
         let PerfReader {
             file,
             source,
@@ -599,6 +631,64 @@ impl PerfReader {
             file: file.clone(),
             record_type: record_type_name(record_type),
             location,
+            reason,
+        })
+    }
+
+    /// `next_record` on the direct path (`rounds`): the same records, and
+    /// errors that name the record's file offset.
+    fn next_direct(&mut self) -> Result<Option<(Record<'_>, CommonData)>, ReadError> {
+        let PerfReader {
+            file,
+            layout,
+            rounds,
+            failed,
+            ..
+        } = self;
+        let Some(rounds) = rounds else {
+            return Ok(None);
+        };
+        let endian = match layout.endian {
+            Endian::Little => Endianness::LittleEndian,
+            Endian::Big => Endianness::BigEndian,
+        };
+        let raw = match rounds.next_record() {
+            Ok(Some(raw)) => raw,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                *failed = true;
+                return Err(ReadError::from_layout(file, e));
+            }
+        };
+        let record_type = RecordType(raw.record_type);
+        let (Some(attr_index), Some(parse_info)) = (raw.attr_index, raw.parse_info) else {
+            // Not a kernel record type: perf's own (user) records.
+            return Ok(UserRecordType::try_from(record_type).map(|record_type| {
+                let user = Record::User(RawUserRecord {
+                    record_type,
+                    endian,
+                    misc: raw.misc,
+                    data: raw.body.into(),
+                });
+                (user, CommonData::default())
+            }));
+        };
+        let event = RawEventRecord::new(record_type, raw.misc, raw.body.into(), parse_info);
+        let id = if record_type == RecordType::SAMPLE {
+            CommonData::default()
+        } else {
+            event.common_data().unwrap_or_default()
+        };
+        let reason = match guard(|| event.parse()) {
+            Ok(Ok(record)) => return Ok(Some((Record::Event { attr_index, record }, id))),
+            Ok(Err(e)) => e.to_string(),
+            Err(message) => format!("the parser panicked: {message}"),
+        };
+        *failed = true;
+        Err(ReadError::BadRecord {
+            file: file.clone(),
+            record_type: record_type_name(raw.record_type),
+            location: format!("record at offset 0x{:x}", raw.offset),
             reason,
         })
     }

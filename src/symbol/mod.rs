@@ -29,6 +29,7 @@ pub mod probe_spec;
 pub mod probe_target;
 mod process;
 mod resolver;
+mod stacks;
 mod unwind;
 
 use std::collections::BTreeMap;
@@ -148,6 +149,8 @@ pub struct ResolveStats {
     pub malformed_perf_map_lines: u64,
     /// Distinct (binary, offset) locations named.
     pub distinct_locations: u64,
+    /// Distinct stacks of locations.
+    pub distinct_stacks: u64,
 }
 
 impl ResolveStats {

@@ -13,8 +13,9 @@
 //! `mmap`, `mmap64`, `__GI___mmap`) are settled as perf 6.1 settles them, as
 //! measured against its output on Debian's libc: the last one listed in the
 //! symbol table wins (`mmap64`, `mprotect`, but `__munmap`), binding and
-//! underscores do not matter. blazesym's pick is replaced by that one, from
-//! an alias table built once per file.
+//! underscores do not matter. blazesym's pick is replaced by that one: the
+//! symbol table is scanned for the starts blazesym returned (only those),
+//! and each start's pick is kept for later batches.
 //!
 //! The vDSO is not on disk: its bytes are read once from this process's own
 //! mapping through `/proc/self/mem` (the same kernel image serves every
@@ -22,13 +23,12 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use object::{Object, ObjectSymbol, SymbolKind};
 
-use super::process::FxMap;
+use super::process::{FxMap, FxSet};
 
 /// One name for an address: the function, and for `--inline` the functions
 /// inlined into it at that address, outermost first.
@@ -85,18 +85,22 @@ pub struct ElfNames {
     symbolizer: Symbolizer,
     inline: bool,
     demangle: bool,
-    /// Per symbol file: symbol start → perf's pick among its aliases.
-    aliases: HashMap<PathBuf, Arc<HashMap<u64, String>>>,
+    /// Per symbol file: symbol start → perf's pick among its aliases, for
+    /// the starts met so far (`None`: the start has one name).
+    aliases: HashMap<PathBuf, FxMap<u64, Option<String>>>,
 }
 
-/// perf's pick among the aliases of one address (see the module doc).
-fn alias_table(path: &Path) -> HashMap<u64, String> {
+/// perf's pick among the aliases at each of `starts` (symbol start
+/// addresses blazesym returned) that has more than one name. Only the
+/// starts asked about are tallied: a big library's symbol table has 100k+
+/// functions, of which a profile meets a few thousand.
+fn alias_picks(path: &Path, starts: &FxSet<u64>) -> FxMap<u64, String> {
     use object::ObjectSection;
     let Some(cache) = super::binary::open_elf(path) else {
-        return HashMap::new();
+        return FxMap::default();
     };
     let Ok(obj) = object::File::parse(&cache) else {
-        return HashMap::new();
+        return FxMap::default();
     };
     // Whole sections in one read each; going through object's symbol
     // iterator on a ReadCache costs a read(2) per name.
@@ -105,55 +109,54 @@ fn alias_table(path: &Path) -> HashMap<u64, String> {
         (Some(syms), Some(strs)) if !syms.is_empty() => (syms, strs),
         _ => match (section(".dynsym"), section(".dynstr")) {
             (Some(syms), Some(strs)) => (syms, strs),
-            _ => return HashMap::new(),
+            _ => return FxMap::default(),
         },
     };
     if !obj.is_little_endian() || !obj.is_64() {
-        return HashMap::new();
+        return FxMap::default();
     }
-    alias_table_from(syms, strs)
+    alias_picks_from(syms, strs, starts)
 }
 
-/// `alias_table` over raw little-endian Elf64_Sym entries and their strings.
-fn alias_table_from(syms: &[u8], strs: &[u8]) -> HashMap<u64, String> {
+/// `alias_picks` over raw little-endian Elf64_Sym entries and their strings.
+fn alias_picks_from(syms: &[u8], strs: &[u8], starts: &FxSet<u64>) -> FxMap<u64, String> {
     const STT_FUNC: u8 = 2;
     const STT_GNU_IFUNC: u8 = 10;
-    let funcs = || {
-        syms.chunks_exact(24).filter_map(|e| {
-            let u32_at = |i: usize| e.get(i..i + 4)?.try_into().ok().map(u32::from_le_bytes);
-            let u64_at = |i: usize| e.get(i..i + 8)?.try_into().ok().map(u64::from_le_bytes);
-            let info = *e.get(4)?;
-            let (name, value, size) = (u32_at(0)?, u64_at(8)?, u64_at(16)?);
-            matches!(info & 0xf, STT_FUNC | STT_GNU_IFUNC)
-                .then_some((name, value, size))
-                .filter(|&(_, value, _)| value != 0)
-        })
-    };
-    let mut count: FxMap<u64, u32> = FxMap::default();
-    for (_, value, _) in funcs() {
-        *count.entry(value).or_insert(0) += 1;
-    }
-    count.retain(|_, n| *n > 1);
     let name_at = |off: u32| {
         let rest = strs.get(off as usize..)?;
         let end = rest.iter().position(|&b| b == 0)?;
         std::str::from_utf8(rest.get(..end)?).ok()
     };
-    let mut best: FxMap<u64, (u64, &str)> = FxMap::default();
-    for (name, value, size) in funcs() {
-        if !count.contains_key(&value) {
+    // Per start: how many names, and the pick so far.
+    let mut best: FxMap<u64, (u32, u64, &str)> = FxMap::default();
+    for e in syms.chunks_exact(24) {
+        let u32_at = |i: usize| e.get(i..i + 4)?.try_into().ok().map(u32::from_le_bytes);
+        let u64_at = |i: usize| e.get(i..i + 8)?.try_into().ok().map(u64::from_le_bytes);
+        let (Some(&info), Some(name), Some(value), Some(size)) =
+            (e.get(4), u32_at(0), u64_at(8), u64_at(16))
+        else {
+            continue;
+        };
+        if !matches!(info & 0xf, STT_FUNC | STT_GNU_IFUNC) || value == 0 || !starts.contains(&value)
+        {
             continue;
         }
         let Some(name) = name_at(name) else { continue };
-        match best.get(&value) {
-            Some(&(cur_size, cur)) if !better_alias(size, name, cur_size, cur) => {}
-            _ => {
-                best.insert(value, (size, name));
+        match best.get_mut(&value) {
+            Some((count, cur_size, cur)) => {
+                *count += 1;
+                if better_alias(size, name, *cur_size, cur) {
+                    (*cur_size, *cur) = (size, name);
+                }
+            }
+            None => {
+                best.insert(value, (1, size, name));
             }
         }
     }
     best.into_iter()
-        .map(|(addr, (_, name))| (addr, name.to_string()))
+        .filter(|(_, (count, ..))| *count > 1)
+        .map(|(addr, (_, _, name))| (addr, name.to_string()))
         .collect()
 }
 
@@ -208,20 +211,34 @@ impl ElfNames {
         let mut src = Elf::new(path);
         src.debug_syms = self.inline;
         let src = Source::Elf(src);
-        let aliases = if self.inline {
-            Arc::new(HashMap::new())
-        } else {
-            self.aliases
-                .entry(path.to_path_buf())
-                .or_insert_with(|| Arc::new(alias_table(path)))
-                .clone()
-        };
         let results = self.symbolizer.symbolize(&src, Input::VirtOffset(svmas))?;
+        let known = self.aliases.entry(path.to_path_buf()).or_default();
+        if !self.inline {
+            let new: FxSet<u64> = results
+                .iter()
+                .filter_map(|r| match r {
+                    Symbolized::Sym(sym) if !known.contains_key(&sym.addr) => Some(sym.addr),
+                    _ => None,
+                })
+                .collect();
+            if !new.is_empty() {
+                let mut picks = alias_picks(path, &new);
+                for start in new {
+                    known.insert(start, picks.remove(&start));
+                }
+            }
+        }
+        let known = &self.aliases[path];
         Ok(results
             .into_iter()
             .map(|r| match r {
                 Symbolized::Sym(sym) => Some(Names {
-                    function: self.finish(aliases.get(&sym.addr).map_or(&sym.name, |a| a)),
+                    function: self.finish(
+                        known
+                            .get(&sym.addr)
+                            .and_then(Option::as_deref)
+                            .unwrap_or(&sym.name),
+                    ),
                     inlined: sym.inlined.iter().map(|f| self.finish(&f.name)).collect(),
                 }),
                 Symbolized::Unknown(_) => None,
@@ -313,7 +330,7 @@ mod tests {
     fn aliases_are_settled_like_perf() {
         // Two Elf64_Sym entries at 0x1000 (FUNC), names "__munmap" then
         // "munmap" in the first order, reversed in the second.
-        fn table(first: &str, second: &str) -> HashMap<u64, String> {
+        fn table(first: &str, second: &str) -> FxMap<u64, String> {
             let strs = format!("\0{first}\0{second}\0");
             let mut syms = vec![0u8; 24]; // the null symbol
             for off in [1u32, 2 + first.len() as u32] {
@@ -324,7 +341,8 @@ mod tests {
                 e[16..24].copy_from_slice(&33u64.to_le_bytes());
                 syms.extend_from_slice(&e);
             }
-            alias_table_from(&syms, strs.as_bytes())
+            let starts: FxSet<u64> = [0x1000, 0x2000].into_iter().collect();
+            alias_picks_from(&syms, strs.as_bytes(), &starts)
         }
         assert_eq!(table("munmap", "__munmap")[&0x1000], "__munmap");
         assert_eq!(table("__munmap", "munmap")[&0x1000], "munmap");

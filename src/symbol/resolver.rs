@@ -36,6 +36,7 @@ use super::kallsyms::Kallsyms;
 use super::names::{ElfNames, Names, VdsoSymbols};
 use super::perf_map::PerfMap;
 use super::process::{AddressSpace, DsoId, DsoKind, DsoTable, Mapping, ProcessModel};
+use super::stacks::StackTable;
 use super::unwind::{DwarfUnwinder, PERF_REG_X86_BP, PERF_REG_X86_IP, PERF_REG_X86_SP, UserState};
 use super::{ResolveOptions, ResolveStats, UnresolvedReason};
 use crate::analysis::sample::{
@@ -80,6 +81,19 @@ struct LocResult {
     reason: Option<UnresolvedReason>,
 }
 
+/// A distinct stack, named: the frames every sample with it shares, and
+/// what its frames add to the stack-quality counts.
+#[derive(Debug)]
+struct NamedStack {
+    frames: Arc<[FrameId]>,
+    /// Locations on the stack (an inlined expansion counts once).
+    locations: u64,
+    /// Their reasons, for the locations without a name.
+    unnamed: Vec<UnresolvedReason>,
+    /// The outermost location had no name: the stack is cut.
+    outermost_unnamed: bool,
+}
+
 #[derive(Debug)]
 struct PendingSample {
     event: usize,
@@ -89,9 +103,8 @@ struct PendingSample {
     cpu: u32,
     time: u64,
     period: u64,
-    /// Range in `Resolver::pending_locs`.
-    start: usize,
-    len: usize,
+    /// Id in `Resolver::stacks`.
+    stack: u32,
     /// None: no callchain at all; Some(false): cut short while unwinding.
     unwound: Option<bool>,
 }
@@ -105,6 +118,9 @@ pub struct Resolver {
     header_build_ids: HashMap<Vec<u8>, Vec<u8>>,
     kallsyms: Option<Kallsyms>,
     kallsyms_path: Option<std::path::PathBuf>,
+    /// kallsyms being read on a thread of its own since the first kernel
+    /// address: the kernel takes ~70 ms to print it, the records meanwhile.
+    kallsyms_loader: Option<std::thread::JoinHandle<Kallsyms>>,
     vdso: Option<VdsoSymbols>,
     perf_maps: HashMap<i32, Option<PerfMap>>,
     names: ElfNames,
@@ -115,7 +131,9 @@ pub struct Resolver {
     loc_frames: Vec<FrameId>,
     frames: FrameTable,
     pending: Vec<PendingSample>,
-    pending_locs: Vec<u32>,
+    stacks: StackTable,
+    named_stacks: Vec<NamedStack>,
+    loc_scratch: Vec<u32>,
     stats: ResolveStats,
     lost: u64,
     scratch: Vec<(u64, bool)>,
@@ -143,6 +161,7 @@ impl Resolver {
             header_build_ids: HashMap::new(),
             kallsyms: None,
             kallsyms_path: options.kallsyms.clone(),
+            kallsyms_loader: None,
             vdso: None,
             perf_maps: HashMap::new(),
             names: ElfNames::new(options.inline, options.demangle),
@@ -153,7 +172,9 @@ impl Resolver {
             loc_frames: Vec::new(),
             frames: FrameTable::default(),
             pending: Vec::new(),
-            pending_locs: Vec::new(),
+            stacks: StackTable::default(),
+            named_stacks: Vec::new(),
+            loc_scratch: Vec::new(),
             stats: ResolveStats::default(),
             lost: 0,
             scratch: Vec::new(),
@@ -328,7 +349,18 @@ impl Resolver {
         if chain_len >= MAX_STACK {
             unwound = unwound.map(|_| false);
         }
-        let start = self.pending_locs.len();
+        if self.kallsyms.is_none()
+            && self.kallsyms_loader.is_none()
+            && addrs.iter().any(|&(_, kernel)| kernel)
+        {
+            let path = self.kallsyms_path.clone();
+            self.kallsyms_loader = std::thread::Builder::new()
+                .name("kallsyms".into())
+                .spawn(move || load_kallsyms(path.as_deref()))
+                .ok();
+        }
+        let mut ids = std::mem::take(&mut self.loc_scratch);
+        ids.clear();
         let space = self.procs.space(pid);
         for (i, &(addr, kernel)) in addrs.iter().enumerate() {
             let lookup = if i == 0 || !self.adjust_return_addresses {
@@ -343,8 +375,10 @@ impl Resolver {
                 self.locs.push(key);
                 self.loc_results.push(None);
             }
-            self.pending_locs.push(id);
+            ids.push(id);
         }
+        let stack = self.stacks.intern(&ids);
+        self.loc_scratch = ids;
         self.scratch = addrs;
         self.pending.push(PendingSample {
             event: attr_index,
@@ -354,8 +388,7 @@ impl Resolver {
             cpu: s.cpu.unwrap_or(0),
             time: s.timestamp.unwrap_or(0),
             period: s.period.unwrap_or(1),
-            start,
-            len: self.pending_locs.len() - start,
+            stack,
             unwound,
         });
     }
@@ -366,35 +399,22 @@ impl Resolver {
     /// the last call, in feeding order. Frame ids index `frames()`.
     pub fn take_samples(&mut self) -> Vec<ResolvedSample> {
         self.resolve_locations();
+        self.name_stacks();
         let pending = std::mem::take(&mut self.pending);
         let mut out = Vec::with_capacity(pending.len());
         for p in pending {
-            let ids = self
-                .pending_locs
-                .get(p.start..p.start + p.len)
-                .unwrap_or(&[]);
-            let mut stack = Vec::with_capacity(ids.len());
-            let mut last_reason = None;
-            for &id in ids {
-                let Some(Some(r)) = self.loc_results.get(id as usize) else {
-                    continue;
-                };
-                let frames = self
-                    .loc_frames
-                    .get(r.start as usize..(r.start + r.len) as usize)
-                    .unwrap_or(&[]);
-                stack.extend_from_slice(frames);
-                self.stats.frames += 1;
-                if let Some(reason) = r.reason {
-                    self.stats.unknown_frames += 1;
-                    *self.stats.reasons.entry(reason).or_insert(0) += 1;
-                }
-                last_reason = r.reason;
+            let Some(named) = self.named_stacks.get(p.stack as usize) else {
+                continue;
+            };
+            self.stats.frames += named.locations;
+            self.stats.unknown_frames += named.unnamed.len() as u64;
+            for &reason in &named.unnamed {
+                *self.stats.reasons.entry(reason).or_insert(0) += 1;
             }
             let quality = match p.unwound {
                 None => StackQuality::NoCallchain,
                 Some(false) => StackQuality::Truncated,
-                Some(true) if last_reason.is_some() => StackQuality::Truncated,
+                Some(true) if named.outermost_unnamed => StackQuality::Truncated,
                 Some(true) => StackQuality::Complete,
             };
             self.stats.samples += 1;
@@ -411,12 +431,37 @@ impl Resolver {
                 cpu: p.cpu,
                 time: p.time,
                 period: p.period,
-                stack,
+                stack: Arc::clone(&named.frames),
                 quality,
             });
         }
-        self.pending_locs.clear();
         out
+    }
+
+    /// Builds the frames of every stack not named yet (its locations are).
+    fn name_stacks(&mut self) {
+        let mut frames = Vec::new();
+        for id in self.named_stacks.len()..self.stacks.len() {
+            frames.clear();
+            let mut named = NamedStack {
+                frames: Arc::from([]),
+                locations: 0,
+                unnamed: Vec::new(),
+                outermost_unnamed: false,
+            };
+            for &loc in self.stacks.get(id as u32) {
+                let Some(Some(r)) = self.loc_results.get(loc as usize) else {
+                    continue;
+                };
+                let range = r.start as usize..(r.start + r.len) as usize;
+                frames.extend_from_slice(self.loc_frames.get(range).unwrap_or(&[]));
+                named.locations += 1;
+                named.unnamed.extend(r.reason);
+                named.outermost_unnamed = r.reason.is_some();
+            }
+            named.frames = Arc::from(frames.as_slice());
+            self.named_stacks.push(named);
+        }
     }
 
     /// The interned frames the samples' stacks point into.
@@ -438,6 +483,7 @@ impl Resolver {
     pub fn finish(mut self) -> (Vec<ResolvedSample>, FrameTable, ResolveStats, u64) {
         let samples = self.take_samples();
         self.stats.distinct_locations = self.locs.len() as u64;
+        self.stats.distinct_stacks = self.stacks.len() as u64;
         (samples, self.frames, self.stats, self.lost)
     }
 
@@ -533,13 +579,11 @@ impl Resolver {
 
     fn name_kernel(&mut self, ids: &[u32]) {
         if self.kallsyms.is_none() {
-            let parsed = match &self.kallsyms_path {
-                Some(p) => {
-                    std::fs::File::open(p).and_then(|f| Kallsyms::parse(std::io::BufReader::new(f)))
-                }
-                None => Kallsyms::from_proc(),
+            let loaded = match self.kallsyms_loader.take().map(|t| t.join()) {
+                Some(Ok(k)) => k,
+                _ => load_kallsyms(self.kallsyms_path.as_deref()),
             };
-            self.kallsyms = Some(parsed.unwrap_or_default());
+            self.kallsyms = Some(loaded);
         }
         for &id in ids {
             let addr = self.locs.get(id as usize).map_or(0, |k| k.addr);
@@ -671,6 +715,16 @@ impl Resolver {
             }
         }
     }
+}
+
+/// The kernel's symbols from `path`, else `/proc/kallsyms`; empty when
+/// unreadable (every kernel frame then says why it has no name).
+fn load_kallsyms(path: Option<&std::path::Path>) -> Kallsyms {
+    let parsed = match path {
+        Some(p) => std::fs::File::open(p).and_then(|f| Kallsyms::parse(std::io::BufReader::new(f))),
+        None => Kallsyms::from_proc(),
+    };
+    parsed.unwrap_or_default()
 }
 
 /// The location of `addr` in a process with maps `space`.

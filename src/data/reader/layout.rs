@@ -392,12 +392,44 @@ pub fn walk_records<R: Read + Seek + ?Sized>(
     mut visit: impl FnMut(RecordFrame, &[u8]) -> io::Result<()>,
 ) -> Result<(), LayoutError> {
     r.seek(SeekFrom::Start(data.offset))?;
-    let mut r = io::BufReader::with_capacity(1 << 18, r);
-    let end = data.end();
-    let mut offset = data.offset;
-    let mut head = [0u8; 8];
+    let mut cursor = RecordCursor::new(r, data, endian, 1 << 18);
     let mut body = Vec::with_capacity(1 << 16);
-    while offset < end {
+    loop {
+        body.clear();
+        let Some(frame) = cursor.next_into(&mut body)? else {
+            return Ok(());
+        };
+        visit(frame, &body)?;
+    }
+}
+
+/// The records of a data section in file order, each checked as
+/// [`walk_records`] describes; the reader's time-order pass reads through it.
+pub struct RecordCursor<R: Read> {
+    r: io::BufReader<R>,
+    endian: Endian,
+    offset: u64,
+    end: u64,
+}
+
+impl<R: Read> RecordCursor<R> {
+    /// `r` must be positioned at `data.offset`.
+    pub fn new(r: R, data: Section, endian: Endian, buffer: usize) -> Self {
+        RecordCursor {
+            r: io::BufReader::with_capacity(buffer, r),
+            endian,
+            offset: data.offset,
+            end: data.end(),
+        }
+    }
+
+    /// Appends the next record's body (without AUXTRACE's trailing data) to
+    /// `body` and returns its frame; `None` at the end of the section.
+    pub fn next_into(&mut self, body: &mut Vec<u8>) -> Result<Option<RecordFrame>, LayoutError> {
+        let (offset, end, endian) = (self.offset, self.end, self.endian);
+        if offset >= end {
+            return Ok(None);
+        }
         let left = end - offset;
         if left < RECORD_HEADER_SIZE {
             return Err(LayoutError::TruncatedRecord {
@@ -407,7 +439,8 @@ pub fn walk_records<R: Read + Seek + ?Sized>(
                 left,
             });
         }
-        r.read_exact(&mut head)?;
+        let mut head = [0u8; 8];
+        self.r.read_exact(&mut head)?;
         let record_type = endian.u32(&head, 0).unwrap_or(0);
         let misc = endian.u16(&head, 4).unwrap_or(0);
         let size = endian.u16(&head, 6).unwrap_or(0);
@@ -426,16 +459,17 @@ pub fn walk_records<R: Read + Seek + ?Sized>(
                 left,
             });
         }
-        body.clear();
-        (&mut r)
-            .take(u64::from(size) - RECORD_HEADER_SIZE)
-            .read_to_end(&mut body)?;
+        let at = body.len();
+        let len = usize::from(size) - RECORD_HEADER_SIZE as usize;
+        body.resize(at + len, 0);
+        self.r.read_exact(&mut body[at..])?;
+        let body = &body[at..];
         let mut next = offset + u64::from(size);
         if record_type == PERF_RECORD_AUXTRACE {
-            let aux = endian.u64(&body, 0).unwrap_or(0);
+            let aux = endian.u64(body, 0).unwrap_or(0);
             match next.checked_add(aux) {
                 Some(n) if n <= end => {
-                    io::copy(&mut (&mut r).take(aux), &mut io::sink())?;
+                    io::copy(&mut (&mut self.r).take(aux), &mut io::sink())?;
                     next = n;
                 }
                 _ => {
@@ -449,7 +483,7 @@ pub fn walk_records<R: Read + Seek + ?Sized>(
             }
         }
         if record_type == PERF_RECORD_HEADER_FEATURE
-            && endian.u64(&body, 0) == Some(HEADER_EVENT_DESC.into())
+            && endian.u64(body, 0) == Some(HEADER_EVENT_DESC.into())
         {
             let desc = body.get(8..).unwrap_or(&[]);
             check_event_desc(desc, endian).map_err(|(at, what)| LayoutError::BadSection {
@@ -470,16 +504,14 @@ pub fn walk_records<R: Read + Seek + ?Sized>(
                 what: format!("build-id size {len} (at most 20)"),
             });
         }
-        let frame = RecordFrame {
+        self.offset = next;
+        Ok(Some(RecordFrame {
             offset,
             record_type,
             misc,
             size,
-        };
-        visit(frame, &body)?;
-        offset = next;
+        }))
     }
-    Ok(())
 }
 
 /// perf's name for a record type: `PERF_RECORD_SAMPLE`, ...
