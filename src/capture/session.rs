@@ -56,7 +56,7 @@ pub enum CallGraph {
 pub struct CaptureOptions {
     pub events: Vec<ResolvedEvent>,
     pub target: Target,
-    /// `None`: perf's defaults (4000 Hz for counters, every event for tracepoints).
+    /// `None`: perf's defaults (4000 Hz for counters, every event for tracepoints and uprobes).
     pub sampling: Option<Sampling>,
     pub call_graph: CallGraph,
     /// Data pages per ring (a power of two). Default 1024 (4 MiB) per CPU:

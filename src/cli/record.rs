@@ -22,7 +22,7 @@ pub struct RecordArgs {
     /// Tracepoint filter (ftrace syntax) for the event before it on the command line.
     #[arg(long)]
     filter: Vec<String>,
-    /// Sample at this frequency (Hz). Default 4000 (tracepoints: every event).
+    /// Sample at this frequency (Hz). Default 4000 (tracepoints and uprobes: every event).
     #[arg(
         short = 'F',
         long = "freq",
