@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # bench/sched.sh: the probe effect of scheduler tracing, side by side in one
 # run (release build): `perf bench sched messaging` alone, under
-# `perf sched record -a`, under `scry profile -a` (every default hook:
-# sched, syscalls, irq, page faults, stacks on sched_switch, switch records)
-# and under `scry sched runqlat -a` (sched events only: the like-for-like
-# peer of perf sched). Each is run ROUNDS times, interleaved; the slowdown
-# is the median of the workload's own "Total time" over the median alone.
-# Also the events each tracer lost (perf: PERF_RECORD_LOST in its file;
-# scry: the per-CPU lost counts it reports). Prints scry/perf ratios
-# (target <= 1.0).
+# `perf sched record -a`, under `scry profile -a` (the full default profile:
+# sched events with stacks on sched_switch and switch records through perf
+# rings, system calls, page faults and irqs summed in the kernel by BPF),
+# under `scry profile -a --no-bpf` (the same profile with every event
+# streamed through perf rings: the fallback, and the figure before BPF) and
+# under `scry sched runqlat -a` (sched events only: the like-for-like peer
+# of perf sched). Each is run ROUNDS times, interleaved; the slowdown is the
+# median of the workload's own "Total time" over the median alone. Also the
+# events each tracer lost (perf: PERF_RECORD_LOST in its file; scry: the
+# per-CPU lost counts it reports, plus in-kernel pairs a full BPF map could
+# not count). Prints scry/perf ratios (target <= 1.0).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -36,9 +39,15 @@ run_one() { # name
         lost[$name]=$(( ${lost[$name]:-0} + $(perf script -D -i "$work/perf.data" 2>/dev/null |
             awk '/PERF_RECORD_LOST/ { for (i = 1; i <= NF; i++) if ($i == "lost") s += $(i + 1) } END { print s + 0 }') ))
         ;;
-    scry-profile)
-        "$scry" profile -a --format json -o "$work/profile.json" -- "${bench[@]}" >"$out" 2>&1
-        lost[$name]=$(( ${lost[$name]:-0} + $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sum(c["lost"] for c in r["cpus"]))' "$work/profile.json") ))
+    scry-profile | scry-nobpf)
+        local flags=()
+        [ "$name" = scry-nobpf ] && flags=(--no-bpf)
+        "$scry" profile -a "${flags[@]}" --format json -o "$work/$name.json" -- "${bench[@]}" >"$out" 2>&1
+        lost[$name]=$(( ${lost[$name]:-0} + $(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+k = r.get("kernel") or {}
+print(sum(c["lost"] for c in r["cpus"]) + k.get("map_full", 0))' "$work/$name.json") ))
         ;;
     scry-runqlat)
         "$scry" sched runqlat -a --format json -o "$work/runqlat.json" -- "${bench[@]}" >"$out" 2>&1
@@ -48,7 +57,7 @@ run_one() { # name
     times[$name]="${times[$name]:-} $(total_time "$out")"
 }
 
-names=(alone perf scry-profile scry-runqlat)
+names=(alone perf scry-profile scry-nobpf scry-runqlat)
 for _ in $(seq "$ROUNDS"); do
     for name in "${names[@]}"; do run_one "$name"; done
 done
@@ -62,7 +71,7 @@ for name in "${names[@]}"; do
     slow=$(awk -v t="${med[$name]}" -v b="${med[alone]}" 'BEGIN { printf "%.2f", t / b }')
     printf "%-14s %7.3f s  slowdown %5sx  lost %s\n" "$name" "${med[$name]}" "$slow" "${lost[$name]:-0}"
 done
-for name in scry-profile scry-runqlat; do
+for name in scry-profile scry-nobpf scry-runqlat; do
     awk -v s="${med[$name]}" -v p="${med[perf]}" -v b="${med[alone]}" -v n="$name" 'BEGIN {
         ps = p - b; ss = s - b;
         printf "%s / perf sched record: time %.2fx, added time %.2fx\n", n, s / p, (ps > 0 ? ss / ps : 0) }'
