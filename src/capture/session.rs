@@ -518,17 +518,22 @@ impl Session {
     /// Records describing what existed before the counters: the kernel map
     /// always, and every watched (or, system-wide, every) process.
     pub fn synthesize(&self, system_wide: bool, out: &mut Vec<u8>) {
-        synth::kernel_mmap(&self.layout, out);
+        // The processes first: they may exit while kallsyms is read (~90 ms
+        // of kernel time, far more when the targets keep every CPU busy);
+        // the kernel map still goes first in `out`.
+        let mut processes = Vec::new();
         if system_wide {
             for pid in proc::pids().unwrap_or_default() {
-                synth::process(&self.layout, pid, out);
+                synth::process(&self.layout, pid, &mut processes);
             }
         } else {
             for &pid in &self.watched_pids {
                 let pid = proc::tgid(pid).unwrap_or(pid);
-                synth::process(&self.layout, pid, out);
+                synth::process(&self.layout, pid, &mut processes);
             }
         }
+        synth::kernel_mmap(&self.layout, out);
+        out.extend_from_slice(&processes);
         if let Some(pid) = self.workload_pid()
             && let Some(first) = self.workload_comm()
         {
