@@ -58,8 +58,21 @@ impl FoldedStacks {
         let mut index: FxHashMap<Box<[u32]>, usize> = FxHashMap::default();
         let mut stacks: Vec<FoldedStack> = Vec::new();
         let mut scratch: Vec<u32> = Vec::with_capacity(128);
+        // The resolver shares one `Arc` among samples with the same stack
+        // and thread name: by address, most samples find their slot without
+        // hashing their frames. The content index keeps slots unique.
+        let mut by_ptr: FxHashMap<(usize, usize), usize> = FxHashMap::default();
         for sample in samples {
             if sample.event != event || sample.stack.is_empty() {
+                continue;
+            }
+            let ptrs = (
+                Arc::as_ptr(&sample.comm) as *const u8 as usize,
+                Arc::as_ptr(&sample.stack) as *const FrameId as usize,
+            );
+            if let Some(stack) = by_ptr.get(&ptrs).and_then(|&slot| stacks.get_mut(slot)) {
+                stack.period += sample.period;
+                stack.samples += 1;
                 continue;
             }
             let comm = match comm_ids.get(&sample.comm) {
@@ -88,6 +101,7 @@ impl FoldedStacks {
                     slot
                 }
             };
+            by_ptr.insert(ptrs, slot);
             if let Some(stack) = stacks.get_mut(slot) {
                 stack.period += sample.period;
                 stack.samples += 1;

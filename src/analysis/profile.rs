@@ -375,6 +375,10 @@ impl Profile {
         let mut stack_frames: Vec<FrameId> = Vec::new();
         let mut index: FxHashMap<Box<[u32]>, usize> = FxHashMap::default();
         let mut scratch: Vec<u32> = Vec::with_capacity(256);
+        // Samples with one stack share its `Arc` (and threads their comm's):
+        // by address, most samples find their group without hashing frames
+        // or names. The content index keeps groups unique.
+        let mut by_ptr: FxHashMap<(usize, usize, u32, u32, u32), usize> = FxHashMap::default();
         for sample in samples {
             while totals.len() <= sample.event {
                 totals.push(Totals::default());
@@ -391,9 +395,21 @@ impl Profile {
             if !filter.keeps_sample(sample) {
                 continue;
             }
-            let comm = keys.comm_id(&sample.comm);
             let pid = if mask.pid { sample.pid } else { 0 };
             let tid = if mask.tid { sample.tid } else { 0 };
+            let ptrs = (
+                Arc::as_ptr(&sample.comm) as *const u8 as usize,
+                Arc::as_ptr(&sample.stack) as *const FrameId as usize,
+                sample.event as u32,
+                pid as u32,
+                tid as u32,
+            );
+            if let Some(group) = by_ptr.get(&ptrs).and_then(|&slot| groups.get_mut(slot)) {
+                group.period += sample.period;
+                group.samples += 1;
+                continue;
+            }
+            let comm = keys.comm_id(&sample.comm);
             scratch.clear();
             scratch.extend([sample.event as u32, comm, pid as u32, tid as u32]);
             scratch.extend(sample.stack.iter().map(|f| f.0));
@@ -417,12 +433,14 @@ impl Profile {
                     slot
                 }
             };
+            by_ptr.insert(ptrs, slot);
             if let Some(group) = groups.get_mut(slot) {
                 group.period += sample.period;
                 group.samples += 1;
             }
         }
         drop(index);
+        drop(by_ptr);
 
         // Phase 2: self and children, once per group.
         let mut maps: Vec<FxHashMap<RawKey, Entry>> =

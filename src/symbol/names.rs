@@ -96,14 +96,14 @@ pub struct ElfNames {
 /// functions, of which a profile meets a few thousand.
 fn alias_picks(path: &Path, starts: &FxSet<u64>) -> FxMap<u64, String> {
     use object::ObjectSection;
-    let Some(cache) = super::binary::open_elf(path) else {
+    let Ok(map) = crate::sys::mapped::MappedFile::open(path) else {
         return FxMap::default();
     };
-    let Ok(obj) = object::File::parse(&cache) else {
+    let Ok(obj) = object::File::parse(&*map) else {
         return FxMap::default();
     };
-    // Whole sections in one read each; going through object's symbol
-    // iterator on a ReadCache costs a read(2) per name.
+    // The sections are scanned in place, in the mapping: a big library's
+    // .symtab and .strtab are tens of MB, and most of it is never touched.
     let section = |name: &str| obj.section_by_name(name).and_then(|s| s.data().ok());
     let (syms, strs) = match (section(".symtab"), section(".strtab")) {
         (Some(syms), Some(strs)) if !syms.is_empty() => (syms, strs),
@@ -199,6 +199,21 @@ impl ElfNames {
         } else {
             raw.to_string()
         }
+    }
+
+    /// `(inline, demangle)`, to make another like this one.
+    pub fn config(&self) -> (bool, bool) {
+        (self.inline, self.demangle)
+    }
+
+    /// Drops what is cached for `path` (its parsed symbols, its alias
+    /// picks): a one-shot resolve names each file in one batch, and keeping
+    /// every big library's tables until the end only raises peak memory.
+    pub fn forget(&mut self, path: &Path) {
+        let _ = self
+            .symbolizer
+            .evict(&blazesym::symbolize::evict::Elf::new(path).into());
+        self.aliases.remove(path);
     }
 
     /// Name the svmas of one file, in order; `None` where no symbol covers

@@ -94,15 +94,25 @@ struct NamedStack {
     outermost_unnamed: bool,
 }
 
-#[derive(Debug)]
-struct PendingSample {
-    event: usize,
-    comm: Arc<str>,
-    pid: i32,
-    tid: i32,
-    cpu: u32,
-    time: u64,
-    period: u64,
+/// Symbol files this big in all (bytes) are named on two threads.
+const PARALLEL_SYMBOLS_BYTES: u64 = 8 << 20;
+
+/// One file's locations to name (`Resolver::prepare_file`).
+struct FileJob {
+    dso: DsoId,
+    /// Location ids, and the svma of each (None: outside every load).
+    ids: Vec<u32>,
+    svmas: Vec<Option<u64>>,
+    /// The distinct svmas, sorted: what is asked of the symbolizer.
+    batch: Vec<u64>,
+    binary: Arc<Binary>,
+    /// The symbol file's size: the cost estimate that balances threads.
+    weight: u64,
+}
+
+/// What a pending sample still needs to get its stack and quality.
+#[derive(Clone, Copy, Debug)]
+struct PendingStack {
     /// Id in `Resolver::stacks`.
     stack: u32,
     /// None: no callchain at all; Some(false): cut short while unwinding.
@@ -130,7 +140,11 @@ pub struct Resolver {
     loc_results: Vec<Option<LocResult>>,
     loc_frames: Vec<FrameId>,
     frames: FrameTable,
-    pending: Vec<PendingSample>,
+    /// Samples fed since the last `take_samples`, complete but for their
+    /// stacks (empty until named; built in place, never copied).
+    pending: Vec<ResolvedSample>,
+    pending_stacks: Vec<PendingStack>,
+    no_frames: Arc<[FrameId]>,
     stacks: StackTable,
     named_stacks: Vec<NamedStack>,
     loc_scratch: Vec<u32>,
@@ -140,6 +154,9 @@ pub struct Resolver {
     user_scratch: Vec<u64>,
     /// Look return addresses up at `addr - 1` (see the module doc).
     adjust_return_addresses: bool,
+    /// Set by `finish`: no batch follows, so each binary's symbol tables
+    /// are dropped as soon as it is named.
+    last_batch: bool,
 }
 
 impl std::fmt::Debug for Resolver {
@@ -172,6 +189,8 @@ impl Resolver {
             loc_frames: Vec::new(),
             frames: FrameTable::default(),
             pending: Vec::new(),
+            pending_stacks: Vec::new(),
+            no_frames: Arc::from([]),
             stacks: StackTable::default(),
             named_stacks: Vec::new(),
             loc_scratch: Vec::new(),
@@ -180,6 +199,7 @@ impl Resolver {
             scratch: Vec::new(),
             user_scratch: Vec::new(),
             adjust_return_addresses: options.adjust_return_addresses || options.inline,
+            last_batch: false,
         }
     }
 
@@ -380,7 +400,7 @@ impl Resolver {
         let stack = self.stacks.intern(&ids);
         self.loc_scratch = ids;
         self.scratch = addrs;
-        self.pending.push(PendingSample {
+        self.pending.push(ResolvedSample {
             event: attr_index,
             comm: self.procs.comm(tid),
             pid,
@@ -388,9 +408,10 @@ impl Resolver {
             cpu: s.cpu.unwrap_or(0),
             time: s.timestamp.unwrap_or(0),
             period: s.period.unwrap_or(1),
-            stack,
-            unwound,
+            stack: Arc::clone(&self.no_frames),
+            quality: StackQuality::Complete,
         });
+        self.pending_stacks.push(PendingStack { stack, unwound });
     }
 }
 
@@ -400,9 +421,9 @@ impl Resolver {
     pub fn take_samples(&mut self) -> Vec<ResolvedSample> {
         self.resolve_locations();
         self.name_stacks();
-        let pending = std::mem::take(&mut self.pending);
-        let mut out = Vec::with_capacity(pending.len());
-        for p in pending {
+        let mut out = std::mem::take(&mut self.pending);
+        let pending = std::mem::take(&mut self.pending_stacks);
+        for (sample, p) in out.iter_mut().zip(pending) {
             let Some(named) = self.named_stacks.get(p.stack as usize) else {
                 continue;
             };
@@ -423,17 +444,8 @@ impl Resolver {
                 StackQuality::Truncated => self.stats.truncated += 1,
                 StackQuality::NoCallchain => self.stats.no_callchain += 1,
             }
-            out.push(ResolvedSample {
-                event: p.event,
-                comm: p.comm,
-                pid: p.pid,
-                tid: p.tid,
-                cpu: p.cpu,
-                time: p.time,
-                period: p.period,
-                stack: Arc::clone(&named.frames),
-                quality,
-            });
+            sample.stack = Arc::clone(&named.frames);
+            sample.quality = quality;
         }
         out
     }
@@ -481,6 +493,7 @@ impl Resolver {
 
     /// Take everything: the remaining samples, the frames and the counts.
     pub fn finish(mut self) -> (Vec<ResolvedSample>, FrameTable, ResolveStats, u64) {
+        self.last_batch = true;
         let samples = self.take_samples();
         self.stats.distinct_locations = self.locs.len() as u64;
         self.stats.distinct_stacks = self.stacks.len() as u64;
@@ -499,12 +512,13 @@ impl Resolver {
         }
         let mut dsos: Vec<_> = by_dso.into_iter().collect();
         dsos.sort_by_key(|(d, _)| *d);
+        let mut jobs = Vec::new();
         for (dso, mut ids) in dsos {
             ids.sort_by_key(|&id| self.locs.get(id as usize).map_or(0, |k| k.addr));
             let kind = self.dsos.get(dso).kind.clone();
             match kind {
                 DsoKind::Kernel => self.name_kernel(&ids),
-                DsoKind::File => self.name_file(dso, &ids),
+                DsoKind::File => jobs.extend(self.prepare_file(dso, ids)),
                 DsoKind::Vdso => self.name_vdso(dso, &ids),
                 DsoKind::PerfMap(pid) => self.name_jit(dso, pid, &ids),
                 DsoKind::Unknown => {
@@ -518,6 +532,10 @@ impl Resolver {
                     }
                 }
             }
+        }
+        let named = self.symbolize_jobs(&jobs);
+        for (job, named) in jobs.into_iter().zip(named) {
+            self.apply_file(job, &named);
         }
     }
 
@@ -615,7 +633,9 @@ impl Resolver {
         }
     }
 
-    fn name_file(&mut self, dso: DsoId, ids: &[u32]) {
+    /// The work of naming one file's locations, or `None` when the file is
+    /// missing or not the recorded one (those locations are then set).
+    fn prepare_file(&mut self, dso: DsoId, ids: Vec<u32>) -> Option<FileJob> {
         let binary = match self.binary(dso) {
             Ok(b) => b,
             Err(miss) => {
@@ -623,13 +643,12 @@ impl Resolver {
                     BinaryMiss::Missing => UnresolvedReason::MissingBinary,
                     BinaryMiss::BuildIdMismatch => UnresolvedReason::BuildIdMismatch,
                 };
-                for &id in ids {
+                for &id in &ids {
                     self.set_unnamed(id, dso, FrameKind::User, reason);
                 }
-                return;
+                return None;
             }
         };
-        let name = self.dsos.get(dso).name.clone();
         let svmas: Vec<Option<u64>> = ids
             .iter()
             .map(|&id| {
@@ -640,24 +659,102 @@ impl Resolver {
         let mut batch: Vec<u64> = svmas.iter().flatten().copied().collect();
         batch.sort_unstable();
         batch.dedup();
-        let named = self
-            .names
-            .symbolize(&binary.symbols_path, &batch)
-            .unwrap_or_default();
-        let miss = if binary.has_symtab {
+        let weight = std::fs::metadata(&binary.symbols_path).map_or(0, |m| m.len());
+        Some(FileJob {
+            dso,
+            ids,
+            svmas,
+            batch,
+            binary,
+            weight,
+        })
+    }
+
+    /// Names the jobs' addresses: on two threads for the last batch of a
+    /// file (each thread with a symbolizer of its own; blazesym's is not
+    /// `Send`), else here, keeping the symbolizer's caches for later
+    /// batches.
+    fn symbolize_jobs(&mut self, jobs: &[FileJob]) -> Vec<Vec<Option<Names>>> {
+        let total: u64 = jobs.iter().map(|j| j.weight).sum();
+        if !self.last_batch || jobs.len() < 2 || total < PARALLEL_SYMBOLS_BYTES {
+            return jobs.iter().map(|j| self.symbolize_one(j)).collect();
+        }
+        // Heaviest first, each to the lighter side.
+        let mut order: Vec<usize> = (0..jobs.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].weight));
+        let (mut here, mut there) = (Vec::new(), Vec::new());
+        let (mut here_w, mut there_w) = (0u64, 0u64);
+        for i in order {
+            if here_w <= there_w {
+                here_w += jobs[i].weight;
+                here.push(i);
+            } else {
+                there_w += jobs[i].weight;
+                there.push(i);
+            }
+        }
+        let (inline, demangle) = self.names.config();
+        let mut out: Vec<Vec<Option<Names>>> = vec![Vec::new(); jobs.len()];
+        let theirs = std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                let mut names = ElfNames::new(inline, demangle);
+                there
+                    .iter()
+                    .map(|&i| {
+                        let j = &jobs[i];
+                        let named = names
+                            .symbolize(&j.binary.symbols_path, &j.batch)
+                            .unwrap_or_default();
+                        names.forget(&j.binary.symbols_path);
+                        (i, named)
+                    })
+                    .collect::<Vec<_>>()
+            });
+            for &i in &here {
+                out[i] = self.symbolize_one(&jobs[i]);
+            }
+            worker.join()
+        });
+        match theirs {
+            Ok(theirs) => {
+                for (i, named) in theirs {
+                    out[i] = named;
+                }
+            }
+            // The worker panicked: name its share here.
+            Err(_) => {
+                for &i in &there {
+                    out[i] = self.symbolize_one(&jobs[i]);
+                }
+            }
+        }
+        out
+    }
+
+    fn symbolize_one(&mut self, job: &FileJob) -> Vec<Option<Names>> {
+        let path = &job.binary.symbols_path;
+        let named = self.names.symbolize(path, &job.batch).unwrap_or_default();
+        if self.last_batch {
+            self.names.forget(path);
+        }
+        named
+    }
+
+    fn apply_file(&mut self, job: FileJob, named: &[Option<Names>]) {
+        let name = self.dsos.get(job.dso).name.clone();
+        let miss = if job.binary.has_symtab {
             UnresolvedReason::NoSymbol
         } else {
             UnresolvedReason::StrippedBinary
         };
-        for (&id, svma) in ids.iter().zip(svmas) {
+        for (&id, svma) in job.ids.iter().zip(job.svmas) {
             let found = svma
-                .and_then(|a| batch.binary_search(&a).ok())
+                .and_then(|a| job.batch.binary_search(&a).ok())
                 .and_then(|i| named.get(i))
-                .and_then(Option::as_ref)
-                .cloned();
+                .and_then(Option::as_ref);
             match found {
-                Some(n) => self.set_named(id, name.clone(), FrameKind::User, Some(&n)),
-                None => self.set_unnamed(id, dso, FrameKind::User, miss),
+                Some(n) => self.set_named(id, name.clone(), FrameKind::User, Some(n)),
+                None => self.set_unnamed(id, job.dso, FrameKind::User, miss),
             }
         }
     }

@@ -3,6 +3,7 @@
 //! Wrappers return `io::Result`; nothing here formats text for people.
 
 pub mod bpf_profile;
+pub mod mapped;
 pub mod perf_event;
 pub mod proc;
 pub mod process;
