@@ -14,7 +14,8 @@ fn main() {
     // multiarch directory that `clang -target bpf` does not search.
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let multiarch = Path::new("/usr/include").join(format!("{arch}-linux-gnu"));
-    let mut args: Vec<String> = vec!["-Wall".into(), "-O2".into(), "-g".into()];
+    // -mcpu=v3: atomic compare-and-swap (kernel 5.12 and later).
+    let mut args: Vec<String> = vec!["-Wall".into(), "-O2".into(), "-g".into(), "-mcpu=v3".into()];
     if multiarch.is_dir() {
         args.push("-idirafter".into());
         args.push(multiarch.display().to_string());

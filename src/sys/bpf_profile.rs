@@ -1,8 +1,10 @@
 //! `scry profile`'s in-kernel pairs: loads `src/bpf/profile.bpf.c` (system
 //! calls, page faults, hard and soft interrupts summed per task in a BPF
 //! hash map), tells it which processes to watch, and reads the sums at the
-//! end. The program's rules (which tasks count, how a pair matches) are in
-//! its header comment.
+//! end. The program's rules (which tasks count, how a pair matches, where
+//! the sums live) are in its header comment. It needs BTF (tp_btf hooks)
+//! and BPF atomics (kernel 5.12 or later); where it does not load the
+//! caller falls back to streaming.
 //!
 //! The skeleton libbpf-cargo generates (build.rs) is included here and
 //! nowhere else: its `unsafe` wraps libbpf's skeleton C API. The skeleton
@@ -46,7 +48,10 @@ pub const KIND_SOFTIRQ_RAISE: u32 = 5;
 const COUNTER_EXIT_WITHOUT_ENTER: u32 = 0;
 const COUNTER_STATS_FULL: u32 = 1;
 const COUNTER_STARTS_FULL: u32 = 2;
-const COUNTER_PAIRS: u32 = 3;
+const COUNTER_OPEN: u32 = 3;
+
+/// Slots of the program's `stat_slots` array (its STAT_SLOTS).
+const STAT_SLOTS: u32 = 65536;
 
 /// `targets` values.
 const TARGET_WATCHED: u8 = 1;
@@ -246,20 +251,54 @@ impl ProfileBpf {
                 min_ts: field(5),
             });
         }
+        for index in 0..STAT_SLOTS {
+            let Some(value) = maps
+                .stat_slots
+                .lookup(&index.to_ne_bytes(), MapFlags::ANY)
+                .map_err(|e| io_error("reading the BPF statistics", e))?
+            else {
+                continue;
+            };
+            let Some(packed) = u64_at(&value, 0).filter(|&k| k != 0) else {
+                continue;
+            };
+            let field = |i: usize| u64_at(&value, 8 + i * 8).unwrap_or(0);
+            sums.stats.push(KernelStat {
+                tid: (packed >> 32) as u32,
+                kind: ((packed >> 24) & 0xff) as u32,
+                nr: packed & 0xff_ffff,
+                count: field(0),
+                total: field(1),
+                max: field(2),
+                max_ts: field(3),
+                min: field(4),
+                min_ts: field(5),
+            });
+        }
         sums.stats.sort_by_key(|s| (s.tid, s.kind, s.nr));
-        sums.open_starts = maps.starts.keys().count() as u64;
         let counter = |index: u32| -> io::Result<u64> {
             let per_cpu = maps
                 .counters
                 .lookup_percpu(&index.to_ne_bytes(), MapFlags::ANY)
                 .map_err(|e| io_error("reading the BPF counters", e))?
                 .unwrap_or_default();
-            Ok(per_cpu.iter().filter_map(|v| u64_at(v, 0)).sum())
+            // Per-CPU parts may wrap below zero (COUNTER_OPEN: +1 on the
+            // CPU of the enter, -1 on that of the exit); their sum does not.
+            Ok(per_cpu
+                .iter()
+                .filter_map(|v| u64_at(v, 0))
+                .fold(0u64, u64::wrapping_add))
         };
         sums.exit_without_enter = counter(COUNTER_EXIT_WITHOUT_ENTER)?;
         sums.stats_full = counter(COUNTER_STATS_FULL)?;
         sums.starts_full = counter(COUNTER_STARTS_FULL)?;
-        sums.pairs = counter(COUNTER_PAIRS)?;
+        sums.open_starts = (counter(COUNTER_OPEN)? as i64).max(0) as u64;
+        sums.pairs = sums
+            .stats
+            .iter()
+            .filter(|s| !matches!(s.kind, KIND_PAGE_FAULT_USER | KIND_PAGE_FAULT_KERNEL))
+            .map(|s| s.count)
+            .sum();
         Ok(sums)
     }
 }
