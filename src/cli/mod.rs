@@ -16,6 +16,7 @@ mod report;
 mod sched;
 mod script;
 mod stat;
+mod target;
 mod top;
 mod trace;
 

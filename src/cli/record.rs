@@ -3,12 +3,13 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Args;
 
 use scry::capture::session::{StopReason, default_mmap_pages};
-use scry::capture::{CallGraph, CaptureOptions, Sampling, Target};
+use scry::capture::{CallGraph, CaptureOptions};
 use scry::event::name;
+
+use super::target::{SamplingArgs, TargetArgs};
 
 #[derive(Args, Debug)]
 pub struct RecordArgs {
@@ -22,35 +23,10 @@ pub struct RecordArgs {
     /// Tracepoint filter (ftrace syntax) for the event before it on the command line.
     #[arg(long)]
     filter: Vec<String>,
-    /// Sample at this frequency (Hz). Default 4000 (tracepoints and uprobes: every event).
-    #[arg(
-        short = 'F',
-        long = "freq",
-        value_name = "HZ",
-        conflicts_with = "count"
-    )]
-    freq: Option<u64>,
-    /// Sample every N events.
-    #[arg(short = 'c', long = "count", value_name = "N")]
-    count: Option<u64>,
-    /// Record kernel and user call chains (frame pointers); same as --call-graph fp.
-    #[arg(short = 'g')]
-    callchain: bool,
-    /// fp, or dwarf[,STACK_BYTES] (default 8192): copy the user stack and registers to unwind later.
-    #[arg(long = "call-graph", value_name = "MODE")]
-    call_graph: Option<String>,
-    /// Watch these processes (all their threads): PID[,PID...].
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pid: Option<String>,
-    /// Watch these threads: TID[,TID...].
-    #[arg(short = 't', long = "tid", value_name = "TID")]
-    tid: Option<String>,
-    /// Watch every CPU (system-wide).
-    #[arg(short = 'a', long = "all-cpus")]
-    all_cpus: bool,
-    /// Watch these CPUs only (0-3,5).
-    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
-    cpu: Option<String>,
+    #[command(flatten)]
+    sampling: SamplingArgs,
+    #[command(flatten)]
+    target: TargetArgs,
     /// Output file (an existing one is moved to FILE.old).
     #[arg(short = 'o', long = "output", default_value = "perf.data")]
     output: PathBuf,
@@ -73,34 +49,6 @@ pub struct RecordArgs {
         value_name = "COMMAND"
     )]
     command: Vec<OsString>,
-}
-
-/// `--call-graph` / `-g` into a mode.
-pub fn parse_call_graph(g: bool, mode: Option<&str>) -> anyhow::Result<CallGraph> {
-    let Some(mode) = mode else {
-        return Ok(if g {
-            CallGraph::FramePointer
-        } else {
-            CallGraph::None
-        });
-    };
-    let mut parts = mode.split(',');
-    match parts.next() {
-        Some("fp") => Ok(CallGraph::FramePointer),
-        Some("dwarf") => {
-            let stack_size = match parts.next() {
-                Some(n) => n.parse::<u32>().ok().filter(|&n| n > 0 && n <= 65528).with_context(|| {
-                    format!("--call-graph dwarf,SIZE: SIZE must be a number of bytes up to 65528, got '{n}'")
-                })?,
-                None => 8192,
-            };
-            Ok(CallGraph::Dwarf {
-                stack_size: stack_size.next_multiple_of(8),
-            })
-        }
-        Some("lbr") => anyhow::bail!("--call-graph lbr needs a hardware PMU; use fp or dwarf"),
-        _ => anyhow::bail!("--call-graph: unknown mode '{mode}' (use fp or dwarf[,SIZE])"),
-    }
 }
 
 impl RecordArgs {
@@ -133,37 +81,8 @@ impl RecordArgs {
             }
             filters.push((last, filter.clone()));
         }
-        let sampling = match (self.freq, self.count) {
-            (Some(0), _) => anyhow::bail!("-F: frequency must be above 0"),
-            (Some(hz), _) => Some(Sampling::Frequency(hz)),
-            (None, Some(0)) => anyhow::bail!("-c: period must be above 0"),
-            (None, Some(n)) => Some(Sampling::Period(n)),
-            (None, None) => None,
-        };
-        let cpus = match &self.cpu {
-            Some(text) => Some(
-                scry::sys::proc::parse_cpu_list(text)
-                    .with_context(|| format!("-C: cannot parse CPU list '{text}'"))?,
-            ),
-            None => None,
-        };
-        let target = Target {
-            command: self.command.clone(),
-            pids: self
-                .pid
-                .as_deref()
-                .map(|p| super::parse_ids(p, "-p"))
-                .transpose()?
-                .unwrap_or_default(),
-            tids: self
-                .tid
-                .as_deref()
-                .map(|t| super::parse_ids(t, "-t"))
-                .transpose()?
-                .unwrap_or_default(),
-            system_wide: self.all_cpus,
-            cpus,
-        };
+        let sampling = self.sampling.sampling()?;
+        let target = self.target.to_target(&self.command)?;
         if target.command.is_empty()
             && target.pids.is_empty()
             && target.tids.is_empty()
@@ -181,7 +100,7 @@ impl RecordArgs {
             Some(list) => list.len(),
             None => scry::sys::proc::online_cpus().map_or(1, |c| c.len()),
         };
-        let call_graph = parse_call_graph(self.callchain, self.call_graph.as_deref())?;
+        let call_graph = self.sampling.call_graph()?;
         // A DWARF sample carries its stack copy (8-64 KiB): give the rings
         // four times the room, or a 4 MiB ring holds only ~250 samples.
         let mmap_pages = self.mmap_pages.unwrap_or_else(|| {

@@ -14,14 +14,22 @@ use clap::{ArgAction, Args};
 use scry::analysis::stat::{
     self as stats, Aggregation, CounterReading, EventClass, RunAccumulator,
 };
-use scry::capture::Target;
 use scry::capture::counting::{CounterSet, CountingOptions, Wake};
 use scry::event::name::{self, ResolvedEvent};
 use scry::render::stat::{EventLabel, StatFormat, StatPrinter, Subject};
 use scry::sys::process::ExitStatus;
 use scry::sys::signal::SignalPipe;
 
+use super::target::TargetArgs;
+
 #[derive(Args, Debug)]
+// The shared target flags, worded for counting and listed -a first, as perf stat does.
+#[command(
+    mut_arg("all_cpus", |a| a.help("Count on every CPU (system-wide)").display_order(1)),
+    mut_arg("pid", |a| a.help("Count these processes (all their threads): PID[,PID...]").display_order(2)),
+    mut_arg("tid", |a| a.help("Count these threads: TID[,TID...]").display_order(3)),
+    mut_arg("cpu", |a| a.help("Count on these CPUs only (0-3,5); implies system-wide").display_order(4)),
+)]
 pub struct StatArgs {
     /// Event(s) to count: task-clock, page-faults:u, sched:sched_switch, 'syscalls:sys_enter_*',
     /// 'block:*'... (repeatable, comma lists). Default: perf's set (task-clock or cpu-clock,
@@ -31,18 +39,8 @@ pub struct StatArgs {
     /// killed); shown as probe_BINARY:FUNC. Lasting probes: scry probe.
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     events: Vec<String>,
-    /// Count on every CPU (system-wide).
-    #[arg(short = 'a', long = "all-cpus")]
-    all_cpus: bool,
-    /// Count these processes (all their threads): PID[,PID...].
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pid: Option<String>,
-    /// Count these threads: TID[,TID...].
-    #[arg(short = 't', long = "tid", value_name = "TID")]
-    tid: Option<String>,
-    /// Count on these CPUs only (0-3,5); implies system-wide.
-    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
-    cpu: Option<String>,
+    #[command(flatten)]
+    target: TargetArgs,
     /// One line per CPU instead of a total (system-wide only).
     #[arg(short = 'A', long = "no-aggr")]
     no_aggr: bool,
@@ -129,25 +127,9 @@ impl StatArgs {
             Some(ms) => Some(Duration::from_millis(ms)),
             None => None,
         };
-        let pids = self
-            .pid
-            .as_deref()
-            .map(|p| super::parse_ids(p, "-p"))
-            .transpose()?;
-        let tids = self
-            .tid
-            .as_deref()
-            .map(|t| super::parse_ids(t, "-t"))
-            .transpose()?;
-        let cpus = match &self.cpu {
-            Some(text) => Some(
-                scry::sys::proc::parse_cpu_list(text)
-                    .with_context(|| format!("-C: expected a CPU list like 0-3,5, got '{text}'"))?,
-            ),
-            None => None,
-        };
-        let system_wide = self.all_cpus || cpus.is_some();
-        let has_task = pids.is_some() || tids.is_some();
+        let target = self.target.to_target(&self.command)?;
+        let system_wide = target.system_wide || target.cpus.is_some();
+        let has_task = !target.pids.is_empty() || !target.tids.is_empty();
         if self.command.is_empty() && !system_wide && !has_task {
             anyhow::bail!(
                 "nothing to count: give a command after --, or -a, -C CPUS, -p PID or -t TID"
@@ -198,13 +180,13 @@ impl StatArgs {
             (Some(sep), false) => StatFormat::Separated(sep.clone()),
             (None, false) => StatFormat::Text,
         };
-        let subject = if self.all_cpus {
+        let subject = if self.target.all_cpus {
             Subject::SystemWide
-        } else if let Some(list) = &self.cpu {
+        } else if let Some(list) = &self.target.cpu {
             Subject::Cpus(list.clone())
-        } else if let Some(p) = &self.pid {
+        } else if let Some(p) = &self.target.pid {
             Subject::Pid(p.clone())
-        } else if let Some(t) = &self.tid {
+        } else if let Some(t) = &self.target.tid {
             Subject::Tid(t.clone())
         } else {
             Subject::Command(
@@ -217,13 +199,7 @@ impl StatArgs {
         Ok(StatOptions {
             counting: CountingOptions {
                 events,
-                target: Target {
-                    command: self.command.clone(),
-                    pids: pids.unwrap_or_default(),
-                    tids: tids.unwrap_or_default(),
-                    system_wide: self.all_cpus,
-                    cpus,
-                },
+                target,
                 cgroup: self.cgroup.clone(),
                 inherit: !self.no_inherit,
             },

@@ -27,28 +27,20 @@ use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::perf_event::attr_bytes;
 use scry::sys::signal::SignalPipe;
 
+use super::target::{SamplingArgs, parse_cpus, parse_id_list};
+
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("freq", |a| a.help("Sampling frequency in Hz. Default 4000")),
+    mut_arg("callchain", |a| a.help("Record call chains and show Children/Self with expandable call graphs")),
+    mut_arg("call_graph", |a| a.help("fp or dwarf[,SIZE]")),
+)]
 pub struct TopArgs {
     /// Event to sample (default: cycles, or cpu-clock without a hardware PMU).
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     events: Vec<String>,
-    /// Sampling frequency in Hz. Default 4000.
-    #[arg(
-        short = 'F',
-        long = "freq",
-        value_name = "HZ",
-        conflicts_with = "count"
-    )]
-    freq: Option<u64>,
-    /// Sample every N events.
-    #[arg(short = 'c', long = "count", value_name = "N")]
-    count: Option<u64>,
-    /// Record call chains and show Children/Self with expandable call graphs.
-    #[arg(short = 'g')]
-    callchain: bool,
-    /// fp or dwarf[,SIZE].
-    #[arg(long = "call-graph", value_name = "MODE")]
-    call_graph: Option<String>,
+    #[command(flatten)]
+    sampling: SamplingArgs,
     /// Watch these processes only: PID[,PID...].
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pid: Option<String>,
@@ -336,19 +328,8 @@ impl TopArgs {
             specs.push(name::parse("cpu-clock")?);
         }
         let events = name::resolve(&specs)?;
-        let pids = self
-            .pid
-            .as_deref()
-            .map(|p| super::parse_ids(p, "-p"))
-            .transpose()?
-            .unwrap_or_default();
-        let cpus = match &self.cpu {
-            Some(text) => Some(
-                scry::sys::proc::parse_cpu_list(text)
-                    .with_context(|| format!("-C: cannot parse '{text}'"))?,
-            ),
-            None => None,
-        };
+        let pids = parse_id_list(self.pid.as_deref(), "-p")?;
+        let cpus = parse_cpus(self.cpu.as_deref())?;
         let target = Target {
             command: Vec::new(),
             system_wide: pids.is_empty() && (self.all_cpus || cpus.is_none()),
@@ -356,13 +337,11 @@ impl TopArgs {
             tids: Vec::new(),
             cpus,
         };
-        let sampling = match (self.freq, self.count) {
-            (Some(0), _) => anyhow::bail!("-F: frequency must be above 0"),
-            (Some(hz), _) => Some(Sampling::Frequency(hz)),
-            (None, Some(0)) => anyhow::bail!("-c: period must be above 0"),
-            (None, Some(n)) => Some(Sampling::Period(n)),
-            (None, None) => Some(Sampling::Frequency(4000)),
-        };
+        let sampling = Some(
+            self.sampling
+                .sampling()?
+                .unwrap_or(Sampling::Frequency(4000)),
+        );
         let cpu_count = scry::sys::proc::online_cpus().map_or(1, |c| c.len());
         let mmap_pages = self
             .mmap_pages
@@ -374,10 +353,7 @@ impl TopArgs {
             events,
             target,
             sampling,
-            call_graph: super::record::parse_call_graph(
-                self.callchain,
-                self.call_graph.as_deref(),
-            )?,
+            call_graph: self.sampling.call_graph()?,
             mmap_pages,
             filters: Vec::new(),
             no_callchain: Vec::new(),

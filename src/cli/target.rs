@@ -1,0 +1,125 @@
+//! The flags that say what to watch (`-p`, `-t`, `-a`, `-C`) and how to
+//! sample it (`-F`, `-c`, `-g`, `--call-graph`): one declaration each,
+//! flattened into `record`, `stat` and `top`.
+//!
+//! The help lines are `record`'s; a command whose wording differs (`stat`
+//! counts rather than watches) rewords them with `#[command(mut_arg(...))]`,
+//! so the flags and their parsing stay one copy. What a target means (is
+//! `-C` system-wide? is the default system-wide?) stays with each command.
+
+use std::ffi::OsString;
+
+use anyhow::Context;
+use clap::Args;
+
+use scry::capture::{CallGraph, Sampling, Target};
+
+/// `-p`, `-t`, `-a`, `-C`.
+#[derive(Args, Debug)]
+pub struct TargetArgs {
+    /// Watch these processes (all their threads): PID[,PID...].
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pub pid: Option<String>,
+    /// Watch these threads: TID[,TID...].
+    #[arg(short = 't', long = "tid", value_name = "TID")]
+    pub tid: Option<String>,
+    /// Watch every CPU (system-wide).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Watch these CPUs only (0-3,5).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpu: Option<String>,
+}
+
+impl TargetArgs {
+    /// The flags around `command`, as given: `system_wide` is `-a` alone.
+    pub fn to_target(&self, command: &[OsString]) -> anyhow::Result<Target> {
+        Ok(Target {
+            command: command.to_vec(),
+            pids: parse_id_list(self.pid.as_deref(), "-p")?,
+            tids: parse_id_list(self.tid.as_deref(), "-t")?,
+            system_wide: self.all_cpus,
+            cpus: parse_cpus(self.cpu.as_deref())?,
+        })
+    }
+}
+
+/// A `-p`/`-t` value into ids; none when the flag is absent.
+pub fn parse_id_list(text: Option<&str>, flag: &str) -> anyhow::Result<Vec<i32>> {
+    Ok(text
+        .map(|t| super::parse_ids(t, flag))
+        .transpose()?
+        .unwrap_or_default())
+}
+
+/// A `-C` value (`0-3,5`) into CPU numbers.
+pub fn parse_cpus(text: Option<&str>) -> anyhow::Result<Option<Vec<u32>>> {
+    text.map(|text| {
+        scry::sys::proc::parse_cpu_list(text)
+            .with_context(|| format!("-C: expected a CPU list like 0-3,5, got '{text}'"))
+    })
+    .transpose()
+}
+
+/// `-F`, `-c`, `-g`, `--call-graph`.
+#[derive(Args, Debug)]
+pub struct SamplingArgs {
+    /// Sample at this frequency (Hz). Default 4000 (tracepoints and uprobes: every event).
+    #[arg(
+        short = 'F',
+        long = "freq",
+        value_name = "HZ",
+        conflicts_with = "count"
+    )]
+    pub freq: Option<u64>,
+    /// Sample every N events.
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+    /// Record kernel and user call chains (frame pointers); same as --call-graph fp.
+    #[arg(short = 'g')]
+    pub callchain: bool,
+    /// fp, or dwarf[,STACK_BYTES] (default 8192): copy the user stack and registers to unwind later.
+    #[arg(long = "call-graph", value_name = "MODE")]
+    pub call_graph: Option<String>,
+}
+
+impl SamplingArgs {
+    /// `-F` or `-c`; `None` when neither is given (the caller's default).
+    pub fn sampling(&self) -> anyhow::Result<Option<Sampling>> {
+        Ok(match (self.freq, self.count) {
+            (Some(0), _) => anyhow::bail!("-F: frequency must be above 0"),
+            (Some(hz), _) => Some(Sampling::Frequency(hz)),
+            (None, Some(0)) => anyhow::bail!("-c: period must be above 0"),
+            (None, Some(n)) => Some(Sampling::Period(n)),
+            (None, None) => None,
+        })
+    }
+
+    /// `--call-graph` / `-g` into a mode.
+    pub fn call_graph(&self) -> anyhow::Result<CallGraph> {
+        let Some(mode) = self.call_graph.as_deref() else {
+            return Ok(if self.callchain {
+                CallGraph::FramePointer
+            } else {
+                CallGraph::None
+            });
+        };
+        let mut parts = mode.split(',');
+        match parts.next() {
+            Some("fp") => Ok(CallGraph::FramePointer),
+            Some("dwarf") => {
+                let stack_size = match parts.next() {
+                    Some(n) => n.parse::<u32>().ok().filter(|&n| n > 0 && n <= 65528).with_context(|| {
+                        format!("--call-graph dwarf,SIZE: SIZE must be a number of bytes up to 65528, got '{n}'")
+                    })?,
+                    None => 8192,
+                };
+                Ok(CallGraph::Dwarf {
+                    stack_size: stack_size.next_multiple_of(8),
+                })
+            }
+            Some("lbr") => anyhow::bail!("--call-graph lbr needs a hardware PMU; use fp or dwarf"),
+            _ => anyhow::bail!("--call-graph: unknown mode '{mode}' (use fp or dwarf[,SIZE])"),
+        }
+    }
+}
