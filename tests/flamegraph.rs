@@ -17,19 +17,6 @@ use std::process::{Command, Stdio};
 use quick_xml::Reader;
 use quick_xml::events::Event;
 
-fn perf_record(dir: &Path, name: &str, program: &Path, args: &[&str]) -> PathBuf {
-    let data = dir.join(format!("{name}.data"));
-    common::run_ok(
-        common::perf()
-            .args(["record", "-q", "-F", "999", "-g", "-o"])
-            .arg(&data)
-            .arg("--")
-            .arg(program)
-            .args(args),
-    );
-    data
-}
-
 /// A tool from PATH or ~/.cargo/bin.
 fn find_tool(name: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
@@ -157,16 +144,16 @@ fn folded_equals_perf_script_through_inferno() {
         return;
     };
     let dir = common::tempdir();
-    let data = perf_record(dir.path(), "cpu7525", &common::workload("cpu7525"), &["50"]);
+    let data = common::perf_record_g(dir.path(), "cpu7525", &common::workload("cpu7525"), &["50"]);
     assert_same_folded(&data, &collapse);
-    let data = perf_record(
+    let data = common::perf_record_g(
         dir.path(),
         "threads",
         &common::workload("threads"),
         &["3", "10"],
     );
     assert_same_folded(&data, &collapse);
-    let data = perf_record(
+    let data = common::perf_record_g(
         dir.path(),
         "forker",
         &common::workload("forker"),
@@ -254,7 +241,7 @@ fn svg_is_well_formed_and_widths_follow_counts() {
     require_kernel!();
     require_perf!();
     let dir = common::tempdir();
-    let data = perf_record(dir.path(), "cpu7525", &common::workload("cpu7525"), &["50"]);
+    let data = common::perf_record_g(dir.path(), "cpu7525", &common::workload("cpu7525"), &["50"]);
     let svg_path = dir.path().join("fg.svg");
     common::run_ok(
         common::scry()
@@ -317,7 +304,7 @@ fn kernel_frames_are_coloured_apart() {
     require_perf!();
     let dir = common::tempdir();
     // Nothing but system calls: most samples are in the kernel.
-    let data = perf_record(dir.path(), "calls", &common::workload("calls"), &["300000"]);
+    let data = common::perf_record_g(dir.path(), "calls", &common::workload("calls"), &["300000"]);
     let svg_path = dir.path().join("calls.svg");
     common::run_ok(
         common::scry()
@@ -363,7 +350,7 @@ fn svg_renders_in_headless_chromium() {
         return;
     };
     let dir = common::tempdir();
-    let data = perf_record(dir.path(), "cpu7525", &common::workload("cpu7525"), &["30"]);
+    let data = common::perf_record_g(dir.path(), "cpu7525", &common::workload("cpu7525"), &["30"]);
     let svg = dir.path().join("fg.svg");
     common::run_ok(
         common::scry()

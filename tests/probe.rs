@@ -441,18 +441,12 @@ fn bad_input_is_one_line_and_exit_2() {
     ];
     for (args, needle) in cases {
         let out = common::output(common::scry().arg("probe").args(&args));
-        let err = String::from_utf8_lossy(&out.stderr);
         if needle == "kprobe" && out.status.success() {
             // A kernel with kprobes: the probe was made; remove it.
             let _ = common::output(common::scry().args(["probe", "-d", "probe:do_sys_openat2"]));
             continue;
         }
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(
-            err.starts_with("scry: ") && err.contains(needle),
-            "{args:?}: {err}"
-        );
+        common::assert_bad_input(&out, needle, &args);
     }
 }
 
@@ -487,13 +481,7 @@ fn run_only_probe_bad_input_is_one_line_and_exit_2() {
     ];
     for (args, needle) in cases {
         let out = common::output(common::scry().args(&args).current_dir(dir.path()));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(
-            err.starts_with("scry: ") && err.contains(needle),
-            "{args:?}: {err}"
-        );
+        common::assert_bad_input(&out, needle, &args);
     }
     assert!(!dir.path().join("perf.data").exists());
 }

@@ -5,50 +5,8 @@
 
 mod common;
 
-use std::process::Command;
-
-/// Runs scry as `nobody`; None (with the reason printed) when we are not
-/// root or setpriv is missing: then there is nothing to drop.
-fn scry_as_nobody(args: &[&str]) -> Option<std::process::Output> {
-    let is_root = std::fs::read_to_string("/proc/self/status")
-        .ok()?
-        .lines()
-        .find(|l| l.starts_with("Uid:"))?
-        .split_whitespace()
-        .nth(2)
-        == Some("0");
-    if !is_root {
-        let reason = "privilege tests need root (to drop to nobody)";
-        assert!(
-            !common::kernel_tests_required(),
-            "SCRY_KERNEL_TESTS=required but {reason}"
-        );
-        eprintln!("skipping: {reason}");
-        return None;
-    }
-    let out = Command::new("setpriv")
-        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_scry"))
-        .args(args)
-        .output()
-        .expect("setpriv (util-linux) runs");
-    Some(out)
-}
-
-fn paranoid() -> i32 {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(2)
-}
-
-#[test]
-fn system_wide_without_privileges_names_the_sysctl() {
-    require_kernel!();
-    if paranoid() < 1 {
-        eprintln!("skipping: perf_event_paranoid < 1 lets anyone record system-wide");
-        return;
-    }
+/// A temporary directory that `nobody` may write the perf.data file into.
+fn writable_by_nobody() -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
         .prefix("scry-priv")
         .tempdir()
@@ -58,8 +16,19 @@ fn system_wide_without_privileges_names_the_sysctl() {
         std::os::unix::fs::PermissionsExt::from_mode(0o777),
     )
     .unwrap();
+    dir
+}
+
+#[test]
+fn system_wide_without_privileges_names_the_sysctl() {
+    require_kernel!();
+    if common::perf_event_paranoid() < 1 {
+        eprintln!("skipping: perf_event_paranoid < 1 lets anyone record system-wide");
+        return;
+    }
+    let dir = writable_by_nobody();
     let out_file = dir.path().join("x.data");
-    let Some(out) = scry_as_nobody(&[
+    let Some(out) = common::scry_as_nobody(&[
         "record",
         "-a",
         "-o",
@@ -83,22 +52,14 @@ fn system_wide_without_privileges_names_the_sysctl() {
 #[test]
 fn own_process_without_privileges_records_user_space() {
     require_kernel!();
-    if paranoid() < 2 {
+    if common::perf_event_paranoid() < 2 {
         eprintln!("skipping: perf_event_paranoid < 2 lets users sample the kernel");
         return;
     }
     let workload = common::workload("cpu7525");
-    let dir = tempfile::Builder::new()
-        .prefix("scry-priv")
-        .tempdir()
-        .unwrap();
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
+    let dir = writable_by_nobody();
     let out_file = dir.path().join("u.data");
-    let Some(out) = scry_as_nobody(&[
+    let Some(out) = common::scry_as_nobody(&[
         "record",
         "-F",
         "999",

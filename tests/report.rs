@@ -8,21 +8,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-
-/// `perf record -F 999 -g` of `program args` into `dir/name.data`.
-fn perf_record(dir: &Path, name: &str, program: &Path, args: &[&str]) -> PathBuf {
-    let data = dir.join(format!("{name}.data"));
-    common::run_ok(
-        common::perf()
-            .args(["record", "-q", "-F", "999", "-g", "-o"])
-            .arg(&data)
-            .arg("--")
-            .arg(program)
-            .args(args),
-    );
-    data
-}
+use std::path::Path;
 
 /// One parsed report line: the key text and its percentages.
 #[derive(Debug, Clone)]
@@ -148,7 +134,7 @@ fn cpu7525_agrees_with_perf_and_splits_75_25() {
     require_kernel!();
     require_perf!();
     let dir = common::tempdir();
-    let data = perf_record(
+    let data = common::perf_record_g(
         dir.path(),
         "cpu7525",
         &common::workload("cpu7525"),
@@ -187,7 +173,7 @@ fn threads_agree_with_perf() {
     require_kernel!();
     require_perf!();
     let dir = common::tempdir();
-    let data = perf_record(
+    let data = common::perf_record_g(
         dir.path(),
         "threads",
         &common::workload("threads"),
@@ -210,7 +196,7 @@ fn forker_agrees_with_perf_and_filters_by_pid() {
     require_kernel!();
     require_perf!();
     let dir = common::tempdir();
-    let data = perf_record(
+    let data = common::perf_record_g(
         dir.path(),
         "forker",
         &common::workload("forker"),
@@ -263,7 +249,7 @@ fn filters_and_percent_limit_match_perf() {
     require_kernel!();
     require_perf!();
     let dir = common::tempdir();
-    let data = perf_record(dir.path(), "cpu7525", &common::workload("cpu7525"), &["50"]);
+    let data = common::perf_record_g(dir.path(), "cpu7525", &common::workload("cpu7525"), &["50"]);
     compare_at_least(
         &data,
         &["--no-children", "--sort", "sym", "--dso", "cpu7525"],
@@ -312,7 +298,7 @@ fn call_graphs_show_callers_and_callees() {
     require_kernel!();
     require_perf!();
     let dir = common::tempdir();
-    let data = perf_record(dir.path(), "cpu7525", &common::workload("cpu7525"), &["50"]);
+    let data = common::perf_record_g(dir.path(), "cpu7525", &common::workload("cpu7525"), &["50"]);
     // Callee order without children: under hot_b, its callers up to main.
     let text = common::run_ok(
         common::scry()
@@ -383,7 +369,7 @@ fn header_names_the_event_and_counts() {
     require_kernel!();
     require_perf!();
     let dir = common::tempdir();
-    let data = perf_record(dir.path(), "cpu7525", &common::workload("cpu7525"), &["20"]);
+    let data = common::perf_record_g(dir.path(), "cpu7525", &common::workload("cpu7525"), &["20"]);
     let ours = scry_report(&data, &[]);
     let theirs = perf_report(&data, &[]);
     let grab = |text: &str, prefix: &str| {
@@ -471,7 +457,7 @@ fn interactive_browser_under_tmux() {
         return;
     }
     let dir = common::tempdir();
-    let data = perf_record(dir.path(), "cpu7525", &common::workload("cpu7525"), &["30"]);
+    let data = common::perf_record_g(dir.path(), "cpu7525", &common::workload("cpu7525"), &["30"]);
     let session = format!("scry-report-{}", std::process::id());
     let command = format!(
         "{} report --no-children -i {}; echo SCRY-EXITED-$?; sleep 30",

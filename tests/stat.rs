@@ -469,13 +469,7 @@ fn bad_input_is_one_line_and_exit_2() {
     ];
     for (args, expect) in cases {
         let out = common::output(stat().args(&args));
-        let text = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
-        assert_eq!(text.lines().count(), 1, "{args:?}: {text}");
-        assert!(
-            text.starts_with("scry: ") && text.contains(expect),
-            "{args:?}: {text}"
-        );
+        common::assert_bad_input(&out, expect, &args);
     }
     let out = common::output(stat().args(["-e", "nosuch"]).arg("--").arg(&quick));
     assert!(String::from_utf8_lossy(&out.stderr).contains("scry list"));
@@ -526,47 +520,15 @@ fn unsupported_hardware_is_a_normal_line() {
     );
 }
 
-/// Runs scry as `nobody` (root drops privileges with setpriv); None when
-/// we are not root, with the reason printed.
-fn scry_as_nobody(args: &[&str]) -> Option<std::process::Output> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let is_root = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        == Some("0");
-    if !is_root {
-        let reason = "privilege tests need root (to drop to nobody)";
-        assert!(
-            !common::kernel_tests_required(),
-            "SCRY_KERNEL_TESTS=required but {reason}"
-        );
-        eprintln!("skipping: {reason}");
-        return None;
-    }
-    let out = Command::new("setpriv")
-        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_scry"))
-        .arg("stat")
-        .args(args)
-        .output()
-        .expect("setpriv (util-linux) runs");
-    Some(out)
-}
-
 #[test]
 fn without_privileges() {
     require_kernel!();
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(2);
-    if paranoid < 2 {
+    if common::perf_event_paranoid() < 2 {
         eprintln!("skipping: perf_event_paranoid < 2 lets users count the kernel");
         return;
     }
     // System-wide: refused, naming the sysctl.
-    let Some(out) = scry_as_nobody(&["-a", "-e", "cpu-clock", "--", "true"]) else {
+    let Some(out) = common::scry_as_nobody(&["stat", "-a", "-e", "cpu-clock", "--", "true"]) else {
         return;
     };
     let text = String::from_utf8_lossy(&out.stderr);
@@ -577,7 +539,9 @@ fn without_privileges() {
         "{text}"
     );
     // Its own command: user space only, as perf does, marked `:u`.
-    let Some(out) = scry_as_nobody(&["-x,", "-e", "page-faults,task-clock", "--", "true"]) else {
+    let Some(out) =
+        common::scry_as_nobody(&["stat", "-x,", "-e", "page-faults,task-clock", "--", "true"])
+    else {
         return;
     };
     let text = String::from_utf8_lossy(&out.stderr);

@@ -79,13 +79,7 @@ fn tmux(args: &[&str]) -> std::process::Output {
 #[test]
 fn terminal_view_under_tmux() {
     require_kernel!();
-    if Command::new("tmux").arg("-V").output().is_err() {
-        let reason = "tmux is not installed (scripts/deps installs it)";
-        assert!(
-            !common::kernel_tests_required(),
-            "SCRY_KERNEL_TESTS=required but {reason}"
-        );
-        eprintln!("skipping: {reason}");
+    if !common::require_tool("tmux", "tmux is not installed (scripts/deps installs it)") {
         return;
     }
     let spin = spinner();

@@ -50,12 +50,10 @@ fn summary_counts_every_getppid() {
 fn summary_matches_strace() {
     require_kernel!();
     require_tracefs!();
-    if Command::new("strace").arg("-V").output().is_err() {
-        assert!(
-            !common::kernel_tests_required(),
-            "strace (the oracle) is not installed: apt-get install strace"
-        );
-        eprintln!("skipping: strace is not installed");
+    if !common::require_tool(
+        "strace",
+        "strace (the oracle) is not installed: apt-get install strace",
+    ) {
         return;
     }
     let calls = common::workload("calls");
@@ -267,14 +265,7 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (vec![], "nothing to trace"),
     ] {
-        let out = trace(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(
-            err.starts_with("scry: ") && err.contains(needle),
-            "{args:?}: {err}"
-        );
+        common::assert_bad_input(&trace(&args), needle, &args);
     }
 }
 

@@ -103,6 +103,18 @@ pub fn require_perf() -> bool {
     gate(perf_available())
 }
 
+/// True when `program -V` starts (a tool a test drives or compares with);
+/// otherwise `missing` goes to [`gate`].
+pub fn require_tool(program: &str, missing: &str) -> bool {
+    gate(
+        Command::new(program)
+            .arg("-V")
+            .output()
+            .map(drop)
+            .map_err(|_| missing.to_string()),
+    )
+}
+
 /// Return from the test early (or panic under `SCRY_KERNEL_TESTS=required`)
 /// when perf_event_open is unavailable.
 #[macro_export]
@@ -170,6 +182,59 @@ pub fn run_ok(cmd: &mut Command) -> String {
 pub fn output(cmd: &mut Command) -> Output {
     cmd.output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+/// Asserts that `out` is scry's answer to bad input: exit status 2 and one
+/// stderr line, `scry: ...`, that contains `needle`; `case` names the input
+/// in the failure message.
+pub fn assert_bad_input(out: &Output, needle: &str, case: &dyn std::fmt::Debug) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{case:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{case:?}: {err}");
+    assert!(
+        err.starts_with("scry: ") && err.contains(needle),
+        "{case:?}: {err}"
+    );
+}
+
+/// `perf record -F 999 -g` of `program args` into `dir/name.data`.
+pub fn perf_record_g(dir: &Path, name: &str, program: &Path, args: &[&str]) -> PathBuf {
+    let data = dir.join(format!("{name}.data"));
+    run_ok(
+        perf()
+            .args(["record", "-q", "-F", "999", "-g", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(program)
+            .args(args),
+    );
+    data
+}
+
+/// `kernel.perf_event_paranoid`, or 2 (the kernel's default) when unreadable.
+pub fn perf_event_paranoid() -> i32 {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2)
+}
+
+/// Runs scry with `args` as `nobody` (root drops privileges with setpriv);
+/// None, after [`gate`], when we are not root: then there is nothing to drop.
+pub fn scry_as_nobody(args: &[&str]) -> Option<Output> {
+    if !gate(match euid() {
+        Some(0) => Ok(()),
+        _ => Err("privilege tests need root (to drop to nobody)".to_string()),
+    }) {
+        return None;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_scry"))
+        .args(args)
+        .output()
+        .expect("setpriv (util-linux) runs");
+    Some(out)
 }
 
 /// The lines of perf's stderr that are warnings or errors (perf prints
