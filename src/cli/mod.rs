@@ -6,6 +6,7 @@
 //! leave with a code and no message; every other error prints as
 //! `scry: {err:#}` and exits 2.
 
+mod feed_consumer;
 mod flamegraph;
 mod list;
 mod offcpu;

@@ -8,17 +8,15 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use linux_perf_event_reader::{CommonData, EventRecord};
 
 use scry::analysis::folded::{FoldOptions, FoldedStacks};
 use scry::analysis::offcpu::{OffCpuOptions, OffCpuTracker, Watch};
 use scry::analysis::offcpu_live::{OffCpuFeed, SchedFields};
 use scry::analysis::quality::QualitySummary;
-use scry::capture::live::{LiveConsumer, LiveSink, run_threaded};
+use scry::capture::live::{LiveSink, run_threaded};
 use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
 use scry::event::format::load_format;
@@ -29,6 +27,8 @@ use scry::render::offcpu::{OffCpuSummary, write_report};
 use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::perf_event::attr_bytes;
 use scry::sys::signal::SignalPipe;
+
+use super::feed_consumer::FeedConsumer;
 
 #[derive(Args, Debug)]
 pub struct OffcpuArgs {
@@ -56,26 +56,6 @@ pub struct OffcpuArgs {
     /// The command to run and watch (after --).
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
-}
-
-struct Consumer(OffCpuFeed);
-
-impl LiveConsumer for Consumer {
-    fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
-        self.0
-            .handle_record(attr_index, record, &CommonData::default());
-    }
-    fn handle_record_with_id(
-        &mut self,
-        attr_index: usize,
-        record: &EventRecord<'_>,
-        id: &CommonData,
-    ) {
-        self.0.handle_record(attr_index, record, id);
-    }
-    fn tick_interval(&self) -> Option<Duration> {
-        None
-    }
 }
 
 pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
@@ -144,7 +124,8 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
         Resolver::new(&ResolveOptions::default()),
         fields,
     );
-    let mut sink = LiveSink::new(&attrs, Consumer(feed)).context("parsing the event attributes")?;
+    let mut sink =
+        LiveSink::new(&attrs, FeedConsumer(feed)).context("parsing the event attributes")?;
     let mut synthesized = Vec::new();
     session.synthesize(true, &mut synthesized);
     scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
@@ -152,7 +133,7 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
     session.start()?;
     let outcome = run_threaded(session, signals, &mut sink)?;
 
-    let Consumer(feed) = sink.consumer;
+    let FeedConsumer(feed) = sink.consumer;
     let undecodable = feed.undecodable;
     let (resolved, mut frames, _stats, lost) = feed.resolver.finish();
     let options = OffCpuOptions {

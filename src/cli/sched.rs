@@ -8,16 +8,14 @@
 use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use linux_perf_event_reader::{CommonData, EventRecord};
 
 use scry::analysis::offcpu::Watch;
 use scry::analysis::sched::SchedTracker;
 use scry::analysis::sched_feed::SchedFeed;
-use scry::capture::live::{LiveConsumer, LiveSink, run_threaded};
+use scry::capture::live::{LiveSink, run_threaded};
 use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
 use scry::event::format::{EventFormat, load_format};
@@ -27,6 +25,8 @@ use scry::render::sched::{
 };
 use scry::sys::perf_event::attr_bytes;
 use scry::sys::signal::SignalPipe;
+
+use super::feed_consumer::FeedConsumer;
 
 #[derive(Args, Debug)]
 pub struct SchedArgs {
@@ -62,26 +62,6 @@ struct RunArgs {
     /// The command to run and watch (after --).
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
-}
-
-struct Consumer(SchedFeed);
-
-impl LiveConsumer for Consumer {
-    fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
-        self.0
-            .handle_record(attr_index, record, &CommonData::default());
-    }
-    fn handle_record_with_id(
-        &mut self,
-        attr_index: usize,
-        record: &EventRecord<'_>,
-        id: &CommonData,
-    ) {
-        self.0.handle_record(attr_index, record, id);
-    }
-    fn tick_interval(&self) -> Option<Duration> {
-        None
-    }
 }
 
 pub fn run(args: SchedArgs) -> anyhow::Result<()> {
@@ -200,7 +180,8 @@ fn live(
     let feed = SchedFeed::new(tracker, &refs).map_err(|e| anyhow::anyhow!("{e}"))?;
     let ids = session.ids().context("reading sample ids")?;
     let attrs: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
-    let mut sink = LiveSink::new(&attrs, Consumer(feed)).context("parsing the event attributes")?;
+    let mut sink =
+        LiveSink::new(&attrs, FeedConsumer(feed)).context("parsing the event attributes")?;
     let mut synthesized = Vec::new();
     session.synthesize(false, &mut synthesized);
     scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
