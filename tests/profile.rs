@@ -3,7 +3,10 @@
 //! fsync stack, live and through `record --profile` + `report --profile`; a
 //! ping-pong whose wakeup latencies per thread number exactly the wakeups
 //! `perf sched record` saw in the same run; a custom global hook with
-//! per-value sections; and bad hooks as one-line errors.
+//! per-value sections; and bad hooks as one-line errors. System calls,
+//! page faults and irqs are summed in the kernel by BPF: the same fsync
+//! count through BPF and streamed (`--no-bpf`), with a command and with
+//! `-p`; BPF missing fails the tests under `SCRY_KERNEL_TESTS=required`.
 
 mod common;
 
@@ -21,6 +24,23 @@ fn profile_json(args: &[&str], command: &[&std::ffi::OsStr]) -> (Value, String) 
     assert!(out.status.success(), "stderr: {stderr}");
     let value: Value = serde_json::from_slice(&out.stdout).expect("profile --format json parses");
     (value, stderr)
+}
+
+/// Whether the report's system calls were summed in the kernel (BPF). When
+/// they were not (BPF did not load), skips or, under
+/// `SCRY_KERNEL_TESTS=required`, fails with scry's note.
+fn summed_in_kernel(report: &Value, stderr: &str) -> bool {
+    let covered = report["kernel"]["covered"]
+        .as_array()
+        .is_some_and(|c| c.iter().any(|k| k == "syscalls"));
+    common::gate(if covered {
+        Ok(())
+    } else {
+        Err(format!(
+            "scry profile did not sum system calls in the kernel (BPF): {}",
+            stderr.trim()
+        ))
+    })
 }
 
 fn task_events(report: &Value, tid: i64) -> &Vec<Value> {
@@ -44,7 +64,7 @@ fn fsync_calls_counted_and_blocked_stack_found() {
     let data = dir.path().join("data");
     let (report, stderr) =
         profile_json(&[], &[fsyncer.as_os_str(), "40".as_ref(), data.as_os_str()]);
-    let _ = stderr;
+    assert!(summed_in_kernel(&report, &stderr), "BPF did not load");
     let sections = report["sections"].as_array().expect("sections");
     let fsync_task = sections
         .iter()
@@ -391,4 +411,71 @@ fn pingpong_wakeups_equal_what_perf_sched_records() {
             "{role} (tid {tid}): scry counted {ours} wakeup latencies, perf sched recorded {theirs} wakeups"
         );
     }
+}
+
+#[test]
+fn bpf_and_streamed_count_the_same_calls() {
+    require_kernel!();
+    require_tracefs!();
+    let fsyncer = common::workload("fsyncer");
+    let dir = common::tempdir();
+    let data = dir.path().join("data");
+    let run = [fsyncer.as_os_str(), "25".as_ref(), data.as_os_str()];
+    let (bpf, stderr) = profile_json(&[], &run);
+    if !summed_in_kernel(&bpf, &stderr) {
+        return;
+    }
+    let (streamed, _) = profile_json(&["--no-bpf"], &run);
+    assert!(streamed["kernel"].is_null(), "{streamed:#}");
+    for report in [&bpf, &streamed] {
+        assert_eq!(count_in(report, "fsyncer", "sys_fsync"), 25, "{report:#}");
+        assert!(count_in(report, "fsyncer", "page_fault_user") > 0);
+    }
+    // fsyncer writes once per fsync, plus what its libc start-up writes.
+    let writes = |r: &Value| count_in(r, "fsyncer", "sys_write");
+    assert_eq!(writes(&bpf), writes(&streamed), "{bpf:#}");
+    // The text form says where the calls were summed.
+    let out = common::output(common::scry().args(["profile", "--"]).args(run));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("aggregated in kernel (BPF)"), "{text}");
+    assert!(text.contains("Event: sys_fsync (25) "), "{text}");
+}
+
+#[test]
+fn bpf_follows_a_pid() {
+    require_kernel!();
+    require_tracefs!();
+    let fsyncer = common::workload("fsyncer");
+    let dir = common::tempdir();
+    let data = dir.path().join("data");
+    // A shell that waits for scry to attach, then becomes fsyncer (same pid).
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "sleep 2; exec '{}' 15 '{}'",
+            fsyncer.display(),
+            data.display()
+        ))
+        .spawn()
+        .expect("start the shell");
+    let pid = child.id().to_string();
+    // scry profile -p runs until interrupted (wakeups come from anywhere).
+    let scry = common::scry()
+        .args(["profile", "-p", &pid, "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start scry profile");
+    let _ = child.wait();
+    common::signal(scry.id(), "INT");
+    let out = scry
+        .wait_with_output()
+        .expect("scry profile ends on SIGINT");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    if !summed_in_kernel(&report, &stderr) {
+        return;
+    }
+    assert_eq!(count_in(&report, "fsyncer", "sys_fsync"), 15, "{report:#}");
 }
