@@ -139,6 +139,8 @@ impl ProfileBpf {
     /// The syscall hooks must attach; the page-fault, irq and softirq
     /// hooks are attached where their tracepoints exist (`covered`).
     pub fn load(all_tasks: bool) -> io::Result<ProfileBpf> {
+        // libbpf's own log would add lines to the caller's one-line note.
+        libbpf_rs::set_print(None);
         let storage: &'static mut MaybeUninit<OpenObject> =
             Box::leak(Box::new(MaybeUninit::uninit()));
         let mut open = ProfileSkelBuilder::default()
