@@ -247,8 +247,8 @@ pub enum Record<'a> {
     User(RawUserRecord<'a>),
 }
 
-trait ReadSeek: Read + Seek {}
-impl<T: Read + Seek> ReadSeek for T {}
+trait ReadSeek: Read + Seek + Send {}
+impl<T: Read + Seek + Send> ReadSeek for T {}
 type Input = Box<dyn ReadSeek>;
 
 /// Where the bytes come from, kept to walk the file again to locate a
@@ -275,7 +275,7 @@ pub struct PerfReader {
     perf_file: PerfFile,
     records: PerfRecordIter<Input>,
     /// The direct path for plain files (`rounds`); `records` otherwise.
-    rounds: Option<rounds::Rounds<Input>>,
+    rounds: Option<rounds::RoundsThread>,
     events: Vec<EventDesc>,
     /// Records returned so far.
     count: u64,
@@ -399,7 +399,17 @@ impl PerfReader {
                     file: file.clone(),
                     source,
                 })?;
-            rounds::Rounds::new(input, layout.data, layout.endian, &events)
+            match rounds::Rounds::new(input, layout.data, layout.endian, &events) {
+                Some(r) => {
+                    Some(
+                        rounds::RoundsThread::spawn(r).map_err(|source| ReadError::Io {
+                            file: file.clone(),
+                            source,
+                        })?,
+                    )
+                }
+                None => None,
+            }
         } else {
             None
         };

@@ -15,9 +15,14 @@
 //!
 //! Framing is checked as it is read (`layout::RecordCursor`), so this path
 //! needs no separate validation pass.
+//!
+//! `RoundsThread` runs all of this on a thread of its own and hands each
+//! round over whole, so reading, framing and sorting overlap the caller's
+//! parsing and use of the records.
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{self, Read};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use linux_perf_data::linux_perf_event_reader::{
     AttrFlags, Endianness, RecordIdParseInfo, RecordParseInfo, RecordType, SampleFormat,
@@ -73,7 +78,6 @@ pub struct Rounds<R: Read> {
     spare: Vec<u8>,
     outgoing: Vec<Pending>,
     out_bytes: Vec<u8>,
-    next: usize,
     prev_max: (Option<u64>, u64),
     cur_max: (Option<u64>, u64),
     /// Records in `incoming` whose key is not above `prev_max`.
@@ -130,7 +134,6 @@ impl<R: Read> Rounds<R> {
             spare: Vec::new(),
             outgoing: Vec::new(),
             out_bytes: Vec::new(),
-            next: 0,
             prev_max: (None, 0),
             cur_max: (None, 0),
             ready: 0,
@@ -138,39 +141,26 @@ impl<R: Read> Rounds<R> {
         })
     }
 
-    /// The next record in time order.
-    pub fn next_record(&mut self) -> Result<Option<RawRecord<'_>>, LayoutError> {
-        while self.next >= self.outgoing.len() {
+    /// The next round's records in time order, taken whole.
+    fn next_batch(&mut self) -> Result<Option<Batch>, LayoutError> {
+        loop {
             if self.done {
                 return Ok(None);
             }
             self.read_round()?;
+            if !self.outgoing.is_empty() {
+                return Ok(Some(Batch {
+                    bytes: std::mem::take(&mut self.out_bytes),
+                    records: std::mem::take(&mut self.outgoing),
+                }));
+            }
         }
-        let Some(p) = self.outgoing.get(self.next).copied() else {
-            return Ok(None);
-        };
-        self.next += 1;
-        let body = self
-            .out_bytes
-            .get(p.pos..p.pos + p.len as usize)
-            .unwrap_or(&[]);
-        Ok(Some(RawRecord {
-            offset: p.key.1,
-            record_type: p.record_type,
-            misc: p.misc,
-            attr_index: p.attr.map(|a| a as usize),
-            parse_info: p
-                .attr
-                .and_then(|a| self.parse_infos.get(a as usize).copied()),
-            body,
-        }))
     }
 
     /// Reads until a round hands out records, or to the end.
     fn read_round(&mut self) -> Result<(), LayoutError> {
         self.outgoing.clear();
         self.out_bytes.clear();
-        self.next = 0;
         loop {
             let pos = self.in_bytes.len();
             let Some(frame) = self.cursor.next_into(&mut self.in_bytes)? else {
@@ -306,5 +296,103 @@ impl<R: Read> Rounds<R> {
             self.spare.extend_from_slice(bytes);
         }
         std::mem::swap(&mut self.in_bytes, &mut self.spare);
+    }
+}
+
+/// A round's records and their bytes, as the reading thread hands them over.
+#[derive(Debug, Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    records: Vec<Pending>,
+}
+
+enum Message {
+    Batch(Batch),
+    End,
+    Failed(LayoutError),
+}
+
+/// `Rounds` on a thread of its own; see the module doc.
+pub struct RoundsThread {
+    rx: Receiver<Message>,
+    parse_infos: Vec<RecordParseInfo>,
+    batch: Batch,
+    next: usize,
+    done: bool,
+}
+
+impl RoundsThread {
+    pub fn spawn<R: Read + Send + 'static>(mut rounds: Rounds<R>) -> io::Result<Self> {
+        // Two rounds in flight: enough to overlap, and memory stays bounded.
+        let (tx, rx): (SyncSender<Message>, _) = sync_channel(2);
+        let parse_infos = rounds.parse_infos.clone();
+        std::thread::Builder::new()
+            .name("perf.data".into())
+            .spawn(move || {
+                loop {
+                    let message = match rounds.next_batch() {
+                        Ok(Some(batch)) => Message::Batch(batch),
+                        Ok(None) => Message::End,
+                        Err(e) => Message::Failed(e),
+                    };
+                    let last = !matches!(message, Message::Batch(_));
+                    // A closed channel: the reader was dropped early.
+                    if tx.send(message).is_err() || last {
+                        return;
+                    }
+                }
+            })?;
+        Ok(RoundsThread {
+            rx,
+            parse_infos,
+            batch: Batch::default(),
+            next: 0,
+            done: false,
+        })
+    }
+
+    /// The next record in time order.
+    pub fn next_record(&mut self) -> Result<Option<RawRecord<'_>>, LayoutError> {
+        while self.next >= self.batch.records.len() {
+            if self.done {
+                return Ok(None);
+            }
+            match self.rx.recv() {
+                Ok(Message::Batch(batch)) => {
+                    self.batch = batch;
+                    self.next = 0;
+                }
+                Ok(Message::End) => self.done = true,
+                Ok(Message::Failed(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.done = true;
+                    return Err(LayoutError::Io(io::Error::other(
+                        "the thread reading the file stopped before the end",
+                    )));
+                }
+            }
+        }
+        let Some(p) = self.batch.records.get(self.next).copied() else {
+            return Ok(None);
+        };
+        self.next += 1;
+        let body = self
+            .batch
+            .bytes
+            .get(p.pos..p.pos + p.len as usize)
+            .unwrap_or(&[]);
+        Ok(Some(RawRecord {
+            offset: p.key.1,
+            record_type: p.record_type,
+            misc: p.misc,
+            attr_index: p.attr.map(|a| a as usize),
+            parse_info: p
+                .attr
+                .and_then(|a| self.parse_infos.get(a as usize).copied()),
+            body,
+        }))
     }
 }
