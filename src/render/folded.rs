@@ -83,27 +83,69 @@ pub fn folded_lines(
     frames: &FrameTable,
     options: FoldedOptions,
 ) -> Vec<String> {
-    let names = frame_names(frames, options);
-    let comms: Vec<String> = folded.comms.iter().map(|c| c.replace(' ', "_")).collect();
-    let mut lines: Vec<String> = Vec::with_capacity(folded.stacks.len());
+    use crate::analysis::hash::FxHashMap;
     // Distinct FrameId stacks can still fold to one name path (one name in
-    // two binaries, or two frames tidied to one name): merge them.
-    let mut merged: crate::analysis::hash::FxHashMap<String, u64> = Default::default();
+    // two binaries, or two frames tidied to one name): merge them, on
+    // interned name ids so that deep stacks hash integers, not text.
+    let mut ids: FxHashMap<String, u32> = FxHashMap::default();
+    let mut texts: Vec<String> = Vec::new();
+    let mut intern = |text: String| -> u32 {
+        let next = texts.len() as u32;
+        *ids.entry(text).or_insert_with_key(|t| {
+            texts.push(t.clone());
+            next
+        })
+    };
+    let frame_ids: Vec<u32> = frame_names(frames, options)
+        .into_iter()
+        .map(&mut intern)
+        .collect();
+    let unknown = intern("[unknown]".to_string());
+    let no_comm = intern(String::new());
+    let comm_ids: Vec<u32> = folded
+        .comms
+        .iter()
+        .map(|c| intern(c.replace(' ', "_")))
+        .collect();
+    let mut merged: FxHashMap<Vec<u32>, u64> = FxHashMap::default();
+    let mut key = Vec::new();
     for stack in &folded.stacks {
-        let mut line = comms.get(stack.comm as usize).cloned().unwrap_or_default();
-        for frame in &stack.frames {
-            line.push(';');
-            line.push_str(
-                names
-                    .get(frame.0 as usize)
-                    .map_or("[unknown]", String::as_str),
-            );
+        key.clear();
+        key.push(
+            comm_ids
+                .get(stack.comm as usize)
+                .copied()
+                .unwrap_or(no_comm),
+        );
+        key.extend(
+            stack
+                .frames
+                .iter()
+                .map(|f| frame_ids.get(f.0 as usize).copied().unwrap_or(unknown)),
+        );
+        match merged.get_mut(key.as_slice()) {
+            Some(count) => *count += stack.period,
+            None => {
+                merged.insert(key.clone(), stack.period);
+            }
         }
-        *merged.entry(line).or_insert(0) += stack.period;
     }
-    for (stack, count) in merged {
-        lines.push(format!("{stack} {count}"));
-    }
+    let text = |id: u32| texts.get(id as usize).map_or("", String::as_str);
+    let mut lines: Vec<String> = merged
+        .into_iter()
+        .map(|(key, count)| {
+            let mut line = String::new();
+            for (i, &id) in key.iter().enumerate() {
+                if i > 0 {
+                    line.push(';');
+                }
+                line.push_str(text(id));
+            }
+            line.push(' ');
+            line.push_str(&count.to_string());
+            line
+        })
+        .collect();
     lines.sort_unstable();
     lines
 }
