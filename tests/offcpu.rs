@@ -102,6 +102,44 @@ fn folded_output_and_wakeup_join() {
 }
 
 #[test]
+fn flamegraph_offcpu_draws_the_blocked_stacks() {
+    require_kernel!();
+    require_tracefs!();
+    let fsyncer = common::workload("fsyncer");
+    let dir = common::tempdir();
+    let svg = dir.path().join("off.svg");
+    let out = common::output(
+        common::scry()
+            .args(["flamegraph", "--offcpu", "-o"])
+            .arg(&svg)
+            .arg("--")
+            .arg(&fsyncer)
+            .arg("30")
+            .arg(dir.path().join("data")),
+    );
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Only the graph: no report on stdout.
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let text = std::fs::read_to_string(&svg).expect("the SVG was written");
+    assert!(text.contains("<svg"), "not an SVG");
+    assert!(text.contains("Off-CPU"), "not the off-CPU graph");
+    assert!(
+        text.contains("fsync"),
+        "no fsync frame in the off-CPU graph"
+    );
+    let out = common::output(common::scry().args(["flamegraph", "-a"]));
+    assert_eq!(out.status.code(), Some(2), "-a without --offcpu");
+}
+
+#[test]
 fn bad_input_is_one_line() {
     let out = common::output(common::scry().args(["offcpu"]));
     assert_eq!(out.status.code(), Some(2));

@@ -53,9 +53,62 @@ pub struct FlamegraphArgs {
     /// Keep raw (mangled) symbol names.
     #[arg(long = "no-demangle")]
     no_demangle: bool,
+    /// Off-CPU flame graph: time tasks spent blocked, by the stack where they
+    /// switched out (as `scry offcpu --svg`), of the command, -p or -a.
+    #[arg(long)]
+    offcpu: bool,
+    /// With --offcpu: watch every task.
+    #[arg(short = 'a', long = "all-cpus", requires = "offcpu")]
+    all_cpus: bool,
+    /// With --offcpu: watch these processes: PID[,PID...].
+    #[arg(short = 'p', long = "pid", value_name = "PID", requires = "offcpu")]
+    pid: Option<String>,
+    /// With --offcpu: join each blocked stack with its waker's (offwaketime).
+    #[arg(long, requires = "offcpu")]
+    wakeup: bool,
     /// Record this command first (as `scry record -F 999 -g`), then draw it.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
+}
+
+/// `scry flamegraph --offcpu`: `scry offcpu`'s capture, drawn.
+#[derive(Parser, Debug)]
+struct OffcpuWrap {
+    #[command(flatten)]
+    offcpu: super::offcpu::OffcpuArgs,
+}
+
+fn offcpu_flamegraph(args: &FlamegraphArgs) -> anyhow::Result<()> {
+    if args.diff.is_some() {
+        anyhow::bail!("--offcpu and --diff cannot be combined");
+    }
+    let mut argv: Vec<OsString> = vec!["offcpu".into()];
+    if args.all_cpus {
+        argv.push("-a".into());
+    }
+    if let Some(pid) = &args.pid {
+        argv.extend(["-p".into(), pid.into()]);
+    }
+    if args.wakeup {
+        argv.push("--wakeup".into());
+    }
+    let svg_only = !args.folded;
+    if args.folded {
+        argv.push("--folded".into());
+    } else {
+        let out = args
+            .output
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("offcpu.svg"));
+        argv.extend(["--svg".into(), out.into_os_string()]);
+    }
+    if !args.command.is_empty() {
+        argv.push("--".into());
+        argv.extend(args.command.iter().cloned());
+    }
+    let mut wrap = OffcpuWrap::try_parse_from(argv).context("--offcpu")?;
+    wrap.offcpu.svg_only = svg_only;
+    super::offcpu::run(wrap.offcpu)
 }
 
 /// Wraps `scry record`'s own flags so a recording is made by exactly the
@@ -126,6 +179,9 @@ fn open_output(path: &Path) -> anyhow::Result<Box<dyn Write>> {
 }
 
 pub fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
+    if args.offcpu {
+        return offcpu_flamegraph(&args);
+    }
     let palette = parse_palette(&args.colors)
         .map_err(anyhow::Error::msg)
         .context("--colors")?;

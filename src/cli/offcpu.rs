@@ -56,6 +56,9 @@ pub struct OffcpuArgs {
     /// The command to run and watch (after --).
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
+    /// Write only the flame graph (`scry flamegraph --offcpu`): no report.
+    #[arg(skip)]
+    pub svg_only: bool,
 }
 
 pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
@@ -150,7 +153,7 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
     let mut out = BufWriter::new(stdout.lock());
     if args.folded {
         write_folded(&mut out, &folded, &frames, FoldedOptions::default())?;
-    } else {
+    } else if !args.svg_only {
         let summary = OffCpuSummary {
             total_ns: result.total_ns(),
             switches: result.samples.len() as u64,
@@ -181,6 +184,9 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
         let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
         write_svg(&lines, &options, BufWriter::new(file))
             .with_context(|| format!("writing {}", path.display()))?;
+        if args.svg_only {
+            eprintln!("scry: wrote {}", path.display());
+        }
     }
     if let StopReason::TargetExited(Some(status)) = outcome.stop
         && !status.success()
