@@ -3,15 +3,17 @@
 # peers on one system-wide recording, in one run; prints time, peak memory
 # and the ratios.
 #
-# Usage: bench/report.sh [SECONDS=20] [FREQ=10000]
+# Usage: bench/report.sh [SECONDS=20] [FREQ=10000] [WORKLOAD=deep]
 #   SCRY_BENCH_DATA=FILE   reuse an existing recording instead of making one
 #   SCRY_BENCH_RECORDER=perf  record with perf instead of scry
 #
 # The recording: `scry record -a -F FREQ -g -- sleep SECONDS` with a busy
-# workload (workloads/cpu7525) on every CPU: about FREQ x CPUs x SECONDS
-# samples (400k with the defaults on 2 CPUs). Each command then runs once
-# under /usr/bin/time -f '%e %M' (elapsed seconds, peak RSS in KiB), output
-# to /dev/null. Peers: `perf report --stdio` (children, the default for a -g
+# workload on every CPU: about FREQ x CPUs x SECONDS samples (400k with the
+# defaults on 2 CPUs). WORKLOAD is a workloads/ program: `deep` (the
+# default: work 24-71 frames down, many distinct stacks, as real programs
+# have; perf report's cost grows with depth) or `cpu7525` (4 frames).
+# Each command then runs once under /usr/bin/time -f '%e %M' (elapsed
+# seconds, peak RSS in KiB), output to /dev/null. Peers: `perf report --stdio` (children, the default for a -g
 # file, and --no-children), `perf script | inferno-collapse-perf |
 # inferno-flamegraph`, and FlameGraph's Perl scripts when installed
 # (stackcollapse-perf.pl + flamegraph.pl on PATH, e.g. from a git clone;
@@ -22,6 +24,7 @@ set -eu
 
 seconds=${1:-20}
 freq=${2:-10000}
+workload=${3:-deep}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/scry-bench-report.XXXXXX)
 trap 'kill $(cat "$work/pids" 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT INT TERM
@@ -42,12 +45,12 @@ if [ -z "$data" ]; then
     data="$work/perf.data"
     mkdir -p "$repo/target/workloads"
     cc -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
-        -o "$work/cpu7525" "$repo/workloads/cpu7525.c"
+        -o "$work/$workload" "$repo/workloads/$workload.c"
     ncpu=$(nproc)
     : > "$work/pids"
     i=0
     while [ "$i" -lt "$ncpu" ]; do
-        "$work/cpu7525" 1000000 & echo $! >> "$work/pids"
+        "$work/$workload" 1000000000 & echo $! >> "$work/pids"
         i=$((i + 1))
     done
     echo "recording $seconds s system-wide at $freq Hz on $ncpu CPUs..." >&2
@@ -60,7 +63,9 @@ if [ -z "$data" ]; then
     : > "$work/pids"
 fi
 samples=$(perf report -i "$data" --stdio --no-children --sort comm 2>/dev/null | sed -n 's/^# Samples: \([^ ]*\).*/\1/p' | head -1)
-echo "file: $data ($(du -h "$data" | cut -f1), $samples samples)"
+origin="workload $workload"
+[ -n "${SCRY_BENCH_DATA:-}" ] && origin="given"
+echo "file: $data ($(du -h "$data" | cut -f1), $samples samples, $origin)"
 echo
 
 # measure NAME COMMAND...: runs COMMAND (a shell string) once, records
