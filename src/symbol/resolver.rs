@@ -136,6 +136,10 @@ pub struct Resolver {
     names: ElfNames,
     unwinder: DwarfUnwinder,
     loc_index: FxMap<LocKey, u32>,
+    /// (pid, user address) → location id, for addresses seen since the last
+    /// mmap, exec or fork (any of which empties it): most addresses repeat,
+    /// and this skips the search of the maps.
+    addr_locs: FxMap<(i32, u64), u32>,
     locs: Vec<LocKey>,
     loc_results: Vec<Option<LocResult>>,
     loc_frames: Vec<FrameId>,
@@ -184,6 +188,7 @@ impl Resolver {
             names: ElfNames::new(options.inline, options.demangle),
             unwinder: DwarfUnwinder::new(),
             loc_index: FxMap::default(),
+            addr_locs: FxMap::default(),
             locs: Vec::new(),
             loc_results: Vec::new(),
             loc_frames: Vec::new(),
@@ -214,10 +219,16 @@ impl Resolver {
         match record {
             EventRecord::Sample(s) => self.handle_sample(attr_index, s),
             EventRecord::Comm(c) => {
+                if c.is_execve {
+                    self.addr_locs.clear();
+                }
                 self.procs
                     .handle_comm(c.pid, c.tid, &c.name.as_slice(), c.is_execve)
             }
-            EventRecord::Fork(f) => self.procs.handle_fork(f.pid, f.ppid, f.tid, f.ptid),
+            EventRecord::Fork(f) => {
+                self.addr_locs.clear();
+                self.procs.handle_fork(f.pid, f.ppid, f.tid, f.ptid)
+            }
             EventRecord::Exit(_) => {}
             EventRecord::Mmap(m) if m.is_executable => self.handle_mmap(&MmapInfo {
                 pid: m.pid,
@@ -254,6 +265,8 @@ impl Resolver {
     }
 
     fn handle_mmap(&mut self, m: &MmapInfo<'_>) {
+        // The maps change: what `addr_locs` remembers may no longer hold.
+        self.addr_locs.clear();
         // Kernel and module maps: kernel addresses are named from kallsyms.
         if m.pid == -1 || matches!(m.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) {
             return;
@@ -388,12 +401,21 @@ impl Resolver {
             } else {
                 addr.saturating_sub(1)
             };
+            // A user address seen before in this process: its location
+            // without the search of the process's maps.
+            if !kernel && let Some(&id) = self.addr_locs.get(&(pid, lookup)) {
+                ids.push(id);
+                continue;
+            }
             let key = loc_key(&self.dsos, space, lookup, kernel);
             let next = self.locs.len() as u32;
             let id = *self.loc_index.entry(key).or_insert(next);
             if id == next {
                 self.locs.push(key);
                 self.loc_results.push(None);
+            }
+            if !kernel {
+                self.addr_locs.insert((pid, lookup), id);
             }
             ids.push(id);
         }
