@@ -34,6 +34,31 @@ pub struct Watch {
     pub pids: HashSet<i32>,
 }
 
+impl Watch {
+    /// A COMM or FORK record: `tid` belongs to process `pid` (noted in
+    /// `tgid`); a fork from a watched process is watched too.
+    pub fn task(
+        &mut self,
+        tgid: &mut HashMap<i32, i32>,
+        pid: i32,
+        tid: i32,
+        parent_pid: Option<i32>,
+    ) {
+        tgid.insert(tid, pid);
+        if let Some(parent) = parent_pid
+            && parent != pid
+            && self.pids.contains(&parent)
+        {
+            self.pids.insert(pid);
+        }
+    }
+
+    /// Whether task `tid` is watched (never the idle tasks, tid 0).
+    pub fn covers(&self, tgid: &HashMap<i32, i32>, tid: i32) -> bool {
+        tid > 0 && (self.all || self.pids.contains(tgid.get(&tid).unwrap_or(&tid)))
+    }
+}
+
 /// `prev_state` of sched_switch as one letter, as perf and ftrace print it.
 pub fn state_letter(prev_state: u64) -> char {
     // TASK_REPORT: R S D T t X Z P I, one bit each after R (0).
@@ -94,24 +119,11 @@ impl OffCpuTracker {
     /// A COMM or FORK record: `tid` belongs to process `pid`; a fork from a
     /// watched process is watched too.
     pub fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
-        self.tgid.insert(tid, pid);
-        if let Some(parent) = parent_pid
-            && parent != pid
-            && self.watch.pids.contains(&parent)
-        {
-            self.watch.pids.insert(pid);
-        }
+        self.watch.task(&mut self.tgid, pid, tid, parent_pid);
     }
 
     fn watched(&self, tid: i32) -> bool {
-        if tid <= 0 {
-            return false;
-        }
-        self.watch.all
-            || self
-                .watch
-                .pids
-                .contains(self.tgid.get(&tid).unwrap_or(&tid))
+        self.watch.covers(&self.tgid, tid)
     }
 
     /// A sched_switch at `time`: `prev` leaves the CPU in `prev_state`,

@@ -117,22 +117,11 @@ impl SchedTracker {
 
     /// A COMM or FORK record (forks of watched processes are watched).
     pub fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
-        self.tgid.insert(tid, pid);
-        if let Some(parent) = parent_pid
-            && parent != pid
-            && self.watch.pids.contains(&parent)
-        {
-            self.watch.pids.insert(pid);
-        }
+        self.watch.task(&mut self.tgid, pid, tid, parent_pid);
     }
 
     fn watched(&self, tid: i32) -> bool {
-        tid > 0
-            && (self.watch.all
-                || self
-                    .watch
-                    .pids
-                    .contains(self.tgid.get(&tid).unwrap_or(&tid)))
+        self.watch.covers(&self.tgid, tid)
     }
 
     fn apply(&mut self, f: Finished) {

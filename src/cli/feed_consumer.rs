@@ -1,10 +1,11 @@
 //! The live capture's consumer for the commands whose analysis is a feed
-//! (`offcpu`, `sched`): each record goes to the feed with its sample id, an
+//! (`offcpu`, `sched`, `profile`): each record goes to the feed with its sample id, an
 //! empty one when the record came without. The feeds keep no timer.
 
 use linux_perf_event_reader::{CommonData, EventRecord};
 
 use scry::analysis::offcpu_live::OffCpuFeed;
+use scry::analysis::pairs_feed::PairsFeed;
 use scry::analysis::sched_feed::SchedFeed;
 use scry::capture::live::LiveConsumer;
 
@@ -22,6 +23,12 @@ impl Feed for OffCpuFeed {
 impl Feed for SchedFeed {
     fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>, id: &CommonData) {
         SchedFeed::handle_record(self, attr_index, record, id);
+    }
+}
+
+impl Feed for PairsFeed {
+    fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>, id: &CommonData) {
+        PairsFeed::handle_record(self, attr_index, record, id);
     }
 }
 

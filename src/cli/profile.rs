@@ -18,16 +18,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use linux_perf_event_reader::{CommonData, EventRecord};
+use linux_perf_event_reader::EventRecord;
 
 use scry::analysis::pairs::{Builtin, Hook, PairEngine, PairStat, SummedKind};
 use scry::analysis::pairs_feed::{PairsFeed, wanted_fields};
 use scry::analysis::sample::ResolvedSample;
-use scry::capture::live::{LiveConsumer, LiveSink, run_threaded};
+use scry::capture::live::{LiveSink, run_threaded};
 use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
 use scry::event::format::{EventFormat, load_format};
@@ -39,6 +38,8 @@ use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::bpf_profile::{self, Covered, KernelSums, ProfileBpf};
 use scry::sys::perf_event::attr_bytes;
 use scry::sys::signal::SignalPipe;
+
+use super::feed_consumer::FeedConsumer;
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
@@ -100,26 +101,6 @@ fn find_event(text: &str, all: &[(String, String)]) -> anyhow::Result<(String, S
         [(s, e)] => Ok((s.clone(), e.clone())),
         [] => anyhow::bail!("unknown event '{text}' (see 'scry list')"),
         _ => anyhow::bail!("event name '{text}' is ambiguous: give it as system:name"),
-    }
-}
-
-struct Consumer(PairsFeed);
-
-impl LiveConsumer for Consumer {
-    fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
-        self.0
-            .handle_record(attr_index, record, &CommonData::default());
-    }
-    fn handle_record_with_id(
-        &mut self,
-        attr_index: usize,
-        record: &EventRecord<'_>,
-        id: &CommonData,
-    ) {
-        self.0.handle_record(attr_index, record, id);
-    }
-    fn tick_interval(&self) -> Option<Duration> {
-        None
     }
 }
 
@@ -562,7 +543,8 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         formats.into_iter().map(Some).collect(),
         wanted,
     );
-    let mut sink = LiveSink::new(&attrs, Consumer(feed)).context("parsing the event attributes")?;
+    let mut sink =
+        LiveSink::new(&attrs, FeedConsumer(feed)).context("parsing the event attributes")?;
     let mut synthesized = Vec::new();
     session.synthesize(true, &mut synthesized);
     scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
