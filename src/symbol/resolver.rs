@@ -151,6 +151,8 @@ pub struct Resolver {
     no_frames: Arc<[FrameId]>,
     stacks: StackTable,
     named_stacks: Vec<NamedStack>,
+    /// Each distinct frame stack once (see `name_stacks`).
+    frame_stacks: super::process::FxSet<Arc<[FrameId]>>,
     loc_scratch: Vec<u32>,
     stats: ResolveStats,
     lost: u64,
@@ -198,6 +200,7 @@ impl Resolver {
             no_frames: Arc::from([]),
             stacks: StackTable::default(),
             named_stacks: Vec::new(),
+            frame_stacks: Default::default(),
             loc_scratch: Vec::new(),
             stats: ResolveStats::default(),
             lost: 0,
@@ -493,7 +496,16 @@ impl Resolver {
                 named.unnamed.extend(r.reason);
                 named.outermost_unnamed = r.reason.is_some();
             }
-            named.frames = Arc::from(frames.as_slice());
+            // Stacks of locations that differ only in addresses within the
+            // same functions name the same frames: share one `Arc`.
+            named.frames = match self.frame_stacks.get(frames.as_slice()) {
+                Some(shared) => Arc::clone(shared),
+                None => {
+                    let shared: Arc<[FrameId]> = Arc::from(frames.as_slice());
+                    self.frame_stacks.insert(Arc::clone(&shared));
+                    shared
+                }
+            };
             self.named_stacks.push(named);
         }
     }
