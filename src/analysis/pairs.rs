@@ -21,6 +21,11 @@
 //! 6.18 the tracepoint misses some idle -> task switches. A wakeup of a task that
 //! is on a CPU at that moment (woken before it switched out) counts as a
 //! wakeup latency of 0: it never waited, and every wakeup is counted once.
+//! The wakeup is `sched_waking` where it exists (`sched_wakeup` is then
+//! ignored): it fires in the waker's context, while `sched_wakeup` of a
+//! remote wakeup fires on the target CPU, in its idle task when it was idle,
+//! and the kernel drops tracepoint samples there (as it drops idle -> task
+//! switches), so most wakeups of a thread alone on a CPU were missed.
 //!
 //! Lost records: a lost-records report drops every open start, and the
 //! finished pairs its loss window may reach wait in `settle` and are taken
@@ -192,6 +197,9 @@ impl Hook {
 pub enum Builtin {
     SchedSwitch,
     SchedWakeup,
+    /// `sched_waking`: the wakeup as the waker starts it, in its context.
+    /// Where recorded it is the wakeup (`sched_wakeup` is then ignored).
+    SchedWaking,
     SysEnter,
     SysExit,
     IrqEntry,
@@ -209,6 +217,7 @@ impl Builtin {
         match (system, name) {
             ("sched", "sched_switch") => Builtin::SchedSwitch,
             ("sched", "sched_wakeup") => Builtin::SchedWakeup,
+            ("sched", "sched_waking") => Builtin::SchedWaking,
             ("raw_syscalls", "sys_enter") => Builtin::SysEnter,
             ("raw_syscalls", "sys_exit") => Builtin::SysExit,
             ("irq", "irq_handler_entry") => Builtin::IrqEntry,
@@ -296,10 +305,18 @@ impl PairEngine {
     /// `roles[i]`: the built-in role of event i; `hooks`: custom hooks with
     /// their start/end event indices.
     pub fn new(
-        roles: Vec<Builtin>,
+        mut roles: Vec<Builtin>,
         hooks: Vec<(Hook, usize, usize)>,
         syscall_names: HashMap<u64, String>,
     ) -> Self {
+        // One wakeup event: sched_waking if it is there (a wakeup is counted once).
+        if roles.contains(&Builtin::SchedWaking) {
+            for role in &mut roles {
+                if *role == Builtin::SchedWakeup {
+                    *role = Builtin::Other;
+                }
+            }
+        }
         PairEngine {
             roles,
             hooks,
@@ -468,7 +485,7 @@ impl PairEngine {
                     }
                 }
             }
-            Builtin::SchedWakeup => {
+            Builtin::SchedWakeup | Builtin::SchedWaking => {
                 let Some(pid) = f.get("pid") else {
                     return Want::Nothing;
                 };
@@ -764,6 +781,25 @@ mod tests {
         e.finish();
         let w = &e.stats[&Scope::Task(7)]["sched_wakeup"];
         assert_eq!((w.count, w.total), (1, 0));
+    }
+
+    #[test]
+    fn sched_waking_is_the_wakeup_where_recorded() {
+        let roles = vec![
+            Builtin::SchedSwitch,
+            Builtin::SchedWakeup,
+            Builtin::SchedWaking,
+        ];
+        let mut e = PairEngine::new(roles, Vec::new(), HashMap::new());
+        e.all = true;
+        let wake = [("pid", 7u64)].into_iter().collect::<HashMap<&str, u64>>();
+        e.handle(&occ(2, 100, 3, &wake));
+        e.handle(&occ(1, 110, 0, &wake));
+        e.switch_in(130, 1, 7);
+        e.finish();
+        let w = &e.stats[&Scope::Task(7)]["sched_wakeup"];
+        assert_eq!((w.count, w.total), (1, 30));
+        assert_eq!(e.unmatched, 0);
     }
 
     #[test]

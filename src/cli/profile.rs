@@ -76,6 +76,7 @@ pub struct ProfileArgs {
 
 const DEFAULT_EVENTS: &[(&str, &str)] = &[
     ("sched", "sched_switch"),
+    ("sched", "sched_waking"),
     ("sched", "sched_wakeup"),
     ("raw_syscalls", "sys_enter"),
     ("raw_syscalls", "sys_exit"),
@@ -134,6 +135,13 @@ fn default_events(all: &[(String, String)]) -> Vec<(String, String)> {
     DEFAULT_EVENTS
         .iter()
         .filter(|(s, e)| all.iter().any(|(a, b)| a == s && b == e))
+        // sched_waking is the wakeup where it exists: sched_wakeup is then
+        // superfluous.
+        .filter(|&&(s, e)| {
+            !(s == "sched"
+                && e == "sched_wakeup"
+                && all.iter().any(|(a, b)| a == "sched" && b == "sched_waking"))
+        })
         .map(|(s, e)| (s.to_string(), e.to_string()))
         .collect()
 }
