@@ -119,9 +119,11 @@ fn pingpong_wakeups_per_thread() {
         let wakeups = count("sched_wakeup");
         // At most one wakeup per round trip (a few more at start and exit);
         // a write that finds the reader not yet asleep wakes nobody, which
-        // a loaded machine makes common, so the floor is loose.
+        // a loaded machine or the two threads on two CPUs make common (runs
+        // of 38 wakeups were seen), so the floor is loose; the exact count
+        // is checked against perf in `pingpong_wakeups_equal_...`.
         assert!(
-            (100..=520).contains(&wakeups),
+            (10..=520).contains(&wakeups),
             "{role}: {wakeups} wakeups for 500 round trips"
         );
         // Every sleep (S) ends in a wakeup and every wakeup in a switch-in:
@@ -385,29 +387,6 @@ fn pingpong_wakeups_equal_what_perf_sched_records() {
     require_kernel!();
     require_tracefs!();
     require_perf!();
-    // Known bug, issue #6: about one run in three scry counts one wakeup
-    // fewer than perf for one thread, and rarely (once in a dozen runs)
-    // only a handful for one thread. Until it is found, a run may be
-    // retried twice; every failed attempt is printed, so the log shows how
-    // often it happens.
-    let mut failures = Vec::new();
-    for attempt in 1..=3 {
-        match pingpong_attempt() {
-            Ok(()) => {
-                for f in &failures {
-                    eprintln!("pingpong: an earlier attempt failed: {f}");
-                }
-                return;
-            }
-            Err(e) => failures.push(format!("attempt {attempt}: {e}")),
-        }
-    }
-    panic!("every attempt failed:\n{}", failures.join("\n"));
-}
-
-/// One run of pingpong under `scry profile` and `perf sched record` at once:
-/// Err says which thread's counts differ.
-fn pingpong_attempt() -> Result<(), String> {
     let pingpong = common::workload("pingpong");
     let dir = common::tempdir();
     let file = dir.path().join("sched.data");
@@ -428,14 +407,14 @@ fn pingpong_attempt() -> Result<(), String> {
         let events = task_events(&report, tid);
         let ours = event(events, "sched_wakeup").map_or(0, |e| e["count"].as_u64().unwrap_or(0));
         let theirs = perf_counts.get(&tid).copied().unwrap_or(0);
-        // One fewer is the common form of the bug (see above): tolerated.
-        if ours < 100 || ours > theirs || theirs - ours > 1 {
-            return Err(format!(
-                "{role} (tid {tid}): scry counted {ours} wakeup latencies, perf sched recorded {theirs} wakeups"
-            ));
-        }
+        // A full pipe lets a thread run on without sleeping: how many
+        // wakeups a run has varies, but there are always some.
+        assert!(theirs >= 10, "{role}: perf saw only {theirs} wakeups");
+        assert_eq!(
+            ours, theirs,
+            "{role} (tid {tid}): scry counted {ours} wakeup latencies, perf sched recorded {theirs} wakeups"
+        );
     }
-    Ok(())
 }
 
 #[test]
