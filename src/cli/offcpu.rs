@@ -16,7 +16,6 @@ use scry::analysis::folded::{FoldOptions, FoldedStacks};
 use scry::analysis::offcpu::{OffCpuOptions, OffCpuTracker, Watch};
 use scry::analysis::offcpu_live::{OffCpuFeed, SchedFields};
 use scry::analysis::quality::QualitySummary;
-use scry::capture::live::{LiveSink, run_threaded};
 use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
 use scry::event::format::load_format;
@@ -25,10 +24,9 @@ use scry::render::flamegraph::{FlameOptions, write_svg};
 use scry::render::folded::{FoldedOptions, folded_lines, write_folded};
 use scry::render::offcpu::{OffCpuSummary, write_report};
 use scry::symbol::{ResolveOptions, Resolver};
-use scry::sys::perf_event::attr_bytes;
 use scry::sys::signal::SignalPipe;
 
-use super::feed_consumer::FeedConsumer;
+use super::feed_consumer::run_feed;
 
 #[derive(Args, Debug)]
 pub struct OffcpuArgs {
@@ -112,7 +110,7 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
 
     let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
         .context("installing signal handlers")?;
-    let mut session = Session::open(&opts)?;
+    let session = Session::open(&opts)?;
     let mut watch = Watch {
         all: args.all_cpus,
         pids: pids.iter().copied().collect(),
@@ -120,23 +118,13 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
     if let Some(pid) = session.workload_pid() {
         watch.pids.insert(pid);
     }
-    let ids = session.ids().context("reading sample ids")?;
-    let attrs: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
     let feed = OffCpuFeed::new(
         OffCpuTracker::new(watch),
         Resolver::new(&ResolveOptions::default()),
         fields,
     );
-    let mut sink =
-        LiveSink::new(&attrs, FeedConsumer(feed)).context("parsing the event attributes")?;
-    let mut synthesized = Vec::new();
-    session.synthesize(true, &mut synthesized);
-    scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
-    scry::capture::RecordSink::round_done(&mut sink)?;
-    session.start()?;
-    let outcome = run_threaded(session, signals, &mut sink)?;
+    let (feed, outcome) = run_feed(session, signals, feed, true)?;
 
-    let FeedConsumer(feed) = sink.consumer;
     let undecodable = feed.undecodable;
     let (resolved, mut frames, _stats, lost) = feed.resolver.finish();
     let options = OffCpuOptions {

@@ -26,7 +26,6 @@ use linux_perf_event_reader::EventRecord;
 use scry::analysis::pairs::{Builtin, Hook, PairEngine, PairStat, SummedKind};
 use scry::analysis::pairs_feed::{PairsFeed, wanted_fields};
 use scry::analysis::sample::ResolvedSample;
-use scry::capture::live::{LiveSink, run_threaded};
 use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
 use scry::event::format::{EventFormat, load_format};
@@ -36,10 +35,9 @@ use scry::render::profile::{
 };
 use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::bpf_profile::{self, Covered, KernelSums, ProfileBpf};
-use scry::sys::perf_event::attr_bytes;
 use scry::sys::signal::SignalPipe;
 
-use super::feed_consumer::FeedConsumer;
+use super::feed_consumer::run_feed;
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
@@ -535,7 +533,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
 
     let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
         .context("installing signal handlers")?;
-    let mut session = Session::open(&opts)?;
+    let session = Session::open(&opts)?;
     if let Some(pid) = session.workload_pid() {
         engine.pids.insert(pid);
         if let Some(bpf) = &mut bpf {
@@ -543,22 +541,13 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
                 .context("watching the workload in BPF")?;
         }
     }
-    let ids = session.ids().context("reading sample ids")?;
-    let attrs: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
     let feed = PairsFeed::new(
         engine,
         Resolver::new(&ResolveOptions::default()),
         formats.into_iter().map(Some).collect(),
         wanted,
     );
-    let mut sink =
-        LiveSink::new(&attrs, FeedConsumer(feed)).context("parsing the event attributes")?;
-    let mut synthesized = Vec::new();
-    session.synthesize(true, &mut synthesized);
-    scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
-    scry::capture::RecordSink::round_done(&mut sink)?;
-    session.start()?;
-    let outcome = run_threaded(session, signals, &mut sink)?;
+    let (feed, outcome) = run_feed(session, signals, feed, true)?;
     let kernel = match &mut bpf {
         Some(bpf) => {
             bpf.detach();
@@ -584,7 +573,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         (None, true) => Box::new(BufWriter::new(io::stderr())),
         (None, false) => Box::new(BufWriter::new(io::stdout())),
     };
-    write_report(sink.consumer.0, cpus, kernel, json, &mut out)?;
+    write_report(feed, cpus, kernel, json, &mut out)?;
     out.flush()?;
     if let StopReason::TargetExited(Some(status)) = outcome.stop
         && !status.success()

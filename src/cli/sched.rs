@@ -15,7 +15,6 @@ use clap::{Args, Subcommand};
 use scry::analysis::offcpu::Watch;
 use scry::analysis::sched::SchedTracker;
 use scry::analysis::sched_feed::SchedFeed;
-use scry::capture::live::{LiveSink, run_threaded};
 use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
 use scry::event::format::{EventFormat, load_format};
@@ -23,10 +22,9 @@ use scry::event::name;
 use scry::render::sched::{
     SchedSummary, write_runqlat, write_runqlat_json, write_timehist, write_timehist_json,
 };
-use scry::sys::perf_event::attr_bytes;
 use scry::sys::signal::SignalPipe;
 
-use super::feed_consumer::FeedConsumer;
+use super::feed_consumer::run_feed;
 
 #[derive(Args, Debug)]
 pub struct SchedArgs {
@@ -172,24 +170,15 @@ fn live(
     };
     let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
         .context("installing signal handlers")?;
-    let mut session = Session::open(&opts)?;
+    let session = Session::open(&opts)?;
     if let Some(pid) = session.workload_pid() {
         tracker.watch.pids.insert(pid);
     }
     let refs: Vec<Option<&EventFormat>> = formats.iter().map(Some).collect();
     let feed = SchedFeed::new(tracker, &refs).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let ids = session.ids().context("reading sample ids")?;
-    let attrs: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
-    let mut sink =
-        LiveSink::new(&attrs, FeedConsumer(feed)).context("parsing the event attributes")?;
-    let mut synthesized = Vec::new();
-    session.synthesize(false, &mut synthesized);
-    scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
-    scry::capture::RecordSink::round_done(&mut sink)?;
-    session.start()?;
-    let outcome = run_threaded(session, signals, &mut sink)?;
+    let (feed, outcome) = run_feed(session, signals, feed, false)?;
     let lost = outcome.per_cpu.values().map(|c| c.lost).sum();
-    Ok((sink.consumer.0, lost, outcome.stop))
+    Ok((feed, lost, outcome.stop))
 }
 
 /// Read a perf.data file with the sched tracepoints.
