@@ -408,8 +408,9 @@ fn pingpong_wakeups_equal_what_perf_sched_records() {
         let ours = event(events, "sched_wakeup").map_or(0, |e| e["count"].as_u64().unwrap_or(0));
         let theirs = perf_counts.get(&tid).copied().unwrap_or(0);
         // A full pipe lets a thread run on without sleeping: how many
-        // wakeups a run has varies, but there are always some.
-        assert!(theirs >= 10, "{role}: perf saw only {theirs} wakeups");
+        // wakeups a run has varies (runs with under 10 were seen), but the
+        // comparison needs some.
+        assert!(theirs > 0, "{role}: perf saw no wakeups");
         assert_eq!(
             ours, theirs,
             "{role} (tid {tid}): scry counted {ours} wakeup latencies, perf sched recorded {theirs} wakeups"
