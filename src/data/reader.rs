@@ -408,7 +408,17 @@ impl PerfReader {
                         })?,
                     )
                 }
-                None => None,
+                // The crate's path after all: it needs the framing checked
+                // first (see the module doc), which was skipped above.
+                None => {
+                    let mut again = source.open().map_err(|source| ReadError::Io {
+                        file: file.clone(),
+                        source,
+                    })?;
+                    walk_records(&mut again, layout.data, layout.endian, |_, _| Ok(()))
+                        .map_err(|e| ReadError::from_layout(&file, e))?;
+                    None
+                }
             }
         } else {
             None
