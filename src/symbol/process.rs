@@ -14,33 +14,11 @@
 //! process: kernel addresses are resolved from kallsyms directly.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-/// FxHash: the process maps and the resolver's location table are hashed
-/// once per sample or per frame; SipHash showed in profiles.
-#[derive(Default, Clone, Copy)]
-pub struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-pub type FxSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
+/// FxHash (`analysis::hash`): the process maps and the resolver's location
+/// table are hashed once per sample or per frame; SipHash showed in profiles.
+pub use crate::analysis::hash::{FxHashMap as FxMap, FxHashSet as FxSet, FxHasher};
 
 /// Index of a binary in a `DsoTable`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
