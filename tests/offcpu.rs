@@ -1,6 +1,6 @@
 //! `scry offcpu` on a program that blocks in fsync: the heaviest off-CPU
 //! stack goes through fsync, and the total off-CPU time agrees with what
-//! the program itself measured (wall time minus CPU time) within 10%.
+//! the program itself measured (wall time minus CPU time).
 
 mod common;
 
@@ -17,6 +17,17 @@ fn total_ms(report: &str) -> f64 {
         .and_then(|rest| rest.split(" ms").next())
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no total in: {report}"))
+}
+
+/// The switch-out count of the report's first line (`in N switch-outs`).
+fn switch_outs(report: &str) -> u64 {
+    let first = report.lines().next().unwrap_or_default();
+    first
+        .split(" in ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no switch-out count in: {first}"))
 }
 
 #[test]
@@ -57,11 +68,24 @@ fn fsync_blocking_is_found_and_measured() {
     let cpu = parse_ns(&stderr, "cpu_ns=").expect("fsyncer reports its times");
     let expected_ms = (wall - cpu) / 1e6;
     let measured = total_ms(&stdout);
+    let switch_outs = switch_outs(&stdout);
     // Switch-ins come from the context-switch records too (the tracepoint
-    // misses idle -> task switches on 6.18), so nothing is short.
+    // misses idle -> task switches on 6.18), so nothing is short. Two
+    // clocks disagree a little, in known directions:
+    // - The task's CPU clock starts when the scheduler picks it, before the
+    //   switch-in record (and the switch-out sample with its callchain) is
+    //   written: each switch counts a few µs as both CPU and off-CPU time.
+    //   Allowed: 10% plus 15 µs a switch-out (CI saw ~8 µs).
+    // - On a VM, time the hypervisor steals while the task runs is not CPU
+    //   time to the task's clock, nor off-CPU time to the scheduler:
+    //   wall - cpu overstates off-CPU by it (up to 19% seen here). Allowed:
+    //   25% below.
+    let upper = expected_ms * 1.10 + switch_outs as f64 * 0.015;
+    let lower = expected_ms * 0.75;
     assert!(
-        (measured - expected_ms).abs() <= expected_ms * 0.10,
-        "off-CPU {measured:.3} ms vs wall-cpu {expected_ms:.3} ms\n{stdout}"
+        (lower..=upper).contains(&measured),
+        "off-CPU {measured:.3} ms vs wall-cpu {expected_ms:.3} ms \
+         (allowed {lower:.3}..{upper:.3})\n{stdout}"
     );
     // The flame graph was written and names fsync.
     let svg_text = std::fs::read_to_string(&svg).expect("svg written");

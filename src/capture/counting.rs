@@ -19,6 +19,13 @@
 //!   Closing from many threads does not help (the mutex serializes them);
 //!   it is the kernel's cost, paid after the counts are read.
 //!
+//! - Cgroup counters (`-G`) on 6.18 can come back with `time_enabled` and
+//!   `time_running` both 0 while the value is not, or both near the
+//!   machine's uptime: the cgroup's perf clock was never started when its
+//!   only task runs on a CPU without switching. The value is right; the
+//!   times are not. `read` replaces such times with the counting window
+//!   scry measured itself (so nothing is scaled), as perf's numbers show.
+//!
 //! Invariants: `supported[e]` is false exactly when event `e` has no open
 //! counter; readings come back in the order counters were opened.
 
@@ -90,6 +97,9 @@ pub struct CounterSet {
     /// Threads without a pidfd, checked in /proc on every wake-up.
     polled: Vec<i32>,
     enable_on_exec: bool,
+    /// Counting only a cgroup's tasks (`-G`): readings are checked (see the
+    /// module doc).
+    cgroup: bool,
     started: Option<Instant>,
 }
 
@@ -111,6 +121,26 @@ pub fn counting_attr(
     attr.set_exclude_user(u64::from(event.modifiers.exclude_user));
     attr.set_exclude_kernel(u64::from(event.modifiers.exclude_kernel));
     attr
+}
+
+/// A cgroup counter's reading with impossible times (the value counted but
+/// no time ran, or more time than the `window` scry counted for) given the
+/// window as both times instead: the value stands, unscaled.
+fn cgroup_times_checked(reading: Reading, window: u64) -> Reading {
+    // Slack for the kernel enabling a little before scry's clock started.
+    let limit = window
+        .saturating_add(window / 10)
+        .saturating_add(50_000_000);
+    let ran_without_time = reading.value > 0 && reading.running == 0;
+    if ran_without_time || reading.enabled > limit || reading.running > limit {
+        Reading {
+            value: reading.value,
+            enabled: window,
+            running: window,
+        }
+    } else {
+        reading
+    }
 }
 
 /// errnos perf reports as `<not supported>` rather than failing.
@@ -272,6 +302,7 @@ impl CounterSet {
             watched,
             polled,
             enable_on_exec,
+            cgroup: cgroup.is_some(),
             started: None,
         };
         let result = if system_wide {
@@ -415,9 +446,12 @@ impl CounterSet {
     pub fn read(&self) -> Result<Vec<CounterReading>, CaptureError> {
         let mut out = Vec::with_capacity(self.counters.len());
         let mut buf = [0u64; 3];
+        let window = self
+            .started
+            .map(|t| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
         for c in &self.counters {
             let n = c.fd.read_values(&mut buf).map_err(CaptureError::System)?;
-            let reading = if n >= 3 {
+            let mut reading = if n >= 3 {
                 Reading {
                     value: buf[0],
                     enabled: buf[1],
@@ -426,6 +460,11 @@ impl CounterSet {
             } else {
                 Reading::default()
             };
+            if self.cgroup
+                && let Some(window) = window
+            {
+                reading = cgroup_times_checked(reading, window);
+            }
             out.push(CounterReading {
                 event: c.event,
                 cpu: c.cpu,
@@ -551,6 +590,35 @@ fn open_error(event: &ResolvedEvent, pid: i32, err: io::Error) -> CaptureError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn impossible_cgroup_times_become_the_window() {
+        let ms = 1_000_000;
+        let window = 300 * ms;
+        let r = |value, enabled, running| Reading {
+            value,
+            enabled,
+            running,
+        };
+        // Counted with no time: the window, unscaled.
+        assert_eq!(
+            cgroup_times_checked(r(290 * ms, 0, 0), window),
+            r(290 * ms, window, window)
+        );
+        // Times near the uptime.
+        assert_eq!(
+            cgroup_times_checked(r(290 * ms, 21_000_000 * ms, 21_000_000 * ms), window),
+            r(290 * ms, window, window)
+        );
+        // Sane times, multiplexed or not, and a cgroup that never ran, stay.
+        for sane in [
+            r(290 * ms, 300 * ms, 150 * ms),
+            r(0, 300 * ms, 0),
+            r(0, 0, 0),
+        ] {
+            assert_eq!(cgroup_times_checked(sane, window), sane);
+        }
+    }
 
     #[test]
     fn unsupported_errnos_are_perfs() {
