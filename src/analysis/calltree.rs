@@ -34,7 +34,7 @@ pub enum GraphOrder {
 pub struct Node {
     /// A frame of this node's function (unused on the root).
     pub frame: FrameId,
-    sym: u32,
+    pub(super) sym: u32,
     /// Period of the samples whose path passes through this node.
     pub period: u64,
     pub samples: u64,
@@ -125,15 +125,33 @@ impl Default for CallTree {
     }
 }
 
-/// Builds the call trees of the given entries (indices into
-/// `profile.events[section].entries`) in one pass over the profile's merged
-/// stacks (`Profile::build` already applied the sample filters).
+/// Builds the whole call trees of the given entries (indices into
+/// `profile.events[section].entries`); `Profile::build` already applied the
+/// sample filters.
 pub fn build_trees(
     profile: &Profile,
     section: usize,
     entries: &[usize],
     order: GraphOrder,
 ) -> Vec<CallTree> {
+    build_trees_above(profile, section, entries, order, 0)
+}
+
+/// The call trees of `entries` without the nodes under `min_period` (a
+/// graph threshold: such nodes are never drawn, nor anything below them).
+/// Children trees come from one trie of all stacks (`calltrie`); trees of
+/// `--no-children` entries hold each self sample's stack once, inserted
+/// in one pass over the profile's merged stacks.
+pub fn build_trees_above(
+    profile: &Profile,
+    section: usize,
+    entries: &[usize],
+    order: GraphOrder,
+    min_period: u64,
+) -> Vec<CallTree> {
+    if profile.children {
+        return super::calltrie::children_trees(profile, section, entries, order, min_period);
+    }
     let Some(ev) = profile.events.get(section) else {
         return Vec::new();
     };
@@ -144,7 +162,6 @@ pub fn build_trees(
         }
     }
     let mut trees = vec![CallTree::new(); entries.len()];
-    let mut seen = profile.seen_set();
     for group in &profile.groups {
         if group.event != ev.event {
             continue;
@@ -153,42 +170,14 @@ pub fn build_trees(
         let Some(&leaf) = stack.first() else {
             continue;
         };
-        let weight = (group.period, group.samples);
-        if !profile.children {
-            let Some(&slot) = wanted.get(&profile.key_in(group, leaf)) else {
-                continue;
-            };
-            let tree = &mut trees[slot];
-            match order {
-                GraphOrder::Callee => tree.insert(profile, stack.iter().copied(), weight),
-                GraphOrder::Caller => tree.insert(profile, stack.iter().rev().copied(), weight),
-            }
+        let Some(&slot) = wanted.get(&profile.key_in(group, leaf)) else {
             continue;
-        }
-        seen.next_sample();
+        };
+        let weight = (group.period, group.samples);
+        let tree = &mut trees[slot];
         match order {
-            GraphOrder::Caller => {
-                // Outermost occurrence first: walk from the root.
-                for (pos, &frame) in stack.iter().enumerate().rev() {
-                    if !seen.first_time(&profile.keys, frame) {
-                        continue;
-                    }
-                    if let Some(&slot) = wanted.get(&profile.key_in(group, frame)) {
-                        let path = stack[..=pos].iter().rev().copied();
-                        trees[slot].insert(profile, path, weight);
-                    }
-                }
-            }
-            GraphOrder::Callee => {
-                for (pos, &frame) in stack.iter().enumerate() {
-                    if !seen.first_time(&profile.keys, frame) {
-                        continue;
-                    }
-                    if let Some(&slot) = wanted.get(&profile.key_in(group, frame)) {
-                        trees[slot].insert(profile, stack[pos..].iter().copied(), weight);
-                    }
-                }
-            }
+            GraphOrder::Callee => tree.insert(profile, stack.iter().copied(), weight),
+            GraphOrder::Caller => tree.insert(profile, stack.iter().rev().copied(), weight),
         }
     }
     trees

@@ -6,6 +6,7 @@
 //! text or touches the kernel. Keys are interned integers end to end
 //! (`FrameId`, comm ids), hashed with `hash::FxHasher`.
 pub mod calltree;
+mod calltrie;
 pub mod decay;
 pub mod folded;
 pub mod hash;

@@ -305,6 +305,30 @@ impl KeyMask {
         }
     }
 
+    /// Within one group (comm, pid and tid fixed), what tells the entries
+    /// of frames apart: the symbol id, or the dso id when `sym` is not a
+    /// sort key, else nothing (0). Slots run below `slots`.
+    pub(crate) fn slot(self, keys: &KeyTable, frame: FrameId) -> u32 {
+        let (dso, sym) = keys.dso_sym_of(frame);
+        if self.sym {
+            sym
+        } else if self.dso {
+            dso
+        } else {
+            0
+        }
+    }
+
+    pub(crate) fn slots(self, keys: &KeyTable) -> usize {
+        if self.sym {
+            keys.sym_frames.len()
+        } else if self.dso {
+            keys.dso_count
+        } else {
+            1
+        }
+    }
+
     /// The key of `frame` in a group of samples (whose pid and tid are
     /// already zero unless they are sort keys).
     fn key(self, keys: &KeyTable, group: &StackGroup, frame: FrameId) -> RawKey {
@@ -525,12 +549,20 @@ impl Profile {
         self.mask.key(&self.keys, group, frame)
     }
 
+    /// What entry keys of a group share besides the frame: its comm (when a
+    /// sort key), pid and tid (zero unless sort keys).
+    pub(crate) fn context_of(&self, group: &StackGroup) -> (u32, i32, i32) {
+        let comm = if self.mask.comm { group.comm } else { 0 };
+        (comm, group.pid, group.tid)
+    }
+
     /// The stack (leaf first) of a group.
     pub(crate) fn stack_of(&self, group: &StackGroup) -> &[FrameId] {
         group_stack(&self.stack_frames, group)
     }
 
     /// A fresh per-sample "already counted" set for this profile's keys.
+    #[cfg(test)]
     pub(crate) fn seen_set(&self) -> SeenSet {
         SeenSet::new(&self.keys, self.mask)
     }
@@ -564,15 +596,8 @@ pub(crate) struct SeenSet {
 
 impl SeenSet {
     fn new(keys: &KeyTable, mask: KeyMask) -> SeenSet {
-        let slots = if mask.sym {
-            keys.sym_frames.len()
-        } else if mask.dso {
-            keys.dso_count
-        } else {
-            1
-        };
         SeenSet {
-            stamps: vec![0; slots],
+            stamps: vec![0; mask.slots(keys)],
             now: 0,
             by: mask,
         }
@@ -589,15 +614,7 @@ impl SeenSet {
 
     /// True the first time the entry of `frame` is met in this sample.
     pub(crate) fn first_time(&mut self, keys: &KeyTable, frame: FrameId) -> bool {
-        let (dso, sym) = keys.dso_sym_of(frame);
-        let slot = if self.by.sym {
-            sym
-        } else if self.by.dso {
-            dso
-        } else {
-            0
-        };
-        match self.stamps.get_mut(slot as usize) {
+        match self.stamps.get_mut(self.by.slot(keys, frame) as usize) {
             Some(stamp) if *stamp == self.now => false,
             Some(stamp) => {
                 *stamp = self.now;

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
-use scry::analysis::calltree::{CallTree, GraphOrder, build_trees};
+use scry::analysis::calltree::{CallTree, GraphOrder, build_trees_above};
 use scry::analysis::profile::{Profile, ProfileOptions, SampleFilter, SortKey};
 use scry::analysis::quality::QualitySummary;
 use scry::analysis::sample::StackQuality;
@@ -196,7 +196,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
                         ev.percent(period) >= graph.threshold
                     })
                     .collect();
-                let built = build_trees(&profile, section, &wanted, order);
+                // Nodes under the threshold are never drawn: not built either.
+                let min_period = (ev.total_period as f64 * graph.threshold / 100.0).floor() as u64;
+                let built = build_trees_above(&profile, section, &wanted, order, min_period);
                 let mut all = vec![CallTree::new(); ev.entries.len()];
                 for (slot, tree) in wanted.into_iter().zip(built) {
                     all[slot] = tree;

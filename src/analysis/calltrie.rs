@@ -1,0 +1,417 @@
+//! Children call trees (`--children`) from one trie of every stack.
+//!
+//! The tree of entry X holds, for every sample whose stack holds X, the path
+//! from X's first occurrence (outermost in caller order, innermost in callee
+//! order) to the end of the stack, merged by symbol. Inserting that path
+//! into X's tree for every (stack, X) pair costs depth × distinct entries
+//! per stack, and holds every entry's whole tree: on deep stacks that was
+//! most of `scry report`'s time and memory.
+//!
+//! Instead, every stack goes once into a trie in path order (one trie per
+//! sample context: comm, pid, tid as sorted on). A first occurrence of X is
+//! a trie node, and the samples below distinct first occurrences are
+//! distinct, so X's tree is the merge, by symbol, of the subtries under
+//! X's first occurrences. The merge runs top-down and stops at nodes under
+//! `min_period` (the graph threshold): a node's period bounds its
+//! descendants', and nodes under the threshold are never drawn. Children
+//! come out in the order their first stack was seen, as insertion gives,
+//! so ties sort the same way.
+
+use super::calltree::{CallTree, GraphOrder, Node};
+use super::hash::FxHashMap;
+use super::profile::{Profile, RawKey};
+use super::sample::FrameId;
+
+const NONE: u32 = u32::MAX;
+
+/// One trie node: a frame reached along a path of frames from a context's
+/// root.
+#[derive(Clone, Debug)]
+struct TrieNode {
+    frame: FrameId,
+    sym: u32,
+    /// The stack group that created this node (orders merged children).
+    first: u32,
+    period: u64,
+    samples: u64,
+    first_child: u32,
+    next_sibling: u32,
+}
+
+/// The stacks of one event's groups, in path order.
+struct Trie {
+    nodes: Vec<TrieNode>,
+    /// Per context: its root node and a group of it (for entry keys).
+    roots: Vec<(u32, usize)>,
+}
+
+impl Trie {
+    fn build(profile: &Profile, section_event: usize, order: GraphOrder) -> Trie {
+        let mut nodes: Vec<TrieNode> = Vec::new();
+        let mut roots: Vec<(u32, usize)> = Vec::new();
+        let mut contexts: FxHashMap<(u32, i32, i32), u32> = FxHashMap::default();
+        let mut children: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let new_node = |nodes: &mut Vec<TrieNode>, frame, sym, first| {
+            nodes.push(TrieNode {
+                frame,
+                sym,
+                first,
+                period: 0,
+                samples: 0,
+                first_child: NONE,
+                next_sibling: NONE,
+            });
+            (nodes.len() - 1) as u32
+        };
+        for (g, group) in profile.groups.iter().enumerate() {
+            if group.event != section_event {
+                continue;
+            }
+            let stack = profile.stack_of(group);
+            if stack.is_empty() {
+                continue;
+            }
+            let root = *contexts
+                .entry(profile.context_of(group))
+                .or_insert_with(|| {
+                    let root = new_node(&mut nodes, FrameId(NONE), NONE, g as u32);
+                    roots.push((root, g));
+                    root
+                });
+            let mut at = root;
+            let mut step = |at: u32, frame: FrameId, nodes: &mut Vec<TrieNode>| -> u32 {
+                let sym = profile.keys.sym_of(frame);
+                let child = match children.get(&(at, sym)) {
+                    Some(&c) => c,
+                    None => {
+                        let c = new_node(nodes, frame, sym, g as u32);
+                        children.insert((at, sym), c);
+                        let head = nodes[at as usize].first_child;
+                        nodes[c as usize].next_sibling = head;
+                        nodes[at as usize].first_child = c;
+                        c
+                    }
+                };
+                let node = &mut nodes[child as usize];
+                node.period += group.period;
+                node.samples += group.samples;
+                child
+            };
+            {
+                let node = &mut nodes[root as usize];
+                node.period += group.period;
+                node.samples += group.samples;
+            }
+            match order {
+                GraphOrder::Caller => {
+                    for &frame in stack.iter().rev() {
+                        at = step(at, frame, &mut nodes);
+                    }
+                }
+                GraphOrder::Callee => {
+                    for &frame in stack {
+                        at = step(at, frame, &mut nodes);
+                    }
+                }
+            }
+        }
+        Trie { nodes, roots }
+    }
+
+    fn children(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
+        let mut at = self
+            .nodes
+            .get(node as usize)
+            .map_or(NONE, |n| n.first_child);
+        std::iter::from_fn(move || {
+            let here = at;
+            let node = self.nodes.get(here as usize)?;
+            at = node.next_sibling;
+            Some(here)
+        })
+    }
+
+    /// The first occurrences of each wanted entry (by slot in `wanted`).
+    fn occurrences(&self, profile: &Profile, wanted: &FxHashMap<RawKey, usize>) -> Vec<Vec<u32>> {
+        let mut found: Vec<Vec<u32>> = vec![Vec::new(); wanted.values().max().map_or(0, |m| m + 1)];
+        let mask = profile.mask;
+        let mut on_path = vec![0u32; mask.slots(&profile.keys)];
+        // (node, entering): a node's slot is counted while it is on the path.
+        let mut stack: Vec<(u32, bool)> = Vec::new();
+        for &(root, group) in &self.roots {
+            let Some(group) = profile.groups.get(group) else {
+                continue;
+            };
+            stack.extend(self.children(root).map(|c| (c, true)));
+            while let Some((node, entering)) = stack.pop() {
+                let Some(n) = self.nodes.get(node as usize) else {
+                    continue;
+                };
+                let slot = mask.slot(&profile.keys, n.frame) as usize;
+                if !entering {
+                    if let Some(count) = on_path.get_mut(slot) {
+                        *count -= 1;
+                    }
+                    continue;
+                }
+                if let Some(count) = on_path.get_mut(slot) {
+                    if *count == 0
+                        && let Some(&index) = wanted.get(&profile.key_in(group, n.frame))
+                    {
+                        found[index].push(node);
+                    }
+                    *count += 1;
+                }
+                stack.push((node, false));
+                stack.extend(self.children(node).map(|c| (c, true)));
+            }
+        }
+        found
+    }
+
+    /// Adds to `tree` under `at` the merge by symbol of `nodes`, and below
+    /// each merged node the merge of their children, leaving out nodes
+    /// under `min_period`.
+    fn merge_into(&self, tree: &mut CallTree, at: u32, nodes: &[u32], min_period: u64) {
+        // Group by symbol, in order of first appearance.
+        let mut groups: Vec<(u32, u32, Vec<u32>)> = Vec::new(); // (first, sym, nodes)
+        let mut by_sym: FxHashMap<u32, usize> = FxHashMap::default();
+        for &n in nodes {
+            let Some(node) = self.nodes.get(n as usize) else {
+                continue;
+            };
+            match by_sym.get(&node.sym) {
+                Some(&i) => {
+                    let g = &mut groups[i];
+                    g.0 = g.0.min(node.first);
+                    g.2.push(n);
+                }
+                None => {
+                    by_sym.insert(node.sym, groups.len());
+                    groups.push((node.first, node.sym, vec![n]));
+                }
+            }
+        }
+        groups.sort_by_key(|g| g.0);
+        let mut made: Vec<(u32, Vec<u32>)> = Vec::new();
+        for (_, sym, members) in groups {
+            let (period, samples) = members.iter().fold((0, 0), |(p, s), &m| {
+                let n = &self.nodes[m as usize];
+                (p + n.period, s + n.samples)
+            });
+            if period < min_period {
+                continue;
+            }
+            // The frame of the member seen first, as insertion would keep.
+            let frame = members
+                .iter()
+                .map(|&m| &self.nodes[m as usize])
+                .min_by_key(|n| n.first)
+                .map_or(FrameId(NONE), |n| n.frame);
+            let index = tree.nodes.len() as u32;
+            tree.nodes.push(Node {
+                frame,
+                sym,
+                period,
+                samples,
+                children: Vec::new(),
+            });
+            tree.nodes[at as usize].children.push(index);
+            made.push((index, members));
+        }
+        for (index, members) in made {
+            let kids: Vec<u32> = members.iter().flat_map(|&m| self.children(m)).collect();
+            if !kids.is_empty() {
+                self.merge_into(tree, index, &kids, min_period);
+            }
+        }
+    }
+}
+
+/// The children trees of `entries` (indices into the section's entries),
+/// without nodes under `min_period`.
+pub(super) fn children_trees(
+    profile: &Profile,
+    section: usize,
+    entries: &[usize],
+    order: GraphOrder,
+    min_period: u64,
+) -> Vec<CallTree> {
+    let Some(ev) = profile.events.get(section) else {
+        return Vec::new();
+    };
+    let mut wanted: FxHashMap<RawKey, usize> = FxHashMap::default();
+    for (slot, &index) in entries.iter().enumerate() {
+        if let Some(entry) = ev.entries.get(index) {
+            wanted.insert(entry.key, slot);
+        }
+    }
+    let trie = Trie::build(profile, ev.event, order);
+    let occurrences = trie.occurrences(profile, &wanted);
+    let mut trees = vec![CallTree::new(); entries.len()];
+    for (slot, tree) in trees.iter_mut().enumerate() {
+        let Some(nodes) = occurrences.get(slot) else {
+            continue;
+        };
+        for &n in nodes {
+            let node = &trie.nodes[n as usize];
+            tree.nodes[0].period += node.period;
+            tree.nodes[0].samples += node.samples;
+        }
+        trie.merge_into(tree, 0, nodes, min_period);
+    }
+    trees
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::profile::{ProfileOptions, SortKey};
+    use crate::analysis::testing::Builder;
+
+    /// The obvious construction, the reference: every (stack, entry) pair
+    /// inserts the path from the entry's first occurrence.
+    fn by_insertion(profile: &Profile, entries: &[usize], order: GraphOrder) -> Vec<CallTree> {
+        let ev = &profile.events[0];
+        let wanted: FxHashMap<RawKey, usize> = entries
+            .iter()
+            .enumerate()
+            .map(|(slot, &i)| (ev.entries[i].key, slot))
+            .collect();
+        let mut trees = vec![CallTree::new(); entries.len()];
+        let mut seen = profile.seen_set();
+        for group in &profile.groups {
+            let stack = profile.stack_of(group);
+            let weight = (group.period, group.samples);
+            seen.next_sample();
+            let positions: Vec<usize> = match order {
+                GraphOrder::Caller => (0..stack.len()).rev().collect(),
+                GraphOrder::Callee => (0..stack.len()).collect(),
+            };
+            for pos in positions {
+                let frame = stack[pos];
+                if !seen.first_time(&profile.keys, frame) {
+                    continue;
+                }
+                if let Some(&slot) = wanted.get(&profile.key_in(group, frame)) {
+                    match order {
+                        GraphOrder::Caller => {
+                            trees[slot].insert(profile, stack[..=pos].iter().rev().copied(), weight)
+                        }
+                        GraphOrder::Callee => {
+                            trees[slot].insert(profile, stack[pos..].iter().copied(), weight)
+                        }
+                    }
+                }
+            }
+        }
+        trees
+    }
+
+    /// A tree as text: node frames, periods and samples in drawing order
+    /// (children hottest first, ties by order), without nodes under `min`.
+    fn shape(tree: &CallTree, at: u32, min: u64, out: &mut Vec<String>, depth: usize) {
+        for c in tree.sorted_children(at) {
+            let n = &tree.nodes[c as usize];
+            if n.period < min {
+                continue;
+            }
+            out.push(format!("{depth} {:?} {} {}", n.frame, n.period, n.samples));
+            shape(tree, c, min, out, depth + 1);
+        }
+    }
+
+    fn draw(tree: &CallTree, min: u64) -> Vec<String> {
+        let mut out = vec![format!(
+            "root {} {}",
+            tree.root().period,
+            tree.root().samples
+        )];
+        shape(tree, 0, min, &mut out, 1);
+        out
+    }
+
+    /// Deterministic pseudo-random stacks with recursion, shared prefixes,
+    /// two commands and two binaries.
+    fn random_profile(seed: u64, sort: Vec<SortKey>) -> (Builder, Profile) {
+        let mut b = Builder::default();
+        let mut x = seed;
+        let mut next = move |n: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % n
+        };
+        let names = [
+            "main",
+            "a",
+            "b",
+            "c",
+            "rec",
+            "lib:memcpy",
+            "lib:read",
+            "k:schedule",
+        ];
+        for _ in 0..300 {
+            let depth = 1 + next(12) as usize;
+            let mut stack: Vec<&str> = (0..depth)
+                .map(|_| names[next(names.len() as u64) as usize])
+                .collect();
+            stack.push("main");
+            let comm = if next(3) == 0 { "other" } else { "app" };
+            b.sample(comm, 1 + next(2) as i32, &stack, 1 + next(4) as usize);
+        }
+        let options = ProfileOptions {
+            sort,
+            ..ProfileOptions::default()
+        };
+        let profile = Profile::build(&b.samples, &b.frames, &options);
+        (b, profile)
+    }
+
+    #[test]
+    fn trie_merge_equals_insertion_for_every_entry_order_and_sort() {
+        let sorts = [
+            vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
+            vec![SortKey::Sym],
+            vec![SortKey::Dso],
+            vec![SortKey::Pid, SortKey::Sym],
+        ];
+        for seed in 1..6 {
+            for sort in &sorts {
+                let (_b, profile) = random_profile(seed, sort.clone());
+                let all: Vec<usize> = (0..profile.events[0].entries.len()).collect();
+                for order in [GraphOrder::Caller, GraphOrder::Callee] {
+                    let expected = by_insertion(&profile, &all, order);
+                    let total = profile.events[0].total_period;
+                    for min in [0, total / 200, total / 20] {
+                        let got = children_trees(&profile, 0, &all, order, min);
+                        for (slot, (e, g)) in expected.iter().zip(&got).enumerate() {
+                            assert_eq!(
+                                draw(e, min),
+                                draw(g, 0),
+                                "seed {seed} sort {sort:?} {order:?} min {min} entry {slot}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn nodes_under_the_threshold_are_not_built() {
+        let (_b, profile) = random_profile(7, vec![SortKey::Sym]);
+        let all: Vec<usize> = (0..profile.events[0].entries.len()).collect();
+        let total = profile.events[0].total_period;
+        let full: usize = children_trees(&profile, 0, &all, GraphOrder::Caller, 0)
+            .iter()
+            .map(|t| t.nodes.len())
+            .sum();
+        let pruned = children_trees(&profile, 0, &all, GraphOrder::Caller, total / 20);
+        assert!(pruned.iter().map(|t| t.nodes.len()).sum::<usize>() * 4 < full);
+        for tree in &pruned {
+            assert!(tree.nodes[1..].iter().all(|n| n.period >= total / 20));
+        }
+    }
+}
