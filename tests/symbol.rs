@@ -487,3 +487,61 @@ fn inline_mode_adds_inlined_frames() {
     // Same samples, one frame more each where code was inlined.
     assert_eq!(r.samples.len(), plain.samples.len());
 }
+
+/// `merge_samples` (what report and flamegraph use) keeps every sample's
+/// weight: per (event, thread, named stack, quality), the merged samples'
+/// counts and periods equal the one-by-one samples', and so do the totals
+/// and the stack-quality counts. A forking workload (mappings change, the
+/// chain cache is emptied) and deep recursive stacks (many chains repeat).
+#[test]
+fn merged_samples_weigh_what_the_samples_weigh() {
+    let Some(dir) = setup() else { return };
+    for (name, args) in [("deep", vec!["300"]), ("forker", vec![])] {
+        let bin = common::workload(name);
+        let mut cmd = vec![bin.to_str().unwrap_or("")];
+        cmd.extend(args);
+        let data = perf_record(dir.path(), name, &["-g"], &cmd);
+        let one_by_one = resolve(&data);
+        let merged = resolve_file(
+            &data,
+            &ResolveOptions {
+                use_build_id_cache: false,
+                merge_samples: true,
+                ..ResolveOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("resolve {}: {e:#}", data.display()));
+        type Key = (usize, String, i32, i32, Vec<String>, StackQuality);
+        let weigh = |r: &Resolved| {
+            let mut by: HashMap<Key, (u64, u64)> = HashMap::new();
+            for s in &r.samples {
+                let key = (
+                    s.event,
+                    s.comm.to_string(),
+                    s.pid,
+                    s.tid,
+                    sym_names(r, s),
+                    s.quality,
+                );
+                let w = by.entry(key).or_default();
+                w.0 += s.count;
+                w.1 += s.period;
+            }
+            by
+        };
+        let expected = weigh(&one_by_one);
+        assert!(one_by_one.samples.iter().all(|s| s.count == 1));
+        assert!(
+            merged.samples.len() < one_by_one.samples.len(),
+            "{name}: nothing merged"
+        );
+        assert_eq!(weigh(&merged), expected, "{name}");
+        assert_eq!(merged.stats.samples, one_by_one.stats.samples, "{name}");
+        assert_eq!(merged.stats.complete, one_by_one.stats.complete, "{name}");
+        assert_eq!(merged.stats.frames, one_by_one.stats.frames, "{name}");
+        assert_eq!(
+            merged.stats.unknown_frames, one_by_one.stats.unknown_frames,
+            "{name}"
+        );
+    }
+}

@@ -77,6 +77,7 @@ mod tests {
             period,
             stack: vec![FrameId(0)].into(),
             quality: StackQuality::Complete,
+            count: 1,
         }
     }
 

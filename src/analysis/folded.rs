@@ -72,7 +72,7 @@ impl FoldedStacks {
             );
             if let Some(stack) = by_ptr.get(&ptrs).and_then(|&slot| stacks.get_mut(slot)) {
                 stack.period += sample.period;
-                stack.samples += 1;
+                stack.samples += sample.count;
                 continue;
             }
             let comm = match comm_ids.get(&sample.comm) {
@@ -104,7 +104,7 @@ impl FoldedStacks {
             by_ptr.insert(ptrs, slot);
             if let Some(stack) = stacks.get_mut(slot) {
                 stack.period += sample.period;
-                stack.samples += 1;
+                stack.samples += sample.count;
             }
         }
         FoldedStacks {

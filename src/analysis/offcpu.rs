@@ -292,6 +292,7 @@ mod tests {
             period: 1,
             stack: vec![FrameId(frame)].into(),
             quality: StackQuality::Complete,
+            count: 1,
         }
     }
 

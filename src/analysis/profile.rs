@@ -410,10 +410,10 @@ impl Profile {
             let Some(t) = totals.get_mut(sample.event) else {
                 continue;
             };
-            t.nr_samples += 1;
+            t.nr_samples += sample.count;
             t.total_period += sample.period;
             if sample.stack.is_empty() {
-                t.no_ip += 1;
+                t.no_ip += sample.count;
                 continue;
             }
             if !filter.keeps_sample(sample) {
@@ -430,7 +430,7 @@ impl Profile {
             );
             if let Some(group) = by_ptr.get(&ptrs).and_then(|&slot| groups.get_mut(slot)) {
                 group.period += sample.period;
-                group.samples += 1;
+                group.samples += sample.count;
                 continue;
             }
             let comm = keys.comm_id(&sample.comm);
@@ -460,7 +460,7 @@ impl Profile {
             by_ptr.insert(ptrs, slot);
             if let Some(group) = groups.get_mut(slot) {
                 group.period += sample.period;
-                group.samples += 1;
+                group.samples += sample.count;
             }
         }
         drop(index);

@@ -27,14 +27,15 @@ impl QualitySummary {
             .collect();
         let mut q = QualitySummary::default();
         for sample in samples {
-            q.samples += 1;
+            let n = sample.count;
+            q.samples += n;
             match sample.quality {
-                StackQuality::Complete => q.complete += 1,
-                StackQuality::Truncated => q.truncated += 1,
-                StackQuality::NoCallchain => q.no_callchain += 1,
+                StackQuality::Complete => q.complete += n,
+                StackQuality::Truncated => q.truncated += n,
+                StackQuality::NoCallchain => q.no_callchain += n,
             }
-            q.frames += sample.stack.len() as u64;
-            q.unknown_frames += sample
+            q.frames += sample.stack.len() as u64 * n;
+            q.unknown_frames += n * sample
                 .stack
                 .iter()
                 .filter(|f| unknown.get(f.0 as usize).copied().unwrap_or(true))

@@ -83,6 +83,10 @@ pub struct ResolvedSample {
     pub stack: Arc<[FrameId]>,
     /// Why the stack may be incomplete, if it may.
     pub quality: StackQuality,
+    /// How many samples this one stands for: 1, or more when the resolver
+    /// merged samples alike in all but time and CPU (`time` and `cpu` are
+    /// then the first one's; see `ResolveOptions::merge_samples`).
+    pub count: u64,
 }
 
 /// How complete a sample's stack is; counted and printed at the top of every

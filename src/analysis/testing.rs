@@ -55,6 +55,7 @@ impl Builder {
                 period: 1000,
                 stack: stack.clone().into(),
                 quality: StackQuality::Complete,
+                count: 1,
             });
         }
     }

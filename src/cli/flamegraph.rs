@@ -151,6 +151,7 @@ fn event_index(resolved: &Resolved, name: &str, path: &Path) -> anyhow::Result<u
 fn fold(path: &Path, args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Vec<String>> {
     let options = ResolveOptions {
         demangle: !args.no_demangle,
+        merge_samples: true,
         ..ResolveOptions::default()
     };
     let resolved =

@@ -141,6 +141,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
 
     let resolve_options = ResolveOptions {
         demangle: !args.no_demangle,
+        merge_samples: true,
         ..ResolveOptions::default()
     };
     let resolved = resolve_file(&args.input, &resolve_options)

@@ -83,6 +83,12 @@ pub struct ResolveOptions {
     /// agree with its own; `inline` turns it on (lines and inlined frames
     /// need the call's address).
     pub adjust_return_addresses: bool,
+    /// Hand out samples alike in all but time and CPU (event, thread and
+    /// name, stack, its quality) as one, with `count` and the periods
+    /// summed. Default false; reports and flame graphs, which look at
+    /// neither time nor CPU, set it and keep one sample per distinct stack
+    /// instead of one per sample.
+    pub merge_samples: bool,
 }
 
 impl Default for ResolveOptions {
@@ -93,6 +99,7 @@ impl Default for ResolveOptions {
             kallsyms: None,
             use_build_id_cache: true,
             adjust_return_addresses: false,
+            merge_samples: false,
         }
     }
 }

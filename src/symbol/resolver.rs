@@ -29,7 +29,8 @@ use std::sync::Arc;
 use linux_perf_event_reader::constants::{
     PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER,
 };
-use linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, SampleRecord};
+use linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId, RawDataU64, SampleRecord};
+use std::hash::Hasher;
 
 use super::binary::{Binary, BinaryCache, BinaryMiss};
 use super::kallsyms::Kallsyms;
@@ -45,6 +46,34 @@ use crate::analysis::sample::{
 
 /// The kernel's default `perf_event_max_stack`: a chain this long was cut.
 const MAX_STACK: usize = 127;
+
+/// A sample's callchain (with its pid and whether it was taken in the
+/// kernel) as two independent 64-bit hashes: the key of `chain_stacks`.
+/// Two chains that differ share both with a chance of about 2^-128 per
+/// pair, so the chain itself is not kept to compare (it would double the
+/// resolver's memory on deep stacks).
+fn chain_key(pid: i32, kernel: bool, chain: &RawDataU64<'_>) -> u128 {
+    let mut a = super::process::FxHasher::default();
+    let mut b: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(pid as u32) ^ (u64::from(kernel) << 40);
+    a.write_i32(pid);
+    a.write_u8(u8::from(kernel));
+    for i in 0..chain.len() {
+        let Some(v) = chain.get(i) else { break };
+        a.write_u64(v);
+        // splitmix64's finalizer over a running sum: unrelated to Fx.
+        b = b.wrapping_add(v).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = b;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        b = z ^ (z >> 31);
+    }
+    a.write_usize(chain.len());
+    (u128::from(a.finish()) << 64) | u128::from(b)
+}
+
+/// With `merge_samples`, pending samples are named and merged every this
+/// many distinct ones (a few MB), not held to the end.
+const FOLD_BATCH: usize = 1 << 16;
 
 /// Addresses at or above this are kernel addresses on x86_64.
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
@@ -110,6 +139,18 @@ struct FileJob {
     weight: u64,
 }
 
+/// What merged samples share (`ResolveOptions::merge_samples`). The comm
+/// is the process model's `Arc`, by address: pending samples keep it alive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct MergeKey {
+    event: usize,
+    comm: usize,
+    pid: i32,
+    tid: i32,
+    stack: u32,
+    unwound: Option<bool>,
+}
+
 /// What a pending sample still needs to get its stack and quality.
 #[derive(Clone, Copy, Debug)]
 struct PendingStack {
@@ -140,6 +181,9 @@ pub struct Resolver {
     /// mmap, exec or fork (any of which empties it): most addresses repeat,
     /// and this skips the search of the maps.
     addr_locs: FxMap<(i32, u64), u32>,
+    /// (pid, callchain) → stack id and unwound, emptied with `addr_locs`:
+    /// the chain by two 64-bit hashes of it, not held (see `chain_key`).
+    chain_stacks: FxMap<u128, (u32, Option<bool>)>,
     locs: Vec<LocKey>,
     loc_results: Vec<Option<LocResult>>,
     loc_frames: Vec<FrameId>,
@@ -160,6 +204,14 @@ pub struct Resolver {
     user_scratch: Vec<u64>,
     /// Look return addresses up at `addr - 1` (see the module doc).
     adjust_return_addresses: bool,
+    /// `ResolveOptions::merge_samples`: the pending sample each (event,
+    /// comm, pid, tid, stack, unwound) went to.
+    merged: Option<FxMap<MergeKey, usize>>,
+    /// With `merge_samples`: samples named so far, merged by frame stack
+    /// (`fold_pending`), and where each (event, comm, pid, tid, stack,
+    /// quality) went.
+    folded: Vec<ResolvedSample>,
+    folded_index: FxMap<(usize, usize, i32, i32, usize, StackQuality), usize>,
     /// Set by `finish`: no batch follows, so each binary's symbol tables
     /// are dropped as soon as it is named.
     last_batch: bool,
@@ -191,6 +243,7 @@ impl Resolver {
             unwinder: DwarfUnwinder::new(),
             loc_index: FxMap::default(),
             addr_locs: FxMap::default(),
+            chain_stacks: FxMap::default(),
             locs: Vec::new(),
             loc_results: Vec::new(),
             loc_frames: Vec::new(),
@@ -207,6 +260,9 @@ impl Resolver {
             scratch: Vec::new(),
             user_scratch: Vec::new(),
             adjust_return_addresses: options.adjust_return_addresses || options.inline,
+            merged: options.merge_samples.then(FxMap::default),
+            folded: Vec::new(),
+            folded_index: FxMap::default(),
             last_batch: false,
         }
     }
@@ -223,13 +279,13 @@ impl Resolver {
             EventRecord::Sample(s) => self.handle_sample(attr_index, s),
             EventRecord::Comm(c) => {
                 if c.is_execve {
-                    self.addr_locs.clear();
+                    self.forget_addresses();
                 }
                 self.procs
                     .handle_comm(c.pid, c.tid, &c.name.as_slice(), c.is_execve)
             }
             EventRecord::Fork(f) => {
-                self.addr_locs.clear();
+                self.forget_addresses();
                 self.procs.handle_fork(f.pid, f.ppid, f.tid, f.ptid)
             }
             EventRecord::Exit(_) => {}
@@ -269,7 +325,7 @@ impl Resolver {
 
     fn handle_mmap(&mut self, m: &MmapInfo<'_>) {
         // The maps change: what `addr_locs` remembers may no longer hold.
-        self.addr_locs.clear();
+        self.forget_addresses();
         // Kernel and module maps: kernel addresses are named from kallsyms.
         if m.pid == -1 || matches!(m.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) {
             return;
@@ -303,6 +359,31 @@ impl Resolver {
     fn handle_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(pid);
+        // A frame-pointer chain met before in this process: its stack
+        // without looking its addresses up again.
+        let chain_key = match &s.callchain {
+            Some(chain) if !chain.is_empty() && s.user_regs.is_none() && s.user_stack.is_none() => {
+                Some(chain_key(pid, s.cpu_mode == CpuMode::Kernel, chain))
+            }
+            _ => None,
+        };
+        let (stack, unwound) = match chain_key.and_then(|k| self.chain_stacks.get(&k)) {
+            Some(&known) => known,
+            None => {
+                let found = self.stack_of(pid, s);
+                if let Some(k) = chain_key {
+                    self.chain_stacks.insert(k, found);
+                }
+                found
+            }
+        };
+        let comm = self.procs.comm(tid);
+        self.push_sample(attr_index, s, comm, stack, unwound);
+    }
+
+    /// The stack id of a sample's addresses (and whether it was unwound
+    /// to the end), looked up and interned.
+    fn stack_of(&mut self, pid: i32, s: &SampleRecord<'_>) -> (u32, Option<bool>) {
         let mut addrs = std::mem::take(&mut self.scratch);
         addrs.clear();
         let dwarf_state = match (&s.user_regs, &s.user_stack) {
@@ -425,16 +506,62 @@ impl Resolver {
         let stack = self.stacks.intern(&ids);
         self.loc_scratch = ids;
         self.scratch = addrs;
+        (stack, unwound)
+    }
+
+    /// The maps of a process changed: addresses may name other places now.
+    fn forget_addresses(&mut self) {
+        self.addr_locs.clear();
+        self.chain_stacks.clear();
+    }
+
+    /// Adds a sample with its stack id to the pending ones (or to the
+    /// pending sample it merges with).
+    fn push_sample(
+        &mut self,
+        attr_index: usize,
+        s: &SampleRecord<'_>,
+        comm: Arc<str>,
+        stack: u32,
+        unwound: Option<bool>,
+    ) {
+        let pid = s.pid.unwrap_or(-1);
+        let tid = s.tid.unwrap_or(pid);
+        let period = s.period.unwrap_or(1);
+        if self.merged.is_some() {
+            let key = MergeKey {
+                event: attr_index,
+                comm: Arc::as_ptr(&comm) as *const u8 as usize,
+                pid,
+                tid,
+                stack,
+                unwound,
+            };
+            let into = self.merged.as_ref().and_then(|m| m.get(&key).copied());
+            if let Some(sample) = into.and_then(|i| self.pending.get_mut(i)) {
+                sample.period += period;
+                sample.count += 1;
+                return;
+            }
+            if self.pending.len() >= FOLD_BATCH {
+                self.fold_pending();
+            }
+            let at = self.pending.len();
+            if let Some(merged) = &mut self.merged {
+                merged.insert(key, at);
+            }
+        }
         self.pending.push(ResolvedSample {
             event: attr_index,
-            comm: self.procs.comm(tid),
+            comm,
             pid,
             tid,
             cpu: s.cpu.unwrap_or(0),
             time: s.timestamp.unwrap_or(0),
-            period: s.period.unwrap_or(1),
+            period,
             stack: Arc::clone(&self.no_frames),
             quality: StackQuality::Complete,
+            count: 1,
         });
         self.pending_stacks.push(PendingStack { stack, unwound });
     }
@@ -448,14 +575,18 @@ impl Resolver {
         self.name_stacks();
         let mut out = std::mem::take(&mut self.pending);
         let pending = std::mem::take(&mut self.pending_stacks);
+        if let Some(merged) = &mut self.merged {
+            merged.clear();
+        }
         for (sample, p) in out.iter_mut().zip(pending) {
             let Some(named) = self.named_stacks.get(p.stack as usize) else {
                 continue;
             };
-            self.stats.frames += named.locations;
-            self.stats.unknown_frames += named.unnamed.len() as u64;
+            let n = sample.count;
+            self.stats.frames += named.locations * n;
+            self.stats.unknown_frames += named.unnamed.len() as u64 * n;
             for &reason in &named.unnamed {
-                *self.stats.reasons.entry(reason).or_insert(0) += 1;
+                *self.stats.reasons.entry(reason).or_insert(0) += n;
             }
             let quality = match p.unwound {
                 None => StackQuality::NoCallchain,
@@ -463,11 +594,11 @@ impl Resolver {
                 Some(true) if named.outermost_unnamed => StackQuality::Truncated,
                 Some(true) => StackQuality::Complete,
             };
-            self.stats.samples += 1;
+            self.stats.samples += n;
             match quality {
-                StackQuality::Complete => self.stats.complete += 1,
-                StackQuality::Truncated => self.stats.truncated += 1,
-                StackQuality::NoCallchain => self.stats.no_callchain += 1,
+                StackQuality::Complete => self.stats.complete += n,
+                StackQuality::Truncated => self.stats.truncated += n,
+                StackQuality::NoCallchain => self.stats.no_callchain += n,
             }
             sample.stack = Arc::clone(&named.frames);
             sample.quality = quality;
@@ -525,10 +656,46 @@ impl Resolver {
         self.lost
     }
 
+    /// Names the pending samples and merges them into `folded`: samples
+    /// whose locations differ but name the same frames become one, so
+    /// memory follows the distinct frame stacks, not the samples.
+    fn fold_pending(&mut self) {
+        for sample in self.take_samples() {
+            let key = (
+                sample.event,
+                Arc::as_ptr(&sample.comm) as *const u8 as usize,
+                sample.pid,
+                sample.tid,
+                Arc::as_ptr(&sample.stack) as *const FrameId as usize,
+                sample.quality,
+            );
+            match self
+                .folded_index
+                .get(&key)
+                .and_then(|&i| self.folded.get_mut(i))
+            {
+                Some(into) => {
+                    into.period += sample.period;
+                    into.count += sample.count;
+                }
+                None => {
+                    self.folded_index.insert(key, self.folded.len());
+                    self.folded.push(sample);
+                }
+            }
+        }
+    }
+
     /// Take everything: the remaining samples, the frames and the counts.
     pub fn finish(mut self) -> (Vec<ResolvedSample>, FrameTable, ResolveStats, u64) {
         self.last_batch = true;
-        let samples = self.take_samples();
+        let samples = if self.merged.is_some() {
+            self.fold_pending();
+            self.folded_index = FxMap::default();
+            std::mem::take(&mut self.folded)
+        } else {
+            self.take_samples()
+        };
         self.stats.distinct_locations = self.locs.len() as u64;
         self.stats.distinct_stacks = self.stacks.len() as u64;
         (samples, self.frames, self.stats, self.lost)

@@ -4,8 +4,11 @@
 //! Why not the crate's iterator: it reads each record into a `Vec` of its
 //! own, keeps a queue of them, and moves every record twice; on a 400k-sample
 //! file that was a quarter of `scry report`'s time. Here a round's records
-//! sit in one byte buffer, the sort moves 40-byte keys, and each record is
-//! copied once more, into the buffer of records ready to hand out.
+//! sit in one byte buffer, the sort moves 40-byte keys, and the buffer is
+//! handed out whole with the sorted keys of its ready records; only records
+//! that must wait for the next round are copied, into the next buffer.
+//! Spent buffers come back from the consumer and are filled again, so a
+//! file costs about two rounds of memory however long it is.
 //!
 //! Ordering is perf's and the crate's (`FINISHED_ROUND`): at the end of a
 //! round, the records with a key not above the previous round's largest are
@@ -22,7 +25,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
 use linux_perf_data::linux_perf_event_reader::{
     AttrFlags, Endianness, RecordIdParseInfo, RecordParseInfo, RecordType, SampleFormat,
@@ -75,9 +78,10 @@ pub struct Rounds<R: Read> {
     attr_by_id: HashMap<u64, usize>,
     incoming: Vec<Pending>,
     in_bytes: Vec<u8>,
-    spare: Vec<u8>,
-    outgoing: Vec<Pending>,
-    out_bytes: Vec<u8>,
+    /// The batch to hand out, once a round has ready records.
+    outgoing: Option<Batch>,
+    /// Spent batches, to fill again.
+    spent: Vec<Batch>,
     prev_max: (Option<u64>, u64),
     cur_max: (Option<u64>, u64),
     /// Records in `incoming` whose key is not above `prev_max`.
@@ -131,9 +135,8 @@ impl<R: Read> Rounds<R> {
             attr_by_id,
             incoming: Vec::new(),
             in_bytes: Vec::new(),
-            spare: Vec::new(),
-            outgoing: Vec::new(),
-            out_bytes: Vec::new(),
+            outgoing: None,
+            spent: Vec::new(),
             prev_max: (None, 0),
             cur_max: (None, 0),
             ready: 0,
@@ -148,19 +151,17 @@ impl<R: Read> Rounds<R> {
                 return Ok(None);
             }
             self.read_round()?;
-            if !self.outgoing.is_empty() {
-                return Ok(Some(Batch {
-                    bytes: std::mem::take(&mut self.out_bytes),
-                    records: std::mem::take(&mut self.outgoing),
-                }));
+            if let Some(batch) = self.outgoing.take() {
+                if !batch.records.is_empty() {
+                    return Ok(Some(batch));
+                }
+                self.recycle(batch);
             }
         }
     }
 
     /// Reads until a round hands out records, or to the end.
     fn read_round(&mut self) -> Result<(), LayoutError> {
-        self.outgoing.clear();
-        self.out_bytes.clear();
         loop {
             let pos = self.in_bytes.len();
             let Some(frame) = self.cursor.next_into(&mut self.in_bytes)? else {
@@ -171,7 +172,7 @@ impl<R: Read> Rounds<R> {
                 PERF_RECORD_FINISHED_ROUND => {
                     self.in_bytes.truncate(pos);
                     self.finish_round();
-                    if !self.outgoing.is_empty() {
+                    if self.outgoing.is_some() {
                         return Ok(());
                     }
                     continue;
@@ -274,28 +275,32 @@ impl<R: Read> Rounds<R> {
         self.done = true;
     }
 
-    /// Moves the first `n` records of `incoming` (sorted) to `outgoing`,
-    /// their bytes to `out_bytes`, and packs the rest into a fresh buffer.
+    /// Hands out the buffer with the first `n` records of `incoming`
+    /// (sorted) as `outgoing`, and copies the rest into the next buffer.
     fn hand_out(&mut self, n: usize) {
-        for p in self.incoming.drain(..n) {
+        let mut next = self.spent.pop().unwrap_or_default();
+        next.bytes.clear();
+        next.records.clear();
+        for p in &mut self.incoming[n..] {
             let bytes = self
                 .in_bytes
                 .get(p.pos..p.pos + p.len as usize)
                 .unwrap_or(&[]);
-            let pos = self.out_bytes.len();
-            self.out_bytes.extend_from_slice(bytes);
-            self.outgoing.push(Pending { pos, ..p });
+            p.pos = next.bytes.len();
+            next.bytes.extend_from_slice(bytes);
         }
-        self.spare.clear();
-        for p in &mut self.incoming {
-            let bytes = self
-                .in_bytes
-                .get(p.pos..p.pos + p.len as usize)
-                .unwrap_or(&[]);
-            p.pos = self.spare.len();
-            self.spare.extend_from_slice(bytes);
+        next.records.extend(self.incoming.drain(..n));
+        // `next` now holds the waiting records' bytes, and the ready
+        // records' keys: swap the bytes so the batch takes the round's.
+        std::mem::swap(&mut self.in_bytes, &mut next.bytes);
+        self.outgoing = Some(next);
+    }
+
+    /// Takes back a batch the consumer is done with.
+    fn recycle(&mut self, batch: Batch) {
+        if self.spent.len() < 2 {
+            self.spent.push(batch);
         }
-        std::mem::swap(&mut self.in_bytes, &mut self.spare);
     }
 }
 
@@ -315,6 +320,8 @@ enum Message {
 /// `Rounds` on a thread of its own; see the module doc.
 pub struct RoundsThread {
     rx: Receiver<Message>,
+    /// Spent batches, back to the reading thread.
+    back: Sender<Batch>,
     parse_infos: Vec<RecordParseInfo>,
     batch: Batch,
     next: usize,
@@ -323,13 +330,18 @@ pub struct RoundsThread {
 
 impl RoundsThread {
     pub fn spawn<R: Read + Send + 'static>(mut rounds: Rounds<R>) -> io::Result<Self> {
-        // Two rounds in flight: enough to overlap, and memory stays bounded.
-        let (tx, rx): (SyncSender<Message>, _) = sync_channel(2);
+        // A rendezvous: the thread reads the next round while the caller
+        // uses this one, then waits; two rounds in memory, not more.
+        let (tx, rx): (SyncSender<Message>, _) = sync_channel(0);
+        let (back, spent) = channel::<Batch>();
         let parse_infos = rounds.parse_infos.clone();
         std::thread::Builder::new()
             .name("perf.data".into())
             .spawn(move || {
                 loop {
+                    while let Ok(batch) = spent.try_recv() {
+                        rounds.recycle(batch);
+                    }
                     let message = match rounds.next_batch() {
                         Ok(Some(batch)) => Message::Batch(batch),
                         Ok(None) => Message::End,
@@ -344,6 +356,7 @@ impl RoundsThread {
             })?;
         Ok(RoundsThread {
             rx,
+            back,
             parse_infos,
             batch: Batch::default(),
             next: 0,
@@ -359,7 +372,9 @@ impl RoundsThread {
             }
             match self.rx.recv() {
                 Ok(Message::Batch(batch)) => {
-                    self.batch = batch;
+                    let spent = std::mem::replace(&mut self.batch, batch);
+                    // The thread may have ended: the batch is then dropped.
+                    let _ = self.back.send(spent);
                     self.next = 0;
                 }
                 Ok(Message::End) => self.done = true,
