@@ -23,6 +23,8 @@ struct KSym {
     name: String,
     /// Index into `modules`, or `None` for the core kernel.
     module: Option<u32>,
+    /// A data or bss symbol (D, d, B, b), not code.
+    data: bool,
 }
 
 /// A kernel symbol table.
@@ -31,6 +33,8 @@ pub struct Kallsyms {
     syms: Vec<KSym>,
     modules: Vec<String>,
     hidden: bool,
+    /// `_etext`: the end of the core kernel's code.
+    etext: Option<u64>,
 }
 
 /// A named kernel address.
@@ -48,6 +52,7 @@ impl Kallsyms {
         let mut syms: Vec<KSym> = Vec::new();
         let mut modules: Vec<String> = Vec::new();
         let mut lines = 0usize;
+        let mut etext = None;
         for line in text.lines() {
             let line = line?;
             lines += 1;
@@ -81,6 +86,10 @@ impl Kallsyms {
                 }
                 None => None,
             };
+            if name == "_etext" && module.is_none() {
+                etext = Some(addr);
+            }
+            let data = matches!(ty, "D" | "d" | "B" | "b");
             let name = name.to_string();
             // Of aliases at one address the last listed wins: perf sizes
             // kallsyms symbols up to the next address before deduplicating,
@@ -88,10 +97,20 @@ impl Kallsyms {
             if let Some(last) = syms.last_mut()
                 && last.addr == addr
             {
-                *last = KSym { addr, name, module };
+                *last = KSym {
+                    addr,
+                    name,
+                    module,
+                    data,
+                };
                 continue;
             }
-            syms.push(KSym { addr, name, module });
+            syms.push(KSym {
+                addr,
+                name,
+                module,
+                data,
+            });
         }
         // Stable: aliases keep their order, and the last of each run wins.
         syms.sort_by_key(|s| s.addr);
@@ -103,6 +122,7 @@ impl Kallsyms {
             syms,
             modules,
             hidden,
+            etext,
         })
     }
 
@@ -117,10 +137,16 @@ impl Kallsyms {
         self.hidden
     }
 
-    /// The symbol covering `addr`, if any.
+    /// The symbol covering `addr`, if any. Past the end of the kernel's
+    /// code, the core kernel's data symbols cover nothing: an address there
+    /// is code kallsyms no longer lists (a BPF program unloaded since the
+    /// recording), not the last variable before the module area.
     pub fn find(&self, addr: u64) -> Option<KernelSym<'_>> {
         let idx = self.syms.partition_point(|s| s.addr <= addr);
         let sym = self.syms.get(idx.checked_sub(1)?)?;
+        if sym.data && sym.module.is_none() && self.etext.is_some_and(|end| addr >= end) {
+            return None;
+        }
         let dso = match sym.module {
             Some(m) => self.modules.get(m as usize).map(String::as_str)?,
             None => "[kernel.kallsyms]",
@@ -209,6 +235,28 @@ ffffffffc0400000 t ext4_fill_super\t[ext4]
             Some(("do_thing", 0xffffffff81000100))
         );
         assert_eq!(k.lookup(0x1000), None);
+    }
+
+    #[test]
+    fn code_past_the_kernel_text_is_not_a_data_symbol() {
+        let text = "ffffffff81000000 T _stext\n\
+                    ffffffff82000000 T _etext\n\
+                    ffffffff83000000 D __start_early_lsm_info\n\
+                    ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n\
+                    ffffffffc0400000 t bpf_prog_1_x\t[bpf]\n";
+        let k = Kallsyms::parse(text.as_bytes()).unwrap_or_default();
+        // An unloaded BPF program's address, before the trampoline.
+        assert!(k.find(0xffffffffc0100000).is_none());
+        // Inside the data itself (a data address), and code after it, stay.
+        assert_eq!(k.find(0xffffffff81800000).map(|s| s.name), Some("_stext"));
+        assert_eq!(
+            k.find(0xffffffffc0201010).map(|s| s.name),
+            Some("ftrace_trampoline")
+        );
+        assert_eq!(
+            k.find(0xffffffffc0400010).map(|s| s.name),
+            Some("bpf_prog_1_x")
+        );
     }
 
     #[test]
