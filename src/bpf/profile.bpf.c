@@ -39,12 +39,13 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define KIND_SOFTIRQ 4
 #define KIND_SOFTIRQ_RAISE 5
 
-// Indices of `counters` (per CPU).
+// Indices of `counters` (per CPU). Calls still open at the end are not
+// counted here but read off `starts` (slots with a time): a counter bumped
+// on every enter and exit cost a per-CPU map update twice per system call.
 #define COUNTER_EXIT_WITHOUT_ENTER 0
 #define COUNTER_STATS_FULL 1
 #define COUNTER_STARTS_FULL 2
-#define COUNTER_OPEN 3
-#define COUNTERS 4
+#define COUNTERS 3
 
 #define NR_SOFTIRQS 10
 
@@ -103,7 +104,7 @@ struct {
 // Direct-mapped by tid (tid % START_SLOTS): an array lookup the verifier
 // inlines, no hash and no lock. Two tasks of one slot inside a call at the
 // same moment: the later enter wins, the earlier call is not counted
-// (COUNTER_STARTS_FULL).
+// (COUNTER_STARTS_FULL). `ts` is 0 when the slot holds no open call.
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, START_SLOTS);
@@ -159,11 +160,11 @@ struct task_struct___scry {
 	int tgid;
 } __attribute__((preserve_access_index));
 
-static __always_inline void bump(__u32 index, __s64 by)
+static __always_inline void bump(__u32 index)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &index);
 	if (c)
-		*c += by;
+		*c += 1;
 }
 
 static __always_inline bool watched_tgid(__u32 tgid)
@@ -202,7 +203,7 @@ static __always_inline struct stat *stat_of(__u32 tid, __u32 kind, __u64 nr)
 	bpf_map_update_elem(&stats, &k, &zero, BPF_NOEXIST);
 	s = bpf_map_lookup_elem(&stats, &k);
 	if (!s)
-		bump(COUNTER_STATS_FULL, 1);
+		bump(COUNTER_STATS_FULL);
 	return s;
 }
 
@@ -225,8 +226,10 @@ static __always_inline void add_pair(__u32 tid, __u32 kind, __u64 nr, __u64 dura
 	s->total += duration;
 }
 
-// `counters[COUNTER_OPEN]` counts calls open (per CPU: +1 where entered,
-// -1 where exited; the sum is what counts).
+// The system call hooks run twice per call: they cost what the tracepoints
+// (the syscall slow path, a BPF dispatch each) and the two clock reads cost,
+// plus as little as possible. Measured on a 2-CPU 6.18 VM: ~170 ns
+// tracepoints, ~100 ns clocks, ~40 ns of this code.
 SEC("tp_btf/sys_enter")
 int BPF_PROG(scry_sys_enter, struct pt_regs *regs, long id)
 {
@@ -238,10 +241,8 @@ int BPF_PROG(scry_sys_enter, struct pt_regs *regs, long id)
 	struct start *st = bpf_map_lookup_elem(&starts, &index);
 	if (!st)
 		return 0;
-	if (st->ts == 0)
-		bump(COUNTER_OPEN, 1);
-	else if (st->tid != tid)
-		bump(COUNTER_STARTS_FULL, 1);
+	if (st->ts != 0 && st->tid != tid)
+		bump(COUNTER_STARTS_FULL);
 	st->tid = tid;
 	st->nr = id;
 	st->ts = bpf_ktime_get_ns();
@@ -258,13 +259,12 @@ int BPF_PROG(scry_sys_exit, struct pt_regs *regs, long ret)
 	struct start *st = bpf_map_lookup_elem(&starts, &index);
 	if (!st || st->ts == 0 || st->tid != tid) {
 		if (watched_task(pid_tgid))
-			bump(COUNTER_EXIT_WITHOUT_ENTER, 1);
+			bump(COUNTER_EXIT_WITHOUT_ENTER);
 		return 0;
 	}
 	__u64 ts = st->ts;
 	__u32 nr = st->nr;
 	st->ts = 0;
-	bump(COUNTER_OPEN, -1);
 	if ((__u32)((struct pt_regs___scry *)regs)->orig_ax != nr || now < ts)
 		return 0;
 	add_pair(tid, KIND_SYSCALL, nr, now - ts, now);
@@ -277,10 +277,8 @@ static __always_inline void close_start(void)
 	__u32 tid = bpf_get_current_pid_tgid();
 	__u32 index = tid & (START_SLOTS - 1);
 	struct start *st = bpf_map_lookup_elem(&starts, &index);
-	if (st && st->ts && st->tid == tid) {
+	if (st && st->ts && st->tid == tid)
 		st->ts = 0;
-		bump(COUNTER_OPEN, -1);
-	}
 }
 
 // Forks of watched processes are watched (a new thread shares its tgid).

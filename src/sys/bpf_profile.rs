@@ -48,10 +48,13 @@ pub const KIND_SOFTIRQ_RAISE: u32 = 5;
 const COUNTER_EXIT_WITHOUT_ENTER: u32 = 0;
 const COUNTER_STATS_FULL: u32 = 1;
 const COUNTER_STARTS_FULL: u32 = 2;
-const COUNTER_OPEN: u32 = 3;
 
 /// Slots of the program's `stat_slots` array (its STAT_SLOTS).
 const STAT_SLOTS: u32 = 65536;
+/// Slots of the program's `starts` array (its START_SLOTS).
+const START_SLOTS: u32 = 65536;
+/// Elements per batched read of an array.
+const BATCH: u32 = 4096;
 
 /// `targets` values.
 const TARGET_WATCHED: u8 = 1;
@@ -131,6 +134,25 @@ fn u64_at(bytes: &[u8], offset: usize) -> Option<u64> {
 fn u32_at(bytes: &[u8], offset: usize) -> Option<u32> {
     let b = bytes.get(offset..offset + 4)?;
     Some(u32::from_ne_bytes(b.try_into().ok()?))
+}
+
+/// Every value of an array map of `len` elements, in index order: in
+/// batches (a few system calls), or one lookup per element where batched
+/// reads are refused (kernels before 5.6) or come back short.
+fn array_values(map: &libbpf_rs::MapMut<'_>, len: u32, what: &str) -> io::Result<Vec<Vec<u8>>> {
+    if let Ok(batches) = map.lookup_batch(BATCH, MapFlags::ANY, MapFlags::ANY) {
+        let values: Vec<Vec<u8>> = batches.map(|(_, value)| value).collect();
+        if values.len() == len as usize {
+            return Ok(values);
+        }
+    }
+    (0..len)
+        .map(|index| {
+            map.lookup(&index.to_ne_bytes(), MapFlags::ANY)
+                .map_err(|e| io_error(what, e))
+                .map(Option::unwrap_or_default)
+        })
+        .collect()
 }
 
 impl ProfileBpf {
@@ -253,14 +275,7 @@ impl ProfileBpf {
                 min_ts: field(5),
             });
         }
-        for index in 0..STAT_SLOTS {
-            let Some(value) = maps
-                .stat_slots
-                .lookup(&index.to_ne_bytes(), MapFlags::ANY)
-                .map_err(|e| io_error("reading the BPF statistics", e))?
-            else {
-                continue;
-            };
+        for value in array_values(&maps.stat_slots, STAT_SLOTS, "reading the BPF statistics")? {
             let Some(packed) = u64_at(&value, 0).filter(|&k| k != 0) else {
                 continue;
             };
@@ -284,17 +299,16 @@ impl ProfileBpf {
                 .lookup_percpu(&index.to_ne_bytes(), MapFlags::ANY)
                 .map_err(|e| io_error("reading the BPF counters", e))?
                 .unwrap_or_default();
-            // Per-CPU parts may wrap below zero (COUNTER_OPEN: +1 on the
-            // CPU of the enter, -1 on that of the exit); their sum does not.
-            Ok(per_cpu
-                .iter()
-                .filter_map(|v| u64_at(v, 0))
-                .fold(0u64, u64::wrapping_add))
+            Ok(per_cpu.iter().filter_map(|v| u64_at(v, 0)).sum())
         };
         sums.exit_without_enter = counter(COUNTER_EXIT_WITHOUT_ENTER)?;
         sums.stats_full = counter(COUNTER_STATS_FULL)?;
         sums.starts_full = counter(COUNTER_STARTS_FULL)?;
-        sums.open_starts = (counter(COUNTER_OPEN)? as i64).max(0) as u64;
+        // A slot with a start time holds a call entered and not exited.
+        sums.open_starts = array_values(&maps.starts, START_SLOTS, "reading the BPF starts")?
+            .iter()
+            .filter(|start| u64_at(start, 0).is_some_and(|ts| ts != 0))
+            .count() as u64;
         sums.pairs = sums
             .stats
             .iter()
