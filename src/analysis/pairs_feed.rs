@@ -79,6 +79,9 @@ pub struct PairsFeed {
     /// Per attribute index: its format, if it is a tracepoint.
     formats: Vec<Option<EventFormat>>,
     wanted: Vec<Vec<String>>,
+    /// (attribute, event): attributes the engine sees as another one's
+    /// event (one tracepoint opened twice, with complementary filters).
+    aliases: Vec<(usize, usize)>,
     /// Task names by tid, from COMM records.
     pub comms: BTreeMap<i32, String>,
     /// Samples without decodable fields.
@@ -99,10 +102,17 @@ impl PairsFeed {
             resolver,
             formats,
             wanted,
+            aliases: Vec::new(),
             comms: BTreeMap::new(),
             undecodable: 0,
             lost_reports: 0,
         }
+    }
+
+    /// Attribute `attr` is event `event` for the engine (its format and
+    /// wanted fields are still its own).
+    pub fn alias(&mut self, attr: usize, event: usize) {
+        self.aliases.push((attr, event));
     }
 
     /// One record, in time order; `id`: its sample_id fields (time, tid,
@@ -163,8 +173,13 @@ impl PairsFeed {
                 fields.insert(name.as_str(), value);
             }
         }
+        let event = self
+            .aliases
+            .iter()
+            .find(|(attr, _)| *attr == attr_index)
+            .map_or(attr_index, |&(_, event)| event);
         let occurrence = Occurrence {
-            event: attr_index,
+            event,
             time,
             cpu,
             tid: sample.tid.unwrap_or(-1),

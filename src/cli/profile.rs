@@ -144,12 +144,47 @@ fn default_events(all: &[(String, String)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// sched_switch's two halves when stacks are taken only where tasks block
+/// (`split_switch`): the switch-outs `analysis::offcpu::state_letter` calls
+/// blocked (a state bit in the low byte: S, D, I, ...), whose stacks the
+/// report shows, and the rest (preemptions, `R+`, and every switch-out of
+/// an idle task), which need none. Complements, so each switch is in one.
+const SWITCH_BLOCKED: &str = "prev_state & 255";
+const SWITCH_NOT_BLOCKED: &str = "!(prev_state & 255)";
+
+/// Opens sched_switch (`events[switch]`) twice: itself, filtered to the
+/// blocking switch-outs, keeps its call chains; a copy appended to
+/// `events`, filtered to the others, takes none. A kernel call chain costs
+/// microseconds (the unwinder walks a dozen frames), and a blocking
+/// switch-out is the only one whose stack the report shows: preemptions
+/// and idle tasks' switch-outs are a fifth of the switches of a messaging
+/// storm and half those of a ping-pong. Returns the copy's index and the
+/// filters of both halves.
+fn split_switch(
+    events: &mut Vec<(String, String)>,
+    switch: usize,
+) -> (usize, Vec<(usize, String)>) {
+    events.push(events[switch].clone());
+    let copy = events.len() - 1;
+    let filters = vec![
+        (switch, SWITCH_BLOCKED.to_string()),
+        (copy, SWITCH_NOT_BLOCKED.to_string()),
+    ];
+    (copy, filters)
+}
+
+fn is_switch((system, event): &(String, String)) -> bool {
+    system == "sched" && event == "sched_switch"
+}
+
 /// Capture options for the hook events: every event sampled, call chains
-/// on `stack_events` only, switch-ins from context-switch records, the
-/// whole system watched (a wakeup fires in the waker's context).
+/// on `stack_events` only, tracepoint `filters`, switch-ins from
+/// context-switch records, the whole system watched (a wakeup fires in the
+/// waker's context).
 fn capture_options(
     events: &[(String, String)],
     stack_events: &[usize],
+    filters: Vec<(usize, String)>,
     command: Vec<OsString>,
     mmap_pages: Option<usize>,
 ) -> anyhow::Result<CaptureOptions> {
@@ -172,7 +207,7 @@ fn capture_options(
         },
         sampling: Some(Sampling::Period(1)),
         call_graph: CallGraph::FramePointer,
-        filters: Vec::new(),
+        filters,
         no_callchain,
         context_switch: true,
     })
@@ -193,16 +228,22 @@ pub(super) fn record_options(
     }
     scry::sys::tracefs::root().context("--profile needs tracepoints")?;
     let all = scry::sys::tracefs::list_events().context("listing tracepoints")?;
-    let events = default_events(&all);
+    let mut events = default_events(&all);
     if events.is_empty() {
         anyhow::bail!("--profile: none of the default hook tracepoints exist here");
     }
-    let stacks: Vec<usize> = events
-        .iter()
-        .position(|(s, e)| s == "sched" && e == "sched_switch")
-        .into_iter()
-        .collect();
-    capture_options(&events, &stacks, target.command.clone(), mmap_pages)
+    // Both halves of sched_switch are the engine's sched_switch in the file.
+    let (stacks, filters) = match events.iter().position(is_switch) {
+        Some(switch) => (vec![switch], split_switch(&mut events, switch).1),
+        None => (Vec::new(), Vec::new()),
+    };
+    capture_options(
+        &events,
+        &stacks,
+        filters,
+        target.command.clone(),
+        mmap_pages,
+    )
 }
 
 /// Which tasks a file's report shows (`scry report --profile`): every task
@@ -501,9 +542,8 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     // Check the hooks' fields exist, and collect what each event needs.
     let refs: Vec<Option<&EventFormat>> = formats.iter().map(Some).collect();
     let wanted = wanted_fields(&refs, &hook_events).map_err(|e| anyhow::anyhow!("-H: {e}"))?;
-    let stack_events: Vec<usize> = events
-        .iter()
-        .position(|(s, e)| s == "sched" && e == "sched_switch")
+    let switch = events.iter().position(is_switch);
+    let stack_events: Vec<usize> = switch
         .filter(|_| !args.no_default_hooks)
         .into_iter()
         .chain(
@@ -513,7 +553,25 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
                 .map(|(_, s, _)| *s),
         )
         .collect();
-    let opts = capture_options(&events, &stack_events, args.command.clone(), None)?;
+    // Stacks on blocking switch-outs only, unless a -H hook wants them on
+    // every sched_switch it starts at.
+    let mut formats = formats;
+    let mut wanted = wanted;
+    let mut switch_copy = None;
+    let mut filters = Vec::new();
+    if let Some(switch) = switch
+        && stack_events.contains(&switch)
+        && !hook_events
+            .iter()
+            .any(|(h, start, _)| h.stack && *start == switch)
+    {
+        let (copy, split) = split_switch(&mut events, switch);
+        formats.push(formats[switch].clone());
+        wanted.push(wanted[switch].clone());
+        switch_copy = Some((copy, switch));
+        filters = split;
+    }
+    let opts = capture_options(&events, &stack_events, filters, args.command.clone(), None)?;
 
     // An event the kernel sums may be back as a -H hook's: the hook only.
     let roles: Vec<Builtin> = events
@@ -541,12 +599,15 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
                 .context("watching the workload in BPF")?;
         }
     }
-    let feed = PairsFeed::new(
+    let mut feed = PairsFeed::new(
         engine,
         Resolver::new(&ResolveOptions::default()),
         formats.into_iter().map(Some).collect(),
         wanted,
     );
+    if let Some((copy, switch)) = switch_copy {
+        feed.alias(copy, switch);
+    }
     let (feed, outcome) = run_feed(session, signals, feed, true)?;
     let kernel = match &mut bpf {
         Some(bpf) => {
