@@ -2,8 +2,9 @@
 # bench/sched.sh: the probe effect of scheduler tracing, side by side in one
 # run (release build): `perf bench sched messaging` alone, under
 # `perf sched record -a`, under `scry profile -a` (the full default profile:
-# sched events with stacks on sched_switch and switch records through perf
-# rings, system calls, page faults and irqs summed in the kernel by BPF),
+# sched events, with stacks on the sched_switch switch-outs where a task
+# blocks, and switch records through perf rings; system calls, page faults
+# and irqs summed in the kernel by BPF),
 # under `scry profile -a --no-bpf` (the same profile with every event
 # streamed through perf rings: the fallback, and the figure before BPF) and
 # under `scry sched runqlat -a` (sched events only: the like-for-like peer
