@@ -1,8 +1,9 @@
 //! `scry profile`: trace-cmd profile's event-pair latencies, per task, with
 //! the stacks where tasks blocked. Records the default hook events (and the
 //! `-H` hooks' events) system-wide, live; `analysis::pairs` pairs them;
-//! `render::profile` prints the report. Call chains are taken on
-//! sched_switch and on the start events of `s` hooks only; switch-ins come
+//! `render::profile` prints the report. Call chains are taken on the
+//! sched_switch switch-outs where a task blocks (`split_switch`) and on the
+//! start events of `s` hooks only; switch-ins come
 //! from context-switch records. Also the two halves of `scry record
 //! --profile` / `scry report --profile` (`record_options`, `report_file`),
 //! which feed the same `analysis::pairs_feed` from a perf.data file.
