@@ -502,15 +502,18 @@ fn merged_samples_weigh_what_the_samples_weigh() {
         cmd.extend(args);
         let data = perf_record(dir.path(), name, &["-g"], &cmd);
         let one_by_one = resolve(&data);
-        let merged = resolve_file(
-            &data,
-            &ResolveOptions {
-                use_build_id_cache: false,
-                merge_samples: true,
-                ..ResolveOptions::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("resolve {}: {e:#}", data.display()));
+        let merged_by = |batch: usize| {
+            resolve_file(
+                &data,
+                &ResolveOptions {
+                    use_build_id_cache: false,
+                    merge_samples: true,
+                    merge_batch: batch,
+                    ..ResolveOptions::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("resolve {}: {e:#}", data.display()))
+        };
         type Key = (usize, String, i32, i32, Vec<String>, StackQuality);
         let weigh = |r: &Resolved| {
             let mut by: HashMap<Key, (u64, u64)> = HashMap::new();
@@ -531,17 +534,22 @@ fn merged_samples_weigh_what_the_samples_weigh() {
         };
         let expected = weigh(&one_by_one);
         assert!(one_by_one.samples.iter().all(|s| s.count == 1));
-        assert!(
-            merged.samples.len() < one_by_one.samples.len(),
-            "{name}: nothing merged"
-        );
-        assert_eq!(weigh(&merged), expected, "{name}");
-        assert_eq!(merged.stats.samples, one_by_one.stats.samples, "{name}");
-        assert_eq!(merged.stats.complete, one_by_one.stats.complete, "{name}");
-        assert_eq!(merged.stats.frames, one_by_one.stats.frames, "{name}");
-        assert_eq!(
-            merged.stats.unknown_frames, one_by_one.stats.unknown_frames,
-            "{name}"
-        );
+        // One batch, and a batch every 7 distinct samples (the location
+        // stacks start over each time).
+        for batch in [1 << 14, 7] {
+            let merged = merged_by(batch);
+            assert!(
+                merged.samples.len() < one_by_one.samples.len(),
+                "{name}: nothing merged"
+            );
+            assert_eq!(weigh(&merged), expected, "{name} batch {batch}");
+            assert_eq!(merged.stats.samples, one_by_one.stats.samples, "{name}");
+            assert_eq!(merged.stats.complete, one_by_one.stats.complete, "{name}");
+            assert_eq!(merged.stats.frames, one_by_one.stats.frames, "{name}");
+            assert_eq!(
+                merged.stats.unknown_frames, one_by_one.stats.unknown_frames,
+                "{name}"
+            );
+        }
     }
 }

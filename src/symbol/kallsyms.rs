@@ -20,7 +20,9 @@ use crate::event::format_cache::KernelSymbols;
 #[derive(Debug, Clone)]
 struct KSym {
     addr: u64,
-    name: String,
+    /// Range of the name in `Kallsyms::names` (one string for all: the
+    /// table has ~120k symbols, and a `String` each doubled its memory).
+    name: (u32, u32),
     /// Index into `modules`, or `None` for the core kernel.
     module: Option<u32>,
     /// A data or bss symbol (D, d, B, b), not code.
@@ -31,6 +33,7 @@ struct KSym {
 #[derive(Debug, Default)]
 pub struct Kallsyms {
     syms: Vec<KSym>,
+    names: String,
     modules: Vec<String>,
     hidden: bool,
     /// `_etext`: the end of the core kernel's code.
@@ -51,6 +54,7 @@ impl Kallsyms {
     pub fn parse(text: impl BufRead) -> std::io::Result<Self> {
         let mut syms: Vec<KSym> = Vec::new();
         let mut modules: Vec<String> = Vec::new();
+        let mut names = String::new();
         let mut lines = 0usize;
         let mut etext = None;
         for line in text.lines() {
@@ -90,7 +94,9 @@ impl Kallsyms {
                 etext = Some(addr);
             }
             let data = matches!(ty, "D" | "d" | "B" | "b");
-            let name = name.to_string();
+            let start = names.len();
+            names.push_str(name);
+            let name = (start as u32, names.len() as u32);
             // Of aliases at one address the last listed wins: perf sizes
             // kallsyms symbols up to the next address before deduplicating,
             // so only the last alias has a non-zero size and is kept.
@@ -117,13 +123,22 @@ impl Kallsyms {
         syms.reverse();
         syms.dedup_by_key(|s| s.addr);
         syms.reverse();
+        syms.shrink_to_fit();
+        names.shrink_to_fit();
         let hidden = syms.is_empty() && lines > 0;
         Ok(Kallsyms {
             syms,
+            names,
             modules,
             hidden,
             etext,
         })
+    }
+
+    fn name_of(&self, sym: &KSym) -> &str {
+        self.names
+            .get(sym.name.0 as usize..sym.name.1 as usize)
+            .unwrap_or_default()
     }
 
     /// Read the running kernel's `/proc/kallsyms`.
@@ -152,7 +167,7 @@ impl Kallsyms {
             None => "[kernel.kallsyms]",
         };
         Some(KernelSym {
-            name: &sym.name,
+            name: self.name_of(sym),
             dso,
         })
     }
@@ -182,7 +197,7 @@ impl KernelSymbols for Kallsyms {
     fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
         let idx = self.syms.partition_point(|s| s.addr <= addr);
         let sym = self.syms.get(idx.checked_sub(1)?)?;
-        Some((&sym.name, sym.addr))
+        Some((self.name_of(sym), sym.addr))
     }
 }
 

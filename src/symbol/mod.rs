@@ -89,6 +89,10 @@ pub struct ResolveOptions {
     /// neither time nor CPU, set it and keep one sample per distinct stack
     /// instead of one per sample.
     pub merge_samples: bool,
+    /// With `merge_samples`: how many distinct samples wait before they are
+    /// named and merged, and the location stacks start over (memory against
+    /// naming the same stack once per batch). Default 16384.
+    pub merge_batch: usize,
 }
 
 impl Default for ResolveOptions {
@@ -100,6 +104,7 @@ impl Default for ResolveOptions {
             use_build_id_cache: true,
             adjust_return_addresses: false,
             merge_samples: false,
+            merge_batch: 1 << 14,
         }
     }
 }

@@ -71,9 +71,8 @@ fn chain_key(pid: i32, kernel: bool, chain: &RawDataU64<'_>) -> u128 {
     (u128::from(a.finish()) << 64) | u128::from(b)
 }
 
-/// With `merge_samples`, pending samples are named and merged every this
-/// many distinct ones (a few MB), not held to the end.
-const FOLD_BATCH: usize = 1 << 16;
+/// Chains `chain_stacks` holds at most (about 1 MB) before it starts over.
+const CHAIN_CACHE: usize = 1 << 15;
 
 /// Addresses at or above this are kernel addresses on x86_64.
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
@@ -207,6 +206,8 @@ pub struct Resolver {
     /// `ResolveOptions::merge_samples`: the pending sample each (event,
     /// comm, pid, tid, stack, unwound) went to.
     merged: Option<FxMap<MergeKey, usize>>,
+    /// `ResolveOptions::merge_batch`.
+    merge_batch: usize,
     /// With `merge_samples`: samples named so far, merged by frame stack
     /// (`fold_pending`), and where each (event, comm, pid, tid, stack,
     /// quality) went.
@@ -261,6 +262,7 @@ impl Resolver {
             user_scratch: Vec::new(),
             adjust_return_addresses: options.adjust_return_addresses || options.inline,
             merged: options.merge_samples.then(FxMap::default),
+            merge_batch: options.merge_batch.max(1),
             folded: Vec::new(),
             folded_index: FxMap::default(),
             last_batch: false,
@@ -359,6 +361,11 @@ impl Resolver {
     fn handle_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(pid);
+        // Before this sample's stack gets an id: folding starts the stack
+        // table over.
+        if self.merged.is_some() && self.pending.len() >= self.merge_batch {
+            self.fold_pending();
+        }
         // A frame-pointer chain met before in this process: its stack
         // without looking its addresses up again.
         let chain_key = match &s.callchain {
@@ -372,6 +379,10 @@ impl Resolver {
             None => {
                 let found = self.stack_of(pid, s);
                 if let Some(k) = chain_key {
+                    // Bounded: the hot chains come back at once.
+                    if self.chain_stacks.len() >= CHAIN_CACHE {
+                        self.chain_stacks.clear();
+                    }
                     self.chain_stacks.insert(k, found);
                 }
                 found
@@ -543,9 +554,6 @@ impl Resolver {
                 sample.count += 1;
                 return;
             }
-            if self.pending.len() >= FOLD_BATCH {
-                self.fold_pending();
-            }
             let at = self.pending.len();
             if let Some(merged) = &mut self.merged {
                 merged.insert(key, at);
@@ -660,7 +668,14 @@ impl Resolver {
     /// whose locations differ but name the same frames become one, so
     /// memory follows the distinct frame stacks, not the samples.
     fn fold_pending(&mut self) {
-        for sample in self.take_samples() {
+        let samples = self.take_samples();
+        // No pending sample refers to a location stack any more: start the
+        // table over, so it holds one batch's stacks, not the file's. The
+        // named frame stacks (`frame_stacks`) stay, and keep merging.
+        self.stacks = StackTable::default();
+        self.named_stacks.clear();
+        self.chain_stacks.clear();
+        for sample in samples {
             let key = (
                 sample.event,
                 Arc::as_ptr(&sample.comm) as *const u8 as usize,
@@ -697,7 +712,11 @@ impl Resolver {
             self.take_samples()
         };
         self.stats.distinct_locations = self.locs.len() as u64;
-        self.stats.distinct_stacks = self.stacks.len() as u64;
+        self.stats.distinct_stacks = if self.merged.is_some() {
+            self.frame_stacks.len() as u64
+        } else {
+            self.stacks.len() as u64
+        };
         (samples, self.frames, self.stats, self.lost)
     }
 
