@@ -12,8 +12,9 @@
 # defaults on 2 CPUs). WORKLOAD is a workloads/ program: `deep` (the
 # default: work 24-71 frames down, many distinct stacks, as real programs
 # have; perf report's cost grows with depth) or `cpu7525` (4 frames).
-# Each command then runs once under /usr/bin/time -f '%e %M' (elapsed
-# seconds, peak RSS in KiB), output to /dev/null. Peers: `perf report --stdio` (children, the default for a -g
+# Each command then runs RUNS times (default 3) under /usr/bin/time -f
+# '%e %M' (elapsed seconds, peak RSS in KiB), output to /dev/null; the
+# medians are printed. Peers: `perf report --stdio` (children, the default for a -g
 # file, and --no-children), `perf script | inferno-collapse-perf |
 # inferno-flamegraph`, and FlameGraph's Perl scripts when installed
 # (stackcollapse-perf.pl + flamegraph.pl on PATH, e.g. from a git clone;
@@ -68,13 +69,25 @@ origin="workload $workload"
 echo "file: $data ($(du -h "$data" | cut -f1), $samples samples, $origin)"
 echo
 
-# measure NAME COMMAND...: runs COMMAND (a shell string) once, records
-# "NAME seconds KiB" in $work/results.
+# Each command runs RUNS times (default 3: this VM's timings move ~20%
+# between runs); the median time and the median peak memory are kept.
+runs=${RUNS:-3}
+median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+# measure NAME COMMAND...: runs COMMAND (a shell string) $runs times,
+# records "NAME seconds KiB" (medians) in $work/results.
 measure() {
     name=$1; shift
-    /usr/bin/time -f '%e %M' -o "$work/time" sh -c "$*" > /dev/null 2> "$work/err" || {
-        echo "$name: failed:" >&2; cat "$work/err" >&2; return 0; }
-    read -r secs kib < "$work/time"
+    : > "$work/secs"; : > "$work/kibs"
+    r=0
+    while [ "$r" -lt "$runs" ]; do
+        /usr/bin/time -f '%e %M' -o "$work/time" sh -c "$*" > /dev/null 2> "$work/err" || {
+            echo "$name: failed:" >&2; cat "$work/err" >&2; return 0; }
+        read -r secs kib < "$work/time"
+        echo "$secs" >> "$work/secs"; echo "$kib" >> "$work/kibs"
+        r=$((r + 1))
+    done
+    secs=$(median < "$work/secs"); kib=$(median < "$work/kibs")
     echo "$name $secs $kib" >> "$work/results"
     printf '%-38s %8.2f s %10d KiB\n' "$name" "$secs" "$kib"
 }
@@ -83,8 +96,6 @@ measure() {
 # of the stages' peaks: we print the sum; time is wall clock of the whole.
 measure_pipeline() {
     name=$1; shift
-    start=$(date +%s.%N)
-    total_kib=0
     i=0
     cmd=""
     for stage in "$@"; do
@@ -95,15 +106,24 @@ measure_pipeline() {
             cmd="$cmd | /usr/bin/time -f '%M' -o $work/stage$i $stage"
         fi
     done
-    sh -c "$cmd" > /dev/null 2> "$work/err" || { echo "$name: failed:" >&2; cat "$work/err" >&2; return 0; }
-    end=$(date +%s.%N)
-    j=1
-    while [ "$j" -le "$i" ]; do
-        kib=$(tail -1 "$work/stage$j")
-        total_kib=$((total_kib + kib))
-        j=$((j + 1))
+    : > "$work/secs"; : > "$work/kibs"
+    r=0
+    while [ "$r" -lt "$runs" ]; do
+        start=$(date +%s.%N)
+        sh -c "$cmd" > /dev/null 2> "$work/err" || { echo "$name: failed:" >&2; cat "$work/err" >&2; return 0; }
+        end=$(date +%s.%N)
+        total_kib=0
+        j=1
+        while [ "$j" -le "$i" ]; do
+            kib=$(tail -1 "$work/stage$j")
+            total_kib=$((total_kib + kib))
+            j=$((j + 1))
+        done
+        awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f\n", b - a }' >> "$work/secs"
+        echo "$total_kib" >> "$work/kibs"
+        r=$((r + 1))
     done
-    secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
+    secs=$(median < "$work/secs"); total_kib=$(median < "$work/kibs")
     echo "$name $secs $total_kib" >> "$work/results"
     printf '%-38s %8.2f s %10d KiB (sum of stages)\n' "$name" "$secs" "$total_kib"
 }
