@@ -91,7 +91,7 @@ pub struct ResolveOptions {
     pub merge_samples: bool,
     /// With `merge_samples`: how many distinct samples wait before they are
     /// named and merged, and the location stacks start over (memory against
-    /// naming the same stack once per batch). Default 16384.
+    /// naming the same stack once per batch). Default 4096.
     pub merge_batch: usize,
 }
 
@@ -104,7 +104,7 @@ impl Default for ResolveOptions {
             use_build_id_cache: true,
             adjust_return_addresses: false,
             merge_samples: false,
-            merge_batch: 1 << 14,
+            merge_batch: 1 << 12,
         }
     }
 }
