@@ -67,6 +67,17 @@ fn scry_report(data: &Path, extra: &[&str]) -> String {
     )
 }
 
+/// Whether perf printed an unresolved address instead of a name: `[.]
+/// 0x7f12...`, or a zero return address (the garbage end of a frame-pointer
+/// chain) as `[.] 0000000000000000`.
+fn is_raw_address(key: &str) -> bool {
+    if key.contains(" 0x") {
+        return true;
+    }
+    let last = key.rsplit(' ').next().unwrap_or_default();
+    last.len() == 16 && last.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// The top 10 entries of perf (those with a symbol name: perf prints raw
 /// addresses for unknown ones, scry `[unknown]`) must be in scry's report
 /// with the same percentages, within 0.5 points.
@@ -82,7 +93,7 @@ fn compare_at_least(data: &Path, extra: &[&str], min_compared: usize) {
     let ours: HashMap<&str, &Line> = scry.iter().map(|l| (l.key.as_str(), l)).collect();
     let mut compared = 0;
     for theirs in perf.iter().take(10) {
-        if theirs.key.contains(" 0x") {
+        if is_raw_address(&theirs.key) {
             continue;
         }
         let Some(mine) = ours.get(theirs.key.as_str()) else {
