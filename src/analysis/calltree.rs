@@ -149,17 +149,25 @@ pub fn build_trees_above(
     order: GraphOrder,
     min_period: u64,
 ) -> Vec<CallTree> {
-    if profile.children {
-        return super::calltrie::children_trees(profile, section, entries, order, min_period);
-    }
     let Some(ev) = profile.events.get(section) else {
         return Vec::new();
     };
+    // Entry key → its slot in `entries` (and in the trees returned).
     let mut wanted: FxHashMap<RawKey, usize> = FxHashMap::default();
     for (slot, &index) in entries.iter().enumerate() {
         if let Some(entry) = ev.entries.get(index) {
             wanted.insert(entry.key, slot);
         }
+    }
+    if profile.children {
+        return super::calltrie::children_trees(
+            profile,
+            ev.event,
+            &wanted,
+            entries.len(),
+            order,
+            min_period,
+        );
     }
     let mut trees = vec![CallTree::new(); entries.len()];
     for group in &profile.groups {

@@ -228,27 +228,19 @@ impl Trie {
     }
 }
 
-/// The children trees of `entries` (indices into the section's entries),
-/// without nodes under `min_period`.
+/// The children trees of event `event`'s entries in `wanted` (entry key →
+/// slot below `slots`), without nodes under `min_period`.
 pub(super) fn children_trees(
     profile: &Profile,
-    section: usize,
-    entries: &[usize],
+    event: usize,
+    wanted: &FxHashMap<RawKey, usize>,
+    slots: usize,
     order: GraphOrder,
     min_period: u64,
 ) -> Vec<CallTree> {
-    let Some(ev) = profile.events.get(section) else {
-        return Vec::new();
-    };
-    let mut wanted: FxHashMap<RawKey, usize> = FxHashMap::default();
-    for (slot, &index) in entries.iter().enumerate() {
-        if let Some(entry) = ev.entries.get(index) {
-            wanted.insert(entry.key, slot);
-        }
-    }
-    let trie = Trie::build(profile, ev.event, order);
-    let occurrences = trie.occurrences(profile, &wanted);
-    let mut trees = vec![CallTree::new(); entries.len()];
+    let trie = Trie::build(profile, event, order);
+    let occurrences = trie.occurrences(profile, wanted);
+    let mut trees = vec![CallTree::new(); slots];
     for (slot, tree) in trees.iter_mut().enumerate() {
         let Some(nodes) = occurrences.get(slot) else {
             continue;
@@ -266,6 +258,7 @@ pub(super) fn children_trees(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::calltree::build_trees_above;
     use crate::analysis::profile::{ProfileOptions, SortKey};
     use crate::analysis::testing::Builder;
 
@@ -385,7 +378,7 @@ mod tests {
                     let expected = by_insertion(&profile, &all, order);
                     let total = profile.events[0].total_period;
                     for min in [0, total / 200, total / 20] {
-                        let got = children_trees(&profile, 0, &all, order, min);
+                        let got = build_trees_above(&profile, 0, &all, order, min);
                         for (slot, (e, g)) in expected.iter().zip(&got).enumerate() {
                             assert_eq!(
                                 draw(e, min),
@@ -404,11 +397,11 @@ mod tests {
         let (_b, profile) = random_profile(7, vec![SortKey::Sym]);
         let all: Vec<usize> = (0..profile.events[0].entries.len()).collect();
         let total = profile.events[0].total_period;
-        let full: usize = children_trees(&profile, 0, &all, GraphOrder::Caller, 0)
+        let full: usize = build_trees_above(&profile, 0, &all, GraphOrder::Caller, 0)
             .iter()
             .map(|t| t.nodes.len())
             .sum();
-        let pruned = children_trees(&profile, 0, &all, GraphOrder::Caller, total / 20);
+        let pruned = build_trees_above(&profile, 0, &all, GraphOrder::Caller, total / 20);
         assert!(pruned.iter().map(|t| t.nodes.len()).sum::<usize>() * 4 < full);
         for tree in &pruned {
             assert!(tree.nodes[1..].iter().all(|n| n.period >= total / 20));

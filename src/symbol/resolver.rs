@@ -185,6 +185,9 @@ pub struct Resolver {
     chain_stacks: FxMap<u128, (u32, Option<bool>)>,
     locs: Vec<LocKey>,
     loc_results: Vec<Option<LocResult>>,
+    /// Locations below this index are all named: a batch looks for unnamed
+    /// ones from here, not through the whole table.
+    named_locs: usize,
     loc_frames: Vec<FrameId>,
     frames: FrameTable,
     /// Samples fed since the last `take_samples`, complete but for their
@@ -247,6 +250,7 @@ impl Resolver {
             chain_stacks: FxMap::default(),
             locs: Vec::new(),
             loc_results: Vec::new(),
+            named_locs: 0,
             loc_frames: Vec::new(),
             frames: FrameTable::default(),
             pending: Vec::new(),
@@ -723,7 +727,8 @@ impl Resolver {
     /// Name all unnamed locations, grouped by dso.
     fn resolve_locations(&mut self) {
         let mut by_dso: HashMap<DsoId, Vec<u32>> = HashMap::new();
-        for (id, r) in self.loc_results.iter().enumerate() {
+        let from = self.named_locs;
+        for (id, r) in self.loc_results.iter().enumerate().skip(from) {
             if r.is_none()
                 && let Some(key) = self.locs.get(id)
             {
@@ -757,6 +762,12 @@ impl Resolver {
         for (job, named) in jobs.into_iter().zip(named) {
             self.apply_file(job, &named);
         }
+        // A location left unnamed is looked for again next batch.
+        self.named_locs = from
+            + self.loc_results[from..]
+                .iter()
+                .position(Option::is_none)
+                .unwrap_or(self.loc_results.len() - from);
     }
 
     fn set_frames(&mut self, id: u32, frames: &[Frame], reason: Option<UnresolvedReason>) {

@@ -85,6 +85,25 @@ pub struct KernelStat {
     pub min_ts: u64,
 }
 
+impl KernelStat {
+    /// The `struct stat` (six u64: count, total, max, max_ts, min, min_ts)
+    /// at byte `offset` of a map value, for the key (tid, kind, nr).
+    fn at(value: &[u8], offset: usize, (tid, kind, nr): (u32, u32, u64)) -> KernelStat {
+        let field = |i: usize| u64_at(value, offset + i * 8).unwrap_or(0);
+        KernelStat {
+            tid,
+            kind,
+            nr,
+            count: field(0),
+            total: field(1),
+            max: field(2),
+            max_ts: field(3),
+            min: field(4),
+            min_ts: field(5),
+        }
+    }
+}
+
 /// Everything the program counted.
 #[derive(Clone, Debug, Default)]
 pub struct KernelSums {
@@ -262,35 +281,19 @@ impl ProfileBpf {
             else {
                 continue;
             };
-            let field = |i: usize| u64_at(&value, i * 8).unwrap_or(0);
-            sums.stats.push(KernelStat {
-                tid,
-                kind,
-                nr,
-                count: field(0),
-                total: field(1),
-                max: field(2),
-                max_ts: field(3),
-                min: field(4),
-                min_ts: field(5),
-            });
+            sums.stats.push(KernelStat::at(&value, 0, (tid, kind, nr)));
         }
         for value in array_values(&maps.stat_slots, STAT_SLOTS, "reading the BPF statistics")? {
             let Some(packed) = u64_at(&value, 0).filter(|&k| k != 0) else {
                 continue;
             };
-            let field = |i: usize| u64_at(&value, 8 + i * 8).unwrap_or(0);
-            sums.stats.push(KernelStat {
-                tid: (packed >> 32) as u32,
-                kind: ((packed >> 24) & 0xff) as u32,
-                nr: packed & 0xff_ffff,
-                count: field(0),
-                total: field(1),
-                max: field(2),
-                max_ts: field(3),
-                min: field(4),
-                min_ts: field(5),
-            });
+            // The slot's key, packed as profile.bpf.c's stat_of packs it.
+            let key = (
+                (packed >> 32) as u32,
+                ((packed >> 24) & 0xff) as u32,
+                packed & 0xff_ffff,
+            );
+            sums.stats.push(KernelStat::at(&value, 8, key));
         }
         sums.stats.sort_by_key(|s| (s.tid, s.kind, s.nr));
         let counter = |index: u32| -> io::Result<u64> {
