@@ -11,8 +11,9 @@ fn trace(args: &[&str]) -> std::process::Output {
     common::output(common::scry().arg("trace").args(args))
 }
 
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// The trace's lines: on standard error, as perf trace writes them.
+fn lines(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The summary row of `name` in `-s` output: (calls, errors).
@@ -35,7 +36,7 @@ fn summary_counts_every_getppid() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = stdout(&out);
+    let text = lines(&out);
     assert_eq!(summary_row(&text, "getppid"), Some((1000, 0)), "{text}");
     assert!(text.contains("calls ("), "{text}");
     // The table has perf trace's columns and only the summary (-s).
@@ -78,7 +79,7 @@ fn summary_matches_strace() {
         })
     };
     let out = trace(&["-s", "--", calls.to_str().unwrap(), "5000"]);
-    let text = stdout(&out);
+    let text = lines(&out);
     for name in ["getppid", "mmap", "mprotect"] {
         let ours = summary_row(&text, name).map(|r| r.0);
         assert_eq!(
@@ -108,7 +109,7 @@ fn cat_shows_openat_of_the_path_and_the_read() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = stdout(&out);
+    let text = lines(&out);
     let open = text
         .lines()
         .find(|l| l.contains(" openat(") && l.contains("filename: \"/etc/hostname\""))
@@ -163,7 +164,7 @@ fn errors_show_errno_names_and_target_failure_exits_1() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = stdout(&out);
+    let text = lines(&out);
     let line = text
         .lines()
         .find(|l| l.contains("\"/nonexistent/scry-test\""))
@@ -172,8 +173,13 @@ fn errors_show_errno_names_and_target_failure_exits_1() {
         line.ends_with("= -1 ENOENT (No such file or directory)"),
         "{line}"
     );
-    // -e openat: nothing else.
-    assert!(text.lines().all(|l| l.contains(" openat(")), "{text}");
+    // -e openat: nothing else (cat's own complaint shares stderr).
+    assert!(
+        text.lines()
+            .filter(|l| !l.starts_with("cat: "))
+            .all(|l| l.contains(" openat(")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -223,7 +229,7 @@ fn tracepoints_alongside() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = stdout(&out);
+    let text = lines(&out);
     let line = text
         .lines()
         .find(|l| l.contains("sched:sched_process_exit: "))
@@ -276,7 +282,7 @@ fn system_wide_sees_another_process() {
     let calls = common::workload("calls");
     let tracer = common::scry()
         .args(["trace", "-a", "-e", "getppid"])
-        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -292,7 +298,7 @@ fn system_wide_sees_another_process() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = stdout(&out);
+    let text = lines(&out);
     let ours = text
         .lines()
         .filter(|l| l.contains(&format!("calls/{pid} getppid()")))
@@ -338,7 +344,7 @@ fn attaches_to_a_running_process_and_ends_with_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = stdout(&out);
+    let text = lines(&out);
     // 1000 from `calls`, plus the one dash makes at its start when scry
     // attached before the shell got that far.
     let getppid = summary_row(&text, "getppid");
@@ -371,7 +377,7 @@ fn lost_events_are_reported_per_cpu() {
                 .ok()
         })
         .sum();
-    let (seen, _) = summary_row(&stdout(&out), "getppid").unwrap_or((0, 0));
+    let (seen, _) = summary_row(&lines(&out), "getppid").unwrap_or((0, 0));
     if seen < 200_000 {
         assert!(
             lost > 0,
@@ -383,4 +389,41 @@ fn lost_events_are_reported_per_cpu() {
         seen + lost >= 200_000,
         "seen {seen} + lost {lost} < 200000: {err}"
     );
+}
+
+#[test]
+fn lines_go_to_stderr_as_perf_trace_and_o_file_is_private() {
+    require_kernel!();
+    require_tracefs!();
+    // perf trace writes its lines and its -s summary to standard error
+    // (standard output stays the workload's), or to -o FILE.
+    let out = trace(&["-S", "-e", "getppid", "--", "sh", "-c", "echo to-stdout"]);
+    assert!(out.status.success(), "{}", lines(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "to-stdout\n");
+    let text = lines(&out);
+    assert!(text.contains(" Summary of events:"), "{text}");
+    let dir = common::tempdir();
+    let file = dir.path().join("trace.txt");
+    // An existing file readable by all becomes private too.
+    std::fs::write(&file, "old").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let calls = common::workload("calls");
+    let out = trace(&[
+        "-S",
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+        calls.to_str().unwrap(),
+        "3",
+    ]);
+    assert!(out.status.success(), "{}", lines(&out));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.matches(" getppid()").count(), 3, "{text}");
+    assert!(text.contains(" Summary of events:"), "{text}");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o600);
 }

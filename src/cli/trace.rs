@@ -3,6 +3,9 @@
 //! `capture::trace_sink`, paired and summed by `analysis::syscalls`,
 //! printed by `render::trace`.
 //!
+//! Lines and the `-s` summary go to standard error, as perf trace writes
+//! them (standard output stays the workload's), or to `-o FILE`.
+//!
 //! System calls come from `raw_syscalls:sys_enter`/`sys_exit` with a
 //! kernel filter on `id` (one pair of tracepoints, not hundreds). The
 //! entries of calls that take a path are a separate counter that also
@@ -48,7 +51,8 @@ pub struct TraceArgs {
     /// Show the events and then the summary.
     #[arg(short = 'S', long = "with-summary")]
     with_summary: bool,
-    /// Write the output to FILE instead of standard output.
+    /// Write the lines (and the summary) to FILE, created 0600, instead of
+    /// standard error (where perf trace writes them too).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
     /// Trace these processes (all their threads): PID[,PID...].
@@ -142,6 +146,29 @@ fn and(a: Option<String>, b: Option<String>) -> Option<String> {
         (Some(a), Some(b)) => Some(format!("({a}) && ({b})")),
         (a, b) => a.or(b),
     }
+}
+
+/// `-o FILE`: the lines name other processes' files and arguments, so a
+/// regular file is readable by its owner only (0600), even when it existed
+/// before.
+fn create_private(path: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    // Only a regular file: `-o /dev/null` must stay what it is.
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot stat {}", path.display()))?;
+    if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make {} private", path.display()))?;
+    }
+    Ok(file)
 }
 
 pub fn run(args: TraceArgs) -> anyhow::Result<()> {
@@ -263,11 +290,8 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     let mut capture = TraceCapture::open(events, &target, args.mmap_pages)?;
 
     let out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(BufWriter::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        )),
-        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+        Some(path) => Box::new(BufWriter::new(create_private(path)?)),
+        None => Box::new(BufWriter::new(std::io::stderr().lock())),
     };
     let mut output = TextOutput::new(out);
     let mut tracer = Tracer::new(TracerOptions {
