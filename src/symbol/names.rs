@@ -17,6 +17,14 @@
 //! symbol table is scanned for the starts blazesym returned (only those),
 //! and each start's pick is kept for later batches.
 //!
+//! Symbol versions are not part of a name: glibc's `.symtab` (in its
+//! separate debug file) lists `clock_nanosleep@GLIBC_2.2.5` and
+//! `clock_nanosleep@@GLIBC_2.17` at one address, and which of the two a
+//! tool shows differs between perf versions. Every name loses its `@VERSION`
+//! / `@@VERSION` tail here (`strip_version`), so scry prints
+//! `clock_nanosleep` everywhere and output compares across tools; perf's
+//! synthesized `foo@plt` names keep their suffix.
+//!
 //! The vDSO is not on disk: its bytes are read once from this process's own
 //! mapping through `/proc/self/mem` (the same kernel image serves every
 //! process) and its `.dynsym` is searched here.
@@ -36,6 +44,15 @@ use super::process::{FxMap, FxSet};
 pub struct Names {
     pub function: String,
     pub inlined: Vec<String>,
+}
+
+/// `name` without a symbol-version tail (`clock_nanosleep@@GLIBC_2.17` →
+/// `clock_nanosleep`); `@plt` stubs and names starting with `@` are kept.
+pub fn strip_version(name: &str) -> &str {
+    match name.find('@') {
+        Some(at) if at > 0 && !name[at..].eq_ignore_ascii_case("@plt") => &name[..at],
+        _ => name,
+    }
 }
 
 /// Demangle a Rust or C++ symbol the way perf prints it (C++ without the
@@ -194,6 +211,7 @@ impl ElfNames {
     }
 
     fn finish(&self, raw: &str) -> String {
+        let raw = strip_version(raw);
         if self.demangle {
             demangle(raw)
         } else {
@@ -339,6 +357,21 @@ mod tests {
         assert_eq!(demangle("_ZN4work3HotIiE4spinEi"), "work::Hot<int>::spin");
         assert_eq!(demangle("main"), "main");
         assert_eq!(demangle("_Zinvalid"), "_Zinvalid");
+    }
+
+    #[test]
+    fn symbol_versions_are_stripped() {
+        assert_eq!(
+            strip_version("clock_nanosleep@@GLIBC_2.17"),
+            "clock_nanosleep"
+        );
+        assert_eq!(
+            strip_version("clock_nanosleep@GLIBC_2.2.5"),
+            "clock_nanosleep"
+        );
+        assert_eq!(strip_version("memcpy@plt"), "memcpy@plt");
+        assert_eq!(strip_version("main"), "main");
+        assert_eq!(strip_version("@weird"), "@weird");
     }
 
     #[test]
