@@ -79,3 +79,90 @@ fn symbol_names_have_no_version_tail() {
         assert!(!text.contains("@GLIBC"), "a versioned name:\n{text}");
     }
 }
+
+/// perf's text with glibc's version tails dropped from frame names (the
+/// one difference scry keeps on purpose, see `symbol::names`).
+fn without_versions(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find('@') {
+            Some(at) if l.starts_with('\t') => {
+                let end = l[at..].find(['+', ' ']).map_or(l.len(), |e| at + e);
+                format!("{}{}\n", &l[..at], &l[end..])
+            }
+            _ => format!("{l}\n"),
+        })
+        .collect()
+}
+
+fn assert_same_text(perf: &str, scry: &str, what: &str) {
+    let perf = without_versions(perf);
+    if perf != scry {
+        let diff: Vec<String> = perf
+            .lines()
+            .zip(scry.lines())
+            .filter(|(p, s)| p != s)
+            .take(10)
+            .map(|(p, s)| format!("perf: {p}\nscry: {s}"))
+            .collect();
+        panic!(
+            "{what}: perf {} lines, scry {}; first differences:\n{}",
+            perf.lines().count(),
+            scry.lines().count(),
+            diff.join("\n")
+        );
+    }
+}
+
+#[test]
+fn script_callchains_show_sym_offsets_and_relative_addresses_as_perf() {
+    require_perf!();
+    require_kernel!();
+    let dir = common::tempdir();
+    let work = common::workload("cpu7525");
+    let file = perf_record(
+        dir.path(),
+        "g.data",
+        &["-F", "499", "-g"],
+        &[work.to_str().unwrap(), "30"],
+    );
+    // perf's default for callchains: `\t    addr sym+0xoff (dso)`, user
+    // addresses relative to their binary.
+    assert_same_text(
+        &perf(&["script"], &file),
+        &scry(&["script"], &file),
+        "perf script",
+    );
+    let plain = perf_record(
+        dir.path(),
+        "p.data",
+        &["-F", "499"],
+        &[work.to_str().unwrap(), "30"],
+    );
+    for fields in ["ip,sym,symoff", "comm,ip,sym,symoff,dso"] {
+        assert_same_text(
+            &perf(&["script", "-F", fields], &plain),
+            &scry(&["script", "-F", fields], &plain),
+            fields,
+        );
+    }
+}
+
+#[test]
+fn script_shows_the_callchains_of_tracepoint_samples() {
+    require_perf!();
+    require_tracefs!();
+    let dir = common::tempdir();
+    let file = dir.path().join("sw.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-e", "sched:sched_switch", "-g", "-o"])
+            .arg(&file)
+            .args(["--", "sleep", "0.05"]),
+    );
+    let ours = scry(&["script"], &file);
+    assert!(
+        ours.lines().any(|l| l.starts_with('\t')),
+        "no frames under the tracepoint lines:\n{ours}"
+    );
+    assert_same_text(&perf(&["script"], &file), &ours, "perf script");
+}

@@ -113,7 +113,7 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
             callchain: callchain.then_some(chain.as_slice()),
             raw: raw.as_deref(),
         };
-        symbols.take_sample(&s);
+        symbols.take_sample();
         printer.write_sample(&mut out, &s, &mut symbols)?;
     }
     out.flush()?;
@@ -122,17 +122,12 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
 
 /// The symbol stage behind the printer's per-address interface: the
 /// resolver sees every record (maps, comms) and resolves each sample as it
-/// comes; its frames are paired with the sample's addresses when the counts
-/// agree (frame pointers, no inlining). Otherwise, and for addresses it
-/// cannot name, the frame prints as `[unknown]`, as perf does.
-///
-/// The symbol stage returns names without the offset into the symbol, so
-/// named frames print `sym` where perf prints `sym+0xoff`; the FlameGraph
-/// collapsers drop the offset anyway.
+/// comes; each address of the sample is then looked up by itself
+/// (`Resolver::address`), with its offset into the function (`sym+0xoff`)
+/// and the binary-relative address perf prints in callchains. Addresses
+/// it cannot name print as `[unknown]`, as perf does.
 struct SampleSymbols {
     resolver: Resolver,
-    /// The current sample's addresses with their names.
-    named: Vec<(u64, ResolvedAddr)>,
 }
 
 impl SampleSymbols {
@@ -141,46 +136,27 @@ impl SampleSymbols {
         if let Ok(info) = reader.build_ids_raw() {
             resolver.set_header_build_ids(info);
         }
-        SampleSymbols {
-            resolver,
-            named: Vec::new(),
-        }
+        SampleSymbols { resolver }
     }
 
-    /// Takes the sample the resolver was just fed and pairs its frames with
-    /// the sample's addresses.
-    fn take_sample(&mut self, s: &ScriptSample<'_>) {
-        self.named.clear();
-        let resolved = self.resolver.take_samples();
-        let Some(sample) = resolved.last() else {
-            return;
-        };
-        let addrs: Vec<u64> = match s.callchain {
-            Some(chain) if !chain.is_empty() => chain.iter().map(|&(a, _)| a).collect(),
-            _ => s.ip.into_iter().collect(),
-        };
-        if addrs.len() != sample.stack.len() {
-            return;
-        }
-        let frames = self.resolver.frames();
-        for (addr, id) in addrs.into_iter().zip(sample.stack.iter()) {
-            let frame = frames.get(*id);
-            let named = ResolvedAddr {
-                sym: frame.sym.as_ref().map(|name| (name.to_string(), None)),
-                dso: frame.dso.to_string(),
-                shown_addr: addr,
-            };
-            self.named.push((addr, named));
-        }
+    /// Names the addresses of the sample the resolver was just fed.
+    fn take_sample(&mut self) {
+        self.resolver.take_samples();
     }
 }
 
 impl AddrResolver for SampleSymbols {
-    fn resolve(&mut self, _pid: i32, addr: u64, _kernel: bool) -> Option<ResolvedAddr> {
-        self.named
-            .iter()
-            .find(|(a, _)| *a == addr)
-            .map(|(_, named)| named.clone())
+    fn resolve(&mut self, pid: i32, addr: u64, kernel: bool) -> Option<ResolvedAddr> {
+        let named = self.resolver.address(pid, addr, kernel)?;
+        let frame = self.resolver.frames().get(named.frame);
+        Some(ResolvedAddr {
+            sym: frame
+                .sym
+                .as_ref()
+                .map(|name| (name.to_string(), named.symoff)),
+            dso: frame.dso.to_string(),
+            shown_addr: named.shown,
+        })
     }
 }
 

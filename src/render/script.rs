@@ -288,7 +288,11 @@ impl ScriptPrinter {
                 None => write!(out, "[{} bytes of raw data]", raw.len())?,
             }
         }
-        let frame = Frame { f: *f, pid };
+        let frame = Frame {
+            f: *f,
+            pid,
+            absolute: false,
+        };
         match chain {
             Some(chain) => {
                 writeln!(out)?;
@@ -307,6 +311,12 @@ impl ScriptPrinter {
                     && let Some(ip) = s.ip
                 {
                     write!(out, " ")?;
+                    // perf prints the sampled IP itself, not relative to
+                    // its binary as in callchains.
+                    let frame = Frame {
+                        absolute: true,
+                        ..frame
+                    };
                     frame.write(out, ip, s.ip_kernel, resolver)?;
                 }
                 writeln!(out)
@@ -318,6 +328,8 @@ impl ScriptPrinter {
 struct Frame {
     f: Fields,
     pid: i32,
+    /// Print the address as it is, not `ResolvedAddr::shown_addr`.
+    absolute: bool,
 }
 
 impl Frame {
@@ -342,7 +354,10 @@ impl Frame {
         resolver: &mut dyn AddrResolver,
     ) -> io::Result<()> {
         let resolved = resolver.resolve(self.pid, addr, kernel);
-        let shown = resolved.as_ref().map_or(addr, |r| r.shown_addr);
+        let shown = match &resolved {
+            Some(r) if !self.absolute => r.shown_addr,
+            _ => addr,
+        };
         write!(out, "{shown:>16x}")?;
         if self.f.has(Field::Sym) {
             match resolved.as_ref().and_then(|r| r.sym.as_ref()) {
@@ -377,7 +392,10 @@ fn fields_for(e: &EventFormat, spec: &FieldSpec) -> Result<Fields, ScriptError> 
         (Period, e.has_period),
         (Trace, e.has_raw),
     ];
-    let defaults = if e.is_tracepoint {
+    // perf adds the frames to a tracepoint's line when it has a callchain.
+    let defaults = if e.is_tracepoint && e.has_callchain {
+        Fields::of(&[Comm, Tid, Cpu, Time, Event, Trace, Ip, Sym, SymOff, Dso])
+    } else if e.is_tracepoint {
         Fields::of(&[Comm, Tid, Cpu, Time, Event, Trace])
     } else {
         Fields::of(&[Comm, Tid, Cpu, Time, Period, Event, Ip, Sym, SymOff, Dso])

@@ -44,6 +44,8 @@ pub struct Kallsyms {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSym<'a> {
     pub name: &'a str,
+    /// The symbol's address (`addr - start` is perf's `symoff`).
+    pub start: u64,
     /// `[kernel.kallsyms]` or `[module]`, as perf names the dso.
     pub dso: &'a str,
 }
@@ -168,6 +170,7 @@ impl Kallsyms {
         };
         Some(KernelSym {
             name: self.name_of(sym),
+            start: sym.addr,
             dso,
         })
     }

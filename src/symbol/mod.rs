@@ -39,7 +39,7 @@ pub use binary::read_build_id;
 pub use kallsyms::{Kallsyms, ProcKallsyms};
 pub use names::demangle;
 pub use perf_map::PerfMap;
-pub use resolver::Resolver;
+pub use resolver::{AddressName, Resolver};
 
 use crate::analysis::sample::{FrameTable, ResolvedSample};
 

@@ -43,6 +43,8 @@ use super::process::{FxMap, FxSet};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Names {
     pub function: String,
+    /// The address's offset into `function` (perf's `symoff`), if known.
+    pub offset: Option<u64>,
     pub inlined: Vec<String>,
 }
 
@@ -272,6 +274,7 @@ impl ElfNames {
                             .and_then(Option::as_deref)
                             .unwrap_or(&sym.name),
                     ),
+                    offset: Some(sym.offset as u64),
                     inlined: sym.inlined.iter().map(|f| self.finish(&f.name)).collect(),
                 }),
                 Symbolized::Unknown(_) => None,
@@ -334,12 +337,13 @@ impl VdsoSymbols {
         Some(VdsoSymbols { syms, load_bias })
     }
 
-    /// The symbol at a file offset in the vDSO mapping.
-    pub fn find(&self, file_offset: u64) -> Option<&str> {
+    /// The symbol at a file offset in the vDSO mapping, and the offset
+    /// into it.
+    pub fn find(&self, file_offset: u64) -> Option<(&str, u64)> {
         let svma = (file_offset as i64).checked_add(self.load_bias)? as u64;
         let idx = self.syms.partition_point(|s| s.0 <= svma);
         let (start, size, name) = self.syms.get(idx.checked_sub(1)?)?;
-        (size == &0 || svma < start + size).then_some(name.as_str())
+        (size == &0 || svma < start + size).then_some((name.as_str(), svma - start))
     }
 }
 

@@ -107,6 +107,20 @@ struct LocResult {
     start: u32,
     len: u32,
     reason: Option<UnresolvedReason>,
+    /// The offset into the (outermost) function, for `sym+0xoff`.
+    symoff: Option<u64>,
+}
+
+/// One address of a sample, named (`Resolver::address`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddressName {
+    /// The function's frame (the outermost one when inlined frames expand it).
+    pub frame: FrameId,
+    /// The address's offset into that function (perf's `symoff`).
+    pub symoff: Option<u64>,
+    /// The address as perf script prints callchain frames: relative to its
+    /// binary (`addr - map start + pgoff`) in user binaries, else as is.
+    pub shown: u64,
 }
 
 /// A distinct stack, named: the frames every sample with it shares, and
@@ -658,6 +672,27 @@ impl Resolver {
         &self.frames
     }
 
+    /// The name of `addr` in process `pid` under the maps as they are now,
+    /// for an address of a sample already taken (`take_samples` named its
+    /// location); `None` for one never seen. Looked up as given (no
+    /// return-address adjustment).
+    pub fn address(&self, pid: i32, addr: u64, kernel: bool) -> Option<AddressName> {
+        let kernel = kernel || addr >= KERNEL_START;
+        let key = loc_key(&self.dsos, self.procs.space(pid), addr, kernel);
+        let id = *self.loc_index.get(&key)?;
+        let r = (*self.loc_results.get(id as usize)?)?;
+        let frame = *self
+            .loc_frames
+            .get((r.start + r.len).checked_sub(1)? as usize)?;
+        let relative =
+            !kernel && matches!(self.dsos.get(key.dso).kind, DsoKind::File | DsoKind::Vdso);
+        Some(AddressName {
+            frame,
+            symoff: r.symoff,
+            shown: if relative { key.addr } else { addr },
+        })
+    }
+
     /// Counts so far (samples are counted when taken).
     pub fn stats(&self) -> &ResolveStats {
         &self.stats
@@ -781,6 +816,7 @@ impl Resolver {
                 start,
                 len: frames.len() as u32,
                 reason,
+                symoff: None,
             });
         }
     }
@@ -824,6 +860,9 @@ impl Resolver {
             inlined: false,
         });
         self.set_frames(id, &frames, None);
+        if let Some(Some(r)) = self.loc_results.get_mut(id as usize) {
+            r.symoff = names.offset;
+        }
     }
 
     fn name_kernel(&mut self, ids: &[u32]) {
@@ -838,12 +877,13 @@ impl Resolver {
             let addr = self.locs.get(id as usize).map_or(0, |k| k.addr);
             let found = self.kallsyms.as_ref().and_then(|k| {
                 k.find(addr)
-                    .map(|s| (s.name.to_string(), Kallsyms::dso_name(&s)))
+                    .map(|s| (s.name.to_string(), addr - s.start, Kallsyms::dso_name(&s)))
             });
             match found {
-                Some((name, dso)) => {
+                Some((name, offset, dso)) => {
                     let names = Names {
                         function: name,
+                        offset: Some(offset),
                         inlined: Vec::new(),
                     };
                     self.set_named(id, Arc::from(dso.as_str()), FrameKind::Kernel, Some(&names));
@@ -992,17 +1032,19 @@ impl Resolver {
 
     fn name_vdso(&mut self, dso: DsoId, ids: &[u32]) {
         let vdso = self.vdso.get_or_insert_with(VdsoSymbols::from_self);
-        let found: Vec<Option<String>> = ids
+        let found: Vec<Option<(String, u64)>> = ids
             .iter()
             .map(|&id| {
                 let off = self.locs.get(id as usize).map_or(0, |k| k.addr);
-                vdso.find(off).map(str::to_string)
+                vdso.find(off)
+                    .map(|(name, offset)| (name.to_string(), offset))
             })
             .collect();
         let name = self.dsos.get(dso).name.clone();
         for (&id, f) in ids.iter().zip(found) {
-            let names = f.map(|function| Names {
+            let names = f.map(|(function, offset)| Names {
                 function,
+                offset: Some(offset),
                 inlined: Vec::new(),
             });
             self.set_named(id, name.clone(), FrameKind::User, names.as_ref());
@@ -1032,6 +1074,7 @@ impl Resolver {
                 Some(function) => {
                     let names = Names {
                         function,
+                        offset: None,
                         inlined: Vec::new(),
                     };
                     self.set_named(id, name.clone(), FrameKind::User, Some(&names));
