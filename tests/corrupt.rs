@@ -344,3 +344,73 @@ fn long_mmap2_build_id_is_an_error() {
         format!("malformed PERF_RECORD_MMAP2 record at offset {offset:#x}: build-id size 254");
     assert!(err.contains(&want), "{err}");
 }
+
+/// A perf record: type, misc 0, size, body.
+fn rec(record_type: u32, body: &[u8]) -> Vec<u8> {
+    let mut r = record_type.to_le_bytes().to_vec();
+    r.extend(0u16.to_le_bytes());
+    r.extend(u16::try_from(8 + body.len()).unwrap().to_le_bytes());
+    r.extend(body);
+    r
+}
+
+/// A pipe-format file: one cpu-clock event (IP|TID|TIME, id 7), the given
+/// HEADER_FEATURE records `(feature id, section bytes)`, then one sample.
+fn pipe_file(features: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut file = b"PERFILE2".to_vec();
+    file.extend(16u64.to_le_bytes());
+    let mut attr = vec![0u8; 128];
+    attr[0..4].copy_from_slice(&1u32.to_le_bytes()); // PERF_TYPE_SOFTWARE
+    attr[4..8].copy_from_slice(&128u32.to_le_bytes());
+    attr[16..24].copy_from_slice(&1000u64.to_le_bytes());
+    attr[24..32].copy_from_slice(&7u64.to_le_bytes()); // IP | TID | TIME
+    attr.extend(7u64.to_le_bytes());
+    file.extend(rec(64, &attr)); // PERF_RECORD_HEADER_ATTR
+    for (id, section) in features {
+        let mut body = id.to_le_bytes().to_vec();
+        body.extend(section);
+        file.extend(rec(80, &body)); // PERF_RECORD_HEADER_FEATURE
+    }
+    let mut sample = 0x1234u64.to_le_bytes().to_vec();
+    sample.extend([42, 0, 0, 0, 42, 0, 0, 0]);
+    sample.extend(1_000_000u64.to_le_bytes());
+    file.extend(rec(9, &sample));
+    file
+}
+
+/// The fuzzer's find of issue 10: a HEADER_FEATURE whose id has high bits
+/// set passed the EVENT_DESC check (which compared the whole u64 with 12),
+/// and the crate, which keeps the low 32 bits, read it as EVENT_DESC and
+/// reserved room for 4 billion events: an abort (SIGABRT) in report, script
+/// and flamegraph. Now the record is refused, by name.
+#[test]
+fn feature_id_with_high_bits_is_not_event_desc() {
+    let dir = common::tempdir();
+    let mut desc = u32::MAX.to_le_bytes().to_vec(); // nr of events
+    desc.extend(128u32.to_le_bytes()); // attr size
+    desc.extend([0u8; 64]);
+    let file = dir.path().join("feature.data");
+    std::fs::write(&file, pipe_file(&[(0x0000_0008_0000_000c, desc)])).unwrap();
+    let svg = dir.path().join("f.svg");
+    let svg = svg.to_str().unwrap();
+    let commands: [&[&str]; 3] = [
+        &["report", "--stdio"],
+        &["script"],
+        &["flamegraph", "-o", svg],
+    ];
+    for args in commands {
+        let out = common::output(common::scry().args(args).arg("-i").arg(&file));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code().is_some(),
+            "{args:?} died of a signal: {:?}, stderr {err}",
+            out.status
+        );
+        assert!(
+            err.contains("feature id 0x80000000c"),
+            "{args:?}: {:?}: {err}",
+            out.status
+        );
+        assert!(err.lines().all(|l| l.starts_with("scry: ")), "{err}");
+    }
+}

@@ -704,6 +704,28 @@ mod tests {
         assert_eq!(render(F, r#""%p %p", REC->b, 0"#, &r), "0xff (nil)");
     }
 
+    /// Issue 10: `%*d` with a width of 2^31-1 from the record wrote 2.1 GB.
+    #[test]
+    fn widths_from_the_record_are_bounded() {
+        use crate::event::printf::MAX_FIELD_WIDTH;
+        let max = MAX_FIELD_WIDTH as usize;
+        for (a, fmt) in [
+            (i32::MAX, r#""%*d|", REC->a, 5"#),
+            (i32::MIN, r#""%*d|", REC->a, 5"#),
+            (i32::MAX, r#""%.*d|", REC->a, 5"#),
+            (i32::MAX, r#""%-*s|", REC->a, "x""#),
+            (0, r#""%2147483647d|%.2147483647d|", 5, 5"#),
+        ] {
+            let out = render(F, fmt, &raw(a, 0));
+            assert!(
+                out.len() <= 2 * max + 2 && out.len() > max,
+                "{fmt} with {a}: {} bytes",
+                out.len()
+            );
+        }
+        assert_eq!(render(F, r#""%*d|", REC->a, 5"#, &raw(-3, 0)), "5  |");
+    }
+
     #[test]
     fn expressions_and_helpers() {
         let r = raw(2, 0x5);

@@ -4,7 +4,9 @@
 //! letters that select a `%p` extension (`%pS`, `%pI4`, `%phN`...).
 //! `print_render` evaluates the arguments; this module only lays out text.
 //!
-//! Invariant: never panics, whatever the format string holds.
+//! Invariants: never panics, whatever the format string holds; a width or
+//! precision, from the format or from the record (`%*d`), is at most
+//! [`MAX_FIELD_WIDTH`], so one conversion writes at most that much padding.
 
 use super::format::sign_extend;
 
@@ -19,14 +21,23 @@ pub(super) struct Spec {
     pub(super) precision: Option<i32>,
 }
 
+/// The widest field (width or precision) a conversion gets. A `*` width
+/// comes from the record: 2^31-1 there made one line 2 GB. The kernel's
+/// own `trace` text stops a line at a page (`trace_seq`), so nothing real
+/// asks for more.
+pub(super) const MAX_FIELD_WIDTH: i32 = 4096;
+
+/// A width or precision: digits, or `*` (the next argument), clamped to
+/// ±[`MAX_FIELD_WIDTH`].
 pub(super) fn read_count(
     bytes: &[u8],
     i: &mut usize,
     star: &mut dyn FnMut() -> Result<i32, String>,
 ) -> Result<Option<i32>, String> {
+    let clamp = |n: i32| n.clamp(-MAX_FIELD_WIDTH, MAX_FIELD_WIDTH);
     if bytes.get(*i) == Some(&b'*') {
         *i += 1;
-        return star().map(Some);
+        return star().map(|n| Some(clamp(n)));
     }
     let mut n: Option<i32> = None;
     while let Some(d @ b'0'..=b'9') = bytes.get(*i) {
@@ -37,7 +48,7 @@ pub(super) fn read_count(
         );
         *i += 1;
     }
-    Ok(n)
+    Ok(n.map(clamp))
 }
 
 /// The letters after `%p` that select a kernel pointer extension.

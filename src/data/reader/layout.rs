@@ -33,6 +33,8 @@ const PERF_RECORD_MMAP2: u32 = 10;
 /// `PERF_RECORD_MISC_MMAP_BUILD_ID`: the MMAP2 record holds a build-id.
 const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 const HEADER_EVENT_DESC: u32 = 12;
+/// `HEADER_FEAT_BITS`: feature ids are below it.
+const FEATURE_BITS: u64 = 256;
 
 /// The byte order of a file, from its magic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -482,9 +484,21 @@ impl<R: Read> RecordCursor<R> {
                 }
             }
         }
-        if record_type == PERF_RECORD_HEADER_FEATURE
-            && endian.u64(body, 0) == Some(HEADER_EVENT_DESC.into())
+        // The crate keeps the low 32 bits of the feature id (`as u32`): an id
+        // with high bits set would reach it as EVENT_DESC unchecked. perf's
+        // feature bits are below 256 (`HEADER_FEAT_BITS`).
+        let feature =
+            (record_type == PERF_RECORD_HEADER_FEATURE).then(|| endian.u64(body, 0).unwrap_or(0));
+        if let Some(id) = feature
+            && id >= FEATURE_BITS
         {
+            return Err(LayoutError::BadRecord {
+                offset,
+                record_type,
+                what: format!("feature id {id:#x} (perf's are below {FEATURE_BITS})"),
+            });
+        }
+        if feature == Some(HEADER_EVENT_DESC.into()) {
             let desc = body.get(8..).unwrap_or(&[]);
             check_event_desc(desc, endian).map_err(|(at, what)| LayoutError::BadSection {
                 section: "EVENT_DESC".into(),
