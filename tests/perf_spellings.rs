@@ -166,3 +166,63 @@ fn script_shows_the_callchains_of_tracepoint_samples() {
     );
     assert_same_text(&perf(&["script"], &file), &ours, "perf script");
 }
+
+/// perf top's one-liner `perf top -e raw_syscalls:sys_enter -ns comm`: a
+/// Samples column (`-n`), rows by command (`-s comm`), and every system
+/// call counted once, as perf's tracepoint default (`[1Hz ...]`, a period
+/// of 1) counts it: a row's share is its share of the calls.
+#[test]
+fn top_shows_sample_counts_by_comm_for_a_tracepoint() {
+    require_tracefs!();
+    let calls = common::workload("calls");
+    let mut work = std::process::Command::new(&calls)
+        .arg("20000000")
+        .spawn()
+        .expect("calls starts");
+    let out = common::output(common::scry().args([
+        "top",
+        "-e",
+        "raw_syscalls:sys_enter",
+        "-ns",
+        "comm",
+        "--stdio",
+        "-d",
+        "1",
+        "--iterations",
+        "1",
+        "--rows",
+        "100000",
+    ]));
+    let _ = work.kill();
+    let _ = work.wait();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("[1Hz raw_syscalls:sys_enter]"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l == " Overhead       Samples  Command"),
+        "{text}"
+    );
+    let rows: Vec<(f64, u64, String)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let pct = words.next()?.strip_suffix('%')?.parse().ok()?;
+            let samples = words.next()?.parse().ok()?;
+            Some((pct, samples, words.collect::<Vec<_>>().join(" ")))
+        })
+        .collect();
+    assert!(rows.iter().any(|r| r.2 == "calls" && r.1 > 0), "{text}");
+    let total: u64 = rows.iter().map(|r| r.1).sum();
+    for (pct, samples, comm) in &rows {
+        let share = *samples as f64 * 100.0 / total as f64;
+        assert!(
+            (pct - share).abs() < 0.02,
+            "{comm}: {pct}% but {samples} of {total} calls\n{text}"
+        );
+    }
+}

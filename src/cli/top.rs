@@ -66,6 +66,9 @@ pub struct TopArgs {
         default_value = "dso,sym"
     )]
     sort: String,
+    /// Show the number of samples of each entry (a Samples column).
+    #[arg(short = 'n', long = "show-nr-samples")]
+    show_nr_samples: bool,
     /// Print a table per refresh instead of the full-screen view.
     #[arg(long)]
     stdio: bool,
@@ -151,7 +154,11 @@ impl TopConsumer {
                 rows.push(TopRow {
                     percent: pct,
                     self_percent: self_pct,
-                    samples: entry.self_samples,
+                    samples: if profile.children {
+                        entry.children_samples
+                    } else {
+                        entry.self_samples
+                    },
                     cells: self
                         .profile_options
                         .sort
@@ -337,11 +344,9 @@ impl TopArgs {
             tids: Vec::new(),
             cpus,
         };
-        let sampling = Some(
-            self.sampling
-                .sampling()?
-                .unwrap_or(Sampling::Frequency(4000)),
-        );
+        // None: the session's defaults, perf's (4000 Hz, but every event
+        // of a tracepoint: a frequency would weigh each by a guessed period).
+        let sampling = self.sampling.sampling()?;
         let cpu_count = scry::sys::proc::online_cpus().map_or(1, |c| c.len());
         let mmap_pages = self
             .mmap_pages
@@ -376,9 +381,13 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
     let mut session = Session::open(&opts)?;
     let ids = session.ids().context("reading sample ids")?;
     let events: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
+    // perf's status: the attribute's period or frequency, "Hz" in
+    // frequency mode (`[1Hz raw_syscalls:sys_enter]` for a tracepoint).
     let freq = match opts.sampling {
         Some(Sampling::Frequency(hz)) => format!("{hz}Hz "),
-        _ => String::new(),
+        Some(_) => String::new(),
+        None if opts.events.first().is_some_and(|e| e.is_tracepoint()) => "1Hz ".to_string(),
+        None => "4000Hz ".to_string(),
     };
     let scope = if opts.target.system_wide {
         format!(
@@ -426,6 +435,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
         },
         view: TopView {
             headers: sort.iter().map(|k| k.header().to_string()).collect(),
+            show_samples: args.show_nr_samples,
             ..Default::default()
         },
         iterations_left: args.iterations,

@@ -56,6 +56,8 @@ pub struct TopView {
     pub status: TopStatus,
     /// Column headers of the key cells (`Shared Object`, `Symbol`).
     pub headers: Vec<String>,
+    /// `-n`: a `Samples` column after the percentages, as perf top's.
+    pub show_samples: bool,
     pub rows: Vec<TopRow>,
     /// The call graph of the selected row, as text lines (with -g).
     pub detail: Vec<String>,
@@ -75,6 +77,9 @@ pub fn write_stdio(w: &mut impl Write, view: &TopView, max_rows: usize) -> io::R
     } else {
         write!(w, "{:>9}  ", "Overhead")?;
     }
+    if view.show_samples {
+        write!(w, "{:>12}  ", "Samples")?;
+    }
     let last = view.headers.len().saturating_sub(1);
     for (i, (h, width)) in view.headers.iter().zip(&widths).enumerate() {
         if i == last {
@@ -88,6 +93,9 @@ pub fn write_stdio(w: &mut impl Write, view: &TopView, max_rows: usize) -> io::R
         match row.self_percent {
             Some(self_pct) => write!(w, "{:>8.2}% {:>7.2}%  ", row.percent, self_pct)?,
             None => write!(w, "{:>8.2}%  ", row.percent)?,
+        }
+        if view.show_samples {
+            write!(w, "{:>12}  ", row.samples)?;
         }
         let last = row.cells.len().saturating_sub(1);
         for (i, (cell, width)) in row.cells.iter().zip(&widths).enumerate() {
@@ -184,11 +192,17 @@ fn draw_table(frame: &mut Frame<'_>, view: &TopView, table_state: &mut TableStat
     } else {
         vec!["Overhead".into()]
     };
+    if view.show_samples {
+        header.push(format!("{:>12}", "Samples"));
+    }
     header.extend(view.headers.iter().cloned());
     let widths_cells = cell_widths(view, area.height as usize);
     let mut widths: Vec<Constraint> = vec![Constraint::Length(9)];
     if children {
         widths.push(Constraint::Length(8));
+    }
+    if view.show_samples {
+        widths.push(Constraint::Length(12));
     }
     let last = widths_cells.len().saturating_sub(1);
     for (i, w) in widths_cells.iter().enumerate() {
@@ -205,6 +219,9 @@ fn draw_table(frame: &mut Frame<'_>, view: &TopView, table_state: &mut TableStat
             let mut cells = vec![format!("{:>8.2}%", r.percent)];
             if let Some(s) = r.self_percent {
                 cells.push(format!("{s:>7.2}%"));
+            }
+            if view.show_samples {
+                cells.push(format!("{:>12}", r.samples));
             }
             cells.extend(r.cells.iter().cloned());
             Row::new(cells)
@@ -248,6 +265,7 @@ mod tests {
             ],
             detail: Vec::new(),
             search: None,
+            show_samples: false,
         }
     }
 
