@@ -9,14 +9,12 @@ pub mod calltree;
 mod calltrie;
 pub mod decay;
 pub mod folded;
-pub mod hash;
 pub mod offcpu;
 pub mod offcpu_live;
 pub mod pairs;
 pub mod pairs_feed;
 pub mod profile;
 pub mod quality;
-pub mod sample;
 pub mod sched;
 pub mod sched_feed;
 pub mod settle;
@@ -24,3 +22,7 @@ pub mod stat;
 pub mod syscalls;
 #[cfg(test)]
 pub(crate) mod testing;
+
+// The sample model and the hasher live below `symbol` (in `model`); these
+// names keep `analysis::sample` and `analysis::hash` paths working.
+pub use crate::model::{hash, sample};

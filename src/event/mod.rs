@@ -10,6 +10,7 @@ pub mod btf_enums;
 pub mod format;
 pub mod format_cache;
 pub mod ftrace_page;
+pub mod listing;
 pub mod name;
 pub mod print_fmt;
 pub mod print_render;

@@ -7,7 +7,7 @@
 
 use std::io::{self, Write};
 
-use crate::capture::inventory::ListedEvent;
+use crate::event::listing::ListedEvent;
 
 /// The two-column text.
 pub fn write_text(out: &mut impl Write, events: &[ListedEvent]) -> io::Result<()> {
@@ -58,7 +58,7 @@ pub fn write_json(out: &mut impl Write, events: &[ListedEvent]) -> io::Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::inventory::Group;
+    use crate::event::listing::Group;
 
     fn events() -> Vec<ListedEvent> {
         vec![

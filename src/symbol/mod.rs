@@ -41,7 +41,7 @@ pub use names::demangle;
 pub use perf_map::PerfMap;
 pub use resolver::{AddressName, Resolver};
 
-use crate::analysis::sample::{FrameTable, ResolvedSample};
+use crate::model::sample::{FrameTable, ResolvedSample};
 
 /// Errors of the symbol stage: the recording could not be read.
 #[derive(Debug, thiserror::Error)]

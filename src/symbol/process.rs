@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 /// FxHash (`analysis::hash`): the process maps and the resolver's location
 /// table are hashed once per sample or per frame; SipHash showed in profiles.
-pub use crate::analysis::hash::{FxHashMap as FxMap, FxHashSet as FxSet, FxHasher};
+pub use crate::model::hash::{FxHashMap as FxMap, FxHashSet as FxSet, FxHasher};
 
 /// Index of a binary in a `DsoTable`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

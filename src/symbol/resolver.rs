@@ -40,9 +40,7 @@ use super::process::{AddressSpace, DsoId, DsoKind, DsoTable, Mapping, ProcessMod
 use super::stacks::StackTable;
 use super::unwind::{DwarfUnwinder, PERF_REG_X86_BP, PERF_REG_X86_IP, PERF_REG_X86_SP, UserState};
 use super::{ResolveOptions, ResolveStats, UnresolvedReason};
-use crate::analysis::sample::{
-    Frame, FrameId, FrameKind, FrameTable, ResolvedSample, StackQuality,
-};
+use crate::model::sample::{Frame, FrameId, FrameKind, FrameTable, ResolvedSample, StackQuality};
 
 /// The kernel's default `perf_event_max_stack`: a chain this long was cut.
 const MAX_STACK: usize = 127;

@@ -1,0 +1,7 @@
+//! The types `symbol` hands to `analysis` and everything downstream: resolved
+//! samples with interned frames (`sample`), and the fast hasher their
+//! aggregation maps use (`hash`). It sits below `symbol` so that `symbol`
+//! and `analysis` both use it and neither uses the other's internals.
+
+pub mod hash;
+pub mod sample;
