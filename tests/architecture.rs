@@ -27,11 +27,13 @@ fn fenced_blocks(text: &str) -> Vec<Vec<&str>> {
     blocks
 }
 
+/// Which modules each module may name, by the table.
+type Allowed = BTreeMap<String, BTreeSet<String>>;
+/// Uses against the table that are allowed for now: (from, to).
+type Debts = BTreeSet<(String, String)>;
+
 /// The table (`module: used used ...`) and the debts (`from -> to: why`).
-fn read_map() -> (
-    BTreeMap<String, BTreeSet<String>>,
-    BTreeSet<(String, String)>,
-) {
+fn read_map() -> (Allowed, Debts) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md");
     let text = std::fs::read_to_string(&path).expect("ARCHITECTURE.md is readable");
     let section = text
