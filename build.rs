@@ -1,12 +1,13 @@
 //! Compiles the BPF programs of `src/bpf/` with clang (libbpf-cargo's
 //! `SkeletonBuilder`, libbpf's headers vendored) and generates their Rust
-//! skeletons into `OUT_DIR`; `src/sys/bpf_profile.rs` includes them.
+//! skeletons into `OUT_DIR`; `src/sys/bpf_profile.rs` and
+//! `src/sys/bpf_trace.rs` include them.
 //! clang is a build dependency (scripts/deps installs it); without it the
 //! build stops here with one line saying so.
 
 use std::path::{Path, PathBuf};
 
-const PROGRAMS: &[&str] = &["profile"];
+const PROGRAMS: &[&str] = &["profile", "trace_args"];
 
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -20,6 +21,7 @@ fn main() {
         args.push("-idirafter".into());
         args.push(multiarch.display().to_string());
     }
+    println!("cargo:rerun-if-changed=src/bpf/targets.bpf.h");
     for name in PROGRAMS {
         let src = format!("src/bpf/{name}.bpf.c");
         println!("cargo:rerun-if-changed={src}");

@@ -16,6 +16,27 @@ fn lines(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// What `strace OPTIONS -o FILE COMMAND` wrote to FILE; `None` (the test
+/// skips) without strace.
+fn strace(options: &[&str], command: &[&str]) -> Option<String> {
+    if !common::require_tool(
+        "strace",
+        "strace (the oracle) is not installed: apt-get install strace",
+    ) {
+        return None;
+    }
+    let dir = common::tempdir();
+    let file = dir.path().join("strace.txt");
+    common::run_ok(
+        Command::new("strace")
+            .args(options)
+            .arg("-o")
+            .arg(&file)
+            .args(command),
+    );
+    Some(std::fs::read_to_string(&file).unwrap())
+}
+
 /// The summary row of `name` in `-s` output: (calls, errors).
 fn summary_row(text: &str, name: &str) -> Option<(u64, u64)> {
     text.lines().find_map(|l| {
@@ -51,24 +72,10 @@ fn summary_counts_every_getppid() {
 fn summary_matches_strace() {
     require_kernel!();
     require_tracefs!();
-    if !common::require_tool(
-        "strace",
-        "strace (the oracle) is not installed: apt-get install strace",
-    ) {
-        return;
-    }
     let calls = common::workload("calls");
-    let dir = common::tempdir();
-    let strace_out = dir.path().join("strace.txt");
-    common::run_ok(
-        Command::new("strace")
-            .arg("-c")
-            .arg("-o")
-            .arg(&strace_out)
-            .arg(&calls)
-            .arg("5000"),
-    );
-    let strace_text = std::fs::read_to_string(&strace_out).unwrap();
+    let Some(strace_text) = strace(&["-c"], &[calls.to_str().unwrap(), "5000"]) else {
+        return;
+    };
     // strace -c: "% time  seconds  usecs/call  calls  errors syscall".
     let strace_count = |name: &str| {
         strace_text.lines().find_map(|l| {
@@ -426,4 +433,99 @@ fn lines_go_to_stderr_as_perf_trace_and_o_file_is_private() {
     assert!(text.contains(" Summary of events:"), "{text}");
     use std::os::unix::fs::MetadataExt;
     assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o600);
+}
+
+/// CPU hogs (the `spinner` workload), killed when dropped.
+struct Hogs(Vec<std::process::Child>);
+
+impl Hogs {
+    fn start(n: usize) -> Hogs {
+        let spinner = common::workload("spinner");
+        Hogs(
+            (0..n)
+                .map(|_| {
+                    Command::new(&spinner)
+                        .stdout(std::process::Stdio::null())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The file names of the `openat` lines that name `needle`, in order.
+fn opened_names(text: &str, needle: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.contains(" openat(") && l.contains(needle))
+        .filter_map(|l| {
+            let from = l.find("filename: \"")? + "filename: \"".len();
+            let len = l[from..].find('"')?;
+            Some(l[from..from + len].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn file_names_are_copied_at_entry_even_under_load() {
+    require_kernel!();
+    require_tracefs!();
+    let reuse = common::workload("reuse");
+    // strace stops the program at each entry: the names as they were.
+    let Some(strace_text) = strace(&["-e", "trace=openat"], &[reuse.to_str().unwrap()]) else {
+        return;
+    };
+    let expected: Vec<String> = strace_text
+        .lines()
+        .filter(|l| l.contains("nosuch_"))
+        .filter_map(|l| Some(l.split('"').nth(1)?.to_string()))
+        .collect();
+    assert_eq!(
+        expected,
+        (0..5)
+            .map(|i| format!("/tmp/nosuch_{i}"))
+            .collect::<Vec<_>>(),
+        "{strace_text}"
+    );
+    // The program overwrites the buffer as soon as open returns; with the
+    // CPUs busy, a name read after the call is the new text. Every run
+    // must show the names of the entries.
+    let _hogs = Hogs::start(2);
+    for run in 0..5 {
+        let out = trace(&["-e", "openat", "--", reuse.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", lines(&out));
+        let text = lines(&out);
+        assert!(
+            !text.contains("WRONG"),
+            "run {run}: another's bytes:\n{text}"
+        );
+        assert_eq!(
+            opened_names(&text, "nosuch_"),
+            expected,
+            "run {run}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn write_buffers_are_copied_at_entry() {
+    require_kernel!();
+    require_tracefs!();
+    let out = trace(&["-e", "write", "--", "sh", "-c", "printf 'hi\\tthere\\n'"]);
+    assert!(out.status.success(), "{}", lines(&out));
+    let text = lines(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.contains(r#" write(fd: 1, buf: "hi\tthere\n", count: 9) = 9"#)),
+        "{text}"
+    );
 }

@@ -10,6 +10,13 @@
 //!   call, with no duration; an entry whose exit never comes (`exit_group`,
 //!   `execve` of a thread that vanished) is flushed when its thread exits
 //!   or at the end, with no return value.
+//! - Strings and input buffers are copied in the kernel at the entry and
+//!   arrive as a separate item (`TraceItem::ArgCopies`) next to the entry
+//!   of the same thread: just before or just after it, as the two come from
+//!   one tracepoint hit. They join the entry when the call number and the
+//!   copied arguments' values agree; an entry without its copies shows the
+//!   pointers as "not copied", and copies without an entry are dropped at
+//!   the thread's next item, never joined to a later call.
 //! - Statistics use Welford's running mean and variance, so a million
 //!   calls cost no memory; stddev is reported as a percentage of the mean,
 //!   as perf trace does.
@@ -35,6 +42,8 @@ pub enum ArgKind {
     DirFd,
     /// A NUL-terminated path or name in the caller's memory.
     Str,
+    /// An input buffer (write's `buf`) whose length is argument `len_arg`.
+    Buffer { len_arg: u8 },
 }
 
 /// One argument's name and kind.
@@ -56,14 +65,23 @@ impl SyscallDesc {
     /// From `syscalls:sys_enter_NAME`'s format: every field after
     /// `__syscall_nr` is an argument, in order (`args[0]`, `args[1]`...).
     pub fn from_format(nr: u64, name: &str, format: &EventFormat) -> SyscallDesc {
-        let args = format
+        let fields: Vec<&Field> = format
             .fields
             .iter()
             .filter(|f| f.name != "__syscall_nr")
             .take(6)
-            .map(|f| ArgDesc {
+            .collect();
+        let args = fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| ArgDesc {
                 name: f.name.clone(),
-                kind: arg_kind(f),
+                kind: match fields.get(i + 1) {
+                    Some(next) if is_input_buffer(f, next) => ArgKind::Buffer {
+                        len_arg: (i + 1) as u8,
+                    },
+                    _ => arg_kind(f),
+                },
             })
             .collect();
         SyscallDesc {
@@ -87,14 +105,27 @@ impl SyscallDesc {
         }
     }
 
-    /// Indices of the arguments that are strings in the caller's memory.
-    pub fn string_args(&self) -> impl Iterator<Item = usize> + '_ {
+    /// Indices of the arguments whose bytes are copied at the entry:
+    /// strings and input buffers in the caller's memory.
+    pub fn copied_args(&self) -> impl Iterator<Item = usize> + '_ {
         self.args
             .iter()
             .enumerate()
-            .filter(|(_, a)| a.kind == ArgKind::Str)
+            .filter(|(_, a)| matches!(a.kind, ArgKind::Str | ArgKind::Buffer { .. }))
             .map(|(i, _)| i)
     }
+}
+
+/// A buffer the call reads (`const char *buf` of write, `buff` of sendto,
+/// `const void *value` of setxattr) followed by its length.
+fn is_input_buffer(field: &Field, next: &Field) -> bool {
+    let t = field.type_name.as_str();
+    let input = match field.name.as_str() {
+        "buf" | "ubuf" | "value" => t.starts_with("const ") && t.ends_with('*'),
+        "buff" => t.ends_with('*'),
+        _ => false,
+    };
+    input && matches!(next.name.as_str(), "count" | "len" | "size")
 }
 
 /// Which syscall arguments are strings: `char *` pointers other than data
@@ -141,13 +172,18 @@ fn arg_kind(field: &Field) -> ArgKind {
     }
 }
 
-/// A string argument as captured at the entry.
+/// A string or buffer argument as copied at the entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ArgText {
-    Text(String),
-    /// Why the string could not be read (the process was gone, the memory
-    /// unmapped...).
+    /// The bytes (a string without its NUL); `truncated`: there were more.
+    Copied { bytes: Vec<u8>, truncated: bool },
+    /// Why there are no bytes ("not copied", "unreadable at entry").
     Unavailable(&'static str),
+}
+
+impl ArgText {
+    /// What an argument shows until its copies arrive.
+    pub const NOT_COPIED: ArgText = ArgText::Unavailable("not copied");
 }
 
 /// A system call entry.
@@ -160,6 +196,43 @@ pub struct SyscallEnter {
     pub args: [u64; 6],
     /// Strings for the arguments that are strings, by argument index.
     pub strings: Vec<(usize, ArgText)>,
+}
+
+impl SyscallEnter {
+    /// Takes `copies` when they are this call's: same number, same values
+    /// of the copied arguments, and this entry has none yet. A NULL
+    /// pointer keeps saying so.
+    fn join(&mut self, copies: &ArgCopies) -> bool {
+        let fits = copies.nr == self.desc.nr
+            && !self
+                .strings
+                .iter()
+                .any(|(_, t)| matches!(t, ArgText::Copied { .. }))
+            && copies.texts.iter().all(|(i, _)| {
+                copies.args.get(*i) == self.args.get(*i) && self.strings.iter().any(|(j, _)| j == i)
+            });
+        if fits {
+            for (i, text) in &copies.texts {
+                if let Some(slot) = self.strings.iter_mut().find(|(j, _)| j == i)
+                    && self.args.get(*i).is_some_and(|&v| v != 0)
+                {
+                    slot.1 = text.clone();
+                }
+            }
+        }
+        fits
+    }
+}
+
+/// Argument bytes copied at an entry of thread `tid`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgCopies {
+    pub tid: i32,
+    pub time: u64,
+    pub nr: u64,
+    /// The call's argument values, as the copying program saw them.
+    pub args: [u64; 6],
+    pub texts: Vec<(usize, ArgText)>,
 }
 
 /// A system call, entry and exit paired as far as both were seen.
@@ -241,6 +314,11 @@ impl Pairer {
             exit_time: Some(time),
             ret: Some(ret),
         }
+    }
+
+    /// The entry of `tid` waiting for its exit.
+    pub fn pending_mut(&mut self, tid: i32) -> Option<&mut SyscallEnter> {
+        self.pending.get_mut(&tid)
     }
 
     /// The thread is gone: its call in flight, if any, never returns.
@@ -362,6 +440,7 @@ impl Summary {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceItem {
     Enter(SyscallEnter),
+    ArgCopies(ArgCopies),
     Exit {
         pid: i32,
         tid: i32,
@@ -394,6 +473,7 @@ impl TraceItem {
     pub fn time(&self) -> u64 {
         match self {
             TraceItem::Enter(e) => e.time,
+            TraceItem::ArgCopies(c) => c.time,
             TraceItem::Exit { time, .. }
             | TraceItem::Event { time, .. }
             | TraceItem::ThreadExit { time, .. } => *time,
@@ -433,6 +513,8 @@ pub struct Tracer {
     pairer: Pairer,
     pub summary: Summary,
     comms: HashMap<i32, String>,
+    /// Copies that came before their entry, by thread.
+    early_copies: HashMap<i32, ArgCopies>,
     opts: TracerOptions,
 }
 
@@ -463,11 +545,36 @@ impl Tracer {
 
     /// Takes the next item (in time order).
     pub fn item(&mut self, item: TraceItem, out: &mut dyn TraceOutput) -> io::Result<()> {
+        let tid = match &item {
+            TraceItem::Enter(e) => e.tid,
+            TraceItem::Exit { tid, .. }
+            | TraceItem::Event { tid, .. }
+            | TraceItem::ThreadExit { tid, .. } => *tid,
+            TraceItem::ArgCopies(_) | TraceItem::Comm { .. } => 0,
+        };
+        // Copies wait for the thread's next item only.
+        let early = if tid != 0 {
+            self.early_copies.remove(&tid)
+        } else {
+            None
+        };
         match item {
+            TraceItem::ArgCopies(copies) => {
+                let joined = self
+                    .pairer
+                    .pending_mut(copies.tid)
+                    .is_some_and(|e| e.time <= copies.time && e.join(&copies));
+                if !joined {
+                    self.early_copies.insert(copies.tid, copies);
+                }
+            }
             TraceItem::Comm { tid, comm } => {
                 self.comms.insert(tid, comm);
             }
-            TraceItem::Enter(enter) => {
+            TraceItem::Enter(mut enter) => {
+                if let Some(copies) = &early {
+                    enter.join(copies);
+                }
                 let (pid, tid) = (enter.pid, enter.tid);
                 self.summary
                     .event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
@@ -576,6 +683,111 @@ mod tests {
         assert!((st.stddev_pct() - 50.0).abs() < 1e-9);
     }
 
+    /// Collects the calls a tracer emits.
+    #[derive(Default)]
+    struct Calls(Vec<SyscallCall>);
+
+    impl TraceOutput for Calls {
+        fn call(&mut self, call: &SyscallCall, _comm: &str) -> io::Result<()> {
+            self.0.push(call.clone());
+            Ok(())
+        }
+        fn event(&mut self, _: u64, _: i32, _: i32, _: &str, _: &str, _: &str) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn copies_join_their_own_entry_only() {
+        let open = Rc::new(SyscallDesc {
+            nr: 2,
+            name: "open".into(),
+            args: vec![ArgDesc {
+                name: "filename".into(),
+                kind: ArgKind::Str,
+            }],
+        });
+        let enter = |time, ptr| {
+            TraceItem::Enter(SyscallEnter {
+                pid: 1,
+                tid: 7,
+                time,
+                desc: Rc::clone(&open),
+                args: [ptr, 0, 0, 0, 0, 0],
+                strings: vec![(0, ArgText::NOT_COPIED)],
+            })
+        };
+        let copies = |time, ptr, text: &str| {
+            TraceItem::ArgCopies(ArgCopies {
+                tid: 7,
+                time,
+                nr: 2,
+                args: [ptr, 0, 0, 0, 0, 0],
+                texts: vec![(
+                    0,
+                    ArgText::Copied {
+                        bytes: text.as_bytes().to_vec(),
+                        truncated: false,
+                    },
+                )],
+            })
+        };
+        let exit = |time| TraceItem::Exit {
+            pid: 1,
+            tid: 7,
+            time,
+            desc: Rc::clone(&open),
+            ret: 3,
+        };
+        let items = vec![
+            // Copies after the entry, then before it.
+            enter(10, 0x10),
+            copies(11, 0x10, "/a"),
+            exit(12),
+            copies(20, 0x20, "/b"),
+            enter(21, 0x20),
+            exit(22),
+            // Copies of another pointer: not this call's.
+            enter(30, 0x30),
+            copies(31, 0x99, "/x"),
+            exit(32),
+            // Copies whose entry was never seen do not reach a later call.
+            copies(40, 0x40, "/lost"),
+            exit(41),
+            enter(50, 0x40),
+            exit(51),
+        ];
+        let mut tracer = Tracer::new(TracerOptions {
+            show_events: true,
+            ..TracerOptions::default()
+        });
+        let mut out = Calls::default();
+        for item in items {
+            tracer.item(item, &mut out).unwrap();
+        }
+        let texts: Vec<Option<ArgText>> = out
+            .0
+            .iter()
+            .filter_map(|c| c.enter.as_ref())
+            .map(|e| e.strings.first().map(|(_, t)| t.clone()))
+            .collect();
+        let copied = |s: &str| {
+            Some(ArgText::Copied {
+                bytes: s.as_bytes().to_vec(),
+                truncated: false,
+            })
+        };
+        assert_eq!(
+            texts,
+            vec![
+                copied("/a"),
+                copied("/b"),
+                Some(ArgText::NOT_COPIED),
+                Some(ArgText::NOT_COPIED)
+            ]
+        );
+    }
+
     #[test]
     fn argument_kinds_from_format() {
         let text = "name: sys_enter_openat\nID: 782\nformat:\n\
@@ -593,6 +805,6 @@ print fmt: \"dfd: 0x%08lx\", ((unsigned long)(REC->dfd))\n";
             kinds,
             vec![ArgKind::DirFd, ArgKind::Str, ArgKind::Hex, ArgKind::Hex]
         );
-        assert_eq!(d.string_args().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(d.copied_args().collect::<Vec<_>>(), vec![1]);
     }
 }

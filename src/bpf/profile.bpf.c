@@ -28,8 +28,7 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-#define TARGET_WATCHED 1
-#define TARGET_AT_EXEC 2
+#include "targets.bpf.h"
 
 // Kinds of statistic (key.kind); the numbers are kept in src/sys/bpf_profile.rs.
 #define KIND_SYSCALL 0
@@ -94,13 +93,6 @@ struct softirq_state {
 // Set before load.
 const volatile bool all_tasks = false;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
-} targets SEC(".maps");
-
 // Direct-mapped by tid (tid % START_SLOTS): an array lookup the verifier
 // inlines, no hash and no lock. Two tasks of one slot inside a call at the
 // same moment: the later enter wins, the earlier call is not counted
@@ -153,11 +145,6 @@ struct {
 // Only the fields read, relocated against the running kernel's BTF (CO-RE).
 struct pt_regs___scry {
 	long orig_ax;
-} __attribute__((preserve_access_index));
-
-struct task_struct___scry {
-	int pid;
-	int tgid;
 } __attribute__((preserve_access_index));
 
 static __always_inline void bump(__u32 index)
@@ -285,17 +272,8 @@ static __always_inline void close_start(void)
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(scry_fork, struct task_struct *parent, struct task_struct *child)
 {
-	if (all_tasks)
-		return 0;
-	__u32 parent_tgid = bpf_get_current_pid_tgid() >> 32;
-	__u8 *t = bpf_map_lookup_elem(&targets, &parent_tgid);
-	if (!t)
-		return 0;
-	__u32 child_tgid = BPF_CORE_READ((struct task_struct___scry *)child, tgid);
-	if (child_tgid == parent_tgid)
-		return 0;
-	__u8 value = *t;
-	bpf_map_update_elem(&targets, &child_tgid, &value, BPF_ANY);
+	if (!all_tasks)
+		targets_fork(child);
 	return 0;
 }
 
@@ -303,14 +281,8 @@ int BPF_PROG(scry_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(scry_exec)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	__u8 *t = bpf_map_lookup_elem(&targets, &tgid);
-	if (!t || *t != TARGET_AT_EXEC)
-		return 0;
-	__u8 value = TARGET_WATCHED;
-	bpf_map_update_elem(&targets, &tgid, &value, BPF_ANY);
-	close_start();
+	if (targets_exec())
+		close_start();
 	return 0;
 }
 

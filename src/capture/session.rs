@@ -507,6 +507,14 @@ impl Session {
         Ok(ids)
     }
 
+    /// Each ring's CPU and the counter it is mapped from: other counters
+    /// of that CPU can send their records there (`set_output`).
+    pub fn ring_counters(&self) -> impl Iterator<Item = (u32, &PerfEventFd)> {
+        self.rings
+            .iter()
+            .map(|r| (r.cpu, &self.counters[r.fd_index].fd))
+    }
+
     /// The pid of the workload, once forked.
     pub fn workload_pid(&self) -> Option<i32> {
         self.pending

@@ -4,15 +4,17 @@
 //!
 //! The counters are opened, drained and stopped by `Session` (one place
 //! opens counters: `Session::open_plan`); this module adds what a syscall
-//! tracer needs beyond a sampling session: per-event attributes. The
-//! entries of system calls that take a path copy the caller's stack with
-//! the sample (`PERF_SAMPLE_STACK_USER` plus the stack pointer) so that a
-//! path on the stack, as argv strings and local buffers are, is read from
-//! the sample itself, without racing the process (which may have exited by
-//! the time we read its memory); other strings are read with
-//! process_vm_readv as soon as the record is parsed. Uprobes come from the
-//! uprobe PMU (`config1`/`config2`), so a probe made for one run dies with
-//! its file descriptors, even after SIGKILL.
+//! tracer needs beyond a sampling session: per-event attributes, and the
+//! copies of string and buffer arguments. Those are made in the kernel at
+//! the system call's entry by a BPF program (`sys::bpf_trace`), which writes
+//! them through a bpf-output event per CPU redirected into that CPU's ring
+//! (PERF_EVENT_IOC_SET_OUTPUT): they come in time order with the entries,
+//! and what a process writes into its buffer after the call cannot change
+//! them. Where the program does not load, `notes` says so and strings show
+//! as pointers; nothing is read from the process later (that raced: a
+//! reused buffer showed its new content). Uprobes come from the uprobe PMU
+//! (`config1`/`config2`), so a probe made for one run dies with its file
+//! descriptors, even after SIGKILL.
 //!
 //! Ordering: per-CPU rings are not ordered between each other. Counters
 //! use CLOCK_MONOTONIC (`use_clockid`), the clock is noted as each drain
@@ -28,7 +30,8 @@ use std::io;
 use std::time::Duration;
 
 use crate::event::name::ResolvedEvent;
-use crate::sys::perf_event::{self as pe, perf_event_attr};
+use crate::sys::bpf_trace::{ArgCopies, ArgCopy, TraceArgsBpf};
+use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
 use crate::sys::signal::SignalPipe;
 
 use super::CaptureError;
@@ -79,6 +82,14 @@ pub enum TraceRecord<'a> {
         tid: i32,
         time: u64,
     },
+    /// Arguments copied at a system call's entry (`sys::bpf_trace`); the
+    /// entry itself is a separate `raw_syscalls:sys_enter` sample.
+    ArgCopies {
+        pid: i32,
+        tid: i32,
+        time: u64,
+        copies: ArgCopies<'a>,
+    },
     /// The kernel dropped `count` records of the ring of `cpu`.
     Lost {
         cpu: u32,
@@ -119,9 +130,25 @@ pub struct TraceCapture {
     /// The attributes as opened (the session's), by event.
     attrs: Vec<perf_event_attr>,
     ids: HashMap<u64, usize>,
+    /// The copying program and its bpf-output events, when loaded.
+    arg_copier: Option<ArgCopier>,
     /// Records that did not parse.
     pub malformed: u64,
+    /// Lines for the user (the argument copies could not be set up...).
+    pub notes: Vec<String>,
 }
+
+/// The BPF program copying arguments and the bpf-output counter of each
+/// CPU it writes to.
+#[derive(Debug)]
+struct ArgCopier {
+    bpf: TraceArgsBpf,
+    _outputs: Vec<PerfEventFd>,
+}
+
+/// The event index `ArgCopies` samples are parsed under (after the
+/// caller's events).
+const ARG_COPIES: usize = usize::MAX;
 
 const SAMPLE_BASE: u64 =
     pe::PERF_SAMPLE_IDENTIFIER | pe::PERF_SAMPLE_TID | pe::PERF_SAMPLE_TIME | pe::PERF_SAMPLE_CPU;
@@ -152,30 +179,31 @@ fn build_attr(event: &TraceEvent, first: bool, ring_bytes: usize) -> perf_event_
         attr.set_comm_exec(1);
         attr.set_task(1);
     }
-    if event.stack_user != 0 {
-        // Entries that carry strings wake the reader at once: a string
-        // outside the stack copy is read from the live process, the sooner
-        // the likelier it still exists. (Where the kernel's irq_work waits
-        // for the next tick, as in VMs without self-IPIs, the wake-up comes
-        // up to a tick later: a process that lives ~1 ms is then gone.)
-        attr.__bindgen_anon_2.wakeup_events = 1;
-    } else {
-        attr.set_watermark(1);
-        attr.__bindgen_anon_2.wakeup_watermark = (ring_bytes / 4) as u32;
-    }
+    attr.set_watermark(1);
+    attr.__bindgen_anon_2.wakeup_watermark = (ring_bytes / 4) as u32;
     attr
 }
+
+/// What the parser needs of the bpf-output counters' attribute.
+static ARG_COPIES_ATTR: std::sync::LazyLock<perf_event_attr> = std::sync::LazyLock::new(|| {
+    let mut attr = pe::new_attr();
+    attr.sample_type = SAMPLE_BASE | pe::PERF_SAMPLE_RAW;
+    attr
+});
 
 /// Live output: drain at least this often.
 const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
 
 impl TraceCapture {
-    /// Opens every event on every CPU for the target. A `-- COMMAND` is
-    /// forked but waits for `start` to exec.
+    /// Opens every event on every CPU (and thread) of the target. A `--
+    /// COMMAND` is forked but waits for `start` to exec. `copy` lists the
+    /// system calls whose arguments are copied at entry, and which ones;
+    /// when that cannot be set up, `notes` says why and tracing goes on.
     pub fn open(
         events: Vec<TraceEvent>,
         target: &Target,
         mmap_pages: usize,
+        copy: &[(u64, [ArgCopy; 6])],
     ) -> Result<TraceCapture, CaptureError> {
         if events.is_empty() {
             return Err(CaptureError::NoEvents);
@@ -209,11 +237,67 @@ impl TraceCapture {
                 ids.insert(id, event);
             }
         }
-        Ok(TraceCapture {
+        let mut capture = TraceCapture {
             attrs: session.attrs.clone(),
             session,
             ids,
+            arg_copier: None,
             malformed: 0,
+            notes: Vec::new(),
+        };
+        if !copy.is_empty() {
+            match capture.open_arg_copier(target, copy, ring_bytes) {
+                Ok(copier) => capture.arg_copier = Some(copier),
+                Err(err) => capture.notes.push(format!(
+                    "string arguments are not copied ({err}): they show as pointers"
+                )),
+            }
+        }
+        Ok(capture)
+    }
+
+    /// Loads the copying program, points it at a bpf-output counter per
+    /// CPU whose records go to that CPU's ring, and attaches it.
+    fn open_arg_copier(
+        &mut self,
+        target: &Target,
+        copy: &[(u64, [ArgCopy; 6])],
+        ring_bytes: usize,
+    ) -> io::Result<ArgCopier> {
+        let system_wide = target.system_wide || target.cpus.is_some();
+        let mut bpf = TraceArgsBpf::load(system_wide, std::process::id())?;
+        for &(nr, kinds) in copy {
+            bpf.copy_args(nr, kinds)?;
+        }
+        if !system_wide {
+            if let Some(pid) = self.session.workload_pid() {
+                bpf.watch(pid, true)?;
+            }
+            for &pid in &target.pids {
+                bpf.watch(crate::sys::proc::tgid(pid).unwrap_or(pid), false)?;
+            }
+        }
+        let mut attr = pe::new_attr();
+        attr.type_ = pe::PERF_TYPE_SOFTWARE;
+        attr.config = pe::PERF_COUNT_SW_BPF_OUTPUT;
+        attr.sample_type = SAMPLE_BASE | pe::PERF_SAMPLE_RAW;
+        attr.__bindgen_anon_1.sample_period = 1;
+        attr.set_use_clockid(1);
+        attr.clockid = libc::CLOCK_MONOTONIC;
+        attr.set_watermark(1);
+        attr.__bindgen_anon_2.wakeup_watermark = (ring_bytes / 4) as u32;
+        let mut outputs = Vec::new();
+        for (cpu, ring) in self.session.ring_counters() {
+            let fd = PerfEventFd::open(&attr, -1, cpu as i32)?;
+            fd.set_output(ring)?;
+            bpf.set_output(cpu, fd.raw_fd())?;
+            self.ids.insert(fd.id()?, ARG_COPIES);
+            outputs.push(fd);
+        }
+        bpf.attach()?;
+        Ok(ArgCopier {
+            bpf,
+            _outputs: outputs,
         })
     }
 
@@ -244,6 +328,9 @@ impl TraceCapture {
         };
         let reason = self.session.run(&mut parser, signals);
         self.malformed += parser.malformed;
+        if let Some(copier) = &mut self.arg_copier {
+            copier.bpf.detach();
+        }
         reason
     }
 }
@@ -292,7 +379,17 @@ impl Parser<'_> {
             };
             at += size;
             let parsed = match kind {
-                pe::PERF_RECORD_SAMPLE => self.parse_sample(body).map(TraceRecord::Sample),
+                pe::PERF_RECORD_SAMPLE => match self.parse_sample(body) {
+                    Some(s) if s.event == ARG_COPIES => {
+                        ArgCopies::parse(s.raw).map(|copies| TraceRecord::ArgCopies {
+                            pid: s.pid,
+                            tid: s.tid,
+                            time: s.time,
+                            copies,
+                        })
+                    }
+                    other => other.map(TraceRecord::Sample),
+                },
                 pe::PERF_RECORD_COMM => parse_comm(body, misc),
                 pe::PERF_RECORD_EXIT => {
                     let mut r = Reader(body);
@@ -325,7 +422,10 @@ impl Parser<'_> {
         let mut r = Reader(body);
         let id = r.u64()?;
         let event = *self.ids.get(&id)?;
-        let attr = self.attrs.get(event)?;
+        let attr = match event {
+            ARG_COPIES => &*ARG_COPIES_ATTR,
+            _ => self.attrs.get(event)?,
+        };
         let pid = r.u32()? as i32;
         let tid = r.u32()? as i32;
         let time = r.u64()?;

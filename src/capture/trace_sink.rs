@@ -5,11 +5,11 @@
 //! their registers. Items are held until `round_done` says every record
 //! older than a time has been drained, then released sorted by time.
 //!
-//! Strings are read here, at parse time, because this is the earliest
-//! moment: from the user stack copied with the sample when the pointer
-//! falls inside it (race-free), else from the live process with
-//! process_vm_readv (fails once the process has exited; the argument then
-//! says why its text is missing).
+//! Strings and input buffers are never read from the process here: they
+//! come copied at the entry (`TraceRecord::ArgCopies`, from the BPF program
+//! of `sys::bpf_trace`) and are joined to their entry by
+//! `analysis::syscalls::Tracer`. An entry starts with every such argument
+//! "not copied"; a NULL pointer says NULL.
 //!
 //! Syscall names come from the `syscalls` crate's x86-64 table; argument
 //! names and types from the kernel's `syscalls:sys_enter_*` formats through
@@ -19,10 +19,12 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::rc::Rc;
 
-use crate::analysis::syscalls::{ArgText, SyscallDesc, SyscallEnter, TraceItem};
+use crate::analysis::syscalls::{
+    ArgCopies, ArgKind, ArgText, SyscallDesc, SyscallEnter, TraceItem,
+};
 use crate::event::format::{Endian, EventFormat, Field, FieldValue};
 use crate::event::format_cache::FormatCache;
-use crate::sys::uprobe;
+use crate::sys::bpf_trace::{self, CopyStatus};
 
 use super::trace::{TraceRecord, TraceSample, TraceSink};
 
@@ -46,8 +48,6 @@ pub const UPROBE_REGS: u64 = {
     1 << AX | 1 << CX | 1 << DX | 1 << SI | 1 << DI | 1 << IP | 1 << R8 | 1 << R9
 };
 
-/// The longest string read from a process.
-const MAX_STRING: usize = 4096;
 /// Items stay buffered this long past the drain time, for records stamped
 /// just before a drain but committed to their ring just after.
 const ORDER_SLACK_NS: u64 = 1_000_000;
@@ -210,8 +210,11 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
                 }
                 let desc = self.table.get(nr);
                 let strings = desc
-                    .string_args()
-                    .map(|i| (i, read_string(s, args[i])))
+                    .copied_args()
+                    .map(|i| match args[i] {
+                        0 => (i, ArgText::Unavailable("NULL")),
+                        _ => (i, ArgText::NOT_COPIED),
+                    })
                     .collect();
                 TraceItem::Enter(SyscallEnter {
                     pid: s.pid,
@@ -274,26 +277,41 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
     }
 }
 
-/// The string at `addr` of the sampled thread: from the copied stack when
-/// it lies there, else from the process's memory.
-fn read_string(s: &TraceSample<'_>, addr: u64) -> ArgText {
-    if addr == 0 {
-        return ArgText::Unavailable("NULL");
-    }
-    if let Some(&sp) = s.regs.first()
-        && addr >= sp
-        && let Some(from) = usize::try_from(addr - sp).ok()
-        && let Some(tail) = s.stack.get(from..)
-        && let Some(end) = tail.iter().take(MAX_STRING).position(|&b| b == 0)
-    {
-        return ArgText::Text(String::from_utf8_lossy(&tail[..end]).into_owned());
-    }
-    match uprobe::read_c_string(s.pid, addr, MAX_STRING) {
-        Ok(Some(bytes)) => ArgText::Text(String::from_utf8_lossy(&bytes).into_owned()),
-        Ok(None) => ArgText::Unavailable("no NUL within 4096 bytes"),
-        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => ArgText::Unavailable("process gone"),
-        Err(e) if e.raw_os_error() == Some(libc::EFAULT) => ArgText::Unavailable("unmapped"),
-        Err(_) => ArgText::Unavailable("unreadable"),
+/// The copies of one entry as texts: a string up to its NUL, a buffer as
+/// copied.
+fn copies_item(
+    tid: i32,
+    time: u64,
+    desc: &SyscallDesc,
+    copies: &bpf_trace::ArgCopies<'_>,
+) -> ArgCopies {
+    let texts = copies
+        .copies
+        .iter()
+        .map(|c| {
+            let text = match c.status {
+                CopyStatus::Fault => ArgText::Unavailable("unreadable at entry"),
+                status => {
+                    let is_string = desc.args.get(c.arg).map(|a| a.kind) == Some(ArgKind::Str);
+                    let bytes = match c.bytes.iter().position(|&b| b == 0) {
+                        Some(end) if is_string => &c.bytes[..end],
+                        _ => c.bytes,
+                    };
+                    ArgText::Copied {
+                        bytes: bytes.to_vec(),
+                        truncated: status == CopyStatus::Truncated,
+                    }
+                }
+            };
+            (c.arg, text)
+        })
+        .collect();
+    ArgCopies {
+        tid,
+        time,
+        nr: copies.nr,
+        args: copies.args,
+        texts,
     }
 }
 
@@ -310,6 +328,13 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> TraceSink for SyscallDecoder<F> {
             TraceRecord::Comm { tid, comm, .. } => {
                 self.known_tids.insert(tid);
                 self.buffer.push(TraceItem::Comm { tid, comm });
+            }
+            TraceRecord::ArgCopies {
+                tid, time, copies, ..
+            } => {
+                let desc = self.table.get(copies.nr);
+                let item = copies_item(tid, time, &desc, &copies);
+                self.buffer.push(TraceItem::ArgCopies(item));
             }
             TraceRecord::Exit { pid, tid, time } => {
                 self.buffer.push(TraceItem::ThreadExit { pid, tid, time });
@@ -337,24 +362,41 @@ mod tests {
     }
 
     #[test]
-    fn strings_from_the_stack_copy() {
-        let stack = b"xxxx/etc/hostname\0yy";
-        let s = TraceSample {
-            event: 0,
-            pid: i32::MAX,
-            tid: i32::MAX,
-            time: 0,
-            cpu: 0,
-            raw: &[],
-            regs: vec![0x1000],
-            stack,
+    fn copies_become_texts() {
+        let desc = SyscallDesc {
+            nr: 1,
+            name: "write".into(),
+            args: vec![],
         };
+        let copies = bpf_trace::ArgCopies {
+            nr: 1,
+            args: [1, 0x1000, 3, 0, 0, 0],
+            copies: vec![
+                bpf_trace::Copied {
+                    arg: 1,
+                    status: CopyStatus::Truncated,
+                    bytes: b"a\0b",
+                },
+                bpf_trace::Copied {
+                    arg: 2,
+                    status: CopyStatus::Fault,
+                    bytes: b"",
+                },
+            ],
+        };
+        let item = copies_item(5, 9, &desc, &copies);
         assert_eq!(
-            read_string(&s, 0x1004),
-            ArgText::Text("/etc/hostname".into())
+            item.texts,
+            vec![
+                (
+                    1,
+                    ArgText::Copied {
+                        bytes: b"a\0b".to_vec(),
+                        truncated: true
+                    }
+                ),
+                (2, ArgText::Unavailable("unreadable at entry"))
+            ]
         );
-        assert_eq!(read_string(&s, 0), ArgText::Unavailable("NULL"));
-        // Outside the copy, in a process that does not exist.
-        assert!(matches!(read_string(&s, 0x9000), ArgText::Unavailable(_)));
     }
 }

@@ -8,8 +8,9 @@
 //!
 //! System calls come from `raw_syscalls:sys_enter`/`sys_exit` with a
 //! kernel filter on `id` (one pair of tracepoints, not hundreds). The
-//! entries of calls that take a path are a separate counter that also
-//! copies the user stack, so their strings can be read from the sample.
+//! strings and input buffers of the calls that take them are copied in the
+//! kernel at the entry (`capture::trace`, a BPF program), so a buffer the
+//! program reuses afterwards cannot change what is shown.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -20,10 +21,11 @@ use std::rc::Rc;
 use anyhow::Context;
 use clap::Args;
 
+use scry::analysis::syscalls::ArgKind;
 use scry::analysis::syscalls::{Tracer, TracerOptions};
 use scry::capture::Target;
 use scry::capture::session::StopReason;
-use scry::capture::trace::{TraceCapture, TraceEvent, regs};
+use scry::capture::trace::{TraceCapture, TraceEvent};
 use scry::capture::trace_sink::{
     EventRole, RawSyscallLayout, SyscallDecoder, SyscallTable, UPROBE_REGS,
 };
@@ -31,6 +33,7 @@ use scry::event::format_cache::FormatCache;
 use scry::event::name::{self, ResolvedEvent};
 use scry::render::trace::{TextOutput, write_summary};
 use scry::symbol::ProcKallsyms;
+use scry::sys::bpf_trace::ArgCopy;
 
 #[derive(Args, Debug)]
 pub struct TraceArgs {
@@ -73,9 +76,6 @@ pub struct TraceArgs {
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
 }
-
-/// Bytes of user stack copied with the entry of a path-taking call.
-const STRING_STACK_BYTES: u32 = 32768;
 
 /// What `-e` asked for.
 #[derive(Default)]
@@ -129,16 +129,12 @@ fn tracepoint(system: &str, name: &str, id: u64) -> ResolvedEvent {
     event
 }
 
-fn id_filter(ids: &BTreeSet<u64>, negate: bool) -> String {
-    let (op, join) = if negate {
-        ("!=", " && ")
-    } else {
-        ("==", " || ")
-    };
+/// `id == 2 || id == 257`: the calls of `-e`, for the kernel's filter.
+fn id_filter(ids: &BTreeSet<u64>) -> String {
     ids.iter()
-        .map(|id| format!("id {op} {id}"))
+        .map(|id| format!("id == {id}"))
         .collect::<Vec<_>>()
-        .join(join)
+        .join(" || ")
 }
 
 fn and(a: Option<String>, b: Option<String>) -> Option<String> {
@@ -213,6 +209,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         .all_cpus
         .then(|| format!("common_pid != {}", std::process::id()));
     let mut layout = None;
+    let mut copy = Vec::new();
     let wants_syscalls = sel.syscalls.as_ref().is_none_or(|s| !s.is_empty());
     if wants_syscalls {
         let enter = formats.load("raw_syscalls", "sys_enter")?;
@@ -221,47 +218,39 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
             RawSyscallLayout::new(&enter, &exit)
                 .context("raw_syscalls formats lack id/args/ret")?,
         );
-        // Which calls take strings: from each call's sys_enter_* format.
+        // Which arguments to copy at the entry: from each call's
+        // sys_enter_* format (only when lines are shown).
         let mut table = SyscallTable::new(Rc::clone(&formats));
-        let mut with_strings = BTreeSet::new();
         if show_events {
             for (nr, _) in SyscallTable::all() {
-                if sel.syscalls.as_ref().is_none_or(|s| s.contains(&nr))
-                    && table.get(nr).string_args().next().is_some()
-                {
-                    with_strings.insert(nr);
+                if sel.syscalls.as_ref().is_some_and(|s| !s.contains(&nr)) {
+                    continue;
+                }
+                let desc = table.get(nr);
+                let mut kinds = [ArgCopy::None; 6];
+                for (kind, arg) in kinds.iter_mut().zip(&desc.args) {
+                    *kind = match arg.kind {
+                        ArgKind::Str => ArgCopy::String,
+                        ArgKind::Buffer { len_arg } => ArgCopy::Buffer { len_arg },
+                        _ => ArgCopy::None,
+                    };
+                }
+                if kinds.iter().any(|k| *k != ArgCopy::None) {
+                    copy.push((nr, kinds));
                 }
             }
         }
-        let tp = |id: u64, name: &str, filter: Option<String>, stack: bool| TraceEvent {
+        let tp = |id: u64, name: &str, filter: Option<String>| TraceEvent {
             event: tracepoint("raw_syscalls", name, id),
             filter: and(filter, self_filter.clone()),
-            regs_user: if stack { 1 << regs::SP } else { 0 },
-            stack_user: if stack { STRING_STACK_BYTES } else { 0 },
+            regs_user: 0,
+            stack_user: 0,
         };
-        if !with_strings.is_empty() {
-            events.push(tp(
-                enter.id,
-                "sys_enter",
-                Some(id_filter(&with_strings, false)),
-                true,
-            ));
-            roles.push(EventRole::SysEnter);
-        }
-        let plain_filter = match &sel.syscalls {
-            None if with_strings.is_empty() => Some(None),
-            None => Some(Some(id_filter(&with_strings, true))),
-            Some(set) => {
-                let rest: BTreeSet<u64> = set.difference(&with_strings).copied().collect();
-                (!rest.is_empty()).then(|| Some(id_filter(&rest, false)))
-            }
-        };
-        if let Some(filter) = plain_filter {
-            events.push(tp(enter.id, "sys_enter", filter, false));
-            roles.push(EventRole::SysEnter);
-        }
-        let exit_filter = sel.syscalls.as_ref().map(|s| id_filter(s, false));
-        events.push(tp(exit.id, "sys_exit", exit_filter, false));
+        let enter_filter = sel.syscalls.as_ref().map(id_filter);
+        events.push(tp(enter.id, "sys_enter", enter_filter));
+        roles.push(EventRole::SysEnter);
+        let exit_filter = sel.syscalls.as_ref().map(id_filter);
+        events.push(tp(exit.id, "sys_exit", exit_filter));
         roles.push(EventRole::SysExit);
     }
     for event in chosen {
@@ -287,7 +276,10 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
 
     let signals = scry::sys::signal::SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
         .context("cannot install signal handlers")?;
-    let mut capture = TraceCapture::open(events, &target, args.mmap_pages)?;
+    let mut capture = TraceCapture::open(events, &target, args.mmap_pages, &copy)?;
+    for note in &capture.notes {
+        eprintln!("scry: {note}");
+    }
 
     let out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(BufWriter::new(create_private(path)?)),

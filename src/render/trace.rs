@@ -8,8 +8,10 @@
 //!
 //! Times are milliseconds since the first line. A call whose entry was not
 //! seen shows `?` as duration and no arguments; a call that never returned
-//! (exit_group) shows `= ?`. A string argument that could not be read
-//! shows its address and why (`filename: 0x7ffd12 (process gone)`).
+//! (exit_group) shows `= ?`. Strings and buffers copied at the entry are
+//! quoted with C escapes (`"a\tb\n"`), `...` after one cut short; one that
+//! was not copied shows its address and why (`filename: 0x7ffd12 (not
+//! copied)`), never bytes read later.
 
 use std::io::{self, Write};
 
@@ -68,13 +70,46 @@ fn write_args(call: &SyscallCall, line: &mut String) {
             ArgKind::Hex => write!(line, "{value:#x}"),
             ArgKind::DirFd if value as u32 as i32 == libc::AT_FDCWD => write!(line, "CWD"),
             ArgKind::DirFd => write!(line, "{}", value as u32 as i32),
-            ArgKind::Str => match enter.strings.iter().find(|(j, _)| *j == i) {
-                Some((_, ArgText::Text(text))) => write!(line, "{text:?}"),
-                Some((_, ArgText::Unavailable(why))) => write!(line, "{value:#x} ({why})"),
-                None => write!(line, "{value:#x}"),
-            },
+            ArgKind::Str | ArgKind::Buffer { .. } => {
+                match enter.strings.iter().find(|(j, _)| *j == i) {
+                    Some((_, ArgText::Copied { bytes, truncated })) => {
+                        quote(bytes, line);
+                        if *truncated {
+                            line.push_str("...");
+                        }
+                        Ok(())
+                    }
+                    Some((_, ArgText::Unavailable("NULL"))) => write!(line, "NULL"),
+                    Some((_, ArgText::Unavailable(why))) => write!(line, "{value:#x} ({why})"),
+                    None => write!(line, "{value:#x}"),
+                }
+            }
         };
     }
+}
+
+/// `bytes` in double quotes, C escapes for quotes, backslashes, control
+/// characters and bytes that are not UTF-8 (as strace shows them).
+fn quote(bytes: &[u8], line: &mut String) {
+    use std::fmt::Write as _;
+    line.push('"');
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            let _ = match c {
+                '"' => write!(line, "\\\""),
+                '\\' => write!(line, "\\\\"),
+                '\n' => write!(line, "\\n"),
+                '\t' => write!(line, "\\t"),
+                '\r' => write!(line, "\\r"),
+                c if c.is_control() => write!(line, "\\x{:02x}", c as u32),
+                c => write!(line, "{c}"),
+            };
+        }
+        for b in chunk.invalid() {
+            let _ = write!(line, "\\x{b:02x}");
+        }
+    }
+    line.push('"');
 }
 
 impl<W: Write> TraceOutput for TextOutput<W> {
@@ -215,6 +250,20 @@ mod tests {
         })
     }
 
+    fn copied(s: &str) -> ArgText {
+        ArgText::Copied {
+            bytes: s.as_bytes().to_vec(),
+            truncated: false,
+        }
+    }
+
+    #[test]
+    fn quotes_with_c_escapes() {
+        let mut line = String::new();
+        quote(b"a\"b\\c\n\x01\xff\xc3\xa9", &mut line);
+        assert_eq!(line, r#""a\"b\\c\n\x01\xffé""#);
+    }
+
     fn exit(time: u64, ret: i64) -> TraceItem {
         TraceItem::Exit {
             pid: 7,
@@ -232,9 +281,9 @@ mod tests {
                 tid: 7,
                 comm: "cat".into(),
             },
-            enter(1_000_000, ArgText::Text("/etc/hostname".into())),
+            enter(1_000_000, copied("/etc/hostname")),
             exit(1_004_000, 3),
-            enter(2_000_000, ArgText::Unavailable("process gone")),
+            enter(2_000_000, ArgText::NOT_COPIED),
             exit(2_500_000, -2),
         ];
         let (text, summary) = run(
@@ -245,7 +294,7 @@ mod tests {
             },
         );
         let expected = "     0.000 ( 0.004 ms): cat/7 openat(dfd: CWD, filename: \"/etc/hostname\", flags: 0x80000) = 3\n     \
-1.000 ( 0.500 ms): cat/7 openat(dfd: CWD, filename: 0x1000 (process gone), flags: 0x80000) = -1 ENOENT (No such file or directory)\n";
+1.000 ( 0.500 ms): cat/7 openat(dfd: CWD, filename: 0x1000 (not copied), flags: 0x80000) = -1 ENOENT (No such file or directory)\n";
         assert_eq!(text, expected);
         let st = &summary.threads[&(7, 7)].syscalls[&257];
         assert_eq!((st.calls, st.errors), (2, 1));
@@ -264,11 +313,11 @@ mod tests {
     #[test]
     fn duration_filter_and_unfinished() {
         let items = vec![
-            enter(0, ArgText::Text("a".into())),
+            enter(0, copied("a")),
             exit(1_000, 3),
-            enter(10_000, ArgText::Text("b".into())),
+            enter(10_000, copied("b")),
             exit(3_010_000, 4),
-            enter(4_000_000, ArgText::Text("c".into())),
+            enter(4_000_000, copied("c")),
         ];
         let (text, _) = run(
             items,
@@ -280,7 +329,7 @@ mod tests {
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(text.contains("\"b\"") && text.contains("= 4"));
         let (text, _) = run(
-            vec![enter(0, ArgText::Text("c".into()))],
+            vec![enter(0, copied("c"))],
             TracerOptions {
                 show_events: true,
                 min_duration_ns: None,

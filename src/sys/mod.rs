@@ -2,7 +2,9 @@
 //! here, next to the `#[repr(C)]` structs with the kernel's own names.
 //! Wrappers return `io::Result`; nothing here formats text for people.
 
+pub mod bpf;
 pub mod bpf_profile;
+pub mod bpf_trace;
 pub mod mapped;
 pub mod perf_event;
 pub mod proc;
