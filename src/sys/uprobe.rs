@@ -1,5 +1,4 @@
-//! User-space probes, both kinds the kernel offers, and reading a traced
-//! process's memory.
+//! User-space probes, both kinds the kernel offers.
 //!
 //! - Persistent probes: lines written to tracefs `uprobe_events`
 //!   (`p:probe_libc/malloc /usr/lib/.../libc.so.6:0x9a8c0 size=%di:u64`).
@@ -13,9 +12,9 @@
 //!   the last descriptor closes, so it cannot outlive scry even after
 //!   SIGKILL. These carry no fetch arguments: arguments come from sampled
 //!   registers (`PERF_SAMPLE_REGS_USER`).
-//! - `read_memory`: process_vm_readv(2), for strings whose address a
-//!   tracepoint or a register gave us; `monotonic_ns`, the clock the
-//!   tracer's counters use.
+//! - `monotonic_ns`, the clock the tracer's counters use. (Nothing here
+//!   reads a traced process's memory: `scry trace` copies strings in the
+//!   kernel at the entry, `sys::bpf_trace`, as a later read races.)
 //!
 //! Invariant: nothing here parses ELF or DWARF; callers hand in file
 //! offsets and fetch-argument text already built.
@@ -132,56 +131,6 @@ pub fn list_events(tracefs_root: &Path) -> io::Result<String> {
     std::fs::read_to_string(events_file(tracefs_root))
 }
 
-/// Copies up to `buf.len()` bytes at `addr` of process `pid` into `buf`;
-/// returns how many were read (a read stops at the first unmapped page).
-pub fn read_memory(pid: i32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as usize as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    // SAFETY: `local` describes `buf`, valid writable memory of its length;
-    // the remote iovec is only read by the kernel, which checks it against
-    // the target's address space.
-    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-/// A NUL-terminated string of at most `max` bytes at `addr` in `pid`. Reads
-/// page by page so that a string ending just before an unmapped page is
-/// still found. `Ok(None)` when no NUL came within `max` bytes.
-pub fn read_c_string(pid: i32, addr: u64, max: usize) -> io::Result<Option<Vec<u8>>> {
-    let mut out = Vec::new();
-    let mut at = addr;
-    while out.len() < max {
-        let to_page_end = 4096 - (at % 4096) as usize;
-        let want = to_page_end.min(max - out.len());
-        let mut chunk = vec![0u8; want];
-        let n = match read_memory(pid, at, &mut chunk) {
-            Ok(n) => n,
-            Err(e) if out.is_empty() => return Err(e),
-            Err(_) => 0,
-        };
-        if n == 0 {
-            return Ok(None);
-        }
-        if let Some(nul) = chunk[..n].iter().position(|&b| b == 0) {
-            out.extend_from_slice(&chunk[..nul]);
-            return Ok(Some(out));
-        }
-        out.extend_from_slice(&chunk[..n]);
-        at += n as u64;
-    }
-    Ok(None)
-}
-
 /// CLOCK_MONOTONIC in nanoseconds: the clock trace counters stamp records
 /// with (`use_clockid`), so a reader can tell which records it has drained.
 pub fn monotonic_ns() -> u64 {
@@ -206,16 +155,5 @@ mod tests {
         assert_eq!(parse_format_bit("config:0\n"), Some(0));
         assert_eq!(parse_format_bit("config:32-63"), Some(32));
         assert_eq!(parse_format_bit("bogus"), None);
-    }
-
-    #[test]
-    fn reads_own_memory() {
-        let text = b"hello, probe\0tail";
-        let pid = std::process::id() as i32;
-        let got = read_c_string(pid, text.as_ptr() as u64, 64).unwrap();
-        assert_eq!(got.as_deref(), Some(&b"hello, probe"[..]));
-        let got = read_c_string(pid, text.as_ptr() as u64, 4).unwrap();
-        assert_eq!(got, None);
-        assert!(read_c_string(pid, 8, 16).is_err());
     }
 }
