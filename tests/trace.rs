@@ -529,3 +529,59 @@ fn write_buffers_are_copied_at_entry() {
         "{text}"
     );
 }
+
+/// The `comm/tid` of each line with ` getppid(`, in order.
+fn getppid_threads(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter(|l| l.contains(" getppid("))
+        .filter_map(|l| {
+            let who = l.split("): ").nth(1)?.split_whitespace().next()?;
+            let (comm, tid) = who.rsplit_once('/')?;
+            Some((comm.to_string(), tid.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn threads_born_while_tracing_are_named_as_perf_trace_names_them() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let named = common::workload("named_threads");
+    let out = trace(&["-e", "getppid", "--", named.to_str().unwrap(), "3"]);
+    assert!(out.status.success(), "{}", lines(&out));
+    // "thread i tid T" on stdout.
+    let tids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| Some(l.split_whitespace().nth(3)?.to_string()))
+        .collect();
+    assert_eq!(tids.len(), 3, "{out:?}");
+    // Each thread calls getppid under its inherited name, renames itself,
+    // and calls again: the names change with the rename, not before.
+    let expected: Vec<(String, String)> = tids
+        .iter()
+        .enumerate()
+        .flat_map(|(i, tid)| {
+            [
+                ("named_threads".to_string(), tid.clone()),
+                (format!("worker-{i}"), tid.clone()),
+            ]
+        })
+        .collect();
+    let text = lines(&out);
+    assert_eq!(getppid_threads(&text), expected, "{text}");
+    // perf trace names them the same way (its tids are its own run's).
+    let perf = common::output(
+        common::perf()
+            .args(["trace", "-e", "getppid", "--"])
+            .arg(&named)
+            .arg("3"),
+    );
+    let perf_text = String::from_utf8_lossy(&perf.stderr);
+    let names = |v: Vec<(String, String)>| v.into_iter().map(|(c, _)| c).collect::<Vec<_>>();
+    assert_eq!(
+        names(getppid_threads(&perf_text)),
+        names(expected),
+        "perf trace:\n{perf_text}"
+    );
+}

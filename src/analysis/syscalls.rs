@@ -456,10 +456,12 @@ pub enum TraceItem {
         name: Rc<str>,
         text: String,
     },
-    /// A thread's name, from a COMM record or /proc.
+    /// A thread's name from `time` on: from a COMM or FORK record, or
+    /// /proc for a thread that existed before tracing.
     Comm {
         tid: i32,
         comm: String,
+        time: u64,
     },
     ThreadExit {
         pid: i32,
@@ -469,15 +471,15 @@ pub enum TraceItem {
 }
 
 impl TraceItem {
-    /// The time the item sorts by (names sort first).
+    /// The time the item sorts by.
     pub fn time(&self) -> u64 {
         match self {
             TraceItem::Enter(e) => e.time,
             TraceItem::ArgCopies(c) => c.time,
             TraceItem::Exit { time, .. }
             | TraceItem::Event { time, .. }
-            | TraceItem::ThreadExit { time, .. } => *time,
-            TraceItem::Comm { .. } => 0,
+            | TraceItem::ThreadExit { time, .. }
+            | TraceItem::Comm { time, .. } => *time,
         }
     }
 }
@@ -568,7 +570,7 @@ impl Tracer {
                     self.early_copies.insert(copies.tid, copies);
                 }
             }
-            TraceItem::Comm { tid, comm } => {
+            TraceItem::Comm { tid, comm, .. } => {
                 self.comms.insert(tid, comm);
             }
             TraceItem::Enter(mut enter) => {

@@ -70,12 +70,23 @@ pub mod regs {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceRecord<'a> {
     Sample(TraceSample<'a>),
-    /// A thread's name (set at exec when `exec`).
+    /// A thread's name (set at exec when `exec`, else by prctl), from
+    /// `time` on (0 when the record carried no time).
     Comm {
         pid: i32,
         tid: i32,
         comm: String,
         exec: bool,
+        time: u64,
+    },
+    /// A new thread or process `tid` of process `pid`, made by thread
+    /// `ptid` of `ppid`: it carries its maker's name until it sets its own.
+    Fork {
+        pid: i32,
+        ppid: i32,
+        tid: i32,
+        ptid: i32,
+        time: u64,
     },
     Exit {
         pid: i32,
@@ -391,6 +402,23 @@ impl Parser<'_> {
                     other => other.map(TraceRecord::Sample),
                 },
                 pe::PERF_RECORD_COMM => parse_comm(body, misc),
+                pe::PERF_RECORD_FORK => {
+                    let mut r = Reader(body);
+                    (|| {
+                        let pid = r.u32()? as i32;
+                        let ppid = r.u32()? as i32;
+                        let tid = r.u32()? as i32;
+                        let ptid = r.u32()? as i32;
+                        let time = r.u64()?;
+                        Some(TraceRecord::Fork {
+                            pid,
+                            ppid,
+                            tid,
+                            ptid,
+                            time,
+                        })
+                    })()
+                }
                 pe::PERF_RECORD_EXIT => {
                     let mut r = Reader(body);
                     (|| {
@@ -467,17 +495,29 @@ impl Parser<'_> {
     }
 }
 
+/// Bytes of the `sample_id_all` trailer of the tracking event's records
+/// (SAMPLE_BASE: pid/tid, time, cpu/res, identifier) and where its time is.
+const TRAILER: usize = 32;
+const TRAILER_TIME: usize = 8;
+
 fn parse_comm(body: &[u8], misc: u16) -> Option<TraceRecord<'_>> {
     let mut r = Reader(body);
     let pid = r.u32()? as i32;
     let tid = r.u32()? as i32;
     let rest = r.0;
     let end = rest.iter().position(|&b| b == 0)?;
+    let time = body
+        .len()
+        .checked_sub(TRAILER)
+        .filter(|&at| at >= 8 + end)
+        .and_then(|at| Reader(&body[at + TRAILER_TIME..]).u64())
+        .unwrap_or(0);
     Some(TraceRecord::Comm {
         pid,
         tid,
         comm: String::from_utf8_lossy(&rest[..end]).into_owned(),
         exec: misc & pe::PERF_RECORD_MISC_COMM_EXEC != 0,
+        time,
     })
 }
 
@@ -513,15 +553,28 @@ mod tests {
         assert_eq!(r.u32(), None);
         assert_eq!(r.take(1), Some(&[2u8][..]));
         assert!(parse_comm(&[1, 0, 0, 0], 0).is_none());
-        let comm = [5, 0, 0, 0, 6, 0, 0, 0, b'c', b'a', b't', 0, 0, 0, 0, 0];
+        let mut comm = vec![5, 0, 0, 0, 6, 0, 0, 0, b'c', b'a', b't', 0, 0, 0, 0, 0];
         assert_eq!(
             parse_comm(&comm, pe::PERF_RECORD_MISC_COMM_EXEC),
             Some(TraceRecord::Comm {
                 pid: 5,
                 tid: 6,
                 comm: "cat".into(),
-                exec: true
+                exec: true,
+                time: 0,
             })
         );
+        // With the sample_id_all trailer: pid/tid, time, cpu/res, id.
+        comm.extend_from_slice(&[5, 0, 0, 0, 6, 0, 0, 0]);
+        comm.extend_from_slice(&77u64.to_ne_bytes());
+        comm.extend_from_slice(&[0; 16]);
+        assert!(matches!(
+            parse_comm(&comm, 0),
+            Some(TraceRecord::Comm {
+                time: 77,
+                exec: false,
+                ..
+            })
+        ));
     }
 }

@@ -15,7 +15,7 @@
 //! names and types from the kernel's `syscalls:sys_enter_*` formats through
 //! `event::FormatCache` (loaded once per syscall number).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io;
 use std::rc::Rc;
 
@@ -136,7 +136,8 @@ pub struct SyscallDecoder<F: FnMut(TraceItem) -> io::Result<()>> {
     layout: Option<RawSyscallLayout>,
     table: SyscallTable,
     formats: Rc<FormatCache>,
-    known_tids: HashSet<i32>,
+    /// The name of each thread seen, as last given.
+    comms: HashMap<i32, String>,
     buffer: Vec<TraceItem>,
     deliver: F,
     /// Records the kernel dropped (ring full), per CPU.
@@ -159,7 +160,7 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
             layout,
             table: SyscallTable::new(Rc::clone(&formats)),
             formats,
-            known_tids: HashSet::new(),
+            comms: HashMap::new(),
             buffer: Vec::new(),
             deliver,
             lost: Default::default(),
@@ -182,13 +183,20 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
         Ok(())
     }
 
-    fn note_thread(&mut self, tid: i32) {
-        if self.known_tids.insert(tid) {
-            let comm = std::fs::read_to_string(format!("/proc/{tid}/comm"))
-                .map(|s| s.trim_end().to_string())
-                .unwrap_or_else(|_| ":?".to_string());
-            self.buffer.push(TraceItem::Comm { tid, comm });
+    /// A thread seen for the first time with no FORK or COMM record
+    /// (it existed before tracing began): its name from /proc, if it is
+    /// still there.
+    fn note_thread(&mut self, tid: i32, time: u64) {
+        if !self.comms.contains_key(&tid) {
+            let comm = proc_comm(tid).unwrap_or_else(|| ":?".to_string());
+            self.name(tid, comm, time);
         }
+    }
+
+    /// `tid` is called `comm` from `time` on.
+    fn name(&mut self, tid: i32, comm: String, time: u64) {
+        self.comms.insert(tid, comm.clone());
+        self.buffer.push(TraceItem::Comm { tid, comm, time });
     }
 
     fn sample(&mut self, s: &TraceSample<'_>) -> Option<TraceItem> {
@@ -277,6 +285,13 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
     }
 }
 
+/// The name of thread `tid` in /proc (while it exists).
+fn proc_comm(tid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .ok()
+        .map(|s| s.trim_end().to_string())
+}
+
 /// The copies of one entry as texts: a string up to its NUL, a buffer as
 /// copied.
 fn copies_item(
@@ -319,15 +334,24 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> TraceSink for SyscallDecoder<F> {
     fn record(&mut self, record: TraceRecord<'_>) -> io::Result<()> {
         match record {
             TraceRecord::Sample(s) => {
-                self.note_thread(s.tid);
+                self.note_thread(s.tid, s.time);
                 match self.sample(&s) {
                     Some(item) => self.buffer.push(item),
                     None => self.undecodable += 1,
                 }
             }
-            TraceRecord::Comm { tid, comm, .. } => {
-                self.known_tids.insert(tid);
-                self.buffer.push(TraceItem::Comm { tid, comm });
+            TraceRecord::Comm {
+                tid, comm, time, ..
+            } => self.name(tid, comm, time),
+            TraceRecord::Fork {
+                tid, ptid, time, ..
+            } => {
+                // A new thread is named as the thread that made it, until
+                // it renames itself (a COMM record) or execs.
+                let comm = self.comms.get(&ptid).cloned().or_else(|| proc_comm(ptid));
+                if let Some(comm) = comm {
+                    self.name(tid, comm, time);
+                }
             }
             TraceRecord::ArgCopies {
                 tid, time, copies, ..

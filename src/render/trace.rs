@@ -280,6 +280,7 @@ mod tests {
             TraceItem::Comm {
                 tid: 7,
                 comm: "cat".into(),
+                time: 0,
             },
             enter(1_000_000, copied("/etc/hostname")),
             exit(1_004_000, 3),
