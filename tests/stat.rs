@@ -16,14 +16,7 @@ fn stat() -> Command {
 
 /// Runs a stat command (ours or perf's); its counts are on stderr.
 fn stderr_of(cmd: &mut Command) -> String {
-    let out = common::output(cmd);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}):\n{stderr}",
-        out.status
-    );
-    stderr
+    common::stderr_ok(cmd)
 }
 
 /// `-x,` lines into (value, event) pairs.

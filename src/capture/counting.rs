@@ -37,13 +37,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::analysis::stat::{CounterReading, Reading};
-use crate::event::name::ResolvedEvent;
+use crate::event::name::{self, ResolvedEvent};
 use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
 use crate::sys::process::{Child, ExitStatus, PendingChild};
 use crate::sys::signal::{self, PollFd, SignalPipe};
 use crate::sys::{proc, process};
 
 use super::CaptureError;
+use super::counter_group::{GroupPlace, group_place, grouped_attr, read_counter};
 use super::session::Target;
 
 /// What to count, and where.
@@ -65,6 +66,22 @@ struct Counter {
     fd: PerfEventFd,
     event: usize,
     cpu: Option<u32>,
+    /// Which CPU (system-wide) or thread (per task) of the target, by
+    /// position: a group member opens with its leader of the same slot.
+    slot: usize,
+    /// For a counter in a group of `len` events: its id, to find its value
+    /// in the group's read (`PERF_FORMAT_GROUP`).
+    group: Option<(u64, usize)>,
+}
+
+/// What the tool events (`duration_time`, `user_time`, `system_time`)
+/// read: scry's own measurements of the run, in ns. `None` reads as
+/// `<not counted>`, as perf shows a time it has not got.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ToolTimes {
+    pub duration_ns: u64,
+    pub user_ns: Option<u64>,
+    pub system_ns: Option<u64>,
 }
 
 /// What woke `CounterSet::wait`.
@@ -164,7 +181,7 @@ pub fn errno_words(err: &io::Error) -> String {
 /// moment. `Ok(())`, or the reason it cannot (for `scry list`).
 pub fn probe(event: &ResolvedEvent) -> Result<(), String> {
     let attr = counting_attr(event, false, false);
-    match super::open_counter(event, &attr, 0, -1) {
+    match super::open_counter(event, &attr, 0, -1, None) {
         Ok(_) => Ok(()),
         Err(e) => Err(errno_words(&e)),
     }
@@ -322,19 +339,28 @@ impl CounterSet {
     fn open_per_cpu(&mut self, cpus: &[u32], cgroup: Option<i32>) -> Result<(), CaptureError> {
         let events = self.events.clone();
         for (index, event) in events.iter().enumerate() {
-            let attr = counting_attr(event, false, false);
+            if event.tool.is_some() {
+                continue;
+            }
+            let place = group_place(&events, index);
+            let attr = grouped_attr(counting_attr(event, false, false), place);
             let mut opened = Vec::new();
             let mut unsupported = None;
-            for &cpu in cpus {
+            for (slot, &cpu) in cpus.iter().enumerate() {
+                let Some(leader) = self.group_fd_for(place, slot) else {
+                    continue;
+                };
                 let result = match cgroup {
-                    Some(fd) => super::open_cgroup_counter(event, &attr, fd, cpu as i32),
-                    None => super::open_counter(event, &attr, -1, cpu as i32),
+                    Some(fd) => super::open_cgroup_counter(event, &attr, fd, cpu as i32, leader),
+                    None => super::open_counter(event, &attr, -1, cpu as i32, leader),
                 };
                 match result {
                     Ok(fd) => opened.push(Counter {
                         fd,
                         event: index,
                         cpu: Some(cpu),
+                        slot,
+                        group: None,
                     }),
                     Err(e) if is_unsupported_errno(e.raw_os_error().unwrap_or(0)) => {
                         unsupported = Some(errno_words(&e));
@@ -343,19 +369,39 @@ impl CounterSet {
                     Err(e) => return Err(open_error(event, -1, e)),
                 }
             }
-            self.record_opened(index, opened, unsupported);
+            self.record_opened(index, place, opened, unsupported)?;
         }
         Ok(())
+    }
+
+    /// The group a counter at `place` joins for `slot`: `Some(None)` for
+    /// none (alone, or leading); None when its leader did not open there.
+    fn group_fd_for(&self, place: GroupPlace, slot: usize) -> Option<Option<&PerfEventFd>> {
+        let GroupPlace::Member { leader, .. } = place else {
+            return Some(None);
+        };
+        self.counters
+            .iter()
+            .find(|c| c.event == leader && c.slot == slot)
+            .map(|c| Some(&c.fd))
     }
 
     fn open_per_task(&mut self, tasks: &[i32], inherit: bool) -> Result<(), CaptureError> {
         let events = self.events.clone();
         for (index, event) in events.iter().enumerate() {
-            let mut attr = counting_attr(event, inherit, self.enable_on_exec);
+            if event.tool.is_some() {
+                continue;
+            }
+            let place = group_place(&events, index);
+            let mut attr = grouped_attr(counting_attr(event, inherit, self.enable_on_exec), place);
             let mut opened = Vec::new();
             let mut unsupported = None;
             for (n, &tid) in tasks.iter().enumerate() {
-                let mut result = super::open_counter(event, &attr, tid, -1);
+                // The leader's thread ended before it was counted.
+                let Some(leader) = self.group_fd_for(place, n) else {
+                    continue;
+                };
+                let mut result = super::open_counter(event, &attr, tid, -1, leader);
                 // perf_event_paranoid >= 2 keeps users out of the kernel:
                 // count user space only, as perf does, and say so in the name.
                 if let Err(e) = &result
@@ -366,7 +412,7 @@ impl CounterSet {
                 {
                     attr.set_exclude_kernel(1);
                     attr.set_exclude_hv(1);
-                    result = super::open_counter(event, &attr, tid, -1);
+                    result = super::open_counter(event, &attr, tid, -1, leader);
                     if result.is_ok()
                         && let Some(e) = self.events.get_mut(index)
                         && !e.name.contains(':')
@@ -380,6 +426,8 @@ impl CounterSet {
                         fd,
                         event: index,
                         cpu: None,
+                        slot: n,
+                        group: None,
                     }),
                     // A thread (not the first) that ended since we listed it.
                     Err(e) if e.raw_os_error() == Some(libc::ESRCH) && n > 0 => {}
@@ -390,14 +438,33 @@ impl CounterSet {
                     Err(e) => return Err(open_error(event, tid, e)),
                 }
             }
-            self.record_opened(index, opened, unsupported);
+            self.record_opened(index, place, opened, unsupported)?;
         }
         Ok(())
     }
 
-    fn record_opened(&mut self, index: usize, opened: Vec<Counter>, unsupported: Option<String>) {
+    /// Keeps event `index`'s counters, or marks it unsupported. A group
+    /// whose leader cannot open cannot be counted at all (perf stops
+    /// there too); a member that cannot is `<not supported>` alone.
+    fn record_opened(
+        &mut self,
+        index: usize,
+        place: GroupPlace,
+        mut opened: Vec<Counter>,
+        unsupported: Option<String>,
+    ) -> Result<(), CaptureError> {
         match unsupported {
             Some(reason) => {
+                if let GroupPlace::Leader { .. } = place {
+                    return Err(CaptureError::GroupLeaderUnsupported {
+                        event: self
+                            .events
+                            .get(index)
+                            .map(|e| e.name.clone())
+                            .unwrap_or_default(),
+                        reason,
+                    });
+                }
                 if let Some(s) = self.supported.get_mut(index) {
                     *s = false;
                 }
@@ -405,8 +472,16 @@ impl CounterSet {
                     *r = Some(reason);
                 }
             }
-            None => self.counters.extend(opened),
+            None => {
+                if let GroupPlace::Leader { len } | GroupPlace::Member { len, .. } = place {
+                    for c in &mut opened {
+                        c.group = Some((c.fd.id().map_err(CaptureError::System)?, len));
+                    }
+                }
+                self.counters.extend(opened);
+            }
         }
+        Ok(())
     }
 
     /// Starts counting: lets the command exec (its counters enable on
@@ -442,24 +517,27 @@ impl CounterSet {
         self.child.as_ref().map(|c| c.pid)
     }
 
-    /// Reads every counter: cumulative values since `start`.
+    /// Reads every counter: cumulative values since `start`; tool events
+    /// read the time since `start` and no CPU times.
     pub fn read(&self) -> Result<Vec<CounterReading>, CaptureError> {
+        let duration_ns = self.started.map_or(0, |t| {
+            u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        });
+        self.read_with(ToolTimes {
+            duration_ns,
+            ..ToolTimes::default()
+        })
+    }
+
+    /// As `read`, with the tool events reading `tools`.
+    pub fn read_with(&self, tools: ToolTimes) -> Result<Vec<CounterReading>, CaptureError> {
         let mut out = Vec::with_capacity(self.counters.len());
-        let mut buf = [0u64; 3];
+        let mut buf = Vec::new();
         let window = self
             .started
             .map(|t| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
         for c in &self.counters {
-            let n = c.fd.read_values(&mut buf).map_err(CaptureError::System)?;
-            let mut reading = if n >= 3 {
-                Reading {
-                    value: buf[0],
-                    enabled: buf[1],
-                    running: buf[2],
-                }
-            } else {
-                Reading::default()
-            };
+            let mut reading = read_counter(&c.fd, c.group, &mut buf)?;
             if self.cgroup
                 && let Some(window) = window
             {
@@ -469,6 +547,26 @@ impl CounterSet {
                 event: c.event,
                 cpu: c.cpu,
                 reading,
+            });
+        }
+        for (index, event) in self.events.iter().enumerate() {
+            let value = match event.tool {
+                None => continue,
+                Some(name::ToolEvent::DurationTime) => Some(tools.duration_ns),
+                Some(name::ToolEvent::UserTime) => tools.user_ns,
+                Some(name::ToolEvent::SystemTime) => tools.system_ns,
+            };
+            // perf reads a tool event as value = enabled = running, so a
+            // zero time is `<not counted>`.
+            let value = value.unwrap_or(0);
+            out.push(CounterReading {
+                event: index,
+                cpu: None,
+                reading: Reading {
+                    value,
+                    enabled: value,
+                    running: value,
+                },
             });
         }
         Ok(out)

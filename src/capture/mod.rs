@@ -5,6 +5,7 @@
 //! started. Records leave as raw kernel bytes to a `RecordSink`; nothing is
 //! parsed here beyond the 8-byte header.
 
+mod counter_group;
 pub mod counting;
 pub mod inventory;
 pub mod live;
@@ -23,20 +24,21 @@ use std::io;
 use crate::event::name::ResolvedEvent;
 use crate::sys::perf_event::{PerfEventFd, perf_event_attr};
 
-/// Opens one counter of `event` (`attr` made from it) for `pid` on `cpu`:
-/// the one place counters are opened, so that a `uprobe` PMU event gets
-/// its path (`config1`) wherever it is opened.
+/// Opens one counter of `event` (`attr` made from it) for `pid` on `cpu`,
+/// in `leader`'s group when given: the one place counters are opened, so
+/// that a `uprobe` PMU event gets its path (`config1`) wherever it is
+/// opened.
 pub(crate) fn open_counter(
     event: &ResolvedEvent,
     attr: &perf_event_attr,
     pid: i32,
     cpu: i32,
+    leader: Option<&PerfEventFd>,
 ) -> io::Result<PerfEventFd> {
+    let open = |a: &perf_event_attr| PerfEventFd::open_in_group(a, pid, cpu, leader);
     match &event.uprobe {
-        Some(site) => {
-            crate::sys::uprobe::open_at(attr, &site.path, |a| PerfEventFd::open(a, pid, cpu))
-        }
-        None => PerfEventFd::open(attr, pid, cpu),
+        Some(site) => crate::sys::uprobe::open_at(attr, &site.path, open),
+        None => open(attr),
     }
 }
 
@@ -47,12 +49,12 @@ pub(crate) fn open_cgroup_counter(
     attr: &perf_event_attr,
     cgroup_dir: i32,
     cpu: i32,
+    leader: Option<&PerfEventFd>,
 ) -> io::Result<PerfEventFd> {
+    let open = |a: &perf_event_attr| PerfEventFd::open_cgroup(a, cgroup_dir, cpu, leader);
     match &event.uprobe {
-        Some(site) => crate::sys::uprobe::open_at(attr, &site.path, |a| {
-            PerfEventFd::open_cgroup(a, cgroup_dir, cpu)
-        }),
-        None => PerfEventFd::open_cgroup(attr, cgroup_dir, cpu),
+        Some(site) => crate::sys::uprobe::open_at(attr, &site.path, open),
+        None => open(attr),
     }
 }
 
@@ -91,6 +93,10 @@ pub enum CaptureError {
     BadMmapPages(usize),
     #[error("cannot run '{program}': {}", strip_os_error(err))]
     CannotRun { program: String, err: io::Error },
+    #[error(
+        "event group led by '{event}': the leader is not supported here ({reason}), so the group cannot be counted"
+    )]
+    GroupLeaderUnsupported { event: String, reason: String },
     #[error("no events to record")]
     NoEvents,
     #[error("nothing to watch: every target thread is gone")]

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use crate::event::name::ResolvedEvent;
+use crate::event::name::{ResolvedEvent, group_leader};
 use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
 use crate::sys::process::{Child, ExitStatus, PendingChild};
 use crate::sys::ring::RingBuffer;
@@ -200,6 +200,8 @@ fn build_attr(event: &ResolvedEvent, opts: &CaptureOptions, index: usize) -> per
     attr.sample_type = sample_type;
     attr.read_format = pe::PERF_FORMAT_ID;
     let sampling = match opts.sampling {
+        // A PMU event's `period=` term wins over -c/-F, as in perf.
+        _ if event.period.is_some() => Sampling::Period(event.period.unwrap_or(1)),
         Some(s) => s,
         // Tracepoints and probes: every hit, as perf records them.
         None if event.is_tracepoint() || event.uprobe.is_some() => Sampling::Period(1),
@@ -405,9 +407,17 @@ impl Session {
         let target = &plan.target;
         let per_task = !target.system_wide && target.cpus.is_none();
         let mut attrs = plan.attrs.clone();
-        for attr in &mut attrs {
+        // A group's members follow their leader (perf record opens them
+        // the same way): enabled from the start, never on exec themselves.
+        let leaders: Vec<Option<usize>> = (0..plan.events.len())
+            .map(|i| group_leader(&plan.events, i))
+            .collect();
+        for (attr, leader) in attrs.iter_mut().zip(&leaders) {
             attr.set_inherit(u64::from(per_task && target.tids.is_empty()));
-            attr.set_enable_on_exec(u64::from(enable_on_exec));
+            attr.set_enable_on_exec(u64::from(enable_on_exec && leader.is_none()));
+            if leader.is_some() {
+                attr.set_disabled(0);
+            }
         }
         let mut counters: Vec<Counter> = Vec::new();
         let mut rings: Vec<Ring> = Vec::new();
@@ -415,9 +425,20 @@ impl Session {
         for &cpu in cpus {
             let mut ring_owner: Option<usize> = None;
             for &task in tasks {
+                // This CPU and task's counter of each event, for members to join.
+                let mut opened_here: Vec<Option<usize>> = vec![None; plan.events.len()];
                 for (event_index, event) in plan.events.iter().enumerate() {
-                    let open =
-                        |attr: &perf_event_attr| super::open_counter(event, attr, task, cpu as i32);
+                    let leader = match leaders[event_index] {
+                        Some(l) => match opened_here[l] {
+                            Some(c) => Some(&counters[c].fd),
+                            // The leader's thread ended: so did the member's.
+                            None => continue,
+                        },
+                        None => None,
+                    };
+                    let open = |attr: &perf_event_attr| {
+                        super::open_counter(event, attr, task, cpu as i32, leader)
+                    };
                     let mut opened = open(&attrs[event_index]);
                     if let Err(e) = &opened
                         && matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM))
@@ -485,6 +506,7 @@ impl Session {
                             });
                         }
                     }
+                    opened_here[event_index] = Some(counters.len());
                     counters.push(Counter {
                         fd,
                         event: event_index,

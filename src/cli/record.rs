@@ -8,6 +8,7 @@ use clap::Args;
 use scry::capture::session::{StopReason, default_mmap_pages};
 use scry::capture::{CallGraph, CaptureOptions};
 use scry::event::name;
+use scry::event::resolve::cpu_clock_fallback;
 
 use super::target::{SamplingArgs, TargetArgs};
 
@@ -59,13 +60,18 @@ impl RecordArgs {
         for text in &self.events {
             specs.extend(name::parse_list(text)?);
         }
-        let default_event = specs.is_empty();
-        if default_event {
+        if specs.is_empty() {
             specs.push(name::parse("cycles")?);
         }
         let mut events = super::probe::resolve_events(&specs)?;
-        if default_event && !cycles_supported() {
-            events = name::resolve(&[name::parse("cpu-clock")?])?;
+        // Without a hardware PMU, cycles (asked for or the default) becomes
+        // cpu-clock with the same modifiers, as perf record does.
+        if events.iter().any(|e| cpu_clock_fallback(e).is_some()) && !cycles_supported() {
+            for event in &mut events {
+                if let Some(fallback) = cpu_clock_fallback(event) {
+                    *event = fallback;
+                }
+            }
         }
         // `--filter` applies to the last event given before it; clap loses
         // that order, so a filter applies to the last event (perf's common use).

@@ -14,7 +14,7 @@ use clap::{ArgAction, Args};
 use scry::analysis::stat::{
     self as stats, Aggregation, CounterReading, EventClass, RunAccumulator,
 };
-use scry::capture::counting::{CounterSet, CountingOptions, Wake};
+use scry::capture::counting::{CounterSet, CountingOptions, ToolTimes, Wake};
 use scry::event::name::{self, ResolvedEvent};
 use scry::render::stat::{EventLabel, StatFormat, StatPrinter, Subject};
 use scry::sys::process::ExitStatus;
@@ -264,7 +264,10 @@ fn labels(events: &[ResolvedEvent], classes: &[EventClass]) -> Vec<EventLabel> {
     events
         .iter()
         .zip(classes)
-        .map(|(e, c)| EventLabel::new(&e.name, c.is_clock()))
+        .map(|(e, c)| match &e.unit {
+            Some(u) => EventLabel::with_unit(&e.name, &u.unit, u.scale),
+            None => EventLabel::new(&e.name, c.is_clock()),
+        })
         .collect()
 }
 
@@ -329,18 +332,22 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
         };
         let elapsed = start.elapsed();
         set.disable();
-        let readings = set.read()?;
+        let mut tools = ToolTimes {
+            duration_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+            ..ToolTimes::default()
+        };
+        if let (Some((u0, s0)), Ok((u1, s1))) = (before, scry::sys::process::children_cpu_time()) {
+            let (user, system) = (u1.saturating_sub(u0), s1.saturating_sub(s0));
+            rusage = Some((user.as_secs_f64(), system.as_secs_f64()));
+            tools.user_ns = u64::try_from(user.as_nanos()).ok();
+            tools.system_ns = u64::try_from(system.as_nanos()).ok();
+        }
+        let readings = set.read_with(tools)?;
         if let Some(status) = status
             && !status.success()
             && !by_signal
         {
             failed = true;
-        }
-        if let (Some((u0, s0)), Ok((u1, s1))) = (before, scry::sys::process::children_cpu_time()) {
-            rusage = Some((
-                u1.saturating_sub(u0).as_secs_f64(),
-                s1.saturating_sub(s0).as_secs_f64(),
-            ));
         }
         if opts.interval.is_none() {
             let sums = stats::sum_readings(&readings, &supported, &cpus, opts.aggregation);

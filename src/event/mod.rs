@@ -1,5 +1,6 @@
 //! The typed event model: event-name parsing (`cpu-clock`, `sched:sched_switch`,
-//! `r1a8:u`) into attributes the kernel understands. Parsed records are
+//! `r1a8:u`, `{a,b}` groups, `PMU/terms/`) into attributes the kernel
+//! understands (`name`, `group`, `pmu`, `resolve`). Parsed records are
 //! linux-perf-event-reader's `EventRecord`s, the same for live rings and files.
 //! Tracepoints: `format` files (`format`, `tracing_data_parse`), their print
 //! fmt (`print_fmt` parses, `print_render` evaluates) and `format_cache`,
@@ -10,9 +11,12 @@ pub mod btf_enums;
 pub mod format;
 pub mod format_cache;
 pub mod ftrace_page;
+pub mod group;
 pub mod listing;
 pub mod name;
+pub mod pmu;
 pub mod print_fmt;
 pub mod print_render;
 mod printf;
+pub mod resolve;
 pub mod tracing_data_parse;

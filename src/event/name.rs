@@ -1,11 +1,15 @@
 //! Event names as perf spells them, parsed into what the kernel needs:
 //! `cpu-clock`, `page-faults:u`, `cycles:pp`, `L1-dcache-load-misses`,
-//! `r1a8`, `sched:sched_switch`, `'syscalls:sys_enter_*'`, and probes made
-//! for one run: `uprobe:BINARY:FUNCTION`, `uretprobe:BINARY:FUNCTION`.
+//! `r1a8`, `sched:sched_switch`, `'syscalls:sys_enter_*'`, groups
+//! (`'{task-clock,page-faults}:u'`, `event::group`), PMU terms
+//! (`cpu/event=0x3c,umask=0/u`, `event::pmu`), perf's tool events
+//! (`duration_time`, `user_time`, `system_time`: no counter, scry measures
+//! them), and probes made for one run: `uprobe:BINARY:FUNCTION`,
+//! `uretprobe:BINARY:FUNCTION`.
 //!
 //! Parsing is pure; tracepoint names are resolved to ids (and globs
-//! expanded) against tracefs by `resolve`, the one function here that
-//! touches the system. Uprobes resolve through `resolve_with`: where a
+//! expanded) against tracefs, and PMU names against sysfs, by `resolve`,
+//! through `sys::tracefs` and `sys::pmu`. Uprobes resolve through `resolve_with`: where a
 //! function is in a binary is the symbol stage's knowledge, handed in as an
 //! [`UprobeLocator`]; the event becomes a `uprobe` PMU counter
 //! (`ResolvedEvent::uprobe`), which the kernel removes with its last file
@@ -13,10 +17,10 @@
 
 use std::path::PathBuf;
 
-use crate::sys::perf_event::{
-    PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE,
-    PERF_TYPE_TRACEPOINT, perf_event_attr,
-};
+use crate::sys::perf_event::{PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, perf_event_attr};
+
+pub use super::group::{GroupRole, group_leader, group_size};
+pub use super::resolve::{resolve, resolve_with};
 
 /// What kind of counter an event is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +42,39 @@ pub enum EventKind {
         function: String,
         retprobe: bool,
     },
+    /// `PMU/terms/`: resolved against sysfs (`event::pmu`).
+    Pmu {
+        pmu: String,
+        terms: String,
+    },
+    /// One of perf's tool events: no counter, scry measures it.
+    Tool(ToolEvent),
+}
+
+/// perf's tool events: numbers perf stat measures itself, in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolEvent {
+    /// Wall-clock time of the run.
+    DurationTime,
+    /// User CPU time of the command (its rusage).
+    UserTime,
+    /// System CPU time of the command.
+    SystemTime,
+}
+
+const TOOLS: &[(&str, ToolEvent)] = &[
+    ("duration_time", ToolEvent::DurationTime),
+    ("user_time", ToolEvent::UserTime),
+    ("system_time", ToolEvent::SystemTime),
+];
+
+/// How counts of an event are printed when not as perf prints its
+/// symbolic events (msec for clocks, else a plain number): a PMU event's
+/// `.unit`/`.scale` from sysfs, `ns` for tool events.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventUnit {
+    pub unit: String,
+    pub scale: f64,
 }
 
 /// `:u`, `:k`, `:p`... suffixes.
@@ -56,25 +93,38 @@ pub struct EventSpec {
     pub name: String,
     pub kind: EventKind,
     pub modifiers: Modifiers,
+    /// Place in a `{...}` group, if any.
+    pub group: Option<GroupRole>,
 }
 
 /// An event resolved to `perf_event_attr.type` and `.config`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ResolvedEvent {
     pub name: String,
     pub type_: u32,
     pub config: u64,
+    /// `config1`/`config2` of PMU events (`cpu/.../`); 0 otherwise.
+    pub config1: u64,
+    pub config2: u64,
     pub modifiers: Modifiers,
     /// `(subsystem, name)` for tracepoints.
     pub tracepoint: Option<(String, String)>,
     /// Where a `uprobe` PMU counter probes (`type_` is the PMU's type and
     /// `config` its retprobe bit, or 0).
     pub uprobe: Option<UprobeSite>,
+    /// Place in a `{...}` group: members follow their leader.
+    pub group: Option<GroupRole>,
+    /// A tool event: nothing is opened (`type_`/`config` say `dummy`).
+    pub tool: Option<ToolEvent>,
+    /// How counts print, when not perf's default for the type.
+    pub unit: Option<EventUnit>,
+    /// `period=` of a PMU event: its sampling period in `record`.
+    pub period: Option<u64>,
 }
 
 /// A probe point of the `uprobe` PMU: `config1` points at `path` when the
 /// counter is opened, `config2` is `file_offset`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UprobeSite {
     pub path: PathBuf,
     pub file_offset: u64,
@@ -88,9 +138,7 @@ impl ResolvedEvent {
             name: name.to_string(),
             type_,
             config,
-            modifiers: Modifiers::default(),
-            tracepoint: None,
-            uprobe: None,
+            ..ResolvedEvent::default()
         }
     }
 
@@ -105,6 +153,8 @@ impl ResolvedEvent {
     pub fn select_in(&self, attr: &mut perf_event_attr) {
         attr.type_ = self.type_;
         attr.config = self.config;
+        attr.__bindgen_anon_3.config1 = self.config1;
+        attr.__bindgen_anon_4.config2 = self.config2;
         if let Some(site) = &self.uprobe {
             attr.__bindgen_anon_4.config2 = site.file_offset;
         }
@@ -129,15 +179,6 @@ pub struct LocatedFunction {
     pub group: String,
 }
 
-/// A locator for commands without uprobe support: every uprobe is refused.
-struct NoUprobes;
-
-impl UprobeLocator for NoUprobes {
-    fn locate(&self, _binary: &str, _function: &str) -> Result<LocatedFunction, String> {
-        Err("this command does not take uprobe events (record, stat and trace do)".into())
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EventError {
@@ -155,6 +196,28 @@ pub enum EventError {
     Empty,
     #[error("event '{event}': {reason}")]
     Uprobe { event: String, reason: String },
+    #[error(
+        "event '{event}': no PMU '{pmu}' on this machine (see {})",
+        crate::sys::pmu::DEVICES
+    )]
+    NoSuchPmu { event: String, pmu: String },
+    #[error("event '{event}': unknown term '{term}' for PMU '{pmu}' (valid terms: {valid})")]
+    UnknownTerm {
+        event: String,
+        term: String,
+        pmu: String,
+        valid: String,
+    },
+    #[error("event '{event}': {reason}")]
+    BadTerm { event: String, reason: String },
+    #[error("event '{event}': cannot read PMU '{pmu}' in sysfs: {err}")]
+    PmuSysfs {
+        event: String,
+        pmu: String,
+        err: std::io::Error,
+    },
+    #[error("event group '{0}': {1}")]
+    BadGroup(String, String),
     #[error(
         "event '{event}': this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe): {err}; \
          define a lasting probe with 'scry probe -x BINARY FUNCTION' and use probe_BINARY:FUNCTION"
@@ -265,10 +328,18 @@ pub fn parse_list(text: &str) -> Result<Vec<EventSpec>, EventError> {
     if parts.is_empty() {
         return Err(EventError::Empty);
     }
-    parts.into_iter().map(parse).collect()
+    let mut out = Vec::with_capacity(parts.len());
+    for part in parts {
+        if part.starts_with('{') {
+            out.extend(super::group::parse_group(part)?);
+        } else {
+            out.push(parse(part)?);
+        }
+    }
+    Ok(out)
 }
 
-fn parse_modifiers(event: &str, text: &str) -> Result<Modifiers, EventError> {
+pub(crate) fn parse_modifiers(event: &str, text: &str) -> Result<Modifiers, EventError> {
     let mut m = Modifiers::default();
     let (mut u, mut k) = (false, false);
     for c in text.chars() {
@@ -293,7 +364,7 @@ fn parse_modifiers(event: &str, text: &str) -> Result<Modifiers, EventError> {
     Ok(m)
 }
 
-fn lookup(table: &[(&str, u64)], name: &str) -> Option<u64> {
+pub(crate) fn lookup(table: &[(&str, u64)], name: &str) -> Option<u64> {
     table
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -341,8 +412,28 @@ pub fn parse(text: &str) -> Result<EventSpec, EventError> {
                     retprobe,
                 },
                 modifiers: Modifiers::default(),
+                group: None,
             });
         }
+    }
+    if let Some((pmu, terms, mods)) = super::pmu::split(text) {
+        return Ok(EventSpec {
+            name: text.to_string(),
+            kind: EventKind::Pmu {
+                pmu: pmu.to_string(),
+                terms: terms.to_string(),
+            },
+            modifiers: parse_modifiers(text, mods)?,
+            group: None,
+        });
+    }
+    if let Some(&(_, tool)) = TOOLS.iter().find(|(n, _)| *n == text) {
+        return Ok(EventSpec {
+            name: text.to_string(),
+            kind: EventKind::Tool(tool),
+            modifiers: Modifiers::default(),
+            group: None,
+        });
     }
     // Tracepoints: `subsys:name` (the name may hold globs); `subsys:name:u`
     // is not a thing, so any colon splits a tracepoint unless the part after
@@ -363,6 +454,7 @@ pub fn parse(text: &str) -> Result<EventSpec, EventError> {
                     name: right.to_string(),
                 },
                 modifiers: Modifiers::default(),
+                group: None,
             });
         }
     }
@@ -390,6 +482,7 @@ pub fn parse(text: &str) -> Result<EventSpec, EventError> {
         name: text.to_string(),
         kind,
         modifiers,
+        group: None,
     })
 }
 
@@ -421,144 +514,6 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 /// Glob matching (`*`, `?`) as used for event names.
 pub fn matches_glob(pattern: &str, text: &str) -> bool {
     glob_match(pattern, text)
-}
-
-/// Resolve parsed events to type/config; tracepoint globs expand to every
-/// matching tracepoint, in tracefs order. Uprobe events are refused: see
-/// `resolve_with`.
-pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
-    resolve_with(specs, &NoUprobes)
-}
-
-/// As `resolve`, with `uprobe:`/`uretprobe:` events located by `locator`
-/// and made `uprobe` PMU counters named as perf probe names events
-/// (`probe_libc:malloc`, `probe_libc:malloc__return`).
-pub fn resolve_with(
-    specs: &[EventSpec],
-    locator: &dyn UprobeLocator,
-) -> Result<Vec<ResolvedEvent>, EventError> {
-    let mut out = Vec::new();
-    let mut all_tracepoints: Option<Vec<(String, String)>> = None;
-    let mut pmu = None;
-    for spec in specs {
-        let (type_, config) = match &spec.kind {
-            EventKind::Uprobe {
-                binary,
-                function,
-                retprobe,
-            } => {
-                let located =
-                    locator
-                        .locate(binary, function)
-                        .map_err(|reason| EventError::Uprobe {
-                            event: spec.name.clone(),
-                            reason,
-                        })?;
-                let pmu = match pmu {
-                    Some(p) => p,
-                    None => {
-                        *pmu.insert(crate::sys::uprobe::UprobePmu::detect().map_err(|err| {
-                            EventError::NoUprobePmu {
-                                event: spec.name.clone(),
-                                err,
-                            }
-                        })?)
-                    }
-                };
-                let suffix = if *retprobe { "__return" } else { "" };
-                out.push(ResolvedEvent {
-                    name: format!("{}:{function}{suffix}", located.group),
-                    type_: pmu.type_,
-                    config: pmu.config(*retprobe),
-                    modifiers: spec.modifiers,
-                    tracepoint: None,
-                    uprobe: Some(UprobeSite {
-                        path: located.path,
-                        file_offset: located.file_offset,
-                        retprobe: *retprobe,
-                    }),
-                });
-                continue;
-            }
-            EventKind::Hardware(c) => (PERF_TYPE_HARDWARE, *c),
-            EventKind::Software(c) => (PERF_TYPE_SOFTWARE, *c),
-            EventKind::HwCache(c) => (PERF_TYPE_HW_CACHE, *c),
-            EventKind::Raw(c) => (PERF_TYPE_RAW, *c),
-            EventKind::Tracepoint { subsystem, name } => {
-                let is_glob = |s: &str| s.contains(['*', '?']);
-                if is_glob(subsystem) || is_glob(name) {
-                    if all_tracepoints.is_none() {
-                        let list = crate::sys::tracefs::list_events().map_err(|err| {
-                            EventError::Tracefs {
-                                event: spec.name.clone(),
-                                err,
-                            }
-                        })?;
-                        all_tracepoints = Some(list);
-                    }
-                    let mut matched = 0;
-                    for (sub, ev) in all_tracepoints.iter().flatten() {
-                        if glob_match(subsystem, sub) && glob_match(name, ev) {
-                            let id = crate::sys::tracefs::event_id(sub, ev).map_err(|err| {
-                                EventError::Tracefs {
-                                    event: spec.name.clone(),
-                                    err,
-                                }
-                            })?;
-                            out.push(ResolvedEvent {
-                                name: format!("{sub}:{ev}"),
-                                type_: PERF_TYPE_TRACEPOINT,
-                                config: id,
-                                modifiers: spec.modifiers,
-                                tracepoint: Some((sub.clone(), ev.clone())),
-                                uprobe: None,
-                            });
-                            matched += 1;
-                        }
-                    }
-                    if matched == 0 {
-                        return Err(EventError::GlobMatchesNothing(spec.name.clone()));
-                    }
-                    continue;
-                }
-                let id = match crate::sys::tracefs::event_id(subsystem, name) {
-                    Ok(id) => id,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        // tracefs itself may be what is missing.
-                        crate::sys::tracefs::root().map_err(|err| EventError::Tracefs {
-                            event: spec.name.clone(),
-                            err,
-                        })?;
-                        return Err(EventError::NoSuchTracepoint(spec.name.clone()));
-                    }
-                    Err(err) => {
-                        return Err(EventError::Tracefs {
-                            event: spec.name.clone(),
-                            err,
-                        });
-                    }
-                };
-                out.push(ResolvedEvent {
-                    name: spec.name.clone(),
-                    type_: PERF_TYPE_TRACEPOINT,
-                    config: id,
-                    modifiers: spec.modifiers,
-                    tracepoint: Some((subsystem.clone(), name.clone())),
-                    uprobe: None,
-                });
-                continue;
-            }
-        };
-        out.push(ResolvedEvent {
-            name: spec.name.clone(),
-            type_,
-            config,
-            modifiers: spec.modifiers,
-            tracepoint: None,
-            uprobe: None,
-        });
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -35,8 +35,9 @@ pub enum StatFormat {
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventLabel {
     pub name: String,
-    /// `msec` for the clocks, empty otherwise.
-    pub unit: &'static str,
+    /// `msec` for the clocks, empty otherwise, or what the event says
+    /// (`ns` for tool events, a PMU event's sysfs unit).
+    pub unit: String,
     /// Multiplier from the kernel's unit to the printed one (1e-6: ns → msec).
     pub scale: f64,
 }
@@ -45,8 +46,17 @@ impl EventLabel {
     pub fn new(name: &str, is_clock: bool) -> EventLabel {
         EventLabel {
             name: name.to_string(),
-            unit: if is_clock { "msec" } else { "" },
+            unit: if is_clock { "msec" } else { "" }.to_string(),
             scale: if is_clock { 1e-6 } else { 1.0 },
+        }
+    }
+
+    /// A label with its own unit and scale.
+    pub fn with_unit(name: &str, unit: &str, scale: f64) -> EventLabel {
+        EventLabel {
+            name: name.to_string(),
+            unit: unit.to_string(),
+            scale,
         }
     }
 
@@ -259,7 +269,7 @@ impl StatPrinter {
         line.push_str(&format!(
             "\"counter-value\" : {}, \"unit\" : {}, \"event\" : {}, ",
             json_string(&value),
-            json_string(label.unit),
+            json_string(&label.unit),
             json_string(&label.name)
         ));
         if let Some(cgroup) = &self.cgroup {

@@ -7,6 +7,7 @@ pub mod bpf_profile;
 pub mod bpf_trace;
 pub mod mapped;
 pub mod perf_event;
+pub mod pmu;
 pub mod proc;
 pub mod process;
 pub mod ring;

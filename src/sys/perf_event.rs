@@ -39,6 +39,7 @@ pub const PERF_SAMPLE_IDENTIFIER: u64 = b::PERF_SAMPLE_IDENTIFIER as u64;
 pub const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = b::PERF_FORMAT_TOTAL_TIME_ENABLED as u64;
 pub const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = b::PERF_FORMAT_TOTAL_TIME_RUNNING as u64;
 pub const PERF_FORMAT_ID: u64 = b::PERF_FORMAT_ID as u64;
+pub const PERF_FORMAT_GROUP: u64 = b::PERF_FORMAT_GROUP as u64;
 
 pub const PERF_RECORD_MMAP: u32 = b::PERF_RECORD_MMAP;
 pub const PERF_RECORD_LOST: u32 = b::PERF_RECORD_LOST;
@@ -89,15 +90,27 @@ pub struct PerfEventFd(OwnedFd);
 impl PerfEventFd {
     /// perf_event_open(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC).
     pub fn open(attr: &perf_event_attr, pid: i32, cpu: i32) -> io::Result<Self> {
+        Self::open_in_group(attr, pid, cpu, None)
+    }
+
+    /// As `open`, as a member of `leader`'s group when given (`group_fd`).
+    pub fn open_in_group(
+        attr: &perf_event_attr,
+        pid: i32,
+        cpu: i32,
+        leader: Option<&PerfEventFd>,
+    ) -> io::Result<Self> {
         let mut attr = *attr;
+        let group_fd = leader.map_or(-1, |l| l.0.as_raw_fd());
         // SAFETY: `attr` is a valid, initialized perf_event_attr whose `size`
         // field does not exceed the struct; the kernel only reads it.
+        // `group_fd` is -1 or a perf event descriptor we own.
         let fd = unsafe {
             perf_event_open_sys::perf_event_open(
                 &mut attr,
                 pid,
                 cpu,
-                -1,
+                group_fd,
                 b::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
             )
         };
@@ -110,16 +123,23 @@ impl PerfEventFd {
 
     /// perf_event_open on a cgroup: `cgroup_dir` is an open descriptor of
     /// the cgroup's directory (PERF_FLAG_PID_CGROUP); `cpu` must be a CPU.
-    pub fn open_cgroup(attr: &perf_event_attr, cgroup_dir: RawFd, cpu: i32) -> io::Result<Self> {
+    /// `leader`, when given, makes the counter a member of its group.
+    pub fn open_cgroup(
+        attr: &perf_event_attr,
+        cgroup_dir: RawFd,
+        cpu: i32,
+        leader: Option<&PerfEventFd>,
+    ) -> io::Result<Self> {
         let mut attr = *attr;
         let flags = b::PERF_FLAG_FD_CLOEXEC | b::PERF_FLAG_PID_CGROUP;
+        let group_fd = leader.map_or(-1, |l| l.0.as_raw_fd());
         // SAFETY: as in `open`; the cgroup descriptor is only read by the kernel.
         let fd = unsafe {
             perf_event_open_sys::perf_event_open(
                 &mut attr,
                 cgroup_dir,
                 cpu,
-                -1,
+                group_fd,
                 flags as libc::c_ulong,
             )
         };

@@ -93,6 +93,14 @@ pub fn event_id(subsystem: &str, name: &str) -> io::Result<u64> {
 
 /// Every `(subsystem, name)` tracepoint pair tracefs offers, sorted.
 pub fn list_events() -> io::Result<Vec<(String, String)>> {
+    let mut out = list_events_dir_order()?;
+    out.sort();
+    Ok(out)
+}
+
+/// As `list_events`, in the order tracefs lists its directories (the order
+/// perf expands `'block:*'` in).
+pub fn list_events_dir_order() -> io::Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for subsystem in std::fs::read_dir(root()?.join("events"))? {
         let subsystem = subsystem?;
@@ -110,6 +118,5 @@ pub fn list_events() -> io::Result<Vec<(String, String)>> {
             }
         }
     }
-    out.sort();
     Ok(out)
 }

@@ -178,6 +178,19 @@ pub fn run_ok(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Runs `cmd` (a `stat`, ours or perf's: the counts are on stderr), panics
+/// unless it succeeds; returns its stderr as text.
+pub fn stderr_ok(cmd: &mut Command) -> String {
+    let out = output(cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{stderr}",
+        out.status
+    );
+    stderr
+}
+
 /// Runs `cmd` to completion, panicking only if it cannot be started.
 pub fn output(cmd: &mut Command) -> Output {
     cmd.output()
