@@ -226,3 +226,101 @@ fn top_shows_sample_counts_by_comm_for_a_tracepoint() {
         );
     }
 }
+
+/// `cmd` with `input` on its standard input (a pipe); its stdout.
+fn piped(cmd: &mut std::process::Command, input: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().expect("wait");
+    let _ = writer.join();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn sorted_lines(text: &[u8]) -> Vec<String> {
+    let mut lines: Vec<String> = String::from_utf8_lossy(text)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// `perf script | scry flamegraph > out.svg`, as `stackcollapse-perf.pl |
+/// flamegraph.pl`: perf's text on a pipe folds as inferno-collapse-perf
+/// folds it, and a folded file on stdin draws too.
+#[test]
+fn flamegraph_reads_perf_script_text_and_folded_stacks_on_stdin() {
+    require_perf!();
+    require_kernel!();
+    if !common::require_tool(
+        "inferno-collapse-perf",
+        "inferno-collapse-perf is not installed (cargo install --locked inferno)",
+    ) {
+        return;
+    }
+    let dir = common::tempdir();
+    let work = common::workload("cpu7525");
+    let file = perf_record(
+        dir.path(),
+        "g.data",
+        &["-F", "499", "-g"],
+        &[work.to_str().unwrap(), "30"],
+    );
+    let text = perf(&["script"], &file);
+    let theirs = sorted_lines(&piped(
+        &mut std::process::Command::new("inferno-collapse-perf"),
+        text.as_bytes(),
+    ));
+    assert!(theirs.iter().any(|l| l.contains("hot_a")), "{theirs:?}");
+    let ours = sorted_lines(&piped(
+        common::scry().args(["flamegraph", "--folded"]),
+        text.as_bytes(),
+    ));
+    assert_eq!(ours, theirs, "perf script | scry flamegraph --folded");
+
+    let svg = piped(common::scry().arg("flamegraph"), text.as_bytes());
+    let svg = String::from_utf8_lossy(&svg);
+    assert!(
+        svg.starts_with("<?xml") && svg.contains("hot_a"),
+        "{svg:.300}"
+    );
+
+    // A folded file on stdin (a redirect, then a pipe with -i -).
+    let folded = dir.path().join("folded.txt");
+    std::fs::write(&folded, theirs.join("\n") + "\n").unwrap();
+    let again = common::output(
+        common::scry()
+            .args(["flamegraph", "--folded"])
+            .stdin(std::fs::File::open(&folded).unwrap()),
+    );
+    assert_eq!(sorted_lines(&again.stdout), theirs);
+    let svg = piped(
+        common::scry().args(["flamegraph", "-i", "-", "--title", "folded"]),
+        (theirs.join("\n") + "\n").as_bytes(),
+    );
+    assert!(String::from_utf8_lossy(&svg).contains("hot_b"));
+
+    // A bad folded line: where it is, in one line, exit 2.
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "a;b 1\nc;d 2\nnot a stack\n").unwrap();
+    let out = common::output(
+        common::scry()
+            .args(["flamegraph", "-i", "-"])
+            .stdin(std::fs::File::open(&bad).unwrap()),
+    );
+    common::assert_bad_input(&out, "<stdin>: line 3", &"bad folded text");
+}

@@ -18,6 +18,7 @@ pub mod quality;
 pub mod sched;
 pub mod sched_feed;
 pub mod settle;
+pub mod stack_text;
 pub mod stat;
 pub mod syscalls;
 #[cfg(test)]

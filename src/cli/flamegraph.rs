@@ -6,6 +6,13 @@
 //! would (to standard output unless `-o` is given); otherwise an SVG goes to
 //! `-o` (default `flamegraph.svg`; `-` for standard output) with kernel
 //! frames suffixed `_[k]` so the palette colours them apart.
+//!
+//! Standard input, with `-i -` or when it is a pipe or a file and no `-i`
+//! is given (perf report's rule for pipes), may hold `perf script` text,
+//! folded stacks or a perf.data stream (`analysis::stack_text` tells them
+//! apart): `perf script | scry flamegraph > out.svg` works as
+//! `stackcollapse-perf.pl | flamegraph.pl` does, the SVG then going to
+//! standard output unless `-o` is given.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -16,15 +23,19 @@ use anyhow::Context;
 use clap::{Args, Parser};
 
 use scry::analysis::folded::{FoldOptions, FoldedStacks};
+use scry::analysis::stack_text::{self, ScriptFoldOptions, StackInput};
+use scry::data::reader::PerfReader;
 use scry::render::flamegraph::{FlameOptions, parse_palette, write_diff_svg, write_svg};
 use scry::render::folded::{FoldedOptions, folded_lines};
-use scry::symbol::{ResolveOptions, Resolved, resolve_file};
+use scry::symbol::{ResolveOptions, Resolved, resolve_file, resolve_reader};
 
 #[derive(Args, Debug)]
 pub struct FlamegraphArgs {
-    /// Input file (ignored when a command is given).
-    #[arg(short = 'i', long = "input", default_value = "perf.data")]
-    input: PathBuf,
+    /// Input file; `-`: standard input (perf script text, folded stacks or
+    /// perf.data). Default perf.data, or standard input when it is a pipe
+    /// or a file (ignored when a command is given).
+    #[arg(short = 'i', long = "input")]
+    input: Option<PathBuf>,
     /// Output file; `-` for standard output. Default flamegraph.svg (with
     /// --folded: standard output).
     #[arg(short = 'o', long = "output")]
@@ -148,16 +159,28 @@ fn event_index(resolved: &Resolved, name: &str, path: &Path) -> anyhow::Result<u
         })
 }
 
-fn fold(path: &Path, args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Vec<String>> {
-    let options = ResolveOptions {
+fn resolve_options(args: &FlamegraphArgs) -> ResolveOptions {
+    ResolveOptions {
         demangle: !args.no_demangle,
         merge_samples: true,
         ..ResolveOptions::default()
-    };
-    let resolved =
-        resolve_file(path, &options).with_context(|| format!("reading {}", path.display()))?;
+    }
+}
+
+fn fold(path: &Path, args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Vec<String>> {
+    let resolved = resolve_file(path, &resolve_options(args))
+        .with_context(|| format!("reading {}", path.display()))?;
+    fold_resolved(&resolved, path, args, annotate_kernel)
+}
+
+fn fold_resolved(
+    resolved: &Resolved,
+    path: &Path,
+    args: &FlamegraphArgs,
+    annotate_kernel: bool,
+) -> anyhow::Result<Vec<String>> {
     let event = match &args.event {
-        Some(name) => Some(event_index(&resolved, name, path)?),
+        Some(name) => Some(event_index(resolved, name, path)?),
         None => None,
     };
     let folded = FoldedStacks::build(&resolved.samples, &FoldOptions { event });
@@ -166,6 +189,44 @@ fn fold(path: &Path, args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Re
         &resolved.frames,
         FoldedOptions { annotate_kernel },
     ))
+}
+
+/// Whether standard input was redirected from a pipe or a file: then it is
+/// the input when no `-i` is given (a terminal or /dev/null never is).
+fn stdin_is_data() -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    File::from(fd)
+        .metadata()
+        .is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_file())
+}
+
+/// The folded stacks of standard input: perf script text, folded lines or
+/// a perf.data stream.
+fn fold_stdin(args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Vec<String>> {
+    const NAME: &str = "<stdin>";
+    let mut input = std::io::stdin().lock();
+    let (kind, head) = stack_text::sniff(&mut input).context("reading <stdin>")?;
+    let input = stack_text::rejoin(head, input);
+    match kind {
+        StackInput::PerfData => {
+            let reader = PerfReader::from_stream(NAME, input)?;
+            let resolved = resolve_reader(reader, &resolve_options(args))
+                .with_context(|| format!("reading {NAME}"))?;
+            fold_resolved(&resolved, Path::new(NAME), args, annotate_kernel)
+        }
+        StackInput::ScriptText => {
+            let options = ScriptFoldOptions {
+                annotate_kernel,
+                event: args.event.clone(),
+            };
+            Ok(stack_text::fold_script(NAME, input, &options)?)
+        }
+        StackInput::Folded => Ok(stack_text::read_folded(NAME, input)?),
+    }
 }
 
 fn open_output(path: &Path) -> anyhow::Result<Box<dyn Write>> {
@@ -192,16 +253,29 @@ pub fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
 
     // A command is recorded into a temporary file first.
     let tempdir;
-    let input = if args.command.is_empty() {
-        args.input.clone()
-    } else {
+    let from_stdin = args.command.is_empty()
+        && match &args.input {
+            Some(path) => path.as_os_str() == "-",
+            None => stdin_is_data(),
+        };
+    let input = if !args.command.is_empty() {
         tempdir = tempfile_dir()?;
         let path = tempdir.join("perf.data");
         record_command(&args.command, &path)?;
         path
+    } else if from_stdin {
+        PathBuf::from("<stdin>")
+    } else {
+        args.input
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("perf.data"))
     };
 
-    let after = fold(&input, &args, !args.folded)?;
+    let after = if from_stdin {
+        fold_stdin(&args, !args.folded)?
+    } else {
+        fold(&input, &args, !args.folded)?
+    };
     if args.folded {
         let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
         let mut out = open_output(&out_path)?;
@@ -219,10 +293,12 @@ pub fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
         reverse: args.reverse,
         ..FlameOptions::default()
     };
+    // A pipeline's SVG goes down the pipe, as flamegraph.pl's does.
+    let default_out = if from_stdin { "-" } else { "flamegraph.svg" };
     let out_path = args
         .output
         .clone()
-        .unwrap_or_else(|| PathBuf::from("flamegraph.svg"));
+        .unwrap_or_else(|| PathBuf::from(default_out));
     if after.is_empty() {
         anyhow::bail!("{}: no samples with stacks to draw", input.display());
     }

@@ -242,10 +242,17 @@ pub fn dso_short_name(dso: &str) -> &str {
 /// `data::reader`, which turns malformed input into an error with its
 /// offset instead of a panic.
 pub fn resolve_file(path: &Path, options: &ResolveOptions) -> Result<Resolved, SymbolError> {
-    use crate::data::reader::{EventRecord, PerfReader, Record};
+    resolve_reader(crate::data::reader::PerfReader::open(path)?, options)
+}
+
+/// As [`resolve_file`], for a reader already open (a stream on stdin).
+pub fn resolve_reader(
+    mut reader: crate::data::reader::PerfReader,
+    options: &ResolveOptions,
+) -> Result<Resolved, SymbolError> {
+    use crate::data::reader::{EventRecord, Record};
     use linux_perf_event_reader::RecordType;
 
-    let mut reader = PerfReader::open(path)?;
     let events = reader
         .events()
         .iter()
