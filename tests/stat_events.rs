@@ -182,6 +182,11 @@ fn groups_open_as_perf_opens_them() {
         );
         assert_eq!(a, b, "{ours:?} vs perf");
     }
+    // perf reads the groups back from the file's GROUP_DESC.
+    let groups =
+        |file: &Path| common::run_ok(common::perf().args(["evlist", "-g", "-i"]).arg(file));
+    assert_eq!(groups(&ours_data), groups(&perf_data));
+    assert_eq!(groups(&ours_data).trim(), "{task-clock,page-faults}");
     // The group reads as one: its members' times are the leader's.
     let text = common::stderr_ok(
         stat()
@@ -405,7 +410,7 @@ fn record_cycles_without_a_pmu_is_cpu_clock_named_as_perf() {
                     .arg(&path)
                     .args(["-e", event, "--", "true"]),
             );
-            common::run_ok(common::perf().args(["evlist", "-i"]).arg(&path))
+            common::run_ok(common::perf().args(["evlist", "-g", "-i"]).arg(&path))
         };
         let ours = names(common::scry(), "s.data");
         let theirs = names(common::perf(), "p.data");

@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::data::build_id;
-use crate::data::features::{BuildIdEntry, Features};
+use crate::data::features::{BuildIdEntry, Features, len_u32};
 use crate::data::writer::{EventDesc, PerfDataWriter};
+use crate::event::name::group_size;
 use crate::sys::perf_event::{
     self as pe, PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES, PERF_RECORD_MISC_KERNEL,
     PERF_RECORD_MISC_USER, PERF_RECORD_MMAP, PERF_RECORD_MMAP2, PERF_RECORD_SAMPLE,
@@ -274,6 +275,12 @@ pub fn record_to_file(
         .filter_map(|e| e.tracepoint.clone())
         .collect();
     features.tracing_data = tracing_data(&tracepoints);
+    features.groups = (0..session.events.len())
+        .filter_map(|i| {
+            let size = group_size(&session.events, i);
+            (size > 1).then(|| (len_u32(i), len_u32(size)))
+        })
+        .collect();
     let bytes = sink.writer.data_size();
     let FileSink {
         writer,

@@ -35,6 +35,7 @@ pub mod bit {
     pub const CMDLINE: u32 = 11;
     pub const EVENT_DESC: u32 = 12;
     pub const PMU_MAPPINGS: u32 = 16;
+    pub const GROUP_DESC: u32 = 17;
     pub const SAMPLE_TIME: u32 = 21;
     pub const CLOCKID: u32 = 23;
     pub const CLOCK_DATA: u32 = 29;
@@ -113,6 +114,9 @@ pub struct Features {
     pub pmu_mappings: Vec<(u32, String)>,
     /// The timestamps' clock, when the events use `use_clockid`.
     pub clock: Option<ClockData>,
+    /// Event groups of two or more (`'{a,b}'`): the leader's event index
+    /// and how many events the group has.
+    pub groups: Vec<(u32, u32)>,
 }
 
 impl Features {
@@ -144,6 +148,7 @@ impl Features {
             sample_time: None,
             pmu_mappings: pmu_mappings(Path::new("/sys/bus/event_source/devices")),
             clock: None,
+            groups: Vec::new(),
         }
     }
 
@@ -190,6 +195,17 @@ impl Features {
             data.extend_from_slice(&clock.tod_ns.to_ne_bytes());
             data.extend_from_slice(&clock.clockid_ns.to_ne_bytes());
             out.push((bit::CLOCK_DATA, data));
+        }
+        if !self.groups.is_empty() {
+            // perf's write_group_desc: u32 count, then per group its name
+            // (perf's `{anon_group}` for unnamed ones), leader index, size.
+            let mut desc = len_u32(self.groups.len()).to_ne_bytes().to_vec();
+            for &(leader, members) in &self.groups {
+                desc.extend_from_slice(&header_string("{anon_group}"));
+                desc.extend_from_slice(&leader.to_ne_bytes());
+                desc.extend_from_slice(&members.to_ne_bytes());
+            }
+            out.push((bit::GROUP_DESC, desc));
         }
         out
     }
