@@ -129,6 +129,9 @@ pub struct Session {
     /// Lines for the user ("frequency lowered to ...").
     pub notes: Vec<String>,
     started_by_exec: bool,
+    /// The workload is one of the recorded tasks (no -p/-t: it is the
+    /// target; -a/-C: everything is). With -p/-t it only times the capture.
+    workload_recorded: bool,
 }
 
 /// Where drained records go: raw kernel bytes, whole records, per ring.
@@ -337,14 +340,6 @@ impl Session {
         // (pid, tid) list for per-task counting.
         let mut tasks: Vec<i32> = Vec::new();
         let mut watched_pids = Vec::new();
-        let mut pending = None;
-        if !target.command.is_empty() {
-            let child = process::fork_pending(&target.command).map_err(CaptureError::System)?;
-            if !system_wide {
-                tasks.push(child.pid());
-            }
-            pending = Some(child);
-        }
         if !system_wide {
             for &pid in &target.pids {
                 let threads = proc::threads(pid).map_err(|_| CaptureError::NoSuchProcess(pid))?;
@@ -359,7 +354,18 @@ impl Session {
                 watched_pids.push(tid);
             }
         }
-        let enable_on_exec = pending.is_some() && !system_wide;
+        // perf's rule: with -p/-t/-a/-C the command only sets the duration.
+        // It runs unrecorded (system-wide, it is recorded with the rest).
+        let workload_recorded = !system_wide && watched_pids.is_empty();
+        let mut pending = None;
+        if !target.command.is_empty() {
+            let child = process::fork_pending(&target.command).map_err(CaptureError::System)?;
+            if workload_recorded {
+                tasks.push(child.pid());
+            }
+            pending = Some(child);
+        }
+        let enable_on_exec = pending.is_some() && workload_recorded;
         let task_list: Vec<i32> = if system_wide { vec![-1] } else { tasks };
 
         let result = Self::open_counters(&plan, &cpus, &task_list, enable_on_exec, &mut notes);
@@ -393,6 +399,7 @@ impl Session {
             layout,
             notes,
             started_by_exec: enable_on_exec,
+            workload_recorded: workload_recorded || system_wide,
         })
     }
 
@@ -564,7 +571,7 @@ impl Session {
         }
         synth::kernel_mmap(&self.layout, out);
         out.extend_from_slice(&processes);
-        if let Some(pid) = self.workload_pid()
+        if let Some(pid) = self.workload_pid().filter(|_| self.workload_recorded)
             && let Some(first) = self.workload_comm()
         {
             synth::comm(&self.layout, pid, pid, &first, out);
@@ -691,14 +698,18 @@ impl Session {
             let _ = c.fd.disable();
         }
         self.drain(sink, &mut buf).map_err(CaptureError::Write)?;
+        let mut stopped_workload = false;
         if let Some(child) = &mut self.child
             && child.try_wait().ok().flatten().is_none()
         {
             let _ = signal::kill(child.pid, libc::SIGTERM);
             let _ = child.wait();
+            stopped_workload = true;
         }
+        // The watched processes ended first: the workload we stopped only
+        // timed the capture, its SIGTERM is not its failure.
         let reason = match (reason, self.child.as_mut()) {
-            (StopReason::TargetExited(None), Some(child)) => {
+            (StopReason::TargetExited(None), Some(child)) if !stopped_workload => {
                 StopReason::TargetExited(child.wait().ok())
             }
             (reason, _) => reason,

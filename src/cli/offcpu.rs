@@ -115,7 +115,8 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
         all: args.all_cpus,
         pids: pids.iter().copied().collect(),
     };
-    if let Some(pid) = session.workload_pid() {
+    // With -p the command only times the capture, as in perf.
+    if let Some(pid) = session.workload_pid().filter(|_| pids.is_empty()) {
         watch.pids.insert(pid);
     }
     let feed = OffCpuFeed::new(

@@ -593,7 +593,8 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
         .context("installing signal handlers")?;
     let session = Session::open(&opts)?;
-    if let Some(pid) = session.workload_pid() {
+    // With -p the command only times the capture, as in perf.
+    if let Some(pid) = session.workload_pid().filter(|_| pids.is_empty()) {
         engine.pids.insert(pid);
         if let Some(bpf) = &mut bpf {
             bpf.watch(pid, true)

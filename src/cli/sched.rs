@@ -171,7 +171,11 @@ fn live(
     let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
         .context("installing signal handlers")?;
     let session = Session::open(&opts)?;
-    if let Some(pid) = session.workload_pid() {
+    // With -p the command only times the capture, as in perf.
+    if let Some(pid) = session
+        .workload_pid()
+        .filter(|_| tracker.watch.pids.is_empty())
+    {
         tracker.watch.pids.insert(pid);
     }
     let refs: Vec<Option<&EventFormat>> = formats.iter().map(Some).collect();
