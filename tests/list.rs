@@ -134,3 +134,32 @@ fn every_listed_tracepoint_counts() {
         .unwrap();
     assert!(exec.starts_with("1,"), "{exec}");
 }
+
+#[test]
+fn tool_and_pmu_events_perf_lists_are_listed_and_count() {
+    require_kernel!();
+    require_perf!();
+    let perf = common::run_ok(common::perf().arg("list"));
+    let of_kind = |text: &str, kind: &str| -> BTreeSet<String> {
+        names(
+            &text
+                .lines()
+                .filter(|l| l.contains(kind))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    };
+    let ours = list(&[]);
+    let tools = of_kind(&perf, "[Tool event]");
+    assert!(!tools.is_empty(), "perf lists no tool events:\n{perf}");
+    assert_eq!(of_kind(&ours, "[Tool event]"), tools);
+    // Each one, and each PMU event perf names, counts with scry stat.
+    let pmu = of_kind(&perf, "[Kernel PMU event]");
+    assert!(
+        pmu.is_subset(&of_kind(&ours, "[Kernel PMU event]")),
+        "{pmu:?}"
+    );
+    for event in tools.iter().chain(&pmu) {
+        common::run_ok(common::scry().args(["stat", "-e", event, "--", "true"]));
+    }
+}

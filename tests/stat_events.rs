@@ -335,6 +335,31 @@ fn tool_events_print_as_perf() {
             .is_some_and(|l| l.starts_with(|c: char| c.is_ascii_digit()) && l.ends_with("/sec")),
         "duration_time has a value and a rate:\n{ours}"
     );
+    // Per CPU (-A), perf reads a tool event on the first CPU only.
+    let args = [
+        "-A",
+        "-a",
+        "-x,",
+        "-e",
+        "duration_time,cs",
+        "--",
+        "sleep",
+        "0.1",
+    ];
+    let per_cpu = |text: &str| -> Vec<(String, String, String)> {
+        text.lines()
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .filter(|f| f.len() > 3)
+            .map(|f| (f[0].to_string(), f[2].to_string(), f[3].to_string()))
+            .collect()
+    };
+    let ours = common::stderr_ok(stat().args(args));
+    let theirs = common::stderr_ok(perf_stat().args(args));
+    assert_eq!(
+        per_cpu(&ours),
+        per_cpu(&theirs),
+        "scry:\n{ours}\nperf:\n{theirs}"
+    );
     // duration_time is the elapsed time of the footer; user_time and
     // system_time are its user and sys seconds (`<not counted>` at 0, as perf).
     let text = common::stderr_ok(

@@ -209,10 +209,16 @@ pub fn sum_readings(
                 out.push((event, key, None));
                 continue;
             }
-            let sum = readings
+            let mut matching = readings
                 .iter()
                 .filter(|r| r.event == event && (key.is_none() || r.cpu == key))
-                .fold(Reading::default(), |acc, r| acc.add(r.reading));
+                .peekable();
+            // Per CPU, an event read on some CPUs only (perf's tool events
+            // read on the first) has lines for those CPUs only.
+            if key.is_some() && matching.peek().is_none() {
+                continue;
+            }
+            let sum = matching.fold(Reading::default(), |acc, r| acc.add(r.reading));
             out.push((event, key, Some(sum)));
         }
     }
@@ -479,6 +485,16 @@ mod tests {
         let per_cpu = sum_readings(&readings, &[true], &[0, 1], Aggregation::PerCpu);
         assert_eq!(per_cpu.len(), 2);
         assert_eq!(per_cpu[1], (0, Some(1), Some(reading(4, 10, 10))));
+        // An event read on CPU 0 only (a tool event) has CPU 0's line only.
+        let mut with_tool = readings.to_vec();
+        with_tool.push(CounterReading {
+            event: 1,
+            cpu: Some(0),
+            reading: reading(9, 9, 9),
+        });
+        let per_cpu = sum_readings(&with_tool, &[true, true], &[0, 1], Aggregation::PerCpu);
+        assert_eq!(per_cpu.len(), 3);
+        assert_eq!(per_cpu[2], (1, Some(0), Some(reading(9, 9, 9))));
     }
 
     #[test]

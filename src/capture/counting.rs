@@ -561,7 +561,11 @@ impl CounterSet {
             let value = value.unwrap_or(0);
             out.push(CounterReading {
                 event: index,
-                cpu: None,
+                // System-wide, perf reads tool events on the first CPU.
+                cpu: self
+                    .system_wide
+                    .then(|| self.cpus.first().copied())
+                    .flatten(),
                 reading: Reading {
                     value,
                     enabled: value,

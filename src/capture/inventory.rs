@@ -94,6 +94,7 @@ fn symbolic() -> Vec<ListedEvent> {
         }
     });
     out.extend(cache);
+    out.extend(name::tool_events().map(|n| ListedEvent::new(n, Group::Tool)));
     out
 }
 

@@ -295,6 +295,11 @@ pub fn symbolic_events() -> impl Iterator<Item = (&'static str, u32, u64)> {
         .chain(SOFTWARE.iter().map(|&(n, c)| (n, PERF_TYPE_SOFTWARE, c)))
 }
 
+/// Names of perf's tool events, for `list`.
+pub fn tool_events() -> impl Iterator<Item = &'static str> {
+    TOOLS.iter().map(|&(n, _)| n)
+}
+
 /// Split `-e` text on commas that are not inside `{}` or `//`.
 /// The slashes of a uprobe's path (`uprobe:/usr/bin/ls:main`) do not pair.
 pub fn split_list(text: &str) -> Vec<&str> {
