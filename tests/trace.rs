@@ -546,8 +546,16 @@ fn getppid_threads(text: &str) -> Vec<(String, String)> {
 fn threads_born_while_tracing_are_named_as_perf_trace_names_them() {
     require_kernel!();
     require_tracefs!();
-    require_perf!();
     let named = common::workload("named_threads");
+    // Busy CPUs move threads between CPUs, so a thread's birth and its
+    // calls land in different rings, drained in another order.
+    let _hogs = Hogs::start(2);
+    for _ in 0..3 {
+        threads_are_named(&named);
+    }
+}
+
+fn threads_are_named(named: &std::path::Path) {
     let out = trace(&["-e", "getppid", "--", named.to_str().unwrap(), "3"]);
     assert!(out.status.success(), "{}", lines(&out));
     // "thread i tid T" on stdout.
@@ -570,18 +578,89 @@ fn threads_born_while_tracing_are_named_as_perf_trace_names_them() {
         .collect();
     let text = lines(&out);
     assert_eq!(getppid_threads(&text), expected, "{text}");
-    // perf trace names them the same way (its tids are its own run's).
+    // perf trace (6.1) names them so too, but not reliably enough to be
+    // the oracle here: some runs it shows ':TID' for a thread, or prints a
+    // thread's lines out of order.
+}
+
+/// `call(args)` of each line of a perf-trace-style listing, comparable
+/// across runs and tools: pointers and strings as `_`, perf's `fd</path>`
+/// as `fd`; the lines of calls whose entry was not seen are left out.
+fn calls_as_written(text: &str) -> Vec<String> {
+    let hex = |w: &str| w.starts_with("0x") && w.len() > 2;
+    text.lines()
+        .filter(|l| !l.contains("[continued]") && !l.contains("(...)"))
+        .filter_map(|l| {
+            let call = l.split("): ").nth(1)?.split_once(' ')?.1;
+            let call = call.rsplit_once(" = ").map_or(call, |(c, _)| c).trim_end();
+            let call = call.strip_suffix(')')?;
+            let mut out = String::new();
+            for (i, part) in call.split(", ").enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                let (name, value) = part.split_once(": ").unwrap_or(("", part));
+                let value = value.split('<').next().unwrap_or(value);
+                if name.is_empty() {
+                    out.push_str(part);
+                } else if name.contains("name") || hex(value.split(' ').next().unwrap_or("")) {
+                    out.push_str(&format!("{name}: _"));
+                } else {
+                    out.push_str(&format!("{name}: {value}"));
+                }
+            }
+            out.push(')');
+            Some(out)
+        })
+        .collect()
+}
+
+#[test]
+fn flags_are_named_as_perf_trace_names_them() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let flags = common::workload("flags");
+    let calls =
+        "open,openat,mmap,mprotect,access,fcntl,socket,lseek,prlimit64,futex,clone,getrandom";
+    let out = trace(&["-e", calls, "--", flags.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", lines(&out));
+    let ours = calls_as_written(&lines(&out));
     let perf = common::output(
         common::perf()
-            .args(["trace", "-e", "getppid", "--"])
-            .arg(&named)
-            .arg("3"),
+            .args(["trace", "-e", calls, "--"])
+            .arg(&flags),
     );
     let perf_text = String::from_utf8_lossy(&perf.stderr);
-    let names = |v: Vec<(String, String)>| v.into_iter().map(|(c, _)| c).collect::<Vec<_>>();
+    let theirs = calls_as_written(&perf_text);
+    // The workload's own calls, named as perf trace names them.
+    for expected in [
+        "openat(dfd: CWD, filename: _, flags: CLOEXEC|CREAT|TRUNC|WRONLY, mode: IRUGO|IWUSR)",
+        "openat(dfd: CWD, filename: _, flags: RDWR|APPEND|NOFOLLOW)",
+        "openat(dfd: CWD, filename: _, flags: RDONLY|DIRECTORY|NONBLOCK)",
+        "mmap(len: 4096, prot: READ|WRITE|EXEC, flags: PRIVATE|ANONYMOUS|POPULATE)",
+        "mmap(len: 4096, flags: SHARED|ANONYMOUS|NORESERVE)",
+        "access(filename: _, mode: RWX)",
+        "fcntl(fd: 3, cmd: SETFL, arg: RDONLY|NONBLOCK)",
+        "fcntl(fd: 3, cmd: DUPFD, arg: 10)",
+        "socket(family: INET, type: STREAM|CLOEXEC|NONBLOCK, protocol: TCP)",
+        "socket(family: UNSPEC, type: STREAM)",
+        "lseek(fd: 3, whence: SET)",
+        "prlimit64(resource: STACK, old_rlim: _)",
+        "futex(uaddr: _, op: WAIT|PRIVATE_FLAG, val: 1)",
+        "clone(clone_flags: CHILD_CLEARTID|CHILD_SETTID|0x11)",
+        "getrandom(ubuf: _, len: 4, flags: RANDOM|NONBLOCK)",
+    ] {
+        assert!(
+            ours.iter().any(|c| c == expected),
+            "{expected} not in:\n{ours:#?}"
+        );
+    }
+    // Line for line the same as perf trace's, loader included.
     assert_eq!(
-        names(getppid_threads(&perf_text)),
-        names(expected),
-        "perf trace:\n{perf_text}"
+        ours,
+        theirs,
+        "perf trace:\n{perf_text}\nscry:\n{}",
+        lines(&out)
     );
 }

@@ -20,6 +20,7 @@ pub mod sched_feed;
 pub mod settle;
 pub mod stack_text;
 pub mod stat;
+pub mod syscall_desc;
 pub mod syscalls;
 #[cfg(test)]
 pub(crate) mod testing;

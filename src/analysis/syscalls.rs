@@ -1,7 +1,8 @@
-//! System calls as `scry trace` sees them: how each one's arguments read
-//! (`SyscallDesc`, from the kernel's `syscalls:sys_enter_*` formats),
-//! entries paired with exits per thread (`Pairer`), and the per-thread
-//! summary table (`Summary`: calls, errors, total, min, avg, max, stddev).
+//! System calls as `scry trace` sees them: entries paired with exits per
+//! thread (`Pairer`), the copies of their string arguments joined to them,
+//! thread names, and the per-thread summary table (`Summary`: calls,
+//! errors, total, min, avg, max, stddev). How each call's arguments read is
+//! `syscall_desc` (re-exported here).
 //!
 //! Decisions:
 //! - Pairing is per thread id: a thread is in at most one system call at a
@@ -27,150 +28,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::rc::Rc;
 
-use crate::event::format::{EventFormat, Field};
-
-/// How one argument is shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArgKind {
-    /// A signed integer of this many bytes (`int`, `long`, `pid_t`).
-    Signed(u8),
-    /// An unsigned count (`size_t`, `unsigned int`).
-    Unsigned(u8),
-    /// Pointers, flags, masks: hexadecimal.
-    Hex,
-    /// A file descriptor of a `*at` call: `AT_FDCWD` shows as `CWD`.
-    DirFd,
-    /// A NUL-terminated path or name in the caller's memory.
-    Str,
-    /// An input buffer (write's `buf`) whose length is argument `len_arg`.
-    Buffer { len_arg: u8 },
-}
-
-/// One argument's name and kind.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArgDesc {
-    pub name: String,
-    pub kind: ArgKind,
-}
-
-/// How a system call's arguments read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SyscallDesc {
-    pub nr: u64,
-    pub name: String,
-    pub args: Vec<ArgDesc>,
-}
-
-impl SyscallDesc {
-    /// From `syscalls:sys_enter_NAME`'s format: every field after
-    /// `__syscall_nr` is an argument, in order (`args[0]`, `args[1]`...).
-    pub fn from_format(nr: u64, name: &str, format: &EventFormat) -> SyscallDesc {
-        let fields: Vec<&Field> = format
-            .fields
-            .iter()
-            .filter(|f| f.name != "__syscall_nr")
-            .take(6)
-            .collect();
-        let args = fields
-            .iter()
-            .enumerate()
-            .map(|(i, f)| ArgDesc {
-                name: f.name.clone(),
-                kind: match fields.get(i + 1) {
-                    Some(next) if is_input_buffer(f, next) => ArgKind::Buffer {
-                        len_arg: (i + 1) as u8,
-                    },
-                    _ => arg_kind(f),
-                },
-            })
-            .collect();
-        SyscallDesc {
-            nr,
-            name: name.to_string(),
-            args,
-        }
-    }
-
-    /// Without a format (tracefs lacks `syscalls`): six hex arguments.
-    pub fn bare(nr: u64, name: &str) -> SyscallDesc {
-        SyscallDesc {
-            nr,
-            name: name.to_string(),
-            args: (0..6)
-                .map(|i| ArgDesc {
-                    name: format!("arg{i}"),
-                    kind: ArgKind::Hex,
-                })
-                .collect(),
-        }
-    }
-
-    /// Indices of the arguments whose bytes are copied at the entry:
-    /// strings and input buffers in the caller's memory.
-    pub fn copied_args(&self) -> impl Iterator<Item = usize> + '_ {
-        self.args
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| matches!(a.kind, ArgKind::Str | ArgKind::Buffer { .. }))
-            .map(|(i, _)| i)
-    }
-}
-
-/// A buffer the call reads (`const char *buf` of write, `buff` of sendto,
-/// `const void *value` of setxattr) followed by its length.
-fn is_input_buffer(field: &Field, next: &Field) -> bool {
-    let t = field.type_name.as_str();
-    let input = match field.name.as_str() {
-        "buf" | "ubuf" | "value" => t.starts_with("const ") && t.ends_with('*'),
-        "buff" => t.ends_with('*'),
-        _ => false,
-    };
-    input && matches!(next.name.as_str(), "count" | "len" | "size")
-}
-
-/// Which syscall arguments are strings: `char *` pointers other than data
-/// buffers (`buf`, `ubuf`: their bytes are data, and their length is only
-/// known at the exit).
-fn arg_kind(field: &Field) -> ArgKind {
-    let t = field.type_name.as_str();
-    let n = field.name.as_str();
-    if t.contains("char *") && !t.contains("* const") && !t.contains("**") {
-        if matches!(n, "buf" | "ubuf" | "optval" | "value" | "argp") {
-            return ArgKind::Hex;
-        }
-        return ArgKind::Str;
-    }
-    if t.contains('*') {
-        return ArgKind::Hex;
-    }
-    if n == "dfd" || n == "olddfd" || n == "newdfd" || n == "dirfd" {
-        return ArgKind::DirFd;
-    }
-    // Descriptors are ints even where the format says `unsigned long`.
-    if n == "fd" || n.ends_with("_fd") || n.starts_with("fd_") {
-        return ArgKind::Signed(4);
-    }
-    if n.contains("addr") || n == "start" || n == "brk" || n.starts_with("arg") {
-        return ArgKind::Hex;
-    }
-    if n.contains("flags") || n.contains("mask") || n == "mode" || n == "prot" || t == "umode_t" {
-        return ArgKind::Hex;
-    }
-    let size = |s: u8| {
-        if t.contains("long") || t.contains("size_t") || t.contains("off_t") {
-            8
-        } else {
-            s
-        }
-    };
-    let unsigned =
-        t.contains("unsigned") || t == "size_t" || t.starts_with('u') || t.starts_with("__u");
-    if unsigned {
-        ArgKind::Unsigned(size(4))
-    } else {
-        ArgKind::Signed(size(4))
-    }
-}
+pub use super::syscall_desc::{ArgDesc, ArgKind, SyscallDesc};
 
 /// A string or buffer argument as copied at the entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -456,9 +314,22 @@ pub enum TraceItem {
         name: Rc<str>,
         text: String,
     },
-    /// A thread's name from `time` on: from a COMM or FORK record, or
-    /// /proc for a thread that existed before tracing.
+    /// A thread's name from `time` on (a COMM record: exec or rename).
     Comm {
+        tid: i32,
+        comm: String,
+        time: u64,
+    },
+    /// Thread `tid` was made by thread `ptid` at `time`: it has its name.
+    Fork {
+        tid: i32,
+        ptid: i32,
+        time: u64,
+    },
+    /// A name read from /proc when the thread was first seen: it holds
+    /// only when no COMM or FORK named the thread (it existed before
+    /// tracing began).
+    NameGuess {
         tid: i32,
         comm: String,
         time: u64,
@@ -479,7 +350,9 @@ impl TraceItem {
             TraceItem::Exit { time, .. }
             | TraceItem::Event { time, .. }
             | TraceItem::ThreadExit { time, .. }
-            | TraceItem::Comm { time, .. } => *time,
+            | TraceItem::Comm { time, .. }
+            | TraceItem::Fork { time, .. }
+            | TraceItem::NameGuess { time, .. } => *time,
         }
     }
 }
@@ -552,7 +425,10 @@ impl Tracer {
             TraceItem::Exit { tid, .. }
             | TraceItem::Event { tid, .. }
             | TraceItem::ThreadExit { tid, .. } => *tid,
-            TraceItem::ArgCopies(_) | TraceItem::Comm { .. } => 0,
+            TraceItem::ArgCopies(_)
+            | TraceItem::Comm { .. }
+            | TraceItem::Fork { .. }
+            | TraceItem::NameGuess { .. } => 0,
         };
         // Copies wait for the thread's next item only.
         let early = if tid != 0 {
@@ -572,6 +448,14 @@ impl Tracer {
             }
             TraceItem::Comm { tid, comm, .. } => {
                 self.comms.insert(tid, comm);
+            }
+            TraceItem::Fork { tid, ptid, .. } => {
+                if let Some(comm) = self.comms.get(&ptid).cloned() {
+                    self.comms.insert(tid, comm);
+                }
+            }
+            TraceItem::NameGuess { tid, comm, .. } => {
+                self.comms.entry(tid).or_insert(comm);
             }
             TraceItem::Enter(mut enter) => {
                 if let Some(copies) = &early {
@@ -788,25 +672,5 @@ mod tests {
                 Some(ArgText::NOT_COPIED)
             ]
         );
-    }
-
-    #[test]
-    fn argument_kinds_from_format() {
-        let text = "name: sys_enter_openat\nID: 782\nformat:\n\
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\
-\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n\
-\tfield:int dfd;\toffset:16;\tsize:8;\tsigned:0;\n\
-\tfield:const char * filename;\toffset:24;\tsize:8;\tsigned:0;\n\
-\tfield:int flags;\toffset:32;\tsize:8;\tsigned:0;\n\
-\tfield:umode_t mode;\toffset:40;\tsize:8;\tsigned:0;\n\n\
-print fmt: \"dfd: 0x%08lx\", ((unsigned long)(REC->dfd))\n";
-        let format = crate::event::format::parse_format("syscalls", text).unwrap();
-        let d = SyscallDesc::from_format(257, "openat", &format);
-        let kinds: Vec<ArgKind> = d.args.iter().map(|a| a.kind).collect();
-        assert_eq!(
-            kinds,
-            vec![ArgKind::DirFd, ArgKind::Str, ArgKind::Hex, ArgKind::Hex]
-        );
-        assert_eq!(d.copied_args().collect::<Vec<_>>(), vec![1]);
     }
 }

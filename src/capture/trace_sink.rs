@@ -15,7 +15,7 @@
 //! names and types from the kernel's `syscalls:sys_enter_*` formats through
 //! `event::FormatCache` (loaded once per syscall number).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::rc::Rc;
 
@@ -136,8 +136,8 @@ pub struct SyscallDecoder<F: FnMut(TraceItem) -> io::Result<()>> {
     layout: Option<RawSyscallLayout>,
     table: SyscallTable,
     formats: Rc<FormatCache>,
-    /// The name of each thread seen, as last given.
-    comms: HashMap<i32, String>,
+    /// Threads named by a record, or looked up in /proc.
+    named: HashSet<i32>,
     buffer: Vec<TraceItem>,
     deliver: F,
     /// Records the kernel dropped (ring full), per CPU.
@@ -160,7 +160,7 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
             layout,
             table: SyscallTable::new(Rc::clone(&formats)),
             formats,
-            comms: HashMap::new(),
+            named: HashSet::new(),
             buffer: Vec::new(),
             deliver,
             lost: Default::default(),
@@ -183,20 +183,16 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
         Ok(())
     }
 
-    /// A thread seen for the first time with no FORK or COMM record
-    /// (it existed before tracing began): its name from /proc, if it is
-    /// still there.
+    /// A thread seen for the first time with no FORK or COMM record so
+    /// far: its name from /proc while it is there, which the tracer uses
+    /// only if no record (from another CPU's ring, drained later) names it.
+    /// Names are settled there, in time order, not here in ring order.
     fn note_thread(&mut self, tid: i32, time: u64) {
-        if !self.comms.contains_key(&tid) {
-            let comm = proc_comm(tid).unwrap_or_else(|| ":?".to_string());
-            self.name(tid, comm, time);
+        if self.named.insert(tid)
+            && let Some(comm) = proc_comm(tid)
+        {
+            self.buffer.push(TraceItem::NameGuess { tid, comm, time });
         }
-    }
-
-    /// `tid` is called `comm` from `time` on.
-    fn name(&mut self, tid: i32, comm: String, time: u64) {
-        self.comms.insert(tid, comm.clone());
-        self.buffer.push(TraceItem::Comm { tid, comm, time });
     }
 
     fn sample(&mut self, s: &TraceSample<'_>) -> Option<TraceItem> {
@@ -342,16 +338,18 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> TraceSink for SyscallDecoder<F> {
             }
             TraceRecord::Comm {
                 tid, comm, time, ..
-            } => self.name(tid, comm, time),
+            } => {
+                self.named.insert(tid);
+                self.buffer.push(TraceItem::Comm { tid, comm, time });
+            }
             TraceRecord::Fork {
                 tid, ptid, time, ..
             } => {
-                // A new thread is named as the thread that made it, until
-                // it renames itself (a COMM record) or execs.
-                let comm = self.comms.get(&ptid).cloned().or_else(|| proc_comm(ptid));
-                if let Some(comm) = comm {
-                    self.name(tid, comm, time);
-                }
+                // A new thread has the name of the thread that made it,
+                // until it renames itself (a COMM record) or execs.
+                self.note_thread(ptid, time);
+                self.named.insert(tid);
+                self.buffer.push(TraceItem::Fork { tid, ptid, time });
             }
             TraceRecord::ArgCopies {
                 tid, time, copies, ..

@@ -19,4 +19,5 @@ pub mod script;
 pub mod stat;
 pub mod top;
 pub mod trace;
+pub mod trace_args;
 pub mod tui;

@@ -6,6 +6,7 @@
 //!      0.020 ( 0.002 ms): cat/1234 openat(dfd: CWD, filename: "/nope") = -1 ENOENT (No such file or directory)
 //! ```
 //!
+//! Arguments are named and left out as perf trace does (`render::trace_args`).
 //! Times are milliseconds since the first line. A call whose entry was not
 //! seen shows `?` as duration and no arguments; a call that never returned
 //! (exit_group) shows `= ?`. Strings and buffers copied at the entry are
@@ -16,6 +17,8 @@
 use std::io::{self, Write};
 
 use crate::analysis::syscalls::{ArgKind, ArgText, Summary, SyscallCall, TraceOutput};
+
+use super::trace_args::{self, Shown};
 
 /// Writes trace lines to `out`.
 pub struct TextOutput<W: Write> {
@@ -57,20 +60,27 @@ fn write_args(call: &SyscallCall, line: &mut String) {
         line.push_str("...");
         return;
     };
+    let mut first = true;
     for (i, (arg, value)) in call.desc.args.iter().zip(enter.args).enumerate() {
-        if i > 0 {
+        let shown = trace_args::shown(&call.desc.name, &arg.name, value, &enter.args);
+        if shown == Shown::Omitted {
+            continue;
+        }
+        if !first {
             line.push_str(", ");
         }
+        first = false;
         let _ = write!(line, "{}: ", arg.name);
-        let _ = match arg.kind {
-            ArgKind::Signed(4) => write!(line, "{}", value as u32 as i32),
-            ArgKind::Signed(_) => write!(line, "{}", value as i64),
-            ArgKind::Unsigned(4) => write!(line, "{}", value as u32),
-            ArgKind::Unsigned(_) => write!(line, "{value}"),
-            ArgKind::Hex => write!(line, "{value:#x}"),
-            ArgKind::DirFd if value as u32 as i32 == libc::AT_FDCWD => write!(line, "CWD"),
-            ArgKind::DirFd => write!(line, "{}", value as u32 as i32),
-            ArgKind::Str | ArgKind::Buffer { .. } => {
+        let _ = match (shown, arg.kind) {
+            (Shown::Text(text), _) => write!(line, "{text}"),
+            (_, ArgKind::Signed(4)) => write!(line, "{}", value as u32 as i32),
+            (_, ArgKind::Signed(_)) => write!(line, "{}", value as i64),
+            (_, ArgKind::Unsigned(4)) => write!(line, "{}", value as u32),
+            (_, ArgKind::Unsigned(_)) => write!(line, "{value}"),
+            (_, ArgKind::Hex) => write!(line, "{value:#x}"),
+            (_, ArgKind::DirFd) if value as u32 as i32 == libc::AT_FDCWD => write!(line, "CWD"),
+            (_, ArgKind::DirFd) => write!(line, "{}", value as u32 as i32),
+            (_, ArgKind::Str | ArgKind::Buffer { .. }) => {
                 match enter.strings.iter().find(|(j, _)| *j == i) {
                     Some((_, ArgText::Copied { bytes, truncated })) => {
                         quote(bytes, line);
@@ -79,7 +89,6 @@ fn write_args(call: &SyscallCall, line: &mut String) {
                         }
                         Ok(())
                     }
-                    Some((_, ArgText::Unavailable("NULL"))) => write!(line, "NULL"),
                     Some((_, ArgText::Unavailable(why))) => write!(line, "{value:#x} ({why})"),
                     None => write!(line, "{value:#x}"),
                 }
@@ -294,8 +303,8 @@ mod tests {
                 ..TracerOptions::default()
             },
         );
-        let expected = "     0.000 ( 0.004 ms): cat/7 openat(dfd: CWD, filename: \"/etc/hostname\", flags: 0x80000) = 3\n     \
-1.000 ( 0.500 ms): cat/7 openat(dfd: CWD, filename: 0x1000 (not copied), flags: 0x80000) = -1 ENOENT (No such file or directory)\n";
+        let expected = "     0.000 ( 0.004 ms): cat/7 openat(dfd: CWD, filename: \"/etc/hostname\", flags: RDONLY|CLOEXEC) = 3\n     \
+1.000 ( 0.500 ms): cat/7 openat(dfd: CWD, filename: 0x1000 (not copied), flags: RDONLY|CLOEXEC) = -1 ENOENT (No such file or directory)\n";
         assert_eq!(text, expected);
         let st = &summary.threads[&(7, 7)].syscalls[&257];
         assert_eq!((st.calls, st.errors), (2, 1));
