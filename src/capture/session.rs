@@ -6,6 +6,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::event::name::{ResolvedEvent, group_leader};
+use crate::event::resolve::cpu_clock_fallback;
 use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
 use crate::sys::process::{Child, ExitStatus, PendingChild};
 use crate::sys::ring::RingBuffer;
@@ -96,6 +97,26 @@ pub fn default_mmap_pages(events: &[ResolvedEvent], cpus: usize) -> usize {
     let capped = wanted.min(cap);
     // Round down to a power of two.
     1usize << (usize::BITS - 1 - capped.leading_zeros())
+}
+
+/// perf record's (and top's) answer to `cycles` on a machine without a
+/// hardware PMU: every `cycles` event, whatever its modifiers, becomes
+/// `cpu-clock` named as perf names it (`event::resolve::cpu_clock_fallback`).
+/// Probes the PMU only when some event is `cycles`.
+pub fn fall_back_from_cycles(events: &mut [ResolvedEvent]) {
+    if !events.iter().any(|e| cpu_clock_fallback(e).is_some()) {
+        return;
+    }
+    let mut cycles = ResolvedEvent::plain("cycles", pe::PERF_TYPE_HARDWARE, 0);
+    cycles.modifiers.exclude_kernel = true;
+    if super::counting::probe(&cycles).is_ok() {
+        return;
+    }
+    for event in events {
+        if let Some(fallback) = cpu_clock_fallback(event) {
+            *event = fallback;
+        }
+    }
 }
 
 /// One opened counter.

@@ -5,10 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use scry::capture::session::{StopReason, default_mmap_pages};
+use scry::capture::session::{StopReason, default_mmap_pages, fall_back_from_cycles};
 use scry::capture::{CallGraph, CaptureOptions};
 use scry::event::name;
-use scry::event::resolve::cpu_clock_fallback;
 
 use super::target::{SamplingArgs, TargetArgs};
 
@@ -66,13 +65,7 @@ impl RecordArgs {
         let mut events = super::probe::resolve_events(&specs)?;
         // Without a hardware PMU, cycles (asked for or the default) becomes
         // cpu-clock with the same modifiers, as perf record does.
-        if events.iter().any(|e| cpu_clock_fallback(e).is_some()) && !cycles_supported() {
-            for event in &mut events {
-                if let Some(fallback) = cpu_clock_fallback(event) {
-                    *event = fallback;
-                }
-            }
-        }
+        fall_back_from_cycles(&mut events);
         // `--filter` applies to the last event given before it; clap loses
         // that order, so a filter applies to the last event (perf's common use).
         for filter in &self.filter {
@@ -130,16 +123,6 @@ impl RecordArgs {
             context_switch: false,
         })
     }
-}
-
-/// Whether the hardware cycles counter can be opened here (VMs often lack a PMU).
-fn cycles_supported() -> bool {
-    let mut attr = scry::sys::perf_event::new_attr();
-    attr.type_ = scry::sys::perf_event::PERF_TYPE_HARDWARE;
-    attr.config = 0;
-    attr.set_disabled(1);
-    attr.set_exclude_kernel(1);
-    scry::sys::perf_event::PerfEventFd::open(&attr, 0, -1).is_ok()
 }
 
 pub fn run(args: RecordArgs) -> anyhow::Result<()> {

@@ -334,7 +334,8 @@ impl TopArgs {
         if specs.is_empty() {
             specs.push(name::parse("cpu-clock")?);
         }
-        let events = name::resolve(&specs)?;
+        let mut events = name::resolve(&specs)?;
+        scry::capture::session::fall_back_from_cycles(&mut events);
         let pids = parse_id_list(self.pid.as_deref(), "-p")?;
         let cpus = parse_cpus(self.cpu.as_deref())?;
         let target = Target {
