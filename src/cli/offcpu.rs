@@ -127,7 +127,12 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
     let (feed, outcome) = run_feed(session, signals, feed, true)?;
 
     let undecodable = feed.undecodable;
-    let (resolved, mut frames, _stats, lost) = feed.resolver.finish();
+    let scry::symbol::Resolution {
+        samples: resolved,
+        mut frames,
+        lost,
+        ..
+    } = feed.resolver.finish();
     let options = OffCpuOptions {
         min_ns: args.min_us.saturating_mul(1000),
         wakeup: args.wakeup,

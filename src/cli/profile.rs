@@ -426,7 +426,11 @@ fn write_report(
     } = feed;
     engine.finish();
     let kernel = kernel.map(|(sums, covered)| add_kernel_sums(&mut engine, &sums, covered));
-    let (resolved, frames, _stats, _lost) = resolver.finish();
+    let scry::symbol::Resolution {
+        samples: resolved,
+        frames,
+        ..
+    } = resolver.finish();
     if undecodable > 0 {
         eprintln!("scry: {undecodable} samples had no decodable fields and were skipped");
     }

@@ -39,7 +39,7 @@ pub use binary::read_build_id;
 pub use kallsyms::{Kallsyms, ProcKallsyms};
 pub use names::demangle;
 pub use perf_map::PerfMap;
-pub use resolver::{AddressName, Resolver};
+pub use resolver::{AddressName, Resolution, Resolver};
 
 use crate::model::sample::{FrameTable, ResolvedSample};
 
@@ -281,12 +281,12 @@ pub fn resolve_reader(
         }
         resolver.handle_record(attr_index, &record);
     }
-    let (samples, frames, stats, lost) = resolver.finish();
+    let done = resolver.finish();
     Ok(Resolved {
-        samples,
-        frames,
+        samples: done.samples,
+        frames: done.frames,
         events,
-        stats,
-        lost,
+        stats: done.stats,
+        lost: done.lost,
     })
 }

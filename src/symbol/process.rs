@@ -165,6 +165,8 @@ impl AddressSpace {
 pub struct ProcessModel {
     spaces: FxMap<i32, AddressSpace>,
     comms: FxMap<i32, Arc<str>>,
+    /// `comm`'s fallback names, made once per thread.
+    fallback_comms: FxMap<i32, Arc<str>>,
 }
 
 impl ProcessModel {
@@ -207,13 +209,20 @@ impl ProcessModel {
     }
 
     /// The thread's current name; perf's fallbacks when none was recorded:
-    /// `swapper` for the idle task, `:TID` otherwise.
-    pub fn comm(&self, tid: i32) -> Arc<str> {
-        match self.comms.get(&tid) {
-            Some(c) => c.clone(),
-            None if tid == 0 => Arc::from("swapper"),
-            None => Arc::from(format!(":{tid}").as_str()),
+    /// `swapper` for the idle task, `:TID` otherwise. A fallback is kept as
+    /// apart (a child does not inherit it, as in perf) and reused, so every
+    /// sample of the thread shares one `Arc` (samples merge by its address).
+    pub fn comm(&mut self, tid: i32) -> Arc<str> {
+        if let Some(c) = self.comms.get(&tid) {
+            return c.clone();
         }
+        self.fallback_comms
+            .entry(tid)
+            .or_insert_with(|| match tid {
+                0 => Arc::from("swapper"),
+                _ => Arc::from(format!(":{tid}").as_str()),
+            })
+            .clone()
     }
 }
 

@@ -1,0 +1,50 @@
+//! Sample merging (`ResolveOptions::merge_samples`): samples with the same
+//! event, comm, task and location stack add up as they are fed (in
+//! `Resolver::push_sample`); every `merge_batch` distinct ones are named
+//! and folded by the frames they name, and the location-stack table starts
+//! over, so memory follows the distinct frame stacks, not the samples.
+
+use std::sync::Arc;
+
+use super::Resolver;
+use crate::model::sample::FrameId;
+use crate::symbol::stacks::StackTable;
+
+impl Resolver {
+    /// Names the pending samples and merges them into `folded`: samples
+    /// whose locations differ but name the same frames become one, so
+    /// memory follows the distinct frame stacks, not the samples.
+    pub(super) fn fold_pending(&mut self) {
+        let samples = self.take_samples();
+        // No pending sample refers to a location stack any more: start the
+        // table over, so it holds one batch's stacks, not the file's. The
+        // named frame stacks (`frame_stacks`) stay, and keep merging.
+        self.stacks = StackTable::default();
+        self.named_stacks.clear();
+        self.chain_stacks.clear();
+        for sample in samples {
+            let key = (
+                sample.event,
+                Arc::as_ptr(&sample.comm) as *const u8 as usize,
+                sample.pid,
+                sample.tid,
+                Arc::as_ptr(&sample.stack) as *const FrameId as usize,
+                sample.quality,
+            );
+            match self
+                .folded_index
+                .get(&key)
+                .and_then(|&i| self.folded.get_mut(i))
+            {
+                Some(into) => {
+                    into.period += sample.period;
+                    into.count += sample.count;
+                }
+                None => {
+                    self.folded_index.insert(key, self.folded.len());
+                    self.folded.push(sample);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,408 @@
+//! Locations into frames: every location not named yet, grouped by dso and
+//! named in bulk — ELF files through one sorted blazesym batch each (the
+//! biggest on two threads for the last batch), kernel addresses from
+//! kallsyms, the vDSO from scry's own, JIT code from perf-PID.map — and then
+//! the frames of each new location stack.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{LocResult, NamedStack, Resolver};
+use crate::model::sample::{Frame, FrameId, FrameKind};
+use crate::symbol::UnresolvedReason;
+use crate::symbol::binary::{Binary, BinaryMiss};
+use crate::symbol::kallsyms::Kallsyms;
+use crate::symbol::names::{ElfNames, Names, VdsoSymbols};
+use crate::symbol::perf_map::PerfMap;
+use crate::symbol::process::{DsoId, DsoKind, DsoTable};
+
+/// Symbol files this big in all (bytes) are named on two threads.
+const PARALLEL_SYMBOLS_BYTES: u64 = 8 << 20;
+
+/// One file's locations to name (`Resolver::prepare_file`).
+struct FileJob {
+    dso: DsoId,
+    /// Location ids, and the svma of each (None: outside every load).
+    ids: Vec<u32>,
+    svmas: Vec<Option<u64>>,
+    /// The distinct svmas, sorted: what is asked of the symbolizer.
+    batch: Vec<u64>,
+    binary: Arc<Binary>,
+    /// The symbol file's size: the cost estimate that balances threads.
+    weight: u64,
+}
+
+impl Resolver {
+    /// Builds the frames of every stack not named yet (its locations are).
+    pub(super) fn name_stacks(&mut self) {
+        let mut frames = Vec::new();
+        for id in self.named_stacks.len()..self.stacks.len() {
+            frames.clear();
+            let mut named = NamedStack {
+                frames: Arc::from([]),
+                locations: 0,
+                unnamed: Vec::new(),
+                outermost_unnamed: false,
+            };
+            for &loc in self.stacks.get(id as u32) {
+                let Some(Some(r)) = self.loc_results.get(loc as usize) else {
+                    continue;
+                };
+                let range = r.start as usize..(r.start + r.len) as usize;
+                frames.extend_from_slice(self.loc_frames.get(range).unwrap_or(&[]));
+                named.locations += 1;
+                named.unnamed.extend(r.reason);
+                named.outermost_unnamed = r.reason.is_some();
+            }
+            // Stacks of locations that differ only in addresses within the
+            // same functions name the same frames: share one `Arc`.
+            named.frames = match self.frame_stacks.get(frames.as_slice()) {
+                Some(shared) => Arc::clone(shared),
+                None => {
+                    let shared: Arc<[FrameId]> = Arc::from(frames.as_slice());
+                    self.frame_stacks.insert(Arc::clone(&shared));
+                    shared
+                }
+            };
+            self.named_stacks.push(named);
+        }
+    }
+
+    /// Name all unnamed locations, grouped by dso.
+    pub(super) fn resolve_locations(&mut self) {
+        let mut by_dso: HashMap<DsoId, Vec<u32>> = HashMap::new();
+        let from = self.named_locs;
+        for (id, r) in self.loc_results.iter().enumerate().skip(from) {
+            if r.is_none()
+                && let Some(key) = self.locs.get(id)
+            {
+                by_dso.entry(key.dso).or_default().push(id as u32);
+            }
+        }
+        let mut dsos: Vec<_> = by_dso.into_iter().collect();
+        dsos.sort_by_key(|(d, _)| *d);
+        let mut jobs = Vec::new();
+        for (dso, mut ids) in dsos {
+            ids.sort_by_key(|&id| self.locs.get(id as usize).map_or(0, |k| k.addr));
+            let kind = self.dsos.get(dso).kind.clone();
+            match kind {
+                DsoKind::Kernel => self.name_kernel(&ids),
+                DsoKind::File => jobs.extend(self.prepare_file(dso, ids)),
+                DsoKind::Vdso => self.name_vdso(dso, &ids),
+                DsoKind::PerfMap(pid) => self.name_jit(dso, pid, &ids),
+                DsoKind::Unknown => {
+                    for &id in &ids {
+                        self.set_unnamed(
+                            id,
+                            dso,
+                            FrameKind::User,
+                            UnresolvedReason::UnknownMapping,
+                        );
+                    }
+                }
+            }
+        }
+        let named = self.symbolize_jobs(&jobs);
+        for (job, named) in jobs.into_iter().zip(named) {
+            self.apply_file(job, &named);
+        }
+        // A location left unnamed is looked for again next batch.
+        self.named_locs = from
+            + self.loc_results[from..]
+                .iter()
+                .position(Option::is_none)
+                .unwrap_or(self.loc_results.len() - from);
+    }
+
+    fn set_frames(&mut self, id: u32, frames: &[Frame], reason: Option<UnresolvedReason>) {
+        let start = self.loc_frames.len() as u32;
+        for f in frames {
+            let fid = self.frames.intern(f.clone());
+            self.loc_frames.push(fid);
+        }
+        if let Some(slot) = self.loc_results.get_mut(id as usize) {
+            *slot = Some(LocResult {
+                start,
+                len: frames.len() as u32,
+                reason,
+                symoff: None,
+            });
+        }
+    }
+
+    fn set_unnamed(&mut self, id: u32, dso: DsoId, kind: FrameKind, reason: UnresolvedReason) {
+        let frame = Frame {
+            sym: None,
+            dso: self.dsos.get(dso).name.clone(),
+            kind,
+            inlined: false,
+        };
+        self.set_frames(id, &[frame], Some(reason));
+    }
+
+    fn set_named(&mut self, id: u32, dso: Arc<str>, kind: FrameKind, names: Option<&Names>) {
+        let Some(names) = names else {
+            let frame = Frame {
+                sym: None,
+                dso,
+                kind,
+                inlined: false,
+            };
+            self.set_frames(id, &[frame], Some(UnresolvedReason::NoSymbol));
+            return;
+        };
+        let mut frames: Vec<Frame> = names
+            .inlined
+            .iter()
+            .rev()
+            .map(|n| Frame {
+                sym: Some(Arc::from(n.as_str())),
+                dso: dso.clone(),
+                kind,
+                inlined: true,
+            })
+            .collect();
+        frames.push(Frame {
+            sym: Some(Arc::from(names.function.as_str())),
+            dso,
+            kind,
+            inlined: false,
+        });
+        self.set_frames(id, &frames, None);
+        if let Some(Some(r)) = self.loc_results.get_mut(id as usize) {
+            r.symoff = names.offset;
+        }
+    }
+
+    fn name_kernel(&mut self, ids: &[u32]) {
+        if self.kallsyms.is_none() {
+            let loaded = match self.kallsyms_loader.take().map(|t| t.join()) {
+                Some(Ok(k)) => k,
+                _ => load_kallsyms(self.kallsyms_path.as_deref()),
+            };
+            self.kallsyms = Some(loaded);
+        }
+        for &id in ids {
+            let addr = self.locs.get(id as usize).map_or(0, |k| k.addr);
+            let found = self.kallsyms.as_ref().and_then(|k| {
+                k.find(addr)
+                    .map(|s| (s.name.to_string(), addr - s.start, Kallsyms::dso_name(&s)))
+            });
+            match found {
+                Some((name, offset, dso)) => {
+                    let names = Names {
+                        function: name,
+                        offset: Some(offset),
+                        inlined: Vec::new(),
+                    };
+                    self.set_named(id, Arc::from(dso.as_str()), FrameKind::Kernel, Some(&names));
+                }
+                None => {
+                    let hidden = self
+                        .kallsyms
+                        .as_ref()
+                        .is_none_or(|k| k.hidden() || k.is_empty());
+                    let reason = if hidden {
+                        UnresolvedReason::KallsymsHidden
+                    } else {
+                        UnresolvedReason::NoSymbol
+                    };
+                    self.set_unnamed(id, DsoTable::KERNEL, FrameKind::Kernel, reason);
+                }
+            }
+        }
+    }
+
+    /// The work of naming one file's locations, or `None` when the file is
+    /// missing or not the recorded one (those locations are then set).
+    fn prepare_file(&mut self, dso: DsoId, ids: Vec<u32>) -> Option<FileJob> {
+        let binary = match self.binary(dso) {
+            Ok(b) => b,
+            Err(miss) => {
+                let reason = match miss {
+                    BinaryMiss::Missing => UnresolvedReason::MissingBinary,
+                    BinaryMiss::BuildIdMismatch => UnresolvedReason::BuildIdMismatch,
+                };
+                for &id in &ids {
+                    self.set_unnamed(id, dso, FrameKind::User, reason);
+                }
+                return None;
+            }
+        };
+        let svmas: Vec<Option<u64>> = ids
+            .iter()
+            .map(|&id| {
+                let off = self.locs.get(id as usize).map_or(0, |k| k.addr);
+                binary.svma_for_offset(off)
+            })
+            .collect();
+        let mut batch: Vec<u64> = svmas.iter().flatten().copied().collect();
+        batch.sort_unstable();
+        batch.dedup();
+        let weight = std::fs::metadata(&binary.symbols_path).map_or(0, |m| m.len());
+        Some(FileJob {
+            dso,
+            ids,
+            svmas,
+            batch,
+            binary,
+            weight,
+        })
+    }
+
+    /// Names the jobs' addresses: on two threads for the last batch of a
+    /// file (each thread with a symbolizer of its own; blazesym's is not
+    /// `Send`), else here, keeping the symbolizer's caches for later
+    /// batches.
+    fn symbolize_jobs(&mut self, jobs: &[FileJob]) -> Vec<Vec<Option<Names>>> {
+        let total: u64 = jobs.iter().map(|j| j.weight).sum();
+        if !self.last_batch || jobs.len() < 2 || total < PARALLEL_SYMBOLS_BYTES {
+            return jobs.iter().map(|j| self.symbolize_one(j)).collect();
+        }
+        // Heaviest first, each to the lighter side.
+        let mut order: Vec<usize> = (0..jobs.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].weight));
+        let (mut here, mut there) = (Vec::new(), Vec::new());
+        let (mut here_w, mut there_w) = (0u64, 0u64);
+        for i in order {
+            if here_w <= there_w {
+                here_w += jobs[i].weight;
+                here.push(i);
+            } else {
+                there_w += jobs[i].weight;
+                there.push(i);
+            }
+        }
+        let (inline, demangle) = self.names.config();
+        let mut out: Vec<Vec<Option<Names>>> = vec![Vec::new(); jobs.len()];
+        let theirs = std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                let mut names = ElfNames::new(inline, demangle);
+                there
+                    .iter()
+                    .map(|&i| {
+                        let j = &jobs[i];
+                        let named = names
+                            .symbolize(&j.binary.symbols_path, &j.batch)
+                            .unwrap_or_default();
+                        names.forget(&j.binary.symbols_path);
+                        (i, named)
+                    })
+                    .collect::<Vec<_>>()
+            });
+            for &i in &here {
+                out[i] = self.symbolize_one(&jobs[i]);
+            }
+            worker.join()
+        });
+        match theirs {
+            Ok(theirs) => {
+                for (i, named) in theirs {
+                    out[i] = named;
+                }
+            }
+            // The worker panicked: name its share here.
+            Err(_) => {
+                for &i in &there {
+                    out[i] = self.symbolize_one(&jobs[i]);
+                }
+            }
+        }
+        out
+    }
+
+    fn symbolize_one(&mut self, job: &FileJob) -> Vec<Option<Names>> {
+        let path = &job.binary.symbols_path;
+        let named = self.names.symbolize(path, &job.batch).unwrap_or_default();
+        if self.last_batch {
+            self.names.forget(path);
+        }
+        named
+    }
+
+    fn apply_file(&mut self, job: FileJob, named: &[Option<Names>]) {
+        let name = self.dsos.get(job.dso).name.clone();
+        let miss = if job.binary.has_symtab {
+            UnresolvedReason::NoSymbol
+        } else {
+            UnresolvedReason::StrippedBinary
+        };
+        for (&id, svma) in job.ids.iter().zip(job.svmas) {
+            let found = svma
+                .and_then(|a| job.batch.binary_search(&a).ok())
+                .and_then(|i| named.get(i))
+                .and_then(Option::as_ref);
+            match found {
+                Some(n) => self.set_named(id, name.clone(), FrameKind::User, Some(n)),
+                None => self.set_unnamed(id, job.dso, FrameKind::User, miss),
+            }
+        }
+    }
+
+    fn name_vdso(&mut self, dso: DsoId, ids: &[u32]) {
+        let vdso = self.vdso.get_or_insert_with(VdsoSymbols::from_self);
+        let found: Vec<Option<(String, u64)>> = ids
+            .iter()
+            .map(|&id| {
+                let off = self.locs.get(id as usize).map_or(0, |k| k.addr);
+                vdso.find(off)
+                    .map(|(name, offset)| (name.to_string(), offset))
+            })
+            .collect();
+        let name = self.dsos.get(dso).name.clone();
+        for (&id, f) in ids.iter().zip(found) {
+            let names = f.map(|(function, offset)| Names {
+                function,
+                offset: Some(offset),
+                inlined: Vec::new(),
+            });
+            self.set_named(id, name.clone(), FrameKind::User, names.as_ref());
+        }
+    }
+
+    fn name_jit(&mut self, dso: DsoId, pid: i32, ids: &[u32]) {
+        let fresh = !self.perf_maps.contains_key(&pid);
+        let map = self
+            .perf_maps
+            .entry(pid)
+            .or_insert_with(|| PerfMap::for_pid(pid));
+        if fresh && let Some(m) = map {
+            self.stats.malformed_perf_map_lines += m.malformed_lines;
+        }
+        let found: Vec<Option<String>> = ids
+            .iter()
+            .map(|&id| {
+                let addr = self.locs.get(id as usize).map_or(0, |k| k.addr);
+                map.as_ref().and_then(|m| m.find(addr)).map(str::to_string)
+            })
+            .collect();
+        let have_map = map.is_some();
+        let name = self.dsos.get(dso).name.clone();
+        for (&id, f) in ids.iter().zip(found) {
+            match f {
+                Some(function) => {
+                    let names = Names {
+                        function,
+                        offset: None,
+                        inlined: Vec::new(),
+                    };
+                    self.set_named(id, name.clone(), FrameKind::User, Some(&names));
+                }
+                None if !have_map => {
+                    self.set_unnamed(id, dso, FrameKind::User, UnresolvedReason::MissingPerfMap)
+                }
+                None => self.set_unnamed(id, dso, FrameKind::User, UnresolvedReason::NoSymbol),
+            }
+        }
+    }
+}
+
+/// The kernel's symbols from `path`, else `/proc/kallsyms`; empty when
+/// unreadable (every kernel frame then says why it has no name).
+pub(super) fn load_kallsyms(path: Option<&std::path::Path>) -> Kallsyms {
+    let parsed = match path {
+        Some(p) => std::fs::File::open(p).and_then(|f| Kallsyms::parse(std::io::BufReader::new(f))),
+        None => Kallsyms::from_proc(),
+    };
+    parsed.unwrap_or_default()
+}

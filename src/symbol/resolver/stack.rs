@@ -1,0 +1,298 @@
+//! A sample's addresses into an interned stack of locations: the callchain
+//! (kernel and user parts), the DWARF-unwound user stack when the sample has
+//! one, each address turned into a location (a dso and a file offset) with
+//! no symbol lookup. Two caches skip the work for what repeats: (pid,
+//! address) -> location and (pid, callchain) -> stack, both emptied when the
+//! maps may have changed (mmap, exec, fork).
+
+use std::hash::Hasher;
+use std::sync::Arc;
+
+use linux_perf_event_reader::constants::{
+    PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER,
+};
+use linux_perf_event_reader::{CpuMode, RawDataU64, SampleRecord};
+
+use super::naming::load_kallsyms;
+use super::{KERNEL_START, LocKey, MergeKey, PendingStack, Resolver};
+use crate::model::sample::{ResolvedSample, StackQuality};
+use crate::symbol::process::{AddressSpace, DsoId, DsoKind, DsoTable, FxHasher};
+use crate::symbol::unwind::{PERF_REG_X86_BP, PERF_REG_X86_IP, PERF_REG_X86_SP, UserState};
+
+/// The kernel's default `perf_event_max_stack`: a chain this long was cut.
+const MAX_STACK: usize = 127;
+
+/// A sample's callchain (with its pid and whether it was taken in the
+/// kernel) as two independent 64-bit hashes: the key of `chain_stacks`.
+/// Two chains that differ share both with a chance of about 2^-128 per
+/// pair, so the chain itself is not kept to compare (it would double the
+/// resolver's memory on deep stacks).
+fn chain_key(pid: i32, kernel: bool, chain: &RawDataU64<'_>) -> u128 {
+    let mut a = FxHasher::default();
+    let mut b: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(pid as u32) ^ (u64::from(kernel) << 40);
+    a.write_i32(pid);
+    a.write_u8(u8::from(kernel));
+    for i in 0..chain.len() {
+        let Some(v) = chain.get(i) else { break };
+        a.write_u64(v);
+        // splitmix64's finalizer over a running sum: unrelated to Fx.
+        b = b.wrapping_add(v).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = b;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        b = z ^ (z >> 31);
+    }
+    a.write_usize(chain.len());
+    (u128::from(a.finish()) << 64) | u128::from(b)
+}
+
+/// Chains `chain_stacks` holds at most (about 1 MB) before it starts over.
+const CHAIN_CACHE: usize = 1 << 15;
+
+impl Resolver {
+    pub(super) fn handle_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
+        let pid = s.pid.unwrap_or(-1);
+        let tid = s.tid.unwrap_or(pid);
+        // Before this sample's stack gets an id: folding starts the stack
+        // table over.
+        if self.merged.is_some() && self.pending.len() >= self.merge_batch {
+            self.fold_pending();
+        }
+        // A frame-pointer chain met before in this process: its stack
+        // without looking its addresses up again.
+        let chain_key = match &s.callchain {
+            Some(chain) if !chain.is_empty() && s.user_regs.is_none() && s.user_stack.is_none() => {
+                Some(chain_key(pid, s.cpu_mode == CpuMode::Kernel, chain))
+            }
+            _ => None,
+        };
+        let (stack, unwound) = match chain_key.and_then(|k| self.chain_stacks.get(&k)) {
+            Some(&known) => known,
+            None => {
+                let found = self.stack_of(pid, s);
+                if let Some(k) = chain_key {
+                    // Bounded: the hot chains come back at once.
+                    if self.chain_stacks.len() >= CHAIN_CACHE {
+                        self.chain_stacks.clear();
+                    }
+                    self.chain_stacks.insert(k, found);
+                }
+                found
+            }
+        };
+        let comm = self.procs.comm(tid);
+        self.push_sample(attr_index, s, comm, stack, unwound);
+    }
+
+    /// The stack id of a sample's addresses (and whether it was unwound
+    /// to the end), looked up and interned.
+    fn stack_of(&mut self, pid: i32, s: &SampleRecord<'_>) -> (u32, Option<bool>) {
+        let mut addrs = std::mem::take(&mut self.scratch);
+        addrs.clear();
+        let dwarf_state = match (&s.user_regs, &s.user_stack) {
+            (Some(regs), Some((stack, dyn_size))) => {
+                match (
+                    regs.get(PERF_REG_X86_IP),
+                    regs.get(PERF_REG_X86_SP),
+                    regs.get(PERF_REG_X86_BP),
+                ) {
+                    (Some(ip), Some(sp), Some(bp)) => Some((ip, sp, bp, stack, *dyn_size)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let mut unwound = None;
+        let mut chain_len = 0;
+        if let Some(chain) = &s.callchain {
+            unwound = Some(true);
+            let mut kernel = s.cpu_mode == CpuMode::Kernel;
+            chain_len = chain.len();
+            for i in 0..chain.len() {
+                let Some(addr) = chain.get(i) else { break };
+                if addr >= PERF_CONTEXT_MAX {
+                    match addr {
+                        PERF_CONTEXT_KERNEL => kernel = true,
+                        PERF_CONTEXT_USER => {
+                            kernel = false;
+                            if dwarf_state.is_some() {
+                                break;
+                            }
+                        }
+                        _ => kernel = false,
+                    }
+                    continue;
+                }
+                addrs.push((addr, kernel || addr >= KERNEL_START));
+            }
+        }
+        if let Some((ip, sp, bp, stack, dyn_size)) = dwarf_state
+            && ip != 0
+        {
+            let bytes = stack.as_slice();
+            let n = usize::try_from(dyn_size)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
+            let state = UserState {
+                ip,
+                sp,
+                bp,
+                stack: bytes.get(..n).unwrap_or(&[]),
+            };
+            let mut user = std::mem::take(&mut self.user_scratch);
+            user.clear();
+            let dsos = &self.dsos;
+            let binaries = &mut self.binaries;
+            let lookup = |dso: DsoId| {
+                let d = dsos.get(dso);
+                if d.kind != DsoKind::File {
+                    return None;
+                }
+                binaries.get(&d.name, d.build_id.as_deref()).ok()
+            };
+            let complete = match self.procs.space(pid) {
+                Some(space) => self.unwinder.unwind(pid, space, lookup, &state, &mut user),
+                None => {
+                    user.push(ip);
+                    false
+                }
+            };
+            addrs.extend(user.iter().map(|&a| (a, false)));
+            self.user_scratch = user;
+            unwound = Some(unwound.unwrap_or(true) && complete);
+        }
+        if addrs.is_empty()
+            && let Some(ip) = s.ip
+        {
+            addrs.push((ip, s.cpu_mode == CpuMode::Kernel || ip >= KERNEL_START));
+        }
+        if chain_len >= MAX_STACK {
+            unwound = unwound.map(|_| false);
+        }
+        if self.kallsyms.is_none()
+            && self.kallsyms_loader.is_none()
+            && addrs.iter().any(|&(_, kernel)| kernel)
+        {
+            let path = self.kallsyms_path.clone();
+            self.kallsyms_loader = std::thread::Builder::new()
+                .name("kallsyms".into())
+                .spawn(move || load_kallsyms(path.as_deref()))
+                .ok();
+        }
+        let mut ids = std::mem::take(&mut self.loc_scratch);
+        ids.clear();
+        let space = self.procs.space(pid);
+        for (i, &(addr, kernel)) in addrs.iter().enumerate() {
+            let lookup = if i == 0 || !self.adjust_return_addresses {
+                addr
+            } else {
+                addr.saturating_sub(1)
+            };
+            // A user address seen before in this process: its location
+            // without the search of the process's maps.
+            if !kernel && let Some(&id) = self.addr_locs.get(&(pid, lookup)) {
+                ids.push(id);
+                continue;
+            }
+            let key = loc_key(&self.dsos, space, lookup, kernel);
+            let next = self.locs.len() as u32;
+            let id = *self.loc_index.entry(key).or_insert(next);
+            if id == next {
+                self.locs.push(key);
+                self.loc_results.push(None);
+            }
+            if !kernel {
+                self.addr_locs.insert((pid, lookup), id);
+            }
+            ids.push(id);
+        }
+        let stack = self.stacks.intern(&ids);
+        self.loc_scratch = ids;
+        self.scratch = addrs;
+        (stack, unwound)
+    }
+
+    /// The maps of a process changed: addresses may name other places now.
+    pub(super) fn forget_addresses(&mut self) {
+        self.addr_locs.clear();
+        self.chain_stacks.clear();
+    }
+
+    /// Adds a sample with its stack id to the pending ones (or to the
+    /// pending sample it merges with).
+    fn push_sample(
+        &mut self,
+        attr_index: usize,
+        s: &SampleRecord<'_>,
+        comm: Arc<str>,
+        stack: u32,
+        unwound: Option<bool>,
+    ) {
+        let pid = s.pid.unwrap_or(-1);
+        let tid = s.tid.unwrap_or(pid);
+        let period = s.period.unwrap_or(1);
+        if self.merged.is_some() {
+            let key = MergeKey {
+                event: attr_index,
+                comm: Arc::as_ptr(&comm) as *const u8 as usize,
+                pid,
+                tid,
+                stack,
+                unwound,
+            };
+            let into = self.merged.as_ref().and_then(|m| m.get(&key).copied());
+            if let Some(sample) = into.and_then(|i| self.pending.get_mut(i)) {
+                sample.period += period;
+                sample.count += 1;
+                return;
+            }
+            let at = self.pending.len();
+            if let Some(merged) = &mut self.merged {
+                merged.insert(key, at);
+            }
+        }
+        self.pending.push(ResolvedSample {
+            event: attr_index,
+            comm,
+            pid,
+            tid,
+            cpu: s.cpu.unwrap_or(0),
+            time: s.timestamp.unwrap_or(0),
+            period,
+            stack: Arc::clone(&self.no_frames),
+            quality: StackQuality::Complete,
+            count: 1,
+        });
+        self.pending_stacks.push(PendingStack { stack, unwound });
+    }
+}
+
+/// The location of `addr` in a process with maps `space`.
+pub(super) fn loc_key(
+    dsos: &DsoTable,
+    space: Option<&AddressSpace>,
+    addr: u64,
+    kernel: bool,
+) -> LocKey {
+    if kernel {
+        return LocKey {
+            dso: DsoTable::KERNEL,
+            addr,
+        };
+    }
+    let unknown = LocKey {
+        dso: DsoTable::UNKNOWN,
+        addr: 0,
+    };
+    let Some(m) = space.and_then(|s| s.find(addr)) else {
+        return unknown;
+    };
+    match dsos.get(m.dso).kind {
+        DsoKind::File | DsoKind::Vdso => LocKey {
+            dso: m.dso,
+            addr: addr - m.start + m.pgoff,
+        },
+        DsoKind::PerfMap(_) => LocKey { dso: m.dso, addr },
+        DsoKind::Kernel | DsoKind::Unknown => unknown,
+    }
+}

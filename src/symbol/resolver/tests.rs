@@ -1,0 +1,290 @@
+//! The resolver without a kernel: records built by hand (maps, samples,
+//! callchains) fed in, the frames and reasons that come out checked. User
+//! code is this test binary itself, mapped at a made-up address; kernel code
+//! comes from a kallsyms text written by the test.
+
+use std::io::Write;
+
+use byteorder::LittleEndian;
+use linux_perf_event_reader::{
+    CpuMode, EventRecord, MmapRecord, RawData, RawDataU64, SampleRecord,
+};
+use object::{Object, ObjectSegment, ObjectSymbol};
+
+use super::{Resolver, classify, loc_key};
+use crate::model::sample::{FrameTable, ResolvedSample, StackQuality};
+use crate::symbol::process::{AddressSpace, DsoKind, DsoTable, Mapping};
+use crate::symbol::{ResolveOptions, UnresolvedReason};
+
+const PID: i32 = 4242;
+
+#[inline(never)]
+fn resolver_test_target(x: u64) -> u64 {
+    std::hint::black_box(x.wrapping_mul(31).rotate_left(7))
+}
+
+fn sample<'a>(ip: u64, cpu_mode: CpuMode, chain: Option<&'a [u8]>) -> SampleRecord<'a> {
+    SampleRecord {
+        id: None,
+        addr: None,
+        stream_id: None,
+        raw: None,
+        ip: Some(ip),
+        timestamp: Some(1),
+        pid: Some(PID),
+        tid: Some(PID),
+        cpu: Some(0),
+        period: Some(1),
+        user_regs: None,
+        user_stack: None,
+        callchain: chain
+            .map(|bytes| RawDataU64::from_raw_data::<LittleEndian>(RawData::Single(bytes))),
+        phys_addr: None,
+        data_page_size: None,
+        code_page_size: None,
+        intr_regs: None,
+        cpu_mode,
+    }
+}
+
+fn mmap(path: &str, start: u64, len: u64, pgoff: u64) -> EventRecord<'_> {
+    EventRecord::Mmap(MmapRecord {
+        pid: PID,
+        tid: PID,
+        address: start,
+        length: len,
+        page_offset: pgoff,
+        is_executable: true,
+        cpu_mode: CpuMode::User,
+        path: RawData::Single(path.as_bytes()),
+    })
+}
+
+fn chain_bytes(addrs: &[u64]) -> Vec<u8> {
+    addrs.iter().flat_map(|a| a.to_le_bytes()).collect()
+}
+
+fn names(sample: &ResolvedSample, frames: &FrameTable) -> Vec<String> {
+    sample
+        .stack
+        .iter()
+        .map(|&id| {
+            let f = frames.get(id);
+            f.sym.as_deref().unwrap_or("[unknown]").to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn mapped_paths_are_classified() {
+    let table = [
+        ("[vdso]", DsoKind::Vdso, "[vdso]"),
+        ("", DsoKind::PerfMap(7), "/tmp/perf-7.map"),
+        ("//anon", DsoKind::PerfMap(7), "/tmp/perf-7.map"),
+        (
+            "/anon_hugepage (deleted)",
+            DsoKind::PerfMap(7),
+            "/tmp/perf-7.map",
+        ),
+        ("/usr/lib/libc.so.6", DsoKind::File, "/usr/lib/libc.so.6"),
+        ("[heap]", DsoKind::Unknown, "[heap]"),
+    ];
+    for (path, kind, name) in table {
+        assert_eq!(classify(7, path), (kind, name.to_string()), "{path:?}");
+    }
+}
+
+#[test]
+fn addresses_become_file_offsets_of_their_mapping() {
+    let mut dsos = DsoTable::new();
+    let libc = dsos.intern("/usr/lib/libc.so.6", DsoKind::File, None);
+    let jit = dsos.intern("/tmp/perf-1.map", DsoKind::PerfMap(1), None);
+    let mut space = AddressSpace::default();
+    space.insert(Mapping {
+        start: 0x7f00_0000_0000,
+        end: 0x7f00_0010_0000,
+        pgoff: 0x2_8000,
+        dso: libc,
+    });
+    space.insert(Mapping {
+        start: 0x1000_0000,
+        end: 0x1000_1000,
+        pgoff: 0,
+        dso: jit,
+    });
+    // (address, kernel, expected dso, expected address in it)
+    let table = [
+        (0x7f00_0000_1234, false, libc, 0x2_9234),
+        (0x1000_0010, false, jit, 0x1000_0010),
+        (0x5000, false, DsoTable::UNKNOWN, 0),
+        (
+            0xffff_ffff_8100_0000,
+            true,
+            DsoTable::KERNEL,
+            0xffff_ffff_8100_0000,
+        ),
+    ];
+    for (addr, kernel, dso, at) in table {
+        let key = loc_key(&dsos, Some(&space), addr, kernel);
+        assert_eq!((key.dso, key.addr), (dso, at), "{addr:#x}");
+    }
+    assert_eq!(
+        loc_key(&dsos, None, 0x7f00_0000_1234, false).dso,
+        DsoTable::UNKNOWN
+    );
+}
+
+/// The file offset of `resolver_test_target` in this test binary.
+fn target_file_offset() -> (std::path::PathBuf, u64) {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let data = std::fs::read(&exe).expect("read the test binary");
+    let file = object::File::parse(&*data).expect("parse the test binary");
+    let svma = file
+        .symbols()
+        .find(|s| s.name().is_ok_and(|n| n.contains("resolver_test_target")))
+        .map(|s| s.address())
+        .expect("the test binary has a symbol table with the target");
+    let offset = file
+        .segments()
+        .find_map(|seg| {
+            let (off, size) = seg.file_range();
+            (svma >= seg.address() && svma < seg.address() + size)
+                .then(|| svma - seg.address() + off)
+        })
+        .expect("a segment holds the target");
+    (exe, offset)
+}
+
+#[test]
+fn user_and_kernel_frames_are_named_from_the_binary_and_kallsyms() {
+    assert_eq!(
+        resolver_test_target(1),
+        1u64.wrapping_mul(31).rotate_left(7)
+    );
+    let (exe, offset) = target_file_offset();
+    let mut kallsyms = tempfile::NamedTempFile::new().expect("a temporary file");
+    writeln!(
+        kallsyms,
+        "ffffffff81000000 T _stext\nffffffff81000100 T do_test_work\nffffffff81000200 T do_other\nffffffff81001000 T _etext"
+    )
+    .expect("write kallsyms");
+    let options = ResolveOptions {
+        kallsyms: Some(kallsyms.path().to_path_buf()),
+        ..ResolveOptions::default()
+    };
+    let mut r = Resolver::new(&options);
+    let pgoff = offset & !0xfff;
+    let start = 0x5555_0000_0000;
+    let path = exe.to_string_lossy().into_owned();
+    r.handle_record(0, &mmap(&path, start, 0x100_0000, pgoff));
+    let ip = start + (offset - pgoff);
+    // A user sample in the target, called from an address no map covers.
+    let user_chain = chain_bytes(&[
+        linux_perf_event_reader::constants::PERF_CONTEXT_USER,
+        ip,
+        0x10,
+    ]);
+    r.handle_record(
+        0,
+        &EventRecord::Sample(sample(ip, CpuMode::User, Some(&user_chain))),
+    );
+    // A kernel sample, on top of the same user stack.
+    let kernel_chain = chain_bytes(&[
+        linux_perf_event_reader::constants::PERF_CONTEXT_KERNEL,
+        0xffff_ffff_8100_0110,
+        0xffff_ffff_8100_0208,
+        linux_perf_event_reader::constants::PERF_CONTEXT_USER,
+        ip,
+    ]);
+    r.handle_record(
+        0,
+        &EventRecord::Sample(sample(
+            0xffff_ffff_8100_0110,
+            CpuMode::Kernel,
+            Some(&kernel_chain),
+        )),
+    );
+    let done = r.finish();
+    assert_eq!(done.samples.len(), 2);
+    let user = names(&done.samples[0], &done.frames);
+    assert!(user[0].contains("resolver_test_target"), "{user:?}");
+    assert_eq!(user[1], "[unknown]", "{user:?}");
+    // The outermost frame has no name: the stack counts as cut.
+    assert_eq!(done.samples[0].quality, StackQuality::Truncated);
+    let kernel = names(&done.samples[1], &done.frames);
+    assert_eq!(kernel[..2], ["do_test_work", "do_other"], "{kernel:?}");
+    assert!(kernel[2].contains("resolver_test_target"), "{kernel:?}");
+    assert_eq!(done.samples[1].quality, StackQuality::Complete);
+    assert_eq!(
+        done.stats.reasons.get(&UnresolvedReason::UnknownMapping),
+        Some(&1)
+    );
+}
+
+#[test]
+fn a_missing_binary_and_a_missing_jit_map_are_reasons() {
+    let mut r = Resolver::new(&ResolveOptions::default());
+    r.handle_record(
+        0,
+        &mmap("/nonexistent/scry-test/libgone.so", 0x7000_0000, 0x1000, 0),
+    );
+    r.handle_record(0, &mmap("//anon", 0x9000_0000, 0x1000, 0));
+    r.handle_record(
+        0,
+        &EventRecord::Sample(sample(0x7000_0010, CpuMode::User, None)),
+    );
+    r.handle_record(
+        0,
+        &EventRecord::Sample(sample(0x9000_0010, CpuMode::User, None)),
+    );
+    let done = r.finish();
+    let reasons = &done.stats.reasons;
+    assert_eq!(
+        reasons.get(&UnresolvedReason::MissingBinary),
+        Some(&1),
+        "{reasons:?}"
+    );
+    assert_eq!(
+        reasons.get(&UnresolvedReason::MissingPerfMap),
+        Some(&1),
+        "{reasons:?}"
+    );
+    for s in &done.samples {
+        assert_eq!(s.quality, StackQuality::NoCallchain);
+        let frame = done.frames.get(s.stack[0]);
+        assert!(frame.sym.is_none());
+    }
+}
+
+#[test]
+fn merged_samples_weigh_what_their_samples_weigh() {
+    let (exe, offset) = target_file_offset();
+    let path = exe.to_string_lossy().into_owned();
+    for merge in [false, true] {
+        let options = ResolveOptions {
+            merge_samples: merge,
+            merge_batch: 2,
+            ..ResolveOptions::default()
+        };
+        let mut r = Resolver::new(&options);
+        let pgoff = offset & !0xfff;
+        r.handle_record(0, &mmap(&path, 0x4000_0000, 0x100_0000, pgoff));
+        let ip = 0x4000_0000 + (offset - pgoff);
+        for i in 0..5 {
+            // Two addresses inside the same function: one frame stack.
+            r.handle_record(
+                0,
+                &EventRecord::Sample(sample(ip + (i % 2), CpuMode::User, None)),
+            );
+        }
+        let done = r.finish();
+        let total: u64 = done.samples.iter().map(|s| s.count).sum();
+        assert_eq!(total, 5, "merge {merge}");
+        assert_eq!(
+            done.samples.len(),
+            if merge { 1 } else { 5 },
+            "merge {merge}"
+        );
+        assert_eq!(done.stats.samples, 5);
+    }
+}
