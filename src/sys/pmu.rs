@@ -16,6 +16,8 @@ pub const DEVICES: &str = "/sys/bus/event_source/devices";
 const MAX_FILE: u64 = 64 * 1024;
 /// Nor does any PMU have this many formats or events (x86 `cpu` has ~200).
 const MAX_ENTRIES: usize = 10_000;
+/// Files beside a named event that describe it rather than name one.
+const METADATA: &[&str] = &[".unit", ".scale", ".per-pkg", ".snapshot"];
 
 /// One named event of a PMU (`events/tsc` holds `event=0x00`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -89,10 +91,8 @@ pub fn read_pmu_in(devices: &Path, name: &str) -> io::Result<PmuInfo> {
     let events_dir: PathBuf = dir.join("events");
     let mut events = Vec::new();
     for file in names_in(&events_dir)? {
-        if file.ends_with(".unit") || file.ends_with(".scale") || file.ends_with(".per-pkg") {
-            continue;
-        }
-        if file.contains('.') && !file.ends_with(".snapshot") {
+        // An event's metadata sits beside it: NAME.unit, NAME.scale, ...
+        if METADATA.iter().any(|suffix| file.ends_with(suffix)) {
             continue;
         }
         let terms = read_small(&events_dir.join(&file))?.trim().to_string();
@@ -142,6 +142,7 @@ mod tests {
             "2.3283064365386962890625e-10\n",
         )
         .unwrap();
+        std::fs::write(dir.join("events/energy.snapshot"), "1\n").unwrap();
         let pmu = read_pmu_in(&root, "fake").unwrap();
         assert_eq!(pmu.type_, 42);
         assert_eq!(
