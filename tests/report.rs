@@ -526,3 +526,66 @@ fn interactive_browser_under_tmux() {
     assert!(pane.contains("SCRY-EXITED-0"), "exit status 0:\n{pane}");
     assert!(!pane.contains("q quit"), "alternate screen left:\n{pane}");
 }
+
+/// The call graph printed under the entry whose key ends with `key`, in a
+/// `--stdio` report with call graphs: the lines up to the next entry.
+fn graph_under(text: &str, key: &str) -> Vec<String> {
+    let is_entry = |l: &str| {
+        let mut words = l.split_whitespace();
+        words.next().is_some_and(|w| w.ends_with('%')) && !l.trim_start().starts_with('|')
+    };
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !(is_entry(l) && l.ends_with(key)));
+    lines
+        .next()
+        .unwrap_or_else(|| panic!("no entry {key}:\n{text}"));
+    lines
+        .take_while(|l| !is_entry(l) && !l.trim().is_empty())
+        .map(|l| l.trim_end().to_string())
+        .collect()
+}
+
+/// perf report's default (children, caller graph): under a leaf's entry,
+/// its self samples show their whole stack, so its callers show
+/// (`__libc_start_call_main -> main -> outer_a -> hot_a`), not only
+/// `---hot_a`; the samples where it is not the leaf show the path from it.
+#[test]
+fn leaf_entries_show_their_callers_as_perf_does() {
+    require_kernel!();
+    require_perf!();
+    let dir = common::tempdir();
+    let data = common::perf_record_g(dir.path(), "cpu7525", &common::workload("cpu7525"), &["50"]);
+    // (Not `--sort sym`: there perf also leaves out the first frame of a
+    // graph with one root, whatever it is, which scry does not copy.)
+    for sort in [&[][..], &["--sort", "dso,sym"][..]] {
+        let perf = common::run_ok(
+            common::perf()
+                .args(["report", "--stdio", "-i"])
+                .arg(&data)
+                .args(sort),
+        );
+        let scry = common::run_ok(
+            common::scry()
+                .args(["report", "--stdio", "-i"])
+                .arg(&data)
+                .args(sort),
+        );
+        for leaf in ["[.] hot_a", "[.] hot_b"] {
+            let theirs = graph_under(&perf, leaf);
+            let ours = graph_under(&scry, leaf);
+            assert!(
+                theirs
+                    .iter()
+                    .any(|l| l.trim_start_matches([' ', '|', '-']).ends_with("main")),
+                "{sort:?} {leaf}: perf shows no caller:\n{}",
+                theirs.join("\n")
+            );
+            assert_eq!(
+                ours.join("\n"),
+                theirs.join("\n"),
+                "{sort:?} {leaf}: scry's graph (left) vs perf's (right)"
+            );
+        }
+    }
+}

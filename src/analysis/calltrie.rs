@@ -16,9 +16,19 @@
 //! descendants', and nodes under the threshold are never drawn. Children
 //! come out in the order their first stack was seen, as insertion gives,
 //! so ties sort the same way.
+//!
+//! A sample is *self* for the entry of its leaf, and there perf draws its
+//! whole stack (in `caller` order: root → leaf, so a leaf's callers show),
+//! not the path from the entry's first occurrence; in `callee` order the
+//! two are the same path. Such samples (whose leaf's first occurrence is
+//! not the root frame, where the paths differ) are taken out of the
+//! subtries under the entry's first occurrences (`Adjust::Exclude`) and
+//! merged in again along their whole path from the context root
+//! (`Adjust::Only`): both walk the same trie, and a node's order among its
+//! siblings is the first sample that reaches it in that tree.
 
 use super::calltree::{CallTree, GraphOrder, Node};
-use super::hash::FxHashMap;
+use super::hash::{FxHashMap, FxHashSet};
 use super::profile::{Profile, RawKey};
 use super::sample::FrameId;
 
@@ -36,6 +46,9 @@ struct TrieNode {
     samples: u64,
     first_child: u32,
     next_sibling: u32,
+    parent: u32,
+    /// The first group whose stack ends here (then `Trie::end_next`).
+    end_head: u32,
 }
 
 /// The stacks of one event's groups, in path order.
@@ -43,6 +56,22 @@ struct Trie {
     nodes: Vec<TrieNode>,
     /// Per context: its root node and a group of it (for entry keys).
     roots: Vec<(u32, usize)>,
+    /// Per group: the node its stack ends at (NONE if not in the trie), and
+    /// the next group ending at the same node.
+    leaf_node: Vec<u32>,
+    end_next: Vec<u32>,
+}
+
+/// A node merged into a tree node: (node, period, samples, first group).
+type Member = (u32, u64, u64, u32);
+
+/// Weights to take out of (or to keep only of) the trie's node weights, for
+/// one entry's tree: node → (period, samples, first group reaching it).
+struct Adjust {
+    nodes: FxHashMap<u32, (u64, u64, u32)>,
+    /// The groups concerned.
+    groups: FxHashSet<u32>,
+    only: bool,
 }
 
 impl Trie {
@@ -51,7 +80,9 @@ impl Trie {
         let mut roots: Vec<(u32, usize)> = Vec::new();
         let mut contexts: FxHashMap<(u32, i32, i32), u32> = FxHashMap::default();
         let mut children: FxHashMap<(u32, u32), u32> = FxHashMap::default();
-        let new_node = |nodes: &mut Vec<TrieNode>, frame, sym, first| {
+        let mut leaf_node = vec![NONE; profile.groups.len()];
+        let mut end_next = vec![NONE; profile.groups.len()];
+        let new_node = |nodes: &mut Vec<TrieNode>, frame, sym, first, parent| {
             nodes.push(TrieNode {
                 frame,
                 sym,
@@ -60,6 +91,8 @@ impl Trie {
                 samples: 0,
                 first_child: NONE,
                 next_sibling: NONE,
+                parent,
+                end_head: NONE,
             });
             (nodes.len() - 1) as u32
         };
@@ -74,7 +107,7 @@ impl Trie {
             let root = *contexts
                 .entry(profile.context_of(group))
                 .or_insert_with(|| {
-                    let root = new_node(&mut nodes, FrameId(NONE), NONE, g as u32);
+                    let root = new_node(&mut nodes, FrameId(NONE), NONE, g as u32, NONE);
                     roots.push((root, g));
                     root
                 });
@@ -84,7 +117,7 @@ impl Trie {
                 let child = match children.get(&(at, sym)) {
                     Some(&c) => c,
                     None => {
-                        let c = new_node(nodes, frame, sym, g as u32);
+                        let c = new_node(nodes, frame, sym, g as u32, at);
                         children.insert((at, sym), c);
                         let head = nodes[at as usize].first_child;
                         nodes[c as usize].next_sibling = head;
@@ -114,8 +147,101 @@ impl Trie {
                     }
                 }
             }
+            leaf_node[g] = at;
+            end_next[g] = nodes[at as usize].end_head;
+            nodes[at as usize].end_head = g as u32;
         }
-        Trie { nodes, roots }
+        Trie {
+            nodes,
+            roots,
+            leaf_node,
+            end_next,
+        }
+    }
+
+    /// The smallest group reaching `node` (ending at it or below) that is
+    /// not in `skip`, if below `best`; NONE if none. A node's `first` bounds
+    /// every group below it, which prunes the walk.
+    fn first_not_in(&self, node: u32, skip: &FxHashSet<u32>, mut best: u32) -> u32 {
+        let mut todo = vec![node];
+        while let Some(n) = todo.pop() {
+            let Some(tn) = self.nodes.get(n as usize) else {
+                continue;
+            };
+            if tn.first >= best {
+                continue;
+            }
+            let mut g = tn.end_head;
+            while g != NONE {
+                if g < best && !skip.contains(&g) {
+                    best = g;
+                }
+                g = self.end_next.get(g as usize).copied().unwrap_or(NONE);
+            }
+            todo.extend(self.children(n));
+        }
+        best
+    }
+
+    /// A node's weight and first group in one entry's tree under `adjust`.
+    fn weight(&self, n: u32, adjust: Option<&Adjust>) -> (u64, u64, u32) {
+        let node = &self.nodes[n as usize];
+        let Some(adjust) = adjust else {
+            return (node.period, node.samples, node.first);
+        };
+        let (period, samples, first) = adjust.nodes.get(&n).copied().unwrap_or((0, 0, NONE));
+        if adjust.only {
+            return (period, samples, first);
+        }
+        let first = if adjust.groups.contains(&node.first) {
+            self.first_not_in(n, &adjust.groups, NONE)
+        } else {
+            node.first
+        };
+        (node.period - period, node.samples - samples, first)
+    }
+
+    /// For the rooted self groups of one entry (see the module doc, with
+    /// the position of the entry's first occurrence in each, counted from
+    /// the leaf): what to take out of the subtries, and what to keep of
+    /// the whole paths.
+    fn adjustments(&self, profile: &Profile, groups: &[(u32, usize)]) -> (Adjust, Adjust) {
+        let mut exclude = Adjust {
+            nodes: FxHashMap::default(),
+            groups: FxHashSet::default(),
+            only: false,
+        };
+        let mut only = Adjust {
+            nodes: FxHashMap::default(),
+            groups: FxHashSet::default(),
+            only: true,
+        };
+        for &(g, position) in groups {
+            let Some(group) = profile.groups.get(g as usize) else {
+                continue;
+            };
+            exclude.groups.insert(g);
+            only.groups.insert(g);
+            let mut at = self.leaf_node.get(g as usize).copied().unwrap_or(NONE);
+            let mut depth = 0usize;
+            while let Some(node) = self.nodes.get(at as usize) {
+                if node.parent == NONE {
+                    break;
+                }
+                let add = |map: &mut FxHashMap<u32, (u64, u64, u32)>| {
+                    let w = map.entry(at).or_insert((0, 0, g));
+                    w.0 += group.period;
+                    w.1 += group.samples;
+                };
+                if depth <= position {
+                    add(&mut exclude.nodes);
+                }
+                add(&mut only.nodes);
+                depth += 1;
+                at = node.parent;
+            }
+        }
+        (exclude, only)
     }
 
     fn children(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
@@ -171,43 +297,54 @@ impl Trie {
 
     /// Adds to `tree` under `at` the merge by symbol of `nodes`, and below
     /// each merged node the merge of their children, leaving out nodes
-    /// under `min_period`.
-    fn merge_into(&self, tree: &mut CallTree, at: u32, nodes: &[u32], min_period: u64) {
+    /// under `min_period` (and nodes `adjust` leaves empty). Returns the
+    /// nodes made under `at`, each with its first group.
+    fn merge_into(
+        &self,
+        tree: &mut CallTree,
+        at: u32,
+        nodes: &[u32],
+        min_period: u64,
+        adjust: Option<&Adjust>,
+    ) -> Vec<(u32, u32)> {
         // Group by symbol, in order of first appearance.
-        let mut groups: Vec<(u32, u32, Vec<u32>)> = Vec::new(); // (first, sym, nodes)
+        // (first, sym, members with their weight and first group)
+        let mut groups: Vec<(u32, u32, Vec<Member>)> = Vec::new();
         let mut by_sym: FxHashMap<u32, usize> = FxHashMap::default();
         for &n in nodes {
             let Some(node) = self.nodes.get(n as usize) else {
                 continue;
             };
+            let (period, samples, first) = self.weight(n, adjust);
+            if samples == 0 && period == 0 {
+                continue;
+            }
             match by_sym.get(&node.sym) {
                 Some(&i) => {
                     let g = &mut groups[i];
-                    g.0 = g.0.min(node.first);
-                    g.2.push(n);
+                    g.0 = g.0.min(first);
+                    g.2.push((n, period, samples, first));
                 }
                 None => {
                     by_sym.insert(node.sym, groups.len());
-                    groups.push((node.first, node.sym, vec![n]));
+                    groups.push((first, node.sym, vec![(n, period, samples, first)]));
                 }
             }
         }
         groups.sort_by_key(|g| g.0);
         let mut made: Vec<(u32, Vec<u32>)> = Vec::new();
-        for (_, sym, members) in groups {
-            let (period, samples) = members.iter().fold((0, 0), |(p, s), &m| {
-                let n = &self.nodes[m as usize];
-                (p + n.period, s + n.samples)
-            });
+        let mut firsts = Vec::new();
+        for (first, sym, members) in groups {
+            let (period, samples) = members.iter().fold((0, 0), |(p, s), m| (p + m.1, s + m.2));
             if period < min_period {
                 continue;
             }
             // The frame of the member seen first, as insertion would keep.
             let frame = members
                 .iter()
-                .map(|&m| &self.nodes[m as usize])
-                .min_by_key(|n| n.first)
-                .map_or(FrameId(NONE), |n| n.frame);
+                .min_by_key(|m| m.3)
+                .map_or(FrameId(NONE), |m| self.nodes[m.0 as usize].frame);
+            let members: Vec<u32> = members.iter().map(|m| m.0).collect();
             let index = tree.nodes.len() as u32;
             tree.nodes.push(Node {
                 frame,
@@ -218,13 +355,15 @@ impl Trie {
             });
             tree.nodes[at as usize].children.push(index);
             made.push((index, members));
+            firsts.push((first, index));
         }
         for (index, members) in made {
             let kids: Vec<u32> = members.iter().flat_map(|&m| self.children(m)).collect();
             if !kids.is_empty() {
-                self.merge_into(tree, index, &kids, min_period);
+                self.merge_into(tree, index, &kids, min_period, adjust);
             }
         }
+        firsts
     }
 }
 
@@ -240,6 +379,10 @@ pub(super) fn children_trees(
 ) -> Vec<CallTree> {
     let trie = Trie::build(profile, event, order);
     let occurrences = trie.occurrences(profile, wanted);
+    let rooted = match order {
+        GraphOrder::Caller => rooted_self_groups(profile, event, wanted, slots),
+        GraphOrder::Callee => vec![Vec::new(); slots],
+    };
     let mut trees = vec![CallTree::new(); slots];
     for (slot, tree) in trees.iter_mut().enumerate() {
         let Some(nodes) = occurrences.get(slot) else {
@@ -250,9 +393,56 @@ pub(super) fn children_trees(
             tree.nodes[0].period += node.period;
             tree.nodes[0].samples += node.samples;
         }
-        trie.merge_into(tree, 0, nodes, min_period);
+        let groups = rooted.get(slot).map_or(&[][..], Vec::as_slice);
+        if groups.is_empty() {
+            trie.merge_into(tree, 0, nodes, min_period, None);
+            continue;
+        }
+        let (exclude, only) = trie.adjustments(profile, groups);
+        let mut top = trie.merge_into(tree, 0, nodes, min_period, Some(&exclude));
+        let tops: Vec<u32> = trie
+            .roots
+            .iter()
+            .flat_map(|&(root, _)| trie.children(root))
+            .collect();
+        top.extend(trie.merge_into(tree, 0, &tops, min_period, Some(&only)));
+        top.sort_by_key(|&(first, _)| first);
+        tree.nodes[0].children = top.into_iter().map(|(_, index)| index).collect();
     }
     trees
+}
+
+/// Per slot: the groups whose leaf is that entry and whose stack holds the
+/// entry's first occurrence below the root frame (caller order), with that
+/// occurrence's position counted from the leaf.
+fn rooted_self_groups(
+    profile: &Profile,
+    event: usize,
+    wanted: &FxHashMap<RawKey, usize>,
+    slots: usize,
+) -> Vec<Vec<(u32, usize)>> {
+    let mut rooted = vec![Vec::new(); slots];
+    for (g, group) in profile.groups.iter().enumerate() {
+        if group.event != event {
+            continue;
+        }
+        let stack = profile.stack_of(group);
+        let Some(&leaf) = stack.first() else {
+            continue;
+        };
+        let key = profile.key_in(group, leaf);
+        let Some(&slot) = wanted.get(&key) else {
+            continue;
+        };
+        let outermost = stack
+            .iter()
+            .rposition(|&f| profile.key_in(group, f) == key)
+            .unwrap_or(0);
+        if outermost + 1 < stack.len() {
+            rooted[slot].push((g as u32, outermost));
+        }
+    }
+    rooted
 }
 
 #[cfg(test)]
@@ -262,8 +452,9 @@ mod tests {
     use crate::analysis::profile::{ProfileOptions, SortKey};
     use crate::analysis::testing::Builder;
 
-    /// The obvious construction, the reference: every (stack, entry) pair
-    /// inserts the path from the entry's first occurrence.
+    /// The obvious construction, the reference: the leaf's entry inserts
+    /// the whole stack, every other (stack, entry) pair the path from the
+    /// entry's first occurrence.
     fn by_insertion(profile: &Profile, entries: &[usize], order: GraphOrder) -> Vec<CallTree> {
         let ev = &profile.events[0];
         let wanted: FxHashMap<RawKey, usize> = entries
@@ -277,13 +468,26 @@ mod tests {
             let stack = profile.stack_of(group);
             let weight = (group.period, group.samples);
             seen.next_sample();
+            let leaf_key = stack.first().map(|&leaf| profile.key_in(group, leaf));
+            if let Some(&slot) = leaf_key.and_then(|k| wanted.get(&k)) {
+                match order {
+                    GraphOrder::Caller => {
+                        trees[slot].insert(profile, stack.iter().rev().copied(), weight)
+                    }
+                    GraphOrder::Callee => {
+                        trees[slot].insert(profile, stack.iter().copied(), weight)
+                    }
+                }
+            }
             let positions: Vec<usize> = match order {
                 GraphOrder::Caller => (0..stack.len()).rev().collect(),
                 GraphOrder::Callee => (0..stack.len()).collect(),
             };
             for pos in positions {
                 let frame = stack[pos];
-                if !seen.first_time(&profile.keys, frame) {
+                if !seen.first_time(&profile.keys, frame)
+                    || Some(profile.key_in(group, frame)) == leaf_key
+                {
                     continue;
                 }
                 if let Some(&slot) = wanted.get(&profile.key_in(group, frame)) {
