@@ -437,6 +437,7 @@ fn write_report(
     let mut report = ProfileReport {
         cpus,
         unmatched: engine.unmatched,
+        ended_at_switch_in: engine.ended_at_switch_in,
         lost_dropped: engine.lost_dropped,
         comms,
         kernel,

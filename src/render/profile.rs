@@ -52,6 +52,8 @@ pub struct KernelNote {
 pub struct ProfileReport {
     pub cpus: Vec<CpuStat>,
     pub unmatched: u64,
+    /// Blocked intervals whose wakeup was not seen, ended at the switch-in.
+    pub ended_at_switch_in: u64,
     /// Pairs dropped because records were lost (never stretched).
     pub lost_dropped: u64,
     /// Section → event label → statistic (stacks already grouped).
@@ -122,6 +124,13 @@ pub fn write_text(
             w,
             "WARNING: {lost} events were lost: {} pairs they may have reached were dropped, not stretched",
             report.lost_dropped
+        )?;
+    }
+    if report.ended_at_switch_in > 0 {
+        writeln!(
+            w,
+            "{} blocked intervals had no visible wakeup: they end at the task's switch-in",
+            report.ended_at_switch_in
         )?;
     }
     if report.unmatched > 0 {
@@ -216,6 +225,7 @@ pub fn write_json(
         })
         .collect();
     let value = json!({"cpus": report.cpus, "unmatched": report.unmatched,
+                       "ended_at_switch_in": report.ended_at_switch_in,
                        "lost_dropped": report.lost_dropped, "kernel": report.kernel,
                        "sections": sections});
     serde_json::to_writer_pretty(&mut *w, &value).map_err(io::Error::other)?;
