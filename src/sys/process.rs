@@ -4,23 +4,35 @@
 //! exec to happen, and the counters must exist before it does.
 //!
 //! Between fork and exec the child only calls async-signal-safe functions
-//! (read, write, execvp, _exit); everything it needs is prepared before fork.
+//! (read, write, close, sigaction, prctl, execvp, _exit); everything it
+//! needs is prepared before fork. Until its exec the child must never
+//! outlive scry or a failed start: it closes its copy of the start pipe's
+//! write end (so scry's exit is an EOF), dies with scry
+//! (`PR_SET_PDEATHSIG`, cleared just before the exec: a started workload
+//! outlives scry, as under perf), and takes the default signal dispositions
+//! and an empty mask (scry's handlers would make it shrug off SIGTERM, and
+//! the SIGPIPE that Rust ignores must reach the workload). A `PendingChild`
+//! that is dropped without `start` is killed and reaped; so is a running
+//! `Child` that is dropped before it was waited for.
 
 use std::ffi::{CString, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 
-/// A forked child waiting for `start()` before it execs.
+/// A forked child waiting for `start()` before it execs. Dropped without
+/// `start`, it is killed and reaped.
 #[derive(Debug)]
 pub struct PendingChild {
     pid: i32,
-    go: OwnedFd,
+    /// The start pipe's write end; `None` once `start` wrote to it.
+    go: Option<OwnedFd>,
     exec_error: OwnedFd,
     program: String,
 }
 
-/// A running (or exited, not yet reaped) child.
+/// A running (or exited, not yet reaped) child. Dropped before it was
+/// reaped, it is killed and reaped.
 #[derive(Debug)]
 pub struct Child {
     pub pid: i32,
@@ -50,6 +62,55 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// The child's side between fork and exec: see the module doc. Never
+/// returns.
+///
+/// # Safety
+/// Only in the child of a fork: `argv` is a NUL-terminated array of valid C
+/// strings, `max_signal` the highest signal number, all prepared before it.
+unsafe fn child_until_exec(
+    parent: libc::pid_t,
+    go_read: libc::c_int,
+    go_write: libc::c_int,
+    err_read: libc::c_int,
+    err_write: libc::c_int,
+    argv: &[*const libc::c_char],
+    max_signal: libc::c_int,
+) -> ! {
+    // SAFETY: every call is async-signal-safe and takes locals or memory
+    // prepared before the fork (the caller's contract).
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        if libc::getppid() != parent {
+            // scry died before the prctl took effect.
+            libc::_exit(127);
+        }
+        libc::close(go_write);
+        libc::close(err_read);
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut action.sa_mask);
+        for sig in 1..=max_signal {
+            // SIGKILL, SIGSTOP and libc's internal signals refuse: ignored.
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut mask);
+        libc::sigprocmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
+        let mut byte = 0u8;
+        let n = libc::read(go_read, (&mut byte as *mut u8).cast(), 1);
+        if n == 1 {
+            libc::prctl(libc::PR_SET_PDEATHSIG, 0 as libc::c_ulong);
+            libc::execvp(argv[0], argv.as_ptr());
+        }
+        // exec failed (or scry went away: EOF): report errno and leave.
+        let errno = *libc::__errno_location();
+        let bytes = errno.to_ne_bytes();
+        libc::write(err_write, bytes.as_ptr().cast(), bytes.len());
+        libc::_exit(127);
+    }
+}
+
 /// Fork a child that will exec `argv` once `start()` is called.
 pub fn fork_pending(argv: &[OsString]) -> io::Result<PendingChild> {
     let Some(first) = argv.first() else {
@@ -69,6 +130,9 @@ pub fn fork_pending(argv: &[OsString]) -> io::Result<PendingChild> {
 
     let (go_read, go_write) = pipe()?;
     let (err_read, err_write) = pipe()?;
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    let max_signal = libc::SIGRTMAX();
 
     // SAFETY: fork has no memory preconditions. In the child only
     // async-signal-safe calls follow, on memory prepared before the fork.
@@ -77,26 +141,25 @@ pub fn fork_pending(argv: &[OsString]) -> io::Result<PendingChild> {
         return Err(io::Error::last_os_error());
     }
     if pid == 0 {
-        // SAFETY (child): read/execvp/write/_exit are async-signal-safe; the
-        // buffers and argv pointers were allocated before fork and stay valid.
+        // SAFETY: we are the child; argv and the descriptors were prepared
+        // before the fork.
         unsafe {
-            let mut byte = 0u8;
-            let n = libc::read(go_read.as_raw_fd(), (&mut byte as *mut u8).cast(), 1);
-            if n == 1 {
-                libc::execvp(ptrs[0], ptrs.as_ptr());
-            }
-            // exec failed (or the parent went away): report errno and leave.
-            let errno = *libc::__errno_location();
-            let bytes = errno.to_ne_bytes();
-            libc::write(err_write.as_raw_fd(), bytes.as_ptr().cast(), bytes.len());
-            libc::_exit(127);
+            child_until_exec(
+                parent,
+                go_read.as_raw_fd(),
+                go_write.as_raw_fd(),
+                err_read.as_raw_fd(),
+                err_write.as_raw_fd(),
+                &ptrs,
+                max_signal,
+            )
         }
     }
     drop(go_read);
     drop(err_write);
     Ok(PendingChild {
         pid,
-        go: go_write,
+        go: Some(go_write),
         exec_error: err_read,
         program,
     })
@@ -109,13 +172,14 @@ impl PendingChild {
 
     /// Let the child exec. Fails with the exec error (ENOENT, EACCES, ...)
     /// if it could not run the program; the child is reaped then.
-    pub fn start(self) -> Result<Child, (String, io::Error)> {
+    pub fn start(mut self) -> Result<Child, (String, io::Error)> {
         let byte = 1u8;
-        // SAFETY: writing one byte from a valid local to our pipe.
-        unsafe {
-            libc::write(self.go.as_raw_fd(), (&byte as *const u8).cast(), 1);
+        if let Some(go) = self.go.take() {
+            // SAFETY: writing one byte from a valid local to our pipe.
+            unsafe {
+                libc::write(go.as_raw_fd(), (&byte as *const u8).cast(), 1);
+            }
         }
-        drop(self.go);
         let mut buf = [0u8; 4];
         // SAFETY: reading into a valid 4-byte local buffer. The pipe is
         // close-on-exec, so read returns 0 once the exec succeeded.
@@ -133,7 +197,7 @@ impl PendingChild {
         if n == 4 {
             let _ = child.wait();
             return Err((
-                self.program,
+                std::mem::take(&mut self.program),
                 io::Error::from_raw_os_error(i32::from_ne_bytes(buf)),
             ));
         }
@@ -142,12 +206,29 @@ impl PendingChild {
 
     /// Kill the waiting child (the counters could not be set up).
     pub fn abort(self) {
-        let _ = crate::sys::signal::kill(self.pid, libc::SIGKILL);
-        let mut child = Child {
-            pid: self.pid,
-            status: None,
-        };
-        let _ = child.wait();
+        drop(self);
+    }
+}
+
+impl Drop for PendingChild {
+    fn drop(&mut self) {
+        if self.go.is_some() {
+            drop(Child {
+                pid: self.pid,
+                status: None,
+            });
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        // Only a child still ours and running (waitpid errs once it is
+        // reaped elsewhere: its pid may be someone else's by now).
+        if self.status.is_none() && matches!(self.try_wait(), Ok(None)) {
+            let _ = crate::sys::signal::kill(self.pid, libc::SIGKILL);
+            let _ = self.wait();
+        }
     }
 }
 
