@@ -17,7 +17,8 @@ pub struct RecordArgs {
     /// (repeatable, comma lists). Default: cycles, or cpu-clock without a hardware PMU.
     /// uprobe:BINARY:FUNC and uretprobe:BINARY:FUNC probe a user function for this run only
     /// (the uprobe PMU: nothing is left behind, even if scry is killed); recorded as
-    /// probe_BINARY:FUNC. Lasting probes: scry probe.
+    /// probe_BINARY:FUNC. Lasting probes: scry probe. Groups open together: '{cpu-clock,page-faults}'.
+    /// PMU terms: cpu/event=0x3c,umask=0,period=100000/u. Without a PMU, cycles records as cpu-clock.
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     events: Vec<String>,
     /// Tracepoint filter (ftrace syntax) for the event before it on the command line.
