@@ -1,13 +1,12 @@
 //! Compiles the BPF programs of `src/bpf/` with clang (libbpf-cargo's
 //! `SkeletonBuilder`, libbpf's headers vendored) and generates their Rust
-//! skeletons into `OUT_DIR`; `src/sys/bpf_profile.rs` and
-//! `src/sys/bpf_trace.rs` include them.
+//! skeletons into `OUT_DIR`; each `src/sys/bpf_NAME.rs` includes its own.
 //! clang is a build dependency (scripts/deps installs it); without it the
 //! build stops here with one line saying so.
 
 use std::path::{Path, PathBuf};
 
-const PROGRAMS: &[&str] = &["profile", "trace_args"];
+const PROGRAMS: &[&str] = &["profile", "trace_args", "syscount", "cpudist"];
 
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

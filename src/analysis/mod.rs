@@ -9,6 +9,7 @@ pub mod calltree;
 mod calltrie;
 pub mod decay;
 pub mod folded;
+pub mod hist;
 pub mod offcpu;
 pub mod offcpu_live;
 pub mod pairs;
@@ -22,6 +23,7 @@ pub mod stack_text;
 pub mod stat;
 pub mod syscall_desc;
 pub mod syscalls;
+pub mod syscount;
 #[cfg(test)]
 pub(crate) mod testing;
 

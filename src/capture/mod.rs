@@ -5,6 +5,7 @@
 //! started. Records leave as raw kernel bytes to a `RecordSink`; nothing is
 //! parsed here beyond the 8-byte header.
 
+pub mod bpf_run;
 mod counter_group;
 pub mod counting;
 pub mod inventory;

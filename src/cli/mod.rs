@@ -6,6 +6,8 @@
 //! leave with a code and no message; every other error prints as
 //! `scry: {err:#}` and exits 2.
 
+mod bpf_tool;
+mod cpudist;
 mod feed_consumer;
 mod flamegraph;
 mod list;
@@ -17,6 +19,7 @@ mod report;
 mod sched;
 mod script;
 mod stat;
+mod syscount;
 mod target;
 mod top;
 mod trace;
@@ -58,6 +61,12 @@ enum Command {
     Profile(profile::ProfileArgs),
     /// Scheduler analysis: runqlat (run-queue latency histogram), timehist (per-switch timeline)
     Sched(sched::SchedArgs),
+    /// System calls counted in the kernel, per call or per process, with latency (bcc syscount)
+    Syscount(syscount::SyscountArgs),
+    /// On-CPU or off-CPU time per stretch as a histogram, counted in the kernel (bcc cpudist)
+    Cpudist(cpudist::CpudistArgs),
+    /// List the BPF tools (each also runs through a symlink named after it)
+    Tools,
 }
 
 /// `-p`/`-t` lists: `1234,5678` → positive ids, or an error naming the flag.
@@ -75,7 +84,7 @@ pub fn parse_ids(text: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
 pub struct Exit(pub u8);
 
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(bpf_tool::busybox_args(std::env::args_os())) {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
@@ -99,6 +108,9 @@ pub fn main() -> ExitCode {
         Command::Sched(args) => sched::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Probe(args) => probe::run(args),
+        Command::Syscount(args) => syscount::run(args),
+        Command::Cpudist(args) => cpudist::run(args),
+        Command::Tools => bpf_tool::list(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,6 +9,7 @@ pub mod flamegraph;
 pub mod folded;
 #[cfg(test)]
 mod golden;
+pub mod hist;
 pub mod list;
 pub mod offcpu;
 pub mod profile;
@@ -17,6 +18,7 @@ pub mod report_json;
 pub mod sched;
 pub mod script;
 pub mod stat;
+pub mod syscount;
 pub mod top;
 pub mod trace;
 pub mod trace_args;

@@ -3,8 +3,12 @@
 //! Wrappers return `io::Result`; nothing here formats text for people.
 
 pub mod bpf;
+pub mod bpf_cpudist;
+pub mod bpf_engine;
 pub mod bpf_profile;
+pub mod bpf_syscount;
 pub mod bpf_trace;
+pub mod localtime;
 pub mod mapped;
 pub mod perf_event;
 pub mod pmu;

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+// scry cpudist (bcc's cpudist): how long tasks ran on a CPU (or, with
+// off_cpu, how long they were away) per stretch, as log2 histograms in a
+// hash map: one histogram, or one per process (-P) or thread (-L).
+//
+// The rules are libbpf-tools' own, so that both count the same stretches:
+// at each sched_switch, on-CPU mode closes the stretch of `prev` only when
+// it was preempted (its state is still TASK_RUNNING: a task that blocks is
+// not counted) and opens one for `next`; off-CPU mode opens a stretch for
+// `prev` and closes the one of `next`. A start is kept per tid and not
+// removed once used (as libbpf-tools). Units (µs or ms) are applied here,
+// so the slots are those of the printed histogram.
+//
+// Variants: tp_btf, then raw_tp (the classic tracepoint has no tgid).
+
+#include <stdbool.h>
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define MAX_SLOTS 36
+#define MAX_KEYS 10240
+#define TASK_COMM_LEN 16
+#define TASK_RUNNING 0
+
+const volatile bool per_process = false;
+const volatile bool per_thread = false;
+const volatile bool off_cpu = false;
+const volatile bool milliseconds = false;
+// 0: every process.
+const volatile __u32 filter_tgid = 0;
+
+struct hist {
+	__u64 slots[MAX_SLOTS];
+	char comm[TASK_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_KEYS);
+	__type(key, __u32);
+	__type(value, __u64);
+} starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_KEYS);
+	__type(key, __u32);
+	__type(value, struct hist);
+} hists SEC(".maps");
+
+// A zeroed histogram to insert (too big for the BPF stack).
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hist);
+} zero_hist SEC(".maps");
+
+struct task_struct___scry_cd {
+	int pid;
+	int tgid;
+	unsigned int __state;
+	char comm[TASK_COMM_LEN];
+} __attribute__((preserve_access_index));
+
+// Kernels before 5.14 name the state `state`.
+struct task_struct___scry_cd_old {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(void *task)
+{
+	struct task_struct___scry_cd *t = task;
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___scry_cd_old *)task, state);
+}
+
+static __always_inline __u32 log2_slot(__u64 v)
+{
+	__u32 slot = 0;
+	// 64 iterations at most; the verifier bounds the loop.
+	for (int i = 0; i < 64 && v > 1; i++) {
+		v >>= 1;
+		slot++;
+	}
+	return slot;
+}
+
+static __always_inline void store_start(__u32 tgid, __u32 tid, __u64 ts)
+{
+	if (filter_tgid != 0 && filter_tgid != tgid)
+		return;
+	bpf_map_update_elem(&starts, &tid, &ts, BPF_ANY);
+}
+
+static __always_inline void update_hist(void *task, __u32 tgid, __u32 tid, __u64 ts)
+{
+	if (filter_tgid != 0 && filter_tgid != tgid)
+		return;
+	__u64 *start = bpf_map_lookup_elem(&starts, &tid);
+	if (!start || ts < *start)
+		return;
+	__u32 key = per_process ? tgid : per_thread ? tid : (__u32)-1;
+	struct hist *h = bpf_map_lookup_elem(&hists, &key);
+	if (!h) {
+		__u32 zero = 0;
+		struct hist *fresh = bpf_map_lookup_elem(&zero_hist, &zero);
+		if (!fresh)
+			return;
+		bpf_map_update_elem(&hists, &key, fresh, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&hists, &key);
+		if (!h)
+			return;
+		BPF_CORE_READ_STR_INTO(&h->comm, (struct task_struct___scry_cd *)task, comm);
+	}
+	__u64 delta = ts - *start;
+	delta /= milliseconds ? 1000000 : 1000;
+	__u32 slot = log2_slot(delta);
+	if (slot >= MAX_SLOTS)
+		slot = MAX_SLOTS - 1;
+	__sync_fetch_and_add(&h->slots[slot], 1);
+}
+
+static __always_inline void on_switch(void *prev, void *next)
+{
+	struct task_struct___scry_cd *p = prev, *n = next;
+	__u32 prev_tid = BPF_CORE_READ(p, pid), prev_tgid = BPF_CORE_READ(p, tgid);
+	__u32 next_tid = BPF_CORE_READ(n, pid), next_tgid = BPF_CORE_READ(n, tgid);
+	__u64 ts = bpf_ktime_get_ns();
+	if (off_cpu) {
+		store_start(prev_tgid, prev_tid, ts);
+		update_hist(next, next_tgid, next_tid, ts);
+	} else {
+		if (task_state(prev) == TASK_RUNNING)
+			update_hist(prev, prev_tgid, prev_tid, ts);
+		store_start(next_tgid, next_tid, ts);
+	}
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(scry_cd_switch__btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	on_switch(prev, next);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(scry_cd_switch__raw, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	on_switch(prev, next);
+	return 0;
+}

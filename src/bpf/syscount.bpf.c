@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+// scry syscount (bcc's syscount): system calls counted at their exit, per
+// call number or per process, with their summed latency (-L: from the
+// task's sys_enter) and, with -x, failed calls only. Nothing is streamed:
+// user space reads the maps at each interval.
+//
+// Per call number the counts live in a per-CPU array indexed by the number
+// (no hash, no atomics on the hot path); per process in a hash by tgid
+// with the process's name. The enter hook is loaded only for -L.
+//
+// Each hook comes in three variants (tp_btf, raw_tp, classic tracepoint):
+// the engine (src/sys/bpf_engine.rs) loads the best the kernel accepts.
+// The call number at the exit is read from pt_regs->orig_ax (x86-64) for
+// the BTF and raw variants, from the record for the classic one.
+
+#include <stdbool.h>
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#define NR_SYSCALLS 1024
+#define MAX_PROCESSES 8192
+#define MAX_STARTS 16384
+#define TASK_COMM_LEN 16
+
+const volatile bool filter_failed = false;
+const volatile bool measure_latency = false;
+const volatile bool count_by_process = false;
+// 0: every process.
+const volatile __u32 filter_tgid = 0;
+
+struct counts {
+	__u64 count;
+	__u64 total_ns;
+};
+
+struct process_counts {
+	__u64 count;
+	__u64 total_ns;
+	char comm[TASK_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NR_SYSCALLS);
+	__type(key, __u32);
+	__type(value, struct counts);
+} by_call SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PROCESSES);
+	__type(key, __u32);
+	__type(value, struct process_counts);
+} by_process SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_STARTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} starts SEC(".maps");
+
+struct pt_regs___scry_sc {
+	long orig_ax;
+} __attribute__((preserve_access_index));
+
+// The classic tracepoints' records (raw_syscalls/sys_enter, sys_exit):
+// eight bytes of common fields, then the call number.
+struct sys_enter_record {
+	__u64 common;
+	long id;
+	unsigned long args[6];
+};
+
+struct sys_exit_record {
+	__u64 common;
+	long id;
+	long ret;
+};
+
+static __always_inline bool watched(__u64 pid_tgid)
+{
+	return filter_tgid == 0 || (pid_tgid >> 32) == filter_tgid;
+}
+
+static __always_inline void on_enter(void)
+{
+	if (!measure_latency)
+		return;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!watched(pid_tgid))
+		return;
+	__u32 tid = pid_tgid;
+	__u64 ts = bpf_ktime_get_ns();
+	bpf_map_update_elem(&starts, &tid, &ts, BPF_ANY);
+}
+
+static __always_inline void on_exit(long id, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!watched(pid_tgid))
+		return;
+	if (id < 0)
+		return;
+	if (filter_failed && ret >= 0)
+		return;
+	__u64 latency = 0;
+	if (measure_latency) {
+		__u32 tid = pid_tgid;
+		__u64 *start = bpf_map_lookup_elem(&starts, &tid);
+		if (!start)
+			return;
+		__u64 now = bpf_ktime_get_ns();
+		latency = now > *start ? now - *start : 0;
+		bpf_map_delete_elem(&starts, &tid);
+	}
+	if (count_by_process) {
+		__u32 tgid = pid_tgid >> 32;
+		struct process_counts *p = bpf_map_lookup_elem(&by_process, &tgid);
+		if (!p) {
+			struct process_counts zero = {};
+			bpf_get_current_comm(&zero.comm, sizeof(zero.comm));
+			bpf_map_update_elem(&by_process, &tgid, &zero, BPF_NOEXIST);
+			p = bpf_map_lookup_elem(&by_process, &tgid);
+			if (!p)
+				return;
+		}
+		__sync_fetch_and_add(&p->count, 1);
+		if (measure_latency)
+			__sync_fetch_and_add(&p->total_ns, latency);
+		return;
+	}
+	__u32 nr = id;
+	if (nr >= NR_SYSCALLS)
+		return;
+	struct counts *c = bpf_map_lookup_elem(&by_call, &nr);
+	if (!c)
+		return;
+	c->count += 1;
+	c->total_ns += latency;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(scry_sc_enter__btf, struct pt_regs *regs, long id)
+{
+	on_enter();
+	return 0;
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(scry_sc_enter__raw, struct pt_regs *regs, long id)
+{
+	on_enter();
+	return 0;
+}
+
+SEC("tracepoint/raw_syscalls/sys_enter")
+int scry_sc_enter__tp(struct sys_enter_record *record)
+{
+	on_enter();
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(scry_sc_exit__btf, struct pt_regs *regs, long ret)
+{
+	on_exit(BPF_CORE_READ((struct pt_regs___scry_sc *)regs, orig_ax), ret);
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(scry_sc_exit__raw, struct pt_regs *regs, long ret)
+{
+	on_exit(BPF_CORE_READ((struct pt_regs___scry_sc *)regs, orig_ax), ret);
+	return 0;
+}
+
+SEC("tracepoint/raw_syscalls/sys_exit")
+int scry_sc_exit__tp(struct sys_exit_record *record)
+{
+	on_exit(record->id, record->ret);
+	return 0;
+}

@@ -1,0 +1,102 @@
+//! The BPF tools' run loop: the programs count in the kernel while this
+//! waits, and wakes the tool to print at each interval and once at the
+//! end. The end comes on SIGINT, SIGTERM or SIGHUP (caught, so the last
+//! counts still print), when the duration has elapsed, after the
+//! interval count, or when the watched process exits (a pidfd).
+//!
+//! Nothing here touches BPF: the programs and links belong to the tool's
+//! loader, and are released (detached) when it drops, on every path.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use crate::sys::signal::{self, PollFd, SignalPipe};
+
+/// When to print and when to end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Print every interval (default: once, at the end).
+    pub interval: Option<Duration>,
+    /// End after this many intervals.
+    pub count: Option<u64>,
+    /// End after this long.
+    pub duration: Option<Duration>,
+    /// End when this process exits.
+    pub pid: Option<i32>,
+}
+
+/// Why the run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndReason {
+    Signal(i32),
+    Duration,
+    Count,
+    TargetExited,
+}
+
+/// Waits, calling `tick(last)` at each interval and once at the end with
+/// `last` true. The target's pidfd is opened first, so a process that
+/// already exited ends the run at once.
+pub fn run(
+    opts: &RunOptions,
+    mut tick: impl FnMut(bool) -> io::Result<()>,
+) -> io::Result<EndReason> {
+    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
+    let pidfd = match opts.pid {
+        Some(pid) => Some(
+            signal::pidfd_open(pid)
+                .map_err(|e| io::Error::new(e.kind(), format!("watching process {pid}: {e}")))?,
+        ),
+        None => None,
+    };
+    let start = Instant::now();
+    let end_at = opts.duration.map(|d| start + d);
+    let mut next_tick = opts.interval.map(|i| start + i);
+    let mut ticks = 0u64;
+    loop {
+        let now = Instant::now();
+        let deadline = [end_at, next_tick].into_iter().flatten().min();
+        let timeout_ms = deadline.map_or(-1, |d| {
+            d.saturating_duration_since(now)
+                .as_millis()
+                .min(i32::MAX as u128) as i32
+        });
+        let mut fds = vec![PollFd {
+            fd: signals.fd(),
+            revents: 0,
+        }];
+        if let Some(fd) = &pidfd {
+            fds.push(PollFd {
+                fd: fd.as_raw_fd(),
+                revents: 0,
+            });
+        }
+        signal::poll(&mut fds, timeout_ms)?;
+        if let Some(sig) = signals.received() {
+            signals.drain();
+            tick(true)?;
+            return Ok(EndReason::Signal(sig));
+        }
+        if fds.get(1).is_some_and(|p| p.revents != 0) {
+            tick(true)?;
+            return Ok(EndReason::TargetExited);
+        }
+        let now = Instant::now();
+        if end_at.is_some_and(|end| now >= end) {
+            tick(true)?;
+            return Ok(EndReason::Duration);
+        }
+        if let (Some(at), Some(interval)) = (next_tick, opts.interval)
+            && now >= at
+        {
+            ticks += 1;
+            if opts.count.is_some_and(|count| ticks >= count) {
+                tick(true)?;
+                return Ok(EndReason::Count);
+            }
+            tick(false)?;
+            next_tick = Some(at + interval);
+        }
+    }
+}

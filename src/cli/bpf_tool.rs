@@ -1,0 +1,84 @@
+//! What every BPF tool's command shares: the one-line refusal when BPF
+//! cannot run here (privileges, BTF; checked before loading, and again on
+//! a load refused with EPERM), the `-v` lines naming each hook, and the
+//! list `scry tools` prints (also the names a symlink may carry).
+
+use std::io;
+
+use anyhow::anyhow;
+
+use scry::sys::bpf_engine::{self, Hook};
+
+/// The BPF tools: (name, what it shows). A symlink named after one runs it.
+pub const TOOLS: &[(&str, &str)] = &[
+    (
+        "cpudist",
+        "on-CPU (or off-CPU, -O) time per stretch, as a histogram",
+    ),
+    (
+        "syscount",
+        "system calls counted per call or per process, with latency (-L)",
+    ),
+];
+
+/// Loads a tool's programs; a refusal says what is needed in one line.
+pub fn load<T>(tool: &str, load: impl FnOnce() -> io::Result<T>) -> anyhow::Result<T> {
+    bpf_engine::preflight().map_err(|why| anyhow!("{tool}: {why}"))?;
+    load().map_err(|err| {
+        if err.kind() == io::ErrorKind::PermissionDenied {
+            anyhow!(
+                "{tool}: the kernel refused the BPF programs ({err}): they need CAP_BPF and \
+                 CAP_PERFMON (or root), and no lockdown"
+            )
+        } else {
+            anyhow!("{tool}: {err}")
+        }
+    })
+}
+
+/// With `-v`: one line per hook, on stderr.
+pub fn print_hooks(tool: &str, hooks: &[Hook], verbose: bool) {
+    if verbose {
+        for hook in hooks {
+            eprintln!("{tool}: hook {}", hook.describe());
+        }
+    }
+}
+
+/// `scry tools`: one line per tool.
+pub fn list() -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = io::stdout().lock();
+    for (name, what) in TOOLS {
+        writeln!(out, "{name:<12} {what}")?;
+    }
+    Ok(())
+}
+
+/// The command line as scry parses it: when scry runs through a symlink
+/// named after a tool (`syscount -L`, busybox style), the tool's name is
+/// put in as the subcommand (`scry syscount -L`).
+pub fn busybox_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = args.collect();
+    let called = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|n| n.to_str())
+        .map(str::to_string);
+    if let Some(name) = called
+        && TOOLS.iter().any(|(tool, _)| *tool == name)
+    {
+        args.insert(1, name.into());
+    }
+    args
+}
+
+/// `-p PID` names a running process (checked before anything loads).
+pub fn check_pid(tool: &str, pid: Option<u32>) -> anyhow::Result<()> {
+    match pid {
+        Some(pid) if !std::path::Path::new(&format!("/proc/{pid}")).exists() => {
+            Err(anyhow!("{tool}: -p {pid}: no such process"))
+        }
+        _ => Ok(()),
+    }
+}

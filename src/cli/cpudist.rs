@@ -1,0 +1,112 @@
+//! `scry cpudist` (bcc's cpudist, libbpf-tools' flags and layout): how long
+//! tasks ran on a CPU per stretch (`-O`: how long they were off it), as
+//! log2 histograms counted in the kernel: one, or one per process (`-P`)
+//! or thread (`-L`); `-p` one process; `interval [count]` as bcc. Wiring
+//! only: `sys::bpf_cpudist` → `analysis::hist` → `render::hist`.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use clap::Args;
+
+use scry::analysis::hist::{Histogram, KeyedHistogram, Scale};
+use scry::capture::bpf_run::{self, RunOptions};
+use scry::render::hist::{write_keyed, write_keyed_json};
+use scry::sys::bpf_cpudist::{CpudistBpf, CpudistSettings};
+use scry::sys::localtime::now_hms;
+
+use super::bpf_tool;
+
+#[derive(Args, Debug)]
+pub struct CpudistArgs {
+    /// Measure off-CPU time instead of on-CPU time.
+    #[arg(short = 'O', long = "offcpu")]
+    offcpu: bool,
+    /// Print a timestamp with each interval.
+    #[arg(short = 'T', long = "timestamp")]
+    timestamp: bool,
+    /// Milliseconds (default: microseconds).
+    #[arg(short = 'm', long = "milliseconds")]
+    milliseconds: bool,
+    /// A histogram per process.
+    #[arg(short = 'P', long = "pids", conflicts_with = "tids")]
+    pids: bool,
+    /// A histogram per thread.
+    #[arg(short = 'L', long = "tids")]
+    tids: bool,
+    /// Only this process.
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    /// Say which kernel hooks the programs use.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// JSON (one document per interval) instead of the histograms.
+    #[arg(long)]
+    json: bool,
+    /// Print every INTERVAL seconds (default: once, at Ctrl-C or the -p process's exit).
+    #[arg(value_name = "INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
+    interval: Option<u64>,
+    /// Stop after COUNT intervals.
+    #[arg(value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
+    count: Option<u64>,
+}
+
+pub fn run(args: CpudistArgs) -> anyhow::Result<()> {
+    let settings = CpudistSettings {
+        off_cpu: args.offcpu,
+        per_process: args.pids,
+        per_thread: args.tids,
+        milliseconds: args.milliseconds,
+        pid: args.pid,
+    };
+    let run_opts = RunOptions {
+        interval: args.interval.map(Duration::from_secs),
+        count: args.count,
+        duration: None,
+        pid: args.pid.map(|p| p as i32),
+    };
+    bpf_tool::check_pid("cpudist", args.pid)?;
+    let mut bpf = bpf_tool::load("cpudist", || CpudistBpf::load(settings))?;
+    bpf_tool::print_hooks("cpudist", &bpf.hooks(), args.verbose);
+    let mut out = io::stdout().lock();
+    if !args.json {
+        let which = if args.offcpu { "off" } else { "on" };
+        writeln!(out, "Tracing {which}-CPU time... Hit Ctrl-C to end.")?;
+    }
+    out.flush()?;
+    let unit = if args.milliseconds { "msecs" } else { "usecs" };
+    let mut print = |bpf: &mut CpudistBpf, last: bool| -> io::Result<()> {
+        if last {
+            bpf.detach();
+        }
+        let mut read = bpf.read()?;
+        read.sort_by_key(|h| h.key);
+        let hists: Vec<KeyedHistogram> = read
+            .iter()
+            .map(|h| KeyedHistogram {
+                key: u64::from(h.key),
+                label: if args.pids {
+                    format!("pid = {} {}", h.key, h.comm)
+                } else if args.tids {
+                    format!("tid = {} {}", h.key, h.comm)
+                } else {
+                    String::new()
+                },
+                hist: Histogram::from_slots(Scale::Log2, unit, &h.slots),
+            })
+            .collect();
+        if args.json {
+            write_keyed_json(&mut out, &hists)?;
+            return out.flush();
+        }
+        writeln!(out)?;
+        if args.timestamp {
+            let (h, m, s) = now_hms();
+            writeln!(out, "{:<8}", format!("{h:02}:{m:02}:{s:02}"))?;
+        }
+        write_keyed(&mut out, &hists)?;
+        out.flush()
+    };
+    bpf_run::run(&run_opts, |last| print(&mut bpf, last))?;
+    Ok(())
+}

@@ -1,0 +1,604 @@
+//! The BPF engine's kernel side: loads a skeleton's object and attaches
+//! each of its programs to the best hook the running kernel accepts, reads
+//! maps, and says in one line what is missing when BPF cannot be used.
+//!
+//! Hook choice, made at run time from what loads: a program may come in
+//! variants named `GROUP__KIND` (e.g. `scry_cd_switch__btf` and
+//! `scry_cd_switch__raw`), one per hook; their sections rank them (fentry
+//! and fexit, then tp_btf, then raw_tp, then classic tracepoints, then
+//! kprobes). Every group starts at its best variant; when the object does
+//! not load, the programs libbpf names in its log are demoted to their
+//! group's next variant and the object is opened and loaded again (so each
+//! refusal costs one load, and the reason is kept for `-v`). An attach
+//! refusal demotes the same way. A group listed as optional may end with
+//! no hook (its tracepoint does not exist here); any other group without
+//! a hook is an error naming every refusal.
+//!
+//! Ownership: programs, maps and links are file descriptors of this
+//! process (nothing is pinned), so however scry ends, even by SIGKILL, the
+//! kernel detaches and frees them when the descriptors close.
+//! `SCRY_BPF_HOOKS` (a comma list of kinds: `fentry,tp_btf,raw_tp,tp,
+//! kprobe`) restricts the kinds tried, to see or test a fallback.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Mutex;
+
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, PrintLevel};
+
+use super::bpf::io_error;
+
+/// A hook kind, best first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HookKind {
+    Fentry,
+    TpBtf,
+    RawTp,
+    Tracepoint,
+    Kprobe,
+    Other,
+}
+
+impl HookKind {
+    /// The kind of a program from its ELF section (`tp_btf/sched_switch`).
+    pub fn of_section(section: &str) -> HookKind {
+        let prefix = section.split('/').next().unwrap_or("");
+        match prefix {
+            "fentry" | "fexit" | "fmod_ret" => HookKind::Fentry,
+            "tp_btf" => HookKind::TpBtf,
+            "raw_tp" | "raw_tracepoint" => HookKind::RawTp,
+            "tp" | "tracepoint" => HookKind::Tracepoint,
+            "kprobe" | "kretprobe" | "ksyscall" | "kretsyscall" => HookKind::Kprobe,
+            _ => HookKind::Other,
+        }
+    }
+
+    /// The spelling `SCRY_BPF_HOOKS` uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookKind::Fentry => "fentry",
+            HookKind::TpBtf => "tp_btf",
+            HookKind::RawTp => "raw_tp",
+            HookKind::Tracepoint => "tp",
+            HookKind::Kprobe => "kprobe",
+            HookKind::Other => "other",
+        }
+    }
+}
+
+/// A hook that was tried and refused, and what the kernel or libbpf said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub section: String,
+    pub reason: String,
+}
+
+/// Where one group of programs ended up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hook {
+    pub group: String,
+    /// The section of the variant in use; `None`: an optional group left
+    /// without a hook.
+    pub section: Option<String>,
+    /// Better variants refused first, best first.
+    pub refused: Vec<Refusal>,
+}
+
+impl Hook {
+    /// The `-v` line: which hook was used, and why a better one was not.
+    pub fn describe(&self) -> String {
+        let used = match &self.section {
+            Some(section) => format!("{}: {section}", self.group),
+            None => format!("{}: not attached", self.group),
+        };
+        if self.refused.is_empty() {
+            return used;
+        }
+        let why: Vec<String> = self
+            .refused
+            .iter()
+            .map(|r| format!("{} refused: {}", r.section, r.reason))
+            .collect();
+        format!("{used} ({})", why.join("; "))
+    }
+}
+
+/// One program variant of the object.
+#[derive(Clone, Debug)]
+struct Variant {
+    prog: String,
+    section: String,
+    kind: HookKind,
+}
+
+/// The variants of one group, best first, and which one is in use.
+#[derive(Clone, Debug)]
+struct Group {
+    variants: Vec<Variant>,
+    current: usize,
+    refused: Vec<Refusal>,
+    optional: bool,
+}
+
+impl Group {
+    fn chosen(&self) -> Option<&Variant> {
+        self.variants.get(self.current)
+    }
+
+    /// The current variant was refused: move on. Err when none is left
+    /// and the group is not optional.
+    fn demote(&mut self, name: &str, reason: String) -> io::Result<()> {
+        if let Some(v) = self.chosen() {
+            self.refused.push(Refusal {
+                section: v.section.clone(),
+                reason,
+            });
+        }
+        self.current += 1;
+        if self.chosen().is_none() && !self.optional {
+            let why: Vec<String> = self
+                .refused
+                .iter()
+                .map(|r| format!("{}: {}", r.section, r.reason))
+                .collect();
+            return Err(io::Error::other(format!(
+                "no hook for the BPF program {name} loads here ({})",
+                why.join("; ")
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Which groups of an object may end without a hook (their tracepoint may
+/// not exist here), and which are not wanted this run (not loaded).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GroupRules<'a> {
+    pub optional: &'a [&'a str],
+    pub skip: &'a [&'a str],
+}
+
+/// libbpf's warnings of the current load, to learn which program failed.
+static LIBBPF_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn keep_libbpf_line(_level: PrintLevel, line: String) {
+    if let Ok(mut log) = LIBBPF_LOG.lock()
+        && log.len() < 256
+    {
+        log.push(line.trim_end().to_string());
+    }
+}
+
+fn take_libbpf_log() -> Vec<String> {
+    LIBBPF_LOG
+        .lock()
+        .map(|mut log| std::mem::take(&mut *log))
+        .unwrap_or_default()
+}
+
+/// The programs libbpf's log says failed, with its first line about each.
+fn failed_programs(log: &[String]) -> BTreeMap<String, String> {
+    let mut failed = BTreeMap::new();
+    for line in log {
+        let Some(rest) = line.split("prog '").nth(1) else {
+            continue;
+        };
+        let Some((name, what)) = rest.split_once('\'') else {
+            continue;
+        };
+        let what = what.trim_start_matches(':').trim();
+        failed
+            .entry(name.to_string())
+            .or_insert_with(|| what.to_string());
+    }
+    failed
+}
+
+/// The kinds `SCRY_BPF_HOOKS` allows (all when unset or empty).
+fn allowed_kinds() -> Option<Vec<String>> {
+    let value = std::env::var("SCRY_BPF_HOOKS").ok()?;
+    let kinds: Vec<String> = value
+        .split(',')
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+        .collect();
+    (!kinds.is_empty()).then_some(kinds)
+}
+
+/// The group of a program: its name up to `__`.
+fn group_of(prog: &str) -> &str {
+    prog.split_once("__").map_or(prog, |(group, _)| group)
+}
+
+/// A skeleton loaded, its programs attached (or only loaded, see
+/// [`load_only`]); links close with it.
+pub struct Loaded<S> {
+    pub skel: S,
+    links: Vec<Link>,
+    groups: BTreeMap<String, Group>,
+}
+
+impl<S> std::fmt::Debug for Loaded<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loaded")
+            .field("links", &self.links.len())
+            .field("hooks", &self.hooks())
+            .finish()
+    }
+}
+
+impl<S> Loaded<S> {
+    /// Where each group ended up, by group name.
+    pub fn hooks(&self) -> Vec<Hook> {
+        self.groups
+            .iter()
+            .map(|(name, g)| Hook {
+                group: name.clone(),
+                section: g.chosen().map(|v| v.section.clone()),
+                refused: g.refused.clone(),
+            })
+            .collect()
+    }
+
+    /// Whether group `name` has a hook.
+    pub fn has(&self, name: &str) -> bool {
+        self.groups.get(name).is_some_and(|g| g.chosen().is_some())
+    }
+}
+
+impl<S: Skel<'static>> Loaded<S> {
+    /// Attaches every loaded program; a refusal of an optional group drops
+    /// it, any other is an error (used after `load(.., Attach::Later)`,
+    /// where reloading is not possible).
+    pub fn attach(&mut self) -> io::Result<()> {
+        self.attach_programs(false).map(drop)
+    }
+
+    /// Attaches the programs in use; a refused one demotes its group.
+    /// `stop`: stop at the first refusal and detach all (the caller loads
+    /// again). True when something was refused.
+    fn attach_programs(&mut self, stop: bool) -> io::Result<bool> {
+        let mut refused = false;
+        for (prog, group) in self.loaded_programs() {
+            match attach_one(&self.skel, &prog) {
+                Ok(link) => self.links.push(link),
+                Err((e, reason)) => {
+                    let g = self.groups.get_mut(&group).ok_or(e)?;
+                    g.demote(&group, reason)?;
+                    refused = true;
+                    if stop {
+                        self.links.clear();
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(refused)
+    }
+
+    /// Detaches every program: maps stop moving.
+    pub fn detach(&mut self) {
+        self.links.clear();
+    }
+
+    /// (program, group) of the variants in use.
+    fn loaded_programs(&self) -> Vec<(String, String)> {
+        self.groups
+            .iter()
+            .filter_map(|(name, g)| Some((g.chosen()?.prog.clone(), name.clone())))
+            .collect()
+    }
+}
+
+fn attach_one<S: Skel<'static>>(skel: &S, prog: &str) -> Result<Link, (io::Error, String)> {
+    let found = skel
+        .object()
+        .progs_mut()
+        .find(|p| p.name().to_str() == Some(prog));
+    let Some(found) = found else {
+        return Err((
+            io::Error::other(format!("the BPF object has no program {prog}")),
+            "missing".to_string(),
+        ));
+    };
+    found.attach().map_err(|e| {
+        let reason = e.to_string();
+        (io_error(&format!("attaching {prog}"), e), reason)
+    })
+}
+
+/// When [`load`] attaches the programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attach {
+    /// At once; a refused hook demotes its group and the object is loaded
+    /// again with the next variant.
+    Now,
+    /// Later, by [`Loaded::attach`] (the caller fills maps first).
+    Later,
+}
+
+/// Opens, configures and loads an object with the best variant of each
+/// group, and attaches them (`attach`). `configure` sets the object's
+/// `.rodata` before each load; `rules` say which groups may end without a
+/// hook and which to leave out.
+pub fn load<B, C>(
+    builder: impl Fn() -> B,
+    configure: C,
+    rules: GroupRules<'_>,
+    attach: Attach,
+) -> io::Result<Loaded<<B::Output as OpenSkel<'static>>::Output>>
+where
+    B: SkelBuilder<'static>,
+    C: FnMut(&mut B::Output) -> io::Result<()>,
+{
+    let mut configure = configure;
+    let mut groups = None;
+    loop {
+        let mut loaded = load_with(&builder, &mut configure, rules, groups.take())?;
+        if attach == Attach::Later || !loaded.attach_programs(true)? {
+            return Ok(loaded);
+        }
+        groups = Some(std::mem::take(&mut loaded.groups));
+    }
+}
+
+fn load_with<B, C>(
+    builder: &impl Fn() -> B,
+    configure: &mut C,
+    rules: GroupRules<'_>,
+    groups: Option<BTreeMap<String, Group>>,
+) -> io::Result<Loaded<<B::Output as OpenSkel<'static>>::Output>>
+where
+    B: SkelBuilder<'static>,
+    C: FnMut(&mut B::Output) -> io::Result<()>,
+{
+    let mut groups = match groups {
+        Some(groups) => groups,
+        None => {
+            let open = super::bpf::open_skel(builder())?;
+            plan_groups(&open, rules)?
+        }
+    };
+    loop {
+        let mut open = super::bpf::open_skel(builder())?;
+        configure(&mut open)?;
+        for mut prog in open.open_object_mut().progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            let wanted = groups
+                .get(group_of(&name))
+                .and_then(Group::chosen)
+                .is_some_and(|v| v.prog == name);
+            prog.set_autoload(wanted);
+        }
+        take_libbpf_log();
+        libbpf_rs::set_print(Some((PrintLevel::Warn, keep_libbpf_line)));
+        let result = open.load();
+        libbpf_rs::set_print(None);
+        let err = match result {
+            Ok(skel) => {
+                return Ok(Loaded {
+                    skel,
+                    links: Vec::new(),
+                    groups,
+                });
+            }
+            Err(err) => err,
+        };
+        let log = take_libbpf_log();
+        let failed = failed_programs(&log);
+        let mut demoted = false;
+        for (name, g) in groups.iter_mut() {
+            let Some(v) = g.chosen() else { continue };
+            if let Some(reason) = failed.get(&v.prog) {
+                let reason = if reason.is_empty() {
+                    err.to_string()
+                } else {
+                    reason.clone()
+                };
+                g.demote(name, reason)?;
+                demoted = true;
+            }
+        }
+        if !demoted {
+            return Err(io_error("loading the BPF programs", err));
+        }
+    }
+}
+
+/// The object's groups, their variants ranked, `SCRY_BPF_HOOKS` applied.
+fn plan_groups<O: OpenSkel<'static>>(
+    open: &O,
+    rules: GroupRules<'_>,
+) -> io::Result<BTreeMap<String, Group>> {
+    let allowed = allowed_kinds();
+    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
+    for prog in open.open_object().progs() {
+        let name = prog.name().to_string_lossy().into_owned();
+        let section = prog.section().to_string_lossy().into_owned();
+        let kind = HookKind::of_section(&section);
+        let group = group_of(&name).to_string();
+        if rules.skip.contains(&group.as_str()) {
+            continue;
+        }
+        let entry = groups.entry(group.clone()).or_insert_with(|| Group {
+            variants: Vec::new(),
+            current: 0,
+            refused: Vec::new(),
+            optional: rules.optional.contains(&group.as_str()),
+        });
+        if allowed
+            .as_ref()
+            .is_some_and(|kinds| !kinds.iter().any(|k| k == kind.name()))
+        {
+            entry.refused.push(Refusal {
+                section,
+                reason: "not in SCRY_BPF_HOOKS".to_string(),
+            });
+            continue;
+        }
+        entry.variants.push(Variant {
+            prog: name,
+            section,
+            kind,
+        });
+    }
+    for (name, g) in &mut groups {
+        g.variants.sort_by_key(|v| v.kind);
+        if g.variants.is_empty() && !g.optional {
+            return Err(io::Error::other(format!(
+                "SCRY_BPF_HOOKS leaves no hook for the BPF program {name}"
+            )));
+        }
+    }
+    Ok(groups)
+}
+
+/// Every (key, value) of a hash map: in batches where the kernel allows
+/// (5.6 and later), else key by key.
+pub fn hash_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    if let Ok(batches) = map.lookup_batch(4096, MapFlags::ANY, MapFlags::ANY) {
+        return Ok(batches.collect());
+    }
+    let mut entries = Vec::new();
+    for key in map.keys() {
+        if let Some(value) = map
+            .lookup(&key, MapFlags::ANY)
+            .map_err(|e| io_error(what, e))?
+        {
+            entries.push((key, value));
+        }
+    }
+    Ok(entries)
+}
+
+/// A key and its value on each CPU.
+pub type PerCpuEntry = (Vec<u8>, Vec<Vec<u8>>);
+
+/// Every (key, per-CPU values) of a per-CPU hash or array map.
+pub fn percpu_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<PerCpuEntry>> {
+    let mut entries = Vec::new();
+    for key in map.keys() {
+        if let Some(values) = map
+            .lookup_percpu(&key, MapFlags::ANY)
+            .map_err(|e| io_error(what, e))?
+        {
+            entries.push((key, values));
+        }
+    }
+    Ok(entries)
+}
+
+/// Empties a hash map (for interval output: each interval starts at 0).
+pub fn clear_hash<M: MapCore>(map: &M, what: &str) -> io::Result<()> {
+    let keys: Vec<Vec<u8>> = map.keys().collect();
+    for key in keys {
+        match map.delete(&key) {
+            Ok(()) => {}
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(what, e)),
+        }
+    }
+    Ok(())
+}
+
+/// A u64 at `offset` of a map key or value.
+pub fn u64_at(bytes: &[u8], offset: usize) -> Option<u64> {
+    let b = bytes.get(offset..offset + 8)?;
+    Some(u64::from_ne_bytes(b.try_into().ok()?))
+}
+
+/// A u32 at `offset` of a map key or value.
+pub fn u32_at(bytes: &[u8], offset: usize) -> Option<u32> {
+    let b = bytes.get(offset..offset + 4)?;
+    Some(u32::from_ne_bytes(b.try_into().ok()?))
+}
+
+/// A NUL-terminated name (a task's comm) at `offset`, at most `len` bytes.
+pub fn comm_at(bytes: &[u8], offset: usize, len: usize) -> String {
+    let raw = bytes.get(offset..).unwrap_or_default();
+    let raw = &raw[..raw.len().min(len)];
+    let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+    String::from_utf8_lossy(&raw[..end]).into_owned()
+}
+
+/// Capabilities in CapEff's bit numbers.
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// Why BPF tools cannot run here, in one line, or Ok: the kernel's BTF is
+/// there and this process may load tracing programs (CAP_SYS_ADMIN, or
+/// CAP_BPF with CAP_PERFMON).
+pub fn preflight() -> Result<(), String> {
+    let effective = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
+            u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
+        });
+    if let Some(caps) = effective {
+        let has = |cap: u32| caps & (1u64 << cap) != 0;
+        if !(has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))) {
+            let unprivileged =
+                std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled")
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| "?".to_string());
+            return Err(format!(
+                "BPF tools need CAP_BPF and CAP_PERFMON (or root): this process has neither, \
+                 and kernel.unprivileged_bpf_disabled={unprivileged}"
+            ));
+        }
+    }
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Err(
+            "BPF tools need the kernel's BTF: /sys/kernel/btf/vmlinux is missing \
+                    (a kernel built with CONFIG_DEBUG_INFO_BTF)"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_sections_and_names_groups() {
+        assert!(HookKind::of_section("fentry/x") < HookKind::of_section("tp_btf/sched_switch"));
+        assert!(HookKind::of_section("tp_btf/x") < HookKind::of_section("raw_tp/x"));
+        assert!(HookKind::of_section("raw_tp/x") < HookKind::of_section("tracepoint/sched/x"));
+        assert!(HookKind::of_section("tp/sched/x") < HookKind::of_section("kprobe/f"));
+        assert_eq!(group_of("scry_cd_switch__btf"), "scry_cd_switch");
+        assert_eq!(group_of("scry_fork"), "scry_fork");
+    }
+
+    #[test]
+    fn finds_the_failed_programs_in_libbpf_log() {
+        let log = vec![
+            "libbpf: prog 'a__btf': BPF program load failed: -EPERM".to_string(),
+            "libbpf: prog 'a__btf': -- BEGIN PROG LOAD LOG --".to_string(),
+            "libbpf: failed to load object 'x'".to_string(),
+        ];
+        let failed = failed_programs(&log);
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed["a__btf"], "BPF program load failed: -EPERM");
+    }
+
+    #[test]
+    fn describes_the_hook_and_the_refusals() {
+        let hook = Hook {
+            group: "g".to_string(),
+            section: Some("raw_tp/sched_switch".to_string()),
+            refused: vec![Refusal {
+                section: "tp_btf/sched_switch".to_string(),
+                reason: "EPERM".to_string(),
+            }],
+        };
+        assert_eq!(
+            hook.describe(),
+            "g: raw_tp/sched_switch (tp_btf/sched_switch refused: EPERM)"
+        );
+    }
+}

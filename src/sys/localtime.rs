@@ -1,0 +1,27 @@
+//! The local wall-clock time of day, for the `[HH:MM:SS]` lines bcc's
+//! tools print at each interval (localtime_r: the TZ environment and
+//! /etc/localtime apply, as for them).
+
+/// (hours, minutes, seconds) now, local time; UTC if the conversion fails.
+pub fn now_hms() -> (u32, u32, u32) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let t = now as libc::time_t;
+    // SAFETY: a zeroed tm is a valid out-parameter; localtime_r writes it
+    // and keeps no pointer to either argument.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to valid locals for the call's duration.
+    let ok = !unsafe { libc::localtime_r(&t, &mut tm) }.is_null();
+    if ok {
+        (tm.tm_hour as u32, tm.tm_min as u32, tm.tm_sec as u32)
+    } else {
+        let day = now % 86_400;
+        (
+            (day / 3600) as u32,
+            (day / 60 % 60) as u32,
+            (day % 60) as u32,
+        )
+    }
+}

@@ -1,0 +1,324 @@
+//! The BPF tools on the real kernel, against Debian's libbpf-tools (bcc's
+//! tools on libbpf) as the oracle: the same workload, started stopped so
+//! that every tracer is attached before it makes its first call, traced by
+//! scry and by the peer side by side. Also: the hook fallback (each
+//! variant gives the same counts), SIGKILL leaving no program or link,
+//! the refusal as nobody, `scry tools` and the busybox symlink.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Root and libbpf-tools (`syscount`, `cpudist` in /usr/sbin), or skip.
+fn require_bpf_oracle() -> bool {
+    common::gate(match std::fs::read_to_string("/proc/self/status") {
+        Ok(s)
+            if s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0")) =>
+        {
+            Ok(())
+        }
+        _ => Err("BPF tool tests need root (CAP_BPF and CAP_PERFMON)".to_string()),
+    }) && common::require_tool("syscount", "libbpf-tools is not installed (scripts/deps)")
+}
+
+/// `workload ARGS` forked and stopped before its exec (sh stops itself,
+/// then execs it once continued: same pid, nothing run yet).
+fn stopped_workload(name: &str, args: &[&str]) -> Child {
+    let path = common::workload(name);
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("kill -STOP $$; exec \"$0\" \"$@\"")
+        .arg(&path)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sh runs");
+    let stat = format!("/proc/{}/stat", child.id());
+    let start = Instant::now();
+    while !std::fs::read_to_string(&stat).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('T'))
+    }) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the workload never stopped"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child
+}
+
+/// A tracer started with its stdout piped, returned once it printed its
+/// first line (which both scry and libbpf-tools print after attaching).
+fn tracer(mut cmd: Command, ready: &str) -> (Child, BufReader<std::process::ChildStdout>) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tracer starts");
+    let mut out = BufReader::new(child.stdout.take().expect("piped"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("tracer prints");
+    assert!(line.contains(ready), "tracer's first line: {line:?}");
+    (child, out)
+}
+
+/// libbpf-tools' `tool ARGS`, line-buffered so its first line arrives.
+fn peer(tool: &str, args: &[String]) -> Command {
+    let mut cmd = Command::new("stdbuf");
+    cmd.arg("-oL").arg(tool).args(args);
+    cmd
+}
+
+/// Ends a tracer with SIGINT (unless it ended by itself) and returns its
+/// stdout and stderr.
+fn finish(
+    mut child: Child,
+    mut out: BufReader<std::process::ChildStdout>,
+    interrupt: bool,
+) -> (String, String) {
+    if interrupt {
+        common::signal(child.id(), "INT");
+    }
+    let status = common::wait_timeout(&mut child, Duration::from_secs(20)).expect("tracer ends");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut out, &mut text).expect("read stdout");
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut err).expect("read stderr");
+    }
+    assert!(status.success(), "tracer failed: {status}\n{text}\n{err}");
+    (text, err)
+}
+
+fn count_of(table: &str, call: &str) -> Option<u64> {
+    table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(call))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+}
+
+#[test]
+fn syscount_counts_exactly_n_calls_as_libbpf_tools_on_every_hook() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    const N: u64 = 20_000;
+    let mut workload = stopped_workload("calls", &[&N.to_string()]);
+    let pid = workload.id().to_string();
+    let scry = |hooks: &str| {
+        let mut cmd = common::scry();
+        cmd.args(["syscount", "-v", "-p", &pid]);
+        cmd.env("SCRY_BPF_HOOKS", hooks);
+        tracer(cmd, "Tracing syscalls")
+    };
+    let best = scry("");
+    let raw = scry("raw_tp");
+    let classic = scry("tp");
+    let (oracle, oracle_out) = tracer(
+        peer("syscount", &["-p".into(), pid.clone()]),
+        "Tracing syscalls",
+    );
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("workload ends").success());
+    // scry ends by itself when the -p process exits; the peer needs SIGINT.
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    assert_eq!(
+        count_of(&peer_text, "getppid"),
+        Some(N),
+        "libbpf-tools:\n{peer_text}"
+    );
+    for ((child, out), hook) in [
+        (best, "tp_btf/sys_exit"),
+        (raw, "raw_tp/sys_exit"),
+        (classic, "tracepoint/raw_syscalls/sys_exit"),
+    ] {
+        let (text, err) = finish(child, out, false);
+        assert_eq!(
+            count_of(&text, "getppid"),
+            Some(N),
+            "scry ({hook}):\n{text}\n{err}"
+        );
+        assert!(err.contains(&format!("hook scry_sc_exit: {hook}")), "{err}");
+        assert!(text.contains("SYSCALL                   COUNT\n"), "{text}");
+    }
+}
+
+fn hist_total(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.contains(" -> "))
+        .filter_map(|l| {
+            l.split(':')
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// Both tools count the stretches of the workload's tasks between their
+/// attach and their end; the workload only starts (SIGCONT) once both are
+/// attached, so both windows open before its first stretch. They close
+/// differently: the peer is interrupted after the workload was reaped,
+/// scry ends when the process's pidfd reports the exit, which the kernel
+/// does in the last thread's exit path, before that thread's final
+/// switch: a preemption there (one switch-out, then one switch-in, of that
+/// thread) is in the peer's window and not in scry's. So scry's total is
+/// the peer's, or at most 2 below it. (Off-CPU, a stretch is counted at
+/// the switch-in that ends it; the first switch-in after SIGCONT has no
+/// start in either tool.)
+#[test]
+fn cpudist_totals_agree_with_libbpf_tools() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    for offcpu in [true, false] {
+        let mut workload = stopped_workload("pingpong", &["2000"]);
+        let pid = workload.id().to_string();
+        let mut args: Vec<String> = vec!["-p".into(), pid.clone()];
+        if offcpu {
+            args.push("-O".into());
+        }
+        let mut cmd = common::scry();
+        cmd.arg("cpudist").args(&args);
+        let (scry, scry_out) = tracer(cmd, "CPU time");
+        let (oracle, oracle_out) = tracer(peer("cpudist", &args), "CPU time");
+        common::signal(workload.id(), "CONT");
+        assert!(workload.wait().expect("workload ends").success());
+        let (peer_text, _) = finish(oracle, oracle_out, true);
+        let (text, err) = finish(scry, scry_out, false);
+        let (ours, theirs) = (hist_total(&text), hist_total(&peer_text));
+        eprintln!("cpudist offcpu={offcpu}: scry {ours}, libbpf-tools {theirs}");
+        if offcpu {
+            assert!(
+                theirs >= 2000,
+                "pingpong blocks at least 2000 times:\n{peer_text}"
+            );
+        }
+        assert!(
+            ours <= theirs && theirs <= ours + 2,
+            "offcpu={offcpu}\nscry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}"
+        );
+        assert!(
+            text.contains("     usecs               : count    distribution\n"),
+            "{text}"
+        );
+    }
+}
+
+/// The ids of the BPF programs and links a process holds (its fdinfo).
+fn bpf_ids(pid: u32) -> Vec<(String, u32)> {
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .expect("fdinfo")
+        .flatten()
+    {
+        let Ok(info) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        for key in ["prog_id", "link_id"] {
+            if let Some(id) = info
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{key}:"))?.trim().parse().ok())
+            {
+                ids.push((key.to_string(), id));
+            }
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+fn link_exists(id: u32) -> bool {
+    libbpf_rs::query::LinkInfoIter::default().any(|l| l.id == id)
+}
+
+fn prog_exists(id: u32) -> bool {
+    libbpf_rs::query::ProgInfoIter::default().any(|p| p.id == id)
+}
+
+#[test]
+fn sigkill_leaves_no_program_or_link_attached() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    for tool in [&["syscount", "-L"][..], &["cpudist", "-O"][..]] {
+        let mut cmd = common::scry();
+        cmd.args(tool);
+        let (mut child, _out) = tracer(cmd, "Tracing");
+        let ids = bpf_ids(child.id());
+        let progs: Vec<u32> = ids
+            .iter()
+            .filter(|(k, _)| k == "prog_id")
+            .map(|(_, id)| *id)
+            .collect();
+        let links: Vec<u32> = ids
+            .iter()
+            .filter(|(k, _)| k == "link_id")
+            .map(|(_, id)| *id)
+            .collect();
+        assert!(
+            !links.is_empty() && progs.iter().all(|&id| prog_exists(id)),
+            "{tool:?}: {ids:?}"
+        );
+        assert!(links.iter().all(|&id| link_exists(id)), "{tool:?}: {ids:?}");
+        common::signal(child.id(), "KILL");
+        let _ = child.wait();
+        // The kernel frees them when the last descriptor closes (after an
+        // RCU grace period): wait for that, boundedly.
+        let start = Instant::now();
+        while progs.iter().any(|&id| prog_exists(id)) || links.iter().any(|&id| link_exists(id)) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{tool:?}: still loaded after SIGKILL: {ids:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn as_nobody_one_line_names_what_is_needed() {
+    let Some(out) = common::scry_as_nobody(&["syscount", "-d", "1"]) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("CAP_BPF")
+            && err.contains("CAP_PERFMON")
+            && err.contains("kernel.unprivileged_bpf_disabled"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tools_lists_them_and_a_symlink_runs_one() {
+    let list = common::run_ok(common::scry().arg("tools"));
+    assert!(list.lines().any(|l| l.starts_with("syscount ")), "{list}");
+    assert!(list.lines().any(|l| l.starts_with("cpudist ")), "{list}");
+    if !require_bpf_oracle() {
+        return;
+    }
+    let dir = common::tempdir();
+    let link = dir.path().join("syscount");
+    std::os::unix::fs::symlink(Path::new(env!("CARGO_BIN_EXE_scry")), &link).expect("symlink");
+    let mut workload = stopped_workload("calls", &["500"]);
+    let mut cmd = Command::new(&link);
+    cmd.args(["-p", &workload.id().to_string()]);
+    let (child, out) = tracer(cmd, "Tracing syscalls, printing top 10");
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("workload ends").success());
+    let (text, _) = finish(child, out, false);
+    assert_eq!(count_of(&text, "getppid"), Some(500), "{text}");
+}
