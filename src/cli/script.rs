@@ -44,11 +44,8 @@ pub struct ScriptArgs {
 }
 
 pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
-    let mut reader = if args.input.as_os_str() == "-" {
-        PerfReader::from_stream("<stdin>", io::stdin().lock())?
-    } else {
-        PerfReader::open(&args.input)?
-    };
+    // `-` is standard input (a file redirected, or a pipe read as it comes).
+    let mut reader = PerfReader::open(&args.input)?;
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if args.header || args.header_only {
@@ -78,7 +75,7 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
     let spec = args.fields.unwrap_or_default();
     let formats = reader.events().iter().map(event_format).collect();
     let mut printer = ScriptPrinter::new(formats, &spec).context("-F")?;
-    if let Some(blob) = tracing_data(&reader, &args.input)? {
+    if let Some(blob) = reader.tracing_data().map(<[u8]>::to_vec) {
         // `%pS` resolves with this machine's kallsyms, as perf script does.
         let formats = scry::event::format_cache::FormatCache::from_tracing_data(&blob)
             .with_context(|| format!("{}: TRACING_DATA section", reader.file_name()))?
@@ -158,26 +155,6 @@ impl AddrResolver for SampleSymbols {
             shown_addr: named.shown,
         })
     }
-}
-
-/// The TRACING_DATA feature section (tracepoint formats) of a file input.
-/// Pipe input carries it as a record instead; not read yet.
-fn tracing_data(reader: &PerfReader, input: &std::path::Path) -> anyhow::Result<Option<Vec<u8>>> {
-    const HEADER_TRACING_DATA: u32 = 1;
-    let Some(section) = reader.layout().feature(HEADER_TRACING_DATA) else {
-        return Ok(None);
-    };
-    if input.as_os_str() == "-" {
-        return Ok(None);
-    }
-    let mut file =
-        std::fs::File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
-    let mut blob = vec![0u8; usize::try_from(section.size).unwrap_or(0)];
-    use std::io::{Read, Seek};
-    file.seek(io::SeekFrom::Start(section.offset))
-        .and_then(|_| file.read_exact(&mut blob))
-        .with_context(|| format!("{}: reading the TRACING_DATA section", input.display()))?;
-    Ok(Some(blob))
 }
 
 fn is_kernel(mode: CpuMode) -> bool {

@@ -6,196 +6,69 @@
 //!
 //! It is a thin layer over `linux-perf-data` (framing, compression, feature
 //! sections, sorting by time in rounds) and `linux-perf-event-reader` (record
-//! parsing). The layer exists for one rule: bad input is an error that says
-//! what and where, never a panic or an abort.
+//! parsing). The layer exists for two rules: bad input is an error that says
+//! what and where, never a panic or an abort; and every record that reached
+//! the file is read, whatever happened to the recorder or to one record.
 //!
 //! - Before the crate sees a file, [`layout`] checks the header, every section
-//!   against the file length, the attribute descriptions and the framing of
-//!   every record (one sequential pass over the data section). The crate
+//!   against the file length and the attribute descriptions. The crate
 //!   allocates from lengths it reads, and a failed allocation aborts: only a
-//!   check beforehand prevents that. The pass also gives framing errors their
-//!   file offset, which the crate's errors lack.
-//! - What cannot be checked beforehand — sample bodies parsed with the
-//!   attribute's `sample_type`, compressed data — may still make the crate
-//!   panic (the fuzzer found `callchain_length * 8` overflowing in
-//!   `SampleRecord::parse` in builds with overflow checks, and an
-//!   `assert!(build_id_len <= 20)` on MMAP2, now checked in the walk). As the
-//!   last resort each call into the crate runs under `catch_unwind`, with a
-//!   panic hook that stays silent while such a call runs (so nothing is
-//!   printed), and the panic becomes [`ReadError::ParserPanic`] with the record
-//!   type and offset. The reader stops after any error.
-//! - A record that fails to parse is located afterwards by walking the file
-//!   again in file order and matching its bytes, so the error names its offset.
-//!
-//! Pipe input (`-i -`) is read into memory first so that it gets the same
-//! checks. Zstd-compressed data is checked only as far as the crate checks it.
+//!   check beforehand prevents that.
+//! - A header written before the recording ended (the recorder was killed:
+//!   perf's data size is then 0, scry's a moment old) is stale: the records
+//!   are read to the end of the file, the crate is shown a corrected header
+//!   ([`input::Patched`]), and one line on stderr says what was
+//!   recovered.
+//! - Records are framed by [`framing`] (file order, lenient): a record that
+//!   cannot be framed is stepped over to the next that can, one whose
+//!   contents would hurt the crate is left out, and one that fails to parse
+//!   is returned as [`Record::Skipped`]. All of it is counted and said in one
+//!   line on stderr at the end, with the first offset and reason.
+//! - Plain files go through [`rounds`]; pipe streams through
+//!   [`pipe::CheckedPipe`] (framed as they are read, never read ahead, so
+//!   `-i -` streams); compressed files through the crate after a strict
+//!   framing pass (the crate reads the records up to the first problem).
+//! - Samples with read values are made parseable by [`read_format`] (the
+//!   crate lays them out wrong).
+//! - What cannot be checked beforehand (sample bodies, compressed data) may
+//!   still make the crate panic: each call into it runs under
+//!   [`guard::guard`], which turns the panic into an error or a skipped
+//!   record.
 
+mod comms;
+mod error;
+mod framing;
+mod guard;
+mod input;
 mod layout;
+mod open;
+mod pipe;
+mod read_format;
 mod rounds;
 
-use std::cell::Cell;
-use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufReader, Cursor, Read, Seek};
-use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Once};
+use std::io::{self, Cursor, Read, Seek};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
-pub use layout::{
-    Endian, FileLayout, RecordFrame, Section, feature_name, record_type_name, walk_records,
-};
+pub use comms::Comms;
+pub use error::ReadError;
+pub use framing::{RecordFrame, Skipped, walk_records};
+pub use layout::{Endian, FileLayout, Section, StaleHeader, feature_name, record_type_name};
 
 pub use linux_perf_data::linux_perf_event_reader::CommonData;
 use linux_perf_data::linux_perf_event_reader::{
-    Endianness, HardwareEventId, PerfEventAttr, PerfEventType, RawEventRecord, RecordType,
-    SoftwareCounterType,
+    Endianness, PerfEventAttr, RawData, RawEventRecord, RecordType,
 };
 /// The parsed record types `next_record` returns.
 pub use linux_perf_data::linux_perf_event_reader::{EventRecord, SampleRecord};
-use linux_perf_data::{Feature, PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
-pub use linux_perf_data::{RawUserRecord, UserRecordType};
+use linux_perf_data::{Feature, PerfFile, PerfFileRecord, PerfRecordIter};
 
+use guard::guard;
 use layout::LayoutError;
-
-/// What went wrong reading a perf.data file, and where.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReadError {
-    #[error("{file}: empty file")]
-    Empty { file: String },
-    #[error("{file}: not a perf.data file (bad magic 0x{magic:016x})")]
-    BadMagic { file: String, magic: u64 },
-    #[error("{file}: truncated header ({len} bytes, the header needs {needed})")]
-    TruncatedHeader { file: String, len: u64, needed: u64 },
-    #[error("{file}: bad header: {what}")]
-    BadHeader { file: String, what: String },
-    #[error(
-        "{file}: {section} section (offset 0x{offset:x}, size 0x{size:x}) runs past the end of the file ({len} bytes)"
-    )]
-    SectionOutOfBounds {
-        file: String,
-        section: String,
-        offset: u64,
-        size: u64,
-        len: u64,
-    },
-    #[error("{file}: {section} section at offset 0x{offset:x}: {what}")]
-    BadSection {
-        file: String,
-        section: String,
-        offset: u64,
-        what: String,
-    },
-    #[error(
-        "{file}: truncated record at offset 0x{offset:x} ({record_type}, {needed} bytes needed, {left} left)"
-    )]
-    TruncatedRecord {
-        file: String,
-        offset: u64,
-        record_type: String,
-        needed: u64,
-        left: u64,
-    },
-    #[error(
-        "{file}: record at offset 0x{offset:x} ({record_type}) has size {size}, less than its 8-byte header"
-    )]
-    BadRecordSize {
-        file: String,
-        offset: u64,
-        record_type: String,
-        size: u64,
-    },
-    #[error("{file}: malformed {record_type} {location}: {reason}")]
-    BadRecord {
-        file: String,
-        record_type: String,
-        /// "at offset 0x..." or, inside compressed data, the record's number.
-        location: String,
-        reason: String,
-    },
-    #[error("{file}: {context}: {reason}")]
-    Parse {
-        file: String,
-        context: String,
-        reason: String,
-    },
-    #[error("{file}: {context}: the perf.data parser failed on malformed input ({message})")]
-    ParserPanic {
-        file: String,
-        context: String,
-        message: String,
-    },
-    #[error("{file}: {source}")]
-    Io { file: String, source: io::Error },
-}
-
-impl ReadError {
-    fn from_layout(file: &str, e: LayoutError) -> Self {
-        let file = file.to_owned();
-        match e {
-            LayoutError::Empty => ReadError::Empty { file },
-            LayoutError::BadMagic(magic) => ReadError::BadMagic { file, magic },
-            LayoutError::TruncatedHeader { len, needed } => {
-                ReadError::TruncatedHeader { file, len, needed }
-            }
-            LayoutError::BadHeader(what) => ReadError::BadHeader { file, what },
-            LayoutError::SectionOutOfBounds {
-                section,
-                section_at,
-                len,
-            } => ReadError::SectionOutOfBounds {
-                file,
-                section,
-                offset: section_at.offset,
-                size: section_at.size,
-                len,
-            },
-            LayoutError::BadSection {
-                section,
-                offset,
-                what,
-            } => ReadError::BadSection {
-                file,
-                section,
-                offset,
-                what,
-            },
-            LayoutError::TruncatedRecord {
-                offset,
-                record_type,
-                needed,
-                left,
-            } => ReadError::TruncatedRecord {
-                file,
-                offset,
-                record_type: record_type_name(record_type),
-                needed,
-                left,
-            },
-            LayoutError::BadRecordSize {
-                offset,
-                record_type,
-                size,
-            } => ReadError::BadRecordSize {
-                file,
-                offset,
-                record_type: record_type_name(record_type),
-                size,
-            },
-            LayoutError::BadRecord {
-                offset,
-                record_type,
-                what,
-            } => ReadError::BadRecord {
-                file,
-                record_type: record_type_name(record_type),
-                location: format!("record at offset 0x{offset:x}"),
-                reason: what,
-            },
-            LayoutError::Io(source) => ReadError::Io { file, source },
-        }
-    }
-}
+pub use linux_perf_data::{RawUserRecord, UserRecordType};
+use pipe::PipeState;
+use read_format::ReadFix;
 
 /// One event of the file: its attribute, its name and its sample ids.
 #[derive(Clone, Debug)]
@@ -245,17 +118,22 @@ pub enum Record<'a> {
     },
     /// A record perf adds (ID_INDEX, THREAD_MAP, TIME_CONV, ...), unparsed.
     User(RawUserRecord<'a>),
+    /// A record left out: malformed (counted, and reported at the end) or
+    /// of a type this reader does not know.
+    Skipped,
 }
 
 trait ReadSeek: Read + Seek + Send {}
 impl<T: Read + Seek + Send> ReadSeek for T {}
 type Input = Box<dyn ReadSeek>;
 
-/// Where the bytes come from, kept to walk the file again to locate a
-/// record that failed to parse.
+/// Where the bytes come from, kept to walk the file again (`-D`, and to
+/// locate a record that failed to parse).
 enum Source {
     Path(PathBuf),
     Bytes(Arc<[u8]>),
+    /// A pipe: read once.
+    Stream,
 }
 
 impl Source {
@@ -263,6 +141,12 @@ impl Source {
         Ok(match self {
             Source::Path(p) => Box::new(File::open(p)?),
             Source::Bytes(b) => Box::new(Cursor::new(Arc::clone(b))),
+            Source::Stream => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "a stream is read once: save it to a file to walk it again",
+                ));
+            }
         })
     }
 }
@@ -277,163 +161,87 @@ pub struct PerfReader {
     /// The direct path for plain files (`rounds`); `records` otherwise.
     rounds: Option<rounds::RoundsThread>,
     events: Vec<EventDesc>,
+    /// Per event: how to cut out the read values of its samples.
+    read_fixes: Vec<Option<ReadFix>>,
+    /// A sample without its read values, as the last record returned.
+    scratch: Vec<u8>,
+    /// A pipe stream's HEADER_TRACING_DATA blob.
+    tracing: Option<Vec<u8>>,
+    status: Status,
     /// Records returned so far.
     count: u64,
-    /// Set after an error: the crate's state is then unknown.
+    /// Set after an error or at the end.
     failed: bool,
 }
 
-impl PerfReader {
-    /// Opens `path`; errors name it as given.
-    pub fn open(path: &Path) -> Result<Self, ReadError> {
-        let file = path.display().to_string();
-        let io_err = |source| ReadError::Io {
-            file: file.clone(),
-            source,
-        };
-        let handle = File::open(path).map_err(io_err)?;
-        let len = handle.metadata().map_err(io_err)?.len();
-        Self::from_input(
-            file.clone(),
-            Source::Path(path.into()),
-            Box::new(handle),
-            len,
-        )
-    }
+/// What was recovered and skipped, and the lines that say it.
+struct Status {
+    file: String,
+    /// Records that failed to parse (the framing's skips join at the end).
+    skipped: Skipped,
+    /// Lines for stderr not printed yet (see `say_notes`).
+    notes: Vec<String>,
+    quiet: bool,
+    /// What the framing skips, filled in at the end of the records.
+    framing: Option<Arc<Mutex<Skipped>>>,
+    pipe: Option<Arc<Mutex<PipeState>>>,
+}
 
-    /// Reads a file held in memory; `name` is how errors call it.
-    pub fn from_bytes(name: &str, bytes: impl Into<Arc<[u8]>>) -> Result<Self, ReadError> {
-        let bytes: Arc<[u8]> = bytes.into();
-        let len = bytes.len() as u64;
-        let input = Box::new(Cursor::new(Arc::clone(&bytes)));
-        Self::from_input(name.to_owned(), Source::Bytes(bytes), input, len)
-    }
-
-    /// Reads a stream (stdin, a pipe) to its end, then as [`Self::from_bytes`].
-    pub fn from_stream(name: &str, mut stream: impl Read) -> Result<Self, ReadError> {
-        let mut bytes = Vec::new();
-        stream
-            .read_to_end(&mut bytes)
-            .map_err(|source| ReadError::Io {
-                file: name.to_owned(),
-                source,
-            })?;
-        Self::from_bytes(name, bytes)
-    }
-
-    fn from_input(
-        file: String,
-        source: Source,
-        mut input: Input,
-        len: u64,
-    ) -> Result<Self, ReadError> {
-        let layout =
-            layout::check_file(&mut input, len).map_err(|e| ReadError::from_layout(&file, e))?;
-        // Plain files are read by `rounds`, which checks framing as it
-        // reads; the crate's path needs the whole walk first.
-        const HEADER_COMPRESSED: u32 = 27;
-        const SIMPLEPERF_META_INFO: u32 = 129;
-        let direct = !layout.pipe
-            && layout.feature(HEADER_COMPRESSED).is_none()
-            && layout.feature(SIMPLEPERF_META_INFO).is_none();
-        if !direct {
-            walk_records(&mut input, layout.data, layout.endian, |_, _| Ok(()))
-                .map_err(|e| ReadError::from_layout(&file, e))?;
+impl Status {
+    fn new(file: &str, notes: Vec<String>) -> Self {
+        Status {
+            file: file.to_owned(),
+            skipped: Skipped::default(),
+            notes,
+            quiet: false,
+            framing: None,
+            pipe: None,
         }
-        input
-            .seek(io::SeekFrom::Start(0))
-            .map_err(|source| ReadError::Io {
-                file: file.clone(),
-                source,
-            })?;
-        let input: Input = Box::new(BufReader::with_capacity(1 << 16, input));
-        let pipe = layout.pipe;
-        let parsed = guard(move || {
-            if pipe {
-                PerfFileReader::parse_pipe(input)
-            } else {
-                PerfFileReader::parse_file(input)
+    }
+
+    /// Prints the pending lines on stderr (unless quiet), each once.
+    fn say_notes(&mut self) {
+        for note in self.notes.drain(..) {
+            if !self.quiet {
+                eprintln!("scry: {}: {note}", self.file);
             }
-        });
-        let context = "reading the header and attributes";
-        let PerfFileReader {
-            perf_file,
-            record_iter,
-        } = match parsed {
-            Ok(Ok(reader)) => reader,
-            Ok(Err(e)) => {
-                return Err(ReadError::Parse {
-                    file,
-                    context: context.into(),
-                    reason: e.to_string(),
-                });
-            }
-            Err(message) => {
-                return Err(ReadError::ParserPanic {
-                    file,
-                    context: context.into(),
-                    message,
-                });
-            }
-        };
-        let events = perf_file
-            .event_attributes()
-            .iter()
-            .map(|a| EventDesc {
-                name: a
-                    .name()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| fallback_name(&a.attr)),
-                attr: a.attr,
-                ids: a.event_ids.clone(),
-            })
-            .collect::<Vec<_>>();
-        let rounds = if direct {
-            let mut input = source.open().map_err(|source| ReadError::Io {
-                file: file.clone(),
-                source,
-            })?;
-            input
-                .seek(io::SeekFrom::Start(layout.data.offset))
-                .map_err(|source| ReadError::Io {
-                    file: file.clone(),
-                    source,
-                })?;
-            match rounds::Rounds::new(input, layout.data, layout.endian, &events) {
-                Some(r) => {
-                    Some(
-                        rounds::RoundsThread::spawn(r).map_err(|source| ReadError::Io {
-                            file: file.clone(),
-                            source,
-                        })?,
-                    )
-                }
-                // The crate's path after all: it needs the framing checked
-                // first (see the module doc), which was skipped above.
-                None => {
-                    let mut again = source.open().map_err(|source| ReadError::Io {
-                        file: file.clone(),
-                        source,
-                    })?;
-                    walk_records(&mut again, layout.data, layout.endian, |_, _| Ok(()))
-                        .map_err(|e| ReadError::from_layout(&file, e))?;
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        Ok(PerfReader {
-            file,
-            source,
-            layout,
-            perf_file,
-            records: record_iter,
-            rounds,
-            events,
-            count: 0,
-            failed: false,
-        })
+        }
+    }
+
+    /// The end of the records: the framing's skips join the parse failures
+    /// and the whole is said in one line.
+    fn finish(&mut self) {
+        if let Some(framing) = &self.framing {
+            let framing = framing.lock().unwrap_or_else(|p| p.into_inner());
+            self.skipped.merge(&framing);
+        }
+        if let Some(state) = &self.pipe {
+            self.skipped.merge(&lock(state).skipped);
+        }
+        self.notes.extend(self.skipped.describe());
+        self.say_notes();
+    }
+}
+
+impl PerfReader {
+    /// Keeps the reader's lines (what was recovered or skipped) off stderr;
+    /// [`Self::notes`] still has them.
+    pub fn quiet(&mut self) {
+        self.status.quiet = true;
+    }
+
+    /// The lines the reader prints (or printed) about what it recovered and
+    /// skipped, so far.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = self.status.notes.clone();
+        notes.extend(self.status.skipped.describe());
+        notes
+    }
+
+    /// What was skipped: records that failed to parse, and once the end is
+    /// reached, what the framing stepped over.
+    pub fn skipped(&self) -> &Skipped {
+        &self.status.skipped
     }
 
     /// The file's name as errors show it.
@@ -515,8 +323,9 @@ impl PerfReader {
 
     /// Walks the records again in file order (what `perf script -D` shows),
     /// calling `visit` with each record's frame, its 8 header bytes and body.
+    /// What the framing skips is said on stderr, as for `next_record`.
     pub fn walk_file_order(
-        &self,
+        &mut self,
         mut visit: impl FnMut(RecordFrame, &[u8], &[u8]) -> io::Result<()>,
     ) -> Result<(), ReadError> {
         let io_err = |source| ReadError::Io {
@@ -525,29 +334,16 @@ impl PerfReader {
         };
         let mut input = self.source.open().map_err(io_err)?;
         let e = self.layout.endian;
-        walk_records(&mut input, self.layout.data, e, |frame, body| {
-            let mut head = [0u8; 8];
-            let (t, m, z) = match e {
-                Endian::Little => (
-                    frame.record_type.to_le_bytes(),
-                    frame.misc.to_le_bytes(),
-                    frame.size.to_le_bytes(),
-                ),
-                Endian::Big => (
-                    frame.record_type.to_be_bytes(),
-                    frame.misc.to_be_bytes(),
-                    frame.size.to_be_bytes(),
-                ),
-            };
-            head[..4].copy_from_slice(&t);
-            head[4..6].copy_from_slice(&m);
-            head[6..].copy_from_slice(&z);
-            visit(frame, &head, body)
+        let skipped = walk_records(&mut input, self.layout.data, e, |frame, body| {
+            visit(frame, &framing::header_bytes(&frame, e), body)
         })
         .map_err(|e| match e {
             LayoutError::Io(source) => io_err(source),
             other => ReadError::from_layout(&self.file, other),
-        })
+        })?;
+        self.status.notes.extend(skipped.describe());
+        self.status.say_notes();
+        Ok(())
     }
 
     /// HEADER_BUILD_ID as `(path, build-id bytes)`, what the symbol stage
@@ -571,9 +367,12 @@ impl PerfReader {
         }
     }
 
-    /// The TRACING_DATA feature (tracepoint formats), if the file has it.
+    /// The tracepoint formats: the TRACING_DATA feature of a file, or the
+    /// HEADER_TRACING_DATA record of a pipe stream.
     pub fn tracing_data(&self) -> Option<&[u8]> {
-        self.perf_file.feature_section_data(Feature::TRACING_DATA)
+        self.tracing
+            .as_deref()
+            .or_else(|| self.perf_file.feature_section_data(Feature::TRACING_DATA))
     }
 
     /// The next record in time order, parsed; `None` at the end (and after
@@ -590,6 +389,9 @@ impl PerfReader {
         if self.failed {
             return Ok(None);
         }
+        if self.count == 0 {
+            self.status.say_notes();
+        }
         let number = self.count;
         self.count += 1;
         if self.rounds.is_some() {
@@ -597,10 +399,12 @@ impl PerfReader {
         }
         let PerfReader {
             file,
-            source,
             layout,
             perf_file,
             records,
+            read_fixes,
+            scratch,
+            status,
             failed,
             ..
         } = self;
@@ -624,44 +428,47 @@ impl PerfReader {
             }
         };
         let (attr_index, raw) = match next {
-            None => return Ok(None),
+            None => {
+                *failed = true;
+                status.finish();
+                return Ok(None);
+            }
             Some(PerfFileRecord::UserRecord(user)) => {
                 return Ok(Some((Record::User(user), CommonData::default())));
             }
             Some(PerfFileRecord::EventRecord { attr_index, record }) => (attr_index, record),
         };
-        let id = if raw.record_type == RecordType::SAMPLE {
-            CommonData::default()
-        } else {
-            raw.common_data().unwrap_or_default()
-        };
-        let reason = match guard(|| raw.parse()) {
-            Ok(Ok(record)) => return Ok(Some((Record::Event { attr_index, record }, id))),
-            Ok(Err(e)) => e.to_string(),
-            Err(message) => format!("the parser panicked: {message}"),
-        };
-        *failed = true;
-        let body = raw.data.as_slice().into_owned();
         let record_type = raw.record_type.0;
-        let location = match locate(source, layout, record_type, &body) {
-            Some(offset) => format!("record at offset 0x{offset:x}"),
-            None => format!("record #{number} in time order (inside compressed data)"),
+        let fix = read_fixes.get(attr_index).copied().flatten();
+        let (event, reason) = match prepare(raw, fix, layout.endian, scratch) {
+            Ok(event) => (Some(event), None),
+            Err(reason) => (None, Some(reason)),
         };
-        Err(ReadError::BadRecord {
-            file: file.clone(),
-            record_type: record_type_name(record_type),
-            location,
-            reason,
-        })
+        let reason = match event.map(|event| parse(&event)) {
+            Some(Ok((record, id))) => return Ok(Some((Record::Event { attr_index, record }, id))),
+            Some(Err(reason)) => reason,
+            None => reason.unwrap_or_default(),
+        };
+        // No file offset here: compressed data and streams have none.
+        status.skipped.add_record(None, 0, || {
+            format!(
+                "{} (record #{number} in time order): {reason}",
+                record_type_name(record_type)
+            )
+        });
+        Ok(Some((Record::Skipped, CommonData::default())))
     }
 
     /// `next_record` on the direct path (`rounds`): the same records, and
-    /// errors that name the record's file offset.
+    /// skips that name the record's file offset.
     fn next_direct(&mut self) -> Result<Option<(Record<'_>, CommonData)>, ReadError> {
         let PerfReader {
             file,
             layout,
             rounds,
+            read_fixes,
+            scratch,
+            status,
             failed,
             ..
         } = self;
@@ -674,7 +481,11 @@ impl PerfReader {
         };
         let raw = match rounds.next_record() {
             Ok(Some(raw)) => raw,
-            Ok(None) => return Ok(None),
+            Ok(None) => {
+                *failed = true;
+                status.finish();
+                return Ok(None);
+            }
             Err(e) => {
                 *failed = true;
                 return Err(ReadError::from_layout(file, e));
@@ -683,147 +494,76 @@ impl PerfReader {
         let record_type = RecordType(raw.record_type);
         let (Some(attr_index), Some(parse_info)) = (raw.attr_index, raw.parse_info) else {
             // Not a kernel record type: perf's own (user) records.
-            return Ok(UserRecordType::try_from(record_type).map(|record_type| {
-                let user = Record::User(RawUserRecord {
-                    record_type,
-                    endian,
-                    misc: raw.misc,
-                    data: raw.body.into(),
-                });
-                (user, CommonData::default())
-            }));
+            let Some(record_type) = UserRecordType::try_from(record_type) else {
+                return Ok(Some((Record::Skipped, CommonData::default())));
+            };
+            let user = Record::User(RawUserRecord {
+                record_type,
+                endian,
+                misc: raw.misc,
+                data: raw.body.into(),
+            });
+            return Ok(Some((user, CommonData::default())));
         };
         let event = RawEventRecord::new(record_type, raw.misc, raw.body.into(), parse_info);
-        let id = if record_type == RecordType::SAMPLE {
-            CommonData::default()
-        } else {
-            event.common_data().unwrap_or_default()
+        let fix = read_fixes.get(attr_index).copied().flatten();
+        let (offset, size) = (raw.offset, raw.body.len() as u64 + 8);
+        let reason = match prepare(event, fix, layout.endian, scratch).and_then(|e| parse(&e)) {
+            Ok((record, id)) => return Ok(Some((Record::Event { attr_index, record }, id))),
+            Err(reason) => reason,
         };
-        let reason = match guard(|| event.parse()) {
-            Ok(Ok(record)) => return Ok(Some((Record::Event { attr_index, record }, id))),
-            Ok(Err(e)) => e.to_string(),
-            Err(message) => format!("the parser panicked: {message}"),
-        };
-        *failed = true;
-        Err(ReadError::BadRecord {
-            file: file.clone(),
-            record_type: record_type_name(raw.record_type),
-            location: format!("record at offset 0x{:x}", raw.offset),
-            reason,
-        })
+        status.skipped.add_record(Some(offset), size, || {
+            format!("{}: {reason}", record_type_name(record_type.0))
+        });
+        Ok(Some((Record::Skipped, CommonData::default())))
     }
 }
 
-/// The command name of each thread as COMM and FORK records set it: what
-/// perf shows as a sample's `comm`. Feed it every record in time order.
-#[derive(Debug, Default)]
-pub struct Comms {
-    by_tid: HashMap<i32, Arc<str>>,
-}
-
-impl Comms {
-    pub fn handle_record(&mut self, record: &EventRecord<'_>) {
-        match record {
-            EventRecord::Comm(c) => {
-                let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
-                self.by_tid.insert(c.tid, name.into());
-            }
-            EventRecord::Fork(f) => {
-                if let Some(parent) = self.by_tid.get(&f.ptid).cloned() {
-                    self.by_tid.insert(f.tid, parent);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The thread's name; as perf: `swapper` for the idle thread (tid 0),
-    /// `:tid` for a thread no record named.
-    pub fn get(&mut self, tid: i32) -> Arc<str> {
-        self.by_tid
-            .entry(tid)
-            .or_insert_with(|| match tid {
-                0 => "swapper".into(),
-                _ => format!(":{tid}").into(),
-            })
-            .clone()
+impl Drop for PerfReader {
+    /// Lines not said yet (a caller that stopped early) are said now.
+    fn drop(&mut self) {
+        self.status.say_notes();
     }
 }
 
-/// The file offset of the first record of `record_type` whose body is `body`.
-fn locate(source: &Source, layout: &FileLayout, record_type: u32, body: &[u8]) -> Option<u64> {
-    let mut input = source.open().ok()?;
-    let mut found = None;
-    let _ = walk_records(&mut input, layout.data, layout.endian, |frame, b| {
-        if frame.record_type == record_type && b == body {
-            found = Some(frame.offset);
-            return Err(io::Error::other("found"));
-        }
-        Ok(())
-    });
-    found
+fn lock(state: &Mutex<PipeState>) -> std::sync::MutexGuard<'_, PipeState> {
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-thread_local! {
-    /// True while this thread runs a call into the crate under `guard`.
-    static QUIET: Cell<bool> = const { Cell::new(false) };
+/// The record as the crate must see it: a sample of an event with read
+/// values gets them cut out (into `scratch`).
+fn prepare<'a>(
+    raw: RawEventRecord<'a>,
+    fix: Option<ReadFix>,
+    endian: Endian,
+    scratch: &'a mut Vec<u8>,
+) -> Result<RawEventRecord<'a>, String> {
+    let Some(fix) = fix.filter(|_| raw.record_type == RecordType::SAMPLE) else {
+        return Ok(raw);
+    };
+    let body = raw.data.as_slice();
+    fix.strip(&body, endian, scratch)
+        .ok_or("its read values run past the end of the record")?;
+    Ok(RawEventRecord::new(
+        raw.record_type,
+        raw.misc,
+        RawData::Single(scratch),
+        fix.parse_info,
+    ))
 }
 
-/// Runs `f` (a call into the perf.data crates), turning a panic into its
-/// message. While `f` runs, the panic hook prints nothing on this thread;
-/// other threads and other panics keep the previous hook.
-fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !QUIET.with(Cell::get) {
-                previous(info);
-            }
-        }));
-    });
-    let was_quiet = QUIET.with(|q| q.replace(true));
-    let result = std::panic::catch_unwind(AssertUnwindSafe(f));
-    QUIET.with(|q| q.set(was_quiet));
-    result.map_err(|payload| {
-        payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "panic".to_owned())
-    })
-}
-
-/// A name for an event the file does not name.
-fn fallback_name(attr: &PerfEventAttr) -> String {
-    match attr.type_ {
-        PerfEventType::Software(sw) => match sw {
-            SoftwareCounterType::CpuClock => "cpu-clock",
-            SoftwareCounterType::TaskClock => "task-clock",
-            SoftwareCounterType::PageFaults => "page-faults",
-            SoftwareCounterType::ContextSwitches => "context-switches",
-            SoftwareCounterType::CpuMigrations => "cpu-migrations",
-            SoftwareCounterType::PageFaultsMin => "minor-faults",
-            SoftwareCounterType::PageFaultsMaj => "major-faults",
-            SoftwareCounterType::AlignmentFaults => "alignment-faults",
-            SoftwareCounterType::EmulationFaults => "emulation-faults",
-            SoftwareCounterType::Dummy => "dummy",
-            _ => "software",
-        }
-        .to_owned(),
-        PerfEventType::Hardware(hw, _) => match hw {
-            HardwareEventId::CpuCycles => "cycles",
-            HardwareEventId::Instructions => "instructions",
-            HardwareEventId::CacheReferences => "cache-references",
-            HardwareEventId::CacheMisses => "cache-misses",
-            HardwareEventId::BranchInstructions => "branches",
-            HardwareEventId::BranchMisses => "branch-misses",
-            _ => "hardware",
-        }
-        .to_owned(),
-        PerfEventType::Tracepoint(id) => format!("tracepoint {id}"),
-        PerfEventType::HwCache(..) => "hw-cache".to_owned(),
-        PerfEventType::Breakpoint(..) => "breakpoint".to_owned(),
-        PerfEventType::DynamicPmu(pmu, config, ..) => format!("pmu{pmu}/config=0x{config:x}/"),
+/// Parses `event` under `guard`, with its sample_id fields.
+fn parse<'a>(event: &RawEventRecord<'a>) -> Result<(EventRecord<'a>, CommonData), String> {
+    let id = if event.record_type == RecordType::SAMPLE {
+        CommonData::default()
+    } else {
+        event.common_data().unwrap_or_default()
+    };
+    match guard(|| event.parse()) {
+        Ok(Ok(record)) => Ok((record, id)),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(message) => Err(format!("the parser panicked: {message}")),
     }
 }

@@ -27,14 +27,7 @@ const ATTR_SIZE_MAX: u64 = 4096;
 /// `sizeof(struct perf_event_header)`.
 pub const RECORD_HEADER_SIZE: u64 = 8;
 
-pub const PERF_RECORD_HEADER_FEATURE: u32 = 80;
-pub const PERF_RECORD_AUXTRACE: u32 = 71;
-const PERF_RECORD_MMAP2: u32 = 10;
-/// `PERF_RECORD_MISC_MMAP_BUILD_ID`: the MMAP2 record holds a build-id.
-const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
-const HEADER_EVENT_DESC: u32 = 12;
-/// `HEADER_FEAT_BITS`: feature ids are below it.
-const FEATURE_BITS: u64 = 256;
+pub(super) const HEADER_EVENT_DESC: u32 = 12;
 
 /// The byte order of a file, from its magic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +93,27 @@ pub struct FileLayout {
     pub event_types: Section,
     /// The feature bits set in the header with their sections, in bit order.
     pub features: Vec<(u32, Section)>,
+    /// What was wrong with a header that is not stale, as lines for
+    /// stderr, each with the file offset of the feature table entry to
+    /// blank (0: the whole table, the header's feature bits).
+    pub notes: Vec<(u64, String)>,
+    /// Set when the header was written before the recording ended: the
+    /// data then runs to the end of the file, and `features` is empty.
+    pub stale: Option<StaleHeader>,
+}
+
+/// A header that does not describe the file: written before the recording
+/// ended (perf writes its real header at the end; scry every moment), and
+/// the recorder was killed. Detected when the data section runs past the
+/// end of the file, when the feature table after it does not fit (perf's
+/// data size of 0: the "table" is then records), or when there are no
+/// features and bytes follow the data (scry's header between updates).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaleHeader {
+    /// The data size the header says.
+    pub data_size: u64,
+    /// Why the header is taken as stale.
+    pub why: String,
 }
 
 impl FileLayout {
@@ -223,6 +237,8 @@ pub fn check_file<R: Read + Seek + ?Sized>(r: &mut R, len: u64) -> Result<FileLa
             },
             event_types: Section::default(),
             features: Vec::new(),
+            notes: Vec::new(),
+            stale: None,
         });
     }
     if header_size < FILE_HEADER_SIZE {
@@ -248,11 +264,17 @@ pub fn check_file<R: Read + Seek + ?Sized>(r: &mut R, len: u64) -> Result<FileLa
         )));
     }
     let attrs = section(24);
-    let data = section(40);
+    let mut data = section(40);
     let event_types = section(56);
     check_section("attribute", attrs, len)?;
-    check_section("data", data, len)?;
     check_section("event types", event_types, len)?;
+    if data.offset < header_size || data.offset > len {
+        return Err(LayoutError::SectionOutOfBounds {
+            section: "data".into(),
+            section_at: data,
+            len,
+        });
+    }
 
     let bits: Vec<u32> = (0..4u32)
         .flat_map(|word| {
@@ -262,21 +284,41 @@ pub fn check_file<R: Read + Seek + ?Sized>(r: &mut R, len: u64) -> Result<FileLa
                 .map(move |b| word * 64 + b)
         })
         .collect();
-    let table = Section {
-        offset: data.end(),
-        size: bits.len() as u64 * 16,
+    // A header written before the recording ended (see `stale`): the
+    // records go on to the end of the file and no feature is trusted.
+    let header_data_size = data.size;
+    let out_of_bounds = |e: LayoutError| match e {
+        LayoutError::SectionOutOfBounds { section, .. } => {
+            format!("its {section} section runs past the end of the file")
+        }
+        other => format!("{other:?}"),
     };
-    check_section("feature table", table, len)?;
-    let table_bytes = read_at(r, table.offset, table.size)?;
-    let mut features = Vec::with_capacity(bits.len());
-    for (i, bit) in bits.into_iter().enumerate() {
-        let s = Section {
-            offset: endian.u64(&table_bytes, i * 16).unwrap_or(0),
-            size: endian.u64(&table_bytes, i * 16 + 8).unwrap_or(0),
-        };
-        check_section(&format!("feature {}", feature_name(bit)), s, len)?;
-        features.push((bit, s));
-    }
+    let mut notes = Vec::new();
+    let found = match check_section("data", data, len) {
+        Err(_) => Err("its data section runs past the end of the file".to_owned()),
+        Ok(()) if bits.is_empty() && len > data.end() => {
+            Err("it has no features, and the file goes on after its data".to_owned())
+        }
+        // perf's header until the end: the "feature table" is records.
+        Ok(()) if data.size == 0 => {
+            feature_sections(r, &bits, data.end(), len, endian, None).map_err(out_of_bounds)
+        }
+        // A sound data section with a bad feature: the others are kept.
+        Ok(()) => {
+            feature_sections(r, &bits, data.end(), len, endian, Some(&mut notes)).or_else(|e| {
+                // The table itself is cut: the crate must not read it.
+                notes.push((0, format!("{}: no header features read", out_of_bounds(e))));
+                Ok(Vec::new())
+            })
+        }
+    };
+    let (features, stale) = match found {
+        Ok(features) => (features, None),
+        Err(why) => {
+            data.size = len - data.offset;
+            (Vec::new(), Some(why))
+        }
+    };
     let layout = FileLayout {
         file_len: len,
         endian,
@@ -287,9 +329,52 @@ pub fn check_file<R: Read + Seek + ?Sized>(r: &mut R, len: u64) -> Result<FileLa
         data,
         event_types,
         features,
+        notes,
+        stale: stale.map(|why| StaleHeader {
+            data_size: header_data_size,
+            why,
+        }),
     };
     check_attributes(r, &layout)?;
     Ok(layout)
+}
+
+/// The feature table (right after the data) and the sections it points to,
+/// each checked against the file length.
+fn feature_sections<R: Read + Seek + ?Sized>(
+    r: &mut R,
+    bits: &[u32],
+    table_at: u64,
+    len: u64,
+    endian: Endian,
+    mut ignored: Option<&mut Vec<(u64, String)>>,
+) -> Result<Vec<(u32, Section)>, LayoutError> {
+    let table = Section {
+        offset: table_at,
+        size: bits.len() as u64 * 16,
+    };
+    check_section("feature table", table, len)?;
+    let table_bytes = read_at(r, table.offset, table.size)?;
+    let mut features = Vec::with_capacity(bits.len());
+    for (i, &bit) in bits.iter().enumerate() {
+        let s = Section {
+            offset: endian.u64(&table_bytes, i * 16).unwrap_or(0),
+            size: endian.u64(&table_bytes, i * 16 + 8).unwrap_or(0),
+        };
+        let name = format!("feature {}", feature_name(bit));
+        match (check_section(&name, s, len), ignored.as_deref_mut()) {
+            (Ok(()), _) => features.push((bit, s)),
+            (Err(_), Some(notes)) => notes.push((
+                table.offset + 16 * i as u64,
+                format!(
+                    "its {name} section (offset {:#x}, size {:#x}) runs past the end of the file: ignored",
+                    s.offset, s.size
+                ),
+            )),
+            (Err(e), None) => return Err(e),
+        }
+    }
+    Ok(features)
 }
 
 /// Checks the attribute descriptions where the crate will look for them:
@@ -328,6 +413,43 @@ fn check_attributes<R: Read + Seek + ?Sized>(r: &mut R, l: &FileLayout) -> Resul
         check_section(&format!("{name} #{i} ids"), ids, l.file_len)?;
     }
     Ok(())
+}
+
+/// `attr.read_format` of each event as the file holds it (the crate drops
+/// bits it does not know), in the order the crate lists the events:
+/// EVENT_DESC, else the attribute section. Empty for the old event types
+/// section and simpleperf's files. Runs after `check_file`.
+pub fn raw_read_formats<R: Read + Seek + ?Sized>(
+    r: &mut R,
+    l: &FileLayout,
+) -> Result<Vec<u64>, LayoutError> {
+    const SIMPLEPERF_META_INFO: u32 = 129;
+    const READ_FORMAT_AT: usize = 32;
+    let mut out = Vec::new();
+    if let Some(s) = l.feature(HEADER_EVENT_DESC) {
+        let b = read_at(r, s.offset, s.size)?;
+        let e = l.endian;
+        let nr = e.u32(&b, 0).unwrap_or(0);
+        let attr_size = e.u32(&b, 4).unwrap_or(0) as usize;
+        let mut at = 8usize;
+        for _ in 0..nr {
+            let Some(rf) = e.u64(&b, at + READ_FORMAT_AT) else {
+                break;
+            };
+            out.push(rf);
+            at += attr_size;
+            let nr_ids = e.u32(&b, at).unwrap_or(0) as usize;
+            let name_len = e.u32(&b, at + 4).unwrap_or(0) as usize;
+            at = at.saturating_add(8 + name_len).saturating_add(8 * nr_ids);
+        }
+    } else if l.event_types.size == 0 && l.feature(SIMPLEPERF_META_INFO).is_none() {
+        let b = read_at(r, l.attrs.offset, l.attrs.size)?;
+        let entry = l.attr_size as usize;
+        out.extend(
+            (0..b.len() / entry).filter_map(|i| l.endian.u64(&b, i * entry + READ_FORMAT_AT)),
+        );
+    }
+    Ok(out)
 }
 
 /// Checks a HEADER_EVENT_DESC body: every count and length fits in what is
@@ -371,161 +493,6 @@ pub fn check_event_desc(b: &[u8], e: Endian) -> Result<(), (usize, String)> {
             .ok_or_else(|| short(at, &format!("event {i}'s {nr_ids} ids")))?;
     }
     Ok(())
-}
-
-/// A record's place in the file, as the walk found it.
-#[derive(Clone, Copy, Debug)]
-pub struct RecordFrame {
-    pub offset: u64,
-    pub record_type: u32,
-    pub misc: u16,
-    /// From the header: header plus body, without AUXTRACE's trailing data.
-    pub size: u16,
-}
-
-/// Walks the records of `data` in file order, checking that each fits in
-/// the section (and, for AUXTRACE, that its trailing data does too), and
-/// that pipe-format EVENT_DESC features are sound. Calls `visit` with each
-/// record's frame and body (AUXTRACE data not included).
-pub fn walk_records<R: Read + Seek + ?Sized>(
-    r: &mut R,
-    data: Section,
-    endian: Endian,
-    mut visit: impl FnMut(RecordFrame, &[u8]) -> io::Result<()>,
-) -> Result<(), LayoutError> {
-    r.seek(SeekFrom::Start(data.offset))?;
-    let mut cursor = RecordCursor::new(r, data, endian, 1 << 18);
-    let mut body = Vec::with_capacity(1 << 16);
-    loop {
-        body.clear();
-        let Some(frame) = cursor.next_into(&mut body)? else {
-            return Ok(());
-        };
-        visit(frame, &body)?;
-    }
-}
-
-/// The records of a data section in file order, each checked as
-/// [`walk_records`] describes; the reader's time-order pass reads through it.
-pub struct RecordCursor<R: Read> {
-    r: io::BufReader<R>,
-    endian: Endian,
-    offset: u64,
-    end: u64,
-}
-
-impl<R: Read> RecordCursor<R> {
-    /// `r` must be positioned at `data.offset`.
-    pub fn new(r: R, data: Section, endian: Endian, buffer: usize) -> Self {
-        RecordCursor {
-            r: io::BufReader::with_capacity(buffer, r),
-            endian,
-            offset: data.offset,
-            end: data.end(),
-        }
-    }
-
-    /// Appends the next record's body (without AUXTRACE's trailing data) to
-    /// `body` and returns its frame; `None` at the end of the section.
-    pub fn next_into(&mut self, body: &mut Vec<u8>) -> Result<Option<RecordFrame>, LayoutError> {
-        let (offset, end, endian) = (self.offset, self.end, self.endian);
-        if offset >= end {
-            return Ok(None);
-        }
-        let left = end - offset;
-        if left < RECORD_HEADER_SIZE {
-            return Err(LayoutError::TruncatedRecord {
-                offset,
-                record_type: 0,
-                needed: RECORD_HEADER_SIZE,
-                left,
-            });
-        }
-        let mut head = [0u8; 8];
-        self.r.read_exact(&mut head)?;
-        let record_type = endian.u32(&head, 0).unwrap_or(0);
-        let misc = endian.u16(&head, 4).unwrap_or(0);
-        let size = endian.u16(&head, 6).unwrap_or(0);
-        if u64::from(size) < RECORD_HEADER_SIZE {
-            return Err(LayoutError::BadRecordSize {
-                offset,
-                record_type,
-                size: size.into(),
-            });
-        }
-        if u64::from(size) > left {
-            return Err(LayoutError::TruncatedRecord {
-                offset,
-                record_type,
-                needed: size.into(),
-                left,
-            });
-        }
-        let at = body.len();
-        let len = usize::from(size) - RECORD_HEADER_SIZE as usize;
-        body.resize(at + len, 0);
-        self.r.read_exact(&mut body[at..])?;
-        let body = &body[at..];
-        let mut next = offset + u64::from(size);
-        if record_type == PERF_RECORD_AUXTRACE {
-            let aux = endian.u64(body, 0).unwrap_or(0);
-            match next.checked_add(aux) {
-                Some(n) if n <= end => {
-                    io::copy(&mut (&mut self.r).take(aux), &mut io::sink())?;
-                    next = n;
-                }
-                _ => {
-                    return Err(LayoutError::TruncatedRecord {
-                        offset,
-                        record_type,
-                        needed: u64::from(size).saturating_add(aux),
-                        left,
-                    });
-                }
-            }
-        }
-        // The crate keeps the low 32 bits of the feature id (`as u32`): an id
-        // with high bits set would reach it as EVENT_DESC unchecked. perf's
-        // feature bits are below 256 (`HEADER_FEAT_BITS`).
-        let feature =
-            (record_type == PERF_RECORD_HEADER_FEATURE).then(|| endian.u64(body, 0).unwrap_or(0));
-        if let Some(id) = feature
-            && id >= FEATURE_BITS
-        {
-            return Err(LayoutError::BadRecord {
-                offset,
-                record_type,
-                what: format!("feature id {id:#x} (perf's are below {FEATURE_BITS})"),
-            });
-        }
-        if feature == Some(HEADER_EVENT_DESC.into()) {
-            let desc = body.get(8..).unwrap_or(&[]);
-            check_event_desc(desc, endian).map_err(|(at, what)| LayoutError::BadSection {
-                section: "EVENT_DESC".into(),
-                offset: offset + RECORD_HEADER_SIZE + 8 + at as u64,
-                what,
-            })?;
-        }
-        // linux-perf-event-reader asserts (panics) on a longer build-id.
-        if record_type == PERF_RECORD_MMAP2
-            && misc & MISC_MMAP_BUILD_ID != 0
-            && let Some(&len) = body.get(32)
-            && len > 20
-        {
-            return Err(LayoutError::BadRecord {
-                offset,
-                record_type,
-                what: format!("build-id size {len} (at most 20)"),
-            });
-        }
-        self.offset = next;
-        Ok(Some(RecordFrame {
-            offset,
-            record_type,
-            misc,
-            size,
-        }))
-    }
 }
 
 /// perf's name for a record type: `PERF_RECORD_SAMPLE`, ...
@@ -613,7 +580,6 @@ pub fn header_string_list(b: &[u8], e: Endian) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Cursor;
 
     #[test]
     fn event_desc_counts_must_fit_the_section() {
@@ -640,66 +606,5 @@ mod tests {
         check_event_desc(&ok, Endian::Little).unwrap();
         ok.truncate(ok.len() - 1);
         assert!(check_event_desc(&ok, Endian::Little).is_err());
-    }
-
-    fn record(t: u32, size: u16, body: &[u8]) -> Vec<u8> {
-        let mut r = t.to_le_bytes().to_vec();
-        r.extend(0u16.to_le_bytes());
-        r.extend(size.to_le_bytes());
-        r.extend(body);
-        r
-    }
-
-    #[test]
-    fn walk_reports_offsets_of_bad_framing() {
-        let mut data = vec![0u8; 16];
-        data.extend(record(9, 16, &[1; 8]));
-        data.extend(record(3, 64, &[2; 8]));
-        let section = Section {
-            offset: 16,
-            size: data.len() as u64 - 16,
-        };
-        let mut seen = Vec::new();
-        let err = walk_records(&mut Cursor::new(&data), section, Endian::Little, |f, _| {
-            seen.push(f.offset);
-            Ok(())
-        })
-        .unwrap_err();
-        assert_eq!(seen, [16]);
-        match err {
-            LayoutError::TruncatedRecord {
-                offset,
-                record_type,
-                needed,
-                left,
-            } => assert_eq!((offset, record_type, needed, left), (32, 3, 64, 16)),
-            other => panic!("{other:?}"),
-        }
-        let mut tiny = vec![0u8; 16];
-        tiny.extend(record(9, 4, &[]));
-        let s = Section {
-            offset: 16,
-            size: 8,
-        };
-        let err = walk_records(&mut Cursor::new(&tiny), s, Endian::Little, |_, _| Ok(()));
-        assert!(matches!(
-            err,
-            Err(LayoutError::BadRecordSize { offset: 16, .. })
-        ));
-    }
-
-    #[test]
-    fn auxtrace_data_must_fit() {
-        let mut data = record(PERF_RECORD_AUXTRACE, 16, &u64::MAX.to_le_bytes());
-        data.extend([0; 8]);
-        let s = Section {
-            offset: 0,
-            size: data.len() as u64,
-        };
-        let err = walk_records(&mut Cursor::new(&data), s, Endian::Little, |_, _| Ok(()));
-        assert!(matches!(
-            err,
-            Err(LayoutError::TruncatedRecord { offset: 0, .. })
-        ));
     }
 }

@@ -16,8 +16,9 @@
 //! record's timestamp, then its file offset, so equal times keep file order.
 //! Records of an unknown event id go to event 0, as the crate does.
 //!
-//! Framing is checked as it is read (`layout::RecordCursor`), so this path
-//! needs no separate validation pass.
+//! Framing is checked as it is read (`framing::RecordCursor`, lenient: what
+//! it skips comes back with the end of the records), so this path needs no
+//! separate validation pass.
 //!
 //! `RoundsThread` runs all of this on a thread of its own and hands each
 //! round over whole, so reading, framing and sorting overlap the caller's
@@ -26,6 +27,7 @@
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::{Arc, Mutex};
 
 use linux_perf_data::linux_perf_event_reader::{
     AttrFlags, Endianness, RecordIdParseInfo, RecordParseInfo, RecordType, SampleFormat,
@@ -33,7 +35,8 @@ use linux_perf_data::linux_perf_event_reader::{
 };
 
 use super::EventDesc;
-use super::layout::{Endian, LayoutError, RecordCursor, Section};
+use super::framing::{RecordCursor, Skipped};
+use super::layout::{Endian, LayoutError, Section};
 
 const PERF_RECORD_FINISHED_ROUND: u32 = 68;
 const PERF_RECORD_COMPRESSED: u32 = 81;
@@ -128,7 +131,7 @@ impl<R: Read> Rounds<R> {
             }
         }
         Some(Rounds {
-            cursor: RecordCursor::new(r, data, endian, 1 << 20),
+            cursor: RecordCursor::new(r, data, endian, 1 << 20, true),
             endian: endianness,
             lookup,
             parse_infos,
@@ -178,13 +181,15 @@ impl<R: Read> Rounds<R> {
                     continue;
                 }
                 PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2 => {
-                    return Err(LayoutError::BadRecord {
-                        offset: frame.offset,
-                        record_type: frame.record_type,
-                        what:
+                    self.in_bytes.truncate(pos);
+                    let size = u64::from(frame.size);
+                    self.cursor
+                        .skipped
+                        .add_record(Some(frame.offset), size, || {
                             "compressed data in a file whose header does not say it is compressed"
-                                .into(),
-                    });
+                                .into()
+                        });
+                    continue;
                 }
                 _ => {}
             }
@@ -313,7 +318,7 @@ struct Batch {
 
 enum Message {
     Batch(Batch),
-    End,
+    End(Skipped),
     Failed(LayoutError),
 }
 
@@ -326,6 +331,8 @@ pub struct RoundsThread {
     batch: Batch,
     next: usize,
     done: bool,
+    /// What the framing skipped, once the end is reached.
+    pub skipped: Arc<Mutex<Skipped>>,
 }
 
 impl RoundsThread {
@@ -344,7 +351,7 @@ impl RoundsThread {
                     }
                     let message = match rounds.next_batch() {
                         Ok(Some(batch)) => Message::Batch(batch),
-                        Ok(None) => Message::End,
+                        Ok(None) => Message::End(std::mem::take(&mut rounds.cursor.skipped)),
                         Err(e) => Message::Failed(e),
                     };
                     let last = !matches!(message, Message::Batch(_));
@@ -361,6 +368,7 @@ impl RoundsThread {
             batch: Batch::default(),
             next: 0,
             done: false,
+            skipped: Arc::default(),
         })
     }
 
@@ -377,7 +385,10 @@ impl RoundsThread {
                     let _ = self.back.send(spent);
                     self.next = 0;
                 }
-                Ok(Message::End) => self.done = true,
+                Ok(Message::End(skipped)) => {
+                    self.done = true;
+                    *self.skipped.lock().unwrap_or_else(|p| p.into_inner()) = skipped;
+                }
                 Ok(Message::Failed(e)) => {
                     self.done = true;
                     return Err(e);

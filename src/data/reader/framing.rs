@@ -1,0 +1,664 @@
+//! The records of a data section in file order: each an 8-byte header
+//! (type, misc, size) and its body, checked before anything parses it.
+//!
+//! The decision here: one bad record does not lose the file. A header whose
+//! size cannot be right (less than the header, past the end, a record cut
+//! by a killed recorder) is not trusted: the cursor steps on 8 bytes at a
+//! time (perf pads every record to 8 bytes) until a header that could be a
+//! record (a type perf writes, a size that is a multiple of 8 and fits),
+//! and reads on from there. A record framed soundly but whose contents the
+//! crates must not see (a build-id longer than 20 bytes, a feature id past
+//! perf's 256, an EVENT_DESC whose counts run past it) is left out whole.
+//! Both are counted in [`Skipped`], which the reader reports in one line.
+//! A strict cursor (`lenient = false`) stops at the first such problem with
+//! its error instead, for callers that must not read past it.
+//!
+//! Records with data after them (outside their `size`): AUXTRACE (its
+//! trace data, skipped) and, in the pipe format, HEADER_TRACING_DATA (the
+//! tracepoint formats, kept in [`RecordCursor::tracing_data`]).
+//!
+//! The section's end may be unknown (a stream, `end == u64::MAX`): the end
+//! of the input is then the end of the records, and a record cut by it is
+//! skipped as above.
+
+use std::io::{self, Read, Seek, SeekFrom};
+
+use super::layout::{
+    Endian, HEADER_EVENT_DESC, LayoutError, RECORD_HEADER_SIZE, Section, check_event_desc,
+    record_type_name,
+};
+
+pub const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
+pub const PERF_RECORD_AUXTRACE: u32 = 71;
+pub const PERF_RECORD_HEADER_FEATURE: u32 = 80;
+const PERF_RECORD_MMAP2: u32 = 10;
+/// `PERF_RECORD_MISC_MMAP_BUILD_ID`: the MMAP2 record holds a build-id.
+const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+/// `HEADER_FEAT_BITS`: feature ids are below it.
+const FEATURE_BITS: u64 = 256;
+/// The most trailing data (tracing data, AUXTRACE) one record may carry in
+/// a stream, where nothing else bounds it: the crate allocates it whole.
+const TRAILING_MAX: u64 = 1 << 30;
+
+/// A record's place in the file, as the walk found it.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordFrame {
+    pub offset: u64,
+    pub record_type: u32,
+    pub misc: u16,
+    /// From the header: header plus body, without AUXTRACE's trailing data.
+    pub size: u16,
+    /// Where the next record starts (trailing data included).
+    pub next: u64,
+}
+
+/// The 8 header bytes of `frame`, as they were in the file.
+pub fn header_bytes(frame: &RecordFrame, endian: Endian) -> [u8; 8] {
+    let mut head = [0u8; 8];
+    let (t, m, z) = match endian {
+        Endian::Little => (
+            frame.record_type.to_le_bytes(),
+            frame.misc.to_le_bytes(),
+            frame.size.to_le_bytes(),
+        ),
+        Endian::Big => (
+            frame.record_type.to_be_bytes(),
+            frame.misc.to_be_bytes(),
+            frame.size.to_be_bytes(),
+        ),
+    };
+    head[..4].copy_from_slice(&t);
+    head[4..6].copy_from_slice(&m);
+    head[6..].copy_from_slice(&z);
+    head
+}
+
+/// What was left out while reading: stretches of bytes that were not whole
+/// records, and whole records refused. Offsets are file offsets.
+#[derive(Clone, Debug, Default)]
+pub struct Skipped {
+    pub spans: u64,
+    pub span_bytes: u64,
+    pub first_span: Option<(u64, String)>,
+    pub records: u64,
+    pub record_bytes: u64,
+    /// Where (none inside compressed data or a stream) and what.
+    pub first_record: Option<(Option<u64>, String)>,
+}
+
+impl Skipped {
+    pub fn is_empty(&self) -> bool {
+        self.spans == 0 && self.records == 0
+    }
+
+    pub fn add_span(&mut self, offset: u64, bytes: u64, why: impl FnOnce() -> String) {
+        self.spans += 1;
+        self.span_bytes += bytes;
+        if self.first_span.is_none() {
+            self.first_span = Some((offset, why()));
+        }
+    }
+
+    /// `what` names the record and the reason: `PERF_RECORD_SAMPLE: ...`.
+    pub fn add_record(&mut self, offset: Option<u64>, bytes: u64, what: impl FnOnce() -> String) {
+        self.records += 1;
+        self.record_bytes += bytes;
+        if self.first_record.is_none() {
+            self.first_record = Some((offset, what()));
+        }
+    }
+
+    pub fn merge(&mut self, other: &Skipped) {
+        self.spans += other.spans;
+        self.span_bytes += other.span_bytes;
+        self.records += other.records;
+        self.record_bytes += other.record_bytes;
+        if self.first_span.is_none() {
+            self.first_span.clone_from(&other.first_span);
+        }
+        if self.first_record.is_none() {
+            self.first_record.clone_from(&other.first_record);
+        }
+    }
+
+    /// One line saying where and how much was left out; `None` if nothing.
+    pub fn describe(&self) -> Option<String> {
+        let plural = |n: u64, one: &str, many: &str| {
+            if n == 1 {
+                one.to_owned()
+            } else {
+                format!("{n} {many}")
+            }
+        };
+        let mut parts = Vec::new();
+        if let Some((at, why)) = &self.first_record {
+            let at = at.map_or(String::new(), |at| format!(" at offset {at:#x}"));
+            parts.push(format!(
+                "skipped {} ({} bytes), the first{at}: {why}",
+                plural(self.records, "1 malformed record", "malformed records"),
+                self.record_bytes
+            ));
+        }
+        if let Some((at, why)) = &self.first_span {
+            parts.push(format!(
+                "skipped {} bytes that are not whole records ({}), the first at offset {at:#x}: {why}",
+                self.span_bytes,
+                plural(self.spans, "1 stretch", "stretches")
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+/// Walks the records of `data` in file order (see the module doc; lenient),
+/// calling `visit` with each record's frame and body (trailing data not
+/// included). Returns what was skipped.
+pub fn walk_records<R: Read + Seek + ?Sized>(
+    r: &mut R,
+    data: Section,
+    endian: Endian,
+    mut visit: impl FnMut(RecordFrame, &[u8]) -> io::Result<()>,
+) -> Result<Skipped, LayoutError> {
+    r.seek(SeekFrom::Start(data.offset))?;
+    let mut cursor = RecordCursor::new(r, data, endian, 1 << 18, true);
+    let mut body = Vec::with_capacity(1 << 16);
+    loop {
+        body.clear();
+        let Some(frame) = cursor.next_into(&mut body)? else {
+            return Ok(cursor.skipped);
+        };
+        visit(frame, &body)?;
+    }
+}
+
+/// The first problem a strict walk of `data` meets, as its offset and error;
+/// `None` if every record is sound.
+pub fn first_problem<R: Read + Seek + ?Sized>(
+    r: &mut R,
+    data: Section,
+    endian: Endian,
+) -> Result<Option<(u64, LayoutError)>, LayoutError> {
+    r.seek(SeekFrom::Start(data.offset))?;
+    let mut cursor = RecordCursor::new(r, data, endian, 1 << 18, false);
+    let mut body = Vec::with_capacity(1 << 16);
+    loop {
+        body.clear();
+        let at = cursor.offset;
+        match cursor.next_into(&mut body) {
+            Ok(Some(_)) => {}
+            Ok(None) => return Ok(None),
+            Err(LayoutError::Io(e)) => return Err(LayoutError::Io(e)),
+            Err(e) => return Ok(Some((at, e))),
+        }
+    }
+}
+
+/// How reading one record went.
+enum Framed {
+    Record(RecordFrame),
+    /// Framed soundly but refused; the cursor is past it.
+    Refused(LayoutError),
+    /// Not a record: the cursor must look for the next one.
+    Broken(LayoutError),
+    /// The input ended inside the record (streams only).
+    Cut,
+}
+
+/// See the module doc; the reader's time-order pass reads through it.
+pub struct RecordCursor<R: Read> {
+    r: io::BufReader<R>,
+    endian: Endian,
+    /// Where the next record starts.
+    offset: u64,
+    /// How far the input has been read.
+    pos: u64,
+    end: u64,
+    lenient: bool,
+    /// A header found by resynchronizing, not yet read as a record.
+    pending: Option<[u8; 8]>,
+    pub skipped: Skipped,
+    /// The blob after a HEADER_TRACING_DATA record (pipe format), if any.
+    pub tracing_data: Option<Vec<u8>>,
+}
+
+impl<R: Read> RecordCursor<R> {
+    /// `r` must be positioned at `data.offset`; a `data.size` of `u64::MAX`
+    /// (less the offset) means "to the end of the input".
+    pub fn new(r: R, data: Section, endian: Endian, buffer: usize, lenient: bool) -> Self {
+        RecordCursor {
+            r: io::BufReader::with_capacity(buffer, r),
+            endian,
+            offset: data.offset,
+            pos: data.offset,
+            end: data.end(),
+            lenient,
+            pending: None,
+            skipped: Skipped::default(),
+            tracing_data: None,
+        }
+    }
+
+    fn stream(&self) -> bool {
+        self.end == u64::MAX
+    }
+
+    /// Reads up to `buf.len()` bytes; fewer only at the end of the input.
+    fn read_full(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut n = 0;
+        while n < buf.len() {
+            match self.r.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    fn skip(&mut self, n: u64) -> io::Result<u64> {
+        let k = io::copy(&mut (&mut self.r).take(n), &mut io::sink())?;
+        self.pos += k;
+        Ok(k)
+    }
+
+    /// Appends the next record's body (without trailing data) to `body` and
+    /// returns its frame; `None` at the end of the section.
+    pub fn next_into(&mut self, body: &mut Vec<u8>) -> Result<Option<RecordFrame>, LayoutError> {
+        loop {
+            let offset = self.offset;
+            if offset >= self.end {
+                return Ok(None);
+            }
+            let left = self.end - offset;
+            let head = match self.pending.take() {
+                Some(head) => head,
+                None => {
+                    let mut head = [0u8; 8];
+                    let got = if left < RECORD_HEADER_SIZE {
+                        self.skip(left)?
+                    } else {
+                        self.read_full(&mut head)? as u64
+                    };
+                    if got == 0 && self.stream() {
+                        return Ok(None);
+                    }
+                    if got < RECORD_HEADER_SIZE {
+                        let e = LayoutError::TruncatedRecord {
+                            offset,
+                            record_type: 0,
+                            needed: RECORD_HEADER_SIZE,
+                            left: got,
+                        };
+                        if !self.lenient {
+                            return Err(e);
+                        }
+                        self.skipped.add_span(offset, got, || describe(&e));
+                        self.offset = self.pos;
+                        return Ok(None);
+                    }
+                    head
+                }
+            };
+            let at = body.len();
+            match self.frame(offset, head, body)? {
+                Framed::Record(frame) => return Ok(Some(frame)),
+                Framed::Refused(e) => {
+                    body.truncate(at);
+                    if !self.lenient {
+                        return Err(e);
+                    }
+                    let size = self.offset - offset;
+                    let record_type = self.endian.u32(&head, 0).unwrap_or(0);
+                    self.skipped.add_record(Some(offset), size, || {
+                        format!("{}: {}", record_type_name(record_type), describe(&e))
+                    });
+                }
+                Framed::Broken(e) => {
+                    body.truncate(at);
+                    if !self.lenient {
+                        return Err(e);
+                    }
+                    self.resync(offset, &e)?;
+                }
+                Framed::Cut => {
+                    body.truncate(at);
+                    let record_type = self.endian.u32(&head, 0).unwrap_or(0);
+                    let e = LayoutError::TruncatedRecord {
+                        offset,
+                        record_type,
+                        needed: self.endian.u16(&head, 6).unwrap_or(0).into(),
+                        left: self.pos - offset,
+                    };
+                    if !self.lenient {
+                        return Err(e);
+                    }
+                    self.skipped
+                        .add_span(offset, self.pos - offset, || describe(&e));
+                    self.offset = self.pos;
+                    self.end = self.pos;
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// Steps from a broken record at `start` to the next header that could
+    /// be a record (or the end), counting the bytes stepped over.
+    fn resync(&mut self, start: u64, why: &LayoutError) -> io::Result<()> {
+        // Keep to the 8-byte grid of `start`.
+        let misaligned = (self.pos - start) % 8;
+        if misaligned != 0 {
+            self.skip(8 - misaligned)?;
+        }
+        loop {
+            let at = self.pos;
+            let left = self.end.saturating_sub(at);
+            let mut head = [0u8; 8];
+            let got = if left < RECORD_HEADER_SIZE {
+                self.skip(left)?
+            } else {
+                self.read_full(&mut head)? as u64
+            };
+            if got < RECORD_HEADER_SIZE {
+                self.skipped
+                    .add_span(start, self.pos - start, || describe(why));
+                self.offset = self.pos;
+                self.end = self.end.min(self.pos);
+                return Ok(());
+            }
+            if plausible(self.endian, &head, left) {
+                self.skipped.add_span(start, at - start, || describe(why));
+                self.offset = at;
+                self.pending = Some(head);
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads the record whose header is `head`, at `offset`.
+    fn frame(
+        &mut self,
+        offset: u64,
+        head: [u8; 8],
+        body: &mut Vec<u8>,
+    ) -> Result<Framed, LayoutError> {
+        let endian = self.endian;
+        let left = self.end - offset;
+        let record_type = endian.u32(&head, 0).unwrap_or(0);
+        let misc = endian.u16(&head, 4).unwrap_or(0);
+        let size = endian.u16(&head, 6).unwrap_or(0);
+        if u64::from(size) < RECORD_HEADER_SIZE {
+            return Ok(Framed::Broken(LayoutError::BadRecordSize {
+                offset,
+                record_type,
+                size: size.into(),
+            }));
+        }
+        if u64::from(size) > left {
+            return Ok(Framed::Broken(LayoutError::TruncatedRecord {
+                offset,
+                record_type,
+                needed: size.into(),
+                left,
+            }));
+        }
+        let at = body.len();
+        let len = usize::from(size) - RECORD_HEADER_SIZE as usize;
+        body.resize(at + len, 0);
+        if self.read_full(&mut body[at..])? < len {
+            return Ok(Framed::Cut);
+        }
+        let rec = &body[at..];
+        let mut next = offset + u64::from(size);
+        let trailing = match record_type {
+            PERF_RECORD_AUXTRACE => endian.u64(rec, 0),
+            PERF_RECORD_HEADER_TRACING_DATA => endian.u32(rec, 0).map(u64::from),
+            _ => None,
+        };
+        if let Some(extra) = trailing {
+            let fits = next.checked_add(extra).is_some_and(|n| n <= self.end)
+                && (!self.stream() || extra <= TRAILING_MAX);
+            if !fits {
+                return Ok(Framed::Broken(LayoutError::TruncatedRecord {
+                    offset,
+                    record_type,
+                    needed: u64::from(size).saturating_add(extra),
+                    left,
+                }));
+            }
+            let got = if record_type == PERF_RECORD_HEADER_TRACING_DATA {
+                let mut blob = Vec::new();
+                let got = (&mut self.r).take(extra).read_to_end(&mut blob)? as u64;
+                self.pos += got;
+                self.tracing_data = Some(blob);
+                got
+            } else {
+                self.skip(extra)?
+            };
+            if got < extra {
+                return Ok(Framed::Cut);
+            }
+            next += extra;
+        }
+        self.offset = next;
+        if let Some(e) = refusal(endian, offset, record_type, misc, rec) {
+            return Ok(Framed::Refused(e));
+        }
+        Ok(Framed::Record(RecordFrame {
+            offset,
+            record_type,
+            misc,
+            size,
+            next,
+        }))
+    }
+}
+
+/// Why a soundly framed record must not reach the crates, if it must not.
+fn refusal(
+    endian: Endian,
+    offset: u64,
+    record_type: u32,
+    misc: u16,
+    body: &[u8],
+) -> Option<LayoutError> {
+    // The crate keeps the low 32 bits of the feature id (`as u32`): an id
+    // with high bits set would reach it as EVENT_DESC unchecked.
+    let feature =
+        (record_type == PERF_RECORD_HEADER_FEATURE).then(|| endian.u64(body, 0).unwrap_or(0));
+    if let Some(id) = feature
+        && id >= FEATURE_BITS
+    {
+        return Some(LayoutError::BadRecord {
+            offset,
+            record_type,
+            what: format!("feature id {id:#x} (perf's are below {FEATURE_BITS})"),
+        });
+    }
+    if feature == Some(HEADER_EVENT_DESC.into()) {
+        let desc = body.get(8..).unwrap_or(&[]);
+        if let Err((at, what)) = check_event_desc(desc, endian) {
+            return Some(LayoutError::BadSection {
+                section: "EVENT_DESC".into(),
+                offset: offset + RECORD_HEADER_SIZE + 8 + at as u64,
+                what,
+            });
+        }
+    }
+    // linux-perf-event-reader asserts (panics) on a longer build-id.
+    if record_type == PERF_RECORD_MMAP2
+        && misc & MISC_MMAP_BUILD_ID != 0
+        && let Some(&len) = body.get(32)
+        && len > 20
+    {
+        return Some(LayoutError::BadRecord {
+            offset,
+            record_type,
+            what: format!("build-id size {len} (at most 20)"),
+        });
+    }
+    None
+}
+
+/// Whether `head` could start a record with `left` bytes to go: a type
+/// perf writes (kernel 1..=21 with a cpumode perf knows, perf's own
+/// 64..=83 with misc 0), a size that is a multiple of 8 and fits.
+fn plausible(endian: Endian, head: &[u8; 8], left: u64) -> bool {
+    let record_type = endian.u32(head, 0).unwrap_or(0);
+    let misc = endian.u16(head, 4).unwrap_or(0);
+    let size = u64::from(endian.u16(head, 6).unwrap_or(0));
+    let known = match record_type {
+        1..=21 => misc & 7 <= 5,
+        64..=83 => misc == 0,
+        _ => false,
+    };
+    known && size >= RECORD_HEADER_SIZE && size % 8 == 0 && size <= left
+}
+
+/// A framing problem in words, without the offset (the caller gives it).
+pub fn describe(e: &LayoutError) -> String {
+    match e {
+        LayoutError::TruncatedRecord {
+            record_type: 0,
+            needed: 8,
+            left,
+            ..
+        } => format!("{left} bytes, less than a record header"),
+        LayoutError::TruncatedRecord {
+            record_type,
+            needed,
+            left,
+            ..
+        } => format!(
+            "{} of {needed} bytes, {left} left",
+            record_type_name(*record_type)
+        ),
+        LayoutError::BadRecordSize {
+            record_type, size, ..
+        } => format!("{} with size {size}", record_type_name(*record_type)),
+        LayoutError::BadRecord { what, .. } => what.clone(),
+        LayoutError::BadSection { section, what, .. } => format!("{section}: {what}"),
+        other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn record(t: u32, size: u16, body: &[u8]) -> Vec<u8> {
+        let mut r = t.to_le_bytes().to_vec();
+        r.extend(0u16.to_le_bytes());
+        r.extend(size.to_le_bytes());
+        r.extend(body);
+        r
+    }
+
+    fn section(data: &[u8], offset: u64) -> Section {
+        Section {
+            offset,
+            size: data.len() as u64 - offset,
+        }
+    }
+
+    #[test]
+    fn strict_walk_names_the_first_bad_frame() {
+        let mut data = vec![0u8; 16];
+        data.extend(record(9, 16, &[1; 8]));
+        data.extend(record(3, 64, &[2; 8]));
+        let s = section(&data, 16);
+        match first_problem(&mut Cursor::new(&data), s, Endian::Little).unwrap() {
+            Some((
+                32,
+                LayoutError::TruncatedRecord {
+                    offset: 32,
+                    record_type: 3,
+                    needed: 64,
+                    left: 16,
+                },
+            )) => {}
+            other => panic!("{other:?}"),
+        }
+        let mut tiny = vec![0u8; 16];
+        tiny.extend(record(9, 4, &[]));
+        let found = first_problem(&mut Cursor::new(&tiny), section(&tiny, 16), Endian::Little);
+        assert!(matches!(
+            found,
+            Ok(Some((16, LayoutError::BadRecordSize { offset: 16, .. })))
+        ));
+    }
+
+    /// Garbage between records is stepped over to the next record that
+    /// could be one; a cut record at the end is skipped; a refused record is
+    /// left out whole. Each is counted with its first offset.
+    #[test]
+    fn lenient_walk_steps_over_what_is_not_a_record() {
+        let mut data = record(9, 16, &[1; 8]); // 0
+        data.extend(record(3, 0, &[0xee; 16])); // 16: size 0, then junk
+        data.extend([0xffu8; 8]); // 40: junk
+        data.extend(record(9, 24, &[2; 16])); // 48
+        let mut mmap2 = vec![0u8; 40];
+        mmap2[32] = 200; // build-id size
+        let mut refused = record(10, 48, &mmap2); // 72: refused
+        refused[5] = 0x40; // misc: MMAP_BUILD_ID
+        data.extend(refused);
+        data.extend(record(9, 16, &[3; 8])); // 120
+        data.extend(record(9, 64, &[4; 8])); // 136: cut by the end
+        let mut seen = Vec::new();
+        let skipped = walk_records(
+            &mut Cursor::new(&data),
+            section(&data, 0),
+            Endian::Little,
+            |f, body| {
+                seen.push((f.offset, body[0]));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(seen, [(0, 1), (48, 2), (120, 3)]);
+        assert_eq!((skipped.spans, skipped.span_bytes), (2, 32 + 16));
+        assert_eq!(skipped.first_span.as_ref().unwrap().0, 16);
+        assert_eq!((skipped.records, skipped.record_bytes), (1, 48));
+        let line = skipped.describe().unwrap();
+        assert!(
+            line.contains("skipped 1 malformed record (48 bytes), the first at offset 0x48: PERF_RECORD_MMAP2: build-id size 200"),
+            "{line}"
+        );
+        assert!(line.contains("skipped 48 bytes that are not whole records (2 stretches), the first at offset 0x10"), "{line}");
+    }
+
+    #[test]
+    fn trailing_data_must_fit() {
+        let mut data = record(PERF_RECORD_AUXTRACE, 16, &u64::MAX.to_le_bytes());
+        data.extend([0; 8]);
+        let found = first_problem(&mut Cursor::new(&data), section(&data, 0), Endian::Little);
+        assert!(matches!(
+            found,
+            Ok(Some((0, LayoutError::TruncatedRecord { offset: 0, .. })))
+        ));
+        // A stream: the tracing data blob after its record is kept.
+        let mut stream = record(
+            PERF_RECORD_HEADER_TRACING_DATA,
+            16,
+            &[8, 0, 0, 0, 0, 0, 0, 0],
+        );
+        stream.extend(b"formats!");
+        stream.extend(record(9, 16, &[5; 8]));
+        let s = Section {
+            offset: 0,
+            size: u64::MAX,
+        };
+        let mut cursor = RecordCursor::new(Cursor::new(&stream), s, Endian::Little, 64, true);
+        let mut body = Vec::new();
+        let first = cursor.next_into(&mut body).unwrap().unwrap();
+        assert_eq!((first.record_type, first.next), (66, 24));
+        assert_eq!(cursor.tracing_data.as_deref(), Some(&b"formats!"[..]));
+        body.clear();
+        assert_eq!(cursor.next_into(&mut body).unwrap().unwrap().offset, 24);
+        assert!(cursor.next_into(&mut body).unwrap().is_none());
+        assert!(cursor.skipped.is_empty());
+    }
+}
