@@ -336,13 +336,20 @@ fn inputs_are_named_for_what_they_are() {
         .unwrap();
     let mut stderr = child.stderr.take().unwrap();
     let mut said = String::new();
-    use std::io::BufRead;
+    use std::io::{BufRead, Read};
     std::io::BufReader::new(&mut stderr)
         .read_line(&mut said)
         .unwrap();
     assert!(said.contains("waiting for a writer on this FIFO"), "{said}");
-    // A writer with nothing to say: the FIFO is empty.
-    drop(std::fs::OpenOptions::new().write(true).open(&fifo).unwrap());
+    // A writer of something else: scry reads it and says what it is. The
+    // writer stays open until scry is done, so scry's open cannot miss it.
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    use std::io::Write;
+    writer.write_all(b"#!/bin/sh\necho hi\n").unwrap();
     let status = common::wait_timeout(&mut child, Duration::from_secs(10));
-    assert_eq!(status.and_then(|s| s.code()), Some(2));
+    drop(writer);
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert_eq!(status.and_then(|s| s.code()), Some(2), "{rest}");
+    assert!(rest.contains("bad magic 0x2321"), "{rest}");
 }

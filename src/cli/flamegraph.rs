@@ -208,7 +208,8 @@ fn stdin_is_data() -> bool {
 /// a perf.data stream.
 fn fold_stdin(args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Vec<String>> {
     const NAME: &str = "<stdin>";
-    let mut input = std::io::stdin().lock();
+    // Not locked: the perf.data reader may hand a stream to a thread.
+    let mut input = std::io::BufReader::new(std::io::stdin());
     let (kind, head) = stack_text::sniff(&mut input).context("reading <stdin>")?;
     let input = stack_text::rejoin(head, input);
     match kind {
