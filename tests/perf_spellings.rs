@@ -324,3 +324,138 @@ fn flamegraph_reads_perf_script_text_and_folded_stacks_on_stdin() {
     );
     common::assert_bad_input(&out, "<stdin>: line 3", &"bad folded text");
 }
+
+/// A `--stdio` report as compared: its column header and dots lines, then
+/// its entries as runs of equal figures (the leading percentages and
+/// counts), each run's lines sorted (perf's order among ties is its hash
+/// table's). Trailing blanks are trimmed (perf pads its last column).
+fn report_body(text: &str) -> Vec<String> {
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && (!l.starts_with('#') || l.contains("  ")))
+        .filter(|l| !l.starts_with("# (Tip") && !l.contains("stack quality"))
+        .filter(|l| !l.starts_with("# Samples") && !l.starts_with("# Event count"))
+        .map(|l| l.trim_end().to_string())
+        .collect();
+    let figures = |line: &str| -> String {
+        line.split_whitespace()
+            .take_while(|w| w.ends_with('%') || w.parse::<u64>().is_ok())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    for line in lines {
+        if !run.is_empty() && (line.starts_with('#') || figures(&line) != figures(&run[0])) {
+            run.sort();
+            out.append(&mut run);
+        }
+        if line.starts_with('#') {
+            out.push(line);
+        } else {
+            run.push(line);
+        }
+    }
+    run.sort();
+    out.append(&mut run);
+    out
+}
+
+#[test]
+fn report_sort_keys_and_fields_as_perf() {
+    require_perf!();
+    require_kernel!();
+    let dir = common::tempdir();
+    let work = common::workload("cpu7525");
+    let file = perf_record(
+        dir.path(),
+        "g.data",
+        &["-F", "499", "-g"],
+        &[work.to_str().unwrap(), "30"],
+    );
+    let cases: [&[&str]; 11] = [
+        &["-n"],
+        &["--no-children", "-s", "cpu"],
+        &["--no-children", "-s", "parent,sym"],
+        &["--no-children", "-s", "srcline"],
+        &["--no-children", "-s", "srcline,sym", "-n"],
+        &["-s", "cpu,comm", "-n"],
+        &["-F", "overhead,sample,period,comm,sym"],
+        &["-F", "overhead_children,overhead,sample,sym"],
+        &["-F", "overhead_sys,overhead_us,overhead,comm"],
+        &["--no-children", "-F", "sym,overhead"],
+        &["-F", "overhead,comm", "-s", "sym"],
+    ];
+    for case in cases {
+        let mut args = vec!["report", "--stdio", "-g", "none"];
+        args.extend_from_slice(case);
+        let theirs = report_body(&perf(&args, &file));
+        let ours = report_body(&scry(&args, &file));
+        assert!(theirs.len() >= 3, "{case:?}: perf printed {theirs:#?}");
+        assert_eq!(ours, theirs, "{case:?}");
+    }
+    // Unknown keys and fields: one line naming the known ones, exit 2.
+    for (args, needle) in [
+        (
+            ["-s", "bogus"],
+            "known: pid, tid, comm, dso, sym, parent, cpu, srcline",
+        ),
+        (
+            ["-F", "bogus"],
+            "known: overhead, overhead_sys, overhead_us",
+        ),
+    ] {
+        let out = common::output(
+            common::scry()
+                .args(["report", "--stdio"])
+                .args(args)
+                .arg("-i")
+                .arg(&file),
+        );
+        common::assert_bad_input(&out, needle, &args);
+    }
+}
+
+#[test]
+fn report_header_lines_as_perf() {
+    require_perf!();
+    require_kernel!();
+    let dir = common::tempdir();
+    let work = common::workload("cpu7525");
+    let file = perf_record(
+        dir.path(),
+        "h.data",
+        &["-F", "999"],
+        &[work.to_str().unwrap(), "10"],
+    );
+    let keys = [
+        "# hostname :",
+        "# os release :",
+        "# perf version :",
+        "# arch :",
+        "# nrcpus online :",
+        "# nrcpus avail :",
+        "# cpudesc :",
+        "# cpuid :",
+        "# total memory :",
+        "# cmdline :",
+        "# time of first sample :",
+        "# time of last sample :",
+        "# sample duration :",
+    ];
+    let pick = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| keys.iter().any(|k| l.starts_with(k)))
+            .map(|l| l.trim_end().to_owned())
+            .collect()
+    };
+    let theirs = pick(&perf(&["report", "--header-only"], &file));
+    assert_eq!(theirs.len(), keys.len(), "{theirs:?}");
+    let only = scry(&["report", "--header-only"], &file);
+    assert_eq!(pick(&only), theirs);
+    assert!(!only.contains("Overhead"), "--header-only printed a report");
+    let both = scry(&["report", "--stdio", "--header"], &file);
+    assert_eq!(pick(&both), theirs);
+    let header_end = both.find("# ========\n#\n").expect("header block");
+    assert!(both[header_end..].contains("# Samples: "), "{both}");
+}

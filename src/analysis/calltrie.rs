@@ -29,7 +29,7 @@
 
 use super::calltree::{CallTree, GraphOrder, Node};
 use super::hash::{FxHashMap, FxHashSet};
-use super::profile::{Profile, RawKey};
+use super::profile::{GroupContext, Profile, RawKey};
 use super::sample::FrameId;
 
 const NONE: u32 = u32::MAX;
@@ -78,7 +78,7 @@ impl Trie {
     fn build(profile: &Profile, section_event: usize, order: GraphOrder) -> Trie {
         let mut nodes: Vec<TrieNode> = Vec::new();
         let mut roots: Vec<(u32, usize)> = Vec::new();
-        let mut contexts: FxHashMap<(u32, i32, i32), u32> = FxHashMap::default();
+        let mut contexts: FxHashMap<GroupContext, u32> = FxHashMap::default();
         let mut children: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let mut leaf_node = vec![NONE; profile.groups.len()];
         let mut end_next = vec![NONE; profile.groups.len()];

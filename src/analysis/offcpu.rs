@@ -205,6 +205,7 @@ impl OffCpuTracker {
             dso: "[offwaketime]".into(),
             kind: FrameKind::User,
             inlined: false,
+            srcline: None,
         });
         let mut samples = Vec::new();
         let mut by_state: HashMap<char, u64> = HashMap::new();

@@ -1,6 +1,6 @@
 //! The flat profile behind `scry report`: histogram entries keyed by perf's
-//! sort keys (`comm`, `pid`, `tid`, `dso`, `sym`), with perf's `Self` and
-//! `Children` arithmetic.
+//! sort keys (`sort_key`: `comm`, `pid`, `tid`, `cpu`, `parent`, `dso`,
+//! `sym`, `srcline`), with perf's `Self` and `Children` arithmetic.
 //!
 //! Semantics (those of `perf report`):
 //! - **self**: a sample's period goes to the entry of its leaf frame only;
@@ -15,8 +15,9 @@
 //! Non-obvious decision: entries are keyed by interned integers. Every frame
 //! is mapped once to a `(dso, sym)` id pair (a symbol is identified by its
 //! name *and* binary, as perf's `sym` key compares symbol objects, not
-//! names), every comm string once to an id, and the hot loop then hashes
-//! five `u32`s per entry. Stacks of hundreds of thousands of samples
+//! names) and to a slot id (what its entry is told apart by under the frame
+//! keys in use), every comm string once to an id, and the hot loop then
+//! hashes six integers per entry. Stacks of hundreds of thousands of samples
 //! aggregate without touching a string.
 
 use std::sync::Arc;
@@ -24,113 +25,10 @@ use std::sync::Arc;
 use super::hash::FxHashMap;
 #[cfg(test)]
 use super::hash::FxHashSet;
-use super::sample::{Frame, FrameId, FrameTable, ResolvedSample};
+use super::sample::{FrameId, FrameKind, FrameTable, ResolvedSample};
 
-/// One of perf's `--sort` keys.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SortKey {
-    Comm,
-    Pid,
-    Tid,
-    Dso,
-    Sym,
-}
-
-impl SortKey {
-    /// perf's column header for this key.
-    pub fn header(self) -> &'static str {
-        match self {
-            SortKey::Comm => "Command",
-            SortKey::Pid => "Pid",
-            SortKey::Tid => "Tid",
-            SortKey::Dso => "Shared Object",
-            SortKey::Sym => "Symbol",
-        }
-    }
-
-    /// The key's name as `--sort` spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            SortKey::Comm => "comm",
-            SortKey::Pid => "pid",
-            SortKey::Tid => "tid",
-            SortKey::Dso => "dso",
-            SortKey::Sym => "sym",
-        }
-    }
-
-    /// Parses a comma-separated `--sort` list (`comm,dso,sym`).
-    pub fn parse_list(list: &str) -> Result<Vec<SortKey>, String> {
-        let mut keys = Vec::new();
-        for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-            let key = match word {
-                "comm" => SortKey::Comm,
-                "pid" => SortKey::Pid,
-                "tid" => SortKey::Tid,
-                "dso" => SortKey::Dso,
-                "sym" | "symbol" => SortKey::Sym,
-                other => {
-                    return Err(format!(
-                        "unknown sort key '{other}' (known: comm, pid, tid, dso, sym)"
-                    ));
-                }
-            };
-            if !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
-        if keys.is_empty() {
-            return Err("empty sort key list".to_string());
-        }
-        Ok(keys)
-    }
-}
-
-/// perf's filters. Empty lists keep everything.
-#[derive(Clone, Debug, Default)]
-pub struct SampleFilter {
-    /// `--comm`: keep samples of these commands.
-    pub comms: Vec<String>,
-    /// `--pid`: keep samples of these processes.
-    pub pids: Vec<i32>,
-    /// `--tid`: keep samples of these threads.
-    pub tids: Vec<i32>,
-    /// `--dso`: keep entries in these binaries (base name or full path).
-    pub dsos: Vec<String>,
-    /// `--symbols`: keep entries of these symbols (exact names).
-    pub symbols: Vec<String>,
-}
-
-impl SampleFilter {
-    pub(crate) fn keeps_sample(&self, sample: &ResolvedSample) -> bool {
-        (self.comms.is_empty() || self.comms.iter().any(|c| **c == *sample.comm))
-            && (self.pids.is_empty() || self.pids.contains(&sample.pid))
-            && (self.tids.is_empty() || self.tids.contains(&sample.tid))
-    }
-
-    fn keeps_frame(&self, frame: &Frame) -> bool {
-        let dso_ok = self.dsos.is_empty()
-            || self
-                .dsos
-                .iter()
-                .any(|d| **d == *frame.dso || d == dso_short_name(&frame.dso));
-        let sym_ok = self.symbols.is_empty()
-            || frame
-                .sym
-                .as_deref()
-                .is_some_and(|s| self.symbols.iter().any(|f| f == s));
-        dso_ok && sym_ok
-    }
-}
-
-/// perf's `--sort dso` name of a binary: its base name (`libc.so.6`); the
-/// bracketed pseudo-names (`[kernel.kallsyms]`, `[vdso]`) stay as they are.
-pub fn dso_short_name(dso: &str) -> &str {
-    if dso.starts_with('[') {
-        return dso;
-    }
-    dso.rsplit('/').next().unwrap_or(dso)
-}
+use super::sort_key::is_parent_name;
+pub use super::sort_key::{SampleFilter, SortKey, dso_short_name};
 
 /// Settings of one report.
 #[derive(Clone, Debug)]
@@ -159,9 +57,18 @@ pub(crate) struct RawKey {
     comm: u32,
     pid: i32,
     tid: i32,
-    dso: u32,
-    sym: u32,
+    cpu: u32,
+    parent: u32,
+    /// The frame's part: its slot (`KeyTable::frame_slots`).
+    slot: u32,
 }
+
+/// What the entry keys of a group share besides the frame: comm (when a
+/// sort key), pid, tid, cpu and parent (zero unless sort keys).
+pub(crate) type GroupContext = (u32, i32, i32, u32, u32);
+
+/// `StackGroup::parent` of a stack with no frame matching the pattern.
+const NO_PARENT: u32 = u32::MAX;
 
 /// One line of the report.
 #[derive(Clone, Debug)]
@@ -170,11 +77,17 @@ pub struct Entry {
     pub comm: Option<Arc<str>>,
     pub pid: Option<i32>,
     pub tid: Option<i32>,
-    /// A frame carrying this entry's binary and symbol, if `dso` or `sym` is
-    /// a sort key (the first frame seen with that pair).
+    pub cpu: Option<u32>,
+    /// `parent`: the first frame from the leaf matching perf's parent
+    /// pattern; `Some(None)` is perf's `[other]`.
+    pub parent: Option<Option<FrameId>>,
+    /// A frame carrying this entry's binary, symbol and source line, if
+    /// `dso`, `sym` or `srcline` is a sort key (the first frame seen).
     pub frame: Option<FrameId>,
     pub self_period: u64,
     pub self_samples: u64,
+    /// The part of `self_period` sampled in the kernel (perf's `overhead_sys`).
+    pub self_sys_period: u64,
     /// Equal to the self figures when children are not computed.
     pub children_period: u64,
     pub children_samples: u64,
@@ -230,14 +143,24 @@ pub struct KeyTable {
     frame_keys: Vec<(u32, u32)>,
     /// Per sym id: the first frame seen with it.
     sym_frames: Vec<FrameId>,
-    dso_count: usize,
+    /// Per `FrameId`: what tells its entry apart from other frames' under
+    /// the sort keys (the dso, sym and srcline the keys use, interned);
+    /// all zero when no key is a frame key.
+    frame_slots: Vec<u32>,
+    slot_count: usize,
+    /// Per `FrameId`: whether its name matches perf's parent pattern.
+    parent_frames: Vec<bool>,
     comms: FxHashMap<Arc<str>, u32>,
 }
 
 impl KeyTable {
-    pub fn new(frames: &FrameTable) -> KeyTable {
+    pub fn new(frames: &FrameTable, sort: &[SortKey]) -> KeyTable {
         let mut dsos: FxHashMap<&str, u32> = FxHashMap::default();
         let mut syms: FxHashMap<(u32, Option<&str>), u32> = FxHashMap::default();
+        let mut slots: FxHashMap<(u32, u32, Option<&str>), u32> = FxHashMap::default();
+        let (by_dso, by_sym) = (sort.contains(&SortKey::Dso), sort.contains(&SortKey::Sym));
+        let by_line = sort.contains(&SortKey::Srcline);
+        let parents = sort.contains(&SortKey::Parent);
         let mut table = KeyTable::default();
         for index in 0..frames.len() {
             let id = FrameId(index as u32);
@@ -250,8 +173,20 @@ impl KeyTable {
                 table.sym_frames.push(id);
             }
             table.frame_keys.push((dso, sym));
+            let slot_key = (
+                if by_dso { dso } else { u32::MAX },
+                if by_sym { sym } else { u32::MAX },
+                frame.srcline.as_deref().filter(|_| by_line),
+            );
+            let next_slot = slots.len() as u32;
+            table
+                .frame_slots
+                .push(*slots.entry(slot_key).or_insert(next_slot));
+            table
+                .parent_frames
+                .push(parents && frame.sym.as_deref().is_some_and(is_parent_name));
         }
-        table.dso_count = dsos.len();
+        table.slot_count = slots.len().max(1);
         table
     }
 
@@ -267,11 +202,20 @@ impl KeyTable {
         self.sym_frames.get(sym as usize).copied()
     }
 
-    fn dso_sym_of(&self, frame: FrameId) -> (u32, u32) {
-        self.frame_keys
+    fn slot_of(&self, frame: FrameId) -> u32 {
+        self.frame_slots
             .get(frame.0 as usize)
             .copied()
-            .unwrap_or((u32::MAX, u32::MAX))
+            .unwrap_or(u32::MAX)
+    }
+
+    /// perf's parent of a stack (leaf first): the sym id of the first frame
+    /// matching the pattern, or `NO_PARENT`.
+    fn parent_of(&self, stack: &[FrameId]) -> u32 {
+        stack
+            .iter()
+            .find(|f| self.parent_frames.get(f.0 as usize) == Some(&true))
+            .map_or(NO_PARENT, |&f| self.sym_of(f))
     }
 
     fn comm_id(&mut self, comm: &Arc<str>) -> u32 {
@@ -290,8 +234,10 @@ pub(crate) struct KeyMask {
     comm: bool,
     pid: bool,
     tid: bool,
-    dso: bool,
-    sym: bool,
+    cpu: bool,
+    parent: bool,
+    /// `dso`, `sym` or `srcline`: entries carry a frame.
+    frame: bool,
 }
 
 impl KeyMask {
@@ -300,45 +246,33 @@ impl KeyMask {
             comm: sort.contains(&SortKey::Comm),
             pid: sort.contains(&SortKey::Pid),
             tid: sort.contains(&SortKey::Tid),
-            dso: sort.contains(&SortKey::Dso),
-            sym: sort.contains(&SortKey::Sym),
+            cpu: sort.contains(&SortKey::Cpu),
+            parent: sort.contains(&SortKey::Parent),
+            frame: sort.iter().any(|k| !k.of_sample()),
         }
     }
 
-    /// Within one group (comm, pid and tid fixed), what tells the entries
-    /// of frames apart: the symbol id, or the dso id when `sym` is not a
-    /// sort key, else nothing (0). Slots run below `slots`.
+    /// Within one group (comm, pid, tid, cpu and parent fixed), what tells
+    /// the entries of frames apart (`KeyTable::frame_slots`). Slots run
+    /// below `slots`.
     pub(crate) fn slot(self, keys: &KeyTable, frame: FrameId) -> u32 {
-        let (dso, sym) = keys.dso_sym_of(frame);
-        if self.sym {
-            sym
-        } else if self.dso {
-            dso
-        } else {
-            0
-        }
+        keys.slot_of(frame)
     }
 
     pub(crate) fn slots(self, keys: &KeyTable) -> usize {
-        if self.sym {
-            keys.sym_frames.len()
-        } else if self.dso {
-            keys.dso_count
-        } else {
-            1
-        }
+        keys.slot_count
     }
 
-    /// The key of `frame` in a group of samples (whose pid and tid are
-    /// already zero unless they are sort keys).
+    /// The key of `frame` in a group of samples (whose pid, tid, cpu and
+    /// parent are already zero unless they are sort keys).
     fn key(self, keys: &KeyTable, group: &StackGroup, frame: FrameId) -> RawKey {
-        let (dso, sym) = keys.dso_sym_of(frame);
         RawKey {
             comm: if self.comm { group.comm } else { 0 },
             pid: group.pid,
             tid: group.tid,
-            dso: if self.dso { dso } else { 0 },
-            sym: if self.sym { sym } else { 0 },
+            cpu: group.cpu,
+            parent: group.parent,
+            slot: keys.slot_of(frame),
         }
     }
 }
@@ -355,6 +289,11 @@ pub(crate) struct StackGroup {
     pub(crate) comm_name: Arc<str>,
     pub(crate) pid: i32,
     pub(crate) tid: i32,
+    pub(crate) cpu: u32,
+    /// Sym id of the stack's parent (`KeyTable::parent_of`).
+    pub(crate) parent: u32,
+    /// The leaf was sampled in the kernel.
+    pub(crate) kernel: bool,
     /// Range of this group's stack (leaf first) in `Profile::stack_frames`.
     pub(crate) start: u32,
     pub(crate) len: u32,
@@ -373,6 +312,10 @@ pub struct Profile {
     pub(crate) stack_frames: Vec<FrameId>,
 }
 
+/// A sample's comm and stack `Arc`s by address, with its event, pid, tid
+/// and cpu (the last three zero unless sort keys).
+type PtrKey = (usize, usize, u32, u32, (u32, u32));
+
 /// Per-event totals gathered while grouping.
 #[derive(Default)]
 struct Totals {
@@ -388,7 +331,7 @@ impl Profile {
         frames: &FrameTable,
         options: &ProfileOptions,
     ) -> Profile {
-        let mut keys = KeyTable::new(frames);
+        let mut keys = KeyTable::new(frames, &options.sort);
         let mask = KeyMask::new(&options.sort);
         let filter = &options.filter;
         let entry_filter = !filter.dsos.is_empty() || !filter.symbols.is_empty();
@@ -402,7 +345,7 @@ impl Profile {
         // Samples with one stack share its `Arc` (and threads their comm's):
         // by address, most samples find their group without hashing frames
         // or names. The content index keeps groups unique.
-        let mut by_ptr: FxHashMap<(usize, usize, u32, u32, u32), usize> = FxHashMap::default();
+        let mut by_ptr: FxHashMap<PtrKey, usize> = FxHashMap::default();
         for sample in samples {
             while totals.len() <= sample.event {
                 totals.push(Totals::default());
@@ -421,12 +364,13 @@ impl Profile {
             }
             let pid = if mask.pid { sample.pid } else { 0 };
             let tid = if mask.tid { sample.tid } else { 0 };
+            let cpu = if mask.cpu { sample.cpu } else { 0 };
             let ptrs = (
                 Arc::as_ptr(&sample.comm) as *const u8 as usize,
                 Arc::as_ptr(&sample.stack) as *const FrameId as usize,
                 sample.event as u32,
                 pid as u32,
-                tid as u32,
+                (tid as u32, cpu),
             );
             if let Some(group) = by_ptr.get(&ptrs).and_then(|&slot| groups.get_mut(slot)) {
                 group.period += sample.period;
@@ -435,7 +379,7 @@ impl Profile {
             }
             let comm = keys.comm_id(&sample.comm);
             scratch.clear();
-            scratch.extend([sample.event as u32, comm, pid as u32, tid as u32]);
+            scratch.extend([sample.event as u32, comm, pid as u32, tid as u32, cpu]);
             scratch.extend(sample.stack.iter().map(|f| f.0));
             let slot = match index.get(scratch.as_slice()) {
                 Some(&slot) => slot,
@@ -447,6 +391,16 @@ impl Profile {
                         comm_name: sample.comm.clone(),
                         pid,
                         tid,
+                        cpu,
+                        parent: if mask.parent {
+                            keys.parent_of(&sample.stack)
+                        } else {
+                            0
+                        },
+                        kernel: sample
+                            .stack
+                            .first()
+                            .is_some_and(|&f| frames.get(f).kind == FrameKind::Kernel),
                         start: stack_frames.len() as u32,
                         len: sample.stack.len() as u32,
                         period: 0,
@@ -482,9 +436,15 @@ impl Profile {
                 comm: mask.comm.then(|| group.comm_name.clone()),
                 pid: mask.pid.then_some(group.pid),
                 tid: mask.tid.then_some(group.tid),
-                frame: (mask.dso || mask.sym).then_some(frame),
+                cpu: mask.cpu.then_some(group.cpu),
+                parent: mask.parent.then(|| {
+                    keys.frame_of_sym(group.parent)
+                        .filter(|_| group.parent != NO_PARENT)
+                }),
+                frame: mask.frame.then_some(frame),
                 self_period: 0,
                 self_samples: 0,
+                self_sys_period: 0,
                 children_period: 0,
                 children_samples: 0,
                 key,
@@ -495,6 +455,9 @@ impl Profile {
                 .or_insert_with(|| new_entry(leaf_key, leaf));
             entry.self_period += group.period;
             entry.self_samples += group.samples;
+            if group.kernel {
+                entry.self_sys_period += group.period;
+            }
 
             if options.children {
                 seen.next_sample();
@@ -551,9 +514,9 @@ impl Profile {
 
     /// What entry keys of a group share besides the frame: its comm (when a
     /// sort key), pid and tid (zero unless sort keys).
-    pub(crate) fn context_of(&self, group: &StackGroup) -> (u32, i32, i32) {
+    pub(crate) fn context_of(&self, group: &StackGroup) -> GroupContext {
         let comm = if self.mask.comm { group.comm } else { 0 };
-        (comm, group.pid, group.tid)
+        (comm, group.pid, group.tid, group.cpu, group.parent)
     }
 
     /// The stack (leaf first) of a group.
@@ -570,21 +533,25 @@ impl Profile {
     #[cfg(test)]
     pub(crate) fn key_of(&self, sample: &ResolvedSample, frame: FrameId) -> Option<RawKey> {
         let comm = *self.keys.comms.get(&sample.comm)?;
-        let (dso, sym) = self.keys.dso_sym_of(frame);
         let m = self.mask;
         Some(RawKey {
             comm: if m.comm { comm } else { 0 },
             pid: if m.pid { sample.pid } else { 0 },
             tid: if m.tid { sample.tid } else { 0 },
-            dso: if m.dso { dso } else { 0 },
-            sym: if m.sym { sym } else { 0 },
+            cpu: if m.cpu { sample.cpu } else { 0 },
+            parent: if m.parent {
+                self.keys.parent_of(&sample.stack)
+            } else {
+                0
+            },
+            slot: self.keys.slot_of(frame),
         })
     }
 }
 
 /// Which entries of the current sample were already counted, in O(1) per
-/// frame: within one sample comm, pid and tid are fixed, so an entry is
-/// told apart by its symbol id (or dso id, when `sym` is not a sort key),
+/// frame: within one sample comm, pid, tid, cpu and parent are fixed, so an
+/// entry is told apart by its frame slot (symbol, dso, source line),
 /// and a stamp per id records the last sample that counted it. This keeps
 /// children arithmetic linear in stack depth (kernel + user stacks of 100
 /// frames are common system-wide).
@@ -815,17 +782,5 @@ mod tests {
         let mut profile = Profile::build(&b.samples, &b.frames, &ProfileOptions::default());
         profile.events[0].retain_above(5.0, true);
         assert_eq!(profile.events[0].entries.len(), 1);
-    }
-
-    #[test]
-    fn parse_sort_list() {
-        assert_eq!(
-            SortKey::parse_list("comm, dso,symbol").ok(),
-            Some(vec![SortKey::Comm, SortKey::Dso, SortKey::Sym])
-        );
-        assert!(SortKey::parse_list("cpu").is_err());
-        assert!(SortKey::parse_list("").is_err());
-        assert_eq!(dso_short_name("/usr/lib/libc.so.6"), "libc.so.6");
-        assert_eq!(dso_short_name("[kernel.kallsyms]"), "[kernel.kallsyms]");
     }
 }

@@ -33,6 +33,7 @@ pub fn frame_of(spec: &str) -> Frame {
         dso: Arc::from(dso),
         kind,
         inlined: false,
+        srcline: None,
     }
 }
 

@@ -10,6 +10,7 @@ mod bpf_tool;
 mod cpudist;
 mod feed_consumer;
 mod flamegraph;
+mod header;
 mod list;
 mod offcpu;
 mod probe;

@@ -5,6 +5,11 @@
 //! graphs printed under entries when it has them (caller order with
 //! children, callee order without), branches under 0.5% hidden. Standard
 //! output on a terminal without `--stdio` opens the interactive browser.
+//!
+//! `-F` picks perf's columns (`render::report_columns`); its sort keys are
+//! the report's keys unless `-s` names them (then appended, as perf does),
+//! and entries are sorted as perf sorts them then: by the `-s` keys if
+//! given, else by the `-F` columns in order.
 
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
@@ -17,6 +22,7 @@ use scry::analysis::profile::{Profile, ProfileOptions, SampleFilter, SortKey};
 use scry::analysis::quality::QualitySummary;
 use scry::analysis::sample::StackQuality;
 use scry::render::report::{ReportMeta, ReportOptions, write_stdio};
+use scry::render::report_columns::{Column, sort_entries};
 use scry::render::report_json::write_json;
 use scry::symbol::{ResolveOptions, resolve_file};
 
@@ -37,9 +43,20 @@ pub struct ReportArgs {
     /// Show the number of samples of each entry.
     #[arg(short = 'n', long = "show-nr-samples")]
     show_nr_samples: bool,
-    /// Sort keys, comma-separated: comm, pid, tid, dso, sym.
-    #[arg(short = 's', long = "sort", default_value = "comm,dso,sym")]
-    sort: String,
+    /// Sort keys, comma-separated: pid, tid, comm, dso, sym, parent, cpu,
+    /// srcline. Default comm,dso,sym (or the keys of -F).
+    #[arg(short = 's', long = "sort")]
+    sort: Option<String>,
+    /// Columns, comma-separated: overhead, overhead_sys, overhead_us,
+    /// overhead_children, sample, period and sort keys. Default: perf's.
+    #[arg(short = 'F', long = "fields")]
+    fields: Option<String>,
+    /// Print the file's header (host, kernel, command line, events) first.
+    #[arg(long)]
+    header: bool,
+    /// Print only the file's header.
+    #[arg(long = "header-only")]
+    header_only: bool,
     /// Accumulate callees into callers (Children column). Default when the file has callchains.
     #[arg(long, overrides_with = "no_children")]
     children: bool,
@@ -129,9 +146,41 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         return super::profile::report_file(&args.input, args.format == Format::Json, &watch);
     }
     // Validate flags before the (slow) resolving.
-    let sort = SortKey::parse_list(&args.sort)
-        .map_err(anyhow::Error::msg)
-        .context("--sort")?;
+    let fields = match &args.fields {
+        Some(list) => Some(
+            Column::parse_fields(list)
+                .map_err(anyhow::Error::msg)
+                .context("-F")?,
+        ),
+        None => None,
+    };
+    let field_keys: Vec<SortKey> = fields
+        .iter()
+        .flatten()
+        .filter_map(|c| match c {
+            Column::Key(k) => Some(*k),
+            _ => None,
+        })
+        .collect();
+    let sort_keys = match &args.sort {
+        Some(list) => SortKey::parse_list(list)
+            .map_err(anyhow::Error::msg)
+            .context("--sort")?,
+        None if !field_keys.is_empty() => field_keys.clone(),
+        None => vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
+    };
+    // Entries are told apart by the -s keys and the keys -F shows.
+    let mut sort = sort_keys.clone();
+    sort.extend(field_keys.iter().filter(|k| !sort_keys.contains(k)));
+    // The -s keys -F does not show are appended, as perf appends them.
+    let fields = fields.map(|mut columns| {
+        for &k in &sort {
+            if !field_keys.contains(&k) {
+                columns.push(Column::Key(k));
+            }
+        }
+        columns
+    });
     if !args.percent_limit.is_finite() || args.percent_limit < 0.0 {
         anyhow::bail!("--percent-limit: expected a percentage >= 0");
     }
@@ -139,9 +188,21 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         parse_graph(g, true)?;
     }
 
+    if args.header || args.header_only {
+        let reader = scry::data::reader::PerfReader::open(&args.input)?;
+        let mut out = std::io::stdout().lock();
+        super::header::write_header(&mut out, &reader)?;
+        out.flush()?;
+        if args.header_only {
+            return Ok(());
+        }
+    }
+
     let resolve_options = ResolveOptions {
         demangle: !args.no_demangle,
-        merge_samples: true,
+        // Merged samples keep the first one's CPU: not with `cpu` as a key.
+        merge_samples: !sort.contains(&SortKey::Cpu),
+        srcline: sort.contains(&SortKey::Srcline),
         ..ResolveOptions::default()
     };
     let resolved = resolve_file(&args.input, &resolve_options)
@@ -176,6 +237,16 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         },
     };
     let mut profile = Profile::build(&resolved.samples, &resolved.frames, &options);
+    if let Some(columns) = &fields {
+        // perf's order with -F: by the -s keys if given, else by the columns.
+        let by: Vec<Column> = match &args.sort {
+            Some(_) => sort_keys.iter().map(|&k| Column::Key(k)).collect(),
+            None => columns.clone(),
+        };
+        for ev in &mut profile.events {
+            sort_entries(ev, &by, &resolved.frames);
+        }
+    }
     if args.percent_limit > 0.0 {
         for ev in &mut profile.events {
             ev.retain_above(args.percent_limit, children);
@@ -220,6 +291,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         sort,
         show_samples: args.show_nr_samples,
         graph_threshold: graph.threshold,
+        fields,
     };
 
     let stdout = std::io::stdout();

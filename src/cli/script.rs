@@ -16,7 +16,7 @@ use linux_perf_data::linux_perf_event_reader::{
 
 use scry::data::reader::{Comms, EventDesc, PerfReader, Record, record_type_name};
 use scry::render::script::{
-    AddrResolver, EventFormat, FieldSpec, HeaderBlock, ResolvedAddr, ScriptPrinter, ScriptSample,
+    AddrResolver, EventFormat, FieldSpec, ResolvedAddr, ScriptPrinter, ScriptSample,
     write_raw_record,
 };
 use scry::symbol::ProcKallsyms;
@@ -49,7 +49,7 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if args.header || args.header_only {
-        write_header(&mut out, &reader)?;
+        super::header::write_header(&mut out, &reader)?;
         if args.header_only {
             out.flush()?;
             return Ok(());
@@ -193,104 +193,4 @@ fn event_format(e: &EventDesc) -> EventFormat {
         has_callchain: st.contains(SampleFormat::CALLCHAIN),
         has_raw: st.contains(SampleFormat::RAW),
     }
-}
-
-/// perf's names for the `sample_type` bits, in bit order.
-const SAMPLE_TYPE_NAMES: [&str; 25] = [
-    "IP",
-    "TID",
-    "TIME",
-    "ADDR",
-    "READ",
-    "CALLCHAIN",
-    "ID",
-    "CPU",
-    "PERIOD",
-    "STREAM_ID",
-    "RAW",
-    "BRANCH_STACK",
-    "REGS_USER",
-    "STACK_USER",
-    "WEIGHT",
-    "DATA_SRC",
-    "IDENTIFIER",
-    "TRANSACTION",
-    "REGS_INTR",
-    "PHYS_ADDR",
-    "AUX",
-    "CGROUP",
-    "DATA_PAGE_SIZE",
-    "CODE_PAGE_SIZE",
-    "WEIGHT_STRUCT",
-];
-
-fn write_header(out: &mut impl Write, reader: &PerfReader) -> anyhow::Result<()> {
-    let info = reader.info()?;
-    let layout = reader.layout();
-    let mut lines: Vec<(String, String)> = Vec::new();
-    let mut line = |k: &str, v: String| lines.push((k.to_owned(), v));
-    if !layout.pipe {
-        line("data offset", layout.data.offset.to_string());
-        line("data size", layout.data.size.to_string());
-        line("feat offset", layout.features_offset().to_string());
-    }
-    let strings = [
-        ("hostname", &info.hostname),
-        ("os release", &info.os_release),
-        ("perf version", &info.perf_version),
-        ("arch", &info.arch),
-    ];
-    for (key, value) in strings {
-        if let Some(v) = value {
-            line(key, v.clone());
-        }
-    }
-    if let Some((online, avail)) = info.nr_cpus {
-        line("nrcpus online", online.to_string());
-        line("nrcpus avail", avail.to_string());
-    }
-    if let Some(v) = &info.cpu_desc {
-        line("cpudesc", v.clone());
-    }
-    if let Some(v) = &info.cpu_id {
-        line("cpuid", v.clone());
-    }
-    if let Some(kb) = info.total_mem_kb {
-        line("total memory", format!("{kb} kB"));
-    }
-    if let Some(argv) = &info.cmdline {
-        line("cmdline", argv.join(" "));
-    }
-    for e in reader.events() {
-        let bits = e.attr.sample_format.bits();
-        let sample_type: Vec<&str> = SAMPLE_TYPE_NAMES
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| bits >> i & 1 == 1)
-            .map(|(_, n)| *n)
-            .collect();
-        let ids: Vec<String> = e.ids.iter().map(u64::to_string).collect();
-        line(
-            "event",
-            format!(
-                "name = {}, id = {{ {} }}, sample_type = {}",
-                e.name,
-                ids.join(", "),
-                sample_type.join("|")
-            ),
-        );
-    }
-    for (path, build_id) in &info.build_ids {
-        line("build id", format!("{build_id} {path}"));
-    }
-    if let Some((first, last)) = info.sample_time {
-        let secs = |t: u64| format!("{}.{:06}", t / 1_000_000_000, t % 1_000_000_000 / 1000);
-        line("time of first sample", secs(first));
-        line("time of last sample", secs(last));
-        let ms = last.saturating_sub(first) as f64 / 1e6;
-        line("sample duration", format!("{ms:10.3} ms"));
-    }
-    line("features", info.features.join(" "));
-    write!(out, "{}", HeaderBlock { lines: &lines })?;
-    Ok(())
 }

@@ -32,6 +32,10 @@ pub struct Frame {
     pub kind: FrameKind,
     /// True for a frame DWARF says was inlined into the next one (`--inline`).
     pub inlined: bool,
+    /// `file:line` of the address (perf's `srcline`), only when asked for
+    /// (`ResolveOptions::srcline`): frames are then one per line, not one
+    /// per function.
+    pub srcline: Option<Arc<str>>,
 }
 
 /// Interned frames. Two addresses in one function share one `FrameId`.
@@ -73,6 +77,7 @@ pub struct ResolvedSample {
     pub comm: Arc<str>,
     pub pid: i32,
     pub tid: i32,
+    /// `u32::MAX` when the sample does not say (no `PERF_SAMPLE_CPU`).
     pub cpu: u32,
     /// Nanoseconds, perf clock.
     pub time: u64,

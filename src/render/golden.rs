@@ -116,6 +116,7 @@ fn report(children: bool, sort: Vec<SortKey>, graph: Option<GraphOrder>, json: b
         sort,
         show_samples: true,
         graph_threshold: 0.5,
+        fields: None,
     };
     let mut out = Vec::new();
     if json {

@@ -14,6 +14,7 @@ pub mod list;
 pub mod offcpu;
 pub mod profile;
 pub mod report;
+pub mod report_columns;
 pub mod report_json;
 pub mod sched;
 pub mod script;

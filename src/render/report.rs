@@ -21,6 +21,7 @@ use crate::analysis::calltree::CallTree;
 use crate::analysis::profile::{Entry, EventProfile, Profile, SortKey, dso_short_name};
 use crate::analysis::quality::QualitySummary;
 use crate::analysis::sample::{FrameId, FrameKind, FrameTable};
+use crate::render::report_columns::Column;
 
 /// What to print.
 #[derive(Clone, Debug)]
@@ -31,6 +32,8 @@ pub struct ReportOptions {
     pub show_samples: bool,
     /// Branches under this percentage of the total are not drawn. Default 0.5.
     pub graph_threshold: f64,
+    /// `-F`: the columns, in order; default perf's (`Column::defaults`).
+    pub fields: Option<Vec<Column>>,
 }
 
 impl Default for ReportOptions {
@@ -39,6 +42,7 @@ impl Default for ReportOptions {
             sort: vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
             show_samples: false,
             graph_threshold: 0.5,
+            fields: None,
         }
     }
 }
@@ -96,11 +100,21 @@ pub fn key_cell(key: SortKey, entry: &Entry, frames: &FrameTable) -> String {
         SortKey::Tid => entry.tid.map_or(String::new(), |t| t.to_string()),
         SortKey::Dso => frame.map_or(String::new(), |f| dso_short_name(&f.dso).to_string()),
         SortKey::Sym => frame.map_or(String::new(), symbol_cell),
+        // perf's `%.3d`: a sample without a CPU is -1, `-001`.
+        SortKey::Cpu => match entry.cpu {
+            Some(u32::MAX) => "-001".to_string(),
+            Some(c) => format!("{c:03}"),
+            None => String::new(),
+        },
+        SortKey::Parent => match entry.parent {
+            Some(Some(f)) => frame_name(frames, f).to_string(),
+            Some(None) => "[other]".to_string(),
+            None => String::new(),
+        },
+        SortKey::Srcline => frame
+            .map(|f| f.srcline.as_deref().unwrap_or("??:0").to_string())
+            .unwrap_or_default(),
     }
-}
-
-fn is_numeric(key: SortKey) -> bool {
-    matches!(key, SortKey::Pid | SortKey::Tid)
 }
 
 /// Writes the whole stdio report. `trees[section][entry]`, when given,
@@ -150,27 +164,25 @@ fn write_section(
     writeln!(w, "#")?;
 
     // Cells first, then widths: a column is as wide as its widest cell.
+    let columns = options
+        .fields
+        .clone()
+        .unwrap_or_else(|| Column::defaults(profile.children, options.show_samples, &options.sort));
     let cells: Vec<Vec<String>> = ev
         .entries
         .iter()
-        .map(|e| {
-            options
-                .sort
-                .iter()
-                .map(|&k| key_cell(k, e, frames))
-                .collect()
-        })
+        .map(|e| columns.iter().map(|c| c.cell(ev, e, frames)).collect())
         .collect();
-    let widths: Vec<usize> = options
-        .sort
+    let widths: Vec<usize> = columns
         .iter()
         .enumerate()
-        .map(|(i, k)| {
+        .map(|(i, c)| {
             cells
                 .iter()
+                .filter(|_| c.widens())
                 .filter_map(|row| row.get(i))
                 .map(|c| c.chars().count())
-                .chain([k.header().len(), if is_numeric(*k) { 7 } else { 0 }])
+                .chain([c.header().len(), c.min_width()])
                 .max()
                 .unwrap_or(0)
         })
@@ -178,55 +190,24 @@ fn write_section(
 
     let mut header = String::from("#");
     let mut dots = String::from("#");
-    let mut pct_columns: Vec<&str> = Vec::new();
-    if profile.children {
-        pct_columns.extend(["Children", "Self"]);
-    } else {
-        pct_columns.push("Overhead");
-    }
-    for (i, name) in pct_columns.iter().enumerate() {
+    for (i, (column, width)) in columns.iter().zip(&widths).enumerate() {
         let sep = if i == 0 { " " } else { "  " };
-        header.push_str(&format!("{sep}{name:>8}"));
-        dots.push_str(&format!("{sep}{}", ".".repeat(8)));
-    }
-    if options.show_samples {
-        header.push_str(&format!("  {:>12}", "Samples"));
-        dots.push_str(&format!("  {}", ".".repeat(12)));
-    }
-    for (key, width) in options.sort.iter().zip(&widths) {
-        if is_numeric(*key) {
-            header.push_str(&format!("  {:>width$}", key.header()));
+        if column.right_aligned() {
+            header.push_str(&format!("{sep}{:>width$}", column.header()));
         } else {
-            header.push_str(&format!("  {:<width$}", key.header()));
+            header.push_str(&format!("{sep}{:<width$}", column.header()));
         }
-        dots.push_str(&format!("  {}", ".".repeat(*width)));
+        dots.push_str(&format!("{sep}{}", ".".repeat(*width)));
     }
     writeln!(w, "{}", header.trim_end())?;
     writeln!(w, "{dots}")?;
     writeln!(w, "#")?;
 
-    let last = options.sort.len().saturating_sub(1);
-    for (index, (entry, row)) in ev.entries.iter().zip(&cells).enumerate() {
+    let last = columns.len().saturating_sub(1);
+    for (index, row) in cells.iter().enumerate() {
         let mut line = String::new();
-        if profile.children {
-            line.push_str(&format!(
-                "  {:>7.2}%  {:>7.2}%",
-                ev.percent(entry.children_period),
-                ev.percent(entry.self_period)
-            ));
-        } else {
-            line.push_str(&format!("  {:>7.2}%", ev.percent(entry.self_period)));
-        }
-        if options.show_samples {
-            let samples = if profile.children {
-                entry.children_samples
-            } else {
-                entry.self_samples
-            };
-            line.push_str(&format!("  {samples:>12}"));
-        }
-        for (i, ((cell, key), width)) in row.iter().zip(&options.sort).zip(&widths).enumerate() {
-            if is_numeric(*key) {
+        for (i, ((cell, column), width)) in row.iter().zip(&columns).zip(&widths).enumerate() {
+            if column.right_aligned() {
                 line.push_str(&format!("  {cell:>width$}"));
             } else if i == last {
                 line.push_str(&format!("  {cell}"));

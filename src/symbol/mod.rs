@@ -93,6 +93,9 @@ pub struct ResolveOptions {
     /// named and merged, and the location stacks start over (memory against
     /// naming the same stack once per batch). Default 4096.
     pub merge_batch: usize,
+    /// Give each frame its source line (`Frame::srcline`, perf's `srcline`
+    /// sort key): DWARF is read, and frames are one per line. Default false.
+    pub srcline: bool,
 }
 
 impl Default for ResolveOptions {
@@ -105,6 +108,7 @@ impl Default for ResolveOptions {
             adjust_return_addresses: false,
             merge_samples: false,
             merge_batch: 1 << 12,
+            srcline: false,
         }
     }
 }

@@ -45,6 +45,10 @@ pub struct Names {
     pub function: String,
     /// The address's offset into `function` (perf's `symoff`), if known.
     pub offset: Option<u64>,
+    /// `file:line` of the address (base name), with `ElfNames::with_srcline`
+    /// and DWARF line info; otherwise `function+offset` in decimal, as perf
+    /// prints an address it has no line for.
+    pub srcline: Option<String>,
     pub inlined: Vec<String>,
 }
 
@@ -99,11 +103,35 @@ fn looks_like_rust_hash(name: &str) -> bool {
             .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// What an `ElfNames` was made with.
+#[derive(Clone, Copy, Debug)]
+pub struct NamesConfig {
+    inline: bool,
+    demangle: bool,
+    srcline: bool,
+}
+
+impl NamesConfig {
+    /// A fresh `ElfNames` with this configuration.
+    pub fn build(self) -> ElfNames {
+        let names = ElfNames::new(self.inline, self.demangle);
+        if self.srcline {
+            names.with_srcline()
+        } else {
+            names
+        }
+    }
+}
+
 /// The blazesym symbolizer, configured once.
 pub struct ElfNames {
     symbolizer: Symbolizer,
     inline: bool,
     demangle: bool,
+    /// A second symbolizer reading DWARF line info, for `srcline`; names
+    /// still come from the symbol tables (DWARF names and alias choices
+    /// differ from perf's).
+    lines: Option<Symbolizer>,
     /// Per symbol file: symbol start → perf's pick among its aliases, for
     /// the starts met so far (`None`: the start has one name).
     aliases: HashMap<PathBuf, FxMap<u64, Option<String>>>,
@@ -208,8 +236,47 @@ impl ElfNames {
             symbolizer,
             inline,
             demangle,
+            lines: None,
             aliases: HashMap::new(),
         }
+    }
+
+    /// Also finds each address's source line (`Names::srcline`).
+    pub fn with_srcline(mut self) -> Self {
+        self.lines = Some(Symbolizer::builder().enable_code_info(true).build());
+        self
+    }
+
+    /// How this one is configured, to make another like it on another
+    /// thread (blazesym's symbolizer is not `Send`).
+    pub fn config(&self) -> NamesConfig {
+        NamesConfig {
+            inline: self.inline,
+            demangle: self.demangle,
+            srcline: self.lines.is_some(),
+        }
+    }
+
+    /// `file:line` (base name) of each svma, from DWARF; `None` where the
+    /// file has no line for it.
+    fn source_lines(&self, path: &Path, svmas: &[u64]) -> Vec<Option<String>> {
+        let Some(lines) = &self.lines else {
+            return vec![None; svmas.len()];
+        };
+        let mut src = Elf::new(path);
+        src.debug_syms = true;
+        let Ok(results) = lines.symbolize(&Source::Elf(src), Input::VirtOffset(svmas)) else {
+            return vec![None; svmas.len()];
+        };
+        results
+            .into_iter()
+            .map(|r| {
+                let Symbolized::Sym(sym) = r else { return None };
+                let info = sym.code_info?;
+                let file = Path::new(&*info.file).file_name()?.to_string_lossy();
+                Some(format!("{file}:{}", info.line?))
+            })
+            .collect()
     }
 
     fn finish(&self, raw: &str) -> String {
@@ -219,11 +286,6 @@ impl ElfNames {
         } else {
             raw.to_string()
         }
-    }
-
-    /// `(inline, demangle)`, to make another like this one.
-    pub fn config(&self) -> (bool, bool) {
-        (self.inline, self.demangle)
     }
 
     /// Drops what is cached for `path` (its parsed symbols, its alias
@@ -264,9 +326,11 @@ impl ElfNames {
             }
         }
         let known = &self.aliases[path];
+        let lines = self.source_lines(path, svmas);
         Ok(results
             .into_iter()
-            .map(|r| match r {
+            .zip(lines)
+            .map(|(r, line)| match r {
                 Symbolized::Sym(sym) => Some(Names {
                     function: self.finish(
                         known
@@ -275,6 +339,11 @@ impl ElfNames {
                             .unwrap_or(&sym.name),
                     ),
                     offset: Some(sym.offset as u64),
+                    srcline: line.or_else(|| {
+                        self.lines
+                            .as_ref()
+                            .map(|_| format!("{}+{}", strip_version(&sym.name), sym.offset))
+                    }),
                     inlined: sym.inlined.iter().map(|f| self.finish(&f.name)).collect(),
                 }),
                 Symbolized::Unknown(_) => None,

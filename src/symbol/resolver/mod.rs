@@ -193,6 +193,8 @@ pub struct Resolver {
     user_scratch: Vec<u64>,
     /// Look return addresses up at `addr - 1` (see the module doc).
     adjust_return_addresses: bool,
+    /// `ResolveOptions::srcline`: frames carry their source line.
+    srcline: bool,
     /// `ResolveOptions::merge_samples`: the pending sample each (event,
     /// comm, pid, tid, stack, unwound) went to.
     merged: Option<FxMap<MergeKey, usize>>,
@@ -230,7 +232,11 @@ impl Resolver {
             kallsyms_loader: None,
             vdso: None,
             perf_maps: HashMap::new(),
-            names: ElfNames::new(options.inline, options.demangle),
+            names: if options.srcline {
+                ElfNames::new(options.inline, options.demangle).with_srcline()
+            } else {
+                ElfNames::new(options.inline, options.demangle)
+            },
             unwinder: DwarfUnwinder::new(),
             loc_index: FxMap::default(),
             addr_locs: FxMap::default(),
@@ -252,6 +258,7 @@ impl Resolver {
             scratch: Vec::new(),
             user_scratch: Vec::new(),
             adjust_return_addresses: options.adjust_return_addresses || options.inline,
+            srcline: options.srcline,
             merged: options.merge_samples.then(FxMap::default),
             merge_batch: options.merge_batch.max(1),
             folded: Vec::new(),

@@ -12,7 +12,7 @@ use crate::model::sample::{Frame, FrameId, FrameKind};
 use crate::symbol::UnresolvedReason;
 use crate::symbol::binary::{Binary, BinaryMiss};
 use crate::symbol::kallsyms::Kallsyms;
-use crate::symbol::names::{ElfNames, Names, VdsoSymbols};
+use crate::symbol::names::{Names, VdsoSymbols};
 use crate::symbol::perf_map::PerfMap;
 use crate::symbol::process::{DsoId, DsoKind, DsoTable};
 
@@ -136,6 +136,7 @@ impl Resolver {
             dso: self.dsos.get(dso).name.clone(),
             kind,
             inlined: false,
+            srcline: None,
         };
         self.set_frames(id, &[frame], Some(reason));
     }
@@ -147,6 +148,7 @@ impl Resolver {
                 dso,
                 kind,
                 inlined: false,
+                srcline: None,
             };
             self.set_frames(id, &[frame], Some(UnresolvedReason::NoSymbol));
             return;
@@ -160,13 +162,16 @@ impl Resolver {
                 dso: dso.clone(),
                 kind,
                 inlined: true,
+                srcline: None,
             })
             .collect();
+        let srcline = names.srcline.as_deref().filter(|_| self.srcline);
         frames.push(Frame {
             sym: Some(Arc::from(names.function.as_str())),
             dso,
             kind,
             inlined: false,
+            srcline: srcline.map(Arc::from),
         });
         self.set_frames(id, &frames, None);
         if let Some(Some(r)) = self.loc_results.get_mut(id as usize) {
@@ -191,6 +196,7 @@ impl Resolver {
             match found {
                 Some((name, offset, dso)) => {
                     let names = Names {
+                        srcline: Some(format!("{name}+{offset}")),
                         function: name,
                         offset: Some(offset),
                         inlined: Vec::new(),
@@ -273,11 +279,11 @@ impl Resolver {
                 there.push(i);
             }
         }
-        let (inline, demangle) = self.names.config();
+        let config = self.names.config();
         let mut out: Vec<Vec<Option<Names>>> = vec![Vec::new(); jobs.len()];
         let theirs = std::thread::scope(|scope| {
             let worker = scope.spawn(|| {
-                let mut names = ElfNames::new(inline, demangle);
+                let mut names = config.build();
                 there
                     .iter()
                     .map(|&i| {
@@ -352,6 +358,7 @@ impl Resolver {
         let name = self.dsos.get(dso).name.clone();
         for (&id, f) in ids.iter().zip(found) {
             let names = f.map(|(function, offset)| Names {
+                srcline: Some(format!("{function}+{offset}")),
                 function,
                 offset: Some(offset),
                 inlined: Vec::new(),
@@ -382,6 +389,7 @@ impl Resolver {
             match f {
                 Some(function) => {
                     let names = Names {
+                        srcline: None,
                         function,
                         offset: None,
                         inlined: Vec::new(),

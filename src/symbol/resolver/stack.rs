@@ -256,7 +256,7 @@ impl Resolver {
             comm,
             pid,
             tid,
-            cpu: s.cpu.unwrap_or(0),
+            cpu: s.cpu.unwrap_or(u32::MAX),
             time: s.timestamp.unwrap_or(0),
             period,
             stack: Arc::clone(&self.no_frames),
