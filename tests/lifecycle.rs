@@ -187,3 +187,184 @@ fn the_workload_starts_with_default_signal_dispositions() {
         }
     }
 }
+
+/// The live commands, each with `-- CMD` to follow; `out` is a file path
+/// for those that write one.
+fn live_commands(out: &str) -> Vec<Vec<String>> {
+    [
+        &["record", "-q", "-o", out][..],
+        &["stat", "-e", "task-clock"],
+        &["trace", "-o", "/dev/null"],
+        &["offcpu", "--folded"],
+        &["sched", "runqlat"],
+        &["profile"],
+    ]
+    .iter()
+    .map(|c| c.iter().map(|s| s.to_string()).collect())
+    .collect()
+}
+
+#[test]
+fn a_hangup_stops_every_live_command_as_ctrl_c_does() {
+    require_kernel!();
+    require_tracefs!();
+    let dir = common::tempdir();
+    let data = dir.path().join("perf.data");
+    let data = data.to_str().expect("UTF-8 temp path");
+    for (n, head) in live_commands(data).iter().enumerate() {
+        let mark = format!("{}-hup-{n}", std::process::id());
+        let mut scry = common::scry()
+            .args(head)
+            .args(["--", "sleep", "30"])
+            .env(MARK, &mark)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("scry starts");
+        // The capture runs once the workload has exec'd.
+        let mut started = false;
+        for _ in 0..1500 {
+            if marked(&mark).iter().any(|(_, comm)| comm == "sleep") {
+                started = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        common::signal(scry.id(), "HUP");
+        let status = common::wait_timeout(&mut scry, Duration::from_secs(30));
+        if status.is_none() {
+            let _ = scry.kill();
+            let _ = scry.wait();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let left = marked(&mark);
+        for (pid, _) in &left {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        assert!(started, "scry {head:?}: the workload never started");
+        assert_eq!(
+            status.and_then(|s| s.code()),
+            Some(0),
+            "scry {head:?} after SIGHUP: {status:?}"
+        );
+        assert!(left.is_empty(), "scry {head:?} left {left:?} after SIGHUP");
+    }
+}
+
+#[test]
+fn a_workload_killed_by_a_signal_is_said_and_is_the_exit_status() {
+    use std::os::unix::process::ExitStatusExt;
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let dir = common::tempdir();
+    let data = dir.path().join("perf.data");
+    let kill = ["--", "sh", "-c", "kill -9 $$"];
+    // The oracle: perf record dies of its workload's signal, which a shell
+    // reports as 128 + 9 = 137.
+    let perf = common::output(
+        common::perf()
+            .args(["record", "-q", "-o"])
+            .arg(dir.path().join("perf-oracle.data"))
+            .args(kill),
+    );
+    assert_eq!(
+        perf.status.signal(),
+        Some(9),
+        "perf record: {:?}",
+        perf.status
+    );
+    for head in live_commands(data.to_str().expect("UTF-8 temp path")) {
+        let out = common::output(common::scry().args(&head).args(kill).stdout(Stdio::null()));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(128 + 9), "scry {head:?}: {stderr}");
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("scry: ") && !l.contains("not supported here"))
+            .collect();
+        assert_eq!(
+            lines,
+            ["scry: sh: Killed (signal 9)"],
+            "scry {head:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn output_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let dir = common::tempdir();
+    let path = |name: &str| dir.path().join(name).to_str().expect("UTF-8").to_string();
+    let mode = |p: &str| {
+        std::fs::metadata(p)
+            .unwrap_or_else(|e| panic!("{p}: {e}"))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    // The oracle: perf.data as perf creates it.
+    let oracle = path("perf-oracle.data");
+    common::run_ok(common::perf().args(["record", "-q", "-o", &oracle, "--", "true"]));
+    assert_eq!(mode(&oracle), 0o600, "perf's own perf.data");
+
+    let data = path("perf.data");
+    // An existing world-readable output is narrowed too.
+    let stat_out = path("stat.txt");
+    std::fs::write(&stat_out, "old").expect("write");
+    std::fs::set_permissions(&stat_out, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let runs: Vec<Vec<String>> = vec![
+        vec![
+            "record".into(),
+            "-g".into(),
+            "-q".into(),
+            "-o".into(),
+            data.clone(),
+        ],
+        vec!["stat".into(), "-o".into(), stat_out.clone()],
+        vec!["trace".into(), "-o".into(), path("trace.txt")],
+        vec!["offcpu".into(), "--svg".into(), path("offcpu.svg")],
+        vec![
+            "sched".into(),
+            "runqlat".into(),
+            "-o".into(),
+            path("runqlat.txt"),
+        ],
+        vec!["profile".into(), "-o".into(), path("profile.txt")],
+        vec!["flamegraph".into(), "-o".into(), path("flame.svg")],
+        vec![
+            "flamegraph".into(),
+            "--folded".into(),
+            "-o".into(),
+            path("folded.txt"),
+        ],
+    ];
+    let spin = common::workload("cpu7525");
+    for args in &runs {
+        let out = common::output(
+            common::scry()
+                .args(args)
+                .arg("--")
+                .arg(&spin)
+                .arg("5")
+                .stdout(Stdio::null()),
+        );
+        assert!(
+            out.status.success(),
+            "scry {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let file = args.last().expect("the output path");
+        assert_eq!(
+            mode(file),
+            0o600,
+            "scry {args:?} wrote {file} with mode {:o}",
+            mode(file)
+        );
+    }
+}

@@ -1023,3 +1023,12 @@ fn watches_several_processes_and_single_threads_until_they_exit() {
     assert_eq!(tids, BTreeSet::from([pid_c]), "-t {pid_c}");
     assert_perf_reads(&only_c);
 }
+
+// ---- A closed terminal or ssh session (issue 10) ----
+
+#[test]
+fn sighup_finishes_the_file() {
+    require_kernel!();
+    require_perf!();
+    stop_with_signal("HUP");
+}

@@ -24,7 +24,7 @@ use crate::sys::perf_event::{
     self as pe, PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES, PERF_RECORD_MISC_KERNEL,
     PERF_RECORD_MISC_USER, PERF_RECORD_MMAP, PERF_RECORD_MMAP2, PERF_RECORD_SAMPLE,
 };
-use crate::sys::signal::SignalPipe;
+use crate::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::CaptureError;
 use super::session::{CaptureOptions, RecordSink, Session, StopReason};
@@ -242,7 +242,7 @@ pub fn record_to_file(
 ) -> Result<RecordSummary, RecordError> {
     // Catch SIGINT/SIGTERM before anything starts, so a Ctrl-C at any time
     // still leaves a finished file.
-    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
+    let signals = SignalPipe::install(&STOP_SIGNALS)
         .map_err(|e| RecordError::Capture(CaptureError::System(e)))?;
     let mut session = Session::open(opts)?;
     let ids = session.ids().map_err(CaptureError::System)?;
@@ -263,7 +263,7 @@ pub fn record_to_file(
         path: path.to_path_buf(),
         source,
     };
-    let file = File::create(path).map_err(file_err)?;
+    let file = crate::sys::private_file::create(path).map_err(file_err)?;
     let writer = PerfDataWriter::with_events(file, &events).map_err(file_err)?;
     let mut sink = FileSink {
         writer,

@@ -237,7 +237,7 @@ fn open_output(path: &Path) -> anyhow::Result<Box<dyn Write>> {
             std::io::stdout().lock(),
         )));
     }
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let file = super::create_private(path)?;
     Ok(Box::new(BufWriter::with_capacity(1 << 16, file)))
 }
 

@@ -79,6 +79,39 @@ pub fn parse_ids(text: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
         .with_context(|| format!("{flag}: expected a comma-separated list of ids, got '{text}'"))
 }
 
+/// How a command's workload ended, as scry's exit: a signal's death in one
+/// line (`scry: sh: Killed`, the words perf stat prints) and 128 + the
+/// signal, the status a shell gives perf record (it dies of the same
+/// signal); a non-zero exit is 1 (the target failed).
+pub fn workload_exit(
+    status: Option<scry::sys::process::ExitStatus>,
+    command: &[std::ffi::OsString],
+) -> anyhow::Result<()> {
+    use scry::sys::process::ExitStatus;
+    match status {
+        Some(ExitStatus::Signal(sig)) => {
+            let program = command
+                .first()
+                .map_or("the workload".into(), |p| p.to_string_lossy());
+            eprintln!(
+                "scry: {program}: {} (signal {sig})",
+                scry::sys::signal::describe(sig)
+            );
+            Err(Exit(u8::try_from(128 + sig).unwrap_or(u8::MAX)).into())
+        }
+        Some(status) if !status.success() => Err(Exit(1).into()),
+        _ => Ok(()),
+    }
+}
+
+/// An output file holding other processes' data, created 0600
+/// (`sys::private_file`).
+pub fn create_private(path: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    use anyhow::Context;
+    scry::sys::private_file::create(path)
+        .with_context(|| format!("cannot create {}", path.display()))
+}
+
 /// Leave with this exit code and no further message (the cause was printed).
 #[derive(Debug, thiserror::Error)]
 #[error("exit status {0}")]

@@ -5,7 +5,6 @@
 //! report, folded stacks (`--folded`) or a flame graph (`--svg`).
 
 use std::ffi::OsString;
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -24,7 +23,7 @@ use scry::render::flamegraph::{FlameOptions, write_svg};
 use scry::render::folded::{FoldedOptions, folded_lines, write_folded};
 use scry::render::offcpu::{OffCpuSummary, write_report};
 use scry::symbol::{ResolveOptions, Resolver};
-use scry::sys::signal::SignalPipe;
+use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::feed_consumer::run_feed;
 
@@ -108,8 +107,7 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
     let fields = SchedFields::new(0, &switch_format, wakeup_format.as_ref().map(|f| (1, f)))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
 
-    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
-        .context("installing signal handlers")?;
+    let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
     let session = Session::open(&opts)?;
     let mut watch = Watch {
         all: args.all_cpus,
@@ -175,17 +173,15 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("{e}"))?,
             ..FlameOptions::default()
         };
-        let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let file = super::create_private(path)?;
         write_svg(&lines, &options, BufWriter::new(file))
             .with_context(|| format!("writing {}", path.display()))?;
         if args.svg_only {
             eprintln!("scry: wrote {}", path.display());
         }
     }
-    if let StopReason::TargetExited(Some(status)) = outcome.stop
-        && !status.success()
-    {
-        return Err(super::Exit(1).into());
+    match outcome.stop {
+        StopReason::TargetExited(status) => super::workload_exit(status, &args.command),
+        _ => Ok(()),
     }
-    Ok(())
 }

@@ -36,7 +36,7 @@ use scry::render::profile::{
 };
 use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::bpf_profile::{self, Covered, KernelSums, ProfileBpf};
-use scry::sys::signal::SignalPipe;
+use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::feed_consumer::run_feed;
 
@@ -595,8 +595,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     engine.all = args.all_cpus;
     engine.pids.extend(pids.iter().copied());
 
-    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
-        .context("installing signal handlers")?;
+    let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
     let session = Session::open(&opts)?;
     // With -p the command only times the capture, as in perf.
     if let Some(pid) = session.workload_pid().filter(|_| pids.is_empty()) {
@@ -635,18 +634,14 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         })
         .collect();
     let mut out: Box<dyn Write> = match (&args.output, args.stderr) {
-        (Some(path), _) => Box::new(BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        )),
+        (Some(path), _) => Box::new(BufWriter::new(super::create_private(path)?)),
         (None, true) => Box::new(BufWriter::new(io::stderr())),
         (None, false) => Box::new(BufWriter::new(io::stdout())),
     };
     write_report(feed, cpus, kernel, json, &mut out)?;
     out.flush()?;
-    if let StopReason::TargetExited(Some(status)) = outcome.stop
-        && !status.success()
-    {
-        return Err(super::Exit(1).into());
+    match outcome.stop {
+        StopReason::TargetExited(status) => super::workload_exit(status, &args.command),
+        _ => Ok(()),
     }
-    Ok(())
 }

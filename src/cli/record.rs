@@ -154,9 +154,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<()> {
         }
     }
     match summary.stop {
-        StopReason::TargetExited(Some(status)) if !status.success() => {
-            Err(crate::cli::Exit(1).into())
-        }
+        StopReason::TargetExited(status) => super::workload_exit(status, &args.command),
         _ => Ok(()),
     }
 }

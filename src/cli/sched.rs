@@ -22,7 +22,7 @@ use scry::event::name;
 use scry::render::sched::{
     SchedSummary, write_runqlat, write_runqlat_json, write_timehist, write_timehist_json,
 };
-use scry::sys::signal::SignalPipe;
+use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::feed_consumer::run_feed;
 
@@ -116,9 +116,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<()> {
         lost_dropped: tracker.lost_dropped,
     };
     let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        )),
+        Some(path) => Box::new(BufWriter::new(super::create_private(path)?)),
         None => Box::new(BufWriter::new(io::stdout())),
     };
     match (timehist, json) {
@@ -128,12 +126,10 @@ pub fn run(args: SchedArgs) -> anyhow::Result<()> {
         (true, true) => write_timehist_json(&mut out, &tracker.rows, &comms, &summary)?,
     }
     out.flush()?;
-    if let Some(StopReason::TargetExited(Some(status))) = stop
-        && !status.success()
-    {
-        return Err(super::Exit(1).into());
+    match stop {
+        Some(StopReason::TargetExited(status)) => super::workload_exit(status, &args.command),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Trace live: sched_switch and the wakeups, every event, no stacks,
@@ -168,8 +164,7 @@ fn live(
         no_callchain: Vec::new(),
         context_switch: true,
     };
-    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
-        .context("installing signal handlers")?;
+    let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
     let session = Session::open(&opts)?;
     // With -p the command only times the capture, as in perf.
     if let Some(pid) = session

@@ -18,7 +18,7 @@ use scry::capture::counting::{CounterSet, CountingOptions, ToolTimes, Wake};
 use scry::event::name::{self, ResolvedEvent};
 use scry::render::stat::{EventLabel, StatFormat, StatPrinter, Subject};
 use scry::sys::process::ExitStatus;
-use scry::sys::signal::SignalPipe;
+use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::target::TargetArgs;
 
@@ -223,15 +223,15 @@ impl StatArgs {
 
 /// How the runs ended.
 struct Outcome {
-    failed: bool,
+    /// How the command failed (the last run that did), if it did.
+    failure: Option<ExitStatus>,
 }
 
 pub fn run(args: StatArgs) -> anyhow::Result<()> {
     let opts = args.to_options()?;
     let outcome = match &opts.output {
         Some(path) => {
-            let file = std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?;
+            let file = super::create_private(path)?;
             let mut out = BufWriter::new(file);
             let outcome = count(&opts, &mut out)?;
             out.flush()
@@ -246,9 +246,7 @@ pub fn run(args: StatArgs) -> anyhow::Result<()> {
             outcome
         }
     };
-    if outcome.failed {
-        return Err(crate::cli::Exit(1).into());
-    }
+    super::workload_exit(outcome.failure, &args.command)?;
     Ok(())
 }
 
@@ -283,14 +281,14 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
         opts.repeat,
     );
     printer.cgroup = opts.counting.cgroup.clone();
-    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
-        .context("cannot install the SIGINT/SIGTERM handler")?;
+    let signals =
+        SignalPipe::install(&STOP_SIGNALS).context("cannot install the SIGINT/SIGTERM handler")?;
 
     let mut acc = RunAccumulator::new();
     // The last run's counters stay open until the counts are printed:
     // closing tracepoint counters can take seconds (see capture::counting).
     let mut last_set: Option<CounterSet> = None;
-    let mut failed = false;
+    let mut failure = None;
     let mut rusage = None;
     let mut supported = vec![true; events.len()];
     let mut cpus = Vec::new();
@@ -349,23 +347,23 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
             && !status.success()
             && !by_signal
         {
-            failed = true;
+            failure = Some(status);
         }
         if opts.interval.is_none() {
             let sums = stats::sum_readings(&readings, &supported, &cpus, opts.aggregation);
             acc.add_run(&sums, elapsed.as_nanos() as f64);
         }
         last_set = Some(set);
-        if by_signal || failed && opts.repeat > 1 {
+        if by_signal || failure.is_some() && opts.repeat > 1 {
             break;
         }
     }
     if opts.interval.is_some() {
         out.flush()?;
-        return Ok(Outcome { failed });
+        return Ok(Outcome { failure });
     }
     if acc.walltime().count() == 0 {
-        return Ok(Outcome { failed });
+        return Ok(Outcome { failure });
     }
     let rows = acc.rows(&classes);
     printer.header(out, &opts.subject)?;
@@ -378,7 +376,7 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
     printer.footer(out, &acc.walltime(), rusage)?;
     out.flush()?;
     drop(last_set);
-    Ok(Outcome { failed })
+    Ok(Outcome { failure })
 }
 
 /// How a wait ended.

@@ -25,7 +25,7 @@ use scry::render::report::{key_cell, write_tree};
 use scry::render::top::{self, TopRow, TopStatus, TopView};
 use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::perf_event::attr_bytes;
-use scry::sys::signal::SignalPipe;
+use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::target::{SamplingArgs, parse_cpus, parse_id_list};
 
@@ -377,8 +377,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
     }
     let sort = SortKey::parse_list(&args.sort).map_err(|e| anyhow::anyhow!("-s: {e}"))?;
     let opts = args.to_options()?;
-    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
-        .context("installing signal handlers")?;
+    let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
     let mut session = Session::open(&opts)?;
     let ids = session.ids().context("reading sample ids")?;
     let events: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();

@@ -144,29 +144,6 @@ fn and(a: Option<String>, b: Option<String>) -> Option<String> {
     }
 }
 
-/// `-o FILE`: the lines name other processes' files and arguments, so a
-/// regular file is readable by its owner only (0600), even when it existed
-/// before.
-fn create_private(path: &std::path::Path) -> anyhow::Result<std::fs::File> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    // Only a regular file: `-o /dev/null` must stay what it is.
-    let meta = file
-        .metadata()
-        .with_context(|| format!("cannot stat {}", path.display()))?;
-    if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot make {} private", path.display()))?;
-    }
-    Ok(file)
-}
-
 pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     let target = Target {
         command: args.command.clone(),
@@ -274,7 +251,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     }
     let names: Vec<String> = events.iter().map(|e| e.event.name.clone()).collect();
 
-    let signals = scry::sys::signal::SignalPipe::install(&[libc::SIGINT, libc::SIGTERM])
+    let signals = scry::sys::signal::SignalPipe::install(&scry::sys::signal::STOP_SIGNALS)
         .context("cannot install signal handlers")?;
     let mut capture = TraceCapture::open(events, &target, args.mmap_pages, &copy)?;
     for note in &capture.notes {
@@ -282,7 +259,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     }
 
     let out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(BufWriter::new(create_private(path)?)),
+        Some(path) => Box::new(BufWriter::new(super::create_private(path)?)),
         None => Box::new(BufWriter::new(std::io::stderr().lock())),
     };
     let mut output = TextOutput::new(out);
@@ -313,9 +290,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         eprintln!("scry: {undecodable} records could not be decoded");
     }
     match stop {
-        StopReason::TargetExited(Some(status)) if !status.success() => {
-            Err(crate::cli::Exit(1).into())
-        }
+        StopReason::TargetExited(status) => super::workload_exit(status, &args.command),
         _ => Ok(()),
     }
 }

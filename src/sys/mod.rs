@@ -12,6 +12,7 @@ pub mod localtime;
 pub mod mapped;
 pub mod perf_event;
 pub mod pmu;
+pub mod private_file;
 pub mod proc;
 pub mod process;
 pub mod ring;

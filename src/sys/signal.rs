@@ -1,11 +1,32 @@
-//! SIGINT/SIGTERM as data: a handler that records the signal and writes a
-//! byte to a non-blocking self-pipe, so a poll loop wakes up and finishes
-//! its work (flush, finalize the file) instead of dying mid-write.
+//! SIGINT/SIGTERM/SIGHUP as data: a handler that records the signal and
+//! writes a byte to a non-blocking self-pipe, so a poll loop wakes up and
+//! finishes its work (flush, finalize the file) instead of dying mid-write.
+//! A hangup (a closed terminal or ssh session) stops a capture as Ctrl-C
+//! does: every live command installs `STOP_SIGNALS`.
 //! Also `poll(2)` and pidfds, the other things such a loop waits on.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
+
+/// The signals that stop a capture cleanly: Ctrl-C, kill, a hangup.
+pub const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// A signal as the C library describes it ("Killed", "Segmentation fault").
+pub fn describe(sig: i32) -> String {
+    // SAFETY: strsignal returns a pointer to a NUL-terminated string (static
+    // or in a thread-local buffer) valid until the next call on this thread;
+    // it is copied at once.
+    unsafe {
+        let text = libc::strsignal(sig);
+        if text.is_null() {
+            return format!("signal {sig}");
+        }
+        std::ffi::CStr::from_ptr(text)
+            .to_string_lossy()
+            .into_owned()
+    }
+}
 
 static PIPE_WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
