@@ -1,4 +1,4 @@
-//! What the BPF loaders (`bpf_profile`, `bpf_trace`) share: the skeleton
+//! What the BPF loaders (`bpf_NAME`) share: the skeleton
 //! include, the object storage libbpf-rs borrows, and libbpf's errors as
 //! `io::Error`s that keep their kind (permission, not found).
 //!

@@ -457,7 +457,7 @@ fn plan_groups<O: OpenSkel<'static>>(
 /// Every (key, value) of a hash map: in batches where the kernel allows
 /// (5.6 and later), else key by key.
 pub fn hash_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    if let Ok(batches) = map.lookup_batch(4096, MapFlags::ANY, MapFlags::ANY) {
+    if let Ok(batches) = map.lookup_batch(BATCH, MapFlags::ANY, MapFlags::ANY) {
         return Ok(batches.collect());
     }
     let mut entries = Vec::new();
@@ -474,6 +474,28 @@ pub fn hash_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>,
 
 /// A key and its value on each CPU.
 pub type PerCpuEntry = (Vec<u8>, Vec<Vec<u8>>);
+
+/// Every value of an array map of `len` elements, in index order: in
+/// batches (a few system calls), or one lookup per element where batched
+/// reads are refused (kernels before 5.6) or come back short.
+pub fn array_values<M: MapCore>(map: &M, len: u32, what: &str) -> io::Result<Vec<Vec<u8>>> {
+    if let Ok(batches) = map.lookup_batch(BATCH, MapFlags::ANY, MapFlags::ANY) {
+        let values: Vec<Vec<u8>> = batches.map(|(_, value)| value).collect();
+        if values.len() == len as usize {
+            return Ok(values);
+        }
+    }
+    (0..len)
+        .map(|index| {
+            map.lookup(&index.to_ne_bytes(), MapFlags::ANY)
+                .map_err(|e| io_error(what, e))
+                .map(Option::unwrap_or_default)
+        })
+        .collect()
+}
+
+/// Elements per batched read.
+const BATCH: u32 = 4096;
 
 /// Every (key, per-CPU values) of a per-CPU hash or array map.
 pub fn percpu_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<PerCpuEntry>> {

@@ -8,18 +8,19 @@
 //!
 //! The skeleton libbpf-cargo generates (build.rs) is included here and
 //! nowhere else (`sys::bpf::bpf_skeleton!`): its `unsafe` wraps libbpf's
-//! skeleton C API. Its object storage is leaked once per run
-//! (`sys::bpf::open_skel`).
+//! skeleton C API. It is loaded and attached by the engine
+//! (`sys::bpf_engine`): the page-fault, irq and softirq hooks are its
+//! optional groups.
 //! RLIMIT_MEMLOCK is never raised: BPF memory is charged to the cgroup on
 //! the kernels this runs on, and where it is not, the load fails and the
 //! caller falls back.
 
 use std::io;
 
-use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::{MapCore, MapFlags};
 
 use super::bpf::io_error;
+use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, u32_at, u64_at};
 
 super::bpf::bpf_skeleton!("profile.skel.rs");
 
@@ -42,9 +43,6 @@ const COUNTER_STARTS_FULL: u32 = 2;
 const STAT_SLOTS: u32 = 65536;
 /// Slots of the program's `starts` array (its START_SLOTS).
 const START_SLOTS: u32 = 65536;
-/// Elements per batched read of an array.
-const BATCH: u32 = 4096;
-
 /// `targets` values.
 const TARGET_WATCHED: u8 = 1;
 const TARGET_AT_EXEC: u8 = 2;
@@ -110,49 +108,20 @@ pub struct KernelSums {
 }
 
 /// The loaded, attached program.
+#[derive(Debug)]
 pub struct ProfileBpf {
-    skel: ProfileSkel<'static>,
-    links: Vec<Link>,
+    loaded: Loaded<ProfileSkel<'static>>,
     pub covered: Covered,
 }
 
-impl std::fmt::Debug for ProfileBpf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProfileBpf")
-            .field("links", &self.links.len())
-            .field("covered", &self.covered)
-            .finish()
-    }
-}
-
-fn u64_at(bytes: &[u8], offset: usize) -> Option<u64> {
-    let b = bytes.get(offset..offset + 8)?;
-    Some(u64::from_ne_bytes(b.try_into().ok()?))
-}
-
-fn u32_at(bytes: &[u8], offset: usize) -> Option<u32> {
-    let b = bytes.get(offset..offset + 4)?;
-    Some(u32::from_ne_bytes(b.try_into().ok()?))
-}
-
-/// Every value of an array map of `len` elements, in index order: in
-/// batches (a few system calls), or one lookup per element where batched
-/// reads are refused (kernels before 5.6) or come back short.
-fn array_values(map: &libbpf_rs::MapMut<'_>, len: u32, what: &str) -> io::Result<Vec<Vec<u8>>> {
-    if let Ok(batches) = map.lookup_batch(BATCH, MapFlags::ANY, MapFlags::ANY) {
-        let values: Vec<Vec<u8>> = batches.map(|(_, value)| value).collect();
-        if values.len() == len as usize {
-            return Ok(values);
-        }
-    }
-    (0..len)
-        .map(|index| {
-            map.lookup(&index.to_ne_bytes(), MapFlags::ANY)
-                .map_err(|e| io_error(what, e))
-                .map(Option::unwrap_or_default)
-        })
-        .collect()
-}
+/// The hooks that may be missing here, in the sets that count together.
+const PAGE_FAULT_HOOKS: &[&str] = &["scry_page_fault_user", "scry_page_fault_kernel"];
+const IRQ_HOOKS: &[&str] = &["scry_irq_entry", "scry_irq_exit"];
+const SOFTIRQ_HOOKS: &[&str] = &[
+    "scry_softirq_raise",
+    "scry_softirq_entry",
+    "scry_softirq_exit",
+];
 
 impl ProfileBpf {
     /// Loads and attaches the program. `all_tasks`: every task counts;
@@ -160,58 +129,33 @@ impl ProfileBpf {
     /// The syscall hooks must attach; the page-fault, irq and softirq
     /// hooks are attached where their tracepoints exist (`covered`).
     pub fn load(all_tasks: bool) -> io::Result<ProfileBpf> {
-        let mut open = super::bpf::open_skel(ProfileSkelBuilder::default())?;
-        let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
-        rodata.all_tasks = all_tasks;
-        let skel = open
-            .load()
-            .map_err(|e| io_error("loading the BPF programs", e))?;
-        let mut bpf = ProfileBpf {
-            skel,
-            links: Vec::new(),
-            covered: Covered::default(),
+        let optional: Vec<&str> = [PAGE_FAULT_HOOKS, IRQ_HOOKS, SOFTIRQ_HOOKS].concat();
+        let loaded = bpf_engine::load(
+            ProfileSkelBuilder::default,
+            |open: &mut skel::OpenProfileSkel<'static>| {
+                let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+                rodata.all_tasks = all_tasks;
+                Ok(())
+            },
+            GroupRules {
+                optional: &optional,
+                skip: &[],
+            },
+            Attach::Now,
+        )?;
+        let all = |hooks: &[&str]| hooks.iter().all(|h| loaded.has(h));
+        let covered = Covered {
+            syscalls: true,
+            page_faults: all(PAGE_FAULT_HOOKS),
+            irqs: all(IRQ_HOOKS),
+            softirqs: all(SOFTIRQ_HOOKS),
         };
-        let progs = &bpf.skel.progs;
-        for prog in [
-            &progs.scry_fork,
-            &progs.scry_exec,
-            &progs.scry_task_exit,
-            &progs.scry_sys_enter,
-            &progs.scry_sys_exit,
-        ] {
-            let link = prog
-                .attach()
-                .map_err(|e| io_error("attaching to raw_syscalls", e))?;
-            bpf.links.push(link);
-        }
-        bpf.covered.syscalls = true;
-        let optional = |progs: &[&libbpf_rs::ProgramMut<'_>], links: &mut Vec<Link>| {
-            let attached: Result<Vec<Link>, _> = progs.iter().map(|p| p.attach()).collect();
-            match attached {
-                Ok(new) => {
-                    links.extend(new);
-                    true
-                }
-                Err(_) => false,
-            }
-        };
-        bpf.covered.page_faults = optional(
-            &[&progs.scry_page_fault_user, &progs.scry_page_fault_kernel],
-            &mut bpf.links,
-        );
-        bpf.covered.irqs = optional(
-            &[&progs.scry_irq_entry, &progs.scry_irq_exit],
-            &mut bpf.links,
-        );
-        bpf.covered.softirqs = optional(
-            &[
-                &progs.scry_softirq_raise,
-                &progs.scry_softirq_entry,
-                &progs.scry_softirq_exit,
-            ],
-            &mut bpf.links,
-        );
-        Ok(bpf)
+        Ok(ProfileBpf { loaded, covered })
+    }
+
+    /// Which hooks are in use (for `-v`).
+    pub fn hooks(&self) -> Vec<Hook> {
+        self.loaded.hooks()
     }
 
     /// Watch process `tgid` and what it forks from now on; `from_exec`:
@@ -222,7 +166,8 @@ impl ProfileBpf {
         } else {
             TARGET_WATCHED
         };
-        self.skel
+        self.loaded
+            .skel
             .maps
             .targets
             .update(&tgid.to_ne_bytes(), &[value], MapFlags::ANY)
@@ -231,12 +176,12 @@ impl ProfileBpf {
 
     /// Detaches every hook: the sums stop moving.
     pub fn detach(&mut self) {
-        self.links.clear();
+        self.loaded.detach();
     }
 
     /// Reads the sums (after `detach`, they are final).
     pub fn read(&self) -> io::Result<KernelSums> {
-        let maps = &self.skel.maps;
+        let maps = &self.loaded.skel.maps;
         let mut sums = KernelSums::default();
         for key in maps.stats.keys() {
             let Some(value) = maps
@@ -253,7 +198,9 @@ impl ProfileBpf {
             };
             sums.stats.push(KernelStat::at(&value, 0, (tid, kind, nr)));
         }
-        for value in array_values(&maps.stat_slots, STAT_SLOTS, "reading the BPF statistics")? {
+        for value in
+            bpf_engine::array_values(&maps.stat_slots, STAT_SLOTS, "reading the BPF statistics")?
+        {
             let Some(packed) = u64_at(&value, 0).filter(|&k| k != 0) else {
                 continue;
             };
@@ -278,10 +225,11 @@ impl ProfileBpf {
         sums.stats_full = counter(COUNTER_STATS_FULL)?;
         sums.starts_full = counter(COUNTER_STARTS_FULL)?;
         // A slot with a start time holds a call entered and not exited.
-        sums.open_starts = array_values(&maps.starts, START_SLOTS, "reading the BPF starts")?
-            .iter()
-            .filter(|start| u64_at(start, 0).is_some_and(|ts| ts != 0))
-            .count() as u64;
+        sums.open_starts =
+            bpf_engine::array_values(&maps.starts, START_SLOTS, "reading the BPF starts")?
+                .iter()
+                .filter(|start| u64_at(start, 0).is_some_and(|ts| ts != 0))
+                .count() as u64;
         sums.pairs = sums
             .stats
             .iter()

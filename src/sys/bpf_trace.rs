@@ -5,19 +5,19 @@
 //!
 //! The program's rules (which tasks, the bounds, what a fault means) are in
 //! its header comment; `ArgCopies::parse` reads its record layout, which is
-//! kept in step with the C struct here and nowhere else. As for
-//! `bpf_profile`, the skeleton's storage is leaked once per run to give it
-//! `'static`, and RLIMIT_MEMLOCK is never raised (BPF memory is charged to
+//! kept in step with the C struct here and nowhere else. The engine
+//! (`sys::bpf_engine`) loads it, and attaches it once the maps are filled;
+//! RLIMIT_MEMLOCK is never raised (BPF memory is charged to
 //! the cgroup): where the program does not load, the caller says so and
 //! shows pointers instead of strings.
 
 use std::io;
 use std::os::fd::RawFd;
 
-use libbpf_rs::skel::OpenSkel;
-use libbpf_rs::{Link, MapCore, MapFlags};
+use libbpf_rs::{MapCore, MapFlags};
 
 use super::bpf::io_error;
+use super::bpf_engine::{self, Attach, GroupRules, Loaded};
 
 super::bpf::bpf_skeleton!("trace_args.skel.rs");
 
@@ -125,35 +125,28 @@ impl<'a> ArgCopies<'a> {
     }
 }
 
-/// The loaded, attached program.
+/// The loaded program (attached by `attach`).
+#[derive(Debug)]
 pub struct TraceArgsBpf {
-    skel: TraceArgsSkel<'static>,
-    links: Vec<Link>,
-}
-
-impl std::fmt::Debug for TraceArgsBpf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TraceArgsBpf")
-            .field("links", &self.links.len())
-            .finish()
-    }
+    loaded: Loaded<TraceArgsSkel<'static>>,
 }
 
 impl TraceArgsBpf {
     /// Loads the program (not attached yet). `all_tasks`: every task but
     /// `self_tgid` (scry); otherwise the processes given to `watch`.
     pub fn load(all_tasks: bool, self_tgid: u32) -> io::Result<TraceArgsBpf> {
-        let mut open = super::bpf::open_skel(TraceArgsSkelBuilder::default())?;
-        let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
-        rodata.all_tasks = all_tasks;
-        rodata.self_tgid = self_tgid;
-        let skel = open
-            .load()
-            .map_err(|e| io_error("loading the BPF program", e))?;
-        Ok(TraceArgsBpf {
-            skel,
-            links: Vec::new(),
-        })
+        let loaded = bpf_engine::load(
+            TraceArgsSkelBuilder::default,
+            |open: &mut skel::OpenTraceArgsSkel<'static>| {
+                let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+                rodata.all_tasks = all_tasks;
+                rodata.self_tgid = self_tgid;
+                Ok(())
+            },
+            GroupRules::default(),
+            Attach::Later,
+        )?;
+        Ok(TraceArgsBpf { loaded })
     }
 
     /// Copy these arguments of system call `nr` (ignored past NR_SYSCALLS).
@@ -166,7 +159,8 @@ impl TraceArgsBpf {
             *slot = kind.code();
         }
         value[6] = u8::from(kinds.iter().any(|k| *k != ArgCopy::None));
-        self.skel
+        self.loaded
+            .skel
             .maps
             .syscall_args
             .update(&(nr as u32).to_ne_bytes(), &value, MapFlags::ANY)
@@ -177,7 +171,8 @@ impl TraceArgsBpf {
     /// only from its next exec on (a workload waiting to exec).
     pub fn watch(&mut self, tgid: i32, from_exec: bool) -> io::Result<()> {
         let value: u8 = if from_exec { 2 } else { 1 };
-        self.skel
+        self.loaded
+            .skel
             .maps
             .targets
             .update(&tgid.to_ne_bytes(), &[value], MapFlags::ANY)
@@ -187,7 +182,8 @@ impl TraceArgsBpf {
     /// Records of `cpu` go to the bpf-output perf event `fd` (opened on
     /// that CPU, for every task).
     pub fn set_output(&mut self, cpu: u32, fd: RawFd) -> io::Result<()> {
-        self.skel
+        self.loaded
+            .skel
             .maps
             .outputs
             .update(&cpu.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
@@ -196,23 +192,12 @@ impl TraceArgsBpf {
 
     /// Attaches to raw_syscalls:sys_enter and the fork and exec hooks.
     pub fn attach(&mut self) -> io::Result<()> {
-        let progs = &self.skel.progs;
-        for prog in [
-            &progs.scry_trace_fork,
-            &progs.scry_trace_exec,
-            &progs.scry_trace_enter,
-        ] {
-            let link = prog
-                .attach()
-                .map_err(|e| io_error("attaching to raw_syscalls:sys_enter", e))?;
-            self.links.push(link);
-        }
-        Ok(())
+        self.loaded.attach()
     }
 
     /// Detaches every hook: no more records.
     pub fn detach(&mut self) {
-        self.links.clear();
+        self.loaded.detach();
     }
 }
 
