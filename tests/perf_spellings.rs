@@ -22,6 +22,13 @@ fn perf_record(dir: &Path, name: &str, args: &[&str], cmd: &[&str]) -> PathBuf {
     out
 }
 
+/// `perf record ARGS` of the cpu7525 workload (75/25 between two leaves)
+/// for `rounds` rounds.
+fn record_cpu7525(dir: &Path, name: &str, args: &[&str], rounds: &str) -> PathBuf {
+    let work = common::workload("cpu7525");
+    perf_record(dir, name, args, &[work.to_str().unwrap(), rounds])
+}
+
 fn perf(args: &[&str], file: &Path) -> String {
     common::run_ok(common::perf().args(args).arg("-i").arg(file))
 }
@@ -118,13 +125,7 @@ fn script_callchains_show_sym_offsets_and_relative_addresses_as_perf() {
     require_perf!();
     require_kernel!();
     let dir = common::tempdir();
-    let work = common::workload("cpu7525");
-    let file = perf_record(
-        dir.path(),
-        "g.data",
-        &["-F", "499", "-g"],
-        &[work.to_str().unwrap(), "30"],
-    );
+    let file = record_cpu7525(dir.path(), "g.data", &["-F", "499", "-g"], "30");
     // perf's default for callchains: `\t    addr sym+0xoff (dso)`, user
     // addresses relative to their binary.
     assert_same_text(
@@ -132,12 +133,7 @@ fn script_callchains_show_sym_offsets_and_relative_addresses_as_perf() {
         &scry(&["script"], &file),
         "perf script",
     );
-    let plain = perf_record(
-        dir.path(),
-        "p.data",
-        &["-F", "499"],
-        &[work.to_str().unwrap(), "30"],
-    );
+    let plain = record_cpu7525(dir.path(), "p.data", &["-F", "499"], "30");
     for fields in ["ip,sym,symoff", "comm,ip,sym,symoff,dso"] {
         assert_same_text(
             &perf(&["script", "-F", fields], &plain),
@@ -273,13 +269,7 @@ fn flamegraph_reads_perf_script_text_and_folded_stacks_on_stdin() {
         return;
     }
     let dir = common::tempdir();
-    let work = common::workload("cpu7525");
-    let file = perf_record(
-        dir.path(),
-        "g.data",
-        &["-F", "499", "-g"],
-        &[work.to_str().unwrap(), "30"],
-    );
+    let file = record_cpu7525(dir.path(), "g.data", &["-F", "499", "-g"], "30");
     let text = perf(&["script"], &file);
     let theirs = sorted_lines(&piped(
         &mut std::process::Command::new("inferno-collapse-perf"),
@@ -366,13 +356,7 @@ fn report_sort_keys_and_fields_as_perf() {
     require_perf!();
     require_kernel!();
     let dir = common::tempdir();
-    let work = common::workload("cpu7525");
-    let file = perf_record(
-        dir.path(),
-        "g.data",
-        &["-F", "499", "-g"],
-        &[work.to_str().unwrap(), "30"],
-    );
+    let file = record_cpu7525(dir.path(), "g.data", &["-F", "499", "-g"], "30");
     let cases: [&[&str]; 11] = [
         &["-n"],
         &["--no-children", "-s", "cpu"],
@@ -416,41 +400,26 @@ fn report_sort_keys_and_fields_as_perf() {
     }
 }
 
+/// The header lines of a file with samples, besides `common::HEADER_KEYS`.
+const HEADER_TIMES: [&str; 3] = [
+    "# time of first sample :",
+    "# time of last sample :",
+    "# sample duration :",
+];
+
 #[test]
 fn report_header_lines_as_perf() {
     require_perf!();
     require_kernel!();
     let dir = common::tempdir();
-    let work = common::workload("cpu7525");
-    let file = perf_record(
-        dir.path(),
-        "h.data",
-        &["-F", "999"],
-        &[work.to_str().unwrap(), "10"],
-    );
-    let keys = [
-        "# hostname :",
-        "# os release :",
-        "# perf version :",
-        "# arch :",
-        "# nrcpus online :",
-        "# nrcpus avail :",
-        "# cpudesc :",
-        "# cpuid :",
-        "# total memory :",
-        "# cmdline :",
-        "# time of first sample :",
-        "# time of last sample :",
-        "# sample duration :",
-    ];
-    let pick = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter(|l| keys.iter().any(|k| l.starts_with(k)))
-            .map(|l| l.trim_end().to_owned())
-            .collect()
-    };
+    let file = record_cpu7525(dir.path(), "h.data", &["-F", "999"], "10");
+    let pick = |text: &str| common::header_lines(text, &HEADER_TIMES);
     let theirs = pick(&perf(&["report", "--header-only"], &file));
-    assert_eq!(theirs.len(), keys.len(), "{theirs:?}");
+    assert_eq!(
+        theirs.len(),
+        common::HEADER_KEYS.len() + HEADER_TIMES.len(),
+        "{theirs:?}"
+    );
     let only = scry(&["report", "--header-only"], &file);
     assert_eq!(pick(&only), theirs);
     assert!(!only.contains("Overhead"), "--header-only printed a report");

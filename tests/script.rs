@@ -317,27 +317,10 @@ fn header_features_match_perf() {
     let Some(file) = perf_record(dir.path(), "h.data", &["-F", "999"], &["true"]) else {
         return;
     };
-    let keys = [
-        "# hostname :",
-        "# os release :",
-        "# perf version :",
-        "# arch :",
-        "# nrcpus online :",
-        "# nrcpus avail :",
-        "# cpudesc :",
-        "# cpuid :",
-        "# total memory :",
-        "# cmdline :",
-    ];
-    let pick = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter(|l| keys.iter().any(|k| l.starts_with(k)))
-            .map(|l| l.trim_end().to_owned())
-            .collect()
-    };
+    let pick = |text: &str| common::header_lines(text, &[]);
     let perf = pick(&perf_script(&file, &["--header-only"]));
     let scry = pick(&scry_script(&file, &["--header-only"]));
-    assert_eq!(perf.len(), keys.len(), "{perf:?}");
+    assert_eq!(perf.len(), common::HEADER_KEYS.len(), "{perf:?}");
     assert_eq!(perf, scry);
 }
 

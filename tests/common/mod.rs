@@ -344,3 +344,28 @@ pub fn workload(name: &str) -> PathBuf {
         .unwrap_or_else(|e| panic!("rename {} -> {}: {e}", temp.display(), binary.display()));
     binary
 }
+
+/// The header lines (`# hostname : vm`) every perf.data file scry and perf
+/// write holds, as `perf script --header` and `perf report --header` print
+/// them.
+pub const HEADER_KEYS: [&str; 10] = [
+    "# hostname :",
+    "# os release :",
+    "# perf version :",
+    "# arch :",
+    "# nrcpus online :",
+    "# nrcpus avail :",
+    "# cpudesc :",
+    "# cpuid :",
+    "# total memory :",
+    "# cmdline :",
+];
+
+/// The lines of `text` starting with one of `HEADER_KEYS` or `extra`,
+/// trailing blanks trimmed.
+pub fn header_lines(text: &str, extra: &[&str]) -> Vec<String> {
+    text.lines()
+        .filter(|l| HEADER_KEYS.iter().chain(extra).any(|k| l.starts_with(k)))
+        .map(|l| l.trim_end().to_owned())
+        .collect()
+}
