@@ -70,6 +70,8 @@ struct FileSink {
     last_checkpoint: Instant,
     /// The data size the header said at the last checkpoint.
     checkpointed: u64,
+    /// LOST_SAMPLES records to write after the records being scanned.
+    lost_samples: Vec<u8>,
 }
 
 fn u64_at(b: &[u8], at: usize) -> Option<u64> {
@@ -103,6 +105,17 @@ impl FileSink {
                 }
                 PERF_RECORD_LOST => {
                     *self.lost_per_cpu.entry(cpu).or_default() += u64_at(rec, 16).unwrap_or(0);
+                    // perf report counts losses from LOST_SAMPLES (perf
+                    // record writes them at its end): one per LOST here,
+                    // its count and sample_id (the LOST body without its
+                    // leading id), so perf shows what scry lost.
+                    let body = rec.get(16..).unwrap_or(&[]);
+                    let size = (8 + body.len()) as u16;
+                    self.lost_samples
+                        .extend_from_slice(&PERF_RECORD_LOST_SAMPLES.to_ne_bytes());
+                    self.lost_samples.extend_from_slice(&0u16.to_ne_bytes());
+                    self.lost_samples.extend_from_slice(&size.to_ne_bytes());
+                    self.lost_samples.extend_from_slice(body);
                 }
                 PERF_RECORD_LOST_SAMPLES => {
                     *self.lost_per_cpu.entry(cpu).or_default() += u64_at(rec, 8).unwrap_or(0);
@@ -127,7 +140,12 @@ impl FileSink {
 impl RecordSink for FileSink {
     fn records(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()> {
         self.scan(cpu, bytes);
-        self.writer.write_records(bytes)
+        self.writer.write_records(bytes)?;
+        if !self.lost_samples.is_empty() {
+            let synthesized = std::mem::take(&mut self.lost_samples);
+            self.writer.write_records(&synthesized)?;
+        }
+        Ok(())
     }
 
     fn round_done(&mut self) -> io::Result<()> {
@@ -274,6 +292,7 @@ pub fn record_to_file(
         last_time: 0,
         last_checkpoint: Instant::now(),
         checkpointed: 0,
+        lost_samples: Vec::new(),
     };
 
     let system_wide = opts.target.system_wide || opts.target.cpus.is_some();

@@ -188,7 +188,9 @@ pub struct Resolver {
     frame_stacks: super::process::FxSet<Arc<[FrameId]>>,
     loc_scratch: Vec<u32>,
     stats: ResolveStats,
+    /// From LOST_SAMPLES records, and from PERF_RECORD_LOST ones.
     lost: u64,
+    lost_records: u64,
     scratch: Vec<(u64, bool)>,
     user_scratch: Vec<u64>,
     /// Look return addresses up at `addr - 1` (see the module doc).
@@ -255,6 +257,7 @@ impl Resolver {
             loc_scratch: Vec::new(),
             stats: ResolveStats::default(),
             lost: 0,
+            lost_records: 0,
             scratch: Vec::new(),
             user_scratch: Vec::new(),
             adjust_return_addresses: options.adjust_return_addresses || options.inline,
@@ -313,14 +316,26 @@ impl Resolver {
                     build_id,
                 })
             }
-            EventRecord::Lost(l) => self.lost += l.count,
+            EventRecord::Lost(l) => self.lost_records += l.count,
             _ => {}
         }
     }
 
-    /// Count samples the kernel or perf reported lost (LOST, LOST_SAMPLES).
+    /// Count samples a LOST_SAMPLES record reports lost.
     pub fn add_lost(&mut self, n: u64) {
         self.lost += n;
+    }
+
+    /// Lost samples as perf report counts them ("Total Lost Samples"): the
+    /// LOST_SAMPLES records. perf writes them for the same losses its
+    /// PERF_RECORD_LOST records report, so adding both counted them twice;
+    /// a file with only PERF_RECORD_LOST (older recorders) counts those.
+    fn lost_total(&self) -> u64 {
+        if self.lost > 0 {
+            self.lost
+        } else {
+            self.lost_records
+        }
     }
 
     fn handle_mmap(&mut self, m: &MmapInfo<'_>) {
@@ -427,7 +442,7 @@ impl Resolver {
 
     /// Lost events seen so far.
     pub fn lost(&self) -> u64 {
-        self.lost
+        self.lost_total()
     }
 
     /// Take everything: the remaining samples, the frames and the counts.
@@ -446,11 +461,12 @@ impl Resolver {
         } else {
             self.stacks.len() as u64
         };
+        let lost = self.lost_total();
         Resolution {
             samples,
             frames: self.frames,
             stats: self.stats,
-            lost: self.lost,
+            lost,
         }
     }
 }
