@@ -378,6 +378,49 @@ fn report_sort_keys_and_fields_as_perf() {
         assert!(theirs.len() >= 3, "{case:?}: perf printed {theirs:#?}");
         assert_eq!(ours, theirs, "{case:?}");
     }
+    // The keys in JSON: the text report's values.
+    let json: serde_json::Value = serde_json::from_str(&scry(
+        &[
+            "report",
+            "--format",
+            "json",
+            "--no-children",
+            "-s",
+            "cpu,parent,srcline",
+        ],
+        &file,
+    ))
+    .expect("scry report --format json is JSON");
+    let text = report_body(&scry(
+        &[
+            "report",
+            "--stdio",
+            "-g",
+            "none",
+            "--no-children",
+            "-s",
+            "cpu,parent,srcline",
+        ],
+        &file,
+    ));
+    let entries = json["events"][0]["entries"].as_array().expect("entries");
+    assert_eq!(entries.len() + 2, text.len(), "{text:#?}");
+    for e in entries {
+        let cpu = e["cpu"].as_i64().expect("cpu");
+        let cell = if cpu < 0 {
+            format!("-{:03}", -cpu)
+        } else {
+            format!("{cpu:03}")
+        };
+        let parent = e["parent"].as_str().unwrap_or("[other]");
+        let srcline = e["srcline"].as_str().expect("srcline");
+        let line = format!("{cell}  {parent}");
+        assert!(
+            text.iter()
+                .any(|l| l.contains(&line) && l.ends_with(srcline)),
+            "{e}: no {line} ... {srcline} in {text:#?}"
+        );
+    }
     // Unknown keys and fields: one line naming the known ones, exit 2.
     for (args, needle) in [
         (

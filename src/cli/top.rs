@@ -412,7 +412,10 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
         Screen::Stdio(io::BufWriter::new(io::stdout()))
     };
     let consumer = TopConsumer {
-        resolver: Resolver::new(&ResolveOptions::default()),
+        resolver: Resolver::new(&ResolveOptions {
+            srcline: sort.contains(&SortKey::Srcline),
+            ..ResolveOptions::default()
+        }),
         window: DecayWindow::new(8, 0.875),
         profile_options: ProfileOptions {
             sort: sort.clone(),

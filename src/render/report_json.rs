@@ -71,6 +71,14 @@ struct EntryDoc<'a> {
     pid: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tid: Option<i32>,
+    /// `cpu`: -1 when the samples carry none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu: Option<i64>,
+    /// `parent`: `null` for perf's `[other]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    srcline: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dso: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -151,6 +159,15 @@ fn entry_doc<'a>(
         comm: entry.comm.as_deref(),
         pid: entry.pid,
         tid: entry.tid,
+        cpu: entry
+            .cpu
+            .map(|c| if c == u32::MAX { -1 } else { i64::from(c) }),
+        parent: entry
+            .parent
+            .map(|p| p.and_then(|f| frames.get(f).sym.as_deref())),
+        srcline: frame
+            .filter(|_| sort.contains(&SortKey::Srcline))
+            .map(|f| f.srcline.as_deref().unwrap_or("??:0")),
         dso: frame.filter(|_| has_dso).map(|f| &*f.dso),
         dso_short: frame.filter(|_| has_dso).map(|f| dso_short_name(&f.dso)),
         sym: frame.filter(|_| has_sym).map(|f| f.sym.as_deref()),
