@@ -77,8 +77,9 @@ pub struct FlamegraphArgs {
     /// With --offcpu: join each blocked stack with its waker's (offwaketime).
     #[arg(long, requires = "offcpu")]
     wakeup: bool,
-    /// Record this command first (as `scry record -F 999 -g`), then draw it.
-    #[arg(last = true, value_name = "COMMAND")]
+    /// Record this command first (as `scry record -F 999 -g`), then draw it
+    /// (`--` before it is optional).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
 }
 

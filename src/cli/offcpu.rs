@@ -50,8 +50,8 @@ pub struct OffcpuArgs {
     /// Stacks shown in the report. Default 10.
     #[arg(short = 'n', long = "stacks", value_name = "N", default_value_t = 10)]
     stacks: usize,
-    /// The command to run and watch (after --).
-    #[arg(last = true, value_name = "COMMAND")]
+    /// The command to run and watch (`--` before it is optional, as with perf).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
     /// Write only the flame graph (`scry flamegraph --offcpu`): no report.
     #[arg(skip)]

@@ -68,8 +68,8 @@ pub struct ProfileArgs {
     /// where it loads; this is also the fallback where it does not).
     #[arg(long)]
     no_bpf: bool,
-    /// The command to run and profile (after --).
-    #[arg(last = true, value_name = "COMMAND")]
+    /// The command to run and profile (`--` before it is optional, as with perf).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
 }
 

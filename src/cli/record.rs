@@ -44,11 +44,9 @@ pub struct RecordArgs {
     #[arg(long, conflicts_with_all = ["events", "filter", "freq", "count", "callchain", "call_graph"])]
     profile: bool,
     /// The command to run and record (`--` before it is optional, as with perf).
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMMAND"
-    )]
+    // No allow_hyphen_values: an unknown flag before the command is an
+    // error, not a program to run; after it, everything is the command's.
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
 }
 

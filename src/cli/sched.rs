@@ -57,8 +57,8 @@ struct RunArgs {
     /// Write the output here instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
-    /// The command to run and watch (after --).
-    #[arg(last = true, value_name = "COMMAND")]
+    /// The command to run and watch (`--` before it is optional, as with perf).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
 }
 

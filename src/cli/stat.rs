@@ -78,8 +78,8 @@ pub struct StatArgs {
     /// Say why unsupported events are unsupported.
     #[arg(short = 'v', long = "verbose")]
     verbose: bool,
-    /// The command to run and count (after --).
-    #[arg(last = true, value_name = "COMMAND")]
+    /// The command to run and count (`--` before it is optional, as with perf).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
 }
 

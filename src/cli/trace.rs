@@ -72,8 +72,8 @@ pub struct TraceArgs {
         default_value_t = 4096
     )]
     mmap_pages: usize,
-    /// The command to run and trace (after --).
-    #[arg(last = true, value_name = "COMMAND")]
+    /// The command to run and trace (`--` before it is optional, as with perf).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
 }
 
