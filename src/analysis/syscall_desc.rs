@@ -97,11 +97,11 @@ impl SyscallDesc {
 fn is_input_buffer(field: &Field, next: &Field) -> bool {
     let t = field.type_name.as_str();
     let input = match field.name.as_str() {
-        "buf" | "ubuf" | "value" => t.starts_with("const ") && t.ends_with('*'),
+        "buf" | "ubuf" | "value" | "u_msg_ptr" => t.starts_with("const ") && t.ends_with('*'),
         "buff" => t.ends_with('*'),
         _ => false,
     };
-    input && matches!(next.name.as_str(), "count" | "len" | "size")
+    input && matches!(next.name.as_str(), "count" | "len" | "size" | "msg_len")
 }
 
 /// Which syscall arguments are strings: `char *` pointers other than data
@@ -110,8 +110,15 @@ fn is_input_buffer(field: &Field, next: &Field) -> bool {
 fn arg_kind(field: &Field) -> ArgKind {
     let t = field.type_name.as_str();
     let n = field.name.as_str();
-    if t.contains("char *") && !t.contains("* const") && !t.contains("**") {
-        if matches!(n, "buf" | "ubuf" | "optval" | "value" | "argp") {
+    // One level of pointer only: execve's `const char *const * argv` is an
+    // array of pointers, not a string.
+    if t.contains("char *") && t.matches('*').count() == 1 {
+        // Data, not text: buffers the call fills or reads (listxattr's
+        // list, mincore's vec, a message), or an address (shmat's).
+        if matches!(
+            n,
+            "buf" | "ubuf" | "optval" | "value" | "argp" | "list" | "vec" | "u_msg_ptr" | "shmaddr"
+        ) {
             return ArgKind::Hex;
         }
         return ArgKind::Str;
@@ -170,5 +177,15 @@ print fmt: \"dfd: 0x%08lx\", ((unsigned long)(REC->dfd))\n";
             vec![ArgKind::DirFd, ArgKind::Str, ArgKind::Hex, ArgKind::Hex]
         );
         assert_eq!(d.copied_args().collect::<Vec<_>>(), vec![1]);
+        let text = "name: sys_enter_execve\nID: 783\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\
+\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n\
+\tfield:const char * filename;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:const char *const * argv;\toffset:24;\tsize:8;\tsigned:0;\n\
+\tfield:const char *const * envp;\toffset:32;\tsize:8;\tsigned:0;\n\n\
+print fmt: \"filename: 0x%08lx\", ((unsigned long)(REC->filename))\n";
+        let format = crate::event::format::parse_format("syscalls", text).unwrap();
+        let d = SyscallDesc::from_format(59, "execve", &format);
+        assert_eq!(d.copied_args().collect::<Vec<_>>(), vec![0]);
     }
 }
