@@ -1,4 +1,5 @@
-//! `record`'s pipeline: a capture session streamed into a perf.data file.
+//! `record`'s pipeline: a capture session streamed into a perf.data file,
+//! or with `-o -` into perf's pipe format on standard output.
 //!
 //! Records go from the rings to the file untouched (perf's approach: no
 //! parsing on the hot path). While they pass, a scan of the 8-byte headers
@@ -18,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::data::build_id;
 use crate::data::features::{BuildIdEntry, Features, len_u32};
+use crate::data::pipe_writer::PerfPipeWriter;
 use crate::data::writer::{EventDesc, PerfDataWriter};
 use crate::event::name::group_size;
 use crate::sys::perf_event::{
@@ -58,9 +60,49 @@ pub enum RecordError {
     File { path: PathBuf, source: io::Error },
 }
 
+/// Where the records go: a perf.data file, or the pipe format on standard
+/// output (`-o -`), which cannot seek: its metadata goes first, and features
+/// known only at the end (build-ids, the sample time range) are left out,
+/// as perf does in pipe mode.
+enum Output {
+    File(PerfDataWriter<File>),
+    Pipe(PerfPipeWriter<io::Stdout>),
+}
+
+impl Output {
+    fn write_records(&mut self, raw: &[u8]) -> io::Result<()> {
+        match self {
+            Output::File(w) => w.write_records(raw),
+            Output::Pipe(w) => w.write_records(raw),
+        }
+    }
+
+    fn write_finished_round(&mut self) -> io::Result<()> {
+        match self {
+            Output::File(w) => w.write_finished_round(),
+            Output::Pipe(w) => w.write_finished_round(),
+        }
+    }
+
+    fn data_size(&self) -> u64 {
+        match self {
+            Output::File(w) => w.data_size(),
+            Output::Pipe(w) => w.data_size(),
+        }
+    }
+
+    /// The file: data written out and the header for it. The pipe: flushed.
+    fn checkpoint(&mut self) -> io::Result<()> {
+        match self {
+            Output::File(w) => w.checkpoint(),
+            Output::Pipe(w) => w.flush(),
+        }
+    }
+}
+
 /// The writer plus the header scan described in the module doc.
 struct FileSink {
-    writer: PerfDataWriter<File>,
+    writer: Output,
     samples: u64,
     lost_per_cpu: BTreeMap<u32, u64>,
     /// `(misc cpumode, filename)` of every mapped binary.
@@ -276,13 +318,25 @@ pub fn record_to_file(
         })
         .collect();
 
-    let renamed_old = prepare_output(path)?;
+    let to_stdout = path.as_os_str() == "-";
+    let renamed_old = !to_stdout && prepare_output(path)?;
     let file_err = |source| RecordError::File {
         path: path.to_path_buf(),
         source,
     };
-    let file = crate::sys::private_file::create(path).map_err(file_err)?;
-    let writer = PerfDataWriter::with_events(file, &events).map_err(file_err)?;
+    let tracepoints: Vec<(String, String)> = session
+        .events
+        .iter()
+        .filter_map(|e| e.tracepoint.clone())
+        .collect();
+    let writer = if to_stdout {
+        let mut features = Features::from_system(cmdline.clone());
+        features.tracing_data = tracing_data(&tracepoints);
+        Output::Pipe(PerfPipeWriter::new(io::stdout(), &events, &features).map_err(file_err)?)
+    } else {
+        let file = crate::sys::private_file::create(path).map_err(file_err)?;
+        Output::File(PerfDataWriter::with_events(file, &events).map_err(file_err)?)
+    };
     let mut sink = FileSink {
         writer,
         samples: 0,
@@ -300,6 +354,9 @@ pub fn record_to_file(
         // Nothing ran, so nothing was recorded: leave no file behind (and
         // put back the one moved aside), as perf does.
         drop(sink);
+        if to_stdout {
+            return Err(e.into());
+        }
         let _ = std::fs::remove_file(path);
         if renamed_old {
             let mut old = path.as_os_str().to_owned();
@@ -322,11 +379,6 @@ pub fn record_to_file(
     let mut features = Features::from_system(cmdline);
     features.build_ids = build_ids(&sink.mapped);
     features.sample_time = sink.first_time.map(|first| (first, sink.last_time));
-    let tracepoints: Vec<(String, String)> = session
-        .events
-        .iter()
-        .filter_map(|e| e.tracepoint.clone())
-        .collect();
     features.tracing_data = tracing_data(&tracepoints);
     features.groups = (0..session.events.len())
         .filter_map(|i| {
@@ -341,7 +393,10 @@ pub fn record_to_file(
         lost_per_cpu,
         ..
     } = sink;
-    writer.finish(&events, &features).map_err(file_err)?;
+    match writer {
+        Output::File(w) => drop(w.finish(&events, &features).map_err(file_err)?),
+        Output::Pipe(w) => drop(w.finish().map_err(file_err)?),
+    }
     let stop = stop?;
     Ok(RecordSummary {
         path: path.to_path_buf(),
