@@ -395,7 +395,9 @@ pub fn record_to_file(
     } = sink;
     match writer {
         Output::File(w) => drop(w.finish(&events, &features).map_err(file_err)?),
-        Output::Pipe(w) => drop(w.finish().map_err(file_err)?),
+        Output::Pipe(w) => {
+            w.finish().map_err(file_err)?;
+        }
     }
     let stop = stop?;
     Ok(RecordSummary {
