@@ -327,9 +327,13 @@ fn report_body(text: &str) -> Vec<String> {
         .filter(|l| !l.starts_with("# Samples") && !l.starts_with("# Event count"))
         .map(|l| l.trim_end().to_string())
         .collect();
+    // Percentages and counts; not a zero-padded CPU or socket (`001`).
+    let figure = |w: &&str| {
+        w.ends_with('%') || (w.parse::<u64>().is_ok() && (w.len() == 1 || !w.starts_with('0')))
+    };
     let figures = |line: &str| -> String {
         line.split_whitespace()
-            .take_while(|w| w.ends_with('%') || w.parse::<u64>().is_ok())
+            .take_while(figure)
             .collect::<Vec<_>>()
             .join(" ")
     };
@@ -357,9 +361,10 @@ fn report_sort_keys_and_fields_as_perf() {
     require_kernel!();
     let dir = common::tempdir();
     let file = record_cpu7525(dir.path(), "g.data", &["-F", "499", "-g"], "30");
-    let cases: [&[&str]; 11] = [
+    let cases: [&[&str]; 12] = [
         &["-n"],
         &["--no-children", "-s", "cpu"],
+        &["--no-children", "-s", "socket,comm"],
         &["--no-children", "-s", "parent,sym"],
         &["--no-children", "-s", "srcline"],
         &["--no-children", "-s", "srcline,sym", "-n"],
@@ -377,6 +382,20 @@ fn report_sort_keys_and_fields_as_perf() {
         let ours = report_body(&scry(&args, &file));
         assert!(theirs.len() >= 3, "{case:?}: perf printed {theirs:#?}");
         assert_eq!(ours, theirs, "{case:?}");
+    }
+    // System-wide, samples carry their CPU, and perf's file its topology.
+    let all = perf_record(
+        dir.path(),
+        "a.data",
+        &["-a", "-F", "499"],
+        &["sleep", "0.3"],
+    );
+    for case in [["-s", "socket,cpu"], ["-s", "cpu,comm"]] {
+        let mut args = vec!["report", "--stdio", "-g", "none", "--no-children"];
+        args.extend_from_slice(&case);
+        let theirs = report_body(&perf(&args, &all));
+        assert!(theirs.len() >= 3, "{case:?}: perf printed {theirs:#?}");
+        assert_eq!(report_body(&scry(&args, &all)), theirs, "{case:?}");
     }
     // The keys in JSON: the text report's values.
     let json: serde_json::Value = serde_json::from_str(&scry(
@@ -425,7 +444,7 @@ fn report_sort_keys_and_fields_as_perf() {
     for (args, needle) in [
         (
             ["-s", "bogus"],
-            "known: pid, tid, comm, dso, sym, parent, cpu, srcline",
+            "known: pid, tid, comm, dso, sym, parent, cpu, socket, srcline",
         ),
         (
             ["-F", "bogus"],

@@ -39,6 +39,9 @@ pub struct ProfileOptions {
     /// file has callchains, as perf does.
     pub children: bool,
     pub filter: SampleFilter,
+    /// The socket of each CPU (the file's CPU_TOPOLOGY), for the `socket`
+    /// key; CPUs past its end are socket -1, as in perf.
+    pub sockets: Vec<i32>,
 }
 
 impl Default for ProfileOptions {
@@ -47,6 +50,7 @@ impl Default for ProfileOptions {
             sort: vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
             children: true,
             filter: SampleFilter::default(),
+            sockets: Vec::new(),
         }
     }
 }
@@ -58,14 +62,15 @@ pub(crate) struct RawKey {
     pid: i32,
     tid: i32,
     cpu: u32,
+    socket: i32,
     parent: u32,
     /// The frame's part: its slot (`KeyTable::frame_slots`).
     slot: u32,
 }
 
 /// What the entry keys of a group share besides the frame: comm (when a
-/// sort key), pid, tid, cpu and parent (zero unless sort keys).
-pub(crate) type GroupContext = (u32, i32, i32, u32, u32);
+/// sort key), pid, tid, cpu, socket and parent (zero unless sort keys).
+pub(crate) type GroupContext = (u32, i32, i32, (u32, i32), u32);
 
 /// `StackGroup::parent` of a stack with no frame matching the pattern.
 const NO_PARENT: u32 = u32::MAX;
@@ -78,6 +83,7 @@ pub struct Entry {
     pub pid: Option<i32>,
     pub tid: Option<i32>,
     pub cpu: Option<u32>,
+    pub socket: Option<i32>,
     /// `parent`: the first frame from the leaf matching perf's parent
     /// pattern; `Some(None)` is perf's `[other]`.
     pub parent: Option<Option<FrameId>>,
@@ -235,6 +241,7 @@ pub(crate) struct KeyMask {
     pid: bool,
     tid: bool,
     cpu: bool,
+    socket: bool,
     parent: bool,
     /// `dso`, `sym` or `srcline`: entries carry a frame.
     frame: bool,
@@ -247,6 +254,7 @@ impl KeyMask {
             pid: sort.contains(&SortKey::Pid),
             tid: sort.contains(&SortKey::Tid),
             cpu: sort.contains(&SortKey::Cpu),
+            socket: sort.contains(&SortKey::Socket),
             parent: sort.contains(&SortKey::Parent),
             frame: sort.iter().any(|k| !k.of_sample()),
         }
@@ -270,7 +278,8 @@ impl KeyMask {
             comm: if self.comm { group.comm } else { 0 },
             pid: group.pid,
             tid: group.tid,
-            cpu: group.cpu,
+            cpu: if self.cpu { group.cpu } else { 0 },
+            socket: group.socket,
             parent: group.parent,
             slot: keys.slot_of(frame),
         }
@@ -289,7 +298,9 @@ pub(crate) struct StackGroup {
     pub(crate) comm_name: Arc<str>,
     pub(crate) pid: i32,
     pub(crate) tid: i32,
+    /// The sample's CPU when `cpu` or `socket` is a sort key, else 0.
     pub(crate) cpu: u32,
+    pub(crate) socket: i32,
     /// Sym id of the stack's parent (`KeyTable::parent_of`).
     pub(crate) parent: u32,
     /// The leaf was sampled in the kernel.
@@ -364,7 +375,11 @@ impl Profile {
             }
             let pid = if mask.pid { sample.pid } else { 0 };
             let tid = if mask.tid { sample.tid } else { 0 };
-            let cpu = if mask.cpu { sample.cpu } else { 0 };
+            let cpu = if mask.cpu || mask.socket {
+                sample.cpu
+            } else {
+                0
+            };
             let ptrs = (
                 Arc::as_ptr(&sample.comm) as *const u8 as usize,
                 Arc::as_ptr(&sample.stack) as *const FrameId as usize,
@@ -392,6 +407,11 @@ impl Profile {
                         pid,
                         tid,
                         cpu,
+                        socket: if mask.socket {
+                            socket_of(&options.sockets, sample.cpu)
+                        } else {
+                            0
+                        },
                         parent: if mask.parent {
                             keys.parent_of(&sample.stack)
                         } else {
@@ -437,6 +457,7 @@ impl Profile {
                 pid: mask.pid.then_some(group.pid),
                 tid: mask.tid.then_some(group.tid),
                 cpu: mask.cpu.then_some(group.cpu),
+                socket: mask.socket.then_some(group.socket),
                 parent: mask.parent.then(|| {
                     keys.frame_of_sym(group.parent)
                         .filter(|_| group.parent != NO_PARENT)
@@ -516,7 +537,14 @@ impl Profile {
     /// sort key), pid and tid (zero unless sort keys).
     pub(crate) fn context_of(&self, group: &StackGroup) -> GroupContext {
         let comm = if self.mask.comm { group.comm } else { 0 };
-        (comm, group.pid, group.tid, group.cpu, group.parent)
+        let cpu = if self.mask.cpu { group.cpu } else { 0 };
+        (
+            comm,
+            group.pid,
+            group.tid,
+            (cpu, group.socket),
+            group.parent,
+        )
     }
 
     /// The stack (leaf first) of a group.
@@ -539,6 +567,7 @@ impl Profile {
             pid: if m.pid { sample.pid } else { 0 },
             tid: if m.tid { sample.tid } else { 0 },
             cpu: if m.cpu { sample.cpu } else { 0 },
+            socket: 0,
             parent: if m.parent {
                 self.keys.parent_of(&sample.stack)
             } else {
@@ -590,6 +619,11 @@ impl SeenSet {
             None => true,
         }
     }
+}
+
+/// perf's socket of a CPU: from the topology, else -1.
+fn socket_of(sockets: &[i32], cpu: u32) -> i32 {
+    sockets.get(cpu as usize).copied().unwrap_or(-1)
 }
 
 fn group_stack<'a>(frames: &'a [FrameId], group: &StackGroup) -> &'a [FrameId] {

@@ -1,7 +1,7 @@
 //! perf report's `--sort` keys and sample filters: names, column headers,
 //! parsing (an unknown key is one error line listing the known ones).
 //!
-//! Keys of a sample (`comm`, `pid`, `tid`, `cpu`, `parent`) are the same for
+//! Keys of a sample (`comm`, `pid`, `tid`, `cpu`, `socket`, `parent`) are the same for
 //! every frame of its stack; keys of a frame (`dso`, `sym`, `srcline`) differ
 //! along it. `parent` is perf's: the first frame from the leaf whose name
 //! matches perf's default parent pattern `^sys_|^do_page_fault`, or
@@ -20,12 +20,13 @@ pub enum SortKey {
     Dso,
     Sym,
     Cpu,
+    Socket,
     Parent,
     Srcline,
 }
 
 /// Every key, in the order `--sort`'s error lists them.
-const ALL_KEYS: [SortKey; 8] = [
+const ALL_KEYS: [SortKey; 9] = [
     SortKey::Pid,
     SortKey::Tid,
     SortKey::Comm,
@@ -33,6 +34,7 @@ const ALL_KEYS: [SortKey; 8] = [
     SortKey::Sym,
     SortKey::Parent,
     SortKey::Cpu,
+    SortKey::Socket,
     SortKey::Srcline,
 ];
 
@@ -46,6 +48,7 @@ impl SortKey {
             SortKey::Dso => "Shared Object",
             SortKey::Sym => "Symbol",
             SortKey::Cpu => "CPU",
+            SortKey::Socket => "Socket",
             SortKey::Parent => "Parent symbol",
             SortKey::Srcline => "Source:Line",
         }
@@ -60,6 +63,7 @@ impl SortKey {
             SortKey::Dso => "dso",
             SortKey::Sym => "sym",
             SortKey::Cpu => "cpu",
+            SortKey::Socket => "socket",
             SortKey::Parent => "parent",
             SortKey::Srcline => "srcline",
         }
@@ -80,7 +84,12 @@ impl SortKey {
     pub fn of_sample(self) -> bool {
         matches!(
             self,
-            SortKey::Comm | SortKey::Pid | SortKey::Tid | SortKey::Cpu | SortKey::Parent
+            SortKey::Comm
+                | SortKey::Pid
+                | SortKey::Tid
+                | SortKey::Cpu
+                | SortKey::Socket
+                | SortKey::Parent
         )
     }
 
@@ -172,7 +181,7 @@ mod tests {
         );
         assert_eq!(
             SortKey::parse_list("bogus").unwrap_err(),
-            "unknown sort key 'bogus' (known: pid, tid, comm, dso, sym, parent, cpu, srcline)"
+            "unknown sort key 'bogus' (known: pid, tid, comm, dso, sym, parent, cpu, socket, srcline)"
         );
         assert!(SortKey::parse_list("").is_err());
         assert_eq!(dso_short_name("/usr/lib/libc.so.6"), "libc.so.6");

@@ -201,7 +201,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let resolve_options = ResolveOptions {
         demangle: !args.no_demangle,
         // Merged samples keep the first one's CPU: not with `cpu` as a key.
-        merge_samples: !sort.contains(&SortKey::Cpu),
+        merge_samples: !sort.contains(&SortKey::Cpu) && !sort.contains(&SortKey::Socket),
         srcline: sort.contains(&SortKey::Srcline),
         ..ResolveOptions::default()
     };
@@ -234,6 +234,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             tids: args.tids,
             dsos: args.dsos,
             symbols: args.symbols,
+        },
+        sockets: if sort.contains(&SortKey::Socket) {
+            scry::data::reader::PerfReader::open(&args.input)?.cpu_sockets()
+        } else {
+            Vec::new()
         },
     };
     let mut profile = Profile::build(&resolved.samples, &resolved.frames, &options);

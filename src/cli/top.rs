@@ -420,7 +420,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
         profile_options: ProfileOptions {
             sort: sort.clone(),
             children: opts.call_graph != CallGraph::None,
-            filter: Default::default(),
+            ..ProfileOptions::default()
         },
         interval: Duration::from_secs_f64(args.delay),
         last_refresh: Instant::now(),

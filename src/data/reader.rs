@@ -321,6 +321,39 @@ impl PerfReader {
         })
     }
 
+    /// The socket (physical package) of each CPU, by CPU number, from the
+    /// CPU_TOPOLOGY feature; empty when the file does not say (scry's own
+    /// files; perf then shows socket -1).
+    pub fn cpu_sockets(&self) -> Vec<i32> {
+        let e = self.layout.endian;
+        let data = |f: Feature| self.perf_file.feature_section_data(f);
+        let (Some(b), Some(avail)) = (
+            data(Feature::CPU_TOPOLOGY),
+            data(Feature::NRCPUS).and_then(|b| e.u32(b, 0)),
+        ) else {
+            return Vec::new();
+        };
+        // Two string lists (sibling cores, sibling threads), then per CPU
+        // (core_id, socket_id).
+        let mut at = 0usize;
+        for _ in 0..2 {
+            let Some(nr) = e.u32(b, at) else {
+                return Vec::new();
+            };
+            at += 4;
+            for _ in 0..nr {
+                match layout::header_string(b, at, e) {
+                    Some((_, next)) => at = next,
+                    None => return Vec::new(),
+                }
+            }
+        }
+        let room = b.len().saturating_sub(at) / 8;
+        (0..(avail as usize).min(room))
+            .map_while(|cpu| e.u32(b, at + cpu * 8 + 4).map(|s| s as i32))
+            .collect()
+    }
+
     /// Walks the records again in file order (what `perf script -D` shows),
     /// calling `visit` with each record's frame, its 8 header bytes and body.
     /// What the framing skips is said on stderr, as for `next_record`.

@@ -106,6 +106,13 @@ pub fn key_cell(key: SortKey, entry: &Entry, frames: &FrameTable) -> String {
             Some(c) => format!("{c:03}"),
             None => String::new(),
         },
+        SortKey::Socket => entry.socket.map_or(String::new(), |s| {
+            if s < 0 {
+                format!("-{:03}", s.unsigned_abs())
+            } else {
+                format!("{s:03}")
+            }
+        }),
         SortKey::Parent => match entry.parent {
             Some(Some(f)) => frame_name(frames, f).to_string(),
             Some(None) => "[other]".to_string(),

@@ -115,6 +115,7 @@ impl Column {
         match self {
             Column::Samples | Column::Period => 12,
             Column::Key(SortKey::Pid | SortKey::Tid) => 7,
+            Column::Key(SortKey::Socket) => 6,
             Column::Key(k) => k.header().len(),
             _ => 8,
         }
@@ -157,6 +158,7 @@ impl Column {
             (Column::Key(SortKey::Pid), ..) => a.pid.cmp(&b.pid),
             (Column::Key(SortKey::Tid), ..) => a.tid.cmp(&b.tid),
             (Column::Key(SortKey::Cpu), ..) => a.cpu.cmp(&b.cpu),
+            (Column::Key(SortKey::Socket), ..) => a.socket.cmp(&b.socket),
             // By name, without the `[k]`/`[.]` marker.
             (Column::Key(SortKey::Sym), ..) => {
                 let name = |e: &Entry| e.frame.and_then(|f| frames.get(f).sym.clone());
@@ -214,7 +216,7 @@ mod tests {
         let err = Column::parse_fields("overhead,xx").unwrap_err();
         assert!(
             err.starts_with("unknown field 'xx' (known: overhead, overhead_sys, ")
-                && err.ends_with("cpu, srcline)"),
+                && err.ends_with("cpu, socket, srcline)"),
             "{err}"
         );
         assert_eq!(
