@@ -365,6 +365,11 @@ impl PerfReader {
             file: self.file.clone(),
             source,
         };
+        if matches!(self.source, Source::Stream) {
+            return Err(ReadError::ReadOnce {
+                file: self.file.clone(),
+            });
+        }
         let mut input = self.source.open().map_err(io_err)?;
         let e = self.layout.endian;
         let skipped = walk_records(&mut input, self.layout.data, e, |frame, body| {

@@ -24,6 +24,10 @@ pub enum ReadError {
     },
     #[error("{file}: {what}, not a perf.data file")]
     NotPerfData { file: String, what: String },
+    #[error(
+        "{file}: a pipe is read once, and this walks the records again: save it to a file first"
+    )]
+    ReadOnce { file: String },
     #[error("{file}: truncated header ({len} bytes, the header needs {needed})")]
     TruncatedHeader { file: String, len: u64, needed: u64 },
     #[error("{file}: bad header: {what}")]
