@@ -13,9 +13,12 @@
 
 mod common;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use serde_json::Value;
 
 /// `scry record -F 999 [-g] -o dir/name.data -- cpu7525 ROUNDS`.
 fn record_cpu7525(dir: &Path, name: &str, stacks: bool, rounds: &str) -> PathBuf {
@@ -225,4 +228,115 @@ fn convert_bad_input_is_one_line() {
     let out = common::output(&mut convert_cmd(&junk, "svg", &dir.path().join("out")));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown format 'svg'"));
+}
+
+/// `(tid, event) → samples` from `perf script -F tid,event` (the oracle).
+fn perf_script_counts(data: &Path) -> BTreeMap<(String, String), u64> {
+    let text = common::run_ok(
+        common::perf()
+            .args(["script", "-F", "tid,event", "-i"])
+            .arg(data),
+    );
+    let mut counts = BTreeMap::new();
+    for line in text.lines() {
+        let mut cols = line.split_whitespace();
+        if let (Some(tid), Some(event)) = (cols.next(), cols.next()) {
+            let event = event.trim_end_matches(':').to_string();
+            *counts.entry((tid.to_string(), event)).or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// The function names of a Firefox Profiler thread's stack, leaf first.
+fn firefox_stack(thread: &Value, mut stack: usize) -> Vec<String> {
+    let strings = &thread["stringArray"];
+    let mut names = Vec::new();
+    loop {
+        let frame = thread["stackTable"]["frame"][stack]
+            .as_u64()
+            .expect("frame") as usize;
+        let func = thread["frameTable"]["func"][frame].as_u64().expect("func") as usize;
+        let name = thread["funcTable"]["name"][func].as_u64().expect("name") as usize;
+        names.push(strings[name].as_str().expect("string").to_string());
+        match thread["stackTable"]["prefix"][stack].as_u64() {
+            Some(prefix) => stack = prefix as usize,
+            None => return names,
+        }
+    }
+}
+
+#[test]
+fn firefox_profile_has_threads_samples_and_markers() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let dir = common::tempdir();
+    let data = dir.path().join("ff.data");
+    let stdout = common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-F", "999", "-g", "-e", "cpu-clock"])
+            .args(["-e", "sched:sched_switch", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(common::workload("threads"))
+            .args(["3", "20"]),
+    );
+    let out = dir.path().join("ff.json");
+    convert(&data, "firefox", &out);
+    let profile: Value = serde_json::from_slice(&std::fs::read(&out).expect("read")).expect("JSON");
+    let threads = profile["threads"].as_array().expect("threads");
+
+    // A thread per tid, with perf script's sample and tracepoint counts.
+    let oracle = perf_script_counts(&data);
+    let tids: BTreeSet<&str> = oracle.keys().map(|(tid, _)| tid.as_str()).collect();
+    let ours: BTreeSet<&str> = threads
+        .iter()
+        .map(|t| t["tid"].as_str().expect("tid"))
+        .collect();
+    assert_eq!(ours, tids);
+    for thread in threads {
+        let tid = thread["tid"].as_str().expect("tid").to_string();
+        let count = |event: &str| {
+            oracle
+                .get(&(tid.clone(), event.into()))
+                .copied()
+                .unwrap_or(0)
+        };
+        let weights = thread["samples"]["weight"].as_array().expect("weights");
+        let samples: u64 = weights.iter().map(|w| w.as_u64().expect("weight")).sum();
+        assert_eq!(samples, count("cpu-clock"), "tid {tid}: samples");
+        let markers = thread["markers"]["length"].as_u64().expect("markers");
+        assert_eq!(markers, count("sched:sched_switch"), "tid {tid}: markers");
+        let deltas = thread["samples"]["timeDeltas"]
+            .as_array()
+            .expect("timeDeltas");
+        assert!(deltas.iter().all(|d| d.as_f64().is_some_and(|d| d >= 0.0)));
+    }
+
+    // Each worker's heaviest stack is its own function, under start_thread.
+    for line in stdout.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [_, index, _, tid] = words[..] else {
+            continue;
+        };
+        let thread = threads
+            .iter()
+            .find(|t| t["tid"] == tid)
+            .expect("worker thread");
+        let mut by_stack: BTreeMap<usize, u64> = BTreeMap::new();
+        for stack in thread["samples"]["stack"].as_array().expect("stacks") {
+            *by_stack
+                .entry(stack.as_u64().expect("stack") as usize)
+                .or_default() += 1;
+        }
+        let hot = by_stack
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(s, _)| *s)
+            .expect("samples");
+        let names = firefox_stack(thread, hot);
+        assert_eq!(names[0], format!("worker_{index}"), "{names:?}");
+        assert!(names.iter().any(|n| n == "start_thread"), "{names:?}");
+    }
 }
