@@ -340,3 +340,95 @@ fn firefox_profile_has_threads_samples_and_markers() {
         assert!(names.iter().any(|n| n == "start_thread"), "{names:?}");
     }
 }
+
+/// Run time per tid (ms) from `perf sched timehist` (the oracle): the last
+/// column of each row, the task column `comm[tid/pid]` or `comm[tid]`.
+fn perf_timehist_run_ms(data: &Path) -> BTreeMap<String, f64> {
+    let text = common::run_ok(common::perf().args(["sched", "timehist", "-i"]).arg(data));
+    let mut runs = BTreeMap::new();
+    for line in text.lines() {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let Some(run) = cols.last().and_then(|c| c.parse::<f64>().ok()) else {
+            continue;
+        };
+        let Some(task) = cols
+            .iter()
+            .find(|c| c.ends_with(']') && !c.starts_with('['))
+        else {
+            continue;
+        };
+        let Some(ids) = task
+            .rsplit_once('[')
+            .map(|(_, ids)| ids.trim_end_matches(']'))
+        else {
+            continue;
+        };
+        let tid = ids.split('/').next().unwrap_or(ids).to_string();
+        *runs.entry(tid).or_default() += run;
+    }
+    runs
+}
+
+#[test]
+fn chrome_trace_run_slices_add_up_to_cpu_time() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let dir = common::tempdir();
+    let data = dir.path().join("sw.data");
+    let stdout = common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-e", "sched:sched_switch", "-a", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(common::workload("threads"))
+            .args(["2", "20"]),
+    );
+    let out = dir.path().join("trace.json");
+    convert(&data, "chrome-trace", &out);
+    let trace: Value = serde_json::from_slice(&std::fs::read(&out).expect("read")).expect("JSON");
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    // The structure Chrome's trace viewer and Perfetto read.
+    let mut slices: BTreeMap<String, f64> = BTreeMap::new();
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    for e in events {
+        let ph = e["ph"].as_str().expect("ph");
+        assert!(e["pid"].is_i64() && e["tid"].is_i64(), "{e}");
+        match ph {
+            "X" => {
+                let ts = e["ts"].as_f64().expect("ts");
+                let dur = e["dur"].as_f64().expect("dur");
+                assert!(ts >= 0.0 && dur >= 0.0, "{e}");
+                *slices.entry(e["tid"].to_string()).or_default() += dur / 1000.0;
+            }
+            "i" => assert!(e["ts"].as_f64().is_some() && e["s"] == "t", "{e}"),
+            "M" => {
+                names.insert(
+                    e["tid"].to_string(),
+                    e["args"]["name"].as_str().expect("name").into(),
+                );
+            }
+            other => panic!("unexpected phase {other}: {e}"),
+        }
+    }
+    let oracle = perf_timehist_run_ms(&data);
+    let mut workers = 0;
+    for line in stdout.lines() {
+        let Some(tid) = line
+            .strip_prefix("thread ")
+            .and_then(|l| l.split_whitespace().nth(2))
+        else {
+            continue;
+        };
+        workers += 1;
+        let ours = slices.get(tid).copied().unwrap_or(0.0);
+        let want = oracle.get(tid).copied().unwrap_or(0.0);
+        assert!(want > 50.0, "tid {tid}: perf sched timehist says {want} ms");
+        assert!(
+            (ours - want).abs() <= want * 0.05,
+            "tid {tid}: slices add up to {ours:.3} ms, perf sched timehist {want:.3} ms"
+        );
+        assert_eq!(names.get(tid).map(String::as_str), Some("threads"));
+    }
+    assert_eq!(workers, 2, "{stdout}");
+}

@@ -1,6 +1,8 @@
 //! `scry convert -i perf.data --to FORMAT [-o FILE]`: a recording →
 //! `symbol::resolve_file` (merged or timed samples, with or without source
-//! lines, as the format wants) → one `render::export` exporter.
+//! lines, as the format wants; for timelines also `analysis::sched`'s runs,
+//! read as `scry sched timehist -i` reads them) → one `render::export`
+//! exporter.
 //!
 //! The output is created 0600 (it holds other processes' stacks and names);
 //! `-o -` writes to standard output. What a format had to leave out is said
@@ -14,6 +16,8 @@ use anyhow::Context;
 use clap::Args;
 use linux_perf_event_reader::{PerfEventType, SoftwareCounterType};
 
+use scry::analysis::offcpu::Watch;
+use scry::analysis::sched::SchedTracker;
 use scry::data::reader::PerfReader;
 use scry::render::export::{EventKind, ExportEvent, ExportInput, Format};
 use scry::symbol::{ResolveOptions, resolve_file};
@@ -88,10 +92,22 @@ pub fn run(args: ConvertArgs) -> anyhow::Result<()> {
     };
     let resolved =
         resolve_file(path, &options).with_context(|| format!("reading {}", path.display()))?;
+    // Timelines: the scheduler's runs, from `scry sched timehist`'s tracker.
+    let mut runs = Vec::new();
+    if wants.runs && events.iter().any(|e| e.name == "sched:sched_switch") {
+        let watch = Watch {
+            all: true,
+            ..Watch::default()
+        };
+        let mut tracker = super::sched::from_file(path, SchedTracker::new(watch, true))?.tracker;
+        tracker.finish();
+        runs = tracker.rows;
+    }
     let input = ExportInput {
         resolved: &resolved,
         events,
         build_ids,
+        runs: &runs,
     };
     let out_path = args
         .output

@@ -181,7 +181,7 @@ fn live(
 }
 
 /// Read a perf.data file with the sched tracepoints.
-fn from_file(path: &Path, tracker: SchedTracker) -> anyhow::Result<SchedFeed> {
+pub(super) fn from_file(path: &Path, tracker: SchedTracker) -> anyhow::Result<SchedFeed> {
     use scry::data::reader::{PerfReader, Record};
     use scry::event::tracing_data_parse::parse_tracing_data;
 

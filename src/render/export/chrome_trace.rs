@@ -1,18 +1,22 @@
 //! Chrome trace event JSON (what Perfetto and Chromium's trace viewer
 //! read): scheduler timelines and tracepoints.
 //!
-//! A `sched:sched_switch` sample is taken in the task switching out, so on
-//! one CPU the span from the previous switch to this one is a run of this
-//! sample's thread: each becomes a complete (`X`) slice on the thread's
-//! track, named for the CPU. The first switch seen on a CPU has no start
-//! and gives no slice (its run began before the recording). Other
-//! tracepoints are thread-scoped instants (`i`). Timestamps are
-//! microseconds (the format's unit) from the first sample, with nanosecond
-//! fractions. Sampled profiles (cpu-clock, cycles) are not timelines:
-//! they are left out, and said so.
+//! Runs come from `analysis::sched` (the tracker behind `scry sched
+//! timehist`): each switch-out with a known switch-in is a complete (`X`)
+//! slice on the thread's track, named for the CPU, so a thread's slices add
+//! up to its time on CPU. The tracker takes switch-ins from the
+//! tracepoint's `next_pid`, not from the previous switch-out on the CPU:
+//! a task the recording did not see switch out (scry's own threads are
+//! left out of system-wide tracepoints) does not stretch the next one's
+//! run. A run that began before the recording has no start and no slice.
+//! The idle task's events (tid 0) get a track per CPU. Other tracepoints are
+//! thread-scoped instants (`i`); sched_switch samples are already the
+//! slices. Timestamps are microseconds (the format's unit) from the first
+//! event, with nanosecond fractions. Sampled profiles (cpu-clock, cycles)
+//! are not timelines: they are left out, and said so.
 //!
-//! Events are written one at a time as the time-ordered samples are walked,
-//! so a large recording is not held twice.
+//! Events are written one at a time, so a large recording is not held
+//! twice.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -45,17 +49,25 @@ impl EventWriter<'_> {
     }
 }
 
+/// The track of a task: the idle task's is per CPU (it runs on all at once).
+fn track(pid: i32, tid: i32, cpu: u32) -> (i64, i64) {
+    if tid == 0 {
+        (0, -i64::from(cpu) - 1)
+    } else {
+        (i64::from(pid), i64::from(tid))
+    }
+}
+
 impl Exporter for ChromeTrace {
     fn write(&self, input: &ExportInput, out: &mut dyn Write) -> ExportResult {
         let resolved = input.resolved;
-        let switch: Vec<bool> = (0..resolved.events.len())
-            .map(|i| {
-                let e = input.event(i);
-                e.kind == EventKind::Tracepoint && e.name == "sched:sched_switch"
+        let is_switch = |event: usize| input.event(event).name == "sched:sched_switch";
+        let instants: Vec<usize> = super::time_order(&resolved.samples)
+            .into_iter()
+            .filter(|&i| {
+                let s = &resolved.samples[i];
+                input.event(s.event).kind == EventKind::Tracepoint && !is_switch(s.event)
             })
-            .collect();
-        let mut order: Vec<usize> = (0..resolved.samples.len())
-            .filter(|&i| input.event(resolved.samples[i].event).kind == EventKind::Tracepoint)
             .collect();
         let mut left_out: BTreeMap<String, u64> = BTreeMap::new();
         for s in &resolved.samples {
@@ -64,7 +76,8 @@ impl Exporter for ChromeTrace {
                 *left_out.entry(e.name).or_default() += s.count;
             }
         }
-        if order.is_empty() {
+        let runs: Vec<_> = input.runs.iter().filter(|r| r.run.is_some()).collect();
+        if runs.is_empty() && instants.is_empty() {
             return Err(ExportError::Unsupported {
                 format: "chrome-trace",
                 what: format!(
@@ -73,42 +86,54 @@ impl Exporter for ChromeTrace {
                 ),
             });
         }
-        order.sort_by_key(|&i| resolved.samples[i].time);
-        let base = resolved.samples[order[0]].time;
+        let run_start =
+            |r: &&crate::analysis::sched::TimehistRow| r.time.saturating_sub(r.run.unwrap_or(0));
+        let base = runs
+            .iter()
+            .map(run_start)
+            .chain(instants.iter().map(|&i| resolved.samples[i].time))
+            .min()
+            .unwrap_or(0);
+        let mut names: BTreeMap<(i64, i64), String> = BTreeMap::new();
+        let comm_of: HashMap<i32, &str> =
+            resolved.samples.iter().map(|s| (s.tid, &*s.comm)).collect();
         out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
         let mut w = EventWriter { out, first: true };
-        let mut last_switch: HashMap<u32, u64> = HashMap::new();
-        let mut names: BTreeMap<(i32, i32), String> = BTreeMap::new();
-        for i in order {
+        for r in &runs {
+            let (pid, tid) = track(r.pid, r.tid, r.cpu);
+            let comm = match r.tid {
+                0 => format!("swapper/{}", r.cpu),
+                t => comm_of.get(&t).map_or(format!("{t}"), |c| c.to_string()),
+            };
+            let start = run_start(r);
+            w.push(&json!({
+                "name": format!("CPU {}", r.cpu),
+                "cat": "sched",
+                "ph": "X",
+                "ts": micros(start, base),
+                "dur": micros(r.time, start),
+                "pid": pid,
+                "tid": tid,
+                "args": { "cpu": r.cpu, "state_out": r.state.to_string() },
+            }))?;
+            names.entry((pid, tid)).or_insert(comm);
+        }
+        for i in instants {
             let s = &resolved.samples[i];
-            names
-                .entry((s.pid, s.tid))
-                .or_insert_with(|| s.comm.to_string());
-            if switch.get(s.event).copied().unwrap_or(false) {
-                if let Some(start) = last_switch.insert(s.cpu, s.time) {
-                    w.push(&json!({
-                        "name": format!("CPU {}", s.cpu),
-                        "cat": "sched",
-                        "ph": "X",
-                        "ts": micros(start, base),
-                        "dur": micros(s.time, start),
-                        "pid": s.pid,
-                        "tid": s.tid,
-                        "args": { "cpu": s.cpu, "comm": &*s.comm },
-                    }))?;
-                }
-                continue;
-            }
+            let (pid, tid) = track(s.pid, s.tid, s.cpu);
             w.push(&json!({
                 "name": input.event(s.event).name,
                 "cat": "tracepoint",
                 "ph": "i",
                 "s": "t",
                 "ts": micros(s.time, base),
-                "pid": s.pid,
-                "tid": s.tid,
+                "pid": pid,
+                "tid": tid,
                 "args": { "cpu": s.cpu },
             }))?;
+            names
+                .entry((pid, tid))
+                .or_insert_with(|| s.comm.to_string());
         }
         for ((pid, tid), comm) in &names {
             w.push(&json!({

@@ -22,6 +22,7 @@ pub mod speedscope;
 
 use std::io::Write;
 
+use crate::analysis::sched::TimehistRow;
 use crate::model::sample::{Frame, FrameKind};
 use crate::symbol::{Resolved, dso_short_name};
 
@@ -62,6 +63,10 @@ pub struct ExportInput<'a> {
     pub events: Vec<ExportEvent>,
     /// `(binary path, build id in hex)` from the file's BUILD_ID feature.
     pub build_ids: Vec<(String, String)>,
+    /// Scheduler runs (`analysis::sched`'s switch-outs, each with its run
+    /// time) when the format wants them and the file has sched_switch;
+    /// empty otherwise.
+    pub runs: &'a [TimehistRow],
 }
 
 impl ExportInput<'_> {
@@ -82,6 +87,8 @@ pub struct Wants {
     pub merged: bool,
     /// Source lines per frame (`Frame::srcline`).
     pub srcline: bool,
+    /// Scheduler runs from sched_switch (`ExportInput::runs`).
+    pub runs: bool,
 }
 
 impl Wants {
@@ -89,16 +96,25 @@ impl Wants {
     pub const MERGED: Wants = Wants {
         merged: true,
         srcline: false,
+        runs: false,
     };
     /// Merged samples with source lines (pprof).
     pub const MERGED_WITH_LINES: Wants = Wants {
         merged: true,
         srcline: true,
+        runs: false,
     };
     /// Timed formats: one sample per record, with time and CPU.
     pub const TIMED: Wants = Wants {
         merged: false,
         srcline: false,
+        runs: false,
+    };
+    /// Timelines: timed samples and the scheduler's runs.
+    pub const TIMELINE: Wants = Wants {
+        merged: false,
+        srcline: false,
+        runs: true,
     };
 }
 
@@ -182,7 +198,8 @@ impl Format {
         match self {
             Format::Pprof => Wants::MERGED_WITH_LINES,
             Format::Folded => Wants::MERGED,
-            Format::Firefox | Format::Speedscope | Format::ChromeTrace => Wants::TIMED,
+            Format::Firefox | Format::Speedscope => Wants::TIMED,
+            Format::ChromeTrace => Wants::TIMELINE,
         }
     }
 
