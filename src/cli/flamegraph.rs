@@ -169,8 +169,8 @@ fn resolve_options(args: &FlamegraphArgs) -> ResolveOptions {
 }
 
 fn fold(path: &Path, args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Vec<String>> {
-    let resolved = resolve_file(path, &resolve_options(args))
-        .with_context(|| format!("reading {}", path.display()))?;
+    // The reader's errors name the file.
+    let resolved = resolve_file(path, &resolve_options(args))?;
     fold_resolved(&resolved, path, args, annotate_kernel)
 }
 

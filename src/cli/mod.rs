@@ -4,7 +4,7 @@
 //! Exit codes are interface: 0 success (a closed pipe too), 1 the target
 //! failed, 2 bad input or usage. A subcommand returns `Err(Exit(code))` to
 //! leave with a code and no message; every other error prints as
-//! `scry: {err:#}` and exits 2.
+//! `scry: {chain}`, each cause once (`error_text`), and exits 2.
 
 mod bpf_tool;
 mod convert;
@@ -169,6 +169,73 @@ fn exit_code_for(err: &anyhow::Error) -> ExitCode {
     if broken_pipe {
         return ExitCode::SUCCESS;
     }
-    eprintln!("scry: {err:#}");
+    eprintln!("scry: {}", error_text(err));
     ExitCode::from(2)
+}
+
+/// The error chain as one line, each cause said once: a cause whose text
+/// its parent already ends with (`#[error("{path}: {source}")]` displays
+/// the source it also chains) is skipped, and the OS error number that
+/// `io::Error` appends (`(os error 2)`) is dropped, its words stay.
+fn error_text(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = without_os_error_numbers(&cause.to_string());
+        if text.is_empty() || line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+/// `No such file or directory (os error 2)` → `No such file or directory`,
+/// wherever in the text.
+fn without_os_error_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" (os error ") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + " (os error ".len()..];
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && tail[digits..].starts_with(')') {
+            rest = &tail[digits + 1..];
+        } else {
+            out.push_str(" (os error ");
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cause_is_said_once_without_errno_numbers() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("{path}: {source}")]
+        struct Doubled {
+            path: String,
+            source: std::io::Error,
+        }
+        let err = anyhow::Error::new(Doubled {
+            path: "x.data".into(),
+            source: std::io::Error::from_raw_os_error(libc::ENOENT),
+        })
+        .context("reading input");
+        assert_eq!(
+            error_text(&err),
+            "reading input: x.data: No such file or directory"
+        );
+        assert_eq!(
+            without_os_error_numbers("a (os error 21): b (os error x)"),
+            "a: b (os error x)"
+        );
+    }
 }

@@ -267,8 +267,8 @@ pub(super) fn report_file(
     use scry::data::reader::{PerfReader, Record};
     use scry::event::tracing_data_parse::parse_tracing_data;
 
-    let mut reader =
-        PerfReader::open(input).with_context(|| format!("reading {}", input.display()))?;
+    // The reader's errors name the file.
+    let mut reader = PerfReader::open(input)?;
     let blob = reader.tracing_data().with_context(|| {
         format!(
             "{} has no tracepoint formats (TRACING_DATA): record it with 'scry record --profile'",

@@ -205,8 +205,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         srcline: sort.contains(&SortKey::Srcline),
         ..ResolveOptions::default()
     };
-    let resolved = resolve_file(&args.input, &resolve_options)
-        .with_context(|| format!("reading {}", args.input.display()))?;
+    // The reader's errors name the file.
+    let resolved = resolve_file(&args.input, &resolve_options)?;
     let has_callchains = resolved
         .samples
         .iter()

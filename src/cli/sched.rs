@@ -185,8 +185,7 @@ pub(super) fn from_file(path: &Path, tracker: SchedTracker) -> anyhow::Result<Sc
     use scry::data::reader::{PerfReader, Record};
     use scry::event::tracing_data_parse::parse_tracing_data;
 
-    let mut reader =
-        PerfReader::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut reader = PerfReader::open(path)?; // its errors name the file
     let blob = reader.tracing_data().with_context(|| {
         format!(
             "{} has no tracepoint formats (TRACING_DATA): record it with 'perf sched record' or 'scry record --profile'",

@@ -51,7 +51,7 @@ pub fn write_json(out: &mut impl Write, events: &[ListedEvent]) -> io::Result<()
             detail: e.detail.as_deref(),
         })
         .collect();
-    serde_json::to_writer_pretty(&mut *out, &list).map_err(io::Error::other)?;
+    serde_json::to_writer_pretty(&mut *out, &list).map_err(io::Error::from)?;
     writeln!(out)
 }
 

@@ -228,6 +228,6 @@ pub fn write_json(
                        "ended_at_switch_in": report.ended_at_switch_in,
                        "lost_dropped": report.lost_dropped, "kernel": report.kernel,
                        "sections": sections});
-    serde_json::to_writer_pretty(&mut *w, &value).map_err(io::Error::other)?;
+    serde_json::to_writer_pretty(&mut *w, &value).map_err(io::Error::from)?;
     writeln!(w)
 }

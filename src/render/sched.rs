@@ -65,7 +65,7 @@ pub fn write_runqlat_json(
         "lost": summary.lost,
         "lost_dropped": summary.lost_dropped,
     });
-    serde_json::to_writer_pretty(&mut *w, &value).map_err(io::Error::other)?;
+    serde_json::to_writer_pretty(&mut *w, &value).map_err(io::Error::from)?;
     writeln!(w)
 }
 
@@ -152,6 +152,6 @@ pub fn write_timehist_json(
         "lost": summary.lost,
         "lost_dropped": summary.lost_dropped,
     });
-    serde_json::to_writer_pretty(&mut *w, &value).map_err(io::Error::other)?;
+    serde_json::to_writer_pretty(&mut *w, &value).map_err(io::Error::from)?;
     writeln!(w)
 }

@@ -26,11 +26,27 @@ fn is_tracefs(path: &Path) -> bool {
 }
 
 fn find_or_mount() -> io::Result<PathBuf> {
+    let mut denied = None;
     for candidate in [TRACEFS, DEBUGFS_TRACING] {
         let path = Path::new(candidate);
-        if is_tracefs(path) {
-            return Ok(path.to_path_buf());
+        match std::fs::metadata(path.join("events")) {
+            Ok(meta) if meta.is_dir() => return Ok(path.to_path_buf()),
+            // Mounted, but closed to us (tracefs is 0700 root by default):
+            // mounting again would fail and say the wrong thing.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                denied.get_or_insert(candidate);
+            }
+            _ => {}
         }
+    }
+    if let Some(path) = denied {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "no permission to read tracefs at {path}: run as root, or open it to \
+                 others as root: mount -o remount,mode=755 {path}"
+            ),
+        ));
     }
     mount_tracefs(Path::new(TRACEFS)).map_err(|e| {
         io::Error::new(
