@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-const PROGRAMS: &[&str] = &["profile", "trace_args", "syscount", "cpudist"];
+const PROGRAMS: &[&str] = &["profile", "trace_args", "syscount", "cpudist", "runqslower"];
 
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -20,7 +20,9 @@ fn main() {
         args.push("-idirafter".into());
         args.push(multiarch.display().to_string());
     }
-    println!("cargo:rerun-if-changed=src/bpf/targets.bpf.h");
+    for header in ["targets", "ring", "hooks", "task"] {
+        println!("cargo:rerun-if-changed=src/bpf/{header}.bpf.h");
+    }
     for name in PROGRAMS {
         let src = format!("src/bpf/{name}.bpf.c");
         println!("cargo:rerun-if-changed={src}");

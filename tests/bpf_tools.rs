@@ -2,7 +2,8 @@
 //! tools on libbpf) as the oracle: the same workload, started stopped so
 //! that every tracer is attached before it makes its first call, traced by
 //! scry and by the peer side by side. Also: the hook fallback (each
-//! variant gives the same counts), SIGKILL leaving no program or link,
+//! variant gives the same counts), runqslower's stream, SIGKILL leaving no
+//! program or link,
 //! the refusal as nobody, `scry tools` and the busybox symlink.
 
 mod common;
@@ -28,11 +29,15 @@ fn require_bpf_oracle() -> bool {
 /// `workload ARGS` forked and stopped before its exec (sh stops itself,
 /// then execs it once continued: same pid, nothing run yet).
 fn stopped_workload(name: &str, args: &[&str]) -> Child {
-    let path = common::workload(name);
+    stopped(&common::workload(name), args)
+}
+
+/// `program ARGS`, forked and stopped before its exec.
+fn stopped(path: &Path, args: &[&str]) -> Child {
     let child = Command::new("sh")
         .arg("-c")
         .arg("kill -STOP $$; exec \"$0\" \"$@\"")
-        .arg(&path)
+        .arg(path)
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -251,7 +256,11 @@ fn sigkill_leaves_no_program_or_link_attached() {
     if !require_bpf_oracle() {
         return;
     }
-    for tool in [&["syscount", "-L"][..], &["cpudist", "-O"][..]] {
+    for tool in [
+        &["syscount", "-L"][..],
+        &["cpudist", "-O"][..],
+        &["runqslower"][..],
+    ] {
         let mut cmd = common::scry();
         cmd.args(tool);
         let (mut child, _out) = tracer(cmd, "Tracing");
@@ -321,4 +330,66 @@ fn tools_lists_them_and_a_symlink_runs_one() {
     assert!(workload.wait().expect("workload ends").success());
     let (text, _) = finish(child, out, false);
     assert_eq!(count_of(&text, "getppid"), Some(500), "{text}");
+}
+
+/// The waits a runqslower printed: (tid, latency in µs).
+fn slow_waits(text: &str) -> Vec<(u32, u64)> {
+    text.lines()
+        .skip(2)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // TIME COMM TID LAT(us) ...: COMM may hold spaces, so count
+            // from the TID that precedes the latency.
+            let lat = f.iter().position(|x| x.parse::<u64>().is_ok())?;
+            Some((f[lat].parse().ok()?, f.get(lat + 1)?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Three threads that only compute, pinned to one CPU: each waits in the
+/// run queue while the others run (preemptions), for milliseconds. Both
+/// tools time the same waits (wakeup or preemption to switch-in) from
+/// their own clock reads, nanoseconds apart, so a wait within those
+/// nanoseconds of the threshold may be on one side only: the counts agree
+/// within a fifth (or 3), and every wait scry reports is above the
+/// threshold.
+#[test]
+fn runqslower_reports_the_waits_libbpf_tools_reports() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let threads = common::workload("threads");
+    let threads = threads.to_str().expect("utf-8 path");
+    let mut workload = stopped(Path::new("taskset"), &["-c", "0", threads, "3", "20"]);
+    let pid = workload.id().to_string();
+    let mut cmd = common::scry();
+    cmd.args(["runqslower", "-P", "-p", &pid, "1000"]);
+    let (scry, scry_out) = tracer(cmd, "Tracing run queue latency higher than 1000 us");
+    let (oracle, oracle_out) = tracer(
+        peer("runqslower", &["-p".into(), pid.clone(), "1000".into()]),
+        "Tracing run queue latency",
+    );
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("workload ends").success());
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    let (text, err) = finish(scry, scry_out, false);
+    let (ours, theirs) = (slow_waits(&text), slow_waits(&peer_text));
+    eprintln!(
+        "runqslower: scry {} waits, libbpf-tools {}",
+        ours.len(),
+        theirs.len()
+    );
+    assert!(theirs.len() >= 3, "libbpf-tools saw no waits:\n{peer_text}");
+    let slack = (theirs.len() / 5).max(3);
+    assert!(
+        ours.len().abs_diff(theirs.len()) <= slack,
+        "scry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}"
+    );
+    assert!(ours.iter().all(|&(_, lat)| lat > 1000), "{text}");
+    assert!(
+        text.contains(
+            "TIME     COMM             TID           LAT(us) PREV COMM        PREV TID\n"
+        ),
+        "{text}"
+    );
 }

@@ -22,10 +22,11 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+#include "hooks.bpf.h"
+#include "task.bpf.h"
+
 #define MAX_SLOTS 36
 #define MAX_KEYS 10240
-#define TASK_COMM_LEN 16
-#define TASK_RUNNING 0
 
 const volatile bool per_process = false;
 const volatile bool per_thread = false;
@@ -60,26 +61,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct hist);
 } zero_hist SEC(".maps");
-
-struct task_struct___scry_cd {
-	int pid;
-	int tgid;
-	unsigned int __state;
-	char comm[TASK_COMM_LEN];
-} __attribute__((preserve_access_index));
-
-// Kernels before 5.14 name the state `state`.
-struct task_struct___scry_cd_old {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline long task_state(void *task)
-{
-	struct task_struct___scry_cd *t = task;
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___scry_cd_old *)task, state);
-}
 
 static __always_inline __u32 log2_slot(__u64 v)
 {
@@ -117,7 +98,7 @@ static __always_inline void update_hist(void *task, __u32 tgid, __u32 tid, __u64
 		h = bpf_map_lookup_elem(&hists, &key);
 		if (!h)
 			return;
-		BPF_CORE_READ_STR_INTO(&h->comm, (struct task_struct___scry_cd *)task, comm);
+		BPF_CORE_READ_STR_INTO(&h->comm, (struct task_struct___scry *)task, comm);
 	}
 	__u64 delta = ts - *start;
 	delta /= milliseconds ? 1000000 : 1000;
@@ -129,7 +110,7 @@ static __always_inline void update_hist(void *task, __u32 tgid, __u32 tid, __u64
 
 static __always_inline void on_switch(void *prev, void *next)
 {
-	struct task_struct___scry_cd *p = prev, *n = next;
+	struct task_struct___scry *p = prev, *n = next;
 	__u32 prev_tid = BPF_CORE_READ(p, pid), prev_tgid = BPF_CORE_READ(p, tgid);
 	__u32 next_tid = BPF_CORE_READ(n, pid), next_tgid = BPF_CORE_READ(n, tgid);
 	__u64 ts = bpf_ktime_get_ns();
@@ -143,16 +124,5 @@ static __always_inline void on_switch(void *prev, void *next)
 	}
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(scry_cd_switch__btf, bool preempt, struct task_struct *prev, struct task_struct *next)
-{
-	on_switch(prev, next);
-	return 0;
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(scry_cd_switch__raw, bool preempt, struct task_struct *prev, struct task_struct *next)
-{
-	on_switch(prev, next);
-	return 0;
-}
+BTF_OR_RAW(scry_cd_switch, "sched_switch", on_switch(prev, next),
+	   bool preempt, struct task_struct *prev, struct task_struct *next)

@@ -22,6 +22,8 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+#include "hooks.bpf.h"
+
 #define NR_SYSCALLS 1024
 #define MAX_PROCESSES 8192
 #define MAX_STARTS 16384
@@ -145,19 +147,7 @@ static __always_inline void on_exit(long id, long ret)
 	c->total_ns += latency;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(scry_sc_enter__btf, struct pt_regs *regs, long id)
-{
-	on_enter();
-	return 0;
-}
-
-SEC("raw_tp/sys_enter")
-int BPF_PROG(scry_sc_enter__raw, struct pt_regs *regs, long id)
-{
-	on_enter();
-	return 0;
-}
+BTF_OR_RAW(scry_sc_enter, "sys_enter", on_enter(), struct pt_regs *regs, long id)
 
 SEC("tracepoint/raw_syscalls/sys_enter")
 int scry_sc_enter__tp(struct sys_enter_record *record)
@@ -166,19 +156,9 @@ int scry_sc_enter__tp(struct sys_enter_record *record)
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(scry_sc_exit__btf, struct pt_regs *regs, long ret)
-{
-	on_exit(BPF_CORE_READ((struct pt_regs___scry_sc *)regs, orig_ax), ret);
-	return 0;
-}
-
-SEC("raw_tp/sys_exit")
-int BPF_PROG(scry_sc_exit__raw, struct pt_regs *regs, long ret)
-{
-	on_exit(BPF_CORE_READ((struct pt_regs___scry_sc *)regs, orig_ax), ret);
-	return 0;
-}
+BTF_OR_RAW(scry_sc_exit, "sys_exit",
+	   on_exit(BPF_CORE_READ((struct pt_regs___scry_sc *)regs, orig_ax), ret),
+	   struct pt_regs *regs, long ret)
 
 SEC("tracepoint/raw_syscalls/sys_exit")
 int scry_sc_exit__tp(struct sys_exit_record *record)

@@ -8,7 +8,7 @@
 //! loader, and are released (detached) when it drops, on every path.
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::sys::signal::{self, PollFd, SignalPipe};
@@ -35,12 +35,37 @@ pub enum EndReason {
     TargetExited,
 }
 
+/// What woke the loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// A descriptor given to `run_events` is readable (a ring buffer).
+    Ready,
+    /// An interval ended.
+    Tick,
+    /// The run ends: the last call.
+    Last,
+}
+
 /// Waits, calling `tick(last)` at each interval and once at the end with
 /// `last` true. The target's pidfd is opened first, so a process that
 /// already exited ends the run at once.
 pub fn run(
     opts: &RunOptions,
     mut tick: impl FnMut(bool) -> io::Result<()>,
+) -> io::Result<EndReason> {
+    run_events(opts, &[], |wake| match wake {
+        Wake::Ready => Ok(()),
+        Wake::Tick => tick(false),
+        Wake::Last => tick(true),
+    })
+}
+
+/// As [`run`], also waking (`Wake::Ready`) when one of `fds` (ring
+/// buffers) is readable.
+pub fn run_events(
+    opts: &RunOptions,
+    fds: &[RawFd],
+    mut wake: impl FnMut(Wake) -> io::Result<()>,
 ) -> io::Result<EndReason> {
     let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
     let pidfd = match opts.pid {
@@ -62,29 +87,30 @@ pub fn run(
                 .as_millis()
                 .min(i32::MAX as u128) as i32
         });
-        let mut fds = vec![PollFd {
-            fd: signals.fd(),
-            revents: 0,
-        }];
-        if let Some(fd) = &pidfd {
-            fds.push(PollFd {
-                fd: fd.as_raw_fd(),
-                revents: 0,
-            });
+        let own = [Some(signals.fd()), pidfd.as_ref().map(|fd| fd.as_raw_fd())];
+        let mut polled: Vec<PollFd> = own
+            .into_iter()
+            .flatten()
+            .chain(fds.iter().copied())
+            .map(|fd| PollFd { fd, revents: 0 })
+            .collect();
+        signal::poll(&mut polled, timeout_ms)?;
+        let first_extra = 1 + usize::from(pidfd.is_some());
+        if polled[first_extra..].iter().any(|p| p.revents != 0) {
+            wake(Wake::Ready)?;
         }
-        signal::poll(&mut fds, timeout_ms)?;
         if let Some(sig) = signals.received() {
             signals.drain();
-            tick(true)?;
+            wake(Wake::Last)?;
             return Ok(EndReason::Signal(sig));
         }
-        if fds.get(1).is_some_and(|p| p.revents != 0) {
-            tick(true)?;
+        if pidfd.is_some() && polled[1].revents != 0 {
+            wake(Wake::Last)?;
             return Ok(EndReason::TargetExited);
         }
         let now = Instant::now();
         if end_at.is_some_and(|end| now >= end) {
-            tick(true)?;
+            wake(Wake::Last)?;
             return Ok(EndReason::Duration);
         }
         if let (Some(at), Some(interval)) = (next_tick, opts.interval)
@@ -92,10 +118,10 @@ pub fn run(
         {
             ticks += 1;
             if opts.count.is_some_and(|count| ticks >= count) {
-                tick(true)?;
+                wake(Wake::Last)?;
                 return Ok(EndReason::Count);
             }
-            tick(false)?;
+            wake(Wake::Tick)?;
             next_tick = Some(at + interval);
         }
     }

@@ -18,6 +18,7 @@ mod probe;
 mod profile;
 mod record;
 mod report;
+mod runqslower;
 mod sched;
 mod script;
 mod stat;
@@ -69,6 +70,8 @@ enum Command {
     Syscount(syscount::SyscountArgs),
     /// On-CPU or off-CPU time per stretch as a histogram, counted in the kernel (bcc cpudist)
     Cpudist(cpudist::CpudistArgs),
+    /// Each run-queue wait longer than a threshold, streamed from the kernel (bcc runqslower)
+    Runqslower(runqslower::RunqslowerArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -148,6 +151,7 @@ pub fn main() -> ExitCode {
         Command::Probe(args) => probe::run(args),
         Command::Syscount(args) => syscount::run(args),
         Command::Cpudist(args) => cpudist::run(args),
+        Command::Runqslower(args) => runqslower::run(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

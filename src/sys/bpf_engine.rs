@@ -494,6 +494,61 @@ pub fn array_values<M: MapCore>(map: &M, len: u32, what: &str) -> io::Result<Vec
         .collect()
 }
 
+/// A BPF ring buffer's reader (the `events` map of `src/bpf/ring.bpf.h`):
+/// `fd` polls readable when events wait; `consume` hands each to the
+/// callback given to [`ring_reader`].
+pub struct RingReader<'a> {
+    ring: libbpf_rs::RingBuffer<'a>,
+}
+
+impl std::fmt::Debug for RingReader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingReader").finish_non_exhaustive()
+    }
+}
+
+impl RingReader<'_> {
+    /// The descriptor to poll (an epoll set over the ring).
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.ring.epoll_fd()
+    }
+
+    /// Hands every waiting event to the callback.
+    pub fn consume(&self) -> io::Result<()> {
+        self.ring
+            .consume()
+            .map_err(|e| io_error("reading the BPF ring buffer", e))
+    }
+}
+
+/// A reader of ring buffer `map`, calling `on_event` with each event's
+/// bytes.
+pub fn ring_reader<'a, M: MapCore>(
+    map: &'a M,
+    mut on_event: impl FnMut(&[u8]) + 'a,
+) -> io::Result<RingReader<'a>> {
+    let mut builder = libbpf_rs::RingBufferBuilder::new();
+    builder
+        .add(map, move |data: &[u8]| {
+            on_event(data);
+            0
+        })
+        .map_err(|e| io_error("opening the BPF ring buffer", e))?;
+    let ring = builder
+        .build()
+        .map_err(|e| io_error("opening the BPF ring buffer", e))?;
+    Ok(RingReader { ring })
+}
+
+/// The events a program could not send (its `drops`, summed over CPUs).
+pub fn dropped<M: MapCore>(drops: &M) -> io::Result<u64> {
+    let per_cpu = drops
+        .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|e| io_error("reading the BPF drop count", e))?
+        .unwrap_or_default();
+    Ok(per_cpu.iter().filter_map(|v| u64_at(v, 0)).sum())
+}
+
 /// Elements per batched read.
 const BATCH: u32 = 4096;
 

@@ -6,6 +6,7 @@ pub mod bpf;
 pub mod bpf_cpudist;
 pub mod bpf_engine;
 pub mod bpf_profile;
+pub mod bpf_runqslower;
 pub mod bpf_syscount;
 pub mod bpf_trace;
 pub mod localtime;

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+// The stream of a BPF tool that sends events to user space: one BPF ring
+// buffer (`events`, RING_BYTES) shared by all CPUs, read by the engine's
+// ring reader (src/sys/bpf_engine.rs), and `drops`, a per-CPU count of the
+// events that did not fit, which the tool prints at the end.
+
+#ifndef RING_BYTES
+#define RING_BYTES (256 * 1024)
+#endif
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RING_BYTES);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+// Sends `size` bytes of `data`; counts a drop when the ring is full.
+static __always_inline void emit(void *data, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, data, size, 0) == 0)
+		return;
+	__u32 zero = 0;
+	__u64 *d = bpf_map_lookup_elem(&drops, &zero);
+	if (d)
+		*d += 1;
+}
