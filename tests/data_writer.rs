@@ -478,7 +478,7 @@ fn a_file_cut_after_a_checkpoint_is_readable_by_perf() {
             .arg(&theirs)
             .arg("--")
             .arg(common::workload("cpu7525"))
-            .arg("20"),
+            .arg("0.2s"),
     );
     let perf_file = read_perf_file(&theirs);
     let recs = records(&perf_file.data);
@@ -547,7 +547,7 @@ fn a_file_cut_before_any_checkpoint_is_recoverable() {
             .arg(&theirs)
             .arg("--")
             .arg(common::workload("cpu7525"))
-            .arg("20"),
+            .arg("0.2s"),
     );
     let perf_file = read_perf_file(&theirs);
     let mut w =
@@ -612,7 +612,7 @@ fn perf_reads_the_clock_features_we_wrote() {
             .arg(&theirs)
             .arg("--")
             .arg(common::workload("cpu7525"))
-            .arg("10"),
+            .arg("0.1s"),
     );
     let perf_file = read_perf_file(&theirs);
     assert!(perf_file.clock.is_some(), "perf wrote CLOCK_DATA");
@@ -646,7 +646,7 @@ fn perf_reads_our_pipe_stream() {
             .arg(&cpu)
             .arg("--")
             .arg(common::workload("cpu7525"))
-            .arg("20"),
+            .arg("0.2s"),
     );
     let sched = dir.path().join("sched.data");
     common::run_ok(

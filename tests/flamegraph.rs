@@ -144,20 +144,25 @@ fn folded_equals_perf_script_through_inferno() {
         return;
     };
     let dir = common::tempdir();
-    let data = common::perf_record_g(dir.path(), "cpu7525", &common::workload("cpu7525"), &["50"]);
+    let data = common::perf_record_g(
+        dir.path(),
+        "cpu7525",
+        &common::workload("cpu7525"),
+        &["0.5s"],
+    );
     assert_same_folded(&data, &collapse);
     let data = common::perf_record_g(
         dir.path(),
         "threads",
         &common::workload("threads"),
-        &["3", "10"],
+        &["3", "0.1s"],
     );
     assert_same_folded(&data, &collapse);
     let data = common::perf_record_g(
         dir.path(),
         "forker",
         &common::workload("forker"),
-        &["2", "10"],
+        &["2", "0.1s"],
     );
     assert_same_folded(&data, &collapse);
 }
@@ -241,7 +246,12 @@ fn svg_is_well_formed_and_widths_follow_counts() {
     require_kernel!();
     require_perf!();
     let dir = common::tempdir();
-    let data = common::perf_record_g(dir.path(), "cpu7525", &common::workload("cpu7525"), &["50"]);
+    let data = common::perf_record_g(
+        dir.path(),
+        "cpu7525",
+        &common::workload("cpu7525"),
+        &["0.5s"],
+    );
     let svg_path = dir.path().join("fg.svg");
     common::run_ok(
         common::scry()
@@ -353,7 +363,12 @@ fn svg_renders_in_headless_chromium() {
         return;
     };
     let dir = common::tempdir();
-    let data = common::perf_record_g(dir.path(), "cpu7525", &common::workload("cpu7525"), &["30"]);
+    let data = common::perf_record_g(
+        dir.path(),
+        "cpu7525",
+        &common::workload("cpu7525"),
+        &["0.3s"],
+    );
     let svg = dir.path().join("fg.svg");
     common::run_ok(
         common::scry()
@@ -448,7 +463,7 @@ fn one_step_from_a_command_and_diff_and_inverted() {
             .arg(&svg)
             .arg("--")
             .arg(common::workload("cpu7525"))
-            .arg("30")
+            .arg("0.3s")
             .current_dir(dir.path()),
     );
     let text = std::fs::read_to_string(&svg).expect("SVG from a command");

@@ -291,6 +291,50 @@ fn workload(name: &str) -> String {
     common::workload(name).to_string_lossy().into_owned()
 }
 
+/// CPU time of this process's reaped children so far, in seconds:
+/// cutime + cstime of /proc/self/stat, in USER_HZ (100 on Linux) ticks.
+fn children_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces): state is 3rd.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    // cutime and cstime are fields 16 and 17 (1-based; state is 3).
+    let ticks = fields.get(12).copied().unwrap_or(0) + fields.get(13).copied().unwrap_or(0);
+    ticks as f64 / 100.0
+}
+
+/// A workload given a CPU time ("0.2s") runs at least that long whatever
+/// the machine's speed or SCRY_WORK_SCALE, so tests can ask for the samples
+/// they need. (Other tests' children only add to the measured time: a
+/// lower bound holds.)
+#[test]
+fn workloads_run_for_the_cpu_time_asked() {
+    let runs: [(&str, &[&str]); 8] = [
+        ("cpu7525", &["0.2s"]),
+        ("nofp", &["0.2s"]),
+        ("cpp_work", &["0.2s"]),
+        ("rust_work", &["0.2s"]),
+        ("deep", &["0.2s"]),
+        ("threads", &["1", "0.2s"]),
+        ("forker", &["1", "0.2s"]),
+        ("jit", &["0.2s"]),
+    ];
+    for (name, args) in runs {
+        let before = children_cpu_seconds();
+        let out = common::run_ok(Command::new(common::workload(name)).args(args));
+        let spent = children_cpu_seconds() - before;
+        if name == "jit" {
+            let _ = std::fs::remove_file(format!("/tmp/perf-{}.map", pid_in(&out)));
+        }
+        // Less one tick of /proc's accounting.
+        assert!(spent >= 0.19, "{name} {args:?} ran {spent:.3} s of CPU");
+    }
+}
+
 #[test]
 fn workloads_build_and_behave() {
     let out = common::run_ok(Command::new(common::workload("threads")).args(["3", "1"]));
@@ -319,7 +363,11 @@ fn cpu7525_split_and_chains_match_perf() {
     require_perf!();
     let dir = common::tempdir();
     let file = data_file(&dir);
-    let out = scry_record(&file, &["-F", "999", "-g", "--", &workload("cpu7525")]);
+    // One second of the workload's CPU time: ~999 samples on any machine.
+    let out = scry_record(
+        &file,
+        &["-F", "999", "-g", "--", &workload("cpu7525"), "1s"],
+    );
     let (samples, lost) = summary(&out.stderr);
     assert_eq!(lost, 0, "lost samples recording one process");
 
@@ -369,7 +417,12 @@ fn cpu7525_split_and_chains_match_perf() {
         }
         chains += 1;
     }
-    assert!(chains > 800, "only {chains} hot_a/hot_b chains");
+    // Nearly every sample is in hot_a or hot_b, and every one of those was
+    // checked above.
+    assert!(
+        chains as u64 * 10 >= samples * 9,
+        "only {chains} hot_a/hot_b chains of {samples} samples"
+    );
 
     // The summary, perf and scry script agree on the number of samples.
     let perf_samples = count_script_samples(&perf_clean(&["script"], &file));
@@ -377,7 +430,7 @@ fn cpu7525_split_and_chains_match_perf() {
         perf_samples as u64, samples,
         "perf script vs scry's summary"
     );
-    assert!(samples > 800, "{samples} samples in ~1 s at 999 Hz");
+    assert!(samples > 800, "{samples} samples in 1 s of CPU at 999 Hz");
     if let Some(scry_samples) = scry_script_samples(&file) {
         assert_eq!(scry_samples, perf_samples, "scry script vs perf script");
     }
@@ -398,7 +451,7 @@ fn sample_period_and_frequency_reach_the_attr() {
             "2000000",
             "--",
             &workload("cpu7525"),
-            "30",
+            "0.3s",
         ],
     );
     let evlist = perf_clean(&["evlist", "-v"], &file);
@@ -418,7 +471,7 @@ fn sample_period_and_frequency_reach_the_attr() {
     assert!((100..=200).contains(&n), "{n} samples at -c 2000000");
 
     let file2 = dir.path().join("freq.data");
-    scry_record(&file2, &["-F", "1234", "--", &workload("cpu7525"), "10"]);
+    scry_record(&file2, &["-F", "1234", "--", &workload("cpu7525"), "0.1s"]);
     let evlist = perf_clean(&["evlist", "-v"], &file2);
     assert!(
         evlist.contains("}: 1234") && evlist.contains("freq: 1"),
@@ -434,7 +487,7 @@ fn threads_each_sampled_in_their_own_worker() {
     let file = data_file(&dir);
     let out = scry_record(
         &file,
-        &["-F", "999", "-g", "--", &workload("threads"), "4", "15"],
+        &["-F", "999", "-g", "--", &workload("threads"), "4", "0.15s"],
     );
     let tids = announced(&out.stdout, "tid");
     assert_eq!(
@@ -474,7 +527,7 @@ fn forked_children_each_sampled() {
     let file = data_file(&dir);
     let out = scry_record(
         &file,
-        &["-F", "999", "-g", "--", &workload("forker"), "3", "20"],
+        &["-F", "999", "-g", "--", &workload("forker"), "3", "0.2s"],
     );
     let children = announced(&out.stdout, "pid");
     assert_eq!(
@@ -581,7 +634,7 @@ fn system_wide_sees_every_cpu() {
             "--",
             &workload("threads"),
             &n,
-            "20",
+            "0.2s",
         ],
     );
     let tids = announced(&out.stdout, "tid");
@@ -626,7 +679,7 @@ fn system_wide_sees_every_cpu() {
             "999",
             "--",
             &workload("cpu7525"),
-            "20",
+            "0.2s",
         ],
     );
     let text = perf_clean(&["script", "-F", "cpu"], &file);
@@ -784,7 +837,7 @@ fn dwarf_call_graph_finds_callers_without_frame_pointers() {
     require_perf!();
     let dir = common::tempdir();
     let fp = dir.path().join("fp.data");
-    scry_record(&fp, &["-F", "999", "-g", "--", &workload("nofp"), "30"]);
+    scry_record(&fp, &["-F", "999", "-g", "--", &workload("nofp"), "0.3s"]);
     let dwarf = dir.path().join("dwarf.data");
     scry_record(
         &dwarf,
@@ -795,7 +848,7 @@ fn dwarf_call_graph_finds_callers_without_frame_pointers() {
             "dwarf,16384",
             "--",
             &workload("nofp"),
-            "30",
+            "0.3s",
         ],
     );
     let chains = |file: &Path| -> BTreeMap<String, usize> {
@@ -841,7 +894,7 @@ fn jit_cpp_and_rust_symbols_resolve_in_perf() {
     require_perf!();
     let dir = common::tempdir();
     let jit = dir.path().join("jit.data");
-    let out = scry_record(&jit, &["-F", "999", "-g", "--", &workload("jit"), "25"]);
+    let out = scry_record(&jit, &["-F", "999", "-g", "--", &workload("jit"), "0.25s"]);
     let map = PathBuf::from(format!(
         "/tmp/perf-{}.map",
         pid_in(&String::from_utf8_lossy(&out.stdout))
@@ -852,7 +905,7 @@ fn jit_cpp_and_rust_symbols_resolve_in_perf() {
     assert!(jit_pct >= 90.0, "jit_hot_loop at {jit_pct}%: {pct:?}");
 
     let cpp = dir.path().join("cpp.data");
-    scry_record(&cpp, &["-F", "999", "--", &workload("cpp_work"), "25"]);
+    scry_record(&cpp, &["-F", "999", "--", &workload("cpp_work"), "0.25s"]);
     let report = perf_clean(
         &["report", "--stdio", "--no-children", "--sort", "sym"],
         &cpp,
@@ -860,7 +913,7 @@ fn jit_cpp_and_rust_symbols_resolve_in_perf() {
     assert!(report.contains("work::Hot<int>::spin"), "{report}");
 
     let rust = dir.path().join("rust.data");
-    scry_record(&rust, &["-F", "999", "--", &workload("rust_work"), "25"]);
+    scry_record(&rust, &["-F", "999", "--", &workload("rust_work"), "0.25s"]);
     let report = perf_clean(
         &["report", "--stdio", "--no-children", "--sort", "sym"],
         &rust,

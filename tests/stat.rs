@@ -110,7 +110,7 @@ fn page_faults_and_task_clock_agree_with_perf() {
             stat()
                 .args(["-x,", "-e", "task-clock,page-faults", "--"])
                 .arg(&work)
-                .arg("25"),
+                .arg("0.25s"),
         );
         ours.0.push(csv_value(&text, "task-clock"));
         ours.1.push(csv_value(&text, "page-faults"));
@@ -118,7 +118,7 @@ fn page_faults_and_task_clock_agree_with_perf() {
             common::perf()
                 .args(["stat", "-x,", "-e", "task-clock,page-faults", "--"])
                 .arg(&work)
-                .arg("25"),
+                .arg("0.25s"),
         );
         theirs.0.push(csv_value(&text, "task-clock"));
         theirs.1.push(csv_value(&text, "page-faults"));
@@ -560,7 +560,7 @@ fn tid_target_counts_one_thread_until_it_ends() {
     use std::io::BufRead;
     let threads = common::workload("threads");
     let mut work = Command::new(&threads)
-        .args(["1", "40"])
+        .args(["1", "0.4s"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

@@ -150,7 +150,7 @@ fn frame_pointer_stacks_match_perf_script() {
         dir.path(),
         "fp",
         &["-g"],
-        &[bin.to_str().unwrap_or(""), "40"],
+        &[bin.to_str().unwrap_or(""), "0.4s"],
     );
     let r = resolve(&data);
     let perf = perf_script(&data);
@@ -246,7 +246,7 @@ fn jit_symbols_come_from_the_perf_map() {
         dir.path(),
         "jit",
         &["-g"],
-        &[bin.to_str().unwrap_or(""), "60"],
+        &[bin.to_str().unwrap_or(""), "0.6s"],
     );
     let perf = perf_script(&data);
     // Find the JIT's map file through the samples' pid.
@@ -305,7 +305,7 @@ fn rust_and_cpp_names_are_demangled() {
             dir.path(),
             name,
             &["-g"],
-            &[bin.to_str().unwrap_or(""), "40"],
+            &[bin.to_str().unwrap_or(""), "0.4s"],
         );
         let r = resolve(&data);
         assert!(share(&r, leaf) > 0.9, "{name}: {}", share(&r, leaf));
@@ -344,7 +344,7 @@ fn dwarf_unwinding_finds_callers_frame_pointers_lose() {
         dir.path(),
         "dwarf",
         &["--call-graph", "dwarf,16384"],
-        &[bin, "40"],
+        &[bin, "0.4s"],
     );
     let r = resolve(&dwarf);
     for (leaf, caller) in [("leaf_a", "caller_a"), ("leaf_b", "caller_b")] {
@@ -399,7 +399,7 @@ fn a_replaced_binary_is_not_used() {
         dir.path(),
         "victim",
         &["-g"],
-        &[bin.to_str().unwrap_or(""), "20"],
+        &[bin.to_str().unwrap_or(""), "0.2s"],
     );
     let before = resolve(&data);
     assert!(share(&before, "hot_a") > 0.5);

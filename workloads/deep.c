@@ -5,16 +5,19 @@
 // 24..71 chosen by a fixed pseudo-random sequence, then burns work units
 // in `leaf`; so stacks are deep and many are distinct, like real profiles,
 // and the profile is the same on every machine. One round is about 2 ms.
+// ROUNDS may be a CPU time ("1s"); SCRY_WORK_SCALE scales a unit (work.h).
 #include <stdlib.h>
 
-#define UNIT 400000L
+#include "work.h"
+
+static long unit = 400000L;
 
 static volatile unsigned long sink;
 
 __attribute__((noinline)) void leaf(long units) {
     /* A volatile local keeps the frame pointer in this leaf. */
     volatile unsigned long x = sink;
-    for (long i = 0; i < units * UNIT; i++) {
+    for (long i = 0; i < units * unit; i++) {
         x = x * 6364136223846793005UL + 1442695040888963407UL;
     }
     sink = x;
@@ -53,9 +56,10 @@ STEP(6)
 STEP(7)
 
 int main(int argc, char **argv) {
-    long rounds = argc > 1 ? atol(argv[1]) : 500;
+    unit = work_unit(unit);
+    struct work_budget rounds = work_budget(argc > 1 ? argv[1] : NULL, 500);
     unsigned seed = 1;
-    for (long r = 0; r < rounds; r++) {
+    while (work_more(&rounds)) {
         seed = seed * 1103515245u + 12345u;
         int depth = 24 + (int)((seed >> 16) % 48);
         /* A few hundred distinct paths: the seed of each walk repeats. */

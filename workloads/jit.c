@@ -5,14 +5,17 @@
 // running it writes /tmp/perf-<pid>.map with the line
 // "<start-hex> <size-hex> jit_hot_loop" (perf's JIT map format) and prints
 // "jit pid <pid> map /tmp/perf-<pid>.map". It removes nothing at exit: perf
-// reads the map when reporting; the caller cleans up.
+// reads the map when reporting; the caller cleans up. ROUNDS may be a CPU
+// time ("1s"); SCRY_WORK_SCALE scales a round's loop (work.h).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define LOOP 16000000UL
+#include "work.h"
+
+static unsigned long loop = 16000000UL;
 
 /* unsigned long jit_hot_loop(unsigned long n): sum of n..1, with a frame. */
 static const unsigned char code[] = {
@@ -32,11 +35,12 @@ static const unsigned char code[] = {
 static volatile unsigned long sink;
 
 __attribute__((noinline)) void run_jit(unsigned long (*fn)(unsigned long)) {
-    sink += fn(LOOP);
+    sink += fn(loop);
 }
 
 int main(int argc, char **argv) {
-    long rounds = argc > 1 ? atol(argv[1]) : 100;
+    loop = (unsigned long)work_unit((long)loop);
+    struct work_budget rounds = work_budget(argc > 1 ? argv[1] : NULL, 100);
     long page = sysconf(_SC_PAGESIZE);
     unsigned char *mem = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
@@ -61,6 +65,6 @@ int main(int argc, char **argv) {
     fflush(stdout);
     unsigned long (*fn)(unsigned long);
     memcpy(&fn, &mem, sizeof fn);
-    for (long r = 0; r < rounds; r++) run_jit(fn);
+    while (work_more(&rounds)) run_jit(fn);
     return 0;
 }

@@ -6,9 +6,12 @@
 // reads the caller's %rbp and so skips caller_a/caller_b (the return address
 // into them sits on the stack, not in the rbp chain); a DWARF (.eh_frame)
 // unwinder finds main -> caller_a -> leaf_a. Default 100 rounds, about 1 s.
+// ROUNDS may be a CPU time ("1s"); SCRY_WORK_SCALE scales a unit (work.h).
 #include <stdlib.h>
 
-#define UNIT 1600000L
+#include "work.h"
+
+static long unit = 1600000L;
 
 static volatile unsigned long sink;
 
@@ -16,7 +19,7 @@ static volatile unsigned long sink;
     __attribute__((noinline, optimize("omit-frame-pointer"))) void name(    \
         long units) {                                                       \
         unsigned long x = sink;                                             \
-        for (long i = 0; i < units * UNIT; i++) {                           \
+        for (long i = 0; i < units * unit; i++) {                           \
             x = x * 6364136223846793005UL + 1442695040888963407UL;          \
         }                                                                   \
         sink = x;                                                           \
@@ -29,8 +32,9 @@ __attribute__((noinline)) void caller_a(void) { leaf_a(3); }
 __attribute__((noinline)) void caller_b(void) { leaf_b(2); }
 
 int main(int argc, char **argv) {
-    long rounds = argc > 1 ? atol(argv[1]) : 100;
-    for (long r = 0; r < rounds; r++) {
+    unit = work_unit(unit);
+    struct work_budget rounds = work_budget(argc > 1 ? argv[1] : NULL, 100);
+    while (work_more(&rounds)) {
         caller_a();
         caller_b();
     }

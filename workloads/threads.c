@@ -9,11 +9,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define UNIT 8000000L
+#include "work.h"
+
 #define MAX_THREADS 8
 
 static volatile unsigned long sink;
-static long rounds = 30;
+static long unit = 8000000L;
+/* ROUNDS may be a CPU time per thread ("1s"); SCRY_WORK_SCALE scales a
+   unit (work.h). */
+static struct work_budget rounds = {30, 0, 0};
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Each worker holds its own loop, so samples land in worker_<i> itself.
@@ -22,8 +26,11 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 #define WORKER(n)                                                        \
     __attribute__((noinline)) void worker_##n(void) {                    \
         volatile unsigned long x = sink;                                 \
-        for (long i = 0; i < rounds * UNIT; i++) {                       \
-            x = x * 6364136223846793005UL + 1442695040888963407UL;       \
+        struct work_budget units = rounds;                               \
+        while (work_more(&units)) {                                      \
+            for (long i = 0; i < unit; i++) {                            \
+                x = x * 6364136223846793005UL + 1442695040888963407UL;   \
+            }                                                            \
         }                                                                \
         sink = x;                                                        \
     }
@@ -45,7 +52,8 @@ static void *thread_main(void *arg) {
 
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 4;
-    if (argc > 2) rounds = atol(argv[2]);
+    unit = work_unit(unit);
+    if (argc > 2) rounds = work_budget(argv[2], 30);
     if (n < 1 || n > MAX_THREADS) {
         fprintf(stderr, "threads: N must be 1..%d\n", MAX_THREADS);
         return 2;

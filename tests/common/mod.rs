@@ -9,7 +9,7 @@
 //! `SCRY_KERNEL_TESTS=required` (CI), where it panics with the reason.
 //!
 //! Workloads are built on demand with `cc`/`c++`/`rustc` into
-//! `target/workloads/`, only when the source is newer than the binary. Tests
+//! `target/workloads/`, only when the source (or `work.h`) is newer than the binary. Tests
 //! run in parallel, so each build goes to a unique temporary name and is
 //! renamed into place (rename is atomic; two racing builders both produce a
 //! correct binary). The compiler flags live in the source's first line,
@@ -313,7 +313,9 @@ pub fn workload(name: &str) -> PathBuf {
     let dir = workload_dir();
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
     let binary = dir.join(name);
-    if let (Some(bin_time), Some(src_time)) = (modified(&binary), modified(&source))
+    // The shared header counts as source too.
+    let src_time = modified(&source).max(modified(&src_dir.join("work.h")));
+    if let (Some(bin_time), Some(src_time)) = (modified(&binary), src_time)
         && bin_time >= src_time
     {
         return binary;
