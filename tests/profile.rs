@@ -487,6 +487,16 @@ fn bpf_follows_a_pid() {
     assert_eq!(count_in(&report, "fsyncer", "sys_fsync"), 15, "{report:#}");
 }
 
+/// `scry report --profile --format json` of a file.
+fn report_profile_json(file: &std::path::Path) -> Value {
+    let text = common::run_ok(
+        common::scry()
+            .args(["report", "--profile", "--format", "json", "-i"])
+            .arg(file),
+    );
+    serde_json::from_str(&text).expect("report --profile json parses")
+}
+
 /// The sleeper's task section: found by the pid it prints.
 fn sleeper_count(report: &Value, stderr: &str, name: &str) -> u64 {
     let pid: i64 = stderr
@@ -526,12 +536,7 @@ fn every_sleep_counted_live_and_from_a_file() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
-    let text = common::run_ok(
-        common::scry()
-            .args(["report", "--profile", "--format", "json", "-i"])
-            .arg(&file),
-    );
-    let report: Value = serde_json::from_str(&text).expect("report --profile json parses");
+    let report = report_profile_json(&file);
     let sleeps = sleeper_count(&report, &stderr, "sched_switch:S");
     assert_eq!(sleeps, 20, "from the file: {sleeps} of 20 sleeps");
 }
@@ -581,12 +586,7 @@ fn sleeps_without_wakeup_events_end_at_the_switch_in() {
         .filter(|l| l.contains(&format!("prev_pid={pid} ")) && l.contains("prev_state=S "))
         .count() as u64;
     assert_eq!(perf_sleeps, 20, "perf script shows {perf_sleeps} sleeps");
-    let text = common::run_ok(
-        common::scry()
-            .args(["report", "--profile", "--format", "json", "-i"])
-            .arg(&file),
-    );
-    let report: Value = serde_json::from_str(&text).expect("report --profile json parses");
+    let report = report_profile_json(&file);
     let sleeps = sleeper_count(&report, &stderr, "sched_switch:S");
     assert_eq!(sleeps, perf_sleeps, "{report:#}");
     assert!(

@@ -67,7 +67,7 @@ fn own_process_without_privileges_records_user_space() {
         out_file.to_str().unwrap(),
         "--",
         workload.to_str().unwrap(),
-        "20",
+        "0.2s",
     ]) else {
         return;
     };
