@@ -496,7 +496,7 @@ fn inline_mode_adds_inlined_frames() {
 #[test]
 fn merged_samples_weigh_what_the_samples_weigh() {
     let Some(dir) = setup() else { return };
-    for (name, args) in [("deep", vec!["300"]), ("forker", vec![])] {
+    for (name, args) in [("deep", vec!["0.3s"]), ("forker", vec!["3", "0.2s"])] {
         let bin = common::workload(name);
         let mut cmd = vec![bin.to_str().unwrap_or("")];
         cmd.extend(args);

@@ -41,10 +41,27 @@ fn main() {
     let rounds: u64 = arg.parse().unwrap_or(100);
     let mut sum = 0u64;
     let mut done = 0u64;
-    while match seconds {
-        Some(limit) => thread_seconds() < limit,
-        None => done < rounds,
-    } {
+    // Time mode reads the clock (a file read) only when the rounds
+    // estimated from the last reading are done, as work.h does.
+    let mut check_at = 0u64;
+    loop {
+        match seconds {
+            Some(limit) if done >= check_at => {
+                let spent = thread_seconds();
+                if spent >= limit {
+                    break;
+                }
+                let left = if done > 0 && spent > 0.0 {
+                    (limit - spent) * done as f64 / spent
+                } else {
+                    1.0
+                };
+                check_at = done + (left as u64).max(1);
+            }
+            Some(_) => {}
+            None if done >= rounds => break,
+            None => {}
+        }
         sum = sum.wrapping_add(hot::spin(1, unit));
         done += 1;
     }

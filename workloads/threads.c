@@ -17,7 +17,7 @@ static volatile unsigned long sink;
 static long unit = 8000000L;
 /* ROUNDS may be a CPU time per thread ("1s"); SCRY_WORK_SCALE scales a
    unit (work.h). */
-static struct work_budget rounds = {30, 0, 0};
+static struct work_budget rounds = {30, 0, 0, 0};
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Each worker holds its own loop, so samples land in worker_<i> itself.

@@ -8,9 +8,10 @@
    A count of rounds (or units) may instead be a time, "1.5s": whole rounds
    until the calling thread has had that much CPU time
    (CLOCK_THREAD_CPUTIME_ID, what perf's cpu-clock samples), so a test asks
-   for as many samples as it needs on any machine, loaded or not. Reading
-   the clock once a round (vDSO, no system call) leaves the profile alone.
-   The time is not scaled. */
+   for as many samples as it needs on any machine, loaded or not. That
+   clock is a system call, not the vDSO: it is read a few times a run, when
+   the rounds estimated from the last reading are done, so it stays out of
+   the profile. The time is not scaled. */
 #ifndef SCRY_WORK_H
 #define SCRY_WORK_H
 
@@ -34,11 +35,13 @@ struct work_budget {
     long rounds;
     double seconds;
     long done;
+    /* Time mode: the round at which to read the clock again. */
+    long check_at;
 };
 
 /* "N" or "Ns" (NULL: `fallback` rounds). */
 static struct work_budget work_budget(const char *arg, long fallback) {
-    struct work_budget b = {fallback, 0, 0};
+    struct work_budget b = {fallback, 0, 0, 0};
     if (arg) {
         size_t len = strlen(arg);
         if (len > 0 && arg[len - 1] == 's') {
@@ -59,11 +62,20 @@ static double work_thread_seconds(void) {
 
 /* Call before each round: whether another round is due. */
 static int work_more(struct work_budget *b) {
-    int more = b->rounds >= 0 ? b->done < b->rounds : work_thread_seconds() < b->seconds;
-    if (more) {
-        b->done++;
+    if (b->rounds >= 0) {
+        return b->done < b->rounds ? (b->done++, 1) : 0;
     }
-    return more;
+    if (b->done >= b->check_at) {
+        double spent = work_thread_seconds();
+        if (spent >= b->seconds) {
+            return 0;
+        }
+        /* The rounds left at the pace so far (at least one). */
+        double left = b->done > 0 && spent > 0 ? (b->seconds - spent) * b->done / spent : 1;
+        b->check_at = b->done + (left > 1 ? (long)left : 1);
+    }
+    b->done++;
+    return 1;
 }
 
 #endif
