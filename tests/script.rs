@@ -175,8 +175,12 @@ fn threads_without_callchains_match_perf_byte_for_byte_up_to_the_address() {
     let dir = common::tempdir();
     let threads = common::workload("threads");
     let threads = threads.to_str().unwrap();
-    let Some(file) = perf_record(dir.path(), "t.data", &["-F", "999"], &[threads, "3", "10"])
-    else {
+    let Some(file) = perf_record(
+        dir.path(),
+        "t.data",
+        &["-F", "999"],
+        &[threads, "3", "0.1s"],
+    ) else {
         return;
     };
     assert_same_samples(&file, "comm,pid,tid,time");
@@ -222,7 +226,7 @@ fn multi_event_file_matches_perf() {
     let threads = common::workload("threads");
     let threads = threads.to_str().unwrap();
     let args = ["-e", "cpu-clock", "-e", "page-faults", "-F", "999"];
-    let Some(file) = perf_record(dir.path(), "m.data", &args, &[threads, "2", "5"]) else {
+    let Some(file) = perf_record(dir.path(), "m.data", &args, &[threads, "2", "0.05s"]) else {
         return;
     };
     assert_same_samples(&file, "comm,pid,tid,time,event,period");
