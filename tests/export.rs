@@ -432,3 +432,105 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
     }
     assert_eq!(workers, 2, "{stdout}");
 }
+
+/// speedscope's built page from the npm package (`npm install -g
+/// speedscope`), or the reason it is missing.
+fn speedscope_page() -> Result<PathBuf, String> {
+    let root = Command::new("npm")
+        .args(["root", "-g"])
+        .output()
+        .map_err(|_| "npm is not installed".to_string())?;
+    let root = String::from_utf8_lossy(&root.stdout).trim().to_string();
+    let page = Path::new(&root).join("speedscope/dist/release/index.html");
+    if page.is_file() {
+        Ok(page)
+    } else {
+        Err(format!(
+            "{} is missing (npm install -g speedscope@1.25)",
+            page.display()
+        ))
+    }
+}
+
+#[test]
+fn speedscope_renders_in_headless_chromium() {
+    require_kernel!();
+    let chromium = Path::new("/usr/bin/chromium");
+    if !common::gate(speedscope_page().map(drop))
+        || !common::gate(if chromium.is_file() {
+            Ok(())
+        } else {
+            Err("chromium is not installed (scripts/deps)".into())
+        })
+    {
+        return;
+    }
+    let page = speedscope_page().expect("speedscope page");
+    let dir = common::tempdir();
+    let data = record_cpu7525(dir.path(), "cpu", true, "40");
+    let out = dir.path().join("cpu.speedscope.json");
+    convert(&data, "speedscope", &out);
+    let text = std::fs::read_to_string(&out).expect("read");
+    let file: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        file["$schema"],
+        "https://www.speedscope.app/file-format-schema.json"
+    );
+
+    // What speedscope's own CLI does: a script that hands the file to the
+    // page, named in the URL's #localProfilePath; `view=sandwich` lists the
+    // functions in the page's DOM (the flame chart is a canvas).
+    let loader = dir.path().join("load.js");
+    std::fs::write(
+        &loader,
+        format!(
+            "speedscope.loadFileFromBase64('cpu.speedscope.json', \
+             btoa(unescape(encodeURIComponent(JSON.stringify({text})))))"
+        ),
+    )
+    .expect("write loader");
+    let profile_dir = dir.path().join("chromium");
+    let url = format!(
+        "file://{}#localProfilePath={}&view=sandwich",
+        page.display(),
+        loader.display()
+    );
+    let result = common::output(
+        Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+            ])
+            .arg(format!("--user-data-dir={}", profile_dir.display()))
+            .args([
+                "--enable-logging=stderr",
+                "--v=0",
+                "--virtual-time-budget=8000",
+                "--dump-dom",
+            ])
+            .arg(url),
+    );
+    let dom = String::from_utf8_lossy(&result.stdout);
+    let log = String::from_utf8_lossy(&result.stderr);
+    let console: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(":CONSOLE") && !l.contains("GL Driver Message"))
+        .collect();
+    assert!(
+        console
+            .iter()
+            .any(|l| l.contains("Importing as speedscope json file")),
+        "speedscope did not import the file:\n{}",
+        console.join("\n")
+    );
+    let errors: Vec<&&str> = console
+        .iter()
+        .filter(|l| l.contains("ERROR:CONSOLE") || l.contains("Uncaught") || l.contains("rror"))
+        .collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    for name in ["hot_a", "hot_b", "cpu7525 (pid"] {
+        assert!(dom.contains(name), "{name} is not on the page:\n{dom}");
+    }
+}
