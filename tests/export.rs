@@ -20,8 +20,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// `scry record -F 999 [-g] -o dir/name.data -- cpu7525 ROUNDS`.
-fn record_cpu7525(dir: &Path, name: &str, stacks: bool, rounds: &str) -> PathBuf {
+/// `scry record -F 999 [-g] -o dir/name.data -- cpu7525 CPU_TIME`.
+fn record_cpu7525(dir: &Path, name: &str, stacks: bool, cpu_time: &str) -> PathBuf {
     let data = dir.join(format!("{name}.data"));
     let mut cmd = common::scry();
     cmd.args(["record", "-q", "-F", "999"]);
@@ -32,7 +32,7 @@ fn record_cpu7525(dir: &Path, name: &str, stacks: bool, rounds: &str) -> PathBuf
         .arg(&data)
         .arg("--")
         .arg(common::workload("cpu7525"))
-        .arg(rounds);
+        .arg(cpu_time);
     common::run_ok(&mut cmd);
     data
 }
@@ -115,7 +115,7 @@ fn pprof_matches_report_in_go_tool_pprof() {
         return;
     }
     let dir = common::tempdir();
-    let data = record_cpu7525(dir.path(), "cpu", true, "60");
+    let data = record_cpu7525(dir.path(), "cpu", true, "0.6s");
     let out = dir.path().join("cpu.pb.gz");
     convert(&data, "pprof", &out);
 
@@ -172,7 +172,7 @@ fn pprof_of_a_file_without_stacks_is_flat() {
         return;
     }
     let dir = common::tempdir();
-    let data = record_cpu7525(dir.path(), "flat", false, "40");
+    let data = record_cpu7525(dir.path(), "flat", false, "0.4s");
     let out = dir.path().join("flat.pb.gz");
     convert(&data, "pprof", &out);
     let top = go_pprof(&["-top"], &out);
@@ -206,7 +206,7 @@ fn convert_refuses_what_a_format_cannot_hold() {
     );
     assert!(!out.exists(), "a refused export leaves no file");
 
-    let cpu = record_cpu7525(dir.path(), "cpu", true, "5");
+    let cpu = record_cpu7525(dir.path(), "cpu", true, "0.05s");
     let t = dir.path().join("t.json");
     let result = common::output(&mut convert_cmd(&cpu, "chrome-trace", &t));
     common::assert_bad_input(
@@ -280,7 +280,7 @@ fn firefox_profile_has_threads_samples_and_markers() {
             .arg(&data)
             .arg("--")
             .arg(common::workload("threads"))
-            .args(["3", "20"]),
+            .args(["3", "0.2s"]),
     );
     let out = dir.path().join("ff.json");
     convert(&data, "firefox", &out);
@@ -382,7 +382,7 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
             .arg(&data)
             .arg("--")
             .arg(common::workload("threads"))
-            .args(["2", "20"]),
+            .args(["2", "0.3s"]),
     );
     let out = dir.path().join("trace.json");
     convert(&data, "chrome-trace", &out);
@@ -467,7 +467,7 @@ fn speedscope_renders_in_headless_chromium() {
     }
     let page = speedscope_page().expect("speedscope page");
     let dir = common::tempdir();
-    let data = record_cpu7525(dir.path(), "cpu", true, "40");
+    let data = record_cpu7525(dir.path(), "cpu", true, "0.4s");
     let out = dir.path().join("cpu.speedscope.json");
     convert(&data, "speedscope", &out);
     let text = std::fs::read_to_string(&out).expect("read");
