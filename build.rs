@@ -6,7 +6,15 @@
 
 use std::path::{Path, PathBuf};
 
-const PROGRAMS: &[&str] = &["profile", "trace_args", "syscount", "cpudist", "runqslower"];
+const PROGRAMS: &[&str] = &[
+    "profile",
+    "trace_args",
+    "syscount",
+    "cpudist",
+    "runqslower",
+    "execsnoop",
+    "opensnoop",
+];
 
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -20,7 +28,7 @@ fn main() {
         args.push("-idirafter".into());
         args.push(multiarch.display().to_string());
     }
-    for header in ["targets", "ring", "hooks", "task"] {
+    for header in ["targets", "ring", "hooks", "task", "syscall_records"] {
         println!("cargo:rerun-if-changed=src/bpf/{header}.bpf.h");
     }
     for name in PROGRAMS {

@@ -19,6 +19,7 @@ pub mod quality;
 pub mod sched;
 pub mod sched_feed;
 pub mod settle;
+pub mod snoop;
 pub mod sort_key;
 pub mod stack_text;
 pub mod stat;

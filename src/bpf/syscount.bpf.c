@@ -71,19 +71,7 @@ struct pt_regs___scry_sc {
 	long orig_ax;
 } __attribute__((preserve_access_index));
 
-// The classic tracepoints' records (raw_syscalls/sys_enter, sys_exit):
-// eight bytes of common fields, then the call number.
-struct sys_enter_record {
-	__u64 common;
-	long id;
-	unsigned long args[6];
-};
-
-struct sys_exit_record {
-	__u64 common;
-	long id;
-	long ret;
-};
+#include "syscall_records.bpf.h"
 
 static __always_inline bool watched(__u64 pid_tgid)
 {

@@ -16,6 +16,14 @@ pub const TOOLS: &[(&str, &str)] = &[
         "on-CPU (or off-CPU, -O) time per stretch, as a histogram",
     ),
     (
+        "execsnoop",
+        "each execve with its arguments and return code, streamed",
+    ),
+    (
+        "opensnoop",
+        "each open with its descriptor or error, streamed",
+    ),
+    (
         "syscount",
         "system calls counted per call or per process, with latency (-L)",
     ),

@@ -9,11 +9,13 @@
 mod bpf_tool;
 mod convert;
 mod cpudist;
+mod execsnoop;
 mod feed_consumer;
 mod flamegraph;
 mod header;
 mod list;
 mod offcpu;
+mod opensnoop;
 mod probe;
 mod profile;
 mod record;
@@ -21,6 +23,7 @@ mod report;
 mod runqslower;
 mod sched;
 mod script;
+mod snoop;
 mod stat;
 mod syscount;
 mod target;
@@ -72,6 +75,10 @@ enum Command {
     Cpudist(cpudist::CpudistArgs),
     /// Each run-queue wait longer than a threshold, streamed from the kernel (bcc runqslower)
     Runqslower(runqslower::RunqslowerArgs),
+    /// Each execve with its arguments and return code, streamed (bcc execsnoop)
+    Execsnoop(execsnoop::ExecsnoopArgs),
+    /// Each open and openat with its descriptor or error, streamed (bcc opensnoop)
+    Opensnoop(opensnoop::OpensnoopArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -152,6 +159,8 @@ pub fn main() -> ExitCode {
         Command::Syscount(args) => syscount::run(args),
         Command::Cpudist(args) => cpudist::run(args),
         Command::Runqslower(args) => runqslower::run(args),
+        Command::Execsnoop(args) => execsnoop::run(args),
+        Command::Opensnoop(args) => opensnoop::run(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

@@ -19,6 +19,7 @@ pub mod report_columns;
 pub mod report_json;
 pub mod sched;
 pub mod script;
+pub mod snoop;
 pub mod stat;
 pub mod syscount;
 pub mod top;

@@ -1,0 +1,61 @@
+//! The streaming tools' events (execsnoop, opensnoop) as the kernel side
+//! decodes them, and the filters libbpf-tools applies in user space
+//! (`-n NAME`, `-l LINE`, `--ppid`): kept here so the renderers and the
+//! command lines name one set of types.
+
+pub use crate::sys::bpf_execsnoop::ExecEvent;
+pub use crate::sys::bpf_opensnoop::OpenEvent;
+
+/// execsnoop's user-space filters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExecFilter {
+    /// The command name contains this (-n).
+    pub name: Option<String>,
+    /// An argument contains this (-l).
+    pub line: Option<String>,
+    /// The parent is this process (--ppid).
+    pub ppid: Option<u32>,
+}
+
+impl ExecFilter {
+    pub fn keeps(&self, e: &ExecEvent) -> bool {
+        self.name
+            .as_ref()
+            .is_none_or(|n| e.comm.contains(n.as_str()))
+            && self
+                .line
+                .as_ref()
+                .is_none_or(|l| e.args.iter().any(|a| a.contains(l.as_str())))
+            && self.ppid.is_none_or(|p| e.ppid == p)
+    }
+}
+
+/// opensnoop's `-n NAME`: the command name contains it.
+pub fn open_kept(name: Option<&str>, e: &OpenEvent) -> bool {
+    name.is_none_or(|n| e.comm.contains(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_on_name_argument_and_parent() {
+        let e = ExecEvent {
+            comm: "bash".into(),
+            ppid: 4,
+            args: vec!["/bin/ls".into(), "-l".into()],
+            ..ExecEvent::default()
+        };
+        assert!(ExecFilter::default().keeps(&e));
+        let by = |name: Option<&str>, line: Option<&str>, ppid| ExecFilter {
+            name: name.map(String::from),
+            line: line.map(String::from),
+            ppid,
+        };
+        assert!(by(Some("as"), Some("-l"), Some(4)).keeps(&e));
+        assert!(!by(Some("zsh"), None, None).keeps(&e));
+        assert!(!by(None, Some("-x"), None).keeps(&e));
+        assert!(!by(None, None, Some(5)).keeps(&e));
+    }
+}

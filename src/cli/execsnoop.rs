@@ -1,0 +1,125 @@
+//! `scry execsnoop` (bcc's execsnoop, libbpf-tools' flags and layout):
+//! each execve(2) with its arguments and return code, streamed from the
+//! kernel's ring buffer. As in bcc, failed calls show only with `-x`.
+//! Wiring only: `sys::bpf_execsnoop` → `analysis::snoop` (filters) →
+//! `render::snoop`.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+
+use scry::analysis::snoop::ExecFilter;
+use scry::render::snoop::{ExecLayout, exec_header, exec_json, exec_line};
+use scry::sys::bpf_execsnoop::{self, ExecSettings, MAX_ARGS};
+
+use super::{bpf_tool, snoop};
+
+#[derive(Args, Debug)]
+pub struct ExecsnoopArgs {
+    /// Include the time (HH:MM:SS).
+    #[arg(short = 'T', long = "time")]
+    time: bool,
+    /// Include seconds since the start.
+    #[arg(short = 't', long = "timestamp")]
+    timestamp: bool,
+    /// Include failed exec()s.
+    #[arg(short = 'x', long = "fails")]
+    fails: bool,
+    /// Only this user.
+    #[arg(short = 'u', long = "uid", value_name = "UID")]
+    uid: Option<u32>,
+    /// Print the user id.
+    #[arg(short = 'U', long = "print-uid")]
+    print_uid: bool,
+    /// Arguments in double quotes.
+    #[arg(short = 'q', long = "quote")]
+    quote: bool,
+    /// Only commands whose name contains NAME.
+    #[arg(short = 'n', long = "name", value_name = "NAME")]
+    name: Option<String>,
+    /// Only commands with an argument containing LINE.
+    #[arg(short = 'l', long = "line", value_name = "LINE")]
+    line: Option<String>,
+    /// Only children of this process.
+    #[arg(short = 'P', long = "ppid", value_name = "PPID")]
+    ppid: Option<u32>,
+    /// Only processes in this cgroup (a directory under /sys/fs/cgroup).
+    #[arg(short = 'c', long = "cgroup", value_name = "PATH")]
+    cgroup: Option<PathBuf>,
+    /// Arguments shown per command (at most 60).
+    #[arg(long = "max-args", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=MAX_ARGS as i64))]
+    max_args: u32,
+    /// Stop after DURATION seconds.
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
+    duration: Option<u64>,
+    /// Say which kernel hooks the programs use.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// One JSON object per event instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: ExecsnoopArgs) -> anyhow::Result<()> {
+    bpf_tool::check_pid("execsnoop", args.ppid)?;
+    let settings = ExecSettings {
+        include_failed: args.fails,
+        uid: args.uid,
+        cgroup: args.cgroup.clone(),
+        max_args: args.max_args,
+    };
+    let filter = ExecFilter {
+        name: args.name.clone(),
+        line: args.line.clone(),
+        ppid: args.ppid,
+    };
+    let layout = ExecLayout {
+        time: args.time,
+        timestamp: args.timestamp,
+        uid: args.print_uid,
+        quote: args.quote,
+    };
+    let bpf = bpf_tool::load("execsnoop", || bpf_execsnoop::load(&settings))?;
+    bpf_tool::print_hooks("execsnoop", &bpf.hooks(), args.verbose);
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if !args.json {
+        exec_header(&mut out, layout)?;
+    }
+    out.flush()?;
+    let start = Instant::now();
+    let how = snoop::Stream {
+        tool: "execsnoop",
+        duration: args.duration,
+        pid: None,
+        filters: filter_flags(&args),
+    };
+    snoop::stream(&how, &bpf, &mut out, |out, e| {
+        if !filter.keeps(e) {
+            return Ok(false);
+        }
+        let clock = snoop::clock(start);
+        if args.json {
+            exec_json(out, e, clock)?;
+        } else {
+            exec_line(out, e, layout, clock)?;
+        }
+        Ok(true)
+    })
+}
+
+/// The user-space filters given, as typed.
+fn filter_flags(args: &ExecsnoopArgs) -> Vec<String> {
+    let mut flags = Vec::new();
+    if let Some(name) = &args.name {
+        flags.push(format!("-n {name}"));
+    }
+    if let Some(line) = &args.line {
+        flags.push(format!("-l {line}"));
+    }
+    if let Some(ppid) = args.ppid {
+        flags.push(format!("--ppid {ppid}"));
+    }
+    flags
+}

@@ -1,0 +1,94 @@
+//! `scry opensnoop` (bcc's opensnoop, libbpf-tools' flags and layout):
+//! each open(2) and openat(2) with its descriptor or errno, streamed from
+//! the kernel's ring buffer. Wiring only: `sys::bpf_opensnoop` →
+//! `analysis::snoop` (the -n filter) → `render::snoop`.
+
+use std::io::{self, Write};
+use std::time::Instant;
+
+use clap::Args;
+
+use scry::analysis::snoop::open_kept;
+use scry::render::snoop::{OpenLayout, open_header, open_json, open_line};
+use scry::sys::bpf_opensnoop::{self, OpenSettings};
+
+use super::{bpf_tool, snoop};
+
+#[derive(Args, Debug)]
+pub struct OpensnoopArgs {
+    /// Include the time (HH:MM:SS).
+    #[arg(short = 'T', long = "timestamp")]
+    timestamp: bool,
+    /// Print the user id.
+    #[arg(short = 'U', long = "print-uid")]
+    print_uid: bool,
+    /// Failed opens only.
+    #[arg(short = 'x', long = "failed")]
+    failed: bool,
+    /// Only this process (ends when it exits).
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    /// Only this thread.
+    #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
+    tid: Option<u32>,
+    /// Only this user.
+    #[arg(short = 'u', long = "uid", value_name = "UID")]
+    uid: Option<u32>,
+    /// Stop after DURATION seconds.
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
+    duration: Option<u64>,
+    /// Only process names containing NAME.
+    #[arg(short = 'n', long = "name", value_name = "NAME")]
+    name: Option<String>,
+    /// Show the open flags (octal).
+    #[arg(short = 'e', long = "extended-fields")]
+    extended: bool,
+    /// Say which kernel hooks the programs use.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// One JSON object per event instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: OpensnoopArgs) -> anyhow::Result<()> {
+    bpf_tool::check_pid("opensnoop", args.pid)?;
+    bpf_tool::check_pid("opensnoop", args.tid)?;
+    let settings = OpenSettings {
+        pid: args.pid,
+        tid: args.tid,
+        uid: args.uid,
+        failed_only: args.failed,
+    };
+    let layout = OpenLayout {
+        time: args.timestamp,
+        uid: args.print_uid,
+        extended: args.extended,
+    };
+    let bpf = bpf_tool::load("opensnoop", || bpf_opensnoop::load(settings))?;
+    bpf_tool::print_hooks("opensnoop", &bpf.hooks(), args.verbose);
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if !args.json {
+        open_header(&mut out, layout)?;
+    }
+    out.flush()?;
+    let start = Instant::now();
+    let how = snoop::Stream {
+        tool: "opensnoop",
+        duration: args.duration,
+        pid: args.pid,
+        filters: args.name.iter().map(|n| format!("-n {n}")).collect(),
+    };
+    snoop::stream(&how, &bpf, &mut out, |out, e| {
+        if !open_kept(args.name.as_deref(), e) {
+            return Ok(false);
+        }
+        let clock = snoop::clock(start);
+        if args.json {
+            open_json(out, e, clock)?;
+        } else {
+            open_line(out, e, layout, clock)?;
+        }
+        Ok(true)
+    })
+}

@@ -1,0 +1,80 @@
+//! What the streaming tools' commands share (execsnoop, opensnoop): the
+//! run loop that prints events as the ring buffer hands them over (one
+//! flush per batch, not per line) and once more at the end, so nothing
+//! that reached the ring is lost; the clock columns; and at the end, the
+//! drop count and a note when the user-space filters matched nothing.
+
+use std::cell::RefCell;
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use scry::capture::bpf_run::{self, RunOptions, Wake};
+use scry::render::snoop::Clock;
+use scry::sys::bpf_events::EventStream;
+use scry::sys::localtime::now_hms;
+
+/// How a streaming tool runs.
+#[derive(Clone, Debug, Default)]
+pub struct Stream<'a> {
+    pub tool: &'a str,
+    /// Stop after this many seconds.
+    pub duration: Option<u64>,
+    /// Stop when this process exits.
+    pub pid: Option<u32>,
+    /// The user-space filters given, as typed (for the note).
+    pub filters: Vec<String>,
+}
+
+/// Runs until Ctrl-C, the duration or the `pid`'s exit; `print` writes
+/// one event and says whether it passed the filters.
+pub fn stream<E, W: Write>(
+    how: &Stream<'_>,
+    bpf: &EventStream<E>,
+    out: &mut W,
+    mut print: impl FnMut(&mut W, &E) -> io::Result<bool>,
+) -> anyhow::Result<()> {
+    let opts = RunOptions {
+        interval: None,
+        count: None,
+        duration: how.duration.map(Duration::from_secs),
+        pid: how.pid.map(|p| p as i32),
+    };
+    let pending: RefCell<Vec<E>> = RefCell::default();
+    let ring = bpf.reader(|e| pending.borrow_mut().push(e))?;
+    let (mut seen, mut kept) = (0u64, 0u64);
+    bpf_run::run_events(&opts, &[ring.fd()], |wake| {
+        if wake == Wake::Tick {
+            return Ok(());
+        }
+        ring.consume()?;
+        for e in pending.take() {
+            seen += 1;
+            kept += u64::from(print(out, &e)?);
+        }
+        out.flush()
+    })?;
+    drop(ring);
+    let dropped = bpf.dropped()?;
+    if dropped > 0 {
+        eprintln!(
+            "{}: {dropped} events lost (the BPF ring buffer was full)",
+            how.tool
+        );
+    }
+    if kept == 0 && seen > 0 && !how.filters.is_empty() {
+        eprintln!(
+            "{}: none of the {seen} events seen matched {}",
+            how.tool,
+            how.filters.join(" ")
+        );
+    }
+    Ok(())
+}
+
+/// The time columns: wall clock now, seconds since `start`.
+pub fn clock(start: Instant) -> Clock {
+    Clock {
+        hms: now_hms(),
+        secs: start.elapsed().as_secs_f64(),
+    }
+}

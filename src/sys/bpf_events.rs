@@ -1,0 +1,102 @@
+//! What the streaming tools' loaders share (execsnoop, opensnoop): the
+//! loaded object with its ring (`events`) and drop count (`drops`, both
+//! from `src/bpf/ring.bpf.h`), read through the engine's ring reader
+//! (`bpf_engine::ring_reader`) and decoded into the tool's event type.
+//!
+//! The object's skeleton type is erased behind [`EventStream`], so the
+//! tools share one set of methods (hooks, reader, drops) instead of each
+//! writing its own; a loader gives the two maps' accessor once.
+
+use std::io;
+
+use libbpf_rs::MapMut;
+use libbpf_rs::skel::Skel;
+
+use super::bpf_engine::{self, Hook, Loaded, RingReader};
+
+/// A loaded object, whatever its skeleton.
+trait Streaming {
+    fn hooks(&self) -> Vec<Hook>;
+    /// Its `events` and `drops` maps.
+    fn maps(&self) -> (&MapMut<'static>, &MapMut<'static>);
+}
+
+/// The maps of a skeleton `S`: `(&events, &drops)`.
+pub type MapsOf<S> = for<'r> fn(&'r S) -> (&'r MapMut<'static>, &'r MapMut<'static>);
+
+struct Source<S> {
+    loaded: Loaded<S>,
+    maps: MapsOf<S>,
+}
+
+impl<S: Skel<'static>> Streaming for Source<S> {
+    fn hooks(&self) -> Vec<Hook> {
+        self.loaded.hooks()
+    }
+
+    fn maps(&self) -> (&MapMut<'static>, &MapMut<'static>) {
+        (self.maps)(&self.loaded.skel)
+    }
+}
+
+/// A streaming tool's programs, loaded and attached, whose events are
+/// decoded into `E`s.
+pub struct EventStream<E> {
+    source: Box<dyn Streaming>,
+    decode: fn(&[u8]) -> Option<E>,
+}
+
+impl<E> std::fmt::Debug for EventStream<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream")
+            .field("hooks", &self.source.hooks())
+            .finish()
+    }
+}
+
+impl<E> EventStream<E> {
+    /// `loaded`'s events, decoded by `decode`; `maps` names its ring and
+    /// drop count.
+    pub fn new<S: Skel<'static> + 'static>(
+        loaded: Loaded<S>,
+        maps: MapsOf<S>,
+        decode: fn(&[u8]) -> Option<E>,
+    ) -> EventStream<E> {
+        EventStream {
+            source: Box::new(Source { loaded, maps }),
+            decode,
+        }
+    }
+
+    /// Which hooks are in use (for `-v`).
+    pub fn hooks(&self) -> Vec<Hook> {
+        self.source.hooks()
+    }
+
+    /// The ring's reader, calling `on_event` with each event decoded
+    /// (records too short to decode are skipped).
+    pub fn reader<'a>(&'a self, mut on_event: impl FnMut(E) + 'a) -> io::Result<RingReader<'a>> {
+        let decode = self.decode;
+        bpf_engine::ring_reader(self.source.maps().0, move |raw| {
+            if let Some(event) = decode(raw) {
+                on_event(event);
+            }
+        })
+    }
+
+    /// Events the ring had no room for.
+    pub fn dropped(&self) -> io::Result<u64> {
+        bpf_engine::dropped(self.source.maps().1)
+    }
+}
+
+/// A NUL-terminated string at `offset` of a record, at most `len` bytes.
+pub fn c_string_at(bytes: &[u8], offset: usize, len: usize) -> String {
+    super::bpf_engine::comm_at(bytes, offset, len)
+}
+
+/// An i32 at `offset` of a record.
+pub fn i32_at(bytes: &[u8], offset: usize) -> Option<i32> {
+    let b = bytes.get(offset..offset + 4)?;
+    Some(i32::from_ne_bytes(b.try_into().ok()?))
+}

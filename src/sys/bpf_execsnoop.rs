@@ -1,0 +1,144 @@
+//! `scry execsnoop`'s kernel side: loads `src/bpf/execsnoop.bpf.c` through
+//! the engine, fills its cgroup filter before attaching (an empty cgroup
+//! array would let every task through), and decodes the events its ring
+//! buffer streams. What the program keeps and drops is in its header.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+
+use libbpf_rs::{MapCore, MapFlags};
+
+use super::bpf_engine::{self, Attach, GroupRules, u32_at};
+use super::bpf_events::{EventStream, c_string_at, i32_at};
+
+super::bpf::bpf_skeleton!("execsnoop.skel.rs");
+
+use skel::ExecsnoopSkelBuilder;
+
+/// The program's settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExecSettings {
+    /// Failed calls too (-x).
+    pub include_failed: bool,
+    /// Only this user (-u).
+    pub uid: Option<u32>,
+    /// Only tasks under this cgroup directory (--cgroup).
+    pub cgroup: Option<PathBuf>,
+    /// Arguments copied per call (--max-args, at most 60).
+    pub max_args: u32,
+}
+
+/// The most arguments the program copies (its TOTAL_MAX_ARGS).
+pub const MAX_ARGS: u32 = 60;
+
+/// One execve(2), as the kernel saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExecEvent {
+    pub comm: String,
+    pub pid: u32,
+    pub ppid: u32,
+    pub uid: u32,
+    pub ret: i32,
+    /// The file name passed, then argv[1..].
+    pub args: Vec<String>,
+    /// More arguments than were copied.
+    pub truncated: bool,
+}
+
+/// Offsets in `struct exec_event`.
+const ARGS_OFFSET: usize = 40;
+
+impl ExecEvent {
+    /// Decodes one ring record; None when it is too short.
+    pub fn decode(record: &[u8]) -> Option<ExecEvent> {
+        let count = i32_at(record, 16)?;
+        let size = u32_at(record, 20)? as usize;
+        let body = record.get(ARGS_OFFSET..)?;
+        let raw = &body[..size.min(body.len())];
+        let raw = raw.strip_suffix(&[0]).unwrap_or(raw);
+        let args: Vec<String> = if raw.is_empty() {
+            Vec::new()
+        } else {
+            raw.split(|&b| b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        };
+        let shown = args.len();
+        Some(ExecEvent {
+            pid: u32_at(record, 0)?,
+            ppid: u32_at(record, 4)?,
+            uid: u32_at(record, 8)?,
+            ret: i32_at(record, 12)?,
+            comm: c_string_at(record, 24, 16),
+            truncated: usize::try_from(count).is_ok_and(|c| c > shown),
+            args,
+        })
+    }
+}
+
+/// The loaded, attached program, streaming [`ExecEvent`]s.
+pub type ExecsnoopBpf = EventStream<ExecEvent>;
+
+/// Loads and attaches the program, its cgroup filter filled first.
+pub fn load(settings: &ExecSettings) -> io::Result<ExecsnoopBpf> {
+    let cgroup =
+        match &settings.cgroup {
+            Some(path) => Some(std::fs::File::open(path).map_err(|e| {
+                io::Error::new(e.kind(), format!("--cgroup {}: {e}", path.display()))
+            })?),
+            None => None,
+        };
+    let mut loaded = bpf_engine::load(
+        ExecsnoopSkelBuilder::default,
+        |open: &mut skel::OpenExecsnoopSkel<'static>| {
+            let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+            rodata.include_failed = settings.include_failed;
+            rodata.filter_uid = settings.uid.unwrap_or(u32::MAX);
+            rodata.filter_cgroup = cgroup.is_some();
+            rodata.max_args = settings.max_args.min(MAX_ARGS) as i32;
+            Ok(())
+        },
+        GroupRules::default(),
+        Attach::Later,
+    )?;
+    if let Some(dir) = &cgroup {
+        let fd = dir.as_raw_fd() as u32;
+        loaded
+            .skel
+            .maps
+            .cgroup_map
+            .update(&0u32.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| super::bpf::io_error("filling the cgroup filter", e))?;
+    }
+    loaded.attach()?;
+    Ok(EventStream::new(
+        loaded,
+        |s: &skel::ExecsnoopSkel<'static>| (&s.maps.events, &s.maps.drops),
+        ExecEvent::decode,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_the_arguments_and_says_when_some_were_left_out() {
+        let mut record = vec![0u8; ARGS_OFFSET];
+        record[0..4].copy_from_slice(&7u32.to_ne_bytes());
+        record[12..16].copy_from_slice(&(-2i32).to_ne_bytes());
+        record[16..20].copy_from_slice(&3i32.to_ne_bytes());
+        let args = b"/bin/x\0a b\0";
+        record[20..24].copy_from_slice(&(args.len() as u32).to_ne_bytes());
+        record[24..28].copy_from_slice(b"sh\0\0");
+        record.extend_from_slice(args);
+        let e = ExecEvent::decode(&record).expect("decodes");
+        assert_eq!(e.pid, 7);
+        assert_eq!(e.ret, -2);
+        assert_eq!(e.comm, "sh");
+        assert_eq!(e.args, ["/bin/x", "a b"]);
+        assert!(e.truncated);
+        assert_eq!(ExecEvent::decode(&record[..10]), None);
+    }
+}

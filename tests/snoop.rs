@@ -1,0 +1,332 @@
+//! The streaming BPF tools (execsnoop, opensnoop) on the real kernel:
+//! workloads with known answers (N executions of which some fail, N opens
+//! of which K fail), traced at once by scry (table and --json) and by
+//! Debian's libbpf-tools as the oracle; the same events from both. Also:
+//! bad input, a filter that matches nothing, SIGKILL leaving nothing
+//! attached.
+//!
+//! A tracer counts as ready when it holds its BPF links (scry: read from
+//! its fdinfo) or printed its header (libbpf-tools prints it after
+//! attaching); each is stopped once it printed every line the workload
+//! should give, so no assertion waits on a fixed time.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Root (the BPF programs need CAP_BPF and CAP_PERFMON) and libbpf-tools'
+/// `tool`, or skip.
+fn require_root_and(tool: &str) -> bool {
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    common::gate(if root {
+        Ok(())
+    } else {
+        Err("BPF tool tests need root (CAP_BPF and CAP_PERFMON)".to_string())
+    }) && common::require_tool(tool, "libbpf-tools is not installed (scripts/deps)")
+}
+
+/// A tracer running, its stdout lines gathered by a thread.
+struct Tracer {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+/// The BPF ids (`prog_id`, `link_id`) the process holds, from its fdinfo.
+fn bpf_fd_ids(pid: u32) -> BTreeMap<&'static str, Vec<u32>> {
+    let mut ids: BTreeMap<&'static str, Vec<u32>> = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return ids;
+    };
+    for info in dir
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+    {
+        for line in info.lines() {
+            for key in ["prog_id", "link_id"] {
+                if let Some(Ok(id)) = line
+                    .strip_prefix(key)
+                    .and_then(|r| r.strip_prefix(':'))
+                    .map(|v| v.trim().parse())
+                {
+                    ids.entry(key).or_default().push(id);
+                }
+            }
+        }
+    }
+    ids
+}
+
+impl Tracer {
+    /// Starts `cmd`; returns once it is attached: scry holds `links` BPF
+    /// links, a peer printed its first line.
+    fn start(mut cmd: Command, links: usize) -> Tracer {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tracer starts");
+        let out = BufReader::new(child.stdout.take().expect("piped"));
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        let reader = std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                sink.lock().expect("lines").push(line);
+            }
+        });
+        let tracer = Tracer {
+            child,
+            lines,
+            reader,
+        };
+        let pid = tracer.child.id();
+        tracer.wait_until(|lines| {
+            if links == 0 {
+                !lines.is_empty()
+            } else {
+                bpf_fd_ids(pid).get("link_id").map_or(0, Vec::len) >= links
+            }
+        });
+        tracer
+    }
+
+    /// Waits (at most a minute: a bound, not a measure) until `done` holds
+    /// for the lines so far.
+    fn wait_until(&self, done: impl Fn(&[String]) -> bool) {
+        let start = Instant::now();
+        while !done(&self.lines.lock().expect("lines")) {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "tracer {} never got there: {:?}",
+                self.child.id(),
+                self.lines.lock().expect("lines")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGINT; its lines and stderr once it ended (successfully).
+    fn stop(mut self) -> (Vec<String>, String) {
+        common::signal(self.child.id(), "INT");
+        let status =
+            common::wait_timeout(&mut self.child, Duration::from_secs(20)).expect("tracer ends");
+        self.reader.join().expect("reader");
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            std::io::Read::read_to_string(&mut e, &mut err).expect("stderr");
+        }
+        assert!(status.success(), "tracer failed: {status}\n{err}");
+        let lines = std::mem::take(&mut *self.lines.lock().expect("lines"));
+        (lines, err)
+    }
+}
+
+fn scry_tool(args: &[&str]) -> Command {
+    let mut cmd = common::scry();
+    cmd.args(args);
+    cmd
+}
+
+/// libbpf-tools' `tool ARGS`, line-buffered.
+fn peer(args: &[&str]) -> Command {
+    let mut cmd = Command::new("stdbuf");
+    cmd.arg("-oL").args(args);
+    cmd
+}
+
+/// An execsnoop table line's (comm, ppid, ret, args).
+type Exec = (String, u32, i32, Vec<String>);
+
+fn exec_of_line(line: &str) -> Option<Exec> {
+    let mut f = line.split_whitespace();
+    let comm = f.next()?.to_string();
+    let _pid: u32 = f.next()?.parse().ok()?;
+    let ppid = f.next()?.parse().ok()?;
+    let ret = f.next()?.parse().ok()?;
+    Some((comm, ppid, ret, f.map(str::to_string).collect()))
+}
+
+fn exec_of_json(line: &str) -> Option<Exec> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let args = v["args"].as_array()?;
+    Some((
+        v["comm"].as_str()?.to_string(),
+        u32::try_from(v["ppid"].as_u64()?).ok()?,
+        i32::try_from(v["ret"].as_i64()?).ok()?,
+        args.iter()
+            .filter_map(|a| Some(a.as_str()?.to_string()))
+            .collect(),
+    ))
+}
+
+/// The workload's executions among `lines` (children of `parent`), sorted.
+fn workload_execs(lines: &[String], parent: u32, parse: fn(&str) -> Option<Exec>) -> Vec<Exec> {
+    let mut execs: Vec<Exec> = lines
+        .iter()
+        .filter_map(|l| parse(l))
+        .filter(|e| e.1 == parent && e.3.get(1).is_some_and(|a| a == "execs"))
+        .collect();
+    execs.sort();
+    execs
+}
+
+#[test]
+fn execsnoop_lists_each_execution_with_its_arguments_and_return_code_as_libbpf_tools() {
+    if !require_root_and("execsnoop") {
+        return;
+    }
+    let dir = common::tempdir();
+    let missing = dir.path().join("missing");
+    let noexec = dir.path().join("noexec");
+    std::fs::write(&noexec, "not a program\n").expect("write");
+    let paths = [
+        "/bin/true".to_string(),
+        path_str(&missing),
+        path_str(&noexec),
+    ];
+    let n = 30;
+    let failing = Tracer::start(scry_tool(&["execsnoop", "-x"]), 2);
+    let json = Tracer::start(scry_tool(&["execsnoop", "--json"]), 2);
+    let oracle = Tracer::start(peer(&["execsnoop", "-x"]), 0);
+    let mut workload = Command::new(common::workload("execs"));
+    let mut workload = workload
+        .arg(n.to_string())
+        .args(&paths)
+        .spawn()
+        .expect("execs runs");
+    let parent = workload.id();
+    assert!(workload.wait().expect("execs ends").success());
+
+    let mut expected: Vec<Exec> = (0..n)
+        .map(|i| {
+            let path = &paths[i % 3];
+            let (comm, ret) = [("true", 0), ("execs", -2), ("execs", -13)][i % 3];
+            let args = vec![path.clone(), "execs".to_string(), i.to_string()];
+            (comm.to_string(), parent, ret, args)
+        })
+        .collect();
+    expected.sort();
+    let successes: Vec<Exec> = expected.iter().filter(|e| e.2 == 0).cloned().collect();
+    let count = |want: usize, parse: fn(&str) -> Option<Exec>| {
+        move |lines: &[String]| workload_execs(lines, parent, parse).len() >= want
+    };
+    failing.wait_until(count(n, exec_of_line));
+    json.wait_until(count(successes.len(), exec_of_json));
+    oracle.wait_until(count(n, exec_of_line));
+    let (scry_lines, _) = failing.stop();
+    let (json_lines, _) = json.stop();
+    let (peer_lines, _) = oracle.stop();
+    assert_eq!(
+        scry_lines.first().map(String::as_str),
+        peer_lines.first().map(|l| l.trim_end()),
+        "the header"
+    );
+    assert_eq!(workload_execs(&scry_lines, parent, exec_of_line), expected);
+    assert_eq!(workload_execs(&peer_lines, parent, exec_of_line), expected);
+    assert_eq!(workload_execs(&json_lines, parent, exec_of_json), successes);
+}
+
+fn path_str(path: &Path) -> String {
+    path.to_str().expect("utf-8 temp path").to_string()
+}
+
+/// An opensnoop -e line's (pid, comm, fd, err, flags, path).
+type Open = (u32, String, i32, i32, String, String);
+
+fn open_of_line(line: &str) -> Option<Open> {
+    let mut f = line.split_whitespace();
+    Some((
+        f.next()?.parse().ok()?,
+        f.next()?.to_string(),
+        f.next()?.parse().ok()?,
+        f.next()?.parse().ok()?,
+        f.next()?.to_string(),
+        f.next()?.to_string(),
+    ))
+}
+
+fn open_of_json(line: &str) -> Option<Open> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    Some((
+        u32::try_from(v["pid"].as_u64()?).ok()?,
+        v["comm"].as_str()?.to_string(),
+        i32::try_from(v["fd"].as_i64()?).ok()?,
+        i32::try_from(v["err"].as_i64()?).ok()?,
+        format!("{:08o}", v["flags"].as_i64()?),
+        v["path"].as_str()?.to_string(),
+    ))
+}
+
+/// The opens of files under `dir` among `lines`, sorted.
+fn opens_under(lines: &[String], dir: &str, parse: fn(&str) -> Option<Open>) -> Vec<Open> {
+    let mut opens: Vec<Open> = lines
+        .iter()
+        .filter_map(|l| parse(l))
+        .filter(|o| o.5.starts_with(dir))
+        .collect();
+    opens.sort();
+    opens
+}
+
+#[test]
+fn opensnoop_lists_n_opens_of_which_k_fail_as_libbpf_tools() {
+    if !require_root_and("opensnoop") {
+        return;
+    }
+    let dir = common::tempdir();
+    let root = path_str(dir.path());
+    std::fs::write(dir.path().join("present"), "x").expect("write");
+    let (n, k) = (50, 20);
+    let all = Tracer::start(scry_tool(&["opensnoop", "-e", "-n", "opens"]), 4);
+    let failed = Tracer::start(scry_tool(&["opensnoop", "-x", "--json"]), 4);
+    let oracle = Tracer::start(peer(&["opensnoop", "-e", "-n", "opens"]), 0);
+    let mut workload = Command::new(common::workload("opens"))
+        .args([n.to_string(), k.to_string(), root.clone()])
+        .spawn()
+        .expect("opens runs");
+    let pid = workload.id();
+    assert!(workload.wait().expect("opens ends").success());
+
+    let opens = |fd: i32, err: i32, name: &str, times: usize| {
+        let path = format!("{root}/{name}");
+        let open = (
+            pid,
+            "opens".to_string(),
+            fd,
+            err,
+            "02000000".to_string(),
+            path,
+        );
+        vec![open; times]
+    };
+    let mut expected = opens(-1, 2, "missing", k);
+    expected.extend(opens(3, 0, "present", n - k));
+    expected.sort();
+    let count = |want: usize, parse: fn(&str) -> Option<Open>| {
+        let root = root.clone();
+        move |lines: &[String]| opens_under(lines, &root, parse).len() >= want
+    };
+    all.wait_until(count(n, open_of_line));
+    failed.wait_until(count(k, open_of_json));
+    oracle.wait_until(count(n, open_of_line));
+    let (scry_lines, _) = all.stop();
+    let (json_lines, _) = failed.stop();
+    let (peer_lines, _) = oracle.stop();
+    assert_eq!(
+        scry_lines.first().map(String::as_str),
+        peer_lines.first().map(|l| l.trim_end()),
+        "the header"
+    );
+    assert_eq!(opens_under(&scry_lines, &root, open_of_line), expected);
+    assert_eq!(opens_under(&peer_lines, &root, open_of_line), expected);
+    assert_eq!(
+        opens_under(&json_lines, &root, open_of_json),
+        expected[..k].to_vec()
+    );
+}
