@@ -330,3 +330,87 @@ fn opensnoop_lists_n_opens_of_which_k_fail_as_libbpf_tools() {
         expected[..k].to_vec()
     );
 }
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    if !require_root_and("execsnoop") {
+        return;
+    }
+    let cases: [(&[&str], Option<&str>, &str); 4] = [
+        (&["opensnoop", "-p", "4194304"], None, "no such process"),
+        (&["opensnoop", "-t", "4194304"], None, "no such process"),
+        (
+            &["execsnoop", "--cgroup", "/sys/fs/cgroup/scry-no-such-group"],
+            None,
+            "--cgroup",
+        ),
+        // A kernel without the hook: the only kind the programs come in
+        // (classic tracepoints) is not allowed.
+        (&["execsnoop"], Some("raw_tp"), "no hook"),
+    ];
+    for (args, hooks, needle) in cases {
+        let mut cmd = scry_tool(args);
+        if let Some(kinds) = hooks {
+            cmd.env("SCRY_BPF_HOOKS", kinds);
+        }
+        let out = common::output(&mut cmd);
+        common::assert_bad_input(&out, needle, &(args, hooks));
+    }
+}
+
+#[test]
+fn a_filter_that_matches_nothing_says_so_once() {
+    if !require_root_and("execsnoop") {
+        return;
+    }
+    let tracer = Tracer::start(scry_tool(&["execsnoop", "-n", "scry-matches-nothing"]), 2);
+    let status = Command::new(common::workload("execs"))
+        .args(["3", "/bin/true"])
+        .status()
+        .expect("execs runs");
+    assert!(status.success());
+    let (lines, err) = tracer.stop();
+    assert_eq!(lines.len(), 1, "only the header: {lines:?}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("none of the") && err.contains("matched -n scry-matches-nothing"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sigkill_leaves_no_program_or_link() {
+    if !require_root_and("execsnoop") {
+        return;
+    }
+    for (args, links) in [(&["execsnoop", "-x"][..], 2), (&["opensnoop"][..], 4)] {
+        let mut tracer = Tracer::start(scry_tool(args), links);
+        let ids = bpf_fd_ids(tracer.child.id());
+        let progs = ids.get("prog_id").cloned().unwrap_or_default();
+        let held = ids.get("link_id").cloned().unwrap_or_default();
+        assert_eq!(held.len(), links, "{args:?}: {ids:?}");
+        common::signal(tracer.child.id(), "KILL");
+        let _ = tracer.child.wait();
+        // Freed when the last descriptor closes, after an RCU grace
+        // period: wait for it, boundedly.
+        let start = Instant::now();
+        loop {
+            let live_progs: Vec<u32> = libbpf_rs::query::ProgInfoIter::default()
+                .map(|p| p.id)
+                .filter(|id| progs.contains(id))
+                .collect();
+            let live_links: Vec<u32> = libbpf_rs::query::LinkInfoIter::default()
+                .map(|l| l.id)
+                .filter(|id| held.contains(id))
+                .collect();
+            if live_progs.is_empty() && live_links.is_empty() {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{args:?}: still there after SIGKILL: {live_progs:?} {live_links:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
