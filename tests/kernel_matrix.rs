@@ -28,8 +28,16 @@ struct Check {
     log: Vec<String>,
 }
 
-/// The guest's run: its checks, or why it could not run (a skip reason).
-type Run = Result<Vec<Check>, String>;
+/// Why the guest's run gave no checks.
+enum NoRun {
+    /// qemu, busybox, cpio or the kernel package cannot be had: a skip.
+    Unavailable(String),
+    /// The script failed or the guest did not finish: every test fails.
+    Failed(String),
+}
+
+/// The guest's run: its checks, or why there are none.
+type Run = Result<Vec<Check>, NoRun>;
 
 fn parse(console: &str) -> Vec<Check> {
     let mut checks = Vec::new();
@@ -81,15 +89,15 @@ fn boot() -> Run {
     );
     match out.status.code() {
         Some(0) => Ok(parse(&stdout)),
-        Some(3) => Err(stderr.trim().to_string()),
+        Some(3) => Err(NoRun::Unavailable(stderr.trim().to_string())),
         _ => {
             let tail: Vec<&str> = stdout.lines().rev().take(40).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
-            panic!(
+            Err(NoRun::Failed(format!(
                 "scripts/kernel-matrix failed ({}):\n{stderr}\nconsole tail:\n{}",
                 out.status,
                 tail.join("\n")
-            )
+            )))
         }
     }
 }
@@ -104,10 +112,11 @@ fn run() -> &'static Run {
 fn checks() -> Option<&'static [Check]> {
     match run() {
         Ok(checks) => Some(checks),
-        Err(reason) => {
+        Err(NoRun::Unavailable(reason)) => {
             common::gate(Err(format!("the kernel matrix cannot run: {reason}")));
             None
         }
+        Err(NoRun::Failed(why)) => panic!("{why}"),
     }
 }
 
