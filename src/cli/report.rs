@@ -72,7 +72,13 @@ pub struct ReportArgs {
     #[arg(long = "percent-limit", value_name = "PCT", default_value_t = 0.0)]
     percent_limit: f64,
     /// Only these commands (comma-separated).
-    #[arg(long = "comm", value_name = "COMMS", value_delimiter = ',')]
+    #[arg(
+        short = 'c',
+        long = "comms",
+        alias = "comm",
+        value_name = "COMMS",
+        value_delimiter = ','
+    )]
     comms: Vec<String>,
     /// Only these processes (comma-separated).
     #[arg(long = "pid", value_name = "PIDS", value_delimiter = ',')]
