@@ -3,7 +3,11 @@
 //! its place, on the same workload, and the answers compared.
 //!
 //! Each row is a shell command line with `{T}` where the tool's name goes;
-//! `{W:name}` is the path of a workload of `workloads/`, `{PID}` a spinner
+//! `{W:name}` is the path of a workload of `workloads/`, `{U:name}` a copy of
+//! it named `ol-name` in the row's directory (a command name no other process
+//! on the machine has, for rows that count a command's events system-wide),
+//! `{F}` one perf.data file that `perf record -g` made of `cpu7525` (rows
+//! that read a file read the same one), `{PID}` a spinner
 //! started for the row, `{D}` a fresh directory of the row. A row names what
 //! must agree: the exit status (always), exact event counts, the hottest
 //! symbol, or the lines a pattern picks out. Durations are what the command
@@ -141,15 +145,18 @@ const ROWS: &[Row] = &[
         check: Check::Status,
     },
     Row {
-        line: "{T} record -q -o {D}/perf.data -e syscalls:sys_enter_getppid -ag -- {W:calls} 3000",
+        line: "{T} record -q -o {D}/perf.data -e syscalls:sys_enter_getppid -ag -- {U:calls} 3000",
         check: Check::CommEvents {
-            comm: "calls",
+            comm: "ol-calls",
             n: 3000,
         },
     },
     Row {
-        line: "{T} record -q -o {D}/perf.data -e sched:sched_process_exec -a -- sh -c '/bin/true; /bin/true; :'",
-        check: Check::CommEvents { comm: "true", n: 2 },
+        line: "{T} record -q -o {D}/perf.data -e sched:sched_process_exec -a -- sh -c '{U:quick}; {U:quick}; :'",
+        check: Check::CommEvents {
+            comm: "ol-quick",
+            n: 2,
+        },
     },
     Row {
         line: "{T} record -q -o {D}/perf.data -e block:block_rq_complete --filter 'nr_sector > 200' -a -- sleep 0.2",
@@ -167,6 +174,27 @@ const ROWS: &[Row] = &[
         line: "{T} record -q -o {D}/perf.data -e block:block_rq_complete --filter 'no_such_field > 1' -a -- sleep 0.2",
         check: Check::Status,
     },
+    // perf report and perf script, on one file perf wrote
+    Row {
+        line: "{T} report --stdio -i {F}",
+        check: Check::SameLines(&["hot_a", "hot_b", "outer_a"]),
+    },
+    Row {
+        line: "{T} report -n --stdio -i {F}",
+        check: Check::SameLines(&["hot_a", "hot_b", "middle_b"]),
+    },
+    Row {
+        line: "{T} report --stdio --no-children --sort comm,dso,sym -i {F}",
+        check: Check::SameLines(&["hot_a", "hot_b"]),
+    },
+    Row {
+        line: "{T} script -i {F}",
+        check: Check::SameLines(&["cpu-clock", "hot_a", "hot_b", "outer_b"]),
+    },
+    Row {
+        line: "{T} script -F comm,tid,pid,time,cpu,event,ip,sym,dso -i {F}",
+        check: Check::SameLines(&["cpu7525", "hot_a", "hot_b"]),
+    },
     // perf list
     Row {
         line: "{T} list 'sched:*'",
@@ -183,8 +211,9 @@ const ROWS: &[Row] = &[
 ];
 
 /// Replaces the placeholders of `line` for `tool`.
-fn expand(line: &str, tool: &Path, dir: &Path, pid: u32) -> String {
+fn expand(line: &str, tool: &Path, dir: &Path, pid: u32, file: &Path) -> String {
     let mut out = line
+        .replace("{F}", &file.display().to_string())
         .replace("{T}", &tool.display().to_string())
         .replace("{D}", &dir.display().to_string())
         .replace("{PID}", &pid.to_string());
@@ -195,6 +224,15 @@ fn expand(line: &str, tool: &Path, dir: &Path, pid: u32) -> String {
         let name = out[start + 3..start + len].to_string();
         let path = common::workload(&name);
         out.replace_range(start..=start + len, &path.display().to_string());
+    }
+    while let Some(start) = out.find("{U:") {
+        let Some(len) = out[start..].find('}') else {
+            break;
+        };
+        let name = out[start + 3..start + len].to_string();
+        let copy = dir.join(format!("ol-{name}"));
+        std::fs::copy(common::workload(&name), &copy).expect("copy a workload");
+        out.replace_range(start..=start + len, &copy.display().to_string());
     }
     out
 }
@@ -386,11 +424,24 @@ fn perf_one_liners_answer_as_perf() {
         .stdout(Stdio::null())
         .spawn()
         .expect("start the spinner");
+    let fixture = common::tempdir();
+    let file = common::perf_record_g(
+        fixture.path(),
+        "cpu7525",
+        &common::workload("cpu7525"),
+        &["100"],
+    );
     let mut failures = Vec::new();
     for row in ROWS {
         let (pdir, sdir) = (common::tempdir(), common::tempdir());
-        let perf_line = expand(row.line, Path::new("perf"), pdir.path(), spinner.id());
-        let scry_line = expand(row.line, scry_bin, sdir.path(), spinner.id());
+        let perf_line = expand(
+            row.line,
+            Path::new("perf"),
+            pdir.path(),
+            spinner.id(),
+            &file,
+        );
+        let scry_line = expand(row.line, scry_bin, sdir.path(), spinner.id(), &file);
         let (p, s) = (sh(&perf_line), sh(&scry_line));
         if let Err(why) = compare(&row.check, (&p, pdir.path()), (&s, sdir.path())) {
             failures.push(format!("{}\n  {}", row.line, why.replace('\n', "\n  ")));
