@@ -6,7 +6,7 @@
 //! `{W:name}` is the path of a workload of `workloads/`, `{U:name}` a copy of
 //! it named `ol-name` in the row's directory (a command name no other process
 //! on the machine has, for rows that count a command's events system-wide),
-//! `{F}` one perf.data file that `perf record -g` made of `cpu7525` (rows
+//! `{F}` one perf.data file that `perf record -g --sample-cpu` made of `cpu7525` (rows
 //! that read a file read the same one), `{PID}` a spinner
 //! started for the row, `{D}` a fresh directory of the row. A row names what
 //! must agree: the exit status (always), exact event counts, the hottest
@@ -425,11 +425,14 @@ fn perf_one_liners_answer_as_perf() {
         .spawn()
         .expect("start the spinner");
     let fixture = common::tempdir();
-    let file = common::perf_record_g(
-        fixture.path(),
-        "cpu7525",
-        &common::workload("cpu7525"),
-        &["100"],
+    let file = fixture.path().join("cpu7525.data");
+    common::run_ok(
+        common::perf()
+            .args(["record", "-q", "-F", "999", "-g", "--sample-cpu", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(common::workload("cpu7525"))
+            .arg("100"),
     );
     let mut failures = Vec::new();
     for row in ROWS {
