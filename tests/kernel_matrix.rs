@@ -76,7 +76,7 @@ fn boot() -> Run {
     cmd.arg(&script)
         .arg("--scry")
         .arg(env!("CARGO_BIN_EXE_scry"));
-    for w in ["calls", "cpu7525"] {
+    for w in ["calls", "cpu7525", "sleeper"] {
         cmd.arg("--workload").arg(common::workload(w));
     }
     let started = std::time::Instant::now();
@@ -175,6 +175,14 @@ fn guest_trace_summary_counts() {
 }
 
 #[test]
+fn guest_offcpu_profile_runqlat() {
+    assert_passed(
+        |n| ["offcpu_sleeper", "profile_getppid", "runqlat"].contains(&n),
+        &["offcpu_sleeper", "profile_getppid", "runqlat"],
+    );
+}
+
+#[test]
 fn guest_leaves_no_kprobe_nor_tracer() {
     assert_passed(
         |n| n.starts_with("clean_after_"),
@@ -183,6 +191,9 @@ fn guest_leaves_no_kprobe_nor_tracer() {
             "clean_after_stat",
             "clean_after_record_report",
             "clean_after_trace_summary",
+            "clean_after_offcpu",
+            "clean_after_profile",
+            "clean_after_runqlat",
         ],
     );
 }
