@@ -326,8 +326,11 @@ fn corrected_header(
         Endian::Little => layout.data.size.to_le_bytes(),
         Endian::Big => layout.data.size.to_be_bytes(),
     };
+    // The crate finds the feature table right after the data: a data size
+    // other than the header's moves it onto records, so no features then.
+    let moved = head[48..56] != size;
     head[48..56].copy_from_slice(&size);
-    if layout.stale.is_some() || no_features {
+    if layout.stale.is_some() || no_features || moved {
         head[72..104].fill(0);
     }
     Ok(head)
