@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# bench/snoop.sh: the slowdown of an open-heavy and an exec-heavy workload
+# while `scry opensnoop` / `scry execsnoop` stream every event, next to
+# libbpf-tools' opensnoop / execsnoop (bcc's tools on libbpf), side by side
+# in one run.
+#
+# Workloads: workloads/opens N K DIR (N opens, K failing) and
+# workloads/execs N /bin/true (N fork+execve), forked stopped (sh stops
+# itself, then execs it once continued: same pid). opensnoop tracers watch
+# -p PID; execsnoop has no -p in libbpf-tools, so both watch the system.
+# Each tracer writes to a file (a terminal or a pipe would time the
+# reader), and counts as attached once it printed its header. Timed: from
+# SIGCONT to the workload's exit. For each: the median wall time of REPS
+# interleaved runs; slowdown = traced / bare; the last lines print scry's
+# time as a ratio to the peer's (below 1: scry slows the workload less).
+# Each tracer's line count for the workload is checked.
+#
+# Usage: bench/snoop.sh   (env REPS=5, OPENS=200000, EXECS=2000, SCRY_BIN=path to skip the build)
+# Needs: root, libbpf-tools (scripts/deps), cc.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-5} OPENS=${OPENS:-200000} EXECS=${EXECS:-2000}
+for tool in opensnoop execsnoop stdbuf cc; do
+    command -v "$tool" >/dev/null || { echo "bench/snoop.sh: no $tool (scripts/deps installs libbpf-tools)" >&2; exit 2; }
+done
+scry=${SCRY_BIN:-}
+if [ -z "$scry" ]; then
+    PATH="$HOME/.cargo/bin:$PATH" cargo build --release --locked --quiet
+    scry=${CARGO_TARGET_DIR:-$PWD/target}/release/scry
+fi
+opens=$(scripts/workload opens)
+execs=$(scripts/workload execs)
+out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
+: >"$out/present"
+median() { sort -g "$out/$1" | awk '{t[NR] = $1} END {print t[int((NR + 1) / 2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
+
+# settle LOG PATTERN WANT: waits until LOG has WANT lines with PATTERN, or
+# their count stopped growing for a second (a tracer that lost events).
+settle() {
+    local last=-1 same=0 now
+    while now=$(grep -c -- "$2" "$1" || true); [ "$now" -lt "$3" ] && [ "$same" -lt 10 ]; do
+        if [ "$now" = "$last" ]; then same=$((same + 1)); else same=0 last=$now; fi
+        sleep 0.1
+    done
+}
+
+# run KIND NAME [TRACER ARGS...]: one timed run of workload KIND (opens or
+# execs), traced by TRACER (with -p PID for opens).
+run() {
+    local kind=$1 name=$2; shift 2
+    if [ "$kind" = opens ]; then
+        sh -c 'kill -STOP $$; exec "$0" "$@"' "$opens" "$OPENS" 0 "$out" &
+    else
+        sh -c 'kill -STOP $$; exec "$0" "$@"' "$execs" "$EXECS" /bin/true &
+    fi
+    local pid=$! tracer="" log="$out/$kind-$name.out"
+    until [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = T ]; do sleep 0.01; done
+    if [ $# -gt 0 ]; then
+        local target=()
+        [ "$kind" = opens ] && target=(-p "$pid")
+        stdbuf -oL "$@" "${target[@]}" >"$log" 2>>"$out/$kind-$name.err" &
+        tracer=$!
+        until [ -s "$log" ]; do sleep 0.01; done   # its header: attached
+    fi
+    local t0=$EPOCHREALTIME
+    kill -CONT "$pid"
+    wait "$pid"
+    awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.6f\n", b - a}' >>"$out/$kind-$name"
+    if [ -n "$tracer" ]; then
+        local want=$OPENS pattern="$out/present" count
+        [ "$kind" = execs ] && want=$EXECS pattern=' /bin/true execs [0-9]'
+        settle "$log" "$pattern" "$want"
+        kill -INT "$tracer" 2>/dev/null || true
+        wait "$tracer" || true
+        count=$(grep -c -- "$pattern" "$log" || true)
+        [ "$count" = "$want" ] || echo "bench/snoop.sh: $name $kind printed $count lines, not $want (lost events)" >&2
+    fi
+}
+
+for _ in $(seq "$REPS"); do
+    for kind in opens execs; do
+        run "$kind" bare
+        run "$kind" libbpf-tools "${kind%s}snoop"
+        run "$kind" scry "$scry" "${kind%s}snoop"
+    done
+done
+
+for kind in opens execs; do
+    n=$OPENS; [ "$kind" = execs ] && n=$EXECS
+    echo "${kind%s}snoop on $n $kind:"
+    bare=$(median "$kind-bare")
+    printf '  %-14s %10s %10s\n' tracer "wall (s)" slowdown
+    for name in bare libbpf-tools scry; do
+        m=$(median "$kind-$name")
+        printf '  %-14s %10.3f %9.2fx\n' "$name" "$m" "$(ratio "$m" "$bare")"
+    done
+done
+for kind in opens execs; do
+    echo "scry / libbpf-tools wall time, ${kind%s}snoop: $(ratio "$(median "$kind-scry")" "$(median "$kind-libbpf-tools")")"
+done
