@@ -24,6 +24,7 @@ if [ -z "$scry" ]; then
     PATH="$HOME/.cargo/bin:$PATH" cargo build --release --locked --quiet
     scry=${CARGO_TARGET_DIR:-$PWD/target}/release/scry
 fi
+[ -x "$scry" ] || { echo "bench/syscount.sh: no scry at $scry" >&2; exit 2; }
 calls=$(scripts/workload calls)
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 # median NAME: the middle of the times in $out/NAME; ratio A B: A / B.

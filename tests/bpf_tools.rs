@@ -346,7 +346,7 @@ fn slow_waits(text: &str) -> Vec<(u32, u64)> {
         .collect()
 }
 
-/// Three threads that only compute, pinned to one CPU: each waits in the
+/// Three threads that only compute (0.2 s of CPU each), pinned to one CPU: each waits in the
 /// run queue while the others run (preemptions), for milliseconds. Both
 /// tools time the same waits (wakeup or preemption to switch-in) from
 /// their own clock reads, nanoseconds apart, so a wait within those
@@ -360,7 +360,7 @@ fn runqslower_reports_the_waits_libbpf_tools_reports() {
     }
     let threads = common::workload("threads");
     let threads = threads.to_str().expect("utf-8 path");
-    let mut workload = stopped(Path::new("taskset"), &["-c", "0", threads, "3", "20"]);
+    let mut workload = stopped(Path::new("taskset"), &["-c", "0", threads, "3", "0.2s"]);
     let pid = workload.id().to_string();
     let mut cmd = common::scry();
     cmd.args(["runqslower", "-P", "-p", &pid, "1000"]);
