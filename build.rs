@@ -14,6 +14,7 @@ const PROGRAMS: &[&str] = &[
     "runqslower",
     "execsnoop",
     "opensnoop",
+    "exitsnoop",
 ];
 
 fn main() {

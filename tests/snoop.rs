@@ -383,7 +383,12 @@ fn sigkill_leaves_no_program_or_link() {
     if !require_root_and("execsnoop") {
         return;
     }
-    for (args, links) in [(&["execsnoop", "-x"][..], 2), (&["opensnoop"][..], 4)] {
+    let tools = [
+        (&["execsnoop", "-x"][..], 2),
+        (&["opensnoop"][..], 4),
+        (&["exitsnoop"][..], 1),
+    ];
+    for (args, links) in tools {
         let mut tracer = Tracer::start(scry_tool(args), links);
         let ids = bpf_fd_ids(tracer.child.id());
         let progs = ids.get("prog_id").cloned().unwrap_or_default();
@@ -413,4 +418,94 @@ fn sigkill_leaves_no_program_or_link() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// An exitsnoop line's (comm, pid, ppid, tid, exit), the age left out.
+fn exit_of_line(line: &str) -> Option<(String, u32, u32, u32, String)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let ids: Vec<u32> = f.get(1..4)?.iter().filter_map(|v| v.parse().ok()).collect();
+    f.get(4)?.parse::<f64>().ok()?;
+    Some((
+        f[0].to_string(),
+        *ids.first()?,
+        *ids.get(1)?,
+        *ids.get(2)?,
+        f[5..].join(" "),
+    ))
+}
+
+#[test]
+fn exitsnoop_reports_exit_codes_and_signals_as_libbpf_tools() {
+    if !require_root_and("exitsnoop") {
+        return;
+    }
+    let scry = Tracer::start(scry_tool(&["exitsnoop", "-x"]), 1);
+    let json = Tracer::start(scry_tool(&["exitsnoop", "--json"]), 1);
+    let oracle = Tracer::start(peer(&["exitsnoop", "-x"]), 0);
+    let mut coded = Command::new("sh")
+        .args(["-c", "exit 3"])
+        .spawn()
+        .expect("sh");
+    assert_eq!(coded.wait().expect("sh ends").code(), Some(3));
+    let mut killed = Command::new("sleep").arg("60").spawn().expect("sleep");
+    common::signal(killed.id(), "SEGV");
+    let _ = killed.wait();
+    let me = std::process::id();
+    let expected = vec![
+        (
+            "sh".to_string(),
+            coded.id(),
+            me,
+            coded.id(),
+            "code 3".to_string(),
+        ),
+        (
+            "sleep".to_string(),
+            killed.id(),
+            me,
+            killed.id(),
+            "signal 11 (Segmentation fault)".to_string(),
+        ),
+    ];
+    let ours = |lines: &[String]| {
+        let mut exits: Vec<_> = lines
+            .iter()
+            .filter_map(|l| exit_of_line(l))
+            .filter(|e| e.1 == coded.id() || e.1 == killed.id())
+            .collect();
+        exits.sort();
+        exits
+    };
+    scry.wait_until(|l| ours(l).len() >= 2);
+    oracle.wait_until(|l| ours(l).len() >= 2);
+    json.wait_until(|l| {
+        l.iter()
+            .filter(|l| l.contains(&format!("\"ppid\":{me},")))
+            .count()
+            >= 2
+    });
+    let (scry_lines, _) = scry.stop();
+    let (peer_lines, _) = oracle.stop();
+    let (json_lines, _) = json.stop();
+    assert_eq!(ours(&scry_lines), expected);
+    assert_eq!(ours(&peer_lines), expected);
+    assert_eq!(
+        scry_lines.first().map(String::as_str),
+        peer_lines.first().map(|l| l.trim_end())
+    );
+    let of = |pid: u32| -> serde_json::Value {
+        let line = json_lines
+            .iter()
+            .find(|l| l.contains(&format!("\"pid\":{pid},")))
+            .expect("the exit in JSON");
+        serde_json::from_str(line).expect("JSON")
+    };
+    assert_eq!(
+        (
+            of(coded.id())["code"].as_u64(),
+            of(coded.id())["signal"].as_u64()
+        ),
+        (Some(3), None)
+    );
+    assert_eq!(of(killed.id())["signal"].as_u64(), Some(11));
 }

@@ -1,9 +1,10 @@
-//! The streaming tools' events (execsnoop, opensnoop) as the kernel side
+//! The streaming tools' events (execsnoop, exitsnoop, opensnoop) as the kernel side
 //! decodes them, and the filters libbpf-tools applies in user space
 //! (`-n NAME`, `-l LINE`, `--ppid`): kept here so the renderers and the
 //! command lines name one set of types.
 
 pub use crate::sys::bpf_execsnoop::ExecEvent;
+pub use crate::sys::bpf_exitsnoop::ExitEvent;
 pub use crate::sys::bpf_opensnoop::OpenEvent;
 
 /// execsnoop's user-space filters.

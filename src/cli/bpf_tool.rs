@@ -20,6 +20,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each execve with its arguments and return code, streamed",
     ),
     (
+        "exitsnoop",
+        "each process exit with its age and exit code or signal, streamed",
+    ),
+    (
         "opensnoop",
         "each open with its descriptor or error, streamed",
     ),

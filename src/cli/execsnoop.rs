@@ -51,15 +51,8 @@ pub struct ExecsnoopArgs {
     /// Arguments shown per command (at most 60).
     #[arg(long = "max-args", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=MAX_ARGS as i64))]
     max_args: u32,
-    /// Stop after DURATION seconds.
-    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    duration: Option<u64>,
-    /// Say which kernel hooks the programs use.
-    #[arg(short = 'v', long = "verbose")]
-    verbose: bool,
-    /// One JSON object per event instead of the table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    common: snoop::StreamFlags,
 }
 
 pub fn run(args: ExecsnoopArgs) -> anyhow::Result<()> {
@@ -82,16 +75,16 @@ pub fn run(args: ExecsnoopArgs) -> anyhow::Result<()> {
         quote: args.quote,
     };
     let bpf = bpf_tool::load("execsnoop", || bpf_execsnoop::load(&settings))?;
-    bpf_tool::print_hooks("execsnoop", &bpf.hooks(), args.verbose);
+    bpf_tool::print_hooks("execsnoop", &bpf.hooks(), args.common.verbose);
     let mut out = io::BufWriter::new(io::stdout().lock());
-    if !args.json {
+    if !args.common.json {
         exec_header(&mut out, layout)?;
     }
     out.flush()?;
     let start = Instant::now();
     let how = snoop::Stream {
         tool: "execsnoop",
-        duration: args.duration,
+        duration: args.common.duration,
         pid: None,
         filters: filter_flags(&args),
     };
@@ -100,7 +93,7 @@ pub fn run(args: ExecsnoopArgs) -> anyhow::Result<()> {
             return Ok(false);
         }
         let clock = snoop::clock(start);
-        if args.json {
+        if args.common.json {
             exec_json(out, e, clock)?;
         } else {
             exec_line(out, e, layout, clock)?;

@@ -10,6 +10,7 @@ mod bpf_tool;
 mod convert;
 mod cpudist;
 mod execsnoop;
+mod exitsnoop;
 mod feed_consumer;
 mod flamegraph;
 mod header;
@@ -77,6 +78,8 @@ enum Command {
     Runqslower(runqslower::RunqslowerArgs),
     /// Each execve with its arguments and return code, streamed (bcc execsnoop)
     Execsnoop(execsnoop::ExecsnoopArgs),
+    /// Each process exit with its age and exit code or signal, streamed (bcc exitsnoop)
+    Exitsnoop(exitsnoop::ExitsnoopArgs),
     /// Each open and openat with its descriptor or error, streamed (bcc opensnoop)
     Opensnoop(opensnoop::OpensnoopArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
@@ -160,6 +163,7 @@ pub fn main() -> ExitCode {
         Command::Cpudist(args) => cpudist::run(args),
         Command::Runqslower(args) => runqslower::run(args),
         Command::Execsnoop(args) => execsnoop::run(args),
+        Command::Exitsnoop(args) => exitsnoop::run(args),
         Command::Opensnoop(args) => opensnoop::run(args),
         Command::Tools => bpf_tool::list(),
     };

@@ -34,21 +34,14 @@ pub struct OpensnoopArgs {
     /// Only this user.
     #[arg(short = 'u', long = "uid", value_name = "UID")]
     uid: Option<u32>,
-    /// Stop after DURATION seconds.
-    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    duration: Option<u64>,
     /// Only process names containing NAME.
     #[arg(short = 'n', long = "name", value_name = "NAME")]
     name: Option<String>,
     /// Show the open flags (octal).
     #[arg(short = 'e', long = "extended-fields")]
     extended: bool,
-    /// Say which kernel hooks the programs use.
-    #[arg(short = 'v', long = "verbose")]
-    verbose: bool,
-    /// One JSON object per event instead of the table.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    common: snoop::StreamFlags,
 }
 
 pub fn run(args: OpensnoopArgs) -> anyhow::Result<()> {
@@ -66,16 +59,16 @@ pub fn run(args: OpensnoopArgs) -> anyhow::Result<()> {
         extended: args.extended,
     };
     let bpf = bpf_tool::load("opensnoop", || bpf_opensnoop::load(settings))?;
-    bpf_tool::print_hooks("opensnoop", &bpf.hooks(), args.verbose);
+    bpf_tool::print_hooks("opensnoop", &bpf.hooks(), args.common.verbose);
     let mut out = io::BufWriter::new(io::stdout().lock());
-    if !args.json {
+    if !args.common.json {
         open_header(&mut out, layout)?;
     }
     out.flush()?;
     let start = Instant::now();
     let how = snoop::Stream {
         tool: "opensnoop",
-        duration: args.duration,
+        duration: args.common.duration,
         pid: args.pid,
         filters: args.name.iter().map(|n| format!("-n {n}")).collect(),
     };
@@ -84,7 +77,7 @@ pub fn run(args: OpensnoopArgs) -> anyhow::Result<()> {
             return Ok(false);
         }
         let clock = snoop::clock(start);
-        if args.json {
+        if args.common.json {
             open_json(out, e, clock)?;
         } else {
             open_line(out, e, layout, clock)?;

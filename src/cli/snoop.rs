@@ -13,6 +13,20 @@ use scry::render::snoop::Clock;
 use scry::sys::bpf_events::EventStream;
 use scry::sys::localtime::now_hms;
 
+/// The flags every streaming tool takes.
+#[derive(clap::Args, Debug)]
+pub struct StreamFlags {
+    /// Stop after DURATION seconds.
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
+    pub duration: Option<u64>,
+    /// Say which kernel hooks the programs use.
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+    /// One JSON object per event instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// How a streaming tool runs.
 #[derive(Clone, Debug, Default)]
 pub struct Stream<'a> {

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 
 use serde_json::json;
 
-use crate::analysis::snoop::{ExecEvent, OpenEvent};
+use crate::analysis::snoop::{ExecEvent, ExitEvent, OpenEvent};
 
 /// The time columns of one line.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -142,6 +142,72 @@ pub fn open_json(w: &mut impl Write, e: &OpenEvent, clock: Clock) -> io::Result<
     });
     serde_json::to_writer(&mut *w, &v)?;
     writeln!(w)
+}
+
+/// exitsnoop's header (`-t`: a leading TIME column).
+pub fn exit_header(w: &mut impl Write, time: bool) -> io::Result<()> {
+    if time {
+        write!(w, "{:<8} ", "TIME")?;
+    }
+    let cols = ["PCOMM", "PID", "PPID", "TID", "AGE(s)"];
+    writeln!(
+        w,
+        "{:<16} {:<7} {:<7} {:<7} {:<7} EXIT_CODE",
+        cols[0], cols[1], cols[2], cols[3], cols[4]
+    )
+}
+
+pub fn exit_line(w: &mut impl Write, e: &ExitEvent, time: bool, clock: Clock) -> io::Result<()> {
+    if time {
+        write!(w, "{:<8} ", hms(clock.hms))?;
+    }
+    let age = e.age_ns as f64 / 1e9;
+    write!(
+        w,
+        "{:<16} {:<7} {:<7} {:<7} {age:<7.2} ",
+        e.comm, e.pid, e.ppid, e.tid
+    )?;
+    match e.signal() {
+        Some(sig) => {
+            write!(w, "signal {sig} ({})", signal_name(sig))?;
+            if e.core_dumped() {
+                write!(w, ", core dumped")?;
+            }
+            writeln!(w)
+        }
+        None if e.code() == 0 => writeln!(w, "0"),
+        None => writeln!(w, "code {}", e.code()),
+    }
+}
+
+pub fn exit_json(w: &mut impl Write, e: &ExitEvent, clock: Clock) -> io::Result<()> {
+    let v = json!({
+        "time": hms(clock.hms), "secs": clock.secs,
+        "comm": e.comm, "pid": e.pid, "ppid": e.ppid, "tid": e.tid,
+        "age_ns": e.age_ns, "code": e.code(), "signal": e.signal(),
+        "core_dumped": e.core_dumped(),
+    });
+    serde_json::to_writer(&mut *w, &v)?;
+    writeln!(w)
+}
+
+/// strsignal(3)'s words for the common signals.
+fn signal_name(sig: u32) -> &'static str {
+    match sig {
+        1 => "Hangup",
+        2 => "Interrupt",
+        3 => "Quit",
+        4 => "Illegal instruction",
+        6 => "Aborted",
+        7 => "Bus error",
+        8 => "Floating point exception",
+        9 => "Killed",
+        11 => "Segmentation fault",
+        13 => "Broken pipe",
+        14 => "Alarm clock",
+        15 => "Terminated",
+        _ => "Unknown signal",
+    }
 }
 
 #[cfg(test)]
