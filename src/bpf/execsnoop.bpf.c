@@ -7,6 +7,9 @@
 //
 // The entry keeps the event in a hash by thread id (too big for the BPF
 // stack); the exit completes it, sends the filled part, and deletes it.
+// The entry overwrites what a thread id left (an exec from a non-leader
+// thread exits under the leader's id, so its entry stays behind, and a
+// reused id must not lose its exec to it).
 // Failed calls are dropped in the kernel unless `include_failed` (-x).
 // Filters in the kernel: uid (-u) and cgroup (--cgroup, a cgroup array
 // user space fills with the cgroup directory's descriptor). Events the
@@ -84,7 +87,7 @@ int scry_es_enter(struct sys_enter_record *ctx)
 		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	if (bpf_map_update_elem(&execs, &tid, &empty_event, BPF_NOEXIST))
+	if (bpf_map_update_elem(&execs, &tid, &empty_event, BPF_ANY))
 		return 0;
 	struct exec_event *e = bpf_map_lookup_elem(&execs, &tid);
 	if (!e)
