@@ -49,13 +49,19 @@ fn script(file: &Path) -> (usize, String) {
     (n, err)
 }
 
-/// `scry report --stdio`'s sample count ("# Samples: N  of event ...").
+/// `scry report`'s sample count over all events, from its JSON (the text
+/// header abbreviates as perf's does: `# Samples: 1K of event ...`).
 fn report_samples(file: &Path) -> u64 {
-    let text = common::run_ok(common::scry().args(["report", "--stdio", "-i"]).arg(file));
-    text.lines()
-        .filter_map(|l| l.strip_prefix("# Samples: "))
-        .filter_map(|l| l.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
+    let text = common::run_ok(
+        common::scry()
+            .args(["report", "--format", "json", "-i"])
+            .arg(file),
+    );
+    let report: serde_json::Value = serde_json::from_str(&text).expect("report JSON parses");
+    report["events"]
+        .as_array()
+        .map(|events| events.iter().filter_map(|e| e["samples"].as_u64()).sum())
+        .unwrap_or(0)
 }
 
 /// Starts `cmd` in a process group of its own, lets it run `secs`, and
