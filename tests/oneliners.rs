@@ -29,6 +29,10 @@ enum Check {
     StatExact(&'static [&'static str]),
     /// `stat` output: the same events are listed, in the same order.
     StatEvents,
+    /// `stat` output: these events (hardware counts, different in any two
+    /// runs) are `<not supported>` (or `<not counted>`) in both, or counted
+    /// in both.
+    StatState(&'static [&'static str]),
     /// The file each wrote to `{D}/perf.data` has, by `scry report` and by
     /// `perf report` alike, this symbol hottest among the samples of `comm`.
     TopSymbol {
@@ -69,7 +73,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         line: "{T} stat -e LLC-loads,LLC-load-misses,LLC-stores,LLC-prefetches {W:quick}",
-        check: Check::StatExact(&[
+        check: Check::StatState(&[
             "LLC-loads",
             "LLC-load-misses",
             "LLC-stores",
@@ -78,7 +82,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         line: "{T} stat -e cycles --repeat 3 -- {W:quick}",
-        check: Check::StatExact(&["cycles"]),
+        check: Check::StatState(&["cycles"]),
     },
     Row {
         line: "{T} stat -e '{task-clock,page-faults}' {W:quick}",
@@ -350,7 +354,7 @@ fn compare(check: &Check, perf: (&Output, &Path), scry: (&Output, &Path)) -> Res
     }
     match check {
         Check::Status => Ok(()),
-        Check::StatEvents | Check::StatExact(_) => {
+        Check::StatEvents | Check::StatExact(_) | Check::StatState(_) => {
             let (pc, sc) = (stat_counts(&p), stat_counts(&s));
             let names =
                 |c: &[(String, String)]| c.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>();
@@ -360,6 +364,26 @@ fn compare(check: &Check, perf: (&Output, &Path), scry: (&Output, &Path)) -> Res
                     names(&pc),
                     names(&sc)
                 ));
+            }
+            if let Check::StatState(events) = check {
+                let (pm, sm): (BTreeMap<_, _>, BTreeMap<_, _>) =
+                    (pc.iter().cloned().collect(), sc.iter().cloned().collect());
+                // `<not supported>`, `<not counted>`, or a count (any value).
+                fn state(c: Option<&String>) -> Option<&str> {
+                    c.map(|text| {
+                        if text.starts_with('<') {
+                            text.as_str()
+                        } else {
+                            "counted"
+                        }
+                    })
+                }
+                for event in *events {
+                    let (ps, ss) = (state(pm.get(*event)), state(sm.get(*event)));
+                    if ps != ss {
+                        return Err(format!("{event}: perf {ps:?} scry {ss:?}"));
+                    }
+                }
             }
             if let Check::StatExact(exact) = check {
                 let (pm, sm): (BTreeMap<_, _>, BTreeMap<_, _>) =

@@ -41,16 +41,17 @@ fn piped(record_args: &[&str], workload: &[&str], reader: &mut Command) -> (Stri
     (text, rec_err)
 }
 
-fn samples_line(report: &str) -> u64 {
-    report
-        .lines()
-        .filter_map(|l| l.strip_prefix("# Samples: "))
-        .filter_map(|l| l.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
+/// The samples of `perf script` / `scry script` text: the lines that are not
+/// call-chain frames (those start with a tab). Not report's `# Samples:` line,
+/// which abbreviates from 1000 on (`1K`), as perf's does.
+fn script_samples(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('\t'))
+        .count() as u64
 }
 
-/// The samples scry record says it wrote are the ones perf report and scry
-/// report count from the stream.
+/// The samples scry record says it wrote are the ones perf script and scry
+/// script read from the stream.
 #[test]
 fn record_to_stdout_is_read_by_perf_and_scry() {
     if !common::require_perf() || !common::require_perf_events() {
@@ -67,17 +68,17 @@ fn record_to_stdout_is_read_by_perf_and_scry() {
     let (perf_text, err) = piped(
         &["-F", "999", "-g"],
         &[calls, "300000"],
-        common::perf().args(["report", "-i", "-", "--stdio"]),
+        common::perf().args(["script", "-i", "-"]),
     );
     assert!(said(&err) > 0, "{err}");
-    assert_eq!(samples_line(&perf_text), said(&err), "{perf_text}");
+    assert_eq!(script_samples(&perf_text), said(&err), "{perf_text}");
     assert!(perf_text.contains("calls"), "{perf_text}");
     let (scry_text, err) = piped(
         &["-F", "999", "-g"],
         &[calls, "300000"],
-        common::scry().args(["report", "-i", "-", "--stdio"]),
+        common::scry().args(["script", "-i", "-"]),
     );
-    assert_eq!(samples_line(&scry_text), said(&err), "{scry_text}");
+    assert_eq!(script_samples(&scry_text), said(&err), "{scry_text}");
 }
 
 /// Tracepoints through the pipe: the formats travel in the stream, so both

@@ -499,7 +499,7 @@ fn file_names_are_copied_at_entry_even_under_load() {
     // The program overwrites the buffer as soon as open returns; with the
     // CPUs busy, a name read after the call is the new text. Every run
     // must show the names of the entries.
-    let _hogs = Hogs::start(2);
+    let _hogs = Hogs::start(std::thread::available_parallelism().map_or(2, |n| n.get()));
     for run in 0..5 {
         let out = trace(&["-e", "openat", "--", reuse.to_str().unwrap()]);
         assert!(out.status.success(), "{}", lines(&out));
@@ -549,7 +549,7 @@ fn threads_born_while_tracing_are_named_as_perf_trace_names_them() {
     let named = common::workload("named_threads");
     // Busy CPUs move threads between CPUs, so a thread's birth and its
     // calls land in different rings, drained in another order.
-    let _hogs = Hogs::start(2);
+    let _hogs = Hogs::start(std::thread::available_parallelism().map_or(2, |n| n.get()));
     for _ in 0..3 {
         threads_are_named(&named);
     }

@@ -420,17 +420,18 @@ impl Tracer {
 
     /// Takes the next item (in time order).
     pub fn item(&mut self, item: TraceItem, out: &mut dyn TraceOutput) -> io::Result<()> {
+        // Copies that came before their entry wait for the thread's next
+        // system-call item only: an event of the thread (a uprobe, a
+        // tracepoint) between the two must not take them away.
         let tid = match &item {
             TraceItem::Enter(e) => e.tid,
-            TraceItem::Exit { tid, .. }
-            | TraceItem::Event { tid, .. }
-            | TraceItem::ThreadExit { tid, .. } => *tid,
+            TraceItem::Exit { tid, .. } | TraceItem::ThreadExit { tid, .. } => *tid,
             TraceItem::ArgCopies(_)
+            | TraceItem::Event { .. }
             | TraceItem::Comm { .. }
             | TraceItem::Fork { .. }
             | TraceItem::NameGuess { .. } => 0,
         };
-        // Copies wait for the thread's next item only.
         let early = if tid != 0 {
             self.early_copies.remove(&tid)
         } else {

@@ -67,7 +67,7 @@ pub fn run_events(
     fds: &[RawFd],
     mut wake: impl FnMut(Wake) -> io::Result<()>,
 ) -> io::Result<EndReason> {
-    let signals = SignalPipe::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])?;
+    let signals = SignalPipe::install(&signal::STOP_SIGNALS)?;
     let pidfd = match opts.pid {
         Some(pid) => Some(
             signal::pidfd_open(pid)
@@ -79,6 +79,14 @@ pub fn run_events(
     let end_at = opts.duration.map(|d| start + d);
     let mut next_tick = opts.interval.map(|i| start + i);
     let mut ticks = 0u64;
+    // The signal pipe, the pidfd, then the rings: built once, reset per wait.
+    let own = [Some(signals.fd()), pidfd.as_ref().map(|fd| fd.as_raw_fd())];
+    let mut polled: Vec<PollFd> = own
+        .into_iter()
+        .flatten()
+        .chain(fds.iter().copied())
+        .map(|fd| PollFd { fd, revents: 0 })
+        .collect();
     loop {
         let now = Instant::now();
         let deadline = [end_at, next_tick].into_iter().flatten().min();
@@ -87,13 +95,7 @@ pub fn run_events(
                 .as_millis()
                 .min(i32::MAX as u128) as i32
         });
-        let own = [Some(signals.fd()), pidfd.as_ref().map(|fd| fd.as_raw_fd())];
-        let mut polled: Vec<PollFd> = own
-            .into_iter()
-            .flatten()
-            .chain(fds.iter().copied())
-            .map(|fd| PollFd { fd, revents: 0 })
-            .collect();
+        polled.iter_mut().for_each(|p| p.revents = 0);
         signal::poll(&mut polled, timeout_ms)?;
         let first_extra = 1 + usize::from(pidfd.is_some());
         if polled[first_extra..].iter().any(|p| p.revents != 0) {

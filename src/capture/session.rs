@@ -355,9 +355,6 @@ impl Session {
             .enumerate()
             .map(|(i, e)| build_attr(e, &opts, i))
             .collect();
-        if opts.target.system_wide || opts.target.cpus.is_some() {
-            exclude_self(&opts.events, &mut opts.filters);
-        }
         let mut session = Self::open_plan(CounterPlan {
             events: opts.events,
             attrs,
@@ -371,13 +368,16 @@ impl Session {
     }
 
     /// Opens the counters of `plan` for its target.
-    pub fn open_plan(plan: CounterPlan) -> Result<Session, CaptureError> {
+    pub fn open_plan(mut plan: CounterPlan) -> Result<Session, CaptureError> {
         if plan.events.is_empty() || plan.attrs.len() != plan.events.len() {
             return Err(CaptureError::NoEvents);
         }
         process::raise_fd_limit();
+        let system_wide = plan.target.system_wide || plan.target.cpus.is_some();
+        if system_wide {
+            exclude_self(&plan.events, &mut plan.filters);
+        }
         let target = &plan.target;
-        let system_wide = target.system_wide || target.cpus.is_some();
         let mut notes = Vec::new();
         if plan.mmap_pages == 0 || !plan.mmap_pages.is_power_of_two() {
             return Err(CaptureError::BadMmapPages(plan.mmap_pages));

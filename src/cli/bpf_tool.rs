@@ -28,6 +28,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each open with its descriptor or error, streamed",
     ),
     (
+        "runqslower",
+        "each run-queue wait over a threshold, streamed",
+    ),
+    (
         "syscount",
         "system calls counted per call or per process, with latency (-L)",
     ),
@@ -85,11 +89,12 @@ pub fn busybox_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::
     args
 }
 
-/// `-p PID` names a running process (checked before anything loads).
-pub fn check_pid(tool: &str, pid: Option<u32>) -> anyhow::Result<()> {
+/// `FLAG ID` (`-p PID`, `-t TID`, `--ppid PID`) names a running process or
+/// thread (checked before anything loads).
+pub fn check_pid(tool: &str, flag: &str, pid: Option<u32>) -> anyhow::Result<()> {
     match pid {
         Some(pid) if !std::path::Path::new(&format!("/proc/{pid}")).exists() => {
-            Err(anyhow!("{tool}: -p {pid}: no such process"))
+            Err(anyhow!("{tool}: {flag} {pid}: no such process"))
         }
         _ => Ok(()),
     }

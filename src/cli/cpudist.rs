@@ -65,7 +65,7 @@ pub fn run(args: CpudistArgs) -> anyhow::Result<()> {
         duration: None,
         pid: args.pid.map(|p| p as i32),
     };
-    bpf_tool::check_pid("cpudist", args.pid)?;
+    bpf_tool::check_pid("cpudist", "-p", args.pid)?;
     let mut bpf = bpf_tool::load("cpudist", || CpudistBpf::load(settings))?;
     bpf_tool::print_hooks("cpudist", &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();

@@ -56,7 +56,7 @@ pub struct ExecsnoopArgs {
 }
 
 pub fn run(args: ExecsnoopArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("execsnoop", args.ppid)?;
+    bpf_tool::check_pid("execsnoop", "--ppid", args.ppid)?;
     let settings = ExecSettings {
         include_failed: args.fails,
         uid: args.uid,

@@ -32,7 +32,7 @@ pub struct ExitsnoopArgs {
 }
 
 pub fn run(args: ExitsnoopArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("exitsnoop", args.pid)?;
+    bpf_tool::check_pid("exitsnoop", "-p", args.pid)?;
     let settings = ExitSettings {
         pid: args.pid,
         failed_only: args.failed,

@@ -45,8 +45,8 @@ pub struct OpensnoopArgs {
 }
 
 pub fn run(args: OpensnoopArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("opensnoop", args.pid)?;
-    bpf_tool::check_pid("opensnoop", args.tid)?;
+    bpf_tool::check_pid("opensnoop", "-p", args.pid)?;
+    bpf_tool::check_pid("opensnoop", "-t", args.tid)?;
     let settings = OpenSettings {
         pid: args.pid,
         tid: args.tid,

@@ -55,7 +55,8 @@ pub fn run(args: RunqslowerArgs) -> anyhow::Result<()> {
         pid: args.pid,
         tid: args.tid,
     };
-    bpf_tool::check_pid("runqslower", args.pid)?;
+    bpf_tool::check_pid("runqslower", "-p", args.pid)?;
+    bpf_tool::check_pid("runqslower", "-t", args.tid)?;
     let bpf = bpf_tool::load("runqslower", || RunqslowerBpf::load(settings))?;
     bpf_tool::print_hooks("runqslower", &bpf.hooks(), args.verbose);
     {

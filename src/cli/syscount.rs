@@ -70,7 +70,7 @@ pub fn run(args: SyscountArgs) -> anyhow::Result<()> {
         latency: args.latency,
         milliseconds: args.milliseconds,
     };
-    bpf_tool::check_pid("syscount", args.pid)?;
+    bpf_tool::check_pid("syscount", "-p", args.pid)?;
     let mut bpf = bpf_tool::load("syscount", || SyscountBpf::load(settings))?;
     bpf_tool::print_hooks("syscount", &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();

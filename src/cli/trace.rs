@@ -137,13 +137,6 @@ fn id_filter(ids: &BTreeSet<u64>) -> String {
         .join(" || ")
 }
 
-fn and(a: Option<String>, b: Option<String>) -> Option<String> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(format!("({a}) && ({b})")),
-        (a, b) => a.or(b),
-    }
-}
-
 pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     let target = Target {
         command: args.command.clone(),
@@ -182,9 +175,6 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
 
     let mut events = Vec::new();
     let mut roles = Vec::new();
-    let self_filter = args
-        .all_cpus
-        .then(|| format!("common_pid != {}", std::process::id()));
     let mut layout = None;
     let mut copy = Vec::new();
     let wants_syscalls = sel.syscalls.as_ref().is_none_or(|s| !s.is_empty());
@@ -219,7 +209,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         }
         let tp = |id: u64, name: &str, filter: Option<String>| TraceEvent {
             event: tracepoint("raw_syscalls", name, id),
-            filter: and(filter, self_filter.clone()),
+            filter,
             regs_user: 0,
             stack_user: 0,
         };
@@ -238,7 +228,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
             None => EventRole::Tracepoint,
         };
         let (filter, regs_user) = match role {
-            EventRole::Tracepoint => (and(args.filter.clone(), self_filter.clone()), 0),
+            EventRole::Tracepoint => (args.filter.clone(), 0),
             _ => (None, UPROBE_REGS),
         };
         events.push(TraceEvent {
