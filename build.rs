@@ -15,6 +15,7 @@ const PROGRAMS: &[&str] = &[
     "execsnoop",
     "opensnoop",
     "exitsnoop",
+    "irqs",
 ];
 
 fn main() {
@@ -29,7 +30,14 @@ fn main() {
         args.push("-idirafter".into());
         args.push(multiarch.display().to_string());
     }
-    for header in ["targets", "ring", "hooks", "task", "syscall_records"] {
+    for header in [
+        "targets",
+        "ring",
+        "hooks",
+        "task",
+        "syscall_records",
+        "hist",
+    ] {
         println!("cargo:rerun-if-changed=src/bpf/{header}.bpf.h");
     }
     for name in PROGRAMS {

@@ -260,7 +260,9 @@ fn sigkill_leaves_no_program_or_link_attached() {
         &["syscount", "-L"][..],
         &["cpudist", "-O"][..],
         &["runqslower"][..],
+        &["hardirqs", "-d"][..],
     ] {
+        let pinned = pinned_bpf();
         let mut cmd = common::scry();
         cmd.args(tool);
         let (mut child, _out) = tracer(cmd, "Tracing");
@@ -292,7 +294,21 @@ fn sigkill_leaves_no_program_or_link_attached() {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        assert_eq!(
+            pinned_bpf(),
+            pinned,
+            "{tool:?} left something in /sys/fs/bpf"
+        );
     }
+}
+
+/// What /sys/fs/bpf holds (nothing scry makes is pinned there).
+fn pinned_bpf() -> Vec<std::path::PathBuf> {
+    let mut names: Vec<_> = std::fs::read_dir("/sys/fs/bpf")
+        .map(|dir| dir.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
 }
 
 #[test]
@@ -392,4 +408,79 @@ fn runqslower_reports_the_waits_libbpf_tools_reports() {
         ),
         "{text}"
     );
+}
+
+/// The events per interrupt in `-d` output (`hardirq = NAME` or `softirq
+/// = NAME`, then a histogram): the histogram's total, by name.
+fn irq_events(text: &str, label: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut events = std::collections::BTreeMap::new();
+    let mut name = None;
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix(label) {
+            name = Some(n.to_string());
+        } else if let Some(n) = &name {
+            *events.entry(n.clone()).or_insert(0) += hist_total(line);
+        }
+    }
+    events
+}
+
+/// hardirqs and softirqs side by side with libbpf-tools' (`-d`: each
+/// histogram's total is the interrupt's events), while fsyncer makes disk
+/// interrupts and block softirqs. scry attaches first and is interrupted
+/// after the peer has printed, so its window holds the peer's: per name it
+/// counts at least the peer's events (less at most one per CPU: the peer
+/// counts an exit whose entry came before its attach, scry does not), and
+/// at most the peer's plus what that name's rate (measured in this run)
+/// gives in the time scry's window is longer, tripled, plus 3.
+#[test]
+fn hardirqs_and_softirqs_count_the_events_libbpf_tools_counts() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    for (tool, label) in [("hardirqs", "hardirq = "), ("softirqs", "softirq = ")] {
+        let mut cmd = common::scry();
+        cmd.args([tool, "-d"]);
+        let scry_start = Instant::now();
+        let (scry, scry_out) = tracer(cmd, "irq event time");
+        let (oracle, oracle_out) = tracer(peer(tool, &["-d".into()]), "irq event time");
+        let peer_ready = Instant::now();
+        let workload = Command::new(common::workload("fsyncer"))
+            .arg("100")
+            .stderr(Stdio::null())
+            .status()
+            .expect("fsyncer runs");
+        assert!(workload.success());
+        let peer_end = Instant::now();
+        let (peer_text, _) = finish(oracle, oracle_out, true);
+        let (text, err) = finish(scry, scry_out, true);
+        let scry_end = Instant::now();
+        let (ours, theirs) = (irq_events(&text, label), irq_events(&peer_text, label));
+        let longer = (peer_ready - scry_start) + (scry_end - peer_end);
+        let window = (scry_end - scry_start).as_secs_f64();
+        eprintln!(
+            "{tool}: scry {ours:?}, libbpf-tools {theirs:?}, scry's window {window:.2} s, \
+             {:.3} s longer",
+            longer.as_secs_f64()
+        );
+        let report = format!("scry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}");
+        assert!(
+            theirs.values().any(|&n| n >= 50),
+            "the workload made few interrupts:\n{report}"
+        );
+        for (name, &peer_n) in &theirs {
+            let n = ours.get(name).copied().unwrap_or(0);
+            let rate = n as f64 / window;
+            let slack = (rate * longer.as_secs_f64() * 3.0) as u64 + 3;
+            assert!(
+                n + cpus >= peer_n && n <= peer_n + slack,
+                "{name}: scry {n}, libbpf-tools {peer_n} (slack {slack})\n{report}"
+            );
+        }
+        if tool == "softirqs" {
+            assert!(ours.contains_key("block"), "{text}");
+        }
+        assert!(text.contains(&format!("\n{label}")), "{text}");
+    }
 }

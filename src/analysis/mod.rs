@@ -10,6 +10,7 @@ mod calltrie;
 pub mod decay;
 pub mod folded;
 pub mod hist;
+pub mod irqs;
 pub mod offcpu;
 pub mod offcpu_live;
 pub mod pairs;

@@ -23,6 +23,7 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
+#include "hist.bpf.h"
 #include "task.bpf.h"
 
 #define MAX_SLOTS 36
@@ -61,17 +62,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct hist);
 } zero_hist SEC(".maps");
-
-static __always_inline __u32 log2_slot(__u64 v)
-{
-	__u32 slot = 0;
-	// 64 iterations at most; the verifier bounds the loop.
-	for (int i = 0; i < 64 && v > 1; i++) {
-		v >>= 1;
-		slot++;
-	}
-	return slot;
-}
 
 static __always_inline void store_start(__u32 tgid, __u32 tid, __u64 ts)
 {

@@ -1,13 +1,18 @@
 //! What every BPF tool's command shares: the one-line refusal when BPF
 //! cannot run here (privileges, BTF; checked before loading, and again on
-//! a load refused with EPERM), the `-v` lines naming each hook, and the
-//! list `scry tools` prints (also the names a symlink may carry).
+//! a load refused with EPERM), the `-v` lines naming each hook, bcc's
+//! `interval [count]` arguments and what each interval's output starts
+//! with, and the list `scry tools` prints (also the names a symlink may
+//! carry).
 
-use std::io;
+use std::io::{self, Write};
+use std::time::Duration;
 
 use anyhow::anyhow;
 
+use scry::capture::bpf_run::RunOptions;
 use scry::sys::bpf_engine::{self, Hook};
+use scry::sys::localtime::now_hms;
 
 /// The BPF tools: (name, what it shows). A symlink named after one runs it.
 pub const TOOLS: &[(&str, &str)] = &[
@@ -24,6 +29,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each process exit with its age and exit code or signal, streamed",
     ),
     (
+        "hardirqs",
+        "time in each hard interrupt handler (-d histograms, -C counts)",
+    ),
+    (
         "opensnoop",
         "each open with its descriptor or error, streamed",
     ),
@@ -32,10 +41,59 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each run-queue wait over a threshold, streamed",
     ),
     (
+        "softirqs",
+        "time in each softirq vector (-d histograms, -C counts)",
+    ),
+    (
         "syscount",
         "system calls counted per call or per process, with latency (-L)",
     ),
 ];
+
+/// `-v` and `--json`, as the tools that print tables take them.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct TableArgs {
+    /// Say which kernel hooks the programs use.
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+    /// JSON (one document per interval) instead of the text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// bcc's positional `interval [count]`.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct IntervalArgs {
+    /// Print every INTERVAL seconds (default: once, at the end: Ctrl-C, or the -p process's exit).
+    #[arg(value_name = "INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
+    pub interval: Option<u64>,
+    /// Stop after COUNT intervals.
+    #[arg(id = "interval_count", value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+}
+
+impl IntervalArgs {
+    /// The run loop's options: these intervals, ending with process `pid`.
+    pub fn run_options(&self, pid: Option<u32>) -> RunOptions {
+        RunOptions {
+            interval: self.interval.map(Duration::from_secs),
+            count: self.count,
+            duration: None,
+            pid: pid.map(|p| p as i32),
+        }
+    }
+}
+
+/// What each interval's text starts with in libbpf-tools: a blank line,
+/// then with `-T` the time (`%-8s` of `HH:MM:SS`).
+pub fn write_interval_head(out: &mut impl Write, timestamp: bool) -> io::Result<()> {
+    writeln!(out)?;
+    if timestamp {
+        let (h, m, s) = now_hms();
+        writeln!(out, "{:<8}", format!("{h:02}:{m:02}:{s:02}"))?;
+    }
+    Ok(())
+}
 
 /// Loads a tool's programs; a refusal says what is needed in one line.
 pub fn load<T>(tool: &str, load: impl FnOnce() -> io::Result<T>) -> anyhow::Result<T> {

@@ -5,15 +5,13 @@
 //! only: `sys::bpf_cpudist` → `analysis::hist` → `render::hist`.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use clap::Args;
 
 use scry::analysis::hist::{Histogram, KeyedHistogram, Scale};
-use scry::capture::bpf_run::{self, RunOptions};
+use scry::capture::bpf_run;
 use scry::render::hist::{write_keyed, write_keyed_json};
 use scry::sys::bpf_cpudist::{CpudistBpf, CpudistSettings};
-use scry::sys::localtime::now_hms;
 
 use super::bpf_tool;
 
@@ -37,18 +35,10 @@ pub struct CpudistArgs {
     /// Only this process.
     #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
     pid: Option<u32>,
-    /// Say which kernel hooks the programs use.
-    #[arg(short = 'v', long = "verbose")]
-    verbose: bool,
-    /// JSON (one document per interval) instead of the histograms.
-    #[arg(long)]
-    json: bool,
-    /// Print every INTERVAL seconds (default: once, at Ctrl-C or the -p process's exit).
-    #[arg(value_name = "INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
-    interval: Option<u64>,
-    /// Stop after COUNT intervals.
-    #[arg(value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
-    count: Option<u64>,
+    #[command(flatten)]
+    table: bpf_tool::TableArgs,
+    #[command(flatten)]
+    intervals: bpf_tool::IntervalArgs,
 }
 
 pub fn run(args: CpudistArgs) -> anyhow::Result<()> {
@@ -59,17 +49,12 @@ pub fn run(args: CpudistArgs) -> anyhow::Result<()> {
         milliseconds: args.milliseconds,
         pid: args.pid,
     };
-    let run_opts = RunOptions {
-        interval: args.interval.map(Duration::from_secs),
-        count: args.count,
-        duration: None,
-        pid: args.pid.map(|p| p as i32),
-    };
+    let run_opts = args.intervals.run_options(args.pid);
     bpf_tool::check_pid("cpudist", "-p", args.pid)?;
     let mut bpf = bpf_tool::load("cpudist", || CpudistBpf::load(settings))?;
-    bpf_tool::print_hooks("cpudist", &bpf.hooks(), args.verbose);
+    bpf_tool::print_hooks("cpudist", &bpf.hooks(), args.table.verbose);
     let mut out = io::stdout().lock();
-    if !args.json {
+    if !args.table.json {
         let which = if args.offcpu { "off" } else { "on" };
         writeln!(out, "Tracing {which}-CPU time... Hit Ctrl-C to end.")?;
     }
@@ -95,15 +80,11 @@ pub fn run(args: CpudistArgs) -> anyhow::Result<()> {
                 hist: Histogram::from_slots(Scale::Log2, unit, &h.slots),
             })
             .collect();
-        if args.json {
+        if args.table.json {
             write_keyed_json(&mut out, &hists)?;
             return out.flush();
         }
-        writeln!(out)?;
-        if args.timestamp {
-            let (h, m, s) = now_hms();
-            writeln!(out, "{:<8}", format!("{h:02}:{m:02}:{s:02}"))?;
-        }
+        bpf_tool::write_interval_head(&mut out, args.timestamp)?;
         write_keyed(&mut out, &hists)?;
         out.flush()
     };

@@ -14,6 +14,7 @@ mod exitsnoop;
 mod feed_consumer;
 mod flamegraph;
 mod header;
+mod irqs;
 mod list;
 mod offcpu;
 mod opensnoop;
@@ -76,6 +77,10 @@ enum Command {
     Cpudist(cpudist::CpudistArgs),
     /// Each run-queue wait longer than a threshold, streamed from the kernel (bcc runqslower)
     Runqslower(runqslower::RunqslowerArgs),
+    /// Time in each hard interrupt handler, summed in the kernel (bcc hardirqs)
+    Hardirqs(irqs::IrqsArgs),
+    /// Time in each softirq vector, summed in the kernel (bcc softirqs)
+    Softirqs(irqs::IrqsArgs),
     /// Each execve with its arguments and return code, streamed (bcc execsnoop)
     Execsnoop(execsnoop::ExecsnoopArgs),
     /// Each process exit with its age and exit code or signal, streamed (bcc exitsnoop)
@@ -162,6 +167,8 @@ pub fn main() -> ExitCode {
         Command::Syscount(args) => syscount::run(args),
         Command::Cpudist(args) => cpudist::run(args),
         Command::Runqslower(args) => runqslower::run(args),
+        Command::Hardirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Hard, args),
+        Command::Softirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Soft, args),
         Command::Execsnoop(args) => execsnoop::run(args),
         Command::Exitsnoop(args) => exitsnoop::run(args),
         Command::Opensnoop(args) => opensnoop::run(args),

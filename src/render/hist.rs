@@ -76,6 +76,20 @@ pub fn write_keyed(w: &mut impl Write, hists: &[KeyedHistogram]) -> io::Result<(
     Ok(())
 }
 
+/// A histogram's non-empty buckets as JSON: `{"low", "high", "count"}`
+/// each.
+pub fn buckets_json(h: &Histogram) -> Vec<serde_json::Value> {
+    h.buckets
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .map(|(slot, &count)| {
+            let (low, high) = h.range(slot);
+            serde_json::json!({"low": low, "high": high, "count": count})
+        })
+        .collect()
+}
+
 /// The histograms as one JSON document: per key, the unit, the total and
 /// the non-empty buckets with their bounds.
 pub fn write_keyed_json(w: &mut impl Write, hists: &[KeyedHistogram]) -> io::Result<()> {
@@ -83,16 +97,7 @@ pub fn write_keyed_json(w: &mut impl Write, hists: &[KeyedHistogram]) -> io::Res
         .iter()
         .map(|keyed| {
             let h = &keyed.hist;
-            let buckets: Vec<_> = h
-                .buckets
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| **c > 0)
-                .map(|(slot, &count)| {
-                    let (low, high) = h.range(slot);
-                    serde_json::json!({"low": low, "high": high, "count": count})
-                })
-                .collect();
+            let buckets = buckets_json(h);
             serde_json::json!({
                 "key": keyed.key,
                 "label": keyed.label,

@@ -11,6 +11,7 @@ pub mod folded;
 #[cfg(test)]
 mod golden;
 pub mod hist;
+pub mod irqs;
 pub mod list;
 pub mod offcpu;
 pub mod profile;

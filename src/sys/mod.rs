@@ -8,6 +8,7 @@ pub mod bpf_engine;
 pub mod bpf_events;
 pub mod bpf_execsnoop;
 pub mod bpf_exitsnoop;
+pub mod bpf_irqs;
 pub mod bpf_opensnoop;
 pub mod bpf_profile;
 pub mod bpf_runqslower;

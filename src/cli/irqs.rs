@@ -1,0 +1,90 @@
+//! `scry hardirqs` and `scry softirqs` (bcc's tools, libbpf-tools' flags
+//! and layout): time spent in each hard interrupt handler or softirq
+//! vector, summed in the kernel (`-d`: as histograms, `-C`: events
+//! counted instead), `-N` nanoseconds, `-T` timestamps, `interval
+//! [count]` as bcc, `--json`. Both tools take the same flags, so one
+//! `IrqsArgs` serves both. Wiring only: `sys::bpf_irqs` →
+//! `analysis::irqs` → `render::irqs`.
+
+use std::io::{self, Write};
+
+use clap::Args;
+
+use scry::analysis::irqs::irq_rows;
+use scry::capture::bpf_run;
+use scry::render::irqs::{write_irq_hists, write_irq_json, write_irq_table};
+use scry::sys::bpf_irqs::{IrqKind, IrqMeasure, IrqSettings, IrqsBpf};
+
+use super::bpf_tool;
+
+#[derive(Args, Debug)]
+pub struct IrqsArgs {
+    /// Show event counts instead of time.
+    #[arg(short = 'C', long = "count", conflicts_with = "distributed")]
+    count: bool,
+    /// Show the time as histograms.
+    #[arg(short = 'd', long = "distributed")]
+    distributed: bool,
+    /// Nanoseconds (default: microseconds).
+    #[arg(short = 'N', long = "nanoseconds")]
+    nanoseconds: bool,
+    /// Print a timestamp with each interval.
+    #[arg(short = 'T', long = "timestamp")]
+    timestamp: bool,
+    #[command(flatten)]
+    table: bpf_tool::TableArgs,
+    #[command(flatten)]
+    intervals: bpf_tool::IntervalArgs,
+}
+
+pub fn run(kind: IrqKind, args: IrqsArgs) -> anyhow::Result<()> {
+    let (tool, what) = match kind {
+        IrqKind::Hard => ("hardirqs", "hard irq"),
+        IrqKind::Soft => ("softirqs", "soft irq"),
+    };
+    let measure = if args.count {
+        IrqMeasure::Count
+    } else if args.distributed {
+        IrqMeasure::Dist
+    } else {
+        IrqMeasure::Total
+    };
+    let settings = IrqSettings {
+        kind,
+        measure,
+        nanoseconds: args.nanoseconds,
+    };
+    let run_opts = args.intervals.run_options(None);
+    let mut bpf = bpf_tool::load(tool, || IrqsBpf::load(settings))?;
+    bpf_tool::print_hooks(tool, &bpf.hooks(), args.table.verbose);
+    let mut out = io::stdout().lock();
+    if !args.table.json {
+        let events = if args.count { "events" } else { "event time" };
+        writeln!(out, "Tracing {what} {events}... Hit Ctrl-C to end.")?;
+    }
+    out.flush()?;
+    let unit = match (args.count, args.nanoseconds) {
+        (true, _) => "count",
+        (false, true) => "nsecs",
+        (false, false) => "usecs",
+    };
+    let mut print = |bpf: &mut IrqsBpf, last: bool| -> io::Result<()> {
+        if last {
+            bpf.detach();
+        }
+        let rows = irq_rows(kind, &bpf.read()?, unit);
+        if args.table.json {
+            write_irq_json(&mut out, unit, &rows)?;
+            return out.flush();
+        }
+        bpf_tool::write_interval_head(&mut out, args.timestamp)?;
+        if args.distributed {
+            write_irq_hists(&mut out, kind, &rows)?;
+        } else {
+            write_irq_table(&mut out, kind, unit, &rows)?;
+        }
+        out.flush()
+    };
+    bpf_run::run(&run_opts, |last| print(&mut bpf, last))?;
+    Ok(())
+}
