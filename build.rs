@@ -12,6 +12,7 @@ const PROGRAMS: &[&str] = &[
     "syscount",
     "cpudist",
     "runqslower",
+    "runqlat",
     "execsnoop",
     "opensnoop",
     "exitsnoop",
@@ -30,16 +31,8 @@ fn main() {
         args.push("-idirafter".into());
         args.push(multiarch.display().to_string());
     }
-    for header in [
-        "targets",
-        "ring",
-        "hooks",
-        "task",
-        "syscall_records",
-        "hist",
-    ] {
-        println!("cargo:rerun-if-changed=src/bpf/{header}.bpf.h");
-    }
+    // The whole directory (cargo scans it): any program or shared header.
+    println!("cargo:rerun-if-changed=src/bpf");
     for name in PROGRAMS {
         let src = format!("src/bpf/{name}.bpf.c");
         println!("cargo:rerun-if-changed={src}");

@@ -219,6 +219,59 @@ fn cpudist_totals_agree_with_libbpf_tools() {
     }
 }
 
+/// runqlat on the same run as libbpf-tools' runqlat, both with `-p` and
+/// `-P`: the windows open before the workload's first wait (it starts on
+/// SIGCONT once both are attached) and close as cpudist's do (scry at the
+/// pidfd's exit report, a wait in the last thread's exit path only in the
+/// peer's), so scry's total is the peer's or at most 2 below it; the
+/// labels and layout are the peer's.
+#[test]
+fn runqlat_totals_agree_with_libbpf_tools() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let mut workload = stopped_workload("pingpong", &["2000"]);
+    let pid = workload.id().to_string();
+    let args: Vec<String> = vec!["-P".into(), "-p".into(), pid.clone()];
+    let mut cmd = common::scry();
+    cmd.arg("runqlat").args(&args);
+    let (scry, scry_out) = tracer(cmd, "Tracing run queue latency");
+    let (oracle, oracle_out) = tracer(peer("runqlat", &args), "Tracing run queue latency");
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("workload ends").success());
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    let (text, err) = finish(scry, scry_out, false);
+    let (ours, theirs) = (hist_total(&text), hist_total(&peer_text));
+    eprintln!("runqlat: scry {ours}, libbpf-tools {theirs}");
+    assert!(
+        theirs >= 2000,
+        "pingpong waits at least 2000 times:\n{peer_text}"
+    );
+    assert!(
+        ours <= theirs && theirs <= ours + 2,
+        "scry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}"
+    );
+    // The name is the task's when its histogram opened (sh, before the
+    // exec, in both).
+    let labels = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.starts_with("pid = "))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(labels(&text), labels(&peer_text));
+    assert!(
+        labels(&text)
+            .iter()
+            .any(|l| l.starts_with(&format!("pid = {pid} "))),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n     usecs               : count    distribution\n"),
+        "{text}"
+    );
+}
+
 /// The ids of the BPF programs and links a process holds (its fdinfo).
 fn bpf_ids(pid: u32) -> Vec<(String, u32)> {
     let mut ids = Vec::new();

@@ -6,15 +6,19 @@
 //! values summed in user space. Text in bcc's layout is `render::hist`.
 
 /// How values map to buckets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "scale", rename_all = "lowercase")]
 pub enum Scale {
+    #[default]
     Log2,
-    Linear { base: u64, step: u64 },
+    Linear {
+        base: u64,
+        step: u64,
+    },
 }
 
 /// Counts per bucket; `unit` names the values (`usecs`, `msecs`).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Histogram {
     pub scale: Scale,
     pub unit: String,

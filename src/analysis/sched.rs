@@ -17,42 +17,9 @@
 
 use std::collections::HashMap;
 
+use super::hist::Histogram;
 use super::offcpu::{Watch, state_letter};
 use super::settle::Settle;
-
-/// Counts in power-of-two buckets: bucket 0 holds 0 and 1, bucket i holds
-/// `2^i ..= 2^(i+1) - 1` (bcc's `bpf_log2l` slots).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Log2Hist {
-    pub buckets: Vec<u64>,
-}
-
-impl Log2Hist {
-    pub fn add(&mut self, value: u64) {
-        let slot = if value <= 1 {
-            0
-        } else {
-            (63 - value.leading_zeros()) as usize
-        };
-        if self.buckets.len() <= slot {
-            self.buckets.resize(slot + 1, 0);
-        }
-        self.buckets[slot] += 1;
-    }
-
-    pub fn count(&self) -> u64 {
-        self.buckets.iter().sum()
-    }
-
-    /// The value range of bucket `slot`: (low, high), inclusive.
-    pub fn range(slot: usize) -> (u64, u64) {
-        if slot == 0 {
-            (0, 1)
-        } else {
-            (1u64 << slot, (1u64 << (slot + 1)) - 1)
-        }
-    }
-}
 
 /// One switch-out of a watched task (perf sched timehist's line).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -99,8 +66,10 @@ pub struct SchedTracker {
     tasks: HashMap<i32, TaskState>,
     /// Keep timeline rows (`timehist`), not only the histogram.
     pub keep_rows: bool,
-    /// Run-queue latency in µs.
-    pub runqlat: Log2Hist,
+    /// Run-queue latency, log2 buckets of `runqlat.unit` (usecs or msecs).
+    pub runqlat: Histogram,
+    /// Nanoseconds per unit of `runqlat`.
+    ns_per_unit: u64,
     pub rows: Vec<TimehistRow>,
     settle: Settle<Finished>,
     pub lost_dropped: u64,
@@ -111,8 +80,17 @@ impl SchedTracker {
         SchedTracker {
             watch,
             keep_rows,
+            runqlat: Histogram::log2("usecs"),
+            ns_per_unit: 1000,
             ..Default::default()
         }
+    }
+
+    /// The histogram in milliseconds (bcc's `-m`), not microseconds.
+    pub fn in_milliseconds(mut self) -> Self {
+        self.runqlat.unit = "msecs".to_string();
+        self.ns_per_unit = 1_000_000;
+        self
     }
 
     /// A COMM or FORK record (forks of watched processes are watched).
@@ -126,7 +104,7 @@ impl SchedTracker {
 
     fn apply(&mut self, f: Finished) {
         match f {
-            Finished::Latency(ns) => self.runqlat.add(ns / 1000),
+            Finished::Latency(ns) => self.runqlat.add(ns / self.ns_per_unit.max(1)),
             Finished::Row(row) => self.rows.push(row),
         }
     }
@@ -219,17 +197,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn log2_slots_as_bcc() {
-        let mut h = Log2Hist::default();
-        for v in [0, 1, 2, 3, 4, 7, 8, 1000] {
-            h.add(v);
-        }
-        assert_eq!(h.buckets, vec![2, 2, 2, 1, 0, 0, 0, 0, 0, 1]);
-        assert_eq!(Log2Hist::range(3), (8, 15));
-        assert_eq!(h.count(), 8);
-    }
-
-    #[test]
     fn rows_and_latencies() {
         let mut t = SchedTracker::new(
             Watch {
@@ -245,7 +212,7 @@ mod tests {
         t.switch(15_000, 1, 5, 0, 6); // preempted: ran 1000
         t.switch(25_000, 1, 6, 1, 5); // back after 10000 runnable
         t.finish();
-        assert_eq!(t.runqlat.count(), 2);
+        assert_eq!(t.runqlat.total(), 2);
         assert_eq!(t.rows.len(), 3, "{:?}", t.rows);
         let r = &t.rows[1];
         assert_eq!(

@@ -23,11 +23,9 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
-#include "hist.bpf.h"
 #include "task.bpf.h"
-
-#define MAX_SLOTS 36
-#define MAX_KEYS 10240
+#include "starts.bpf.h"
+#include "task_hist.bpf.h"
 
 const volatile bool per_process = false;
 const volatile bool per_thread = false;
@@ -36,38 +34,11 @@ const volatile bool milliseconds = false;
 // 0: every process.
 const volatile __u32 filter_tgid = 0;
 
-struct hist {
-	__u64 slots[MAX_SLOTS];
-	char comm[TASK_COMM_LEN];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, __u32);
-	__type(value, __u64);
-} starts SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, __u32);
-	__type(value, struct hist);
-} hists SEC(".maps");
-
-// A zeroed histogram to insert (too big for the BPF stack).
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct hist);
-} zero_hist SEC(".maps");
-
 static __always_inline void store_start(__u32 tgid, __u32 tid, __u64 ts)
 {
 	if (filter_tgid != 0 && filter_tgid != tgid)
 		return;
-	bpf_map_update_elem(&starts, &tid, &ts, BPF_ANY);
+	start_at(tid, ts);
 }
 
 static __always_inline void update_hist(void *task, __u32 tgid, __u32 tid, __u64 ts)
@@ -78,24 +49,8 @@ static __always_inline void update_hist(void *task, __u32 tgid, __u32 tid, __u64
 	if (!start || ts < *start)
 		return;
 	__u32 key = per_process ? tgid : per_thread ? tid : (__u32)-1;
-	struct hist *h = bpf_map_lookup_elem(&hists, &key);
-	if (!h) {
-		__u32 zero = 0;
-		struct hist *fresh = bpf_map_lookup_elem(&zero_hist, &zero);
-		if (!fresh)
-			return;
-		bpf_map_update_elem(&hists, &key, fresh, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(&hists, &key);
-		if (!h)
-			return;
-		BPF_CORE_READ_STR_INTO(&h->comm, (struct task_struct___scry *)task, comm);
-	}
 	__u64 delta = ts - *start;
-	delta /= milliseconds ? 1000000 : 1000;
-	__u32 slot = log2_slot(delta);
-	if (slot >= MAX_SLOTS)
-		slot = MAX_SLOTS - 1;
-	__sync_fetch_and_add(&h->slots[slot], 1);
+	hist_add(key, task, delta / (milliseconds ? 1000000 : 1000));
 }
 
 static __always_inline void on_switch(void *prev, void *next)

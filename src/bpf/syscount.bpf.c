@@ -27,6 +27,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define NR_SYSCALLS 1024
 #define MAX_PROCESSES 8192
 #define MAX_STARTS 16384
+#include "starts.bpf.h"
 #define TASK_COMM_LEN 16
 
 const volatile bool filter_failed = false;
@@ -60,13 +61,6 @@ struct {
 	__type(value, struct process_counts);
 } by_process SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_STARTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} starts SEC(".maps");
-
 struct pt_regs___scry_sc {
 	long orig_ax;
 } __attribute__((preserve_access_index));
@@ -85,9 +79,7 @@ static __always_inline void on_enter(void)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!watched(pid_tgid))
 		return;
-	__u32 tid = pid_tgid;
-	__u64 ts = bpf_ktime_get_ns();
-	bpf_map_update_elem(&starts, &tid, &ts, BPF_ANY);
+	start_at((__u32)pid_tgid, bpf_ktime_get_ns());
 }
 
 static __always_inline void on_exit(long id, long ret)
@@ -100,15 +92,8 @@ static __always_inline void on_exit(long id, long ret)
 	if (filter_failed && ret >= 0)
 		return;
 	__u64 latency = 0;
-	if (measure_latency) {
-		__u32 tid = pid_tgid;
-		__u64 *start = bpf_map_lookup_elem(&starts, &tid);
-		if (!start)
-			return;
-		__u64 now = bpf_ktime_get_ns();
-		latency = now > *start ? now - *start : 0;
-		bpf_map_delete_elem(&starts, &tid);
-	}
+	if (measure_latency && !start_take((__u32)pid_tgid, &latency))
+		return;
 	if (count_by_process) {
 		__u32 tgid = pid_tgid >> 32;
 		struct process_counts *p = bpf_map_lookup_elem(&by_process, &tgid);

@@ -5,12 +5,16 @@
 //! interval count, or when the watched process exits (a pidfd).
 //!
 //! Nothing here touches BPF: the programs and links belong to the tool's
-//! loader, and are released (detached) when it drops, on every path.
+//! loader, and are released (detached) when it drops, on every path. A
+//! tool that runs a command (`-- COMMAND`) forks it with [`Workload`].
 
+use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
+use super::CaptureError;
+use crate::sys::process::{self, Child, ExitStatus, PendingChild};
 use crate::sys::signal::{self, PollFd, SignalPipe};
 
 /// When to print and when to end.
@@ -126,5 +130,49 @@ pub fn run_events(
             wake(Wake::Tick)?;
             next_tick = Some(at + interval);
         }
+    }
+}
+
+/// A command a BPF tool follows (`-- COMMAND`): forked first, so that its
+/// pid can go into the programs' filter before it runs; started (exec'd)
+/// once they are attached, so they see it from its first instruction.
+/// The run ends when it exits (`RunOptions::pid`); its status is the
+/// tool's. Dropped before it ends, it is killed and reaped.
+#[derive(Debug)]
+pub struct Workload {
+    pid: i32,
+    pending: Option<PendingChild>,
+    child: Option<Child>,
+}
+
+impl Workload {
+    pub fn fork(command: &[OsString]) -> Result<Workload, CaptureError> {
+        let pending = process::fork_pending(command).map_err(CaptureError::System)?;
+        Ok(Workload {
+            pid: pending.pid(),
+            pending: Some(pending),
+            child: None,
+        })
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Lets it exec; an exec failure (no such program) is the error.
+    pub fn start(&mut self) -> Result<(), CaptureError> {
+        if let Some(pending) = self.pending.take() {
+            let child = pending
+                .start()
+                .map_err(|(program, err)| CaptureError::CannotRun { program, err })?;
+            self.child = Some(child);
+        }
+        Ok(())
+    }
+
+    /// Its exit status, waiting for it (call once the run ended with
+    /// [`EndReason::TargetExited`]); `None` if it never started.
+    pub fn wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        self.child.as_mut().map(Child::wait).transpose()
     }
 }

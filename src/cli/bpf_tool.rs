@@ -10,8 +10,11 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 
+use scry::analysis::hist::{Histogram, KeyedHistogram, Scale};
 use scry::capture::bpf_run::RunOptions;
+use scry::render::hist::{write_keyed, write_keyed_json};
 use scry::sys::bpf_engine::{self, Hook};
+use scry::sys::bpf_hists::KeyedSlots;
 use scry::sys::localtime::now_hms;
 
 /// The BPF tools: (name, what it shows). A symlink named after one runs it.
@@ -35,6 +38,10 @@ pub const TOOLS: &[(&str, &str)] = &[
     (
         "opensnoop",
         "each open with its descriptor or error, streamed",
+    ),
+    (
+        "runqlat",
+        "run-queue latency (wakeup or preemption to running) as a histogram",
     ),
     (
         "runqslower",
@@ -93,6 +100,36 @@ pub fn write_interval_head(out: &mut impl Write, timestamp: bool) -> io::Result<
         writeln!(out, "{:<8}", format!("{h:02}:{m:02}:{s:02}"))?;
     }
     Ok(())
+}
+
+/// The histograms a tool read, labelled as libbpf-tools labels them:
+/// `LABEL = KEY COMM` (`pid = 12 cat`) under `-P`/`-L`, none for the
+/// single histogram (`label` None).
+pub fn keyed_hists(read: &[KeyedSlots], label: Option<&str>, unit: &str) -> Vec<KeyedHistogram> {
+    read.iter()
+        .map(|h| KeyedHistogram {
+            key: u64::from(h.key),
+            label: label.map_or_else(String::new, |l| format!("{l} = {} {}", h.key, h.comm)),
+            hist: Histogram::from_slots(Scale::Log2, unit, &h.slots),
+        })
+        .collect()
+}
+
+/// One interval of a histogram tool: a JSON document, or the interval's
+/// head and the histograms, as libbpf-tools prints them.
+pub fn write_hists(
+    out: &mut impl Write,
+    hists: &[KeyedHistogram],
+    table: &TableArgs,
+    timestamp: bool,
+) -> io::Result<()> {
+    if table.json {
+        write_keyed_json(out, hists)?;
+    } else {
+        write_interval_head(out, timestamp)?;
+        write_keyed(out, hists)?;
+    }
+    out.flush()
 }
 
 /// Loads a tool's programs; a refusal says what is needed in one line.

@@ -8,9 +8,7 @@ use std::io::{self, Write};
 
 use clap::Args;
 
-use scry::analysis::hist::{Histogram, KeyedHistogram, Scale};
 use scry::capture::bpf_run;
-use scry::render::hist::{write_keyed, write_keyed_json};
 use scry::sys::bpf_cpudist::{CpudistBpf, CpudistSettings};
 
 use super::bpf_tool;
@@ -60,33 +58,17 @@ pub fn run(args: CpudistArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     let unit = if args.milliseconds { "msecs" } else { "usecs" };
+    let label = match (args.pids, args.tids) {
+        (true, _) => Some("pid"),
+        (_, true) => Some("tid"),
+        _ => None,
+    };
     let mut print = |bpf: &mut CpudistBpf, last: bool| -> io::Result<()> {
         if last {
             bpf.detach();
         }
-        let mut read = bpf.read()?;
-        read.sort_by_key(|h| h.key);
-        let hists: Vec<KeyedHistogram> = read
-            .iter()
-            .map(|h| KeyedHistogram {
-                key: u64::from(h.key),
-                label: if args.pids {
-                    format!("pid = {} {}", h.key, h.comm)
-                } else if args.tids {
-                    format!("tid = {} {}", h.key, h.comm)
-                } else {
-                    String::new()
-                },
-                hist: Histogram::from_slots(Scale::Log2, unit, &h.slots),
-            })
-            .collect();
-        if args.table.json {
-            write_keyed_json(&mut out, &hists)?;
-            return out.flush();
-        }
-        bpf_tool::write_interval_head(&mut out, args.timestamp)?;
-        write_keyed(&mut out, &hists)?;
-        out.flush()
+        let hists = bpf_tool::keyed_hists(&bpf.read()?, label, unit);
+        bpf_tool::write_hists(&mut out, &hists, &args.table, args.timestamp)
     };
     bpf_run::run(&run_opts, |last| print(&mut bpf, last))?;
     Ok(())

@@ -22,6 +22,7 @@ mod probe;
 mod profile;
 mod record;
 mod report;
+mod runqlat;
 mod runqslower;
 mod sched;
 mod script;
@@ -73,6 +74,8 @@ enum Command {
     Sched(sched::SchedArgs),
     /// System calls counted in the kernel, per call or per process, with latency (bcc syscount)
     Syscount(syscount::SyscountArgs),
+    /// Run-queue latency as a histogram, counted in the kernel (bcc runqlat)
+    Runqlat(runqlat::RunqlatArgs),
     /// On-CPU or off-CPU time per stretch as a histogram, counted in the kernel (bcc cpudist)
     Cpudist(cpudist::CpudistArgs),
     /// Each run-queue wait longer than a threshold, streamed from the kernel (bcc runqslower)
@@ -166,6 +169,7 @@ pub fn main() -> ExitCode {
         Command::Probe(args) => probe::run(args),
         Command::Syscount(args) => syscount::run(args),
         Command::Cpudist(args) => cpudist::run(args),
+        Command::Runqlat(args) => runqlat::run(args),
         Command::Runqslower(args) => runqslower::run(args),
         Command::Hardirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Hard, args),
         Command::Softirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Soft, args),

@@ -1,9 +1,11 @@
 //! `scry sched runqlat` and `scry sched timehist`: run-queue latency as a
 //! log2 histogram (bcc's runqlat) and a per-switch timeline (perf sched
-//! timehist), live (`-a`, `-p`, `-- COMMAND`; sched tracepoints without
-//! stacks, plus context-switch records) or from a perf.data file (`-i`,
-//! from `perf sched record` or `scry record --profile`). Wiring only:
-//! `analysis::sched_feed` → `analysis::sched` → `render::sched`.
+//! timehist), live (`-a`, `-p`, `-- COMMAND`) or from a perf.data file
+//! (`-i`, from `perf sched record` or `scry record --profile`). Live
+//! runqlat counts in the kernel with BPF (`cli::runqlat`); `--no-bpf`,
+//! timehist, and a kernel without BPF stream the sched tracepoints and
+//! context-switch records instead. Wiring only: `analysis::sched_feed` →
+//! `analysis::sched` → `render::sched`.
 
 use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
@@ -12,6 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
+use scry::analysis::hist::KeyedHistogram;
 use scry::analysis::offcpu::Watch;
 use scry::analysis::sched::SchedTracker;
 use scry::analysis::sched_feed::SchedFeed;
@@ -25,6 +28,7 @@ use scry::render::sched::{
 use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::feed_consumer::run_feed;
+use super::runqlat::{SchedLive, sched_live};
 
 #[derive(Args, Debug)]
 pub struct SchedArgs {
@@ -57,6 +61,17 @@ struct RunArgs {
     /// Write the output here instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    /// runqlat: milliseconds (default: microseconds).
+    #[arg(short = 'm', long = "milliseconds")]
+    milliseconds: bool,
+    #[command(flatten)]
+    per: super::runqlat::PerArgs,
+    /// runqlat: stream the sched events through perf_event rings instead of counting in the kernel with BPF.
+    #[arg(long = "no-bpf")]
+    no_bpf: bool,
+    /// Say which kernel hooks the BPF programs use.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
     /// The command to run and watch (`--` before it is optional, as with perf).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -82,20 +97,48 @@ pub fn run(args: SchedArgs) -> anyhow::Result<()> {
         all: pids.is_empty() && (args.all_cpus || args.input.is_some()),
         pids: pids.iter().copied().collect(),
     };
-    let tracker = SchedTracker::new(watch, timehist);
+    if timehist && (args.milliseconds || args.per.keyed()) {
+        anyhow::bail!("-m, -P, -L and --pidnss are runqlat's: timehist prints every switch");
+    }
+    let mut tracker = SchedTracker::new(watch, timehist);
+    if args.milliseconds {
+        tracker = tracker.in_milliseconds();
+    }
+    if args.input.is_none() {
+        if args.command.is_empty() && pids.is_empty() && !args.all_cpus {
+            anyhow::bail!("nothing to watch: give a command after --, or -p PID, -a or -i FILE");
+        }
+        for &pid in &pids {
+            if !scry::sys::proc::exists(pid) {
+                anyhow::bail!("no such process: {pid}");
+            }
+        }
+    }
+    if !timehist && args.input.is_none() && !args.no_bpf {
+        let live = SchedLive {
+            command: &args.command,
+            pids: &pids,
+            per: args.per,
+            milliseconds: args.milliseconds,
+            verbose: args.verbose,
+        };
+        if let Some((hists, status)) = sched_live(&live)? {
+            let mut out = output(args.output.as_deref())?;
+            if json {
+                write_runqlat_json(&mut out, &hists, &SchedSummary::default())?;
+            } else {
+                write_runqlat(&mut out, &hists, &SchedSummary::default())?;
+            }
+            out.flush()?;
+            return super::workload_exit(status, &args.command);
+        }
+    }
+    if args.per.keyed() {
+        anyhow::bail!("-P, -L and --pidnss count in the kernel: live, without --no-bpf");
+    }
     let (feed, outcome_lost, stop) = match &args.input {
         Some(path) => (from_file(path, tracker)?, 0, None),
         None => {
-            if args.command.is_empty() && pids.is_empty() && !args.all_cpus {
-                anyhow::bail!(
-                    "nothing to watch: give a command after --, or -p PID, -a or -i FILE"
-                );
-            }
-            for &pid in &pids {
-                if !scry::sys::proc::exists(pid) {
-                    anyhow::bail!("no such process: {pid}");
-                }
-            }
             let (feed, lost, stop) = live(&args.command, tracker)?;
             (feed, lost, Some(stop))
         }
@@ -115,13 +158,15 @@ pub fn run(args: SchedArgs) -> anyhow::Result<()> {
         lost: lost.max(outcome_lost),
         lost_dropped: tracker.lost_dropped,
     };
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(BufWriter::new(super::create_private(path)?)),
-        None => Box::new(BufWriter::new(io::stdout())),
-    };
+    let mut out = output(args.output.as_deref())?;
+    let runqlat = [KeyedHistogram {
+        key: 0,
+        label: String::new(),
+        hist: tracker.runqlat.clone(),
+    }];
     match (timehist, json) {
-        (false, false) => write_runqlat(&mut out, &tracker.runqlat, &summary)?,
-        (false, true) => write_runqlat_json(&mut out, &tracker.runqlat, &summary)?,
+        (false, false) => write_runqlat(&mut out, &runqlat, &summary)?,
+        (false, true) => write_runqlat_json(&mut out, &runqlat, &summary)?,
         (true, false) => write_timehist(&mut out, &tracker.rows, &comms, &summary)?,
         (true, true) => write_timehist_json(&mut out, &tracker.rows, &comms, &summary)?,
     }
@@ -130,6 +175,14 @@ pub fn run(args: SchedArgs) -> anyhow::Result<()> {
         Some(StopReason::TargetExited(status)) => super::workload_exit(status, &args.command),
         _ => Ok(()),
     }
+}
+
+/// Where the output goes: the file (created 0600) or stdout.
+fn output(path: Option<&Path>) -> anyhow::Result<Box<dyn Write>> {
+    Ok(match path {
+        Some(path) => Box::new(BufWriter::new(super::create_private(path)?)),
+        None => Box::new(BufWriter::new(io::stdout())),
+    })
 }
 
 /// Trace live: sched_switch and the wakeups, every event, no stacks,

@@ -1,12 +1,14 @@
 //! `scry sched`'s outputs: the run-queue latency histogram in bcc
-//! runqlat's layout (`usecs : count distribution` with a star bar), and the
+//! runqlat's layout (`render::hist`) with its total, and the
 //! per-switch timeline in perf sched timehist's columns (times in msec).
 //! Both also as JSON.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use crate::analysis::sched::{Log2Hist, TimehistRow};
+use crate::analysis::hist::{Histogram, KeyedHistogram};
+use crate::analysis::sched::TimehistRow;
+use crate::render::hist::{write_hist, write_keyed};
 
 /// What the header lines say about the capture.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -17,9 +19,11 @@ pub struct SchedSummary {
     pub lost_dropped: u64,
 }
 
+/// The histograms (one, or one per key), then the total: the bcc layout
+/// of `render::hist`, with a warning first when events were lost.
 pub fn write_runqlat(
     w: &mut impl Write,
-    hist: &Log2Hist,
+    hists: &[KeyedHistogram],
     summary: &SchedSummary,
 ) -> io::Result<()> {
     if summary.lost > 0 || summary.lost_dropped > 0 {
@@ -29,42 +33,67 @@ pub fn write_runqlat(
             summary.lost, summary.lost_dropped
         )?;
     }
-    writeln!(w, "{:>10} {:<13}: {:<8} distribution", "usecs", "", "count")?;
-    let max = hist.buckets.iter().copied().max().unwrap_or(0).max(1);
-    for (slot, &count) in hist.buckets.iter().enumerate() {
-        let (low, high) = Log2Hist::range(slot);
-        let stars = (count * 40).div_ceil(max) as usize;
-        let stars = if count == 0 { 0 } else { stars.max(1) };
-        writeln!(
-            w,
-            "{low:>10} -> {high:<10}: {count:<8} |{:<40}|",
-            "*".repeat(stars)
-        )?;
+    let merged = merge(hists);
+    if hists.iter().all(|h| h.label.is_empty()) {
+        write_hist(w, &merged)?;
+    } else {
+        write_keyed(w, hists)?;
+        writeln!(w)?;
     }
-    writeln!(w, "total: {} run-queue waits", hist.count())
+    writeln!(w, "total: {} run-queue waits", merged.total())
 }
 
-pub fn write_runqlat_json(
-    w: &mut impl Write,
-    hist: &Log2Hist,
-    summary: &SchedSummary,
-) -> io::Result<()> {
-    let buckets: Vec<_> = hist
-        .buckets
+/// All the histograms added together (the unit of the first).
+fn merge(hists: &[KeyedHistogram]) -> Histogram {
+    let mut all = hists.first().map_or_else(
+        || Histogram::log2("usecs"),
+        |h| Histogram::log2(&h.hist.unit),
+    );
+    for keyed in hists {
+        all.merge(&keyed.hist);
+    }
+    all
+}
+
+fn buckets_json(hist: &Histogram) -> Vec<serde_json::Value> {
+    hist.buckets
         .iter()
         .enumerate()
         .map(|(slot, &count)| {
-            let (low, high) = Log2Hist::range(slot);
-            serde_json::json!({"low_us": low, "high_us": high, "count": count})
+            let (low, high) = hist.range(slot);
+            serde_json::json!({"low": low, "high": high, "count": count})
         })
-        .collect();
-    let value = serde_json::json!({
-        "unit": "usecs",
-        "count": hist.count(),
-        "buckets": buckets,
+        .collect()
+}
+
+/// One document: the unit, the total and buckets of all keys together,
+/// the losses, and with keys (`-P`, `-L`) each key's own.
+pub fn write_runqlat_json(
+    w: &mut impl Write,
+    hists: &[KeyedHistogram],
+    summary: &SchedSummary,
+) -> io::Result<()> {
+    let merged = merge(hists);
+    let mut value = serde_json::json!({
+        "unit": merged.unit,
+        "count": merged.total(),
+        "buckets": buckets_json(&merged),
         "lost": summary.lost,
         "lost_dropped": summary.lost_dropped,
     });
+    if hists.iter().any(|h| !h.label.is_empty()) {
+        value["keys"] = hists
+            .iter()
+            .map(|h| {
+                serde_json::json!({
+                    "key": h.key,
+                    "label": h.label,
+                    "count": h.hist.total(),
+                    "buckets": buckets_json(&h.hist),
+                })
+            })
+            .collect();
+    }
     serde_json::to_writer_pretty(&mut *w, &value).map_err(io::Error::from)?;
     writeln!(w)
 }

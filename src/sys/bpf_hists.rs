@@ -1,0 +1,88 @@
+//! Reading the histograms of `src/bpf/hist.bpf.h` (a hash map of log2
+//! slots and a task name per u32 key), shared by the histogram tools.
+//!
+//! Each key is taken with one lookup-and-delete (atomic for hash maps), so
+//! an interval's counts are read exactly once: a count the program adds
+//! after the take opens a fresh histogram for the next interval instead of
+//! being erased by a separate clear. Kernels before 5.14 refuse
+//! lookup-and-delete on hash maps; there each key is read and then deleted.
+
+use std::io;
+
+use libbpf_rs::{MapCore, MapFlags};
+
+use super::bpf::io_error;
+use super::bpf_engine::{comm_at, u32_at, u64_at};
+
+/// Slots per histogram: the header's MAX_SLOTS.
+pub const MAX_SLOTS: usize = 36;
+/// The bytes of a task name after the slots.
+const COMM_LEN: usize = 16;
+
+/// One histogram: its key (a tgid, tid or pid namespace; u32::MAX for the
+/// single one), the name of the task that opened it, its log2 slots.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyedSlots {
+    pub key: u32,
+    pub comm: String,
+    pub slots: Vec<u64>,
+}
+
+impl KeyedSlots {
+    /// A map entry; `None` when its bytes are shorter than the layout.
+    fn parse(key: &[u8], value: &[u8]) -> Option<KeyedSlots> {
+        let slots = (0..MAX_SLOTS)
+            .map(|i| u64_at(value, i * 8))
+            .collect::<Option<Vec<u64>>>()?;
+        Some(KeyedSlots {
+            key: u32_at(key, 0)?,
+            comm: comm_at(value, MAX_SLOTS * 8, COMM_LEN),
+            slots,
+        })
+    }
+}
+
+/// Takes every histogram out of `map` (they are deleted), by key.
+pub fn drain<M: MapCore>(map: &M) -> io::Result<Vec<KeyedSlots>> {
+    let keys: Vec<Vec<u8>> = map.keys().collect();
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
+        let value = match map.lookup_and_delete(&key) {
+            Ok(value) => value,
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => None,
+            Err(_) => {
+                let value = map
+                    .lookup(&key, MapFlags::ANY)
+                    .map_err(|e| io_error("reading the BPF histograms", e))?;
+                match map.delete(&key) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io_error("clearing the BPF histograms", e)),
+                }
+                value
+            }
+        };
+        if let Some(h) = value.and_then(|v| KeyedSlots::parse(&key, &v)) {
+            out.push(h);
+        }
+    }
+    out.sort_by_key(|h| h.key);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_slots_and_name_and_refuses_short_values() {
+        let mut value = vec![0u8; MAX_SLOTS * 8 + COMM_LEN];
+        value[8..16].copy_from_slice(&7u64.to_ne_bytes());
+        value[MAX_SLOTS * 8..MAX_SLOTS * 8 + 3].copy_from_slice(b"cat");
+        let h = KeyedSlots::parse(&42u32.to_ne_bytes(), &value).expect("parses");
+        assert_eq!((h.key, h.comm.as_str(), h.slots[1]), (42, "cat", 7));
+        assert_eq!(h.slots.len(), MAX_SLOTS);
+        assert_eq!(KeyedSlots::parse(&42u32.to_ne_bytes(), &value[..100]), None);
+        assert_eq!(KeyedSlots::parse(&[1, 2], &value), None);
+    }
+}

@@ -1,0 +1,86 @@
+//! `scry runqlat`'s kernel side: loads `src/bpf/runqlat.bpf.c` through the
+//! engine, says which processes to time (their children follow at fork)
+//! and reads its histograms (log2 slots in the unit asked for; read and
+//! deleted, so each interval starts from zero). The rules (what a wait
+//! is) are in the program's header comment.
+
+use std::io;
+
+use libbpf_rs::{MapCore, MapFlags};
+
+use super::bpf::io_error;
+use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded};
+use super::bpf_hists::{self, KeyedSlots};
+
+super::bpf::bpf_skeleton!("runqlat.skel.rs");
+
+use skel::{RunqlatSkel, RunqlatSkelBuilder};
+
+/// What a histogram is per.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RunqlatKey {
+    /// One histogram.
+    #[default]
+    All,
+    Process,
+    Thread,
+    PidNamespace,
+}
+
+/// The program's settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunqlatSettings {
+    pub key: RunqlatKey,
+    pub milliseconds: bool,
+    /// Time only the processes given to [`RunqlatBpf::watch`] (and their
+    /// children); otherwise every task.
+    pub filter: bool,
+}
+
+#[derive(Debug)]
+pub struct RunqlatBpf {
+    loaded: Loaded<RunqlatSkel<'static>>,
+}
+
+impl RunqlatBpf {
+    pub fn load(settings: RunqlatSettings) -> io::Result<RunqlatBpf> {
+        let loaded = bpf_engine::load(
+            RunqlatSkelBuilder::default,
+            |open: &mut skel::OpenRunqlatSkel<'static>| {
+                let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+                rodata.per_process = settings.key == RunqlatKey::Process;
+                rodata.per_thread = settings.key == RunqlatKey::Thread;
+                rodata.per_pidns = settings.key == RunqlatKey::PidNamespace;
+                rodata.milliseconds = settings.milliseconds;
+                rodata.filter_on = settings.filter;
+                Ok(())
+            },
+            GroupRules::default(),
+            Attach::Now,
+        )?;
+        Ok(RunqlatBpf { loaded })
+    }
+
+    pub fn hooks(&self) -> Vec<Hook> {
+        self.loaded.hooks()
+    }
+
+    /// Time this process (with a filter), and the children it forks from now on.
+    pub fn watch(&self, tgid: u32) -> io::Result<()> {
+        self.loaded
+            .skel
+            .maps
+            .watched
+            .update(&tgid.to_ne_bytes(), &[1], MapFlags::ANY)
+            .map_err(|e| io_error("adding a process to the BPF filter", e))
+    }
+
+    /// The histograms since the last read (they are deleted), by key.
+    pub fn read(&self) -> io::Result<Vec<KeyedSlots>> {
+        bpf_hists::drain(&self.loaded.skel.maps.hists)
+    }
+
+    pub fn detach(&mut self) {
+        self.loaded.detach();
+    }
+}
