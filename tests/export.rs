@@ -463,14 +463,7 @@ fn speedscope_page() -> Result<PathBuf, String> {
 #[test]
 fn speedscope_renders_in_headless_chromium() {
     require_kernel!();
-    let chromium = Path::new("/usr/bin/chromium");
-    if !common::gate(speedscope_page().map(drop))
-        || !common::gate(if chromium.is_file() {
-            Ok(())
-        } else {
-            Err("chromium is not installed (scripts/deps)".into())
-        })
-    {
+    if !common::gate(speedscope_page().map(drop)) || !common::gate(common::chromium().map(drop)) {
         return;
     }
     let page = speedscope_page().expect("speedscope page");
@@ -503,29 +496,7 @@ fn speedscope_renders_in_headless_chromium() {
         page.display(),
         loader.display()
     );
-    let result = common::output(
-        Command::new(chromium)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-            ])
-            .arg(format!("--user-data-dir={}", profile_dir.display()))
-            .args([
-                "--enable-logging=stderr",
-                "--v=0",
-                "--virtual-time-budget=8000",
-                "--dump-dom",
-            ])
-            .arg(url),
-    );
-    let dom = String::from_utf8_lossy(&result.stdout);
-    let log = String::from_utf8_lossy(&result.stderr);
-    let console: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains(":CONSOLE") && !l.contains("GL Driver Message"))
-        .collect();
+    let (dom, console) = common::headless_dom(&url, &profile_dir);
     assert!(
         console
             .iter()
@@ -533,7 +504,7 @@ fn speedscope_renders_in_headless_chromium() {
         "speedscope did not import the file:\n{}",
         console.join("\n")
     );
-    let errors: Vec<&&str> = console
+    let errors: Vec<&String> = console
         .iter()
         .filter(|l| l.contains("ERROR:CONSOLE") || l.contains("Uncaught") || l.contains("rror"))
         .collect();

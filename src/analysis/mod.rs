@@ -9,6 +9,7 @@ pub mod calltree;
 mod calltrie;
 pub mod decay;
 pub mod folded;
+pub mod heatmap;
 pub mod hist;
 pub mod irqs;
 pub mod offcpu;

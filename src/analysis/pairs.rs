@@ -45,6 +45,11 @@
 //! Pairs summed elsewhere (`scry profile` sums system calls, page faults and
 //! interrupts in the kernel with BPF) join the results through `add_summed`,
 //! under the labels the engine gives them.
+//!
+//! With `log` set, every settled pair is also kept one by one (`PairLog`:
+//! label, end, duration) for the latency heat map; system calls pair from
+//! `raw_syscalls` or from the per-call `syscalls:sys_enter_NAME` and
+//! `sys_exit_NAME` (their number is `__syscall_nr`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -303,6 +308,30 @@ pub struct PairEngine {
     /// Pairs dropped because records were lost (open starts and finished
     /// pairs a loss window reached).
     pub lost_dropped: u64,
+    /// Every settled pair, when set (`PairLog::default()`): what latency
+    /// heat maps draw. Default none (the statistics only).
+    pub log: Option<PairLog>,
+}
+
+/// Every pair the engine settled, with its end and duration (ns), labels
+/// interned (`labels[label]`).
+#[derive(Debug, Default)]
+pub struct PairLog {
+    pub labels: Vec<String>,
+    index: HashMap<String, u32>,
+    /// `(label, task or section, end, duration)`.
+    pub pairs: Vec<(u32, Scope, u64, u64)>,
+}
+
+impl PairLog {
+    fn push(&mut self, f: &Finished) {
+        let next = self.labels.len() as u32;
+        let label = *self.index.entry(f.label.clone()).or_insert(next);
+        if label == next {
+            self.labels.push(f.label.clone());
+        }
+        self.pairs.push((label, f.scope.clone(), f.ts, f.duration));
+    }
 }
 
 /// A finished pair waiting in `settle`.
@@ -368,7 +397,14 @@ impl PairEngine {
         );
     }
 
-    fn apply(stats: &mut BTreeMap<Scope, BTreeMap<String, PairStat>>, f: Finished) {
+    fn apply(
+        stats: &mut BTreeMap<Scope, BTreeMap<String, PairStat>>,
+        log: &mut Option<PairLog>,
+        f: Finished,
+    ) {
+        if let Some(log) = log {
+            log.push(&f);
+        }
         stats
             .entry(f.scope)
             .or_default()
@@ -379,8 +415,8 @@ impl PairEngine {
 
     /// Any record of `cpu` at `time` (moves the loss windows on).
     pub fn seen(&mut self, cpu: u32, time: u64) {
-        let stats = &mut self.stats;
-        self.settle.seen(cpu, time, |f| Self::apply(stats, f));
+        let (stats, log) = (&mut self.stats, &mut self.log);
+        self.settle.seen(cpu, time, |f| Self::apply(stats, log, f));
     }
 
     /// The ring of `cpu` (`None`: unknown) lost records: every open start,
@@ -537,13 +573,13 @@ impl PairEngine {
                 }
             }
             Builtin::SysEnter if self.watched(o.tid) => {
-                if let Some(id) = f.get("id") {
+                if let Some(id) = f.get("id").or_else(|| f.get("__syscall_nr")) {
                     self.syscall_at.insert(o.tid, (id, o.time));
                 }
             }
             Builtin::SysExit if self.watched(o.tid) => {
-                if let (Some(id), Some((start_id, t))) =
-                    (f.get("id"), self.syscall_at.remove(&o.tid))
+                let id = f.get("id").or_else(|| f.get("__syscall_nr"));
+                if let (Some(id), Some((start_id, t))) = (id, self.syscall_at.remove(&o.tid))
                     && id == start_id
                 {
                     let name = format!("sys_{}", self.syscall_name(id));
@@ -704,8 +740,8 @@ impl PairEngine {
     /// The end of the input: finished pairs settle; starts still open are
     /// counted as unmatched.
     pub fn finish(&mut self) {
-        let stats = &mut self.stats;
-        self.settle.finish(|f| Self::apply(stats, f));
+        let (stats, log) = (&mut self.stats, &mut self.log);
+        self.settle.finish(|f| Self::apply(stats, log, f));
         self.unmatched += (self.blocked_at.len()
             + self.syscall_at.len()
             + self.hook_at.len()

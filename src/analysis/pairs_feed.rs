@@ -20,6 +20,8 @@ const BUILTIN_FIELDS: &[&str] = &[
     "next_pid",
     "pid",
     "id",
+    // syscalls:sys_enter_NAME and sys_exit_NAME's number.
+    "__syscall_nr",
     "irq",
     "vec",
 ];

@@ -143,7 +143,7 @@ fn record_command(command: &[OsString], output: &Path) -> anyhow::Result<()> {
     super::record::run(wrap.record)
 }
 
-fn event_index(resolved: &Resolved, name: &str, path: &Path) -> anyhow::Result<usize> {
+pub(super) fn event_index(resolved: &Resolved, name: &str, path: &Path) -> anyhow::Result<usize> {
     let base = |n: &str| n.split(':').next().unwrap_or(n).to_string();
     resolved
         .events

@@ -14,6 +14,7 @@ mod exitsnoop;
 mod feed_consumer;
 mod flamegraph;
 mod header;
+mod heatmap;
 mod irqs;
 mod list;
 mod offcpu;
@@ -60,6 +61,8 @@ enum Command {
     Flamegraph(flamegraph::FlamegraphArgs),
     /// Convert a perf.data file for other viewers: pprof, Firefox Profiler, speedscope, Chrome trace, folded
     Convert(convert::ConvertArgs),
+    /// Heat maps as one HTML page: sub-second offsets of samples (select cells for their flame graph), or latencies of event pairs
+    Heatmap(heatmap::HeatmapArgs),
     /// Live view of the hottest functions, system-wide or of a process (perf top)
     Top(top::TopArgs),
     /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
@@ -161,6 +164,7 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Flamegraph(args) => flamegraph::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::Heatmap(args) => heatmap::run(args),
         Command::Top(args) => top::run(args),
         Command::Offcpu(args) => offcpu::run(args),
         Command::Profile(args) => profile::run(args),

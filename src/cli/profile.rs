@@ -264,6 +264,25 @@ pub(super) fn report_file(
     json: bool,
     watch: &FileWatch,
 ) -> anyhow::Result<()> {
+    let (feed, cpus) = pairs_of_file(input, watch, false)?;
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    write_report(feed, cpus.into_values().collect(), None, json, &mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The pairs of a perf.data file: the feed after its last record, not yet
+/// finished (`PairEngine::finish` settles the last pairs; every
+/// pair kept one by one in `engine.log` when `log`), and the records seen
+/// per CPU. System calls pair from `raw_syscalls`, or from the per-call
+/// `syscalls:sys_enter_NAME`/`sys_exit_NAME` when the file has no
+/// `raw_syscalls` (with both, each call would pair twice).
+pub(super) fn pairs_of_file(
+    input: &std::path::Path,
+    watch: &FileWatch,
+    log: bool,
+) -> anyhow::Result<(PairsFeed, BTreeMap<u32, CpuStat>)> {
     use scry::data::reader::{PerfReader, Record};
     use scry::event::tracing_data_parse::parse_tracing_data;
 
@@ -287,13 +306,22 @@ pub(super) fn report_file(
             _ => None,
         })
         .collect();
-    let roles: Vec<Builtin> = formats
+    let mut roles: Vec<Builtin> = formats
         .iter()
         .map(|f| {
             f.as_ref()
                 .map_or(Builtin::Other, |f| Builtin::of(&f.system, &f.name))
         })
         .collect();
+    if !roles.contains(&Builtin::SysEnter) {
+        for (role, f) in roles.iter_mut().zip(&formats) {
+            match f.as_ref().filter(|f| f.system == "syscalls") {
+                Some(f) if f.name.starts_with("sys_enter_") => *role = Builtin::SysEnter,
+                Some(f) if f.name.starts_with("sys_exit_") => *role = Builtin::SysExit,
+                _ => {}
+            }
+        }
+    }
     if !roles.contains(&Builtin::SchedSwitch) && !roles.contains(&Builtin::SysEnter) {
         anyhow::bail!(
             "{} holds none of the profile hooks' events (record it with 'scry record --profile')",
@@ -303,6 +331,9 @@ pub(super) fn report_file(
     let refs: Vec<Option<&EventFormat>> = formats.iter().map(Option::as_ref).collect();
     let wanted = wanted_fields(&refs, &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut engine = PairEngine::new(roles, Vec::new(), syscall_names());
+    if log {
+        engine.log = Some(Default::default());
+    }
     engine.all = watch.pids.is_empty() && watch.tids.is_empty() && watch.comms.is_empty();
     engine
         .pids
@@ -341,11 +372,7 @@ pub(super) fn report_file(
         }
         feed.handle_record(attr_index, &record, &id);
     }
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    write_report(feed, cpus.into_values().collect(), None, json, &mut out)?;
-    out.flush()?;
-    Ok(())
+    Ok((feed, cpus))
 }
 
 fn syscall_names() -> HashMap<u64, String> {

@@ -10,6 +10,7 @@ pub mod flamegraph;
 pub mod folded;
 #[cfg(test)]
 mod golden;
+pub mod heatmap;
 pub mod hist;
 pub mod irqs;
 pub mod list;

@@ -371,3 +371,49 @@ pub fn header_lines(text: &str, extra: &[&str]) -> Vec<String> {
         .map(|l| l.trim_end().to_owned())
         .collect()
 }
+
+/// The system chromium, which the page tests drive headless, or why it is
+/// missing; see [`gate`].
+pub fn chromium() -> Result<PathBuf, String> {
+    let path = Path::new("/usr/bin/chromium");
+    if path.is_file() {
+        Ok(path.to_path_buf())
+    } else {
+        Err("chromium is not installed (scripts/deps)".into())
+    }
+}
+
+/// What headless chromium made of a page: the DOM once its scripts ran
+/// (`--dump-dom`), and the console's lines (chromium logs every console
+/// message and uncaught error as `...:CONSOLE...`; GL driver chatter left
+/// out). `profile_dir`: chromium's user data directory, one per run.
+pub fn headless_dom(url: &str, profile_dir: &Path) -> (String, Vec<String>) {
+    let chromium = chromium().expect("chromium");
+    let result = output(
+        Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+            ])
+            .arg(format!("--user-data-dir={}", profile_dir.display()))
+            .args([
+                "--enable-logging=stderr",
+                "--v=0",
+                "--virtual-time-budget=8000",
+                "--dump-dom",
+            ])
+            .arg(url),
+    );
+    let log = String::from_utf8_lossy(&result.stderr);
+    let console = log
+        .lines()
+        .filter(|l| l.contains(":CONSOLE") && !l.contains("GL Driver Message"))
+        .map(str::to_string)
+        .collect();
+    (
+        String::from_utf8_lossy(&result.stdout).into_owned(),
+        console,
+    )
+}
