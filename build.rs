@@ -17,6 +17,7 @@ const PROGRAMS: &[&str] = &[
     "opensnoop",
     "exitsnoop",
     "irqs",
+    "sigsnoop",
 ];
 
 fn main() {

@@ -1,6 +1,7 @@
-//! The streaming BPF tools (execsnoop, opensnoop) on the real kernel:
-//! workloads with known answers (N executions of which some fail, N opens
-//! of which K fail), traced at once by scry (table and --json) and by
+//! The streaming BPF tools (execsnoop, opensnoop, exitsnoop, killsnoop,
+//! sigsnoop, ...) on the real kernel: workloads with known answers (N
+//! executions of which some fail, N opens of which K fail, N signals of
+//! which K fail), traced at once by scry (table and --json) and by
 //! Debian's libbpf-tools as the oracle; the same events from both. Also:
 //! bad input, a filter that matches nothing, SIGKILL leaving nothing
 //! attached.
@@ -336,8 +337,14 @@ fn bad_input_is_one_line_and_exit_2() {
     if !require_root_and("execsnoop") {
         return;
     }
-    let cases: [(&[&str], Option<&str>, &str); 4] = [
+    let cases: [(&[&str], Option<&str>, &str); 6] = [
         (&["opensnoop", "-p", "4194304"], None, "no such process"),
+        (&["killsnoop", "-p", "4194304"], None, "no such process"),
+        (
+            &["sigsnoop", "-s", "9,SIGNOPE"],
+            None,
+            "-s SIGNOPE: not a signal",
+        ),
         (&["opensnoop", "-t", "4194304"], None, "no such process"),
         (
             &["execsnoop", "--cgroup", "/sys/fs/cgroup/scry-no-such-group"],
@@ -387,6 +394,8 @@ fn sigkill_leaves_no_program_or_link() {
         (&["execsnoop", "-x"][..], 2),
         (&["opensnoop"][..], 4),
         (&["exitsnoop"][..], 1),
+        (&["killsnoop"][..], 6),
+        (&["sigsnoop"][..], 1),
     ];
     for (args, links) in tools {
         let mut tracer = Tracer::start(scry_tool(args), links);
@@ -508,4 +517,100 @@ fn exitsnoop_reports_exit_codes_and_signals_as_libbpf_tools() {
         (Some(3), None)
     );
     assert_eq!(of(killed.id())["signal"].as_u64(), Some(11));
+}
+
+/// A killsnoop or sigsnoop line's (pid, comm, sig, tpid, result).
+type Sig = (u32, String, String, i32, i32);
+
+fn sig_of_line(line: &str) -> Option<Sig> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let [_time, pid, comm, sig, tpid, ret] = f[..] else {
+        return None;
+    };
+    Some((
+        pid.parse().ok()?,
+        comm.to_string(),
+        sig.to_string(),
+        tpid.parse().ok()?,
+        ret.parse().ok()?,
+    ))
+}
+
+fn sig_of_json(line: &str) -> Option<Sig> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    Some((
+        u32::try_from(v["pid"].as_u64()?).ok()?,
+        v["comm"].as_str()?.to_string(),
+        v["sig"].as_i64()?.to_string(),
+        i32::try_from(v["tpid"].as_i64()?).ok()?,
+        i32::try_from(v["ret"].as_i64()?).ok()?,
+    ))
+}
+
+/// The signals `pid` sent among `lines`, sorted.
+fn signals_of(lines: &[String], pid: u32, parse: fn(&str) -> Option<Sig>) -> Vec<Sig> {
+    let mut sigs: Vec<Sig> = lines
+        .iter()
+        .filter_map(|l| parse(l))
+        .filter(|s| s.0 == pid && s.2 != "17" && s.2 != "SIGCHLD")
+        .collect();
+    sigs.sort();
+    sigs
+}
+
+/// A pid no process has: above the largest pid_max a 64-bit kernel allows.
+const DEAD_PID: i32 = 4_194_304;
+
+#[test]
+fn killsnoop_and_sigsnoop_list_n_signals_of_which_k_fail_as_libbpf_tools() {
+    if !require_root_and("sigsnoop") || !common::require_tool("killsnoop", "libbpf-tools") {
+        return;
+    }
+    let (n, k) = (30, 12);
+    let kills = Tracer::start(scry_tool(&["killsnoop"]), 6);
+    let failed = Tracer::start(scry_tool(&["killsnoop", "-x", "--json"]), 6);
+    let sigs = Tracer::start(scry_tool(&["sigsnoop", "-n", "-s", "USR1"]), 1);
+    let kill_oracle = Tracer::start(peer(&["killsnoop"]), 0);
+    let sig_oracle = Tracer::start(peer(&["sigsnoop", "-n", "-s", "10"]), 0);
+    let mut workload = Command::new(common::workload("signals"))
+        .args([n.to_string(), k.to_string(), DEAD_PID.to_string()])
+        .spawn()
+        .expect("signals runs");
+    let pid = workload.id();
+    assert!(workload.wait().expect("signals ends").success());
+
+    let sent = |sig: &str, tpid: i32, ret: i32, times: usize| {
+        vec![(pid, "signals".to_string(), sig.to_string(), tpid, ret); times]
+    };
+    let me = i32::try_from(pid).expect("pid");
+    let mut expected = sent("10", DEAD_PID, -3, k);
+    expected.extend(sent("10", me, 0, n - k));
+    expected.sort();
+    let delivered = sent("SIGUSR1", me, 0, n - k);
+    let count = |want: usize, parse: fn(&str) -> Option<Sig>| {
+        move |lines: &[String]| signals_of(lines, pid, parse).len() >= want
+    };
+    kills.wait_until(count(n, sig_of_line));
+    failed.wait_until(count(k, sig_of_json));
+    sigs.wait_until(count(n - k, sig_of_line));
+    kill_oracle.wait_until(count(n, sig_of_line));
+    sig_oracle.wait_until(count(n - k, sig_of_line));
+    let (kill_lines, _) = kills.stop();
+    let (json_lines, _) = failed.stop();
+    let (sig_lines, _) = sigs.stop();
+    let (peer_kills, _) = kill_oracle.stop();
+    let (peer_sigs, _) = sig_oracle.stop();
+    assert_eq!(
+        kill_lines.first().map(String::as_str),
+        peer_kills.first().map(|l| l.trim_end()),
+        "the header"
+    );
+    assert_eq!(signals_of(&kill_lines, pid, sig_of_line), expected);
+    assert_eq!(signals_of(&peer_kills, pid, sig_of_line), expected);
+    assert_eq!(
+        signals_of(&json_lines, pid, sig_of_json),
+        sent("10", DEAD_PID, -3, k)
+    );
+    assert_eq!(signals_of(&sig_lines, pid, sig_of_line), delivered);
+    assert_eq!(signals_of(&peer_sigs, pid, sig_of_line), delivered);
 }

@@ -36,6 +36,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "time in each hard interrupt handler (-d histograms, -C counts)",
     ),
     (
+        "killsnoop",
+        "each kill, tkill and tgkill call with its result, streamed",
+    ),
+    (
         "opensnoop",
         "each open with its descriptor or error, streamed",
     ),
@@ -46,6 +50,10 @@ pub const TOOLS: &[(&str, &str)] = &[
     (
         "runqslower",
         "each run-queue wait over a threshold, streamed",
+    ),
+    (
+        "sigsnoop",
+        "each signal generated, with its sender and target, streamed",
     ),
     (
         "softirqs",

@@ -4,14 +4,12 @@
 //! Wiring only: `sys::bpf_execsnoop` → `analysis::snoop` (filters) →
 //! `render::snoop`.
 
-use std::io::{self, Write};
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Args;
 
 use scry::analysis::snoop::ExecFilter;
-use scry::render::snoop::{ExecLayout, exec_header, exec_json, exec_line};
+use scry::render::snoop::ExecLayout;
 use scry::sys::bpf_execsnoop::{self, ExecSettings, MAX_ARGS};
 
 use super::{bpf_tool, snoop};
@@ -75,31 +73,13 @@ pub fn run(args: ExecsnoopArgs) -> anyhow::Result<()> {
         quote: args.quote,
     };
     let bpf = bpf_tool::load("execsnoop", || bpf_execsnoop::load(&settings))?;
-    bpf_tool::print_hooks("execsnoop", &bpf.hooks(), args.common.verbose);
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    if !args.common.json {
-        exec_header(&mut out, layout)?;
-    }
-    out.flush()?;
-    let start = Instant::now();
     let how = snoop::Stream {
         tool: "execsnoop",
         duration: args.common.duration,
         pid: None,
         filters: filter_flags(&args),
     };
-    snoop::stream(&how, &bpf, &mut out, |out, e| {
-        if !filter.keeps(e) {
-            return Ok(false);
-        }
-        let clock = snoop::clock(start);
-        if args.common.json {
-            exec_json(out, e, clock)?;
-        } else {
-            exec_line(out, e, layout, clock)?;
-        }
-        Ok(true)
-    })
+    snoop::run(&how, &args.common, &bpf, &layout, |e| filter.keeps(e))
 }
 
 /// The user-space filters given, as typed.

@@ -3,12 +3,9 @@
 //! the kernel's ring buffer. Wiring only: `sys::bpf_exitsnoop` →
 //! `render::snoop`.
 
-use std::io::{self, Write};
-use std::time::Instant;
-
 use clap::Args;
 
-use scry::render::snoop::{exit_header, exit_json, exit_line};
+use scry::render::snoop::ExitLayout;
 use scry::sys::bpf_exitsnoop::{self, ExitSettings};
 
 use super::{bpf_tool, snoop};
@@ -39,26 +36,14 @@ pub fn run(args: ExitsnoopArgs) -> anyhow::Result<()> {
         threads: args.threaded,
     };
     let bpf = bpf_tool::load("exitsnoop", || bpf_exitsnoop::load(settings))?;
-    bpf_tool::print_hooks("exitsnoop", &bpf.hooks(), args.common.verbose);
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    if !args.common.json {
-        exit_header(&mut out, args.timestamp)?;
-    }
-    out.flush()?;
-    let start = Instant::now();
     let how = snoop::Stream {
         tool: "exitsnoop",
         duration: args.common.duration,
         pid: None,
         filters: Vec::new(),
     };
-    snoop::stream(&how, &bpf, &mut out, |out, e| {
-        let clock = snoop::clock(start);
-        if args.common.json {
-            exit_json(out, e, clock)?;
-        } else {
-            exit_line(out, e, args.timestamp, clock)?;
-        }
-        Ok(true)
-    })
+    let layout = ExitLayout {
+        time: args.timestamp,
+    };
+    snoop::run(&how, &args.common, &bpf, &layout, |_| true)
 }

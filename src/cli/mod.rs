@@ -27,6 +27,7 @@ mod runqlat;
 mod runqslower;
 mod sched;
 mod script;
+mod sigsnoop;
 mod snoop;
 mod stat;
 mod syscount;
@@ -93,6 +94,10 @@ enum Command {
     Exitsnoop(exitsnoop::ExitsnoopArgs),
     /// Each open and openat with its descriptor or error, streamed (bcc opensnoop)
     Opensnoop(opensnoop::OpensnoopArgs),
+    /// Each kill, tkill and tgkill call with its result, streamed (bcc killsnoop)
+    Killsnoop(sigsnoop::SigsnoopArgs),
+    /// Each signal generated, who sent it and to whom, streamed (bcc sigsnoop)
+    Sigsnoop(sigsnoop::SigsnoopArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -180,6 +185,8 @@ pub fn main() -> ExitCode {
         Command::Execsnoop(args) => execsnoop::run(args),
         Command::Exitsnoop(args) => exitsnoop::run(args),
         Command::Opensnoop(args) => opensnoop::run(args),
+        Command::Killsnoop(args) => sigsnoop::run_kill(args),
+        Command::Sigsnoop(args) => sigsnoop::run(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

@@ -3,13 +3,10 @@
 //! the kernel's ring buffer. Wiring only: `sys::bpf_opensnoop` →
 //! `analysis::snoop` (the -n filter) → `render::snoop`.
 
-use std::io::{self, Write};
-use std::time::Instant;
-
 use clap::Args;
 
 use scry::analysis::snoop::open_kept;
-use scry::render::snoop::{OpenLayout, open_header, open_json, open_line};
+use scry::render::snoop::OpenLayout;
 use scry::sys::bpf_opensnoop::{self, OpenSettings};
 
 use super::{bpf_tool, snoop};
@@ -59,29 +56,13 @@ pub fn run(args: OpensnoopArgs) -> anyhow::Result<()> {
         extended: args.extended,
     };
     let bpf = bpf_tool::load("opensnoop", || bpf_opensnoop::load(settings))?;
-    bpf_tool::print_hooks("opensnoop", &bpf.hooks(), args.common.verbose);
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    if !args.common.json {
-        open_header(&mut out, layout)?;
-    }
-    out.flush()?;
-    let start = Instant::now();
     let how = snoop::Stream {
         tool: "opensnoop",
         duration: args.common.duration,
         pid: args.pid,
         filters: args.name.iter().map(|n| format!("-n {n}")).collect(),
     };
-    snoop::stream(&how, &bpf, &mut out, |out, e| {
-        if !open_kept(args.name.as_deref(), e) {
-            return Ok(false);
-        }
-        let clock = snoop::clock(start);
-        if args.common.json {
-            open_json(out, e, clock)?;
-        } else {
-            open_line(out, e, layout, clock)?;
-        }
-        Ok(true)
+    snoop::run(&how, &args.common, &bpf, &layout, |e| {
+        open_kept(args.name.as_deref(), e)
     })
 }

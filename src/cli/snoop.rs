@@ -1,15 +1,18 @@
-//! What the streaming tools' commands share (execsnoop, opensnoop): the
-//! run loop that prints events as the ring buffer hands them over (one
-//! flush per batch, not per line) and once more at the end, so nothing
-//! that reached the ring is lost; the clock columns; and at the end, the
-//! drop count and a note when the user-space filters matched nothing.
+//! What the streaming tools' commands share (execsnoop, opensnoop,
+//! exitsnoop, killsnoop, sigsnoop, statsnoop, threadsnoop): [`run`], a
+//! tool from its loaded programs to the end, the table or `--json` from
+//! the tool's `SnoopFormat`; under it [`stream`], the loop that prints
+//! events as the ring buffer hands them over (one flush per batch, not per
+//! line) and once more at the end, so nothing that reached the ring is
+//! lost; the clock columns; and at the end, the drop count and a note when
+//! the user-space filters matched nothing.
 
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use scry::capture::bpf_run::{self, RunOptions, Wake};
-use scry::render::snoop::Clock;
+use scry::render::snoop::{Clock, SnoopFormat, json_line};
 use scry::sys::bpf_events::EventStream;
 use scry::sys::localtime::now_hms;
 
@@ -37,6 +40,37 @@ pub struct Stream<'a> {
     pub pid: Option<u32>,
     /// The user-space filters given, as typed (for the note).
     pub filters: Vec<String>,
+}
+
+/// Runs a streaming tool whose programs are loaded: `-v`'s hook lines,
+/// the header (not with `--json`), then each event `keep` passes, as a
+/// line of `format`'s table or one JSON object, until [`stream`] ends.
+pub fn run<F: SnoopFormat>(
+    how: &Stream<'_>,
+    flags: &StreamFlags,
+    bpf: &EventStream<F::Event>,
+    format: &F,
+    keep: impl Fn(&F::Event) -> bool,
+) -> anyhow::Result<()> {
+    super::bpf_tool::print_hooks(how.tool, &bpf.hooks(), flags.verbose);
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if !flags.json {
+        format.header(&mut out)?;
+    }
+    out.flush()?;
+    let start = Instant::now();
+    stream(how, bpf, &mut out, |out, e| {
+        if !keep(e) {
+            return Ok(false);
+        }
+        let clock = clock(start);
+        if flags.json {
+            json_line(out, format.fields(e), clock)?;
+        } else {
+            format.line(out, e, clock)?;
+        }
+        Ok(true)
+    })
 }
 
 /// Runs until Ctrl-C, the duration or the `pid`'s exit; `print` writes

@@ -21,6 +21,7 @@ pub mod report_columns;
 pub mod report_json;
 pub mod sched;
 pub mod script;
+pub mod sigsnoop;
 pub mod snoop;
 pub mod stat;
 pub mod syscount;

@@ -1,6 +1,10 @@
-//! The streaming tools' lines in libbpf-tools' layout (execsnoop's
-//! `PCOMM PID PPID RET ARGS`, opensnoop's `PID COMM FD ERR PATH`, with
-//! their optional leading columns), and one JSON object per event.
+//! The streaming tools' output: [`SnoopFormat`], what each tool's layout
+//! gives (a header, a line, the JSON fields of an event), and the one
+//! JSON writer they share ([`json_line`]: one object per event, the clock
+//! fields added). Here the layouts of execsnoop (`PCOMM PID PPID RET
+//! ARGS`), opensnoop (`PID COMM FD ERR PATH`) and exitsnoop, as
+//! libbpf-tools prints them, with their optional leading columns; the
+//! other tools' layouts are in their own modules (`render::sigsnoop`...).
 //!
 //! The clock columns come from the caller (this module reads no clock):
 //! `Clock::hms` is the wall time the event was printed, as libbpf-tools
@@ -8,7 +12,7 @@
 
 use std::io::{self, Write};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::analysis::snoop::{ExecEvent, ExitEvent, OpenEvent};
 
@@ -17,6 +21,34 @@ use crate::analysis::snoop::{ExecEvent, ExitEvent, OpenEvent};
 pub struct Clock {
     pub hms: (u32, u32, u32),
     pub secs: f64,
+}
+
+/// A streaming tool's layout: its table, and its events' JSON fields.
+pub trait SnoopFormat {
+    type Event;
+    /// The table's header line(s).
+    fn header<W: Write>(&self, w: &mut W) -> io::Result<()>;
+    /// One event as a table line.
+    fn line<W: Write>(&self, w: &mut W, e: &Self::Event, clock: Clock) -> io::Result<()>;
+    /// One event's fields for `--json` (an object; [`json_line`] adds
+    /// `time` and `secs`).
+    fn fields(&self, e: &Self::Event) -> Value;
+}
+
+/// One JSON object on one line: `fields` with the clock's `time`
+/// (HH:MM:SS) and `secs` (since the start).
+pub fn json_line(w: &mut impl Write, mut fields: Value, clock: Clock) -> io::Result<()> {
+    if let Value::Object(map) = &mut fields {
+        map.insert("time".into(), hms(clock.hms).into());
+        map.insert("secs".into(), clock.secs.into());
+    }
+    serde_json::to_writer(&mut *w, &fields)?;
+    writeln!(w)
+}
+
+/// `HH:MM:SS`.
+pub fn hms((h, m, s): (u32, u32, u32)) -> String {
+    format!("{h:02}:{m:02}:{s:02}")
 }
 
 /// execsnoop's optional columns.
@@ -32,59 +64,56 @@ pub struct ExecLayout {
     pub quote: bool,
 }
 
-fn hms((h, m, s): (u32, u32, u32)) -> String {
-    format!("{h:02}:{m:02}:{s:02}")
-}
+impl SnoopFormat for ExecLayout {
+    type Event = ExecEvent;
 
-pub fn exec_header(w: &mut impl Write, l: ExecLayout) -> io::Result<()> {
-    if l.time {
-        write!(w, "{:<8} ", "TIME")?;
-    }
-    if l.timestamp {
-        write!(w, "{:<8} ", "TIME(s)")?;
-    }
-    if l.uid {
-        write!(w, "{:<6} ", "UID")?;
-    }
-    writeln!(
-        w,
-        "{:<16} {:<6} {:<6} {:>3} ARGS",
-        "PCOMM", "PID", "PPID", "RET"
-    )
-}
-
-pub fn exec_line(w: &mut impl Write, e: &ExecEvent, l: ExecLayout, clock: Clock) -> io::Result<()> {
-    if l.time {
-        write!(w, "{:<8} ", hms(clock.hms))?;
-    }
-    if l.timestamp {
-        write!(w, "{:<8.3} ", clock.secs)?;
-    }
-    if l.uid {
-        write!(w, "{:<6} ", e.uid)?;
-    }
-    write!(w, "{:<16} {:<6} {:<6} {:>3}", e.comm, e.pid, e.ppid, e.ret)?;
-    for arg in &e.args {
-        if l.quote {
-            write!(w, " \"{}\"", arg.replace('"', "\\\""))?;
-        } else {
-            write!(w, " {arg}")?;
+    fn header<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        if self.time {
+            write!(w, "{:<8} ", "TIME")?;
         }
+        if self.timestamp {
+            write!(w, "{:<8} ", "TIME(s)")?;
+        }
+        if self.uid {
+            write!(w, "{:<6} ", "UID")?;
+        }
+        writeln!(
+            w,
+            "{:<16} {:<6} {:<6} {:>3} ARGS",
+            "PCOMM", "PID", "PPID", "RET"
+        )
     }
-    if e.truncated {
-        write!(w, " ...")?;
-    }
-    writeln!(w)
-}
 
-pub fn exec_json(w: &mut impl Write, e: &ExecEvent, clock: Clock) -> io::Result<()> {
-    let v = json!({
-        "time": hms(clock.hms), "secs": clock.secs,
-        "comm": e.comm, "pid": e.pid, "ppid": e.ppid, "uid": e.uid,
-        "ret": e.ret, "args": e.args, "truncated": e.truncated,
-    });
-    serde_json::to_writer(&mut *w, &v)?;
-    writeln!(w)
+    fn line<W: Write>(&self, w: &mut W, e: &ExecEvent, clock: Clock) -> io::Result<()> {
+        if self.time {
+            write!(w, "{:<8} ", hms(clock.hms))?;
+        }
+        if self.timestamp {
+            write!(w, "{:<8.3} ", clock.secs)?;
+        }
+        if self.uid {
+            write!(w, "{:<6} ", e.uid)?;
+        }
+        write!(w, "{:<16} {:<6} {:<6} {:>3}", e.comm, e.pid, e.ppid, e.ret)?;
+        for arg in &e.args {
+            if self.quote {
+                write!(w, " \"{}\"", arg.replace('"', "\\\""))?;
+            } else {
+                write!(w, " {arg}")?;
+            }
+        }
+        if e.truncated {
+            write!(w, " ...")?;
+        }
+        writeln!(w)
+    }
+
+    fn fields(&self, e: &ExecEvent) -> Value {
+        json!({
+            "comm": e.comm, "pid": e.pid, "ppid": e.ppid, "uid": e.uid,
+            "ret": e.ret, "args": e.args, "truncated": e.truncated,
+        })
+    }
 }
 
 /// opensnoop's optional columns.
@@ -98,97 +127,104 @@ pub struct OpenLayout {
     pub extended: bool,
 }
 
-pub fn open_header(w: &mut impl Write, l: OpenLayout) -> io::Result<()> {
-    if l.time {
-        write!(w, "{:<8} ", "TIME")?;
-    }
-    if l.uid {
-        write!(w, "{:<7} ", "UID")?;
-    }
-    write!(w, "{:<6} {:<16} {:>3} {:>3} ", "PID", "COMM", "FD", "ERR")?;
-    if l.extended {
-        write!(w, "{:<8} ", "FLAGS")?;
-    }
-    writeln!(w, "PATH")
-}
-
 /// The descriptor (-1 on failure) and the errno (0 on success).
-fn fd_err(ret: i32) -> (i32, i32) {
+pub fn fd_err(ret: i32) -> (i32, i32) {
     if ret >= 0 { (ret, 0) } else { (-1, -ret) }
 }
 
-pub fn open_line(w: &mut impl Write, e: &OpenEvent, l: OpenLayout, clock: Clock) -> io::Result<()> {
-    if l.time {
-        write!(w, "{:<8} ", hms(clock.hms))?;
-    }
-    if l.uid {
-        write!(w, "{:<7} ", e.uid)?;
-    }
-    let (fd, err) = fd_err(e.ret);
-    write!(w, "{:<6} {:<16} {fd:>3} {err:>3} ", e.pid, e.comm)?;
-    if l.extended {
-        write!(w, "{:08o} ", e.flags)?;
-    }
-    writeln!(w, "{}", e.path)
-}
+impl SnoopFormat for OpenLayout {
+    type Event = OpenEvent;
 
-pub fn open_json(w: &mut impl Write, e: &OpenEvent, clock: Clock) -> io::Result<()> {
-    let (fd, err) = fd_err(e.ret);
-    let v = json!({
-        "time": hms(clock.hms), "secs": clock.secs,
-        "pid": e.pid, "tid": e.tid, "uid": e.uid, "comm": e.comm,
-        "fd": fd, "err": err, "flags": e.flags, "mode": e.mode,
-        "duration_ns": e.duration_ns, "path": e.path,
-    });
-    serde_json::to_writer(&mut *w, &v)?;
-    writeln!(w)
-}
-
-/// exitsnoop's header (`-t`: a leading TIME column).
-pub fn exit_header(w: &mut impl Write, time: bool) -> io::Result<()> {
-    if time {
-        write!(w, "{:<8} ", "TIME")?;
-    }
-    let cols = ["PCOMM", "PID", "PPID", "TID", "AGE(s)"];
-    writeln!(
-        w,
-        "{:<16} {:<7} {:<7} {:<7} {:<7} EXIT_CODE",
-        cols[0], cols[1], cols[2], cols[3], cols[4]
-    )
-}
-
-pub fn exit_line(w: &mut impl Write, e: &ExitEvent, time: bool, clock: Clock) -> io::Result<()> {
-    if time {
-        write!(w, "{:<8} ", hms(clock.hms))?;
-    }
-    let age = e.age_ns as f64 / 1e9;
-    write!(
-        w,
-        "{:<16} {:<7} {:<7} {:<7} {age:<7.2} ",
-        e.comm, e.pid, e.ppid, e.tid
-    )?;
-    match e.signal() {
-        Some(sig) => {
-            write!(w, "signal {sig} ({})", signal_name(sig))?;
-            if e.core_dumped() {
-                write!(w, ", core dumped")?;
-            }
-            writeln!(w)
+    fn header<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        if self.time {
+            write!(w, "{:<8} ", "TIME")?;
         }
-        None if e.code() == 0 => writeln!(w, "0"),
-        None => writeln!(w, "code {}", e.code()),
+        if self.uid {
+            write!(w, "{:<7} ", "UID")?;
+        }
+        write!(w, "{:<6} {:<16} {:>3} {:>3} ", "PID", "COMM", "FD", "ERR")?;
+        if self.extended {
+            write!(w, "{:<8} ", "FLAGS")?;
+        }
+        writeln!(w, "PATH")
+    }
+
+    fn line<W: Write>(&self, w: &mut W, e: &OpenEvent, clock: Clock) -> io::Result<()> {
+        if self.time {
+            write!(w, "{:<8} ", hms(clock.hms))?;
+        }
+        if self.uid {
+            write!(w, "{:<7} ", e.uid)?;
+        }
+        let (fd, err) = fd_err(e.ret);
+        write!(w, "{:<6} {:<16} {fd:>3} {err:>3} ", e.pid, e.comm)?;
+        if self.extended {
+            write!(w, "{:08o} ", e.flags)?;
+        }
+        writeln!(w, "{}", e.path)
+    }
+
+    fn fields(&self, e: &OpenEvent) -> Value {
+        let (fd, err) = fd_err(e.ret);
+        json!({
+            "pid": e.pid, "tid": e.tid, "uid": e.uid, "comm": e.comm,
+            "fd": fd, "err": err, "flags": e.flags, "mode": e.mode,
+            "duration_ns": e.duration_ns, "path": e.path,
+        })
     }
 }
 
-pub fn exit_json(w: &mut impl Write, e: &ExitEvent, clock: Clock) -> io::Result<()> {
-    let v = json!({
-        "time": hms(clock.hms), "secs": clock.secs,
-        "comm": e.comm, "pid": e.pid, "ppid": e.ppid, "tid": e.tid,
-        "age_ns": e.age_ns, "code": e.code(), "signal": e.signal(),
-        "core_dumped": e.core_dumped(),
-    });
-    serde_json::to_writer(&mut *w, &v)?;
-    writeln!(w)
+/// exitsnoop's layout (`time`: -t, a leading TIME column).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExitLayout {
+    pub time: bool,
+}
+
+impl SnoopFormat for ExitLayout {
+    type Event = ExitEvent;
+
+    fn header<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        if self.time {
+            write!(w, "{:<8} ", "TIME")?;
+        }
+        let cols = ["PCOMM", "PID", "PPID", "TID", "AGE(s)"];
+        writeln!(
+            w,
+            "{:<16} {:<7} {:<7} {:<7} {:<7} EXIT_CODE",
+            cols[0], cols[1], cols[2], cols[3], cols[4]
+        )
+    }
+
+    fn line<W: Write>(&self, w: &mut W, e: &ExitEvent, clock: Clock) -> io::Result<()> {
+        if self.time {
+            write!(w, "{:<8} ", hms(clock.hms))?;
+        }
+        let age = e.age_ns as f64 / 1e9;
+        write!(
+            w,
+            "{:<16} {:<7} {:<7} {:<7} {age:<7.2} ",
+            e.comm, e.pid, e.ppid, e.tid
+        )?;
+        match e.signal() {
+            Some(sig) => {
+                write!(w, "signal {sig} ({})", signal_name(sig))?;
+                if e.core_dumped() {
+                    write!(w, ", core dumped")?;
+                }
+                writeln!(w)
+            }
+            None if e.code() == 0 => writeln!(w, "0"),
+            None => writeln!(w, "code {}", e.code()),
+        }
+    }
+
+    fn fields(&self, e: &ExitEvent) -> Value {
+        json!({
+            "comm": e.comm, "pid": e.pid, "ppid": e.ppid, "tid": e.tid,
+            "age_ns": e.age_ns, "code": e.code(), "signal": e.signal(),
+            "core_dumped": e.core_dumped(),
+        })
+    }
 }
 
 /// strsignal(3)'s words for the common signals.
@@ -221,7 +257,7 @@ mod tests {
             time: true,
             ..ExecLayout::default()
         };
-        exec_header(&mut out, l).unwrap();
+        l.header(&mut out).unwrap();
         let e = ExecEvent {
             comm: "true".into(),
             pid: 12,
@@ -234,7 +270,7 @@ mod tests {
             hms: (1, 2, 3),
             secs: 0.5,
         };
-        exec_line(&mut out, &e, l, clock).unwrap();
+        l.line(&mut out, &e, clock).unwrap();
         let o = OpenEvent {
             pid: 9,
             comm: "cat".into(),
@@ -247,8 +283,8 @@ mod tests {
             extended: true,
             ..OpenLayout::default()
         };
-        open_header(&mut out, ol).unwrap();
-        open_line(&mut out, &o, ol, clock).unwrap();
+        ol.header(&mut out).unwrap();
+        ol.line(&mut out, &o, clock).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "TIME     PCOMM            PID    PPID   RET ARGS\n\

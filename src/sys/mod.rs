@@ -14,6 +14,7 @@ pub mod bpf_opensnoop;
 pub mod bpf_profile;
 pub mod bpf_runqlat;
 pub mod bpf_runqslower;
+pub mod bpf_sigsnoop;
 pub mod bpf_syscount;
 pub mod bpf_trace;
 pub mod localtime;
