@@ -8,6 +8,7 @@
 pub mod calltree;
 mod calltrie;
 pub mod decay;
+pub mod feed;
 pub mod folded;
 pub mod heatmap;
 pub mod hist;

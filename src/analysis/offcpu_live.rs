@@ -1,14 +1,16 @@
 //! Feeding `OffCpuTracker` from records (live or from a file): decodes the
 //! sched_switch / sched_wakeup fields it needs with the events' tracefs
-//! formats, passes side-band records and the samples of watched tasks to
-//! the resolver, and keeps the tracker's sequence numbers in step with the
-//! resolver's samples. Context-switch records give switch-ins; lost-records
-//! reports drop what they may have reached.
+//! formats, passes the samples of watched tasks to the resolver, and keeps
+//! the tracker's sequence numbers in step with the resolver's samples.
+//! Side-band records (tasks, switch-ins, losses) go through `feed`.
 
-use linux_perf_event_reader::{CommonData, ContextSwitchRecord, EventRecord, RecordType};
+use linux_perf_event_reader::SampleRecord;
 
-use crate::event::format::{Endian, EventFormat, FieldValue};
+use crate::data::handler::RecordHandler;
+use crate::event::format::EventFormat;
 use crate::symbol::Resolver;
+
+use super::feed::{LostTally, SideBand, TaskTracker, TrackerFeed};
 
 use super::offcpu::{OffCpuTracker, Verdict};
 
@@ -48,13 +50,6 @@ impl SchedFields {
     }
 }
 
-fn int(field: &crate::event::format::Field, raw: &[u8]) -> Option<u64> {
-    match field.value(raw, Endian::host())? {
-        FieldValue::Int { value, .. } => Some(value),
-        FieldValue::Bytes { .. } => None,
-    }
-}
-
 /// The tracker, the resolver, and the field layout, fed record by record.
 pub struct OffCpuFeed {
     pub tracker: OffCpuTracker,
@@ -63,7 +58,7 @@ pub struct OffCpuFeed {
     /// Samples whose raw data could not be decoded.
     pub undecodable: u64,
     /// Lost-records reports (LOST, LOST_SAMPLES) seen.
-    pub lost_records: u64,
+    pub lost: LostTally,
 }
 
 impl OffCpuFeed {
@@ -73,43 +68,39 @@ impl OffCpuFeed {
             resolver,
             fields,
             undecodable: 0,
-            lost_records: 0,
+            lost: LostTally::default(),
+        }
+    }
+}
+
+impl TaskTracker for OffCpuTracker {
+    fn seen(&mut self, cpu: u32, time: u64) {
+        OffCpuTracker::seen(self, cpu, time);
+    }
+    fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
+        OffCpuTracker::task(self, pid, tid, parent_pid);
+    }
+    fn switch_in(&mut self, time: u64, _cpu: Option<u32>, tid: i32) {
+        OffCpuTracker::switch_in(self, time, tid);
+    }
+    fn lost(&mut self, cpu: Option<u32>) {
+        OffCpuTracker::lost(self, cpu);
+    }
+}
+
+impl TrackerFeed for OffCpuFeed {
+    type Tracker = OffCpuTracker;
+
+    fn side_band(&mut self) -> SideBand<'_, OffCpuTracker> {
+        SideBand {
+            tracker: &mut self.tracker,
+            names: None,
+            lost: &mut self.lost,
+            resolver: Some(&mut self.resolver),
         }
     }
 
-    /// One record, in time order; `id`: its sample_id fields (time, tid,
-    /// cpu), needed for context-switch and lost records.
-    pub fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>, id: &CommonData) {
-        let EventRecord::Sample(sample) = record else {
-            if let (Some(cpu), Some(time)) = (id.cpu, id.timestamp) {
-                self.tracker.seen(cpu, time);
-            }
-            match record {
-                EventRecord::Comm(c) => self.tracker.task(c.pid, c.tid, None),
-                EventRecord::Fork(f) => self.tracker.task(f.pid, f.tid, Some(f.ppid)),
-                EventRecord::ContextSwitch(switch) => {
-                    let tid = match switch {
-                        ContextSwitchRecord::In { .. } => id.tid,
-                        ContextSwitchRecord::Out { next_tid, .. } => *next_tid,
-                    };
-                    if let (Some(time), Some(tid)) = (id.timestamp, tid) {
-                        self.tracker.switch_in(time, tid);
-                    }
-                    return;
-                }
-                EventRecord::Lost(_) => {
-                    self.lost_records += 1;
-                    self.tracker.lost(id.cpu);
-                }
-                EventRecord::Raw(raw) if raw.record_type == RecordType::LOST_SAMPLES => {
-                    self.lost_records += 1;
-                    self.tracker.lost(id.cpu);
-                }
-                _ => {}
-            }
-            self.resolver.handle_record(attr_index, record);
-            return;
-        };
+    fn sample(&mut self, attr_index: usize, sample: &SampleRecord<'_>) {
         let time = sample.timestamp.unwrap_or(0);
         if let Some(cpu) = sample.cpu {
             self.tracker.seen(cpu, time);
@@ -120,9 +111,9 @@ impl OffCpuFeed {
         };
         let verdict = if attr_index == self.fields.switch_attr {
             match (
-                int(&self.fields.prev_pid, &raw),
-                int(&self.fields.prev_state, &raw),
-                int(&self.fields.next_pid, &raw),
+                self.fields.prev_pid.int(&raw),
+                self.fields.prev_state.int(&raw),
+                self.fields.next_pid.int(&raw),
             ) {
                 (Some(prev), Some(state), Some(next)) => {
                     self.tracker.switch(time, prev as i32, state, next as i32)
@@ -135,7 +126,7 @@ impl OffCpuFeed {
         } else if let Some((wake_attr, pid_field)) = &self.fields.wakeup
             && attr_index == *wake_attr
         {
-            match int(pid_field, &raw) {
+            match pid_field.int(&raw) {
                 Some(pid) => self.tracker.wakeup(pid as i32),
                 None => {
                     self.undecodable += 1;
@@ -146,7 +137,7 @@ impl OffCpuFeed {
             Verdict::Skip
         };
         if verdict == Verdict::Resolve {
-            self.resolver.handle_record(attr_index, record);
+            self.resolver.handle_sample(attr_index, sample);
         }
     }
 }

@@ -1,16 +1,19 @@
 //! Feeding `PairEngine` from records, live or from a perf.data file (one
 //! consumer for both): decodes the fields the engine reads from each
-//! tracepoint sample with its event's format, hands side-band records and
-//! the samples whose stacks the engine keeps to the resolver, and passes
-//! context-switch and lost-records reports on to the engine.
+//! tracepoint sample with its event's format and hands the samples whose
+//! stacks the engine keeps to the resolver; side-band records (tasks,
+//! thread names, switch-ins, losses) go through `feed`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use linux_perf_event_reader::{CommonData, ContextSwitchRecord, EventRecord, RecordType};
+use linux_perf_event_reader::SampleRecord;
 
-use crate::event::format::{Endian, EventFormat, FieldKind, FieldValue};
+use crate::data::handler::RecordHandler;
+use crate::data::threads::ThreadNames;
+use crate::event::format::{EventFormat, FieldKind};
 use crate::symbol::Resolver;
 
+use super::feed::{LostTally, SideBand, TaskTracker, TrackerFeed};
 use super::pairs::{Hook, Occurrence, PairEngine, Want};
 
 /// Fields the built-in hooks read, wherever an event has them.
@@ -84,12 +87,12 @@ pub struct PairsFeed {
     /// (attribute, event): attributes the engine sees as another one's
     /// event (one tracepoint opened twice, with complementary filters).
     aliases: Vec<(usize, usize)>,
-    /// Task names by tid, from COMM records.
-    pub comms: BTreeMap<i32, String>,
+    /// Task names by tid, from COMM and FORK records.
+    pub comms: ThreadNames,
     /// Samples without decodable fields.
     pub undecodable: u64,
     /// Lost-records reports seen (LOST, LOST_SAMPLES records).
-    pub lost_reports: u64,
+    pub lost: LostTally,
 }
 
 impl PairsFeed {
@@ -105,9 +108,9 @@ impl PairsFeed {
             formats,
             wanted,
             aliases: Vec::new(),
-            comms: BTreeMap::new(),
+            comms: ThreadNames::default(),
             undecodable: 0,
-            lost_reports: 0,
+            lost: LostTally::default(),
         }
     }
 
@@ -116,46 +119,38 @@ impl PairsFeed {
     pub fn alias(&mut self, attr: usize, event: usize) {
         self.aliases.push((attr, event));
     }
+}
 
-    /// One record, in time order; `id`: its sample_id fields (time, tid,
-    /// cpu), needed for context-switch and lost records.
-    pub fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>, id: &CommonData) {
-        let EventRecord::Sample(sample) = record else {
-            if let (Some(cpu), Some(time)) = (id.cpu, id.timestamp) {
-                self.engine.seen(cpu, time);
-            }
-            match record {
-                EventRecord::Comm(c) => {
-                    self.engine.task(c.pid, c.tid, None);
-                    self.comms.insert(
-                        c.tid,
-                        String::from_utf8_lossy(&c.name.as_slice()).into_owned(),
-                    );
-                }
-                EventRecord::Fork(f) => self.engine.task(f.pid, f.tid, Some(f.ppid)),
-                EventRecord::ContextSwitch(switch) => {
-                    let tid = match switch {
-                        ContextSwitchRecord::In { .. } => id.tid,
-                        ContextSwitchRecord::Out { next_tid, .. } => *next_tid,
-                    };
-                    if let (Some(time), Some(cpu), Some(tid)) = (id.timestamp, id.cpu, tid) {
-                        self.engine.switch_in(time, cpu, tid);
-                    }
-                    return;
-                }
-                EventRecord::Lost(_) => {
-                    self.lost_reports += 1;
-                    self.engine.lost(id.cpu);
-                }
-                EventRecord::Raw(raw) if raw.record_type == RecordType::LOST_SAMPLES => {
-                    self.lost_reports += 1;
-                    self.engine.lost(id.cpu);
-                }
-                _ => {}
-            }
-            self.resolver.handle_record(attr_index, record);
-            return;
-        };
+impl TaskTracker for PairEngine {
+    fn seen(&mut self, cpu: u32, time: u64) {
+        PairEngine::seen(self, cpu, time);
+    }
+    fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
+        PairEngine::task(self, pid, tid, parent_pid);
+    }
+    fn switch_in(&mut self, time: u64, cpu: Option<u32>, tid: i32) {
+        if let Some(cpu) = cpu {
+            PairEngine::switch_in(self, time, cpu, tid);
+        }
+    }
+    fn lost(&mut self, cpu: Option<u32>) {
+        PairEngine::lost(self, cpu);
+    }
+}
+
+impl TrackerFeed for PairsFeed {
+    type Tracker = PairEngine;
+
+    fn side_band(&mut self) -> SideBand<'_, PairEngine> {
+        SideBand {
+            tracker: &mut self.engine,
+            names: Some(&mut self.comms),
+            lost: &mut self.lost,
+            resolver: Some(&mut self.resolver),
+        }
+    }
+
+    fn sample(&mut self, attr_index: usize, sample: &SampleRecord<'_>) {
         let time = sample.timestamp.unwrap_or(0);
         let cpu = sample.cpu.unwrap_or(0);
         self.engine.seen(cpu, time);
@@ -169,9 +164,7 @@ impl PairsFeed {
         };
         let mut fields: HashMap<&str, u64> = HashMap::new();
         for name in wanted {
-            if let Some(field) = format.field(name)
-                && let Some(FieldValue::Int { value, .. }) = field.value(&raw, Endian::host())
-            {
+            if let Some(value) = format.field(name).and_then(|f| f.int(&raw)) {
                 fields.insert(name.as_str(), value);
             }
         }
@@ -188,7 +181,7 @@ impl PairsFeed {
             fields: &fields,
         };
         if self.engine.handle(&occurrence) == Want::Stack {
-            self.resolver.handle_record(attr_index, record);
+            self.resolver.handle_sample(attr_index, sample);
         }
     }
 }

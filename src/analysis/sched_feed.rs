@@ -1,14 +1,14 @@
 //! Feeding `SchedTracker` from records, live or from a perf.data file (a
 //! `perf sched record` file too): decodes sched_switch and wakeup fields
-//! with each event's format, takes switch-ins from context-switch records
-//! and passes lost-records reports on.
+//! with each event's format; side-band records (tasks, thread names,
+//! switch-ins, losses) go through `feed`.
 
-use std::collections::BTreeMap;
+use linux_perf_event_reader::SampleRecord;
 
-use linux_perf_event_reader::{CommonData, ContextSwitchRecord, EventRecord, RecordType};
+use crate::data::threads::ThreadNames;
+use crate::event::format::{EventFormat, Field};
 
-use crate::event::format::{Endian, EventFormat, Field, FieldValue};
-
+use super::feed::{LostTally, SideBand, TaskTracker, TrackerFeed};
 use super::sched::SchedTracker;
 
 /// What an event is to the tracker.
@@ -25,23 +25,15 @@ enum Role {
     Other,
 }
 
-fn int(field: &Field, raw: &[u8]) -> Option<u64> {
-    match field.value(raw, Endian::host())? {
-        FieldValue::Int { value, .. } => Some(value),
-        FieldValue::Bytes { .. } => None,
-    }
-}
-
 /// The tracker and the field layout of each event, fed record by record.
 pub struct SchedFeed {
     pub tracker: SchedTracker,
     roles: Vec<Role>,
     pub undecodable: u64,
-    /// Task names by tid, from COMM records.
-    pub comms: BTreeMap<i32, String>,
+    /// Task names by tid, from COMM and FORK records.
+    pub comms: ThreadNames,
     /// Lost-records reports seen, and the records they say were lost.
-    pub lost_reports: u64,
-    pub lost: u64,
+    pub lost: LostTally,
 }
 
 impl SchedFeed {
@@ -87,61 +79,42 @@ impl SchedFeed {
             tracker,
             roles,
             undecodable: 0,
-            comms: BTreeMap::new(),
-            lost_reports: 0,
-            lost: 0,
+            comms: ThreadNames::default(),
+            lost: LostTally::default(),
         })
     }
+}
 
-    /// One record, in time order; `id`: its sample_id fields (for
-    /// non-sample records).
-    pub fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>, id: &CommonData) {
-        let EventRecord::Sample(sample) = record else {
-            if let (Some(cpu), Some(time)) = (id.cpu, id.timestamp) {
-                self.tracker.seen(cpu, time);
-            }
-            match record {
-                EventRecord::Comm(c) => {
-                    self.tracker.task(c.pid, c.tid, None);
-                    self.comms.insert(
-                        c.tid,
-                        String::from_utf8_lossy(&c.name.as_slice()).into_owned(),
-                    );
-                }
-                EventRecord::Fork(f) => {
-                    self.tracker.task(f.pid, f.tid, Some(f.ppid));
-                    // A new thread has its creator's name until it sets one.
-                    if let Some(name) = self.comms.get(&f.ptid).cloned() {
-                        self.comms.insert(f.tid, name);
-                    }
-                }
-                EventRecord::ContextSwitch(switch) => {
-                    let tid = match switch {
-                        ContextSwitchRecord::In { .. } => id.tid,
-                        ContextSwitchRecord::Out { next_tid, .. } => *next_tid,
-                    };
-                    if let (Some(time), Some(cpu), Some(tid)) = (id.timestamp, id.cpu, tid) {
-                        self.tracker.switch_in(time, cpu, tid);
-                    }
-                }
-                EventRecord::Lost(l) => {
-                    self.lost_reports += 1;
-                    self.lost += l.count;
-                    self.tracker.lost(id.cpu);
-                }
-                EventRecord::Raw(raw) if raw.record_type == RecordType::LOST_SAMPLES => {
-                    let n = raw.data.as_slice();
-                    self.lost_reports += 1;
-                    self.lost += n
-                        .get(..8)
-                        .and_then(|b| b.try_into().ok())
-                        .map_or(0, u64::from_ne_bytes);
-                    self.tracker.lost(id.cpu);
-                }
-                _ => {}
-            }
-            return;
-        };
+impl TaskTracker for SchedTracker {
+    fn seen(&mut self, cpu: u32, time: u64) {
+        SchedTracker::seen(self, cpu, time);
+    }
+    fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
+        SchedTracker::task(self, pid, tid, parent_pid);
+    }
+    fn switch_in(&mut self, time: u64, cpu: Option<u32>, tid: i32) {
+        if let Some(cpu) = cpu {
+            SchedTracker::switch_in(self, time, cpu, tid);
+        }
+    }
+    fn lost(&mut self, cpu: Option<u32>) {
+        SchedTracker::lost(self, cpu);
+    }
+}
+
+impl TrackerFeed for SchedFeed {
+    type Tracker = SchedTracker;
+
+    fn side_band(&mut self) -> SideBand<'_, SchedTracker> {
+        SideBand {
+            tracker: &mut self.tracker,
+            names: Some(&mut self.comms),
+            lost: &mut self.lost,
+            resolver: None,
+        }
+    }
+
+    fn sample(&mut self, attr_index: usize, sample: &SampleRecord<'_>) {
         let time = sample.timestamp.unwrap_or(0);
         let cpu = sample.cpu.unwrap_or(0);
         self.tracker.seen(cpu, time);
@@ -154,18 +127,14 @@ impl SchedFeed {
                 prev_pid,
                 prev_state,
                 next_pid,
-            }) => match (
-                int(prev_pid, &raw),
-                int(prev_state, &raw),
-                int(next_pid, &raw),
-            ) {
+            }) => match (prev_pid.int(&raw), prev_state.int(&raw), next_pid.int(&raw)) {
                 (Some(prev), Some(state), Some(next)) => {
                     self.tracker
                         .switch(time, cpu, prev as i32, state, next as i32)
                 }
                 _ => self.undecodable += 1,
             },
-            Some(Role::Wakeup { pid }) => match int(pid, &raw) {
+            Some(Role::Wakeup { pid }) => match pid.int(&raw) {
                 Some(pid) => self.tracker.wakeup(time, pid as i32),
                 None => self.undecodable += 1,
             },

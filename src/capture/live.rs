@@ -16,23 +16,13 @@ use linux_perf_event_reader::{
 };
 
 use super::session::RecordSink;
+use crate::data::handler::{RecordHandler, dispatch};
 
-/// Receives parsed live records in time order.
+/// Receives parsed live records in time order, and the capture's ticks.
 pub trait LiveConsumer {
-    fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>);
-    /// As `handle_record`, with the record's sample_id fields (time, tid,
-    /// cpu) for non-sample records, which the parsed record lacks (context
-    /// switches, lost reports); samples carry their own and get defaults.
-    /// Default: `handle_record`.
-    fn handle_record_with_id(
-        &mut self,
-        attr_index: usize,
-        record: &EventRecord<'_>,
-        id: &CommonData,
-    ) {
-        let _ = id;
-        self.handle_record(attr_index, record);
-    }
+    /// Where the records go.
+    type Handler: RecordHandler;
+    fn handler(&mut self) -> &mut Self::Handler;
     /// See `RecordSink::tick_interval`.
     fn tick_interval(&self) -> Option<Duration> {
         None
@@ -40,6 +30,16 @@ pub trait LiveConsumer {
     /// See `RecordSink::tick`: false stops the capture.
     fn tick(&mut self) -> io::Result<bool> {
         Ok(true)
+    }
+}
+
+/// A `RecordHandler` as a consumer without ticks.
+pub struct Untimed<H>(pub H);
+
+impl<H: RecordHandler> LiveConsumer for Untimed<H> {
+    type Handler = H;
+    fn handler(&mut self) -> &mut H {
+        &mut self.0
     }
 }
 
@@ -158,10 +158,12 @@ impl<C: LiveConsumer> LiveSink<C> {
                 info,
             );
             match raw.parse() {
-                Ok(record @ EventRecord::Sample(_)) => self.consumer.handle_record(index, &record),
                 Ok(record) => {
-                    let id = raw.common_data().unwrap_or_default();
-                    self.consumer.handle_record_with_id(index, &record, &id);
+                    let id = match record {
+                        EventRecord::Sample(_) => CommonData::default(),
+                        _ => raw.common_data().unwrap_or_default(),
+                    };
+                    dispatch(self.consumer.handler(), index, &record, &id);
                 }
                 Err(_) => self.malformed += 1,
             }

@@ -122,13 +122,6 @@ impl RawSyscallLayout {
     }
 }
 
-fn int(field: &Field, raw: &[u8]) -> Option<u64> {
-    match field.value(raw, Endian::host())? {
-        FieldValue::Int { value, .. } => Some(value),
-        FieldValue::Bytes { .. } => None,
-    }
-}
-
 /// Decodes tracer records into time-ordered `TraceItem`s.
 pub struct SyscallDecoder<F: FnMut(TraceItem) -> io::Result<()>> {
     roles: Vec<EventRole>,
@@ -200,7 +193,7 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
         Some(match role {
             EventRole::SysEnter => {
                 let layout = self.layout.as_ref()?;
-                let nr = int(&layout.enter_id, s.raw)?;
+                let nr = layout.enter_id.int(s.raw)?;
                 let mut args = [0u64; 6];
                 match layout.enter_args.value(s.raw, Endian::host())? {
                     FieldValue::Bytes { bytes, .. } => {
@@ -231,8 +224,8 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
             }
             EventRole::SysExit => {
                 let layout = self.layout.as_ref()?;
-                let nr = int(&layout.exit_id, s.raw)?;
-                let ret = int(&layout.exit_ret, s.raw)? as i64;
+                let nr = layout.exit_id.int(s.raw)?;
+                let ret = layout.exit_ret.int(s.raw)? as i64;
                 TraceItem::Exit {
                     pid: s.pid,
                     tid: s.tid,

@@ -283,6 +283,7 @@ pub(super) fn pairs_of_file(
     watch: &FileWatch,
     log: bool,
 ) -> anyhow::Result<(PairsFeed, BTreeMap<u32, CpuStat>)> {
+    use scry::data::handler::dispatch;
     use scry::data::reader::{PerfReader, Record};
     use scry::event::tracing_data_parse::parse_tracing_data;
 
@@ -370,7 +371,7 @@ pub(super) fn pairs_of_file(
         {
             feed.engine.pids.insert(c.pid);
         }
-        feed.handle_record(attr_index, &record, &id);
+        dispatch(&mut feed, attr_index, &record, &id);
     }
     Ok((feed, cpus))
 }

@@ -155,7 +155,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<()> {
         eprintln!("scry: {undecodable} sched samples had no decodable fields and were skipped");
     }
     let summary = SchedSummary {
-        lost: lost.max(outcome_lost),
+        lost: lost.count.max(outcome_lost),
         lost_dropped: tracker.lost_dropped,
     };
     let mut out = output(args.output.as_deref())?;
@@ -235,7 +235,7 @@ fn live(
 
 /// Read a perf.data file with the sched tracepoints.
 pub(super) fn from_file(path: &Path, tracker: SchedTracker) -> anyhow::Result<SchedFeed> {
-    use scry::data::reader::{PerfReader, Record};
+    use scry::data::reader::PerfReader;
     use scry::event::tracing_data_parse::parse_tracing_data;
 
     let mut reader = PerfReader::open(path)?; // its errors name the file
@@ -259,10 +259,6 @@ pub(super) fn from_file(path: &Path, tracker: SchedTracker) -> anyhow::Result<Sc
         .collect();
     let mut feed = SchedFeed::new(tracker, &formats)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    while let Some((record, id)) = reader.next_record_with_id()? {
-        if let Record::Event { attr_index, record } = record {
-            feed.handle_record(attr_index, &record, &id);
-        }
-    }
+    reader.feed(&mut feed)?;
     Ok(feed)
 }

@@ -14,7 +14,9 @@ use linux_perf_data::linux_perf_event_reader::{
     CpuMode, EventRecord, PerfEventType, SampleFormat, SampleRecord,
 };
 
-use scry::data::reader::{Comms, EventDesc, PerfReader, Record, record_type_name};
+use scry::data::handler::dispatch;
+use scry::data::reader::{EventDesc, PerfReader, Record, record_type_name};
+use scry::data::threads::ThreadNames;
 use scry::render::script::{
     AddrResolver, EventFormat, FieldSpec, ResolvedAddr, ScriptPrinter, ScriptSample,
     write_raw_record,
@@ -82,15 +84,15 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
             .with_kernel_symbols(Box::new(ProcKallsyms::default()));
         printer = printer.with_tracepoint_formats(formats);
     }
-    let mut comms = Comms::default();
+    let mut comms: ThreadNames = ThreadNames::default();
     let mut chain = Vec::new();
     let mut symbols = SampleSymbols::new(&reader);
-    while let Some(record) = reader.next_record()? {
+    while let Some((record, id)) = reader.next_record_with_id()? {
         let Record::Event { attr_index, record } = record else {
             continue;
         };
-        comms.handle_record(&record);
-        symbols.resolver.handle_record(attr_index, &record);
+        dispatch(&mut comms, attr_index, &record, &id);
+        dispatch(&mut symbols.resolver, attr_index, &record, &id);
         let EventRecord::Sample(sample) = &record else {
             continue;
         };

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use linux_perf_event_reader::{CpuMode, EventRecord};
+use linux_perf_event_reader::{CommonData, CpuMode, ForkOrExitRecord, SampleRecord};
 use ratatui::DefaultTerminal;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::widgets::TableState;
@@ -20,6 +20,7 @@ use scry::analysis::profile::{Profile, ProfileOptions, SortKey};
 use scry::capture::live::{LiveConsumer, LiveSink, run_threaded};
 use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, Target};
+use scry::data::handler::{Comm, Lost, LostKind, Mmap, RecordHandler};
 use scry::event::name;
 use scry::render::report::{key_cell, write_tree};
 use scry::render::top::{self, TopRow, TopStatus, TopView};
@@ -277,24 +278,47 @@ impl TopConsumer {
     }
 }
 
-impl LiveConsumer for TopConsumer {
-    fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
-        match record {
-            EventRecord::Sample(s) => {
-                self.interval_samples += 1;
-                if let Some(t) = s.timestamp {
-                    let (first, last) = self.interval_times.get_or_insert((t, t));
-                    *first = (*first).min(t);
-                    *last = (*last).max(t);
-                }
-                if matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) {
-                    self.interval_kernel += 1;
-                }
-            }
-            EventRecord::Lost(l) => self.lost += l.count,
-            _ => {}
+/// Samples counted for the status line, losses too; the records to the
+/// resolver.
+impl RecordHandler for TopConsumer {
+    fn handle_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
+        self.interval_samples += 1;
+        if let Some(t) = s.timestamp {
+            let (first, last) = self.interval_times.get_or_insert((t, t));
+            *first = (*first).min(t);
+            *last = (*last).max(t);
         }
-        self.resolver.handle_record(attr_index, record);
+        if matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) {
+            self.interval_kernel += 1;
+        }
+        self.resolver.handle_sample(attr_index, s);
+    }
+
+    fn handle_mmap(&mut self, attr_index: usize, mmap: &Mmap<'_>, id: &CommonData) {
+        self.resolver.handle_mmap(attr_index, mmap, id);
+    }
+
+    fn handle_comm(&mut self, attr_index: usize, comm: &Comm<'_>, id: &CommonData) {
+        self.resolver.handle_comm(attr_index, comm, id);
+    }
+
+    fn handle_fork(&mut self, attr_index: usize, fork: &ForkOrExitRecord, id: &CommonData) {
+        self.resolver.handle_fork(attr_index, fork, id);
+    }
+
+    fn handle_lost(&mut self, lost: &Lost, id: &CommonData) {
+        if lost.kind == LostKind::Records {
+            self.lost += lost.count;
+        }
+        self.resolver.handle_lost(lost, id);
+    }
+}
+
+impl LiveConsumer for TopConsumer {
+    type Handler = Self;
+
+    fn handler(&mut self) -> &mut Self {
+        self
     }
 
     fn tick_interval(&self) -> Option<Duration> {

@@ -35,7 +35,6 @@
 //!   [`guard::guard`], which turns the panic into an error or a skipped
 //!   record.
 
-mod comms;
 mod error;
 mod framing;
 mod guard;
@@ -51,7 +50,6 @@ use std::io::{self, Cursor, Read, Seek};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-pub use comms::Comms;
 pub use error::ReadError;
 pub use framing::{RecordFrame, Skipped, walk_records};
 pub use layout::{Endian, FileLayout, Section, StaleHeader, feature_name, record_type_name};
@@ -64,6 +62,7 @@ use linux_perf_data::linux_perf_event_reader::{
 pub use linux_perf_data::linux_perf_event_reader::{EventRecord, SampleRecord};
 use linux_perf_data::{Feature, PerfFile, PerfFileRecord, PerfRecordIter};
 
+use super::handler::{RecordHandler, dispatch};
 use guard::guard;
 use layout::LayoutError;
 pub use linux_perf_data::{RawUserRecord, UserRecordType};
@@ -495,6 +494,18 @@ impl PerfReader {
             )
         });
         Ok(Some((Record::Skipped, CommonData::default())))
+    }
+
+    /// Every kernel record, in time order, to `handler` (the one
+    /// dispatcher: `super::handler::dispatch`); perf's own records are left
+    /// out.
+    pub fn feed<H: RecordHandler + ?Sized>(&mut self, handler: &mut H) -> Result<(), ReadError> {
+        while let Some((record, id)) = self.next_record_with_id()? {
+            if let Record::Event { attr_index, record } = record {
+                dispatch(handler, attr_index, &record, &id);
+            }
+        }
+        Ok(())
     }
 
     /// `next_record` on the direct path (`rounds`): the same records, and

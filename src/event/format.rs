@@ -130,6 +130,15 @@ impl Field {
         self.type_name.contains('*') || self.type_name.split_whitespace().any(|w| w == "long")
     }
 
+    /// The field's value in `raw` as a number, in the host's byte order:
+    /// `None` when `raw` is too short or the field is not a number.
+    pub fn int(&self, raw: &[u8]) -> Option<u64> {
+        match self.value(raw, Endian::host())? {
+            FieldValue::Int { value, .. } => Some(value),
+            FieldValue::Bytes { .. } => None,
+        }
+    }
+
     /// The field's value in `raw` (a whole record, starting at
     /// `common_type`), or `None` when `raw` is too short for it.
     pub fn value<'a>(&self, raw: &'a [u8], endian: Endian) -> Option<FieldValue<'a>> {

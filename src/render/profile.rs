@@ -7,6 +7,7 @@
 //! same data. Pairs summed in the kernel (BPF) are said so among the buffer
 //! statistics, with the exits they could not pair.
 
+use crate::data::threads::ThreadNames;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
@@ -59,7 +60,7 @@ pub struct ProfileReport {
     /// Section → event label → statistic (stacks already grouped).
     pub sections: BTreeMap<Scope, Vec<(String, PairStat, Vec<StackStat>)>>,
     /// Names of tasks, by tid.
-    pub comms: BTreeMap<i32, String>,
+    pub comms: ThreadNames,
     /// Set when some pairs were summed in the kernel.
     pub kernel: Option<KernelNote>,
 }
@@ -68,12 +69,9 @@ fn ts(ns: u64) -> String {
     format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1000)
 }
 
-fn section_title(scope: &Scope, comms: &BTreeMap<i32, String>) -> String {
+fn section_title(scope: &Scope, comms: &ThreadNames) -> String {
     match scope {
-        Scope::Task(tid) => format!(
-            "task: {}-{tid}",
-            comms.get(tid).map_or("<...>", String::as_str)
-        ),
+        Scope::Task(tid) => format!("task: {}-{tid}", comms.recorded(*tid).unwrap_or("<...>")),
         Scope::Cpu(cpu) => format!("CPU: {cpu}"),
         Scope::Global(value) => format!("Global: {value:#x}"),
     }
@@ -218,7 +216,7 @@ pub fn write_json(
                        "max_ns": s.max, "max_ts": s.max_ts, "min_ns": s.min, "min_ts": s.min_ts, "stacks": stacks})
             }).collect();
             let comm = match scope {
-                Scope::Task(tid) => report.comms.get(tid).cloned(),
+                Scope::Task(tid) => report.comms.recorded(*tid),
                 _ => None,
             };
             json!({"kind": kind, "id": id, "comm": comm, "events": events})

@@ -3,7 +3,7 @@
 //! per-switch timeline in perf sched timehist's columns (times in msec).
 //! Both also as JSON.
 
-use std::collections::BTreeMap;
+use crate::data::threads::ThreadNames;
 use std::io::{self, Write};
 
 use crate::analysis::hist::{Histogram, KeyedHistogram};
@@ -105,7 +105,7 @@ fn msec(ns: Option<u64>) -> String {
 pub fn write_timehist(
     w: &mut impl Write,
     rows: &[TimehistRow],
-    comms: &BTreeMap<i32, String>,
+    comms: &ThreadNames,
     summary: &SchedSummary,
 ) -> io::Result<()> {
     if summary.lost > 0 || summary.lost_dropped > 0 {
@@ -137,9 +137,9 @@ pub fn write_timehist(
     )?;
     for r in rows {
         let comm = comms
-            .get(&r.tid)
-            .or_else(|| comms.get(&r.pid))
-            .map_or("<...>", String::as_str);
+            .recorded(r.tid)
+            .or_else(|| comms.recorded(r.pid))
+            .unwrap_or("<...>");
         let task = if r.pid == r.tid {
             format!("{comm}[{}]", r.tid)
         } else {
@@ -163,7 +163,7 @@ pub fn write_timehist(
 pub fn write_timehist_json(
     w: &mut impl Write,
     rows: &[TimehistRow],
-    comms: &BTreeMap<i32, String>,
+    comms: &ThreadNames,
     summary: &SchedSummary,
 ) -> io::Result<()> {
     let rows: Vec<_> = rows
@@ -171,7 +171,7 @@ pub fn write_timehist_json(
         .map(|r| {
             serde_json::json!({
                 "time": r.time, "cpu": r.cpu, "tid": r.tid, "pid": r.pid,
-                "comm": comms.get(&r.tid).or_else(|| comms.get(&r.pid)), "wait_ns": r.wait, "delay_ns": r.delay,
+                "comm": comms.recorded(r.tid).or_else(|| comms.recorded(r.pid)), "wait_ns": r.wait, "delay_ns": r.delay,
                 "run_ns": r.run, "state": r.state.to_string(),
             })
         })

@@ -254,9 +254,6 @@ pub fn resolve_reader(
     mut reader: crate::data::reader::PerfReader,
     options: &ResolveOptions,
 ) -> Result<Resolved, SymbolError> {
-    use crate::data::reader::{EventRecord, Record};
-    use linux_perf_event_reader::RecordType;
-
     let events = reader
         .events()
         .iter()
@@ -268,23 +265,7 @@ pub fn resolve_reader(
     if let Ok(ids) = reader.build_ids_raw() {
         resolver.set_header_build_ids(ids);
     }
-    while let Some(record) = reader.next_record()? {
-        let Record::Event { attr_index, record } = record else {
-            continue;
-        };
-        if let EventRecord::Raw(raw) = &record
-            && raw.record_type == RecordType::LOST_SAMPLES
-        {
-            let lost = raw.data.as_slice();
-            let n = lost
-                .get(..8)
-                .and_then(|b| b.try_into().ok())
-                .map(u64::from_ne_bytes);
-            resolver.add_lost(n.unwrap_or(0));
-            continue;
-        }
-        resolver.handle_record(attr_index, &record);
-    }
+    reader.feed(&mut resolver)?;
     let done = resolver.finish();
     Ok(Resolved {
         samples: done.samples,

@@ -20,6 +20,8 @@ use std::sync::Arc;
 /// table are hashed once per sample or per frame; SipHash showed in profiles.
 pub use crate::model::hash::{FxHashMap as FxMap, FxHashSet as FxSet, FxHasher};
 
+use crate::data::threads::ThreadNames;
+
 /// Index of a binary in a `DsoTable`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DsoId(pub u32);
@@ -160,13 +162,12 @@ impl AddressSpace {
     }
 }
 
-/// Per-process maps and per-thread names.
+/// Per-process maps and per-thread names (the one thread-name model,
+/// `data::threads::ThreadNames`).
 #[derive(Debug, Default)]
 pub struct ProcessModel {
     spaces: FxMap<i32, AddressSpace>,
-    comms: FxMap<i32, Arc<str>>,
-    /// `comm`'s fallback names, made once per thread.
-    fallback_comms: FxMap<i32, Arc<str>>,
+    comms: ThreadNames<crate::model::hash::FxBuild>,
 }
 
 impl ProcessModel {
@@ -177,8 +178,7 @@ impl ProcessModel {
     /// COMM / COMM_EXEC: name the thread; an exec also empties the process's
     /// maps (the new image's mmaps follow).
     pub fn handle_comm(&mut self, pid: i32, tid: i32, name: &[u8], is_exec: bool) {
-        let name = String::from_utf8_lossy(name);
-        self.comms.insert(tid, Arc::from(name.as_ref()));
+        self.comms.set(tid, name);
         if is_exec {
             let space = self.spaces.entry(pid).or_default();
             space.maps.clear();
@@ -194,9 +194,7 @@ impl ProcessModel {
         {
             self.spaces.insert(pid, parent);
         }
-        if let Some(comm) = self.comms.get(&ptid).cloned() {
-            self.comms.insert(tid, comm);
-        }
+        self.comms.fork(tid, ptid);
     }
 
     /// MMAP / MMAP2 of a user process.
@@ -208,21 +206,9 @@ impl ProcessModel {
         self.spaces.get(&pid)
     }
 
-    /// The thread's current name; perf's fallbacks when none was recorded:
-    /// `swapper` for the idle task, `:TID` otherwise. A fallback is kept as
-    /// apart (a child does not inherit it, as in perf) and reused, so every
-    /// sample of the thread shares one `Arc` (samples merge by its address).
+    /// The thread's current name, or perf's fallback (`data::threads`).
     pub fn comm(&mut self, tid: i32) -> Arc<str> {
-        if let Some(c) = self.comms.get(&tid) {
-            return c.clone();
-        }
-        self.fallback_comms
-            .entry(tid)
-            .or_insert_with(|| match tid {
-                0 => Arc::from("swapper"),
-                _ => Arc::from(format!(":{tid}").as_str()),
-            })
-            .clone()
+        self.comms.get(tid)
     }
 }
 

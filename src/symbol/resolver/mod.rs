@@ -1,7 +1,7 @@
 //! The resolver: parsed records in, `ResolvedSample`s out.
 //!
 //! Two phases so that each distinct (binary, file offset) is symbolized once
-//! and in bulk. `handle_record` keeps the process model current and turns
+//! and in bulk. Its `RecordHandler` methods keep the process model current and turn
 //! each sample's addresses into interned locations (`LocKey`: a dso and a
 //! file offset, or an absolute address for kernel and JIT code) — cheap, no
 //! symbol lookup. `take_samples` (live, after each batch) or `finish` (file)
@@ -39,7 +39,7 @@ mod tests;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId};
+use linux_perf_event_reader::{CommonData, CpuMode, EventRecord, ForkOrExitRecord, SampleRecord};
 
 use self::stack::loc_key;
 use super::binary::{Binary, BinaryCache, BinaryMiss};
@@ -50,24 +50,11 @@ use super::process::{DsoId, DsoKind, DsoTable, FxMap, Mapping, ProcessModel};
 use super::stacks::StackTable;
 use super::unwind::DwarfUnwinder;
 use super::{ResolveOptions, ResolveStats, UnresolvedReason};
+use crate::data::handler::{Comm, Lost, LostKind, Mmap, RecordHandler, dispatch};
 use crate::model::sample::{FrameId, FrameTable, ResolvedSample, StackQuality};
 
 /// Addresses at or above this are kernel addresses on x86_64.
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
-
-const PROT_EXEC: u32 = 4;
-
-/// The fields of MMAP and MMAP2 records the process model needs.
-struct MmapInfo<'a> {
-    pid: i32,
-    cpu_mode: CpuMode,
-    start: u64,
-    len: u64,
-    pgoff: u64,
-    path: &'a [u8],
-    /// The build-id an MMAP2 record carried (`perf record --buildid-mmap`).
-    build_id: Option<Vec<u8>>,
-}
 
 /// A place in code before naming: a dso and a file offset (absolute address
 /// for kernel and JIT code).
@@ -276,54 +263,10 @@ impl Resolver {
     }
 
     /// Feed one record, in time order. `attr_index` is the event (attribute)
-    /// the record belongs to.
+    /// the record belongs to. (The record pipeline calls the
+    /// `RecordHandler` methods below directly.)
     pub fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
-        match record {
-            EventRecord::Sample(s) => self.handle_sample(attr_index, s),
-            EventRecord::Comm(c) => {
-                if c.is_execve {
-                    self.forget_addresses();
-                }
-                self.procs
-                    .handle_comm(c.pid, c.tid, &c.name.as_slice(), c.is_execve)
-            }
-            EventRecord::Fork(f) => {
-                self.forget_addresses();
-                self.procs.handle_fork(f.pid, f.ppid, f.tid, f.ptid)
-            }
-            EventRecord::Exit(_) => {}
-            EventRecord::Mmap(m) if m.is_executable => self.handle_mmap(&MmapInfo {
-                pid: m.pid,
-                cpu_mode: m.cpu_mode,
-                start: m.address,
-                len: m.length,
-                pgoff: m.page_offset,
-                path: &m.path.as_slice(),
-                build_id: None,
-            }),
-            EventRecord::Mmap2(m) if m.protection & PROT_EXEC != 0 => {
-                let build_id = match &m.file_id {
-                    Mmap2FileId::BuildId(id) => Some(id.clone()),
-                    Mmap2FileId::InodeAndVersion(_) => None,
-                };
-                self.handle_mmap(&MmapInfo {
-                    pid: m.pid,
-                    cpu_mode: m.cpu_mode,
-                    start: m.address,
-                    len: m.length,
-                    pgoff: m.page_offset,
-                    path: &m.path.as_slice(),
-                    build_id,
-                })
-            }
-            EventRecord::Lost(l) => self.lost_records += l.count,
-            _ => {}
-        }
-    }
-
-    /// Count samples a LOST_SAMPLES record reports lost.
-    pub fn add_lost(&mut self, n: u64) {
-        self.lost += n;
+        dispatch(self, attr_index, record, &CommonData::default());
     }
 
     /// Lost samples as perf report counts them ("Total Lost Samples"): the
@@ -338,7 +281,7 @@ impl Resolver {
         }
     }
 
-    fn handle_mmap(&mut self, m: &MmapInfo<'_>) {
+    fn add_mapping(&mut self, m: &Mmap<'_>) {
         // The maps change: what `addr_locs` remembers may no longer hold.
         self.forget_addresses();
         // Kernel and module maps: kernel addresses are named from kallsyms.
@@ -351,7 +294,7 @@ impl Resolver {
         let build_id = match kind {
             DsoKind::File => m
                 .build_id
-                .clone()
+                .map(<[u8]>::to_vec)
                 .or_else(|| self.header_build_ids.get(path).cloned()),
             _ => None,
         };
@@ -488,5 +431,39 @@ fn classify(pid: i32, path: &str) -> (DsoKind, String) {
         (DsoKind::File, path.to_string())
     } else {
         (DsoKind::Unknown, path.to_string())
+    }
+}
+
+/// The resolver's part of the record pipeline: the process model from
+/// COMM, FORK and executable MMAP records, samples to interned stacks, and
+/// the two kinds of loss report counted apart (see `lost_total`).
+impl RecordHandler for Resolver {
+    fn handle_sample(&mut self, attr_index: usize, sample: &SampleRecord<'_>) {
+        self.add_sample(attr_index, sample);
+    }
+
+    fn handle_mmap(&mut self, _attr_index: usize, mmap: &Mmap<'_>, _id: &CommonData) {
+        if mmap.executable {
+            self.add_mapping(mmap);
+        }
+    }
+
+    fn handle_comm(&mut self, _attr_index: usize, c: &Comm<'_>, _id: &CommonData) {
+        if c.exec {
+            self.forget_addresses();
+        }
+        self.procs.handle_comm(c.pid, c.tid, c.name, c.exec);
+    }
+
+    fn handle_fork(&mut self, _attr_index: usize, f: &ForkOrExitRecord, _id: &CommonData) {
+        self.forget_addresses();
+        self.procs.handle_fork(f.pid, f.ppid, f.tid, f.ptid);
+    }
+
+    fn handle_lost(&mut self, lost: &Lost, _id: &CommonData) {
+        match lost.kind {
+            LostKind::Records => self.lost_records += lost.count,
+            LostKind::Samples => self.lost += lost.count,
+        }
     }
 }

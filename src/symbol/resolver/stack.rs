@@ -50,7 +50,7 @@ fn chain_key(pid: i32, kernel: bool, chain: &RawDataU64<'_>) -> u128 {
 const CHAIN_CACHE: usize = 1 << 15;
 
 impl Resolver {
-    pub(super) fn handle_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
+    pub(super) fn add_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(pid);
         // Before this sample's stack gets an id: folding starts the stack

@@ -1,0 +1,220 @@
+//! The one dispatcher of parsed records: [`dispatch`] calls the
+//! `handle_<record>` method of a [`RecordHandler`] for each record, and every
+//! consumer of records (the resolver, the thread names, the analysis feeds,
+//! `top`, `script`) implements only the methods it needs; the others do
+//! nothing. File input (`PerfReader::feed`) and live input
+//! (`capture::live::LiveSink`) both come through here, so a consumer cannot
+//! tell them apart.
+//!
+//! Decisions made once here rather than in each consumer: MMAP and MMAP2
+//! arrive as one [`Mmap`] (executable or not: the consumer decides); the
+//! thread a context switch brings in is named by [`switched_in`]; and both
+//! kinds of loss report (PERF_RECORD_LOST from a full ring, LOST_SAMPLES
+//! from perf's end-of-record counts or the hardware) arrive as one [`Lost`]
+//! with its count read the same way, its kind kept apart because perf's
+//! reports count only one of them.
+
+use linux_perf_event_reader::{
+    CommonData, ContextSwitchRecord, CpuMode, EventRecord, ForkOrExitRecord, Mmap2FileId,
+    RecordType, SampleRecord,
+};
+
+/// `PROT_EXEC` in an MMAP2 record's protection.
+const PROT_EXEC: u32 = 4;
+
+/// An MMAP or MMAP2 record: the fields consumers read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mmap<'a> {
+    pub pid: i32,
+    pub tid: i32,
+    pub cpu_mode: CpuMode,
+    pub start: u64,
+    pub len: u64,
+    pub pgoff: u64,
+    pub path: &'a [u8],
+    /// MMAP: the kernel's executable flag; MMAP2: `PROT_EXEC`.
+    pub executable: bool,
+    /// The build-id an MMAP2 record carried (`perf record --buildid-mmap`).
+    pub build_id: Option<&'a [u8]>,
+}
+
+/// A COMM record: thread `tid` of process `pid` is called `name` (from an
+/// exec when `exec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Comm<'a> {
+    pub pid: i32,
+    pub tid: i32,
+    pub name: &'a [u8],
+    pub exec: bool,
+}
+
+/// Which report a loss came in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LostKind {
+    /// PERF_RECORD_LOST: the ring was full.
+    Records,
+    /// PERF_RECORD_LOST_SAMPLES.
+    Samples,
+}
+
+/// A loss report: `count` records or samples lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lost {
+    pub kind: LostKind,
+    pub count: u64,
+}
+
+/// A consumer of parsed records, in time order. `id` holds a non-sample
+/// record's sample_id fields (time, tid, cpu; empty when the event has no
+/// `sample_id_all`); samples carry their own.
+#[allow(unused_variables)]
+pub trait RecordHandler {
+    fn handle_sample(&mut self, attr_index: usize, sample: &SampleRecord<'_>) {}
+    fn handle_mmap(&mut self, attr_index: usize, mmap: &Mmap<'_>, id: &CommonData) {}
+    fn handle_comm(&mut self, attr_index: usize, comm: &Comm<'_>, id: &CommonData) {}
+    fn handle_fork(&mut self, attr_index: usize, fork: &ForkOrExitRecord, id: &CommonData) {}
+    fn handle_exit(&mut self, attr_index: usize, exit: &ForkOrExitRecord, id: &CommonData) {}
+    fn handle_lost(&mut self, lost: &Lost, id: &CommonData) {}
+    fn handle_switch(&mut self, switch: &ContextSwitchRecord, id: &CommonData) {}
+    /// Any other kernel record (throttling, records this crate leaves raw).
+    fn handle_other(&mut self, attr_index: usize, record: &EventRecord<'_>, id: &CommonData) {}
+}
+
+/// The thread a context switch brings onto its CPU: the switching-in thread
+/// itself (`In`, from the sample_id fields), or the next one (`Out` of a
+/// CPU-wide switch record).
+pub fn switched_in(switch: &ContextSwitchRecord, id: &CommonData) -> Option<i32> {
+    match switch {
+        ContextSwitchRecord::In { .. } => id.tid,
+        ContextSwitchRecord::Out { next_tid, .. } => *next_tid,
+    }
+}
+
+/// An [`Mmap`] of an MMAP or MMAP2 record (the fields both have).
+macro_rules! mmap {
+    ($m:expr, $path:expr, $executable:expr, $build_id:expr) => {
+        Mmap {
+            pid: $m.pid,
+            tid: $m.tid,
+            cpu_mode: $m.cpu_mode,
+            start: $m.address,
+            len: $m.length,
+            pgoff: $m.page_offset,
+            path: $path,
+            executable: $executable,
+            build_id: $build_id,
+        }
+    };
+}
+
+/// Calls `handler`'s method for `record`, of event `attr_index`.
+pub fn dispatch<H: RecordHandler + ?Sized>(
+    handler: &mut H,
+    attr_index: usize,
+    record: &EventRecord<'_>,
+    id: &CommonData,
+) {
+    match record {
+        EventRecord::Sample(s) => handler.handle_sample(attr_index, s),
+        EventRecord::Comm(c) => {
+            let name = c.name.as_slice();
+            let comm = Comm {
+                pid: c.pid,
+                tid: c.tid,
+                name: &name,
+                exec: c.is_execve,
+            };
+            handler.handle_comm(attr_index, &comm, id);
+        }
+        EventRecord::Fork(f) => handler.handle_fork(attr_index, f, id),
+        EventRecord::Exit(e) => handler.handle_exit(attr_index, e, id),
+        EventRecord::Mmap(m) => {
+            let path = m.path.as_slice();
+            let mmap = mmap!(m, &path, m.is_executable, None);
+            handler.handle_mmap(attr_index, &mmap, id);
+        }
+        EventRecord::Mmap2(m) => {
+            let path = m.path.as_slice();
+            let build_id = match &m.file_id {
+                Mmap2FileId::BuildId(id) => Some(id.as_slice()),
+                Mmap2FileId::InodeAndVersion(_) => None,
+            };
+            let mmap = mmap!(m, &path, m.protection & PROT_EXEC != 0, build_id);
+            handler.handle_mmap(attr_index, &mmap, id);
+        }
+        EventRecord::Lost(l) => handler.handle_lost(
+            &Lost {
+                kind: LostKind::Records,
+                count: l.count,
+            },
+            id,
+        ),
+        EventRecord::ContextSwitch(s) => handler.handle_switch(s, id),
+        EventRecord::Raw(raw) if raw.record_type == RecordType::LOST_SAMPLES => {
+            // The body: the count, then the sample_id fields.
+            let body = raw.data.as_slice();
+            let count = body
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u64::from_ne_bytes);
+            let lost = Lost {
+                kind: LostKind::Samples,
+                count,
+            };
+            handler.handle_lost(&lost, id);
+        }
+        other => handler.handle_other(attr_index, other, id),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linux_perf_event_reader::{
+        Endianness, LostRecord, PerfEventAttr, RawData, RawEventRecord, RecordParseInfo,
+        TaskWasPreempted,
+    };
+
+    /// Writes down what it is called with.
+    #[derive(Default)]
+    struct Log(Vec<String>);
+
+    impl RecordHandler for Log {
+        fn handle_comm(&mut self, _: usize, c: &Comm<'_>, _: &CommonData) {
+            self.0.push(format!(
+                "comm {} {}",
+                c.tid,
+                String::from_utf8_lossy(c.name)
+            ));
+        }
+        fn handle_lost(&mut self, lost: &Lost, _: &CommonData) {
+            self.0.push(format!("lost {:?} {}", lost.kind, lost.count));
+        }
+        fn handle_switch(&mut self, s: &ContextSwitchRecord, id: &CommonData) {
+            self.0.push(format!("in {:?}", switched_in(s, id)));
+        }
+    }
+
+    #[test]
+    fn both_loss_reports_come_as_one_kind_of_call() {
+        let mut log = Log::default();
+        let id = CommonData::default();
+        let lost = EventRecord::Lost(LostRecord { id: 1, count: 7 });
+        dispatch(&mut log, 0, &lost, &id);
+        let body = [5u64.to_ne_bytes(), 0u64.to_ne_bytes()].concat();
+        let attr_bytes = crate::sys::perf_event::attr_bytes(&crate::sys::perf_event::new_attr());
+        let (attr, _) =
+            PerfEventAttr::parse::<_, byteorder::NativeEndian>(attr_bytes.as_slice()).unwrap();
+        // Only the record type and the body matter to the dispatcher.
+        let info = RecordParseInfo::new(&attr, Endianness::NATIVE);
+        let raw = RawEventRecord::new(RecordType::LOST_SAMPLES, 0, RawData::Single(&body), info);
+        dispatch(&mut log, 0, &EventRecord::Raw(raw), &id);
+        let switch = EventRecord::ContextSwitch(ContextSwitchRecord::Out {
+            next_pid: Some(3),
+            next_tid: Some(4),
+            preempted: TaskWasPreempted::No,
+        });
+        dispatch(&mut log, 0, &switch, &id);
+        assert_eq!(log.0, ["lost Records 7", "lost Samples 5", "in Some(4)"]);
+    }
+}
