@@ -12,6 +12,7 @@ pub mod analysis;
 pub mod capture;
 pub mod data;
 pub mod event;
+pub mod lang;
 pub mod model;
 pub mod render;
 pub mod symbol;

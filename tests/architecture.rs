@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 const MODULES: &[&str] = &[
-    "sys", "event", "data", "model", "capture", "symbol", "analysis", "render", "cli",
+    "sys", "event", "data", "model", "capture", "symbol", "analysis", "render", "lang", "cli",
 ];
 
 /// The fenced blocks of `text`, in order.

@@ -23,6 +23,7 @@ mod probe;
 mod profile;
 mod record;
 mod report;
+mod run;
 mod runqlat;
 mod runqslower;
 mod sched;
@@ -98,6 +99,8 @@ enum Command {
     Killsnoop(sigsnoop::SigsnoopArgs),
     /// Each signal generated, who sent it and to whom, streamed (bcc sigsnoop)
     Sigsnoop(sigsnoop::SigsnoopArgs),
+    /// Run a bpftrace program, compiled to BPF by scry itself (no LLVM): scry run 'PROGRAM' | -e 'PROGRAM' | FILE.bt
+    Run(run::RunArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -187,6 +190,7 @@ pub fn main() -> ExitCode {
         Command::Opensnoop(args) => opensnoop::run(args),
         Command::Killsnoop(args) => sigsnoop::run_kill(args),
         Command::Sigsnoop(args) => sigsnoop::run(args),
+        Command::Run(args) => run::run(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

@@ -12,6 +12,7 @@ pub mod bpf_hists;
 pub mod bpf_irqs;
 pub mod bpf_opensnoop;
 pub mod bpf_profile;
+pub mod bpf_raw;
 pub mod bpf_runqlat;
 pub mod bpf_runqslower;
 pub mod bpf_sigsnoop;

@@ -1,0 +1,197 @@
+//! Code generation of the statements that talk to user space: `printf`,
+//! `exit`, `print`, `clear`, `zero`, `time` (events in the BPF ring
+//! buffer, a u64 kind and an index first), and `delete`.
+
+use super::ast::{Expr, ExprKind};
+use super::codegen::{Gen, PrintfSpec, event_kind};
+use super::error::LangError;
+use super::insn::*;
+use super::types::Ty;
+
+impl Gen<'_> {
+    pub fn is_statement_call(&self, name: &str) -> bool {
+        matches!(
+            name,
+            "printf" | "exit" | "print" | "clear" | "zero" | "delete" | "time"
+        )
+    }
+
+    /// Sends an event of `size` bytes from the stack buffer at `off`.
+    pub fn output(&mut self, off: i16, size: usize) {
+        self.asm.emit_all(&ld_imm64(
+            R1,
+            BPF_PSEUDO_MAP_FD,
+            self.fds.events as u32 as u64,
+        ));
+        self.fp_addr(R2, off);
+        self.asm.emit(mov_imm(R3, size as i32));
+        self.asm.emit(mov_imm(R4, 0));
+        self.asm.emit(call(helper::RINGBUF_OUTPUT));
+    }
+
+    /// An event of two u64s: its kind and an index.
+    pub fn small_event(&mut self, kind: u64, index: u64) -> Result<(), LangError> {
+        let off = self.alloc(16)?;
+        self.asm.emit(store_imm(Size::DW, FP, off, kind as i32));
+        self.asm
+            .emit(store_imm(Size::DW, FP, off + 8, index as i32));
+        self.output(off, 16);
+        Ok(())
+    }
+
+    pub fn map_arg(&mut self, call: &Expr, args: &[Expr]) -> Result<usize, LangError> {
+        match args {
+            [
+                Expr {
+                    kind: ExprKind::Map { name, keys },
+                    span,
+                },
+            ] if keys.is_empty() => self.map_for(name, &[], None, *span).or_else(|e| {
+                // print(@m) of a keyed map names it without keys.
+                let full = format!("@{name}");
+                self.reg.map_index(&full).ok_or(e)
+            }),
+            _ => Err(LangError::new(
+                call.span,
+                "expected a map argument, e.g. @name",
+            )),
+        }
+    }
+
+    pub fn statement_call(&mut self, e: &Expr, name: &str, args: &[Expr]) -> Result<(), LangError> {
+        match name {
+            "printf" => self.printf(e, args),
+            "exit" => {
+                self.small_event(event_kind::EXIT, 0)?;
+                let exit = self
+                    .exit_label
+                    .ok_or_else(|| LangError::new(e.span, "exit"))?;
+                self.asm.jump(exit);
+                Ok(())
+            }
+            "print" | "clear" | "zero" => {
+                if name == "print"
+                    && !matches!(args.first().map(|a| &a.kind), Some(ExprKind::Map { .. }))
+                {
+                    return Err(LangError::new(
+                        e.span,
+                        "print() of a value is not supported",
+                    ));
+                }
+                let map = self.map_arg(e, args)?;
+                let kind = match name {
+                    "print" => event_kind::PRINT,
+                    "clear" => event_kind::CLEAR,
+                    _ => event_kind::ZERO,
+                };
+                self.small_event(kind, map as u64)
+            }
+            "delete" => {
+                let [
+                    Expr {
+                        kind: ExprKind::Map { name, keys },
+                        span,
+                    },
+                ] = args
+                else {
+                    return Err(LangError::new(
+                        e.span,
+                        "delete() expects a map element, e.g. @m[k]",
+                    ));
+                };
+                let key_tys = self.key_types(keys)?;
+                let map = self.map_for(name, &key_tys, None, *span)?;
+                if self.reg.maps[map].kind.has_bucket() {
+                    return Err(LangError::new(
+                        e.span,
+                        "delete() of a histogram element is not supported",
+                    ));
+                }
+                let key = self.build_key(map, keys)?;
+                self.map_fd(R1, map);
+                self.fp_addr(R2, key);
+                self.asm.emit(call(helper::MAP_DELETE_ELEM));
+                Ok(())
+            }
+            _ => {
+                let format = match args {
+                    [] => "%H:%M:%S\n".to_string(),
+                    [
+                        Expr {
+                            kind: ExprKind::Str(s),
+                            ..
+                        },
+                    ] => s.clone(),
+                    _ => return Err(LangError::new(e.span, "time() takes one string literal")),
+                };
+                self.reg.time_formats.push(format);
+                let id = self.reg.time_formats.len() as u64 - 1;
+                self.small_event(event_kind::TIME, id)
+            }
+        }
+    }
+
+    pub fn printf(&mut self, e: &Expr, args: &[Expr]) -> Result<(), LangError> {
+        let Some(Expr {
+            kind: ExprKind::Str(format),
+            ..
+        }) = args.first()
+        else {
+            return Err(LangError::new(
+                e.span,
+                "printf() expects a format string first",
+            ));
+        };
+        let specs = super::printf::conversions(format).map_err(|m| LangError::new(e.span, m))?;
+        let values = &args[1..];
+        if specs.len() != values.len() {
+            let why = if specs.len() > values.len() {
+                "Not enough"
+            } else {
+                "Too many"
+            };
+            return Err(LangError::new(
+                e.span,
+                format!(
+                    "printf: {why} arguments for format string ({} supplied, {} expected)",
+                    values.len(),
+                    specs.len()
+                ),
+            ));
+        }
+        // Types first (to size the event), then the code.
+        let tys = self.key_types(values)?;
+        for ((conv, ty), v) in specs.iter().zip(&tys).zip(values) {
+            let is_str = matches!(ty, Ty::Str(_));
+            if (*conv == 's') != is_str
+                && !(*conv == 's' && matches!(ty, Ty::Probe | Ty::Kstack | Ty::Ustack))
+            {
+                return Err(LangError::new(
+                    v.span,
+                    format!(
+                        "printf: %{conv} specifier expects a value of type {}, got '{ty}'",
+                        if *conv == 's' { "string" } else { "integer" }
+                    ),
+                ));
+            }
+        }
+        let size = 16 + tys.iter().map(|t| t.size()).sum::<usize>();
+        let off = self.alloc(size)?;
+        let id = self.reg.printfs.len() as u64;
+        self.reg.printfs.push(PrintfSpec {
+            format: format.clone(),
+            args: tys.clone(),
+        });
+        self.asm
+            .emit(store_imm(Size::DW, FP, off, event_kind::PRINTF as i32));
+        self.asm.emit(store_imm(Size::DW, FP, off + 8, id as i32));
+        let mut at = off + 16;
+        for (v, ty) in values.iter().zip(&tys) {
+            let val = self.expr(v)?;
+            self.store_val(val, at, *ty);
+            at += ty.size() as i16;
+        }
+        self.output(off, size);
+        Ok(())
+    }
+}

@@ -1,0 +1,114 @@
+//! Errors of the language, each tied to a place in the source, printed as
+//! bpftrace prints them: `stdin:LINE:COL-COL: ERROR: what`, then the
+//! source line and a `~~~` underline of the place.
+//!
+//! Spans are byte offsets into the source; line and column (1-based) are
+//! computed only when the error is printed, so the parser carries two
+//! integers per node and nothing else.
+
+use std::fmt;
+
+/// A byte range of the source, `start..end`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span { start, end }
+    }
+
+    /// The span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span::new(self.start.min(other.start), self.end.max(other.end))
+    }
+}
+
+/// What went wrong, and where.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct LangError {
+    pub span: Span,
+    pub message: String,
+}
+
+impl LangError {
+    pub fn new(span: Span, message: impl Into<String>) -> LangError {
+        LangError {
+            span,
+            message: message.into(),
+        }
+    }
+
+    /// The three lines bpftrace prints: place and message, the source
+    /// line, the underline. `origin` is `stdin` or the file's name.
+    pub fn render(&self, origin: &str, source: &str) -> String {
+        let start = self.span.start.min(source.len());
+        let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = source[start..]
+            .find('\n')
+            .map_or(source.len(), |i| start + i);
+        let line_no = source[..start].matches('\n').count() + 1;
+        let col = source[line_start..start].chars().count() + 1;
+        let end = self.span.end.clamp(start, line_end);
+        let width = source[start..end].chars().count().max(1);
+        let text = &source[line_start..line_end];
+        let pad: String = source[line_start..start]
+            .chars()
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        format!(
+            "{origin}:{line_no}:{col}-{}: ERROR: {}\n{text}\n{pad}{}",
+            col + width,
+            self.message,
+            "~".repeat(width)
+        )
+    }
+
+    /// 1-based line of the error's start.
+    pub fn line(&self, source: &str) -> usize {
+        let start = self.span.start.min(source.len());
+        source[..start].matches('\n').count() + 1
+    }
+}
+
+/// A compile error with the text it came from, ready to print.
+#[derive(Debug)]
+pub struct SourceError {
+    pub rendered: String,
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.rendered)
+    }
+}
+
+impl std::error::Error for SourceError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_like_bpftrace() {
+        let src = "BEGIN { @x = 1 +; }";
+        let err = LangError::new(Span::new(15, 17), "syntax error, unexpected ;");
+        assert_eq!(
+            err.render("stdin", src),
+            "stdin:1:16-18: ERROR: syntax error, unexpected ;\nBEGIN { @x = 1 +; }\n               ~~"
+        );
+    }
+
+    #[test]
+    fn second_line() {
+        let src = "BEGIN {\n  @y = $z; }";
+        let err = LangError::new(Span::new(15, 17), "Undefined or undeclared variable: $z");
+        let text = err.render("stdin", src);
+        assert!(text.starts_with("stdin:2:8-10: ERROR: Undefined"), "{text}");
+        assert!(text.ends_with("  @y = $z; }\n       ~~"), "{text}");
+        assert_eq!(err.line(src), 2);
+    }
+}

@@ -1,0 +1,524 @@
+//! Code generation of expressions: literals, variables, map reads,
+//! builtins, tracepoint fields, `str()`, operators and ternaries. Integers
+//! end in `r0`; strings in a stack buffer (see `codegen`).
+//!
+//! Tracepoint fields are read from the context directly when the verifier
+//! allows it (8 bytes past the start, aligned to their size), otherwise
+//! through `bpf_probe_read_kernel` into the stack; char arrays become
+//! strings. Comparisons are signed, as bpftrace's on int64.
+
+use super::ast::{BinOp, Expr, ExprKind, UnOp};
+use super::codegen::{Gen, Loc, ProgKind, Val, aggregation, alu_of, literal_size};
+use super::error::LangError;
+use super::insn::*;
+use super::types::{MapKind, Ty, str_size};
+use crate::event::format::FieldKind;
+
+/// `str()`'s default size, bpftrace's `BPFTRACE_STRLEN`.
+pub const STRLEN: usize = 64;
+
+/// x86-64 `struct pt_regs` offsets of the argument registers and rax.
+const PT_REGS_ARGS: [i16; 6] = [112, 104, 96, 88, 72, 64];
+const PT_REGS_RAX: i16 = 80;
+
+impl Gen<'_> {
+    pub fn expr(&mut self, e: &Expr) -> Result<Val, LangError> {
+        match &e.kind {
+            ExprKind::Int(v) => {
+                self.const_int(R0, *v);
+                Ok(Val::int())
+            }
+            ExprKind::Str(s) => {
+                let size = literal_size(s);
+                let off = self.alloc(size)?;
+                let mut bytes = s.as_bytes().to_vec();
+                bytes.resize(size, 0);
+                for (i, chunk) in bytes.chunks(4).enumerate() {
+                    let word = i32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                    self.asm
+                        .emit(store_imm(Size::W, FP, off + 4 * i as i16, word));
+                }
+                Ok(Val {
+                    ty: Ty::Str(size),
+                    loc: Loc::Stack(off),
+                })
+            }
+            ExprKind::Var(name) => {
+                let Some((ty, off)) = self.vars.get(name).copied() else {
+                    return Err(LangError::new(
+                        e.span,
+                        format!("Undefined or undeclared variable: ${name}"),
+                    ));
+                };
+                if matches!(ty, Ty::Str(_) | Ty::Ustack) {
+                    return Ok(Val {
+                        ty,
+                        loc: Loc::Stack(off),
+                    });
+                }
+                self.asm.emit(load(Size::DW, R0, FP, off));
+                Ok(Val { ty, loc: Loc::R0 })
+            }
+            ExprKind::Map { name, keys } => self.map_read(e, name, keys),
+            ExprKind::Ident(name) => self.builtin(e, name),
+            ExprKind::Field { base, field } => self.field(e, base, field),
+            ExprKind::Call { name, args } => self.call_expr(e, name, args),
+            ExprKind::Unary { op, expr } => {
+                let v = self.expr(expr)?;
+                self.want_int(v, expr)?;
+                match op {
+                    UnOp::Neg => self.asm.emit(alu_imm(Alu::Neg, R0, 0)),
+                    UnOp::BitNot => self.asm.emit(alu_imm(Alu::Xor, R0, -1)),
+                    UnOp::Not => {
+                        let zero = self.asm.label();
+                        self.asm.emit(mov_reg(R1, R0));
+                        self.asm.emit(mov_imm(R0, 1));
+                        self.asm.jump_if_imm(Jmp::Eq, R1, 0, zero);
+                        self.asm.emit(mov_imm(R0, 0));
+                        self.asm.bind(zero);
+                    }
+                }
+                Ok(Val::int())
+            }
+            ExprKind::Binary { op, lhs, rhs } => self.binary(e, *op, lhs, rhs),
+            ExprKind::Ternary {
+                cond,
+                then,
+                otherwise,
+            } => self.ternary(cond, then, otherwise),
+            ExprKind::IncDec {
+                target,
+                increment,
+                prefix,
+            } => {
+                let op = if *increment { BinOp::Add } else { BinOp::Sub };
+                self.update_int(target, op, None, !prefix)
+            }
+        }
+    }
+
+    fn map_read(&mut self, e: &Expr, name: &str, keys: &[Expr]) -> Result<Val, LangError> {
+        let key_tys = self.key_types(keys)?;
+        let map = self.map_for(name, &key_tys, None, e.span)?;
+        let MapKind::Value(ty) = self.reg.maps[map].kind else {
+            return Err(LangError::new(
+                e.span,
+                format!(
+                    "reading the aggregation @{name} ({}) in the kernel is not supported",
+                    self.reg.maps[map].kind.name()
+                ),
+            ));
+        };
+        let key = self.build_key(map, keys)?;
+        let missing = self.asm.label();
+        let end = self.asm.label();
+        if let Ty::Str(size) = ty {
+            let buf = self.alloc(size)?;
+            self.zero(buf, size);
+            self.lookup(map, key);
+            self.asm.jump_if_imm(Jmp::Eq, R0, 0, missing);
+            for i in (0..size).step_by(8) {
+                self.asm.emit(load(Size::DW, R1, R0, i as i16));
+                self.asm.emit(store(Size::DW, FP, buf + i as i16, R1));
+            }
+            self.asm.bind(missing);
+            self.asm.bind(end);
+            return Ok(Val {
+                ty,
+                loc: Loc::Stack(buf),
+            });
+        }
+        self.lookup(map, key);
+        self.asm.jump_if_imm(Jmp::Eq, R0, 0, missing);
+        self.asm.emit(load(Size::DW, R0, R0, 0));
+        self.asm.jump(end);
+        self.asm.bind(missing);
+        self.asm.emit(mov_imm(R0, 0));
+        self.asm.bind(end);
+        Ok(Val { ty, loc: Loc::R0 })
+    }
+
+    fn builtin(&mut self, e: &Expr, name: &str) -> Result<Val, LangError> {
+        let shift_out_high = |g: &mut Self| {
+            g.asm.emit(alu_imm(Alu::Lsh, R0, 32));
+            g.asm.emit(alu_imm(Alu::Rsh, R0, 32));
+        };
+        match name {
+            "pid" | "tid" => {
+                self.asm.emit(call(helper::GET_CURRENT_PID_TGID));
+                if name == "pid" {
+                    self.asm.emit(alu_imm(Alu::Rsh, R0, 32));
+                } else {
+                    shift_out_high(self);
+                }
+            }
+            "uid" | "gid" => {
+                self.asm.emit(call(helper::GET_CURRENT_UID_GID));
+                if name == "gid" {
+                    self.asm.emit(alu_imm(Alu::Rsh, R0, 32));
+                } else {
+                    shift_out_high(self);
+                }
+            }
+            "cpu" => self.asm.emit(call(helper::GET_SMP_PROCESSOR_ID)),
+            "nsecs" => self.asm.emit(call(helper::KTIME_GET_NS)),
+            "elapsed" => {
+                self.asm.emit(call(helper::KTIME_GET_NS));
+                self.asm.emit_all(&ld_imm64(R1, 0, self.env.start_ns));
+                self.asm.emit(alu_reg(Alu::Sub, R0, R1));
+            }
+            "cgroup" => self.asm.emit(call(helper::GET_CURRENT_CGROUP_ID)),
+            "comm" => {
+                let off = self.alloc(16)?;
+                self.fp_addr(R1, off);
+                self.asm.emit(mov_imm(R2, 16));
+                self.asm.emit(call(helper::GET_CURRENT_COMM));
+                return Ok(Val {
+                    ty: Ty::Str(16),
+                    loc: Loc::Stack(off),
+                });
+            }
+            "probe" => {
+                self.const_int(R0, self.env.probe_id as i64);
+                return Ok(Val {
+                    ty: Ty::Probe,
+                    loc: Loc::R0,
+                });
+            }
+            "retval" => {
+                if !(self.env.kind == ProgKind::Kprobe && self.env.is_return) {
+                    return Err(LangError::new(
+                        e.span,
+                        "The retval builtin can only be used with 'uretprobe' probes",
+                    ));
+                }
+                self.asm.emit(load(Size::DW, R0, R6, PT_REGS_RAX));
+            }
+            "kstack" | "ustack" => return self.stack_builtin(e, name == "ustack"),
+            "args" => {
+                return Err(LangError::new(
+                    e.span,
+                    "args must be followed by a field: args.NAME",
+                ));
+            }
+            _ => {
+                if let Some(n) = name
+                    .strip_prefix("arg")
+                    .and_then(|n| n.parse::<usize>().ok())
+                {
+                    if self.env.kind != ProgKind::Kprobe || self.env.is_return || n >= 6 {
+                        return Err(LangError::new(
+                            e.span,
+                            format!(
+                                "The {name} builtin can only be used with 'uprobe' probes (arg0-arg5)"
+                            ),
+                        ));
+                    }
+                    self.asm.emit(load(Size::DW, R0, R6, PT_REGS_ARGS[n]));
+                    return Ok(Val::int());
+                }
+                return Err(LangError::new(
+                    e.span,
+                    format!("Unknown identifier: '{name}'"),
+                ));
+            }
+        }
+        Ok(Val::int())
+    }
+
+    fn stack_builtin(&mut self, e: &Expr, user: bool) -> Result<Val, LangError> {
+        if self.env.kind == ProgKind::RawTracepoint {
+            return Err(LangError::new(
+                e.span,
+                "stacks are not available in BEGIN and END",
+            ));
+        }
+        self.reg.uses_stacks = true;
+        const BPF_F_USER_STACK: i32 = 1 << 8;
+        self.asm.emit(mov_reg(R1, R6));
+        self.asm.emit_all(&ld_imm64(
+            R2,
+            BPF_PSEUDO_MAP_FD,
+            self.fds.stacks as u32 as u64,
+        ));
+        self.asm
+            .emit(mov_imm(R3, if user { BPF_F_USER_STACK } else { 0 }));
+        self.asm.emit(call(helper::GET_STACKID));
+        if !user {
+            return Ok(Val {
+                ty: Ty::Kstack,
+                loc: Loc::R0,
+            });
+        }
+        let off = self.alloc(16)?;
+        self.asm.emit(store(Size::DW, FP, off, R0));
+        self.asm.emit(call(helper::GET_CURRENT_PID_TGID));
+        self.asm.emit(alu_imm(Alu::Rsh, R0, 32));
+        self.asm.emit(store(Size::DW, FP, off + 8, R0));
+        Ok(Val {
+            ty: Ty::Ustack,
+            loc: Loc::Stack(off),
+        })
+    }
+
+    fn field(&mut self, e: &Expr, base: &Expr, field: &str) -> Result<Val, LangError> {
+        if base.kind != ExprKind::Ident("args".into()) {
+            return Err(LangError::new(
+                e.span,
+                "only tracepoint arguments have fields (args.NAME)",
+            ));
+        }
+        let Some(format) = self.env.format else {
+            return Err(LangError::new(
+                base.span,
+                "The args builtin can only be used with tracepoint probes",
+            ));
+        };
+        let Some(f) = format.fields.iter().find(|f| f.name == field) else {
+            return Err(LangError::new(
+                e.span,
+                format!(
+                    "Struct/union of type 'struct _tracepoint_{}_{}' does not contain a field named '{field}'",
+                    format.system, format.name
+                ),
+            ));
+        };
+        let off = i16::try_from(f.offset)
+            .map_err(|_| LangError::new(e.span, "field offset out of range"))?;
+        match f.kind {
+            FieldKind::Scalar => {
+                let size = Size::of(f.size).ok_or_else(|| {
+                    LangError::new(
+                        e.span,
+                        format!("field {field} of {} bytes is not supported", f.size),
+                    )
+                })?;
+                if f.offset >= 8 && f.offset % f.size == 0 {
+                    self.asm.emit(load(size, R0, R6, off));
+                } else {
+                    let tmp = self.alloc(8)?;
+                    self.asm.emit(store_imm(Size::DW, FP, tmp, 0));
+                    self.fp_addr(R1, tmp);
+                    self.asm.emit(mov_imm(R2, f.size as i32));
+                    self.asm.emit(mov_reg(R3, R6));
+                    self.asm.emit(alu_imm(Alu::Add, R3, off as i32));
+                    self.asm.emit(call(helper::PROBE_READ_KERNEL));
+                    self.asm.emit(load(Size::DW, R0, FP, tmp));
+                }
+                if f.signed && f.size < 8 {
+                    let bits = 64 - 8 * f.size as i32;
+                    self.asm.emit(alu_imm(Alu::Lsh, R0, bits));
+                    self.asm.emit(alu_imm(Alu::Arsh, R0, bits));
+                }
+                Ok(Val::int())
+            }
+            FieldKind::Array { .. } if f.is_string() => {
+                let size = str_size(f.size);
+                let buf = self.alloc(size)?;
+                self.zero(buf, size);
+                self.fp_addr(R1, buf);
+                self.asm.emit(mov_imm(R2, f.size as i32));
+                self.asm.emit(mov_reg(R3, R6));
+                self.asm.emit(alu_imm(Alu::Add, R3, off as i32));
+                self.asm.emit(call(helper::PROBE_READ_KERNEL));
+                Ok(Val {
+                    ty: Ty::Str(size),
+                    loc: Loc::Stack(buf),
+                })
+            }
+            FieldKind::DataLoc { .. } if f.is_string() => {
+                let buf = self.alloc(STRLEN)?;
+                self.zero(buf, STRLEN);
+                self.asm.emit(load(Size::W, R3, R6, off));
+                self.asm.emit(alu_imm(Alu::And, R3, 0xffff));
+                self.asm.emit(alu_reg(Alu::Add, R3, R6));
+                self.fp_addr(R1, buf);
+                self.asm.emit(mov_imm(R2, STRLEN as i32));
+                self.asm.emit(call(helper::PROBE_READ_STR));
+                Ok(Val {
+                    ty: Ty::Str(STRLEN),
+                    loc: Loc::Stack(buf),
+                })
+            }
+            _ => Err(LangError::new(
+                e.span,
+                format!("the array field {field} is not supported"),
+            )),
+        }
+    }
+
+    fn call_expr(&mut self, e: &Expr, name: &str, args: &[Expr]) -> Result<Val, LangError> {
+        match name {
+            "str" => {
+                let (ptr, len) = match args {
+                    [p] => (p, STRLEN),
+                    [
+                        p,
+                        Expr {
+                            kind: ExprKind::Int(n),
+                            ..
+                        },
+                    ] if (1..=STRLEN as i64 * 4).contains(n) => (p, *n as usize),
+                    _ => {
+                        return Err(LangError::new(
+                            e.span,
+                            "str() takes a pointer and an optional literal length (1-256)",
+                        ));
+                    }
+                };
+                let v = self.expr(ptr)?;
+                self.want_int(v, ptr)?;
+                let size = str_size(len);
+                let buf = self.alloc(size)?;
+                self.asm.emit(mov_reg(R3, R0));
+                self.zero(buf, size);
+                self.fp_addr(R1, buf);
+                self.asm.emit(mov_imm(R2, len as i32));
+                self.asm.emit(call(helper::PROBE_READ_STR));
+                Ok(Val {
+                    ty: Ty::Str(size),
+                    loc: Loc::Stack(buf),
+                })
+            }
+            _ if aggregation(name) => Err(LangError::new(
+                e.span,
+                format!("{name}() should be assigned to a map"),
+            )),
+            "printf" | "exit" | "print" | "clear" | "zero" | "delete" | "time" => Err(
+                LangError::new(e.span, format!("{name}() should be used as a statement")),
+            ),
+            _ => Err(LangError::new(e.span, format!("Unknown function: {name}"))),
+        }
+    }
+
+    fn binary(&mut self, e: &Expr, op: BinOp, lhs: &Expr, rhs: &Expr) -> Result<Val, LangError> {
+        if matches!(op, BinOp::LogAnd | BinOp::LogOr) {
+            let short = self.asm.label();
+            let end = self.asm.label();
+            // && stops at the first 0, || at the first non-zero.
+            let (stop_on, stop_value) = if op == BinOp::LogAnd {
+                (Jmp::Eq, 0)
+            } else {
+                (Jmp::Ne, 1)
+            };
+            for side in [lhs, rhs] {
+                let v = self.expr(side)?;
+                self.want_int(v, side)?;
+                self.asm.jump_if_imm(stop_on, R0, 0, short);
+            }
+            self.asm.emit(mov_imm(R0, 1 - stop_value));
+            self.asm.jump(end);
+            self.asm.bind(short);
+            self.asm.emit(mov_imm(R0, stop_value));
+            self.asm.bind(end);
+            return Ok(Val::int());
+        }
+        let l = self.expr(lhs)?;
+        let l_slot = match l.loc {
+            Loc::R0 => Some(self.spill()?),
+            Loc::Stack(_) => None,
+        };
+        let r = self.expr(rhs)?;
+        let mismatch = || {
+            LangError::new(
+                e.span,
+                format!(
+                    "Type mismatch for '{}': comparing '{}' with '{}'",
+                    op.symbol(),
+                    l.ty,
+                    r.ty
+                ),
+            )
+        };
+        if let (Ty::Str(a), Ty::Str(b), Loc::Stack(la), Loc::Stack(rb)) = (l.ty, r.ty, l.loc, r.loc)
+        {
+            if !matches!(op, BinOp::Eq | BinOp::Ne) {
+                return Err(mismatch());
+            }
+            self.str_equal(la, rb, a.min(b), op == BinOp::Eq);
+            return Ok(Val::int());
+        }
+        let int_like = |t: Ty| matches!(t, Ty::Int | Ty::Probe);
+        if !int_like(l.ty) || !int_like(r.ty) {
+            return Err(mismatch());
+        }
+        let l_slot = l_slot.ok_or_else(mismatch)?;
+        self.asm.emit(load(Size::DW, R1, FP, l_slot));
+        if let Some(alu) = alu_of(op) {
+            self.asm.emit(alu_reg(alu, R1, R0));
+            self.asm.emit(mov_reg(R0, R1));
+            return Ok(Val::int());
+        }
+        let jmp = match op {
+            BinOp::Eq => Jmp::Eq,
+            BinOp::Ne => Jmp::Ne,
+            BinOp::Lt => Jmp::Slt,
+            BinOp::Le => Jmp::Sle,
+            BinOp::Gt => Jmp::Sgt,
+            _ => Jmp::Sge,
+        };
+        let yes = self.asm.label();
+        self.asm.emit(mov_reg(R2, R0));
+        self.asm.emit(mov_imm(R0, 1));
+        self.asm.jump_if_reg(jmp, R1, R2, yes);
+        self.asm.emit(mov_imm(R0, 0));
+        self.asm.bind(yes);
+        Ok(Val::int())
+    }
+
+    /// r0 = whether the strings at `a` and `b` are equal over their first
+    /// `n` bytes or up to a common NUL (`want_equal`), or differ.
+    fn str_equal(&mut self, a: i16, b: i16, n: usize, want_equal: bool) {
+        let differ = self.asm.label();
+        let same = self.asm.label();
+        let end = self.asm.label();
+        for i in 0..n as i16 {
+            self.asm.emit(load(Size::B, R1, FP, a + i));
+            self.asm.emit(load(Size::B, R2, FP, b + i));
+            self.asm.jump_if_reg(Jmp::Ne, R1, R2, differ);
+            self.asm.jump_if_imm(Jmp::Eq, R1, 0, same);
+        }
+        self.asm.bind(same);
+        self.asm.emit(mov_imm(R0, want_equal as i32));
+        self.asm.jump(end);
+        self.asm.bind(differ);
+        self.asm.emit(mov_imm(R0, !want_equal as i32));
+        self.asm.bind(end);
+    }
+
+    fn ternary(&mut self, cond: &Expr, then: &Expr, otherwise: &Expr) -> Result<Val, LangError> {
+        let c = self.expr(cond)?;
+        self.want_int(c, cond)?;
+        let tys = self.key_types(&[then.clone(), otherwise.clone()])?;
+        let (a, b) = (tys[0], tys[1]);
+        if !a.compatible(b) {
+            return Err(LangError::new(
+                then.span.to(otherwise.span),
+                format!("Ternary operator branches have different types: '{a}' and '{b}'"),
+            ));
+        }
+        let ty = a.merge(b);
+        let result = match ty {
+            Ty::Str(_) | Ty::Ustack => Some(self.alloc(ty.size())?),
+            _ => None,
+        };
+        let other = self.asm.label();
+        let end = self.asm.label();
+        self.asm.jump_if_imm(Jmp::Eq, R0, 0, other);
+        for (i, branch) in [then, otherwise].into_iter().enumerate() {
+            let v = self.expr(branch)?;
+            if let Some(buf) = result {
+                self.store_val(v, buf, ty);
+            }
+            if i == 0 {
+                self.asm.jump(end);
+                self.asm.bind(other);
+            }
+        }
+        self.asm.bind(end);
+        Ok(Val {
+            ty,
+            loc: result.map_or(Loc::R0, Loc::Stack),
+        })
+    }
+}

@@ -1,0 +1,176 @@
+//! Types of values and maps, and the byte layout of map keys and values,
+//! shared by the code generator (which writes them) and the printer
+//! (which reads them back).
+//!
+//! Decisions: every integer is 64 bits; strings are held in buffers whose
+//! size is a multiple of 8 (copies and zero fills then use 8-byte moves,
+//! which keeps the code short); a map's string key or value takes the
+//! largest size any use of it needs. Maps without keys use one 8-byte zero
+//! key, as bpftrace does; `hist`/`lhist` keys end with an 8-byte bucket.
+
+use std::fmt;
+
+/// The type of a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    Int,
+    /// A NUL-padded string buffer of this many bytes (a multiple of 8).
+    Str(usize),
+    /// The id of a probe, printed as its name.
+    Probe,
+    /// A stack id in the stack map (`kstack`), printed as frames.
+    Kstack,
+    /// A user stack: the stack id and the process id (`ustack`).
+    Ustack,
+}
+
+impl Ty {
+    /// Bytes the value takes in a key, a value or an event.
+    pub fn size(self) -> usize {
+        match self {
+            Ty::Int | Ty::Probe | Ty::Kstack => 8,
+            Ty::Ustack => 16,
+            Ty::Str(n) => n,
+        }
+    }
+
+    /// Whether values of both types can share a map slot.
+    pub fn compatible(self, other: Ty) -> bool {
+        matches!((self, other), (Ty::Str(_), Ty::Str(_))) || self == other
+    }
+
+    /// The wider of two compatible types.
+    pub fn merge(self, other: Ty) -> Ty {
+        match (self, other) {
+            (Ty::Str(a), Ty::Str(b)) => Ty::Str(a.max(b)),
+            _ => self,
+        }
+    }
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Int => f.write_str("int64"),
+            Ty::Str(n) => write!(f, "string[{n}]"),
+            Ty::Probe => f.write_str("probe"),
+            Ty::Kstack => f.write_str("kstack"),
+            Ty::Ustack => f.write_str("ustack"),
+        }
+    }
+}
+
+/// A string buffer of at least `len` bytes, rounded up to 8.
+pub fn str_size(len: usize) -> usize {
+    len.div_ceil(8).max(1) * 8
+}
+
+/// What a map holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapKind {
+    /// `@x = value`
+    Value(Ty),
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+    Stats,
+    Hist,
+    Lhist {
+        min: i64,
+        max: i64,
+        step: i64,
+    },
+}
+
+impl MapKind {
+    /// Aggregations live in per-CPU maps, summed when read.
+    pub fn per_cpu(self) -> bool {
+        !matches!(self, MapKind::Value(_))
+    }
+
+    pub fn value_size(self) -> usize {
+        match self {
+            MapKind::Value(ty) => ty.size(),
+            MapKind::Min | MapKind::Max | MapKind::Avg | MapKind::Stats => 16,
+            _ => 8,
+        }
+    }
+
+    pub fn has_bucket(self) -> bool {
+        matches!(self, MapKind::Hist | MapKind::Lhist { .. })
+    }
+
+    /// The name bpftrace's type errors use.
+    pub fn name(self) -> String {
+        match self {
+            MapKind::Value(ty) => ty.to_string(),
+            MapKind::Count => "count".into(),
+            MapKind::Sum => "sum".into(),
+            MapKind::Min => "min".into(),
+            MapKind::Max => "max".into(),
+            MapKind::Avg => "avg".into(),
+            MapKind::Stats => "stats".into(),
+            MapKind::Hist => "hist".into(),
+            MapKind::Lhist { .. } => "lhist".into(),
+        }
+    }
+
+    /// Number of buckets of `lhist` (without the two outer ones).
+    pub fn lhist_buckets(min: i64, max: i64, step: i64) -> i64 {
+        (max - min) / step.max(1)
+    }
+}
+
+/// One map of the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapInfo {
+    /// `@name` as written (`@` for the unnamed map).
+    pub name: String,
+    pub kind: MapKind,
+    pub keys: Vec<Ty>,
+}
+
+impl MapInfo {
+    /// Bytes of the user's key part (8 when there is none).
+    pub fn user_key_size(&self) -> usize {
+        if self.keys.is_empty() {
+            8
+        } else {
+            self.keys.iter().map(|k| k.size()).sum()
+        }
+    }
+
+    /// Bytes of the whole key (with the bucket of a histogram).
+    pub fn key_size(&self) -> usize {
+        self.user_key_size() + if self.kind.has_bucket() { 8 } else { 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts() {
+        let m = MapInfo {
+            name: "@x".into(),
+            kind: MapKind::Hist,
+            keys: vec![Ty::Str(16), Ty::Int],
+        };
+        assert_eq!(m.key_size(), 32);
+        let m = MapInfo {
+            name: "@".into(),
+            kind: MapKind::Count,
+            keys: vec![],
+        };
+        assert_eq!((m.key_size(), m.kind.value_size()), (8, 8));
+        assert_eq!(str_size(5), 8);
+        assert_eq!(str_size(16), 16);
+        assert_eq!(str_size(17), 24);
+        assert!(Ty::Str(8).compatible(Ty::Str(16)));
+        assert_eq!(Ty::Str(8).merge(Ty::Str(16)), Ty::Str(16));
+        assert!(!Ty::Int.compatible(Ty::Str(8)));
+    }
+}

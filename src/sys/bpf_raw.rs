@@ -1,0 +1,300 @@
+//! BPF without an object file: maps created and programs loaded from
+//! instructions scry generated itself (`scry run`), programs attached to
+//! perf events (tracepoints, software clocks, uprobes) and raw
+//! tracepoints, run once with BPF_PROG_TEST_RUN (BEGIN and END), and the
+//! BPF ring buffer its events come through.
+//!
+//! Ownership: every map, program and attachment is a file descriptor of
+//! this process, nothing is pinned, so however scry ends (even SIGKILL)
+//! the kernel detaches and frees them.
+//!
+//! A program is loaded without a verifier log first (the log costs time on
+//! every load); only when the kernel refuses it is it loaded again with the
+//! log, which the caller maps back to the source.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+use libbpf_rs::libbpf_sys;
+use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
+
+use super::bpf::io_error;
+use super::perf_event::PerfEventFd;
+
+/// The program types `scry run` makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgType {
+    Kprobe,
+    Tracepoint,
+    PerfEvent,
+    RawTracepoint,
+}
+
+impl ProgType {
+    fn raw(self) -> libbpf_sys::bpf_prog_type {
+        match self {
+            ProgType::Kprobe => libbpf_sys::BPF_PROG_TYPE_KPROBE,
+            ProgType::Tracepoint => libbpf_sys::BPF_PROG_TYPE_TRACEPOINT,
+            ProgType::PerfEvent => libbpf_sys::BPF_PROG_TYPE_PERF_EVENT,
+            ProgType::RawTracepoint => libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT,
+        }
+    }
+}
+
+/// A refused program: the error and the verifier's log.
+#[derive(Debug)]
+pub struct LoadError {
+    pub error: io::Error,
+    pub log: String,
+}
+
+/// The most verifier log kept (the kernel truncates past it).
+const LOG_SIZE: usize = 4 << 20;
+
+/// Loads a program of `insns` (8-byte `struct bpf_insn`s). The licence is
+/// GPL: the helpers that read kernel memory require it.
+pub fn load_program(
+    prog_type: ProgType,
+    name: &str,
+    insns: &[[u8; 8]],
+) -> Result<OwnedFd, LoadError> {
+    let fail = |error: io::Error| LoadError {
+        error,
+        log: String::new(),
+    };
+    let name = CString::new(name.chars().take(15).collect::<String>())
+        .map_err(|_| fail(io::Error::other("program name holds a NUL byte")))?;
+    let license = c"GPL";
+    let attempt = |log: Option<&mut Vec<u8>>| -> io::Result<OwnedFd> {
+        // SAFETY: bpf_prog_load_opts is plain data; all-zero is its
+        // documented default before `sz` is set.
+        let mut opts: libbpf_sys::bpf_prog_load_opts = unsafe { std::mem::zeroed() };
+        opts.sz = std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _;
+        if let Some(buf) = log {
+            opts.log_level = 1;
+            opts.log_size = buf.len() as u32;
+            opts.log_buf = buf.as_mut_ptr().cast();
+        }
+        // SAFETY: `insns` is a slice of 8-byte instructions laid out as
+        // `struct bpf_insn`; the name and licence are NUL-terminated and
+        // outlive the call; the log buffer (if any) is writable for
+        // `log_size` bytes.
+        let fd = unsafe {
+            libbpf_sys::bpf_prog_load(
+                prog_type.raw(),
+                name.as_ptr(),
+                license.as_ptr(),
+                insns.as_ptr().cast(),
+                insns.len() as _,
+                &mut opts,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::from_raw_os_error(-fd));
+        }
+        // SAFETY: a new descriptor, owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    match attempt(None) {
+        Ok(fd) => Ok(fd),
+        Err(_) => {
+            let mut buf = vec![0u8; LOG_SIZE];
+            match attempt(Some(&mut buf)) {
+                Ok(fd) => Ok(fd),
+                Err(error) => {
+                    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+                    Err(LoadError {
+                        error,
+                        log: String::from_utf8_lossy(&buf[..end]).into_owned(),
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// A map of this process.
+#[derive(Debug)]
+pub struct Map(MapHandle);
+
+/// The kinds of map `scry run` makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapKind {
+    Hash,
+    PerCpuHash,
+    RingBuf,
+    StackTrace,
+}
+
+impl Map {
+    pub fn create(
+        kind: MapKind,
+        name: &str,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+    ) -> io::Result<Map> {
+        let map_type = match kind {
+            MapKind::Hash => MapType::Hash,
+            MapKind::PerCpuHash => MapType::PercpuHash,
+            MapKind::RingBuf => MapType::RingBuf,
+            MapKind::StackTrace => MapType::StackTrace,
+        };
+        let opts = libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+            ..Default::default()
+        };
+        let name: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .take(15)
+            .collect();
+        MapHandle::create(
+            map_type,
+            Some(name),
+            key_size,
+            value_size,
+            max_entries,
+            &opts,
+        )
+        .map(Map)
+        .map_err(|e| io_error("creating a BPF map", e))
+    }
+
+    pub fn raw_fd(&self) -> i32 {
+        self.0.as_fd().as_raw_fd()
+    }
+
+    /// Every key of the map, as it holds them now.
+    pub fn keys(&self) -> Vec<Vec<u8>> {
+        self.0.keys().collect()
+    }
+
+    /// The value of `key`, one per CPU for per-CPU maps.
+    pub fn lookup(&self, key: &[u8], per_cpu: bool) -> io::Result<Option<Vec<Vec<u8>>>> {
+        if per_cpu {
+            self.0
+                .lookup_percpu(key, MapFlags::ANY)
+                .map_err(|e| io_error("reading a BPF map", e))
+        } else {
+            self.0
+                .lookup(key, MapFlags::ANY)
+                .map(|v| v.map(|v| vec![v]))
+                .map_err(|e| io_error("reading a BPF map", e))
+        }
+    }
+
+    pub fn delete(&self, key: &[u8]) -> io::Result<()> {
+        self.0
+            .delete(key)
+            .map_err(|e| io_error("deleting from a BPF map", e))
+    }
+
+    /// Writes `value` to every CPU's slot of `key` (zeroing a per-CPU map).
+    pub fn set_all(&self, key: &[u8], value: &[u8], per_cpu: bool) -> io::Result<()> {
+        let result = if per_cpu {
+            let cpus = libbpf_rs::num_possible_cpus().map_err(|e| io_error("counting CPUs", e))?;
+            self.0
+                .update_percpu(key, &vec![value.to_vec(); cpus], MapFlags::ANY)
+        } else {
+            self.0.update(key, value, MapFlags::ANY)
+        };
+        result.map_err(|e| io_error("writing a BPF map", e))
+    }
+
+    pub fn handle(&self) -> &MapHandle {
+        &self.0
+    }
+}
+
+/// A BPF ring buffer's consumer: `callback` gets each record.
+pub struct EventRing<'a>(libbpf_rs::RingBuffer<'a>);
+
+impl<'a> EventRing<'a> {
+    pub fn new(map: &'a Map, callback: impl FnMut(&[u8]) -> i32 + 'a) -> io::Result<Self> {
+        let mut builder = libbpf_rs::RingBufferBuilder::new();
+        builder
+            .add(map.handle(), callback)
+            .map_err(|e| io_error("opening the BPF ring buffer", e))?;
+        builder
+            .build()
+            .map(EventRing)
+            .map_err(|e| io_error("opening the BPF ring buffer", e))
+    }
+
+    /// A descriptor that polls readable when records are waiting.
+    pub fn fd(&self) -> i32 {
+        self.0.epoll_fd()
+    }
+
+    /// Hands every waiting record to the callback.
+    pub fn consume(&self) -> io::Result<()> {
+        self.0
+            .consume()
+            .map_err(|e| io_error("reading the BPF ring buffer", e))
+    }
+
+    pub fn poll(&self, timeout: Duration) -> io::Result<()> {
+        self.0
+            .poll(timeout)
+            .map_err(|e| io_error("reading the BPF ring buffer", e))
+    }
+}
+
+/// Attaches `prog` to a perf event (PERF_EVENT_IOC_SET_BPF) and enables it.
+pub fn attach_perf_event(event: &PerfEventFd, prog: &OwnedFd) -> io::Result<()> {
+    // SAFETY: both descriptors are valid and ours; SET_BPF takes the
+    // program's descriptor by value.
+    let rc =
+        unsafe { perf_event_open_sys::ioctls::SET_BPF(event.raw_fd(), prog.as_raw_fd() as u32) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    event.enable()
+}
+
+/// Attaches a raw tracepoint program to `name` (`sched_switch`).
+pub fn attach_raw_tracepoint(name: &str, prog: &OwnedFd) -> io::Result<OwnedFd> {
+    let name = CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name holds a NUL byte"))?;
+    // SAFETY: the name is NUL-terminated and outlives the call.
+    let fd = unsafe { libbpf_sys::bpf_raw_tracepoint_open(name.as_ptr(), prog.as_raw_fd()) };
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(-fd));
+    }
+    // SAFETY: a new descriptor, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Runs a raw tracepoint program once on this CPU (BPF_PROG_TEST_RUN).
+pub fn test_run(prog: &OwnedFd) -> io::Result<()> {
+    let mut opts = libbpf_sys::bpf_test_run_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+        ..Default::default()
+    };
+    // SAFETY: `opts` is a valid, initialized bpf_test_run_opts with no
+    // buffers; the program descriptor is ours.
+    let rc = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
+    if rc < 0 {
+        return Err(io::Error::from_raw_os_error(-rc));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `r0 = 0; exit`: needs BPF privileges, so it only checks the error
+    /// path stays an error without them.
+    #[test]
+    fn smallest_program_loads_or_says_why() {
+        let insns = [[0xb7, 0, 0, 0, 0, 0, 0, 0], [0x95, 0, 0, 0, 0, 0, 0, 0]];
+        match load_program(ProgType::RawTracepoint, "scry_test", &insns) {
+            Ok(fd) => assert!(fd.as_raw_fd() >= 0),
+            Err(e) => assert!(e.error.raw_os_error().is_some()),
+        }
+    }
+}
