@@ -18,6 +18,7 @@ const PROGRAMS: &[&str] = &[
     "exitsnoop",
     "irqs",
     "sigsnoop",
+    "statsnoop",
 ];
 
 fn main() {

@@ -92,14 +92,9 @@ static __always_inline int on_exit(long ret)
 		return 0;
 	if (failed_only && ret >= 0)
 		goto cleanup;
-	struct open_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__u32 zero = 0;
-		__u64 *d = bpf_map_lookup_elem(&drops, &zero);
-		if (d)
-			*d += 1;
+	struct open_event *e = reserve_event(sizeof(*e));
+	if (!e)
 		goto cleanup;
-	}
 	__u64 now = bpf_ktime_get_ns();
 	e->ts = now;
 	e->duration_ns = now - start->ts;

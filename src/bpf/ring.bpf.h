@@ -20,13 +20,27 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-// Sends `size` bytes of `data`; counts a drop when the ring is full.
-static __always_inline void emit(void *data, __u64 size)
+static __always_inline void count_drop(void)
 {
-	if (bpf_ringbuf_output(&events, data, size, 0) == 0)
-		return;
 	__u32 zero = 0;
 	__u64 *d = bpf_map_lookup_elem(&drops, &zero);
 	if (d)
 		*d += 1;
+}
+
+// Room for `size` bytes in the ring, filled in place then submitted
+// (bpf_ringbuf_submit); NULL, and a drop counted, when the ring is full.
+#define reserve_event(size)                                              \
+	({                                                               \
+		void *room_ = bpf_ringbuf_reserve(&events, (size), 0);   \
+		if (!room_)                                              \
+			count_drop();                                    \
+		room_;                                                   \
+	})
+
+// Sends `size` bytes of `data`; counts a drop when the ring is full.
+static __always_inline void emit(void *data, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, data, size, 0) != 0)
+		count_drop();
 }

@@ -60,6 +60,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "time in each softirq vector (-d histograms, -C counts)",
     ),
     (
+        "statsnoop",
+        "each stat-family call with its path and result, streamed",
+    ),
+    (
         "syscount",
         "system calls counted per call or per process, with latency (-L)",
     ),

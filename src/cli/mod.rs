@@ -31,6 +31,7 @@ mod script;
 mod sigsnoop;
 mod snoop;
 mod stat;
+mod statsnoop;
 mod syscount;
 mod target;
 mod top;
@@ -101,6 +102,8 @@ enum Command {
     Sigsnoop(sigsnoop::SigsnoopArgs),
     /// Run a bpftrace program, compiled to BPF by scry itself (no LLVM): scry run 'PROGRAM' | -e 'PROGRAM' | FILE.bt
     Run(run::RunArgs),
+    /// Each stat, lstat, statx, newfstatat and statfs with its path and result, streamed (bcc statsnoop)
+    Statsnoop(statsnoop::StatsnoopArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -191,6 +194,7 @@ pub fn main() -> ExitCode {
         Command::Killsnoop(args) => sigsnoop::run_kill(args),
         Command::Sigsnoop(args) => sigsnoop::run(args),
         Command::Run(args) => run::run(args),
+        Command::Statsnoop(args) => statsnoop::run(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

@@ -11,22 +11,21 @@ use clap::Args;
 use scry::render::sigsnoop::{SigLayout, signal_number};
 use scry::sys::bpf_sigsnoop::{self, SigSettings};
 
-use super::{bpf_tool, snoop};
+use super::bpf_tool;
+use super::snoop::{self, FailedPidFlags};
 
 #[derive(Args, Debug)]
 pub struct SigsnoopArgs {
-    /// Failed signals only (killsnoop: a call that returned an error).
-    #[arg(short = 'x', long = "failed")]
-    failed: bool,
+    /// -x: failed only (killsnoop: a call that returned an error); -p:
+    /// only signals this process sends.
+    #[command(flatten)]
+    filter: snoop::FailedPidFlags,
     /// The kill, tkill and tgkill calls only (what killsnoop shows).
     #[arg(short = 'k', long = "kill")]
     kill: bool,
     /// Print the signal's name (SIGUSR1) instead of its number.
     #[arg(short = 'n', long = "name")]
     name: bool,
-    /// Only signals this process sends (ends when it exits).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
     /// Only these signals: numbers or names, comma-separated (9,USR1).
     #[arg(short = 's', long = "signal", value_name = "SIGNAL")]
     signal: Option<String>,
@@ -46,7 +45,8 @@ pub fn run_kill(args: SigsnoopArgs) -> anyhow::Result<()> {
 }
 
 fn run_as(tool: &str, args: SigsnoopArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid(tool, "-p", args.pid)?;
+    let FailedPidFlags { failed, pid } = args.filter;
+    bpf_tool::check_pid(tool, "-p", pid)?;
     let signals = match &args.signal {
         Some(list) => signal_mask(list).map_err(|bad| {
             anyhow!("{tool}: -s {bad}: not a signal (a number 1-64 or a name: USR1, SIGTERM)")
@@ -54,18 +54,13 @@ fn run_as(tool: &str, args: SigsnoopArgs) -> anyhow::Result<()> {
         None => 0,
     };
     let settings = SigSettings {
-        pid: args.pid,
+        pid,
         signals,
-        failed_only: args.failed,
+        failed_only: failed,
         kill_only: args.kill,
     };
     let bpf = bpf_tool::load(tool, || bpf_sigsnoop::load(settings))?;
-    let how = snoop::Stream {
-        tool,
-        duration: args.common.duration,
-        pid: args.pid,
-        filters: Vec::new(),
-    };
+    let how = snoop::Stream::new(tool, &args.common, pid);
     let layout = SigLayout { names: args.name };
     snoop::run(&how, &args.common, &bpf, &layout, |_| true)
 }

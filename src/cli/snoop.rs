@@ -30,6 +30,17 @@ pub struct StreamFlags {
     pub json: bool,
 }
 
+/// `-x` and `-p` as most streaming tools take them.
+#[derive(clap::Args, Debug)]
+pub struct FailedPidFlags {
+    /// Failed ones only.
+    #[arg(short = 'x', long = "failed")]
+    pub failed: bool,
+    /// Only this process (ends when it exits).
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pid: Option<u32>,
+}
+
 /// How a streaming tool runs.
 #[derive(Clone, Debug, Default)]
 pub struct Stream<'a> {
@@ -40,6 +51,18 @@ pub struct Stream<'a> {
     pub pid: Option<u32>,
     /// The user-space filters given, as typed (for the note).
     pub filters: Vec<String>,
+}
+
+impl<'a> Stream<'a> {
+    /// `tool` for `-d`'s duration, ending when `pid` exits (if given).
+    pub fn new(tool: &'a str, flags: &StreamFlags, pid: Option<u32>) -> Stream<'a> {
+        Stream {
+            tool,
+            duration: flags.duration,
+            pid,
+            filters: Vec::new(),
+        }
+    }
 }
 
 /// Runs a streaming tool whose programs are loaded: `-v`'s hook lines,

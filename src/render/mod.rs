@@ -24,6 +24,7 @@ pub mod script;
 pub mod sigsnoop;
 pub mod snoop;
 pub mod stat;
+pub mod statsnoop;
 pub mod syscount;
 pub mod top;
 pub mod trace;

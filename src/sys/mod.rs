@@ -16,6 +16,7 @@ pub mod bpf_raw;
 pub mod bpf_runqlat;
 pub mod bpf_runqslower;
 pub mod bpf_sigsnoop;
+pub mod bpf_statsnoop;
 pub mod bpf_syscount;
 pub mod bpf_trace;
 pub mod localtime;
