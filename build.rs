@@ -19,6 +19,7 @@ const PROGRAMS: &[&str] = &[
     "irqs",
     "sigsnoop",
     "statsnoop",
+    "offcputime",
 ];
 
 fn main() {

@@ -34,13 +34,18 @@ fn stopped_workload(name: &str, args: &[&str]) -> Child {
 
 /// `program ARGS`, forked and stopped before its exec.
 fn stopped(path: &Path, args: &[&str]) -> Child {
+    stopped_to(path, args, Stdio::null())
+}
+
+/// As [`stopped`], its stderr going to `stderr`.
+fn stopped_to(path: &Path, args: &[&str], stderr: Stdio) -> Child {
     let child = Command::new("sh")
         .arg("-c")
         .arg("kill -STOP $$; exec \"$0\" \"$@\"")
         .arg(path)
         .args(args)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("sh runs");
     let stat = format!("/proc/{}/stat", child.id());
@@ -314,6 +319,7 @@ fn sigkill_leaves_no_program_or_link_attached() {
         &["cpudist", "-O"][..],
         &["runqslower"][..],
         &["hardirqs", "-d"][..],
+        &["offcputime"][..],
     ] {
         let pinned = pinned_bpf();
         let mut cmd = common::scry();
@@ -536,4 +542,131 @@ fn hardirqs_and_softirqs_count_the_events_libbpf_tools_counts() {
         }
         assert!(text.contains(&format!("\n{label}")), "{text}");
     }
+}
+
+/// One entry of offcputime's output (bcc's and libbpf-tools' layout): its
+/// frames (the tracer's own `bpf_*` and `__traceiter_*` ones left out),
+/// thread and total.
+#[derive(Debug, Default)]
+struct OffcpuEntry {
+    frames: Vec<String>,
+    tid: u32,
+    us: u64,
+}
+
+fn offcpu_entries(text: &str) -> Vec<OffcpuEntry> {
+    let mut entries = Vec::new();
+    let mut current = OffcpuEntry::default();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(rest) = line.strip_prefix("    -   ") {
+            let tid = rest
+                .rsplit('(')
+                .next()
+                .and_then(|t| t.trim_end_matches(')').parse().ok());
+            let us = lines.next().and_then(|l| l.trim().parse().ok());
+            if let (Some(tid), Some(us)) = (tid, us) {
+                current.tid = tid;
+                current.us = us;
+                entries.push(std::mem::take(&mut current));
+            }
+        } else if let Some(frame) = line.strip_prefix("    ")
+            && !frame.starts_with("bpf_")
+            && !frame.starts_with("__traceiter_")
+        {
+            current.frames.push(frame.to_string());
+        }
+    }
+    entries
+}
+
+/// piper blocks 50 times in wait_for_reply, 10 ms each, and measures it:
+/// scry's sums over the stacks through wait_for_reply come within 10% of
+/// that; its largest stack of that thread has libbpf-tools' kernel frames
+/// (the same stack map), and the user frames too: wait_for_reply, main.
+/// (libbpf-tools reads a process's maps only when it prints: piper has
+/// exited by then, and it prints no user frames, "failed to get syms";
+/// scry read them while piper ran.)
+#[test]
+fn offcputime_sums_piper_blocked_time_with_libbpf_tools_stacks() {
+    if !require_bpf_oracle()
+        || !common::require_tool("offcputime", "libbpf-tools is not installed (scripts/deps)")
+    {
+        return;
+    }
+    let mut workload = stopped_to(&common::workload("piper"), &["50", "10"], Stdio::piped());
+    let pid = workload.id().to_string();
+    let mut cmd = common::scry();
+    cmd.args(["offcputime", "-p", &pid]);
+    let (scry, scry_out) = tracer(cmd, "Tracing off-CPU time (us) of PID");
+    // libbpf-tools prints nothing before the end: ready once it holds a link.
+    let mut oracle = peer("offcputime", &["-p".into(), pid.clone()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("offcputime starts");
+    let start = Instant::now();
+    while !bpf_ids(oracle.id()).iter().any(|(k, _)| k == "link_id") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "libbpf-tools never attached"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let oracle_out = BufReader::new(oracle.stdout.take().expect("piped"));
+    common::signal(workload.id(), "CONT");
+    let mut said = String::new();
+    if let Some(mut e) = workload.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut said).expect("piper's stderr");
+    }
+    assert!(workload.wait().expect("piper ends").success());
+    let field = |name: &str| -> u64 {
+        said.split_whitespace()
+            .find_map(|w| w.strip_prefix(name)?.parse().ok())
+            .unwrap_or_else(|| panic!("piper said {said:?}"))
+    };
+    let (tid, blocked_us) = (field("tid=") as u32, field("blocked_us="));
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    let (text, err) = finish(scry, scry_out, false);
+    let report = format!("piper: {said}\nscry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}");
+    let ours: Vec<OffcpuEntry> = offcpu_entries(&text)
+        .into_iter()
+        .filter(|e| e.tid == tid)
+        .collect();
+    let theirs: Vec<OffcpuEntry> = offcpu_entries(&peer_text)
+        .into_iter()
+        .filter(|e| e.tid == tid)
+        .collect();
+    let in_wait: u64 = ours
+        .iter()
+        .filter(|e| e.frames.iter().any(|f| f == "wait_for_reply"))
+        .map(|e| e.us)
+        .sum();
+    let top = |entries: &[OffcpuEntry]| -> Option<(Vec<String>, u64)> {
+        let e = entries.iter().max_by_key(|e| e.us)?;
+        Some((e.frames.clone(), e.us))
+    };
+    let (ours_top, theirs_top) = (top(&ours), top(&theirs));
+    eprintln!(
+        "offcputime: piper blocked {blocked_us} us; scry {in_wait} us through wait_for_reply, \
+         top stack {ours_top:?}; libbpf-tools top stack {theirs_top:?}"
+    );
+    assert!(
+        in_wait.abs_diff(blocked_us) * 10 <= blocked_us,
+        "scry {in_wait} us, piper {blocked_us} us\n{report}"
+    );
+    let ((ours_frames, ours_us), (theirs_frames, theirs_us)) =
+        (ours_top.expect(&report), theirs_top.expect(&report));
+    let user_at = ours_frames
+        .iter()
+        .position(|f| f == "wait_for_reply")
+        .expect(&report);
+    assert_eq!(
+        ours_frames.get(user_at + 1).map(String::as_str),
+        Some("main"),
+        "{report}"
+    );
+    // libbpf-tools' kernel frames: all it printed, its user frames missing.
+    assert_eq!(ours_frames[..user_at], theirs_frames[..], "{report}");
+    assert!(ours_us.abs_diff(theirs_us) * 10 <= theirs_us, "{report}");
 }

@@ -15,6 +15,7 @@ pub mod hist;
 pub mod irqs;
 pub mod offcpu;
 pub mod offcpu_live;
+pub mod offcputime;
 pub mod pairs;
 pub mod pairs_feed;
 pub mod profile;

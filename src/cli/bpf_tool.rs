@@ -40,6 +40,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each kill, tkill and tgkill call with its result, streamed",
     ),
     (
+        "offcputime",
+        "off-CPU time by kernel and user stack, summed in the kernel",
+    ),
+    (
         "opensnoop",
         "each open with its descriptor or error, streamed",
     ),

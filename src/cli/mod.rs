@@ -18,6 +18,7 @@ mod heatmap;
 mod irqs;
 mod list;
 mod offcpu;
+mod offcputime;
 mod opensnoop;
 mod probe;
 mod profile;
@@ -86,6 +87,8 @@ enum Command {
     Cpudist(cpudist::CpudistArgs),
     /// Each run-queue wait longer than a threshold, streamed from the kernel (bcc runqslower)
     Runqslower(runqslower::RunqslowerArgs),
+    /// Off-CPU time by stack (kernel and user), summed in the kernel (bcc offcputime)
+    Offcputime(offcputime::OffcputimeArgs),
     /// Time in each hard interrupt handler, summed in the kernel (bcc hardirqs)
     Hardirqs(irqs::IrqsArgs),
     /// Time in each softirq vector, summed in the kernel (bcc softirqs)
@@ -186,6 +189,7 @@ pub fn main() -> ExitCode {
         Command::Cpudist(args) => cpudist::run(args),
         Command::Runqlat(args) => runqlat::run(args),
         Command::Runqslower(args) => runqslower::run(args),
+        Command::Offcputime(args) => offcputime::run(args),
         Command::Hardirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Hard, args),
         Command::Softirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Soft, args),
         Command::Execsnoop(args) => execsnoop::run(args),

@@ -15,6 +15,7 @@ pub mod hist;
 pub mod irqs;
 pub mod list;
 pub mod offcpu;
+pub mod offcputime;
 pub mod profile;
 pub mod report;
 pub mod report_columns;

@@ -7,6 +7,8 @@
 //! - `binary`: finding each mapped file, build-id checks, debug files.
 //! - `names`, `kallsyms`, `perf_map`: addresses to names for ELF files
 //!   (blazesym), the kernel, JIT code and the vDSO; demangling.
+//! - `raw_stacks`: stacks a BPF program took (raw addresses) named by the
+//!   resolver, each process's maps read from /proc when first seen.
 //! - `resolver`: the two-phase driver (collect locations, then name each
 //!   distinct one once, in sorted batches per binary).
 //!
@@ -28,6 +30,7 @@ mod perf_map;
 pub mod probe_spec;
 pub mod probe_target;
 mod process;
+pub mod raw_stacks;
 mod resolver;
 mod stacks;
 mod unwind;

@@ -566,6 +566,28 @@ pub fn percpu_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<PerCpuE
     Ok(entries)
 }
 
+/// The addresses of stack `id` in a BPF_MAP_TYPE_STACK_TRACE map, the
+/// innermost first (the map's zeroed tail cut off); `None` when the id is
+/// negative (`bpf_get_stackid` failed: no user stack, the map was full) or
+/// no longer in the map.
+pub fn stack_ips<M: MapCore>(map: &M, id: i32, what: &str) -> io::Result<Option<Vec<u64>>> {
+    let Ok(key) = u32::try_from(id) else {
+        return Ok(None);
+    };
+    let value = match map.lookup(&key.to_ne_bytes(), MapFlags::ANY) {
+        Ok(value) => value,
+        Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => None,
+        Err(e) => return Err(io_error(what, e)),
+    };
+    Ok(value.map(|bytes| {
+        bytes
+            .chunks_exact(8)
+            .filter_map(|b| b.try_into().ok().map(u64::from_ne_bytes))
+            .take_while(|&ip| ip != 0)
+            .collect()
+    }))
+}
+
 /// Empties a hash map (for interval output: each interval starts at 0).
 pub fn clear_hash<M: MapCore>(map: &M, what: &str) -> io::Result<()> {
     let keys: Vec<Vec<u8>> = map.keys().collect();

@@ -10,6 +10,7 @@ pub mod bpf_execsnoop;
 pub mod bpf_exitsnoop;
 pub mod bpf_hists;
 pub mod bpf_irqs;
+pub mod bpf_offcputime;
 pub mod bpf_opensnoop;
 pub mod bpf_profile;
 pub mod bpf_raw;

@@ -1,0 +1,194 @@
+//! `scry offcputime` (bcc's offcputime, its flags and layout): time tasks
+//! spent blocked, summed in the kernel per thread and stack (kernel and
+//! user, from a BPF stack map), printed at the end (Ctrl-C, the duration,
+//! or the `-p` process's exit) as bcc's stacks or folded (`-f`). `-p`/`-t`
+//! one process or thread, `-u`/`-k` user or kernel threads only, `-U`/`-K`
+//! user or kernel stacks only, `-m`/`-M` the blocks' bounds in µs,
+//! `--state` the state blocked in. While it runs, the maps of each process
+//! seen are read every quarter second (`symbol::raw_stacks`), so stacks of
+//! processes gone by the end still name their functions. Wiring only:
+//! `sys::bpf_offcputime` → `symbol::raw_stacks` → `analysis::offcputime`
+//! → `render::offcputime`.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use anyhow::bail;
+use clap::Args;
+
+use scry::analysis::offcputime::{StackHalves, offcpu_entries};
+use scry::capture::bpf_run::{self, RunOptions};
+use scry::render::offcputime::{write_offcpu_folded, write_offcpu_stacks};
+use scry::symbol::ResolveOptions;
+use scry::symbol::raw_stacks::{RawStack, RawStackResolver};
+use scry::sys::bpf_offcputime::{OffcputimeBpf, OffcputimeSettings};
+
+use super::bpf_tool;
+
+/// How often the processes seen so far are looked for, to read their maps.
+const SEE_EVERY: Duration = Duration::from_millis(250);
+
+#[derive(Args, Debug)]
+pub struct OffcputimeArgs {
+    /// Only this process.
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    /// Only this thread.
+    #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "pid")]
+    tid: Option<u32>,
+    /// User threads only (no kernel threads).
+    #[arg(
+        short = 'u',
+        long = "user-threads-only",
+        conflicts_with = "kernel_threads_only"
+    )]
+    user_threads_only: bool,
+    /// Kernel threads only (no user threads).
+    #[arg(short = 'k', long = "kernel-threads-only")]
+    kernel_threads_only: bool,
+    /// User stacks only (no kernel frames).
+    #[arg(
+        short = 'U',
+        long = "user-stacks-only",
+        conflicts_with = "kernel_stacks_only"
+    )]
+    user_stacks_only: bool,
+    /// Kernel stacks only (no user frames).
+    #[arg(short = 'K', long = "kernel-stacks-only")]
+    kernel_stacks_only: bool,
+    /// A `--` (folded: `-`) between kernel and user frames.
+    #[arg(short = 'd', long = "delimited")]
+    delimited: bool,
+    /// Folded stacks, one line each (for flame graphs).
+    #[arg(short = 'f', long = "folded")]
+    folded: bool,
+    /// Distinct stacks kept (default 1024).
+    #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    stack_storage_size: u32,
+    /// Only blocks of at least this many microseconds (default 1).
+    #[arg(
+        short = 'm',
+        long = "min-block-time",
+        value_name = "US",
+        default_value_t = 1
+    )]
+    min_block_time: u64,
+    /// Only blocks of at most this many microseconds (default: no bound).
+    #[arg(short = 'M', long = "max-block-time", value_name = "US", default_value_t = u64::MAX)]
+    max_block_time: u64,
+    /// Only blocks that began in this task state (e.g. 1 TASK_INTERRUPTIBLE,
+    /// 2 TASK_UNINTERRUPTIBLE, 0 preempted; default: any).
+    #[arg(long = "state", value_name = "STATE")]
+    state: Option<u32>,
+    /// Say which kernel hooks the programs use.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
+    #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
+    duration: Option<u64>,
+}
+
+/// bcc's first line: what is traced, by which stacks, until when.
+fn banner(args: &OffcputimeArgs) -> String {
+    let threads = match (args.pid, args.tid) {
+        (Some(pid), _) => format!("PID {pid}"),
+        (None, Some(tid)) => format!("TID {tid}"),
+        _ if args.user_threads_only => "user threads".to_string(),
+        _ if args.kernel_threads_only => "kernel threads".to_string(),
+        _ => "all threads".to_string(),
+    };
+    let stacks = if args.user_stacks_only {
+        "user"
+    } else if args.kernel_stacks_only {
+        "kernel"
+    } else {
+        "user + kernel"
+    };
+    let until = match args.duration {
+        Some(secs) => format!(" for {secs} secs."),
+        None => "... Hit Ctrl-C to end.".to_string(),
+    };
+    format!("Tracing off-CPU time (us) of {threads} by {stacks} stack{until}")
+}
+
+pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
+    if args.min_block_time >= args.max_block_time {
+        bail!(
+            "offcputime: -m {} must be below -M {}",
+            args.min_block_time,
+            args.max_block_time
+        );
+    }
+    let settings = OffcputimeSettings {
+        pid: args.pid,
+        tid: args.tid,
+        user_threads_only: args.user_threads_only,
+        kernel_threads_only: args.kernel_threads_only,
+        state: args.state,
+        min_block_us: args.min_block_time,
+        max_block_us: args.max_block_time,
+        stack_storage: args.stack_storage_size,
+    };
+    let run_opts = RunOptions {
+        interval: Some(SEE_EVERY),
+        count: None,
+        duration: args.duration.map(Duration::from_secs),
+        pid: args.pid.map(|p| p as i32),
+    };
+    bpf_tool::check_pid("offcputime", "-p", args.pid)?;
+    bpf_tool::check_pid("offcputime", "-t", args.tid)?;
+    let mut bpf = bpf_tool::load("offcputime", || OffcputimeBpf::load(settings))?;
+    bpf_tool::print_hooks("offcputime", &bpf.hooks(), args.verbose);
+    let mut out = io::stdout().lock();
+    if !args.folded {
+        writeln!(out, "{}", banner(&args))?;
+    }
+    out.flush()?;
+    let mut raw = Some(RawStackResolver::new(&ResolveOptions::default()));
+    let halves = StackHalves {
+        user: !args.kernel_stacks_only,
+        kernel: !args.user_stacks_only,
+    };
+    bpf_run::run(&run_opts, |last| {
+        let Some(resolver) = raw.as_mut() else {
+            return Ok(());
+        };
+        resolver.see(bpf.tgids()?.into_iter().map(|t| t as i32));
+        if !last {
+            return Ok(());
+        }
+        bpf.detach();
+        let sums = bpf.read()?;
+        resolver.see(sums.iter().map(|s| s.tgid as i32));
+        for s in &sums {
+            resolver.add(&RawStack {
+                pid: s.tgid as i32,
+                tid: s.tid as i32,
+                comm: &s.comm,
+                kernel: s.kernel.as_deref().unwrap_or_default(),
+                user: s.user.as_deref().unwrap_or_default(),
+                weight: s.us,
+            });
+        }
+        let Some(resolver) = raw.take() else {
+            return Ok(());
+        };
+        let named = resolver.finish();
+        if !named.gone.is_empty() {
+            eprintln!(
+                "offcputime: {} processes exited before their maps were read (their user \
+                 frames are [unknown]): {:?}",
+                named.gone.len(),
+                named.gone
+            );
+        }
+        let entries = offcpu_entries(&sums, &named, halves);
+        if args.folded {
+            write_offcpu_folded(&mut out, &entries, args.delimited)?;
+        } else {
+            write_offcpu_stacks(&mut out, &entries, args.delimited)?;
+        }
+        out.flush()
+    })?;
+    Ok(())
+}

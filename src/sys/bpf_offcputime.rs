@@ -1,0 +1,126 @@
+//! `scry offcputime`'s kernel side: loads `src/bpf/offcputime.bpf.c`
+//! through the engine (its stack map sized as asked) and reads its sums:
+//! per (thread, user stack, kernel stack) the microseconds blocked, with
+//! the stacks' addresses from the stack-trace map. The rules (which blocks
+//! count) are in the program's header comment. `tgids` lists the processes
+//! seen so far without reading the stacks, so the caller can read their
+//! maps while they still live.
+
+use std::io;
+
+use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, comm_at, u32_at, u64_at};
+
+super::bpf::bpf_skeleton!("offcputime.skel.rs");
+
+use skel::{OffcputimeSkel, OffcputimeSkelBuilder};
+
+/// The program's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffcputimeSettings {
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    pub user_threads_only: bool,
+    pub kernel_threads_only: bool,
+    /// Only blocks that began in this task state (`None`: any).
+    pub state: Option<u32>,
+    pub min_block_us: u64,
+    pub max_block_us: u64,
+    /// Distinct stacks the stack map holds.
+    pub stack_storage: u32,
+}
+
+/// One sum: a thread blocked with these stacks (innermost first; `None`:
+/// the kernel could not take it, or the thread has no user stack) for
+/// `us` microseconds in all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OffcpuSum {
+    pub tid: u32,
+    pub tgid: u32,
+    pub comm: String,
+    pub us: u64,
+    pub user: Option<Vec<u64>>,
+    pub kernel: Option<Vec<u64>>,
+    /// The key's user stack id: -1 for a kernel thread (no user stack to
+    /// miss), another negative one for a stack the kernel missed.
+    pub user_stack_id: i32,
+}
+
+#[derive(Debug)]
+pub struct OffcputimeBpf {
+    loaded: Loaded<OffcputimeSkel<'static>>,
+}
+
+impl OffcputimeBpf {
+    pub fn load(settings: OffcputimeSettings) -> io::Result<OffcputimeBpf> {
+        let loaded = bpf_engine::load(
+            OffcputimeSkelBuilder::default,
+            |open: &mut skel::OpenOffcputimeSkel<'static>| {
+                open.maps
+                    .stacks
+                    .set_max_entries(settings.stack_storage)
+                    .map_err(|e| super::bpf::io_error("sizing the BPF stack map", e))?;
+                let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+                rodata.filter_tgid = settings.pid.unwrap_or(0);
+                rodata.filter_tid = settings.tid.unwrap_or(0);
+                rodata.user_threads_only = settings.user_threads_only;
+                rodata.kernel_threads_only = settings.kernel_threads_only;
+                rodata.state = settings.state.map_or(-1, i64::from);
+                rodata.min_block_us = settings.min_block_us;
+                rodata.max_block_us = settings.max_block_us;
+                Ok(())
+            },
+            GroupRules::default(),
+            Attach::Now,
+        )?;
+        Ok(OffcputimeBpf { loaded })
+    }
+
+    pub fn hooks(&self) -> Vec<Hook> {
+        self.loaded.hooks()
+    }
+
+    /// The processes (tgids) that blocked so far.
+    pub fn tgids(&self) -> io::Result<Vec<u32>> {
+        let entries = bpf_engine::hash_entries(&self.loaded.skel.maps.sums, "reading the sums")?;
+        let mut tgids: Vec<u32> = entries.iter().filter_map(|(k, _)| u32_at(k, 4)).collect();
+        tgids.sort_unstable();
+        tgids.dedup();
+        Ok(tgids)
+    }
+
+    /// Every sum over zero, with its stacks.
+    pub fn read(&self) -> io::Result<Vec<OffcpuSum>> {
+        let maps = &self.loaded.skel.maps;
+        let entries = bpf_engine::hash_entries(&maps.sums, "reading the BPF off-CPU sums")?;
+        let mut sums = Vec::with_capacity(entries.len());
+        for (key, value) in &entries {
+            let (Some(tid), Some(tgid), Some(user_id), Some(kern_id), Some(us)) = (
+                u32_at(key, 0),
+                u32_at(key, 4),
+                u32_at(key, 8),
+                u32_at(key, 12),
+                u64_at(value, 0),
+            ) else {
+                continue;
+            };
+            if us == 0 {
+                continue;
+            }
+            let what = "reading the BPF stack map";
+            sums.push(OffcpuSum {
+                tid,
+                tgid,
+                comm: comm_at(value, 8, 16),
+                us,
+                user: bpf_engine::stack_ips(&maps.stacks, user_id as i32, what)?,
+                kernel: bpf_engine::stack_ips(&maps.stacks, kern_id as i32, what)?,
+                user_stack_id: user_id as i32,
+            });
+        }
+        Ok(sums)
+    }
+
+    pub fn detach(&mut self) {
+        self.loaded.detach();
+    }
+}
