@@ -5,6 +5,7 @@
 //! `symbol`) and produces plain data for `render`; nothing here formats
 //! text or touches the kernel. Keys are interned integers end to end
 //! (`FrameId`, comm ids), hashed with `hash::FxHasher`.
+pub mod annotate;
 pub mod calltree;
 mod calltrie;
 pub mod decay;

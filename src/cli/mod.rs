@@ -6,6 +6,7 @@
 //! leave with a code and no message; every other error prints as
 //! `scry: {chain}`, each cause once (`error_text`), and exits 2.
 
+mod annotate;
 mod bpf_tool;
 mod convert;
 mod cpudist;
@@ -65,6 +66,8 @@ enum Command {
     Flamegraph(flamegraph::FlamegraphArgs),
     /// Convert a perf.data file for other viewers: pprof, Firefox Profiler, speedscope, Chrome trace, folded
     Convert(convert::ConvertArgs),
+    /// Disassembly of the hottest functions with each instruction's share of the samples, as perf annotate --stdio
+    Annotate(annotate::AnnotateArgs),
     /// Heat maps as one HTML page: sub-second offsets of samples (select cells for their flame graph), or latencies of event pairs
     Heatmap(heatmap::HeatmapArgs),
     /// Live view of the hottest functions, system-wide or of a process (perf top)
@@ -179,6 +182,7 @@ pub fn main() -> ExitCode {
         Command::Flamegraph(args) => flamegraph::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Heatmap(args) => heatmap::run(args),
+        Command::Annotate(args) => annotate::run(args),
         Command::Top(args) => top::run(args),
         Command::Offcpu(args) => offcpu::run(args),
         Command::Profile(args) => profile::run(args),

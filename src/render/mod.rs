@@ -5,6 +5,7 @@
 //! flame graph SVG (`flamegraph`). Renderers take `analysis` results and an
 //! `impl Write`, and propagate io errors (a closed pipe ends the command
 //! quietly in `main`).
+pub mod annotate;
 pub mod export;
 pub mod flamegraph;
 pub mod folded;

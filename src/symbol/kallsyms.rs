@@ -175,6 +175,13 @@ impl Kallsyms {
         })
     }
 
+    /// The start of the first symbol after `addr`: where the function at
+    /// `addr` ends, at the latest.
+    pub fn next_start(&self, addr: u64) -> Option<u64> {
+        let idx = self.syms.partition_point(|s| s.addr <= addr);
+        self.syms.get(idx).map(|s| s.addr)
+    }
+
     /// `[module]` names are returned bare by `find`; this adds the brackets
     /// perf prints.
     pub fn dso_name(sym: &KernelSym<'_>) -> String {

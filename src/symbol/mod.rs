@@ -9,6 +9,8 @@
 //!   (blazesym), the kernel, JIT code and the vDSO; demangling.
 //! - `raw_stacks`: stacks a BPF program took (raw addresses) named by the
 //!   resolver, each process's maps read from /proc when first seen.
+//! - `code`: a function's bytes and DWARF lines (ELF files, /proc/kcore),
+//!   for annotate.
 //! - `resolver`: the two-phase driver (collect locations, then name each
 //!   distinct one once, in sorted batches per binary).
 //!
@@ -24,6 +26,7 @@
 //! it on the thread that reads the records.
 
 mod binary;
+pub mod code;
 mod kallsyms;
 mod names;
 mod perf_map;
@@ -38,7 +41,7 @@ mod unwind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use binary::read_build_id;
+pub use binary::{build_id_matches, read_build_id};
 pub use kallsyms::{Kallsyms, ProcKallsyms};
 pub use names::demangle;
 pub use perf_map::PerfMap;

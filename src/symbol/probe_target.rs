@@ -198,7 +198,30 @@ pub fn function_names(data: &[u8]) -> Vec<String> {
     names
 }
 
-type Reader<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
+pub(crate) type Reader<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
+
+/// An ELF file's DWARF sections, borrowed or decompressed.
+pub(crate) type DwarfSections<'d> = gimli::DwarfSections<Cow<'d, [u8]>>;
+
+/// The DWARF sections of an ELF file (decompressed where they are
+/// compressed, empty where missing) and its byte order.
+pub(crate) fn dwarf_sections<'d>(
+    file: &object::File<'d>,
+) -> Result<(DwarfSections<'d>, gimli::RunTimeEndian), object::Error> {
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let sections = gimli::DwarfSections::load(|id| -> Result<Cow<'_, [u8]>, object::Error> {
+        use object::ObjectSection;
+        match file.section_by_name(id.name()) {
+            Some(section) => section.uncompressed_data(),
+            None => Ok(Cow::Borrowed(&[][..])),
+        }
+    })?;
+    Ok((sections, endian))
+}
 
 /// The DWARF description of the function at `svma`, or `NoDebugInfo`.
 pub fn function_info(
@@ -218,19 +241,7 @@ pub fn function_info(
     if file.section_by_name(".debug_info").is_none() {
         return Err(no_info());
     }
-    let endian = if file.is_little_endian() {
-        gimli::RunTimeEndian::Little
-    } else {
-        gimli::RunTimeEndian::Big
-    };
-    let sections = gimli::DwarfSections::load(|id| -> Result<Cow<'_, [u8]>, object::Error> {
-        use object::ObjectSection;
-        match file.section_by_name(id.name()) {
-            Some(section) => section.uncompressed_data(),
-            None => Ok(Cow::Borrowed(&[][..])),
-        }
-    })
-    .map_err(|e| bad(e.to_string()))?;
+    let (sections, endian) = dwarf_sections(&file).map_err(|e| bad(e.to_string()))?;
     let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
     let mut units = dwarf.units();
     while let Some(header) = units.next().map_err(|e| bad(e.to_string()))? {
@@ -435,7 +446,7 @@ fn describe_type(
     })
 }
 
-fn file_name(
+pub(crate) fn file_name(
     dwarf: &gimli::Dwarf<Reader<'_>>,
     unit: &gimli::Unit<Reader<'_>>,
     index: u64,
