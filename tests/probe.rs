@@ -122,11 +122,24 @@ fn malloc_count_matches_perf_probe() {
     );
 }
 
+/// Deletes the probes matching its pattern when dropped, so that a failed
+/// run leaves none behind to refuse the next run's (`already exists`).
+struct ProbeCleanup(&'static str);
+
+impl Drop for ProbeCleanup {
+    fn drop(&mut self) {
+        let _ = common::scry().args(["probe", "-d", self.0]).output();
+    }
+}
+
 #[test]
 fn retval_and_dwarf_arguments() {
     require_kernel!();
     require_tracefs!();
     require_perf!();
+    // Stale ones first (a run killed before its guard ran), then ours.
+    drop(ProbeCleanup("probe_prog:*2"));
+    let _cleanup = ProbeCleanup("probe_prog:*2");
     let dir = common::tempdir();
     let prog = build_prog(dir.path());
     let x = prog.to_str().unwrap();

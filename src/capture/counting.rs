@@ -178,13 +178,11 @@ pub fn errno_words(err: &io::Error) -> String {
 }
 
 /// Can this machine count `event` at all? Opens it on this process for a
-/// moment. `Ok(())`, or the reason it cannot (for `scry list`).
-pub fn probe(event: &ResolvedEvent) -> Result<(), String> {
+/// moment. `Ok(())`, or the kernel's refusal (`errno_words` says it for
+/// `scry list`).
+pub fn probe(event: &ResolvedEvent) -> io::Result<()> {
     let attr = counting_attr(event, false, false);
-    match super::open_counter(event, &attr, 0, -1, None) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(errno_words(&e)),
-    }
+    super::open_counter(event, &attr, 0, -1, None).map(drop)
 }
 
 /// The directory of cgroup `name` in the hierarchy perf events use: the

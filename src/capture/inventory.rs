@@ -48,7 +48,9 @@ fn probe(events: &mut [ListedEvent], type_: u32, config: impl Fn(&ListedEvent) -
     for e in events.iter_mut() {
         let Some(config) = config(e) else { continue };
         let resolved = ResolvedEvent::plain(&e.name, type_, config);
-        e.unsupported = counting::probe(&resolved).err();
+        e.unsupported = counting::probe(&resolved)
+            .err()
+            .map(|e| counting::errno_words(&e));
     }
 }
 
@@ -73,7 +75,9 @@ fn symbolic() -> Vec<ListedEvent> {
     let mut out = Vec::new();
     for (type_, config, mut e) in grouped {
         let resolved = ResolvedEvent::plain(&e.name, type_, config);
-        e.unsupported = counting::probe(&resolved).err();
+        e.unsupported = counting::probe(&resolved)
+            .err()
+            .map(|e| counting::errno_words(&e));
         out.push(e);
     }
     let mut cache: Vec<ListedEvent> = Vec::new();

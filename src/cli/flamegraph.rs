@@ -246,9 +246,7 @@ pub fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
     if args.offcpu {
         return offcpu_flamegraph(&args);
     }
-    let palette = parse_palette(&args.colors)
-        .map_err(anyhow::Error::msg)
-        .context("--colors")?;
+    let palette = parse_palette(&args.colors).context("--colors")?;
     if args.folded && args.diff.is_some() {
         anyhow::bail!("--folded and --diff cannot be combined");
     }

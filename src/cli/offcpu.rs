@@ -169,8 +169,7 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
         let options = FlameOptions {
             title: "Off-CPU Time Flame Graph".to_string(),
             count_name: "ns".to_string(),
-            palette: scry::render::flamegraph::parse_palette("io")
-                .map_err(|e| anyhow::anyhow!("{e}"))?,
+            palette: scry::render::flamegraph::parse_palette("io")?,
             ..FlameOptions::default()
         };
         let file = super::create_private(path)?;

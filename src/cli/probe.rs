@@ -16,7 +16,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 
 use scry::event::name::{
-    self, EventError, EventSpec, LocatedFunction, ResolvedEvent, UprobeLocator, matches_glob,
+    self, EventError, EventSpec, LocateError, LocatedFunction, ResolvedEvent, UprobeLocator,
+    matches_glob,
 };
 use scry::symbol::probe_spec::{self, Defined, matches, parse_defined};
 use scry::symbol::probe_target::{self, FunctionInfo, FunctionSite, ParamPlace};
@@ -81,7 +82,7 @@ impl Binary {
 struct SymbolLocator;
 
 impl UprobeLocator for SymbolLocator {
-    fn locate(&self, binary: &str, function: &str) -> Result<LocatedFunction, String> {
+    fn locate(&self, binary: &str, function: &str) -> Result<LocatedFunction, LocateError> {
         let bin = Binary::open(Some(binary), "uprobe").map_err(|e| format!("{e:#}"))?;
         let site = bin.site(function).map_err(|e| format!("{e:#}"))?;
         Ok(LocatedFunction {

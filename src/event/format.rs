@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::print_fmt::{self, PrintFmt};
+use super::print_fmt::{self, PrintFmt, PrintFmtError};
 
 /// Why a format could not be parsed or loaded.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +44,23 @@ pub enum FormatError {
     NoSuchEvent(String),
     #[error("cannot read {path}: {err}")]
     Read { path: PathBuf, err: io::Error },
+}
+
+/// Why one `field:` line does not parse.
+#[derive(Debug, thiserror::Error)]
+enum FieldError {
+    #[error("expected 'key:value', got '{0}'")]
+    NotKeyValue(String),
+    #[error("{key}: not a number: '{value}'")]
+    NotANumber { key: String, value: String },
+    #[error("no '{0}'")]
+    Missing(&'static str),
+    #[error("unbalanced '[' in '{0}'")]
+    Unbalanced(String),
+    #[error("no type in field declaration '{0}'")]
+    NoType(String),
+    #[error("no name in field declaration '{0}'")]
+    NoName(String),
 }
 
 /// Byte order of the recorded data.
@@ -199,7 +216,7 @@ pub struct EventFormat {
     /// The `print fmt:` text (format string and arguments), as written.
     pub print_fmt_text: String,
     /// The parsed print fmt; `Err` holds why it did not parse.
-    pub print_fmt: Result<PrintFmt, String>,
+    pub print_fmt: Result<PrintFmt, PrintFmtError>,
 }
 
 impl EventFormat {
@@ -271,7 +288,7 @@ fn type_is_signed(type_name: &str) -> bool {
 }
 
 /// Parses one `field:...;` line (without the leading tab).
-fn parse_field(line: &str) -> Result<Field, String> {
+fn parse_field(line: &str) -> Result<Field, FieldError> {
     let mut decl = None;
     let (mut offset, mut size, mut signed) = (None, None, None);
     for part in line.split(';') {
@@ -280,13 +297,14 @@ fn parse_field(line: &str) -> Result<Field, String> {
             continue;
         }
         let Some((key, value)) = part.split_once(':') else {
-            return Err(format!("expected 'key:value', got '{part}'"));
+            return Err(FieldError::NotKeyValue(part.to_string()));
         };
         let value = value.trim();
         let number = || {
-            value
-                .parse::<usize>()
-                .map_err(|_| format!("{key}: not a number: '{value}'"))
+            value.parse::<usize>().map_err(|_| FieldError::NotANumber {
+                key: key.to_string(),
+                value: value.to_string(),
+            })
         };
         match key.trim() {
             "field" | "field special" => decl = Some(value),
@@ -296,9 +314,9 @@ fn parse_field(line: &str) -> Result<Field, String> {
             _ => {} // unknown keys of future kernels
         }
     }
-    let decl = decl.ok_or("no 'field:' declaration")?;
-    let offset = offset.ok_or("no 'offset:'")?;
-    let size = size.ok_or("no 'size:'")?;
+    let decl = decl.ok_or(FieldError::Missing("field:"))?;
+    let offset = offset.ok_or(FieldError::Missing("offset:"))?;
+    let size = size.ok_or(FieldError::Missing("size:"))?;
     let (mut decl, mut loc) = (decl, None);
     for (prefix, which) in [("__data_loc ", 0u8), ("__rel_loc ", 1u8)] {
         if let Some(rest) = decl.strip_prefix(prefix) {
@@ -311,7 +329,7 @@ fn parse_field(line: &str) -> Result<Field, String> {
         Some(rest) => {
             let open = rest
                 .rfind('[')
-                .ok_or_else(|| format!("unbalanced '[' in '{decl}'"))?;
+                .ok_or_else(|| FieldError::Unbalanced(decl.to_string()))?;
             (rest[..open].trim_end(), Some(rest[open + 1..].trim()))
         }
         None => (decl, None),
@@ -322,10 +340,10 @@ fn parse_field(line: &str) -> Result<Field, String> {
         .char_indices()
         .rfind(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_'))
         .map(|(i, c)| i + c.len_utf8())
-        .ok_or_else(|| format!("no type in field declaration '{decl}'"))?;
+        .ok_or_else(|| FieldError::NoType(decl.to_string()))?;
     let name = head[split..].to_string();
     if name.is_empty() {
-        return Err(format!("no name in field declaration '{decl}'"));
+        return Err(FieldError::NoName(decl.to_string()));
     }
     let type_name = head[..split]
         .trim()
@@ -333,7 +351,7 @@ fn parse_field(line: &str) -> Result<Field, String> {
         .trim()
         .to_string();
     if type_name.is_empty() {
-        return Err(format!("no type in field declaration '{decl}'"));
+        return Err(FieldError::NoType(decl.to_string()));
     }
     let elem_size = || {
         type_size(&type_name).unwrap_or_else(|| {
@@ -399,7 +417,7 @@ pub fn parse_format(system: &str, text: &str) -> Result<EventFormat, FormatError
         } else if let Some(rest) = line.strip_prefix("print fmt:") {
             print_fmt_text = Some(rest.trim().to_string());
         } else if trimmed.starts_with("field") {
-            let field = parse_field(trimmed).map_err(malformed)?;
+            let field = parse_field(trimmed).map_err(|e| malformed(e.to_string()))?;
             seen_field = true;
             if in_common {
                 common_fields.push(field);

@@ -15,6 +15,7 @@ pub mod group;
 pub mod listing;
 pub mod name;
 pub mod pmu;
+pub mod print_eval;
 pub mod print_fmt;
 pub mod print_render;
 mod printf;

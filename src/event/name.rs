@@ -166,8 +166,21 @@ impl ResolvedEvent {
 pub trait UprobeLocator {
     /// The binary `binary` names (a path, or a library such as `libc`), the
     /// file offset of `function` in it, and the event group perf probe
-    /// would use (`probe_libc`). The error is one line for the user.
-    fn locate(&self, binary: &str, function: &str) -> Result<LocatedFunction, String>;
+    /// would use (`probe_libc`). The error is one line for the user (the
+    /// implementations live above this stage, with errors of their own).
+    fn locate(&self, binary: &str, function: &str) -> Result<LocatedFunction, LocateError>;
+}
+
+/// Why a locator could not find a function: the symbol stage's error.
+pub type LocateError = Box<dyn std::error::Error + Send + Sync>;
+
+#[cfg(test)]
+mod locate_error_tests {
+    #[test]
+    fn a_message_is_a_locate_error() {
+        let e: super::LocateError = "no such function".into();
+        assert_eq!(e.to_string(), "no such function");
+    }
 }
 
 /// What an [`UprobeLocator`] found.

@@ -75,18 +75,18 @@ fn parse_number(text: &str) -> Option<u64> {
 
 /// Sets the bits of `spec` (`config:0-7,32-35`) in `out` from `value`,
 /// lowest bits first, as perf's `pmu_format_value` does.
-fn apply_format(spec: &str, value: u64, out: &mut PmuConfig) -> Result<(), String> {
+fn apply_format(spec: &str, value: u64, out: &mut PmuConfig) -> Result<(), TermError> {
     let (field, ranges) = spec
         .split_once(':')
-        .ok_or_else(|| format!("format '{spec}' has no field"))?;
+        .ok_or_else(|| TermError::Bad(format!("format '{spec}' has no field")))?;
     let target = match field.trim() {
         "config" => &mut out.config,
         "config1" => &mut out.config1,
         "config2" => &mut out.config2,
         other => {
-            return Err(format!(
+            return Err(TermError::Bad(format!(
                 "format field '{other}' is not config, config1 or config2"
-            ));
+            )));
         }
     };
     let mut used = 0u32;
@@ -96,10 +96,14 @@ fn apply_format(spec: &str, value: u64, out: &mut PmuConfig) -> Result<(), Strin
             None => (range.trim().parse::<u32>(), range.trim().parse::<u32>()),
         };
         let (Ok(lo), Ok(hi)) = (lo, hi) else {
-            return Err(format!("format '{spec}': bad bit range '{range}'"));
+            return Err(TermError::Bad(format!(
+                "format '{spec}': bad bit range '{range}'"
+            )));
         };
         if lo > hi || hi > 63 {
-            return Err(format!("format '{spec}': bad bit range '{range}'"));
+            return Err(TermError::Bad(format!(
+                "format '{spec}': bad bit range '{range}'"
+            )));
         }
         for bit in lo..=hi {
             if used < 64 && value >> used & 1 == 1 {
@@ -111,9 +115,9 @@ fn apply_format(spec: &str, value: u64, out: &mut PmuConfig) -> Result<(), Strin
         }
     }
     if used < 64 && value >> used != 0 {
-        return Err(format!(
+        return Err(TermError::Bad(format!(
             "value {value:#x} is too big for format '{spec}' ({used} bits)"
-        ));
+        )));
     }
     Ok(())
 }
@@ -165,7 +169,7 @@ fn encode_into(
             _ => {
                 if let Some((_, spec)) = pmu.formats.iter().find(|(f, _)| f == key) {
                     let value = number(key)?;
-                    apply_format(spec, value, out).map_err(TermError::Bad)?;
+                    apply_format(spec, value, out)?;
                 } else if let Some(alias) =
                     pmu.events.iter().find(|a| aliases_allowed && a.name == key)
                 {

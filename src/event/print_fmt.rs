@@ -22,6 +22,30 @@ use super::format::type_size;
 /// Nesting limit for parenthesized or nested expressions.
 const MAX_DEPTH: usize = 200;
 
+/// Why a print fmt does not parse, and where (a byte of the text, or a
+/// token's index).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PrintFmtError {
+    #[error("unexpected character '{ch}' at byte {at}")]
+    UnexpectedChar { ch: char, at: usize },
+    #[error("unterminated literal starting at byte {at}")]
+    Unterminated { at: usize },
+    #[error("bad number '{0}'")]
+    BadNumber(String),
+    #[error("expected {want} at token {at}, found {found}")]
+    Expected {
+        want: String,
+        at: usize,
+        found: String,
+    },
+    #[error("expression nested too deeply (over {MAX_DEPTH} levels)")]
+    TooDeep,
+    #[error("print fmt does not start with a string: {found}")]
+    NoFormat { found: String },
+    #[error("unexpected {found} after argument {after}")]
+    Trailing { found: String, after: usize },
+}
+
 /// A parsed print fmt.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrintFmt {
@@ -108,7 +132,7 @@ const PUNCTS: &[&str] = &[
     ":", "+", "-", "*", "/", "%", "<", ">", "&", "|", "^", "!", "~", ".",
 ];
 
-fn lex(text: &str) -> Result<Vec<Token>, String> {
+fn lex(text: &str) -> Result<Vec<Token>, PrintFmtError> {
     let bytes = text.as_bytes();
     let mut tokens = Vec::new();
     let mut i = 0;
@@ -150,7 +174,10 @@ fn lex(text: &str) -> Result<Vec<Token>, String> {
         } else {
             let rest = &text[i..];
             let Some(p) = PUNCTS.iter().find(|p| rest.starts_with(**p)) else {
-                return Err(format!("unexpected character '{}' at {i}", c as char));
+                return Err(PrintFmtError::UnexpectedChar {
+                    ch: c as char,
+                    at: i,
+                });
             };
             tokens.push(Token::Punct(p));
             i += p.len();
@@ -159,19 +186,19 @@ fn lex(text: &str) -> Result<Vec<Token>, String> {
     Ok(tokens)
 }
 
-fn lex_string(text: &str, start: usize) -> Result<(String, usize), String> {
+fn lex_string(text: &str, start: usize) -> Result<(String, usize), PrintFmtError> {
     lex_string_until(text, start, b'"')
 }
 
 /// A C literal body starting at `start`, up to the closing `quote`; returns
 /// the text (escapes resolved) and the index after the quote.
-fn lex_string_until(text: &str, start: usize, quote: u8) -> Result<(String, usize), String> {
+fn lex_string_until(text: &str, start: usize, quote: u8) -> Result<(String, usize), PrintFmtError> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut i = start;
     loop {
         match bytes.get(i) {
-            None => return Err(format!("unterminated literal starting at {start}")),
+            None => return Err(PrintFmtError::Unterminated { at: start }),
             Some(&b) if b == quote => {
                 return Ok((String::from_utf8_lossy(&out).into_owned(), i + 1));
             }
@@ -206,7 +233,7 @@ fn lex_string_until(text: &str, start: usize, quote: u8) -> Result<(String, usiz
     }
 }
 
-fn parse_number(text: &str) -> Result<u64, String> {
+fn parse_number(text: &str) -> Result<u64, PrintFmtError> {
     let digits = text.trim_end_matches(['u', 'U', 'l', 'L']);
     let parsed = if let Some(hex) = digits
         .strip_prefix("0x")
@@ -218,7 +245,7 @@ fn parse_number(text: &str) -> Result<u64, String> {
     } else {
         digits.parse::<u64>()
     };
-    parsed.map_err(|_| format!("bad number '{text}'"))
+    parsed.map_err(|_| PrintFmtError::BadNumber(text.to_string()))
 }
 
 fn is_type_word(word: &str) -> bool {
@@ -299,6 +326,17 @@ impl Parser {
         self.tokens.get(self.pos)
     }
 
+    /// `want` was expected at the current token.
+    fn expected(&self, want: &str) -> PrintFmtError {
+        PrintFmtError::Expected {
+            want: want.to_string(),
+            at: self.pos,
+            found: self
+                .peek()
+                .map_or_else(|| "the end".to_string(), |t| format!("{t:?}")),
+        }
+    }
+
     fn peek_punct(&self, p: &str) -> bool {
         matches!(self.peek(), Some(Token::Punct(q)) if *q == p)
     }
@@ -312,28 +350,24 @@ impl Parser {
         }
     }
 
-    fn expect(&mut self, p: &str) -> Result<(), String> {
+    fn expect(&mut self, p: &str) -> Result<(), PrintFmtError> {
         if self.eat(p) {
             Ok(())
         } else {
-            Err(format!(
-                "expected '{p}' at token {}, found {:?}",
-                self.pos,
-                self.peek()
-            ))
+            Err(self.expected(&format!("'{p}'")))
         }
     }
 
-    fn enter(&mut self) -> Result<(), String> {
+    fn enter(&mut self) -> Result<(), PrintFmtError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            Err("expression nested too deeply".to_string())
+            Err(PrintFmtError::TooDeep)
         } else {
             Ok(())
         }
     }
 
-    fn expr(&mut self) -> Result<Expr, String> {
+    fn expr(&mut self) -> Result<Expr, PrintFmtError> {
         self.enter()?;
         let cond = self.binary(0)?;
         let result = if self.eat("?") {
@@ -376,7 +410,7 @@ impl Parser {
     }
 
     /// Left-associative binary operators binding tighter than `min`.
-    fn binary(&mut self, min: u8) -> Result<Expr, String> {
+    fn binary(&mut self, min: u8) -> Result<Expr, PrintFmtError> {
         let mut left = self.unary()?;
         while let Some((op, prec)) = self.binary_op() {
             if prec <= min {
@@ -389,7 +423,7 @@ impl Parser {
         Ok(left)
     }
 
-    fn unary(&mut self) -> Result<Expr, String> {
+    fn unary(&mut self) -> Result<Expr, PrintFmtError> {
         self.enter()?;
         let op = match self.peek() {
             Some(Token::Punct("-")) => Some(UnaryOp::Neg),
@@ -423,7 +457,7 @@ impl Parser {
     }
 
     /// `(TYPE)` at the cursor: consumes it and returns the type.
-    fn try_cast(&mut self) -> Result<Option<CType>, String> {
+    fn try_cast(&mut self) -> Result<Option<CType>, PrintFmtError> {
         if !self.peek_punct("(") {
             return Ok(None);
         }
@@ -451,7 +485,7 @@ impl Parser {
         Ok(Some(ctype(&words, pointer)))
     }
 
-    fn postfix(&mut self) -> Result<Expr, String> {
+    fn postfix(&mut self) -> Result<Expr, PrintFmtError> {
         let mut e = self.primary()?;
         loop {
             if self.eat("[") {
@@ -461,7 +495,7 @@ impl Parser {
             } else if self.peek_punct("->") || self.peek_punct(".") {
                 self.pos += 1;
                 let Some(Token::Ident(member)) = self.peek().cloned() else {
-                    return Err(format!("expected a member name at token {}", self.pos));
+                    return Err(self.expected("a member name"));
                 };
                 self.pos += 1;
                 e = match e {
@@ -476,11 +510,11 @@ impl Parser {
         }
     }
 
-    fn primary(&mut self) -> Result<Expr, String> {
+    fn primary(&mut self) -> Result<Expr, PrintFmtError> {
         let token = self
             .peek()
             .cloned()
-            .ok_or_else(|| "expression ends early".to_string())?;
+            .ok_or_else(|| self.expected("an operand"))?;
         self.pos += 1;
         match token {
             Token::Num(n) => Ok(Expr::Num(n)),
@@ -495,10 +529,16 @@ impl Parser {
                         Token::Ident(w) => words.push(w),
                         Token::Punct("*") => pointer = true,
                         Token::Punct(")") => return Ok(Expr::Sizeof(ctype(&words, pointer))),
-                        other => return Err(format!("unexpected {other:?} in sizeof")),
+                        other => {
+                            return Err(PrintFmtError::Expected {
+                                want: "a type name in sizeof".to_string(),
+                                at: self.pos - 1,
+                                found: format!("{other:?}"),
+                            });
+                        }
                     }
                 }
-                Err("unterminated sizeof".to_string())
+                Err(self.expected("')' closing sizeof"))
             }
             Token::Ident(name) => {
                 if self.eat("(") {
@@ -535,12 +575,16 @@ impl Parser {
                 }
                 Ok(Expr::List(items))
             }
-            Token::Punct(p) => Err(format!("unexpected '{p}' at token {}", self.pos - 1)),
+            Token::Punct(p) => Err(PrintFmtError::Expected {
+                want: "an operand".to_string(),
+                at: self.pos - 1,
+                found: format!("'{p}'"),
+            }),
         }
     }
 
     /// A call argument or list item: an expression or a `{...}` list.
-    fn arg(&mut self) -> Result<Expr, String> {
+    fn arg(&mut self) -> Result<Expr, PrintFmtError> {
         self.enter()?;
         let e = self.expr();
         self.depth -= 1;
@@ -549,7 +593,7 @@ impl Parser {
 }
 
 /// Parses the text after `print fmt:`. `Err` says why it does not parse.
-pub fn parse(text: &str) -> Result<PrintFmt, String> {
+pub fn parse(text: &str) -> Result<PrintFmt, PrintFmtError> {
     let tokens = lex(text)?;
     let mut parser = Parser {
         tokens,
@@ -558,7 +602,11 @@ pub fn parse(text: &str) -> Result<PrintFmt, String> {
     };
     let format = match parser.peek().cloned() {
         Some(Token::Str(s)) => s,
-        other => return Err(format!("print fmt does not start with a string: {other:?}")),
+        other => {
+            return Err(PrintFmtError::NoFormat {
+                found: format!("{other:?}"),
+            });
+        }
     };
     parser.pos += 1;
     let mut args = Vec::new();
@@ -566,11 +614,10 @@ pub fn parse(text: &str) -> Result<PrintFmt, String> {
         args.push(parser.arg()?);
     }
     if parser.pos != parser.tokens.len() {
-        return Err(format!(
-            "unexpected {:?} after argument {}",
-            parser.peek(),
-            args.len()
-        ));
+        return Err(PrintFmtError::Trailing {
+            found: format!("{:?}", parser.peek()),
+            after: args.len(),
+        });
     }
     Ok(PrintFmt { format, args })
 }
@@ -668,7 +715,7 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
         let deep = format!("\"%d\", {}1{}", "(".repeat(5000), ")".repeat(5000));
-        assert!(parse(&deep).unwrap_err().contains("too deeply"));
+        assert_eq!(parse(&deep).unwrap_err(), PrintFmtError::TooDeep);
         let deep = format!("\"%d\", {}1", "-".repeat(5000));
         assert!(parse(&deep).is_err());
     }

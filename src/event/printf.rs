@@ -29,11 +29,11 @@ pub(super) const MAX_FIELD_WIDTH: i32 = 4096;
 
 /// A width or precision: digits, or `*` (the next argument), clamped to
 /// ±[`MAX_FIELD_WIDTH`].
-pub(super) fn read_count(
+pub(super) fn read_count<E>(
     bytes: &[u8],
     i: &mut usize,
-    star: &mut dyn FnMut() -> Result<i32, String>,
-) -> Result<Option<i32>, String> {
+    star: &mut dyn FnMut() -> Result<i32, E>,
+) -> Result<Option<i32>, E> {
     let clamp = |n: i32| n.clamp(-MAX_FIELD_WIDTH, MAX_FIELD_WIDTH);
     if bytes.get(*i) == Some(&b'*') {
         *i += 1;

@@ -14,8 +14,8 @@ use crate::sys::perf_event::{
 
 use super::group::GroupRole;
 use super::name::{
-    EventError, EventKind, EventSpec, EventUnit, LocatedFunction, ResolvedEvent, UprobeLocator,
-    UprobeSite, matches_glob,
+    EventError, EventKind, EventSpec, EventUnit, LocateError, LocatedFunction, ResolvedEvent,
+    UprobeLocator, UprobeSite, matches_glob,
 };
 use super::pmu::{self, TermError};
 
@@ -27,7 +27,7 @@ const SW_DUMMY: u64 = 9;
 struct NoUprobes;
 
 impl UprobeLocator for NoUprobes {
-    fn locate(&self, _binary: &str, _function: &str) -> Result<LocatedFunction, String> {
+    fn locate(&self, _binary: &str, _function: &str) -> Result<LocatedFunction, LocateError> {
         Err("this command does not take uprobe events (record, stat and trace do)".into())
     }
 }
@@ -66,7 +66,7 @@ pub fn resolve_with(
                         .locate(binary, function)
                         .map_err(|reason| EventError::Uprobe {
                             event: spec.name.clone(),
-                            reason,
+                            reason: reason.to_string(),
                         })?;
                 let pmu = match uprobe_pmu {
                     Some(p) => p,

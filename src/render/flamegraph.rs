@@ -41,13 +41,17 @@ impl Default for FlameOptions {
     }
 }
 
+/// A palette name inferno does not know; the message lists those it does.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown colour palette '{0}' (known: perl, java, js, python, rust, wakeup, hot, mem, io, red, green, blue, aqua, yellow, purple, orange)"
+)]
+pub struct UnknownPalette(pub String);
+
 /// Parses a palette name, with the list of valid names in the error.
-pub fn parse_palette(name: &str) -> Result<Palette, String> {
-    name.parse::<Palette>().map_err(|_| {
-        format!(
-            "unknown colour palette '{name}' (known: perl, java, js, python, rust, wakeup, hot, mem, io, red, green, blue, aqua, yellow, purple, orange)"
-        )
-    })
+pub fn parse_palette(name: &str) -> Result<Palette, UnknownPalette> {
+    name.parse::<Palette>()
+        .map_err(|_| UnknownPalette(name.to_string()))
 }
 
 fn inferno_options(options: &FlameOptions) -> flamegraph::Options<'static> {
@@ -120,7 +124,12 @@ mod tests {
         assert!(svg.contains("hot (300 samples, 75.00%)"), "{svg}");
         assert!(write_svg(&[], &FlameOptions::default(), Vec::new()).is_err());
         assert!(parse_palette("perl").is_ok());
-        assert!(parse_palette("plaid").unwrap_err().contains("plaid"));
+        assert!(
+            parse_palette("plaid")
+                .unwrap_err()
+                .to_string()
+                .contains("plaid")
+        );
     }
 
     #[test]

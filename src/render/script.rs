@@ -82,9 +82,18 @@ pub enum FieldSpec {
     Changed { add: Fields, remove: Fields },
 }
 
+/// Why `-F` text does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FieldSpecError {
+    #[error("unknown field '{0}' (known: {known})", known = ALL_FIELDS.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(","))]
+    Unknown(String),
+    #[error("mix of fields with and without +/- (use one or the other)")]
+    Mixed,
+}
+
 impl FieldSpec {
     /// Parses `-F` text: `comm,tid,time` or `+cpu,-period`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, FieldSpecError> {
         let mut list = Fields(0);
         let mut add = Fields(0);
         let mut remove = Fields(0);
@@ -100,10 +109,7 @@ impl FieldSpec {
                 .iter()
                 .find(|(_, n)| *n == name)
                 .map(|(f, _)| *f)
-                .ok_or_else(|| {
-                    let known: Vec<&str> = ALL_FIELDS.iter().map(|(_, n)| *n).collect();
-                    format!("unknown field '{name}' (known: {})", known.join(","))
-                })?;
+                .ok_or_else(|| FieldSpecError::Unknown(name.to_string()))?;
             match sign {
                 Some(true) => add = add.with(field),
                 Some(false) => remove = remove.with(field),
@@ -114,7 +120,7 @@ impl FieldSpec {
         match changes {
             0 => Ok(FieldSpec::Exactly(list)),
             n if n == items.len() => Ok(FieldSpec::Changed { add, remove }),
-            _ => Err("mix of fields with and without +/- (use one or the other)".into()),
+            _ => Err(FieldSpecError::Mixed),
         }
     }
 }

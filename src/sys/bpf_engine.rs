@@ -626,10 +626,25 @@ const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
 const CAP_BPF: u32 = 39;
 
-/// Why BPF tools cannot run here, in one line, or Ok: the kernel's BTF is
-/// there and this process may load tracing programs (CAP_SYS_ADMIN, or
-/// CAP_BPF with CAP_PERFMON).
-pub fn preflight() -> Result<(), String> {
+/// Why BPF tools cannot run here: what is missing and what provides it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    #[error(
+        "BPF tools need CAP_BPF and CAP_PERFMON (or root): this process has neither, \
+         and kernel.unprivileged_bpf_disabled={unprivileged_bpf_disabled}"
+    )]
+    Privileges { unprivileged_bpf_disabled: String },
+    #[error(
+        "BPF tools need the kernel's BTF: /sys/kernel/btf/vmlinux is missing \
+         (a kernel built with CONFIG_DEBUG_INFO_BTF)"
+    )]
+    NoBtf,
+}
+
+/// Why BPF tools cannot run here, or Ok: the kernel's BTF is there and
+/// this process may load tracing programs (CAP_SYS_ADMIN, or CAP_BPF with
+/// CAP_PERFMON).
+pub fn preflight() -> Result<(), Unavailable> {
     let effective = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
@@ -643,18 +658,13 @@ pub fn preflight() -> Result<(), String> {
                 std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled")
                     .map(|s| s.trim().to_string())
                     .unwrap_or_else(|_| "?".to_string());
-            return Err(format!(
-                "BPF tools need CAP_BPF and CAP_PERFMON (or root): this process has neither, \
-                 and kernel.unprivileged_bpf_disabled={unprivileged}"
-            ));
+            return Err(Unavailable::Privileges {
+                unprivileged_bpf_disabled: unprivileged,
+            });
         }
     }
     if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Err(
-            "BPF tools need the kernel's BTF: /sys/kernel/btf/vmlinux is missing \
-                    (a kernel built with CONFIG_DEBUG_INFO_BTF)"
-                .to_string(),
-        );
+        return Err(Unavailable::NoBtf);
     }
     Ok(())
 }
