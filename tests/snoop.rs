@@ -13,133 +13,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-/// Root (the BPF programs need CAP_BPF and CAP_PERFMON) and libbpf-tools'
-/// `tool`, or skip.
-fn require_root_and(tool: &str) -> bool {
-    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
-    common::gate(if root {
-        Ok(())
-    } else {
-        Err("BPF tool tests need root (CAP_BPF and CAP_PERFMON)".to_string())
-    }) && common::require_tool(tool, "libbpf-tools is not installed (scripts/deps)")
-}
-
-/// A tracer running, its stdout lines gathered by a thread.
-struct Tracer {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-    reader: std::thread::JoinHandle<()>,
-}
-
-/// The BPF ids (`prog_id`, `link_id`) the process holds, from its fdinfo.
-fn bpf_fd_ids(pid: u32) -> BTreeMap<&'static str, Vec<u32>> {
-    let mut ids: BTreeMap<&'static str, Vec<u32>> = BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-        return ids;
-    };
-    for info in dir
-        .flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-    {
-        for line in info.lines() {
-            for key in ["prog_id", "link_id"] {
-                if let Some(Ok(id)) = line
-                    .strip_prefix(key)
-                    .and_then(|r| r.strip_prefix(':'))
-                    .map(|v| v.trim().parse())
-                {
-                    ids.entry(key).or_default().push(id);
-                }
-            }
-        }
-    }
-    ids
-}
-
-impl Tracer {
-    /// Starts `cmd`; returns once it is attached: scry holds `links` BPF
-    /// links, a peer printed its first line.
-    fn start(mut cmd: Command, links: usize) -> Tracer {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("tracer starts");
-        let out = BufReader::new(child.stdout.take().expect("piped"));
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&lines);
-        let reader = std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                sink.lock().expect("lines").push(line);
-            }
-        });
-        let tracer = Tracer {
-            child,
-            lines,
-            reader,
-        };
-        let pid = tracer.child.id();
-        tracer.wait_until(|lines| {
-            if links == 0 {
-                !lines.is_empty()
-            } else {
-                bpf_fd_ids(pid).get("link_id").map_or(0, Vec::len) >= links
-            }
-        });
-        tracer
-    }
-
-    /// Waits (at most a minute: a bound, not a measure) until `done` holds
-    /// for the lines so far.
-    fn wait_until(&self, done: impl Fn(&[String]) -> bool) {
-        let start = Instant::now();
-        while !done(&self.lines.lock().expect("lines")) {
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "tracer {} never got there: {:?}",
-                self.child.id(),
-                self.lines.lock().expect("lines")
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// SIGINT; its lines and stderr once it ended (successfully).
-    fn stop(mut self) -> (Vec<String>, String) {
-        common::signal(self.child.id(), "INT");
-        let status =
-            common::wait_timeout(&mut self.child, Duration::from_secs(20)).expect("tracer ends");
-        self.reader.join().expect("reader");
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            std::io::Read::read_to_string(&mut e, &mut err).expect("stderr");
-        }
-        assert!(status.success(), "tracer failed: {status}\n{err}");
-        let lines = std::mem::take(&mut *self.lines.lock().expect("lines"));
-        (lines, err)
-    }
-}
-
-fn scry_tool(args: &[&str]) -> Command {
-    let mut cmd = common::scry();
-    cmd.args(args);
-    cmd
-}
-
-/// libbpf-tools' `tool ARGS`, line-buffered.
-fn peer(args: &[&str]) -> Command {
-    let mut cmd = Command::new("stdbuf");
-    cmd.arg("-oL").args(args);
-    cmd
-}
+use common::tracer::{
+    Tracer, assert_each_bad_input, peer, require_root_and, scry_tool, sigkill_frees_everything,
+};
 
 /// An execsnoop table line's (comm, ppid, ret, args).
 type Exec = (String, u32, i32, Vec<String>);
@@ -356,14 +235,7 @@ fn bad_input_is_one_line_and_exit_2() {
         // (classic tracepoints) is not allowed.
         (&["execsnoop"], Some("raw_tp"), "no hook"),
     ];
-    for (args, hooks, needle) in cases {
-        let mut cmd = scry_tool(args);
-        if let Some(kinds) = hooks {
-            cmd.env("SCRY_BPF_HOOKS", kinds);
-        }
-        let out = common::output(&mut cmd);
-        common::assert_bad_input(&out, needle, &(args, hooks));
-    }
+    assert_each_bad_input(&cases);
 }
 
 #[test]
@@ -400,34 +272,7 @@ fn sigkill_leaves_no_program_or_link() {
         (&["statsnoop"][..], 10),
     ];
     for (args, links) in tools {
-        let mut tracer = Tracer::start(scry_tool(args), links);
-        let ids = bpf_fd_ids(tracer.child.id());
-        let progs = ids.get("prog_id").cloned().unwrap_or_default();
-        let held = ids.get("link_id").cloned().unwrap_or_default();
-        assert_eq!(held.len(), links, "{args:?}: {ids:?}");
-        common::signal(tracer.child.id(), "KILL");
-        let _ = tracer.child.wait();
-        // Freed when the last descriptor closes, after an RCU grace
-        // period: wait for it, boundedly.
-        let start = Instant::now();
-        loop {
-            let live_progs: Vec<u32> = libbpf_rs::query::ProgInfoIter::default()
-                .map(|p| p.id)
-                .filter(|id| progs.contains(id))
-                .collect();
-            let live_links: Vec<u32> = libbpf_rs::query::LinkInfoIter::default()
-                .map(|l| l.id)
-                .filter(|id| held.contains(id))
-                .collect();
-            if live_progs.is_empty() && live_links.is_empty() {
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "{args:?}: still there after SIGKILL: {live_progs:?} {live_links:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        sigkill_frees_everything(args, links);
     }
 }
 

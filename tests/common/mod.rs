@@ -16,6 +16,8 @@
 //! `// build: FLAGS`, so a workload says how it is made.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod tracer;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
