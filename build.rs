@@ -20,6 +20,7 @@ const PROGRAMS: &[&str] = &[
     "sigsnoop",
     "statsnoop",
     "offcputime",
+    "tcp",
 ];
 
 fn main() {

@@ -14,6 +14,7 @@ pub mod folded;
 pub mod heatmap;
 pub mod hist;
 pub mod irqs;
+pub mod net;
 pub mod offcpu;
 pub mod offcpu_live;
 pub mod offcputime;

@@ -71,6 +71,22 @@ pub const TOOLS: &[(&str, &str)] = &[
         "syscount",
         "system calls counted per call or per process, with latency (-L)",
     ),
+    (
+        "tcpaccept",
+        "each accepted TCP connection, in the accepting process, streamed",
+    ),
+    (
+        "tcpconnect",
+        "each active TCP open, streamed (or counted, -c)",
+    ),
+    (
+        "tcplife",
+        "each TCP session at its close: ends, bytes, duration, streamed",
+    ),
+    (
+        "tcpstates",
+        "each TCP state change with the time in the state left, streamed",
+    ),
 ];
 
 /// `-v` and `--json`, as the tools that print tables take them.

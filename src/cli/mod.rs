@@ -36,6 +36,11 @@ mod stat;
 mod statsnoop;
 mod syscount;
 mod target;
+mod tcp;
+mod tcpaccept;
+mod tcpconnect;
+mod tcplife;
+mod tcpstates;
 mod top;
 mod trace;
 
@@ -110,6 +115,14 @@ enum Command {
     Run(run::RunArgs),
     /// Each stat, lstat, statx, newfstatat and statfs with its path and result, streamed (bcc statsnoop)
     Statsnoop(statsnoop::StatsnoopArgs),
+    /// Each TCP session when it closes: process, ends, bytes, duration (bcc tcplife)
+    Tcplife(tcplife::TcplifeArgs),
+    /// Each active TCP open (connect), or counts of them with -c (bcc tcpconnect)
+    Tcpconnect(tcpconnect::TcpconnectArgs),
+    /// Each accepted TCP connection, in the accepting process (bcc tcpaccept)
+    Tcpaccept(tcpaccept::TcpacceptArgs),
+    /// Each TCP state change, with the time spent in the state left (bcc tcpstates)
+    Tcpstates(tcpstates::TcpstatesArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -203,6 +216,10 @@ pub fn main() -> ExitCode {
         Command::Sigsnoop(args) => sigsnoop::run(args),
         Command::Run(args) => run::run(args),
         Command::Statsnoop(args) => statsnoop::run(args),
+        Command::Tcplife(args) => tcplife::run(args),
+        Command::Tcpconnect(args) => tcpconnect::run(args),
+        Command::Tcpaccept(args) => tcpaccept::run(args),
+        Command::Tcpstates(args) => tcpstates::run(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

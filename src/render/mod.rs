@@ -15,6 +15,7 @@ pub mod heatmap;
 pub mod hist;
 pub mod irqs;
 pub mod list;
+pub mod net;
 pub mod offcpu;
 pub mod offcputime;
 pub mod profile;

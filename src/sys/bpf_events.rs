@@ -100,3 +100,9 @@ pub fn i32_at(bytes: &[u8], offset: usize) -> Option<i32> {
     let b = bytes.get(offset..offset + 4)?;
     Some(i32::from_ne_bytes(b.try_into().ok()?))
 }
+
+/// A u16 at `offset` of a record.
+pub fn u16_at(bytes: &[u8], offset: usize) -> Option<u16> {
+    let b = bytes.get(offset..offset + 2)?;
+    Some(u16::from_ne_bytes(b.try_into().ok()?))
+}

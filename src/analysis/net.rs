@@ -1,0 +1,80 @@
+//! The TCP tools' events as the kernel side decodes them, and what is
+//! summed in user space: tcpconnect's `-c` count of connections per
+//! (source, destination, destination port), the source port kept only
+//! when asked for (`-s`), as libbpf-tools counts them (it sums in a map;
+//! here the same events are summed as they stream).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+pub use crate::sys::bpf_tcp::TcpEvent;
+
+/// One row of the connect counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ConnectKey {
+    pub saddr: IpAddr,
+    pub daddr: IpAddr,
+    pub sport: Option<u16>,
+    pub dport: u16,
+}
+
+/// Connections counted per [`ConnectKey`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConnectCounts {
+    by_key: BTreeMap<ConnectKey, u64>,
+    /// Whether the source port is part of the key.
+    pub with_sport: bool,
+}
+
+impl ConnectCounts {
+    pub fn new(with_sport: bool) -> ConnectCounts {
+        ConnectCounts {
+            by_key: BTreeMap::new(),
+            with_sport,
+        }
+    }
+
+    pub fn add(&mut self, e: &TcpEvent) {
+        let key = ConnectKey {
+            saddr: e.saddr,
+            daddr: e.daddr,
+            sport: self.with_sport.then_some(e.sport),
+            dport: e.dport,
+        };
+        *self.by_key.entry(key).or_default() += 1;
+    }
+
+    /// The rows, addresses in order (IPv4 before IPv6, as libbpf-tools).
+    pub fn rows(&self) -> impl Iterator<Item = (&ConnectKey, u64)> {
+        self.by_key.iter().map(|(k, &n)| (k, n))
+    }
+
+    pub fn total(&self) -> u64 {
+        self.by_key.values().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_per_destination_and_optionally_source_port() {
+        let e = |sport| TcpEvent {
+            saddr: "127.0.0.1".parse().unwrap(),
+            daddr: "127.0.0.2".parse().unwrap(),
+            sport,
+            dport: 80,
+            ..TcpEvent::default()
+        };
+        let mut by_dest = ConnectCounts::new(false);
+        let mut by_source = ConnectCounts::new(true);
+        for sport in [1000, 1001, 1000] {
+            by_dest.add(&e(sport));
+            by_source.add(&e(sport));
+        }
+        assert_eq!(by_dest.rows().map(|(_, n)| n).collect::<Vec<_>>(), [3]);
+        assert_eq!(by_source.rows().map(|(_, n)| n).collect::<Vec<_>>(), [2, 1]);
+        assert_eq!(by_source.total(), 3);
+    }
+}

@@ -1,0 +1,174 @@
+//! What the TCP tools' commands share (tcplife, tcpconnect, tcpaccept,
+//! tcpstates): the `-4`/`-6` flags, port lists (`-L 80,443`: at most
+//! eight, each 1-65535, checked before loading, so a bad one is one line
+//! and exit 2), and the run: the program loaded in the tool's mode, its
+//! events through the streaming tools' run (`snoop::run`, the tool's
+//! table a `TcpTable`), and at the end one note when the filters given
+//! matched nothing (the kernel filters, so nothing was seen at all).
+
+use std::cell::Cell;
+
+use scry::analysis::net::TcpEvent;
+use scry::render::net::{SessionLayout, Stamps, TcpTable};
+use scry::sys::bpf_tcp::{self, AF_INET, AF_INET6, MAX_PORTS, TcpMode, TcpSettings};
+
+use super::{bpf_tool, snoop};
+
+/// -4 / -6.
+#[derive(clap::Args, Debug)]
+pub struct FamilyFlags {
+    /// IPv4 only.
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    ipv6: bool,
+}
+
+impl FamilyFlags {
+    pub fn family(&self) -> Option<u16> {
+        if self.ipv4 {
+            Some(AF_INET)
+        } else if self.ipv6 {
+            Some(AF_INET6)
+        } else {
+            None
+        }
+    }
+}
+
+/// The ports of `-L`/`-D` (tcpconnect's and tcpaccept's `-P`), and the
+/// flags as typed (for the note when nothing matched).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortLists {
+    pub local: Vec<u16>,
+    pub remote: Vec<u16>,
+    pub filters: Vec<String>,
+}
+
+/// `(FLAG, PORTS)` for the local and the remote list, each PORTS a
+/// comma-separated list (at most eight, each 1-65535) or None. Checked
+/// before anything loads.
+pub fn port_lists(
+    tool: &str,
+    local: (&str, Option<&str>),
+    remote: (&str, Option<&str>),
+) -> anyhow::Result<PortLists> {
+    let mut lists = PortLists::default();
+    for ((flag, text), ports) in [(local, &mut lists.local), (remote, &mut lists.remote)] {
+        let Some(text) = text else { continue };
+        for p in text.split(',') {
+            let port = p.trim().parse::<u16>().ok().filter(|&n| n > 0);
+            let port = port.ok_or_else(|| {
+                anyhow::anyhow!("{tool}: {flag} {text}: '{p}' is not a port (1-65535)")
+            })?;
+            ports.push(port);
+        }
+        if ports.len() > MAX_PORTS {
+            anyhow::bail!("{tool}: {flag} {text}: at most {MAX_PORTS} ports");
+        }
+        lists.filters.push(format!("{flag} {text}"));
+    }
+    Ok(lists)
+}
+
+/// tcplife's and tcpstates' flags: which sessions, how wide.
+#[derive(clap::Args, Debug)]
+pub struct SessionFlags {
+    #[command(flatten)]
+    family: FamilyFlags,
+    /// Only these local ports (comma-separated, at most 8).
+    #[arg(short = 'L', long = "localport", value_name = "PORTS")]
+    lports: Option<String>,
+    /// Only these remote ports (comma-separated, at most 8).
+    #[arg(short = 'D', long = "remoteport", value_name = "PORTS")]
+    rports: Option<String>,
+    /// Wide address columns (fit IPv6).
+    #[arg(short = 'w', long = "wide")]
+    pub wide: bool,
+}
+
+impl SessionFlags {
+    /// The table's columns: these flags' width, the time columns asked.
+    pub fn layout(&self, hms: bool, secs: bool) -> SessionLayout {
+        SessionLayout {
+            stamps: Stamps { hms, secs },
+            wide: self.wide,
+        }
+    }
+
+    /// The settings in `mode` with these filters, and the port lists.
+    pub fn settings(&self, tool: &str, mode: TcpMode) -> anyhow::Result<(TcpSettings, PortLists)> {
+        let ports = port_lists(
+            tool,
+            ("-L", self.lports.as_deref()),
+            ("-D", self.rports.as_deref()),
+        )?;
+        let settings = TcpSettings {
+            mode,
+            family: self.family.family(),
+            ..TcpSettings::default()
+        };
+        Ok((settings, ports))
+    }
+}
+
+/// How a TCP tool runs.
+#[derive(Debug)]
+pub struct TcpRun<'a> {
+    pub tool: &'a str,
+    pub settings: TcpSettings,
+    pub flags: &'a snoop::StreamFlags,
+    /// The filters given, as typed (for the note when nothing matched).
+    pub filters: Vec<String>,
+}
+
+impl<'a> TcpRun<'a> {
+    /// `settings` with the port lists put in.
+    pub fn new(
+        tool: &'a str,
+        flags: &'a snoop::StreamFlags,
+        mut settings: TcpSettings,
+        ports: PortLists,
+    ) -> TcpRun<'a> {
+        settings.lports = ports.local;
+        settings.rports = ports.remote;
+        TcpRun {
+            tool,
+            settings,
+            flags,
+            filters: ports.filters,
+        }
+    }
+}
+
+/// Loads the program and streams its events in `table` (or as JSON)
+/// until the end; then the note when nothing came and filters were
+/// given. Returns the number of events; `keep` sees each first and says
+/// whether it is printed (tcpconnect -c sums them instead).
+pub fn run(
+    how: &TcpRun<'_>,
+    table: TcpTable,
+    keep: impl Fn(&TcpEvent) -> bool,
+) -> anyhow::Result<u64> {
+    let bpf = bpf_tool::load(how.tool, || bpf_tcp::load(&how.settings))?;
+    let stream = snoop::Stream {
+        tool: how.tool,
+        duration: how.flags.duration,
+        pid: how.settings.pid,
+        filters: Vec::new(),
+    };
+    let events = Cell::new(0u64);
+    snoop::run(&stream, how.flags, &bpf, &table, |e| {
+        events.set(events.get() + 1);
+        keep(e)
+    })?;
+    if events.get() == 0 && !how.filters.is_empty() {
+        eprintln!(
+            "{}: nothing matched {} while it ran",
+            how.tool,
+            how.filters.join(" ")
+        );
+    }
+    Ok(events.get())
+}

@@ -1,0 +1,86 @@
+//! `scry tcpconnect` (bcc's tcpconnect, libbpf-tools' flags and layout):
+//! each active TCP open (connect), with its process, addresses and
+//! destination port; `-c` counts them per source, destination and port
+//! instead, printed at the end. From the sock:inet_sock_set_state
+//! tracepoint (the process at SYN_SENT, the line when the socket leaves
+//! it), so no kprobe is needed. Wiring only: `sys::bpf_tcp` (mode
+//! Connect) → `analysis::net` (-c) → `render::net`.
+
+use std::cell::RefCell;
+use std::io::Write;
+
+use clap::Args;
+
+use scry::analysis::net::ConnectCounts;
+use scry::render::net::{ConnectLayout, Stamps, TcpTable, connect_counts, connect_counts_json};
+use scry::sys::bpf_tcp::{TcpMode, TcpSettings};
+
+use super::tcp::{self, FamilyFlags, TcpRun};
+use super::{bpf_tool, snoop};
+
+#[derive(Args, Debug)]
+pub struct TcpconnectArgs {
+    /// Count connections per source, destination and port; print at the end.
+    #[arg(short = 'c', long = "count")]
+    count: bool,
+    /// Only this process.
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    /// Only these destination ports (comma-separated, at most 8).
+    #[arg(short = 'P', long = "port", value_name = "PORTS")]
+    ports: Option<String>,
+    /// Show (and, with -c, count by) the source port.
+    #[arg(short = 's', long = "source-port")]
+    source_port: bool,
+    /// Include seconds since the start.
+    #[arg(short = 't', long = "timestamp")]
+    timestamp: bool,
+    /// Only this user.
+    #[arg(short = 'u', long = "uid", value_name = "UID")]
+    uid: Option<u32>,
+    /// Print the user id.
+    #[arg(short = 'U', long = "print-uid")]
+    print_uid: bool,
+    #[command(flatten)]
+    family: FamilyFlags,
+    #[command(flatten)]
+    common: snoop::StreamFlags,
+}
+
+pub fn run(args: TcpconnectArgs) -> anyhow::Result<()> {
+    bpf_tool::check_pid("tcpconnect", "-p", args.pid)?;
+    let ports = tcp::port_lists("tcpconnect", ("", None), ("-P", args.ports.as_deref()))?;
+    let settings = TcpSettings {
+        mode: TcpMode::Connect,
+        family: args.family.family(),
+        pid: args.pid,
+        uid: args.uid,
+        ..TcpSettings::default()
+    };
+    let how = TcpRun::new("tcpconnect", &args.common, settings, ports);
+    if !args.count {
+        let layout = ConnectLayout {
+            stamps: Stamps {
+                hms: false,
+                secs: args.timestamp,
+            },
+            uid: args.print_uid,
+            sport: args.source_port,
+        };
+        tcp::run(&how, TcpTable::Connect(layout), |_| true)?;
+        return Ok(());
+    }
+    let counts = RefCell::new(ConnectCounts::new(args.source_port));
+    tcp::run(&how, TcpTable::Counted, |e| {
+        counts.borrow_mut().add(e);
+        false
+    })?;
+    let mut out = std::io::stdout().lock();
+    if args.common.json {
+        connect_counts_json(&mut out, &counts.borrow())?;
+    } else {
+        connect_counts(&mut out, &counts.borrow())?;
+    }
+    out.flush()?;
+    Ok(())
+}
