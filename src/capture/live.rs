@@ -1,22 +1,23 @@
 //! Parsing live records for the commands that analyse as they capture
-//! (`top`, `trace`): a `RecordSink` that keeps one round of raw records from
-//! every ring, orders them by time when the round is done (rings are per CPU
-//! and not ordered between each other), parses each with the attribute it
-//! came from, and hands `(attr index, EventRecord)` to a `LiveConsumer` —
-//! the same typed records the perf.data reader yields, so analysis code is
-//! shared between live and file input.
+//! (`top`, `offcpu`, `sched`, `profile`): a `RecordSink` that walks each
+//! ring's bytes (`data::raw`), puts the records in time order with the one
+//! sorter (`data::order`: rings are per CPU and not ordered between each
+//! other; a round is one drain of every ring), parses each with the
+//! attribute it came from, and hands it to a `LiveConsumer`'s
+//! `RecordHandler` through the one dispatcher (`data::handler::dispatch`):
+//! the same typed records and the same calls the perf.data reader makes
+//! (`PerfReader::feed`), so analysis code is shared between live and file
+//! input. `run_threaded` drains on a thread of its own.
 
-use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
 
-use linux_perf_event_reader::{
-    CommonData, Endianness, EventRecord, PerfEventAttr, RawData, RawEventRecord, RecordParseInfo,
-    RecordType,
-};
+use linux_perf_event_reader::{CommonData, EventRecord};
 
 use super::session::RecordSink;
 use crate::data::handler::{RecordHandler, dispatch};
+use crate::data::order::{Batch, RoundOrder};
+use crate::data::raw::{EventIds, RawRecords};
 
 /// Receives parsed live records in time order, and the capture's ticks.
 pub trait LiveConsumer {
@@ -45,154 +46,91 @@ impl<H: RecordHandler> LiveConsumer for Untimed<H> {
 
 /// The sink described in the module doc.
 pub struct LiveSink<C> {
-    /// Sample id → (attr index, how to parse its records).
-    by_id: HashMap<u64, (usize, RecordParseInfo)>,
-    /// Used for records without a known id (synthesized with id 0).
-    fallback: (usize, RecordParseInfo),
-    round: Vec<u8>,
-    /// Records taken in but not yet handed out, and where each one is:
-    /// (time, offset in `held`, size, attr index, parse info).
-    held: Vec<u8>,
-    held_entries: Vec<(u64, usize, usize, usize, RecordParseInfo)>,
-    /// The newest timestamp of the rounds taken in so far.
-    prev_round_max: u64,
-    /// Records that could not be parsed (a kernel/ABI mismatch, not expected).
+    ids: EventIds,
+    order: RoundOrder,
+    /// Bytes taken in so far: each record's sequence number in the order.
+    taken: u64,
+    /// Records that could not be framed or parsed (a kernel/ABI mismatch,
+    /// not expected).
     pub malformed: u64,
     pub consumer: C,
 }
 
-const ENDIAN: Endianness = if cfg!(target_endian = "little") {
-    Endianness::LittleEndian
-} else {
-    Endianness::BigEndian
-};
-
 impl<C: LiveConsumer> LiveSink<C> {
     /// `events`: each event's raw attr bytes (as opened) and its sample ids.
     pub fn new(events: &[(Vec<u8>, Vec<u64>)], consumer: C) -> io::Result<Self> {
-        let mut by_id = HashMap::new();
-        let mut fallback = None;
-        for (index, (attr_bytes, ids)) in events.iter().enumerate() {
-            let (attr, _) = if cfg!(target_endian = "little") {
-                PerfEventAttr::parse::<_, byteorder::LittleEndian>(attr_bytes.as_slice())?
-            } else {
-                PerfEventAttr::parse::<_, byteorder::BigEndian>(attr_bytes.as_slice())?
-            };
-            let info = RecordParseInfo::new(&attr, ENDIAN);
-            if fallback.is_none() {
-                fallback = Some((index, info));
-            }
-            for &id in ids {
-                by_id.insert(id, (index, info));
-            }
-        }
-        let fallback =
-            fallback.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no events"))?;
         Ok(LiveSink {
-            by_id,
-            fallback,
-            round: Vec::new(),
-            held: Vec::new(),
-            held_entries: Vec::new(),
-            prev_round_max: 0,
+            ids: EventIds::new(events)?,
+            order: RoundOrder::new(),
+            taken: 0,
             malformed: 0,
             consumer,
         })
     }
 
-    /// Take in the round's bytes, then hand out, in time order, every held
-    /// record not newer than the newest record of the *previous* round (or
-    /// all of them with `all`). Rings are drained one after the other, so a
-    /// record of one CPU may arrive a round later than a newer record of
-    /// another CPU; anything older than the previous round's newest record
-    /// has surely arrived (perf's FINISHED_ROUND rule).
-    fn flush_round(&mut self, all: bool) {
-        let base = self.held.len();
-        let mut at = 0usize;
-        let mut round_max = 0u64;
-        let bytes = &self.round;
-        while at + 8 <= bytes.len() {
-            let size = u16::from_ne_bytes([bytes[at + 6], bytes[at + 7]]) as usize;
-            if size < 8 || at + size > bytes.len() {
-                self.malformed += 1;
-                break;
+    /// Takes in a ring's bytes: each kernel record, keyed by its time and
+    /// the order it came in, to the one sorter (`data::order`).
+    fn take(&mut self, bytes: &[u8]) {
+        let mut records = RawRecords::new(bytes);
+        loop {
+            let raw = match records.next_record() {
+                Ok(Some(raw)) => raw,
+                Ok(None) => break,
+                Err(_) => {
+                    self.malformed += 1;
+                    break;
+                }
+            };
+            let seq = self.taken + records.offset() as u64;
+            if let Some((index, event)) = self.ids.event_of(&raw) {
+                let time = event.timestamp().unwrap_or(0);
+                self.order
+                    .push_copy((Some(time), seq), &raw, Some(index as u32));
             }
-            let kind = u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-            let misc = u16::from_ne_bytes([bytes[at + 4], bytes[at + 5]]);
-            let record_type = RecordType(kind);
-            if record_type.is_builtin_type() {
-                let body = RawData::Single(&bytes[at + 8..at + size]);
-                let (index, info) = self.fallback;
-                let raw = RawEventRecord::new(record_type, misc, body, info);
-                let (index, info) = raw
-                    .id()
-                    .and_then(|id| self.by_id.get(&id).copied())
-                    .unwrap_or((index, info));
-                let raw = RawEventRecord::new(record_type, misc, body, info);
-                let time = raw.timestamp().unwrap_or(0);
-                round_max = round_max.max(time);
-                self.held_entries.push((time, base + at, size, index, info));
-            }
-            at += size;
         }
-        self.held
-            .extend_from_slice(&self.round[..at.min(self.round.len())]);
-        self.round.clear();
-        self.held_entries.sort_by_key(|&(time, at, ..)| (time, at));
-        let limit = self.prev_round_max;
-        let split = if all {
-            self.held_entries.len()
-        } else {
-            self.held_entries
-                .partition_point(|&(time, ..)| time <= limit)
-        };
-        let ready: Vec<_> = self.held_entries.drain(..split).collect();
-        for (_, at, size, index, info) in ready {
-            let bytes = &self.held;
-            let kind = u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-            let misc = u16::from_ne_bytes([bytes[at + 4], bytes[at + 5]]);
-            let raw = RawEventRecord::new(
-                RecordType(kind),
-                misc,
-                RawData::Single(&bytes[at + 8..at + size]),
-                info,
-            );
+        self.taken += bytes.len() as u64;
+    }
+
+    /// Parses the records of `batch`, in order, into the consumer.
+    fn hand_out(&mut self, batch: Batch) {
+        for record in batch.iter() {
+            let Some(info) = record.event.and_then(|e| self.ids.info(e)) else {
+                continue;
+            };
+            let raw = record.raw.event(info);
             match raw.parse() {
-                Ok(record) => {
-                    let id = match record {
+                Ok(parsed) => {
+                    let id = match parsed {
                         EventRecord::Sample(_) => CommonData::default(),
                         _ => raw.common_data().unwrap_or_default(),
                     };
-                    dispatch(self.consumer.handler(), index, &record, &id);
+                    let index = record.event.unwrap_or(0);
+                    dispatch(self.consumer.handler(), index, &parsed, &id);
                 }
                 Err(_) => self.malformed += 1,
             }
         }
-        // Keep only the bytes of the records still held.
-        let mut kept = Vec::with_capacity(self.held_entries.iter().map(|e| e.2).sum());
-        for entry in &mut self.held_entries {
-            let start = kept.len();
-            kept.extend_from_slice(&self.held[entry.1..entry.1 + entry.2]);
-            entry.1 = start;
-        }
-        self.held = kept;
-        self.prev_round_max = self.prev_round_max.max(round_max);
+        self.order.recycle(batch);
     }
 
     /// Hand out every record still held (the capture has ended).
     pub fn flush_all(&mut self) {
-        self.flush_round(true);
+        if let Some(batch) = self.order.finish() {
+            self.hand_out(batch);
+        }
     }
 }
 
 impl<C: LiveConsumer> RecordSink for LiveSink<C> {
     fn records(&mut self, _cpu: u32, bytes: &[u8]) -> io::Result<()> {
-        self.round.extend_from_slice(bytes);
+        self.take(bytes);
         Ok(())
     }
 
     fn round_done(&mut self) -> io::Result<()> {
-        self.flush_round(false);
+        if let Some(batch) = self.order.finish_round() {
+            self.hand_out(batch);
+        }
         Ok(())
     }
 
@@ -227,26 +165,12 @@ pub struct CpuBufferStats {
 }
 
 fn scan_cpu(stats: &mut CpuBufferStats, bytes: &[u8]) {
-    use crate::sys::perf_event::{PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES};
-    let mut at = 0usize;
-    while at + 8 <= bytes.len() {
-        let kind = u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-        let size = u16::from_ne_bytes([bytes[at + 6], bytes[at + 7]]) as usize;
-        if size < 8 || at + size > bytes.len() {
-            break;
+    let mut records = RawRecords::new(bytes);
+    while let Ok(Some(raw)) = records.next_record() {
+        match raw.lost_count() {
+            Some(count) => stats.lost += count,
+            None => stats.records += 1,
         }
-        let u64_at = |off: usize| {
-            bytes
-                .get(at + off..at + off + 8)
-                .and_then(|b| b.try_into().ok())
-                .map_or(0, u64::from_ne_bytes)
-        };
-        match kind {
-            PERF_RECORD_LOST => stats.lost += u64_at(16),
-            PERF_RECORD_LOST_SAMPLES => stats.lost += u64_at(8),
-            _ => stats.records += 1,
-        }
-        at += size;
     }
     stats.bytes += bytes.len() as u64;
 }

@@ -2,8 +2,10 @@
 //! or with `-o -` into perf's pipe format on standard output.
 //!
 //! Records go from the rings to the file untouched (perf's approach: no
-//! parsing on the hot path). While they pass, a scan of the 8-byte headers
-//! counts samples and lost events per CPU and notes every mapped binary, so
+//! parsing on the hot path). While they pass, a walk of their headers
+//! (`data::raw`) counts samples and lost events per CPU, reads the first
+//! and last sample times (where each event's layout puts them), and notes
+//! every mapped binary, so
 //! that `finish` can add build-ids without a second pass over the data.
 //! Every 250 ms the rings are drained (whether or not they woke the
 //! reader), the data written out and the header re-written (checkpointed)
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 use crate::data::build_id;
 use crate::data::features::{BuildIdEntry, Features, len_u32};
 use crate::data::pipe_writer::PerfPipeWriter;
+use crate::data::raw::{EventIds, RawRecords};
 use crate::data::writer::{EventDesc, PerfDataWriter};
 use crate::event::name::group_size;
 use crate::sys::perf_event::{
@@ -114,10 +117,8 @@ struct FileSink {
     checkpointed: u64,
     /// LOST_SAMPLES records to write after the records being scanned.
     lost_samples: Vec<u8>,
-}
-
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_ne_bytes(b.get(at..at + 8)?.try_into().ok()?))
+    /// Each record's event, for the time of samples.
+    ids: EventIds,
 }
 
 fn c_string(b: &[u8]) -> Option<String> {
@@ -127,31 +128,25 @@ fn c_string(b: &[u8]) -> Option<String> {
 
 impl FileSink {
     fn scan(&mut self, cpu: u32, bytes: &[u8]) {
-        let mut at = 0usize;
-        while at + 8 <= bytes.len() {
-            let kind = u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-            let misc = u16::from_ne_bytes([bytes[at + 4], bytes[at + 5]]);
-            let size = u16::from_ne_bytes([bytes[at + 6], bytes[at + 7]]) as usize;
-            if size < 8 || at + size > bytes.len() {
-                break;
-            }
-            let rec = &bytes[at..at + size];
-            match kind {
+        let mut records = RawRecords::new(bytes);
+        while let Ok(Some(raw)) = records.next_record() {
+            match raw.record_type {
                 PERF_RECORD_SAMPLE => {
                     self.samples += 1;
-                    // IDENTIFIER, IP, TID come first: time is at 8 + 24.
-                    if let Some(time) = u64_at(rec, 32) {
+                    let time = self.ids.event_of(&raw).and_then(|(_, e)| e.timestamp());
+                    if let Some(time) = time {
                         self.first_time.get_or_insert(time);
                         self.last_time = self.last_time.max(time);
                     }
                 }
                 PERF_RECORD_LOST => {
-                    *self.lost_per_cpu.entry(cpu).or_default() += u64_at(rec, 16).unwrap_or(0);
+                    let count = raw.lost_count().unwrap_or(0);
+                    *self.lost_per_cpu.entry(cpu).or_default() += count;
                     // perf report counts losses from LOST_SAMPLES (perf
                     // record writes them at its end): one per LOST here,
                     // its count and sample_id (the LOST body without its
                     // leading id), so perf shows what scry lost.
-                    let body = rec.get(16..).unwrap_or(&[]);
+                    let body = raw.body.get(8..).unwrap_or(&[]);
                     let size = (8 + body.len()) as u16;
                     self.lost_samples
                         .extend_from_slice(&PERF_RECORD_LOST_SAMPLES.to_ne_bytes());
@@ -160,21 +155,21 @@ impl FileSink {
                     self.lost_samples.extend_from_slice(body);
                 }
                 PERF_RECORD_LOST_SAMPLES => {
-                    *self.lost_per_cpu.entry(cpu).or_default() += u64_at(rec, 8).unwrap_or(0);
+                    let count = raw.lost_count().unwrap_or(0);
+                    *self.lost_per_cpu.entry(cpu).or_default() += count;
                 }
                 PERF_RECORD_MMAP | PERF_RECORD_MMAP2 => {
-                    let name_at = if kind == PERF_RECORD_MMAP {
-                        8 + 32
+                    let name_at = if raw.record_type == PERF_RECORD_MMAP {
+                        32
                     } else {
-                        8 + 64
+                        64
                     };
-                    if let Some(name) = rec.get(name_at..).and_then(c_string) {
-                        self.mapped.insert((misc & 7, name));
+                    if let Some(name) = raw.body.get(name_at..).and_then(c_string) {
+                        self.mapped.insert((raw.misc & 7, name));
                     }
                 }
                 _ => {}
             }
-            at += size;
         }
     }
 }
@@ -318,6 +313,11 @@ pub fn record_to_file(
         })
         .collect();
 
+    let id_list: Vec<(Vec<u8>, Vec<u64>)> = events
+        .iter()
+        .map(|e| (e.attr.clone(), e.ids.clone()))
+        .collect();
+    let ids = EventIds::new(&id_list).map_err(|e| RecordError::Capture(CaptureError::System(e)))?;
     let to_stdout = path.as_os_str() == "-";
     let renamed_old = !to_stdout && prepare_output(path)?;
     let file_err = |source| RecordError::File {
@@ -347,6 +347,7 @@ pub fn record_to_file(
         last_checkpoint: Instant::now(),
         checkpointed: 0,
         lost_samples: Vec::new(),
+        ids,
     };
 
     let system_wide = opts.target.system_wide || opts.target.cpus.is_some();

@@ -1,10 +1,14 @@
 //! perf.data (PERFILE2) reader and writer, the exports built on them, and
-//! the record pipeline every input shares: the dispatcher of parsed records
-//! (`handler`) and the thread-name model (`threads`).
+//! the record pipeline every input shares: the raw record and the walk over
+//! ring bytes (`raw`), the one sorter of per-CPU streams (`order`), the
+//! dispatcher of parsed records (`handler`) and the thread-name model
+//! (`threads`).
 pub mod build_id;
 pub mod features;
 pub mod handler;
+pub mod order;
 pub mod pipe_writer;
+pub mod raw;
 pub mod reader;
 pub mod threads;
 pub mod tracing_data;

@@ -540,7 +540,7 @@ impl PerfReader {
                 return Err(ReadError::from_layout(file, e));
             }
         };
-        let record_type = RecordType(raw.record_type);
+        let record_type = RecordType(raw.raw.record_type);
         let (Some(attr_index), Some(parse_info)) = (raw.attr_index, raw.parse_info) else {
             // Not a kernel record type: perf's own (user) records.
             let Some(record_type) = UserRecordType::try_from(record_type) else {
@@ -549,14 +549,14 @@ impl PerfReader {
             let user = Record::User(RawUserRecord {
                 record_type,
                 endian,
-                misc: raw.misc,
-                data: raw.body.into(),
+                misc: raw.raw.misc,
+                data: raw.raw.body.into(),
             });
             return Ok(Some((user, CommonData::default())));
         };
-        let event = RawEventRecord::new(record_type, raw.misc, raw.body.into(), parse_info);
+        let event = raw.raw.event(parse_info);
         let fix = read_fixes.get(attr_index).copied().flatten();
-        let (offset, size) = (raw.offset, raw.body.len() as u64 + 8);
+        let (offset, size) = (raw.offset, raw.raw.body.len() as u64 + 8);
         let reason = match prepare(event, fix, layout.endian, scratch).and_then(|e| parse(&e)) {
             Ok((record, id)) => return Ok(Some((Record::Event { attr_index, record }, id))),
             Err(reason) => reason,

@@ -43,6 +43,7 @@
 //! checks the headers chain exactly over its input); `data_size` is the
 //! number of data bytes accepted so far.
 
+use super::raw::RawRecords;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 
 use super::features::{Features, bit, header_string, len_u32};
@@ -246,28 +247,28 @@ fn invalid(msg: String) -> io::Error {
 /// Checks that record headers chain exactly over `raw`. `base` is the data
 /// offset of `raw[0]`, for the error message.
 pub(crate) fn check_whole_records(raw: &[u8], base: u64) -> io::Result<()> {
-    let mut at = 0usize;
-    while at < raw.len() {
-        let Some(size) = raw.get(at + 6..at + 8) else {
-            return Err(invalid(format!(
-                "perf.data writer: partial record header at data offset {}",
-                base + at as u64
-            )));
-        };
-        let size = usize::from(u16::from_ne_bytes([size[0], size[1]]));
-        if size < 8 || at + size > raw.len() {
-            let kind = raw
-                .get(at..at + 4)
-                .map_or(0, |t| u32::from_ne_bytes([t[0], t[1], t[2], t[3]]));
-            return Err(invalid(format!(
-                "perf.data writer: record type {kind} at data offset {} has size {size} but {} bytes remain",
-                base + at as u64,
-                raw.len() - at
-            )));
+    let mut records = RawRecords::new(raw);
+    loop {
+        match records.next_record() {
+            Ok(Some(_)) => {}
+            Ok(None) => return Ok(()),
+            Err(bad) if bad.left < 8 => {
+                return Err(invalid(format!(
+                    "perf.data writer: partial record header at data offset {}",
+                    base + bad.offset as u64
+                )));
+            }
+            Err(bad) => {
+                return Err(invalid(format!(
+                    "perf.data writer: record type {} at data offset {} has size {} but {} bytes remain",
+                    bad.record_type,
+                    base + bad.offset as u64,
+                    bad.size,
+                    bad.left
+                )));
+            }
         }
-        at += size;
     }
-    Ok(())
 }
 
 /// Gives every attr one common size (see the module doc) and checks them.

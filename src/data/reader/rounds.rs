@@ -3,18 +3,11 @@
 //!
 //! Why not the crate's iterator: it reads each record into a `Vec` of its
 //! own, keeps a queue of them, and moves every record twice; on a 400k-sample
-//! file that was a quarter of `scry report`'s time. Here a round's records
-//! sit in one byte buffer, the sort moves 40-byte keys, and the buffer is
-//! handed out whole with the sorted keys of its ready records; only records
-//! that must wait for the next round are copied, into the next buffer.
-//! Spent buffers come back from the consumer and are filled again, so a
-//! file costs about two rounds of memory however long it is.
-//!
-//! Ordering is perf's and the crate's (`FINISHED_ROUND`): at the end of a
-//! round, the records with a key not above the previous round's largest are
-//! sorted and handed out; the rest wait for the next round. A key is the
-//! record's timestamp, then its file offset, so equal times keep file order.
-//! Records of an unknown event id go to event 0, as the crate does.
+//! file that was a quarter of `scry report`'s time. Here each record is read
+//! into the buffer of the one sorter (`data::order`, perf's FINISHED_ROUND
+//! rule, keyed by time and file offset, so equal times keep file order),
+//! which hands a round's buffer out whole. Records of an unknown event id go
+//! to event 0, as the crate does.
 //!
 //! Framing is checked as it is read (`framing::RecordCursor`, lenient: what
 //! it skips comes back with the end of the records), so this path needs no
@@ -37,6 +30,8 @@ use linux_perf_data::linux_perf_event_reader::{
 use super::EventDesc;
 use super::framing::{RecordCursor, Skipped};
 use super::layout::{Endian, LayoutError, Section};
+use crate::data::order::{Batch, RoundOrder};
+use crate::data::raw::RawRecord;
 
 const PERF_RECORD_FINISHED_ROUND: u32 = 68;
 const PERF_RECORD_COMPRESSED: u32 = 81;
@@ -49,27 +44,14 @@ enum IdLookup {
     Identifier { sample_id_all: bool },
 }
 
-/// A record waiting in a buffer.
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    key: (Option<u64>, u64),
-    pos: usize,
-    len: u32,
-    record_type: u32,
-    misc: u16,
-    attr: Option<u32>,
-}
-
-/// A record handed out: its bytes borrow from the reader.
-pub struct RawRecord<'a> {
+/// A record handed out in time order: its bytes borrow from the reader.
+pub struct FileRecord<'a> {
+    pub raw: RawRecord<'a>,
     pub offset: u64,
-    pub record_type: u32,
-    pub misc: u16,
     /// None for perf's own (user) record types.
     pub attr_index: Option<usize>,
     /// The parse info of the record's event (with `attr_index`).
     pub parse_info: Option<RecordParseInfo>,
-    pub body: &'a [u8],
 }
 
 /// See the module doc.
@@ -79,16 +61,9 @@ pub struct Rounds<R: Read> {
     lookup: IdLookup,
     parse_infos: Vec<RecordParseInfo>,
     attr_by_id: HashMap<u64, usize>,
-    incoming: Vec<Pending>,
-    in_bytes: Vec<u8>,
-    /// The batch to hand out, once a round has ready records.
+    order: RoundOrder,
+    /// A round's batch, once it has ready records.
     outgoing: Option<Batch>,
-    /// Spent batches, to fill again.
-    spent: Vec<Batch>,
-    prev_max: (Option<u64>, u64),
-    cur_max: (Option<u64>, u64),
-    /// Records in `incoming` whose key is not above `prev_max`.
-    ready: usize,
     done: bool,
 }
 
@@ -136,13 +111,8 @@ impl<R: Read> Rounds<R> {
             lookup,
             parse_infos,
             attr_by_id,
-            incoming: Vec::new(),
-            in_bytes: Vec::new(),
+            order: RoundOrder::new(),
             outgoing: None,
-            spent: Vec::new(),
-            prev_max: (None, 0),
-            cur_max: (None, 0),
-            ready: 0,
             done: false,
         })
     }
@@ -155,10 +125,10 @@ impl<R: Read> Rounds<R> {
             }
             self.read_round()?;
             if let Some(batch) = self.outgoing.take() {
-                if !batch.records.is_empty() {
+                if !batch.is_empty() {
                     return Ok(Some(batch));
                 }
-                self.recycle(batch);
+                self.order.recycle(batch);
             }
         }
     }
@@ -166,22 +136,24 @@ impl<R: Read> Rounds<R> {
     /// Reads until a round hands out records, or to the end.
     fn read_round(&mut self) -> Result<(), LayoutError> {
         loop {
-            let pos = self.in_bytes.len();
-            let Some(frame) = self.cursor.next_into(&mut self.in_bytes)? else {
-                self.finish();
+            let buffer = self.order.buffer();
+            let pos = buffer.len();
+            let Some(frame) = self.cursor.next_into(buffer)? else {
+                self.outgoing = self.order.finish();
+                self.done = true;
                 return Ok(());
             };
             match frame.record_type {
                 PERF_RECORD_FINISHED_ROUND => {
-                    self.in_bytes.truncate(pos);
-                    self.finish_round();
+                    self.order.buffer().truncate(pos);
+                    self.outgoing = self.order.finish_round();
                     if self.outgoing.is_some() {
                         return Ok(());
                     }
                     continue;
                 }
                 PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2 => {
-                    self.in_bytes.truncate(pos);
+                    self.order.buffer().truncate(pos);
                     let size = u64::from(frame.size);
                     self.cursor
                         .skipped
@@ -193,7 +165,7 @@ impl<R: Read> Rounds<R> {
                 }
                 _ => {}
             }
-            let body = self.in_bytes.get(pos..).unwrap_or(&[]);
+            let body = self.order.buffered().get(pos..).unwrap_or(&[]);
             let record_type = RecordType(frame.record_type);
             let (attr, time) = if record_type.is_builtin_type() {
                 let attr = self.attr_of(record_type, body);
@@ -217,19 +189,8 @@ impl<R: Read> Rounds<R> {
                 (None, None)
             };
             let key = (time, frame.offset);
-            if key <= self.prev_max {
-                self.ready += 1;
-            } else if key > self.cur_max {
-                self.cur_max = key;
-            }
-            self.incoming.push(Pending {
-                key,
-                pos,
-                len: (self.in_bytes.len() - pos) as u32,
-                record_type: frame.record_type,
-                misc: frame.misc,
-                attr,
-            });
+            self.order
+                .push(key, pos, frame.record_type, frame.misc, attr);
         }
     }
 
@@ -260,60 +221,6 @@ impl<R: Read> Rounds<R> {
         id.and_then(|id| self.attr_by_id.get(&id).copied())
             .unwrap_or(0)
     }
-
-    /// Hands out the first `ready` records in key order; the rest wait.
-    fn finish_round(&mut self) {
-        let n = self.ready.min(self.incoming.len());
-        if n > 0 {
-            self.incoming.sort_by_key(|p| p.key);
-            self.hand_out(n);
-        }
-        self.prev_max = self.cur_max;
-        self.ready = self.incoming.len();
-    }
-
-    /// The end of the data: everything in key order.
-    fn finish(&mut self) {
-        self.incoming.sort_by_key(|p| p.key);
-        self.hand_out(self.incoming.len());
-        self.prev_max = self.cur_max;
-        self.done = true;
-    }
-
-    /// Hands out the buffer with the first `n` records of `incoming`
-    /// (sorted) as `outgoing`, and copies the rest into the next buffer.
-    fn hand_out(&mut self, n: usize) {
-        let mut next = self.spent.pop().unwrap_or_default();
-        next.bytes.clear();
-        next.records.clear();
-        for p in &mut self.incoming[n..] {
-            let bytes = self
-                .in_bytes
-                .get(p.pos..p.pos + p.len as usize)
-                .unwrap_or(&[]);
-            p.pos = next.bytes.len();
-            next.bytes.extend_from_slice(bytes);
-        }
-        next.records.extend(self.incoming.drain(..n));
-        // `next` now holds the waiting records' bytes, and the ready
-        // records' keys: swap the bytes so the batch takes the round's.
-        std::mem::swap(&mut self.in_bytes, &mut next.bytes);
-        self.outgoing = Some(next);
-    }
-
-    /// Takes back a batch the consumer is done with.
-    fn recycle(&mut self, batch: Batch) {
-        if self.spent.len() < 2 {
-            self.spent.push(batch);
-        }
-    }
-}
-
-/// A round's records and their bytes, as the reading thread hands them over.
-#[derive(Debug, Default)]
-struct Batch {
-    bytes: Vec<u8>,
-    records: Vec<Pending>,
 }
 
 enum Message {
@@ -347,7 +254,7 @@ impl RoundsThread {
             .spawn(move || {
                 loop {
                     while let Ok(batch) = spent.try_recv() {
-                        rounds.recycle(batch);
+                        rounds.order.recycle(batch);
                     }
                     let message = match rounds.next_batch() {
                         Ok(Some(batch)) => Message::Batch(batch),
@@ -373,8 +280,8 @@ impl RoundsThread {
     }
 
     /// The next record in time order.
-    pub fn next_record(&mut self) -> Result<Option<RawRecord<'_>>, LayoutError> {
-        while self.next >= self.batch.records.len() {
+    pub fn next_record(&mut self) -> Result<Option<FileRecord<'_>>, LayoutError> {
+        while self.next >= self.batch.len() {
             if self.done {
                 return Ok(None);
             }
@@ -401,24 +308,16 @@ impl RoundsThread {
                 }
             }
         }
-        let Some(p) = self.batch.records.get(self.next).copied() else {
+        let Some(record) = self.batch.get(self.next) else {
             return Ok(None);
         };
         self.next += 1;
-        let body = self
-            .batch
-            .bytes
-            .get(p.pos..p.pos + p.len as usize)
-            .unwrap_or(&[]);
-        Ok(Some(RawRecord {
-            offset: p.key.1,
-            record_type: p.record_type,
-            misc: p.misc,
-            attr_index: p.attr.map(|a| a as usize),
-            parse_info: p
-                .attr
-                .and_then(|a| self.parse_infos.get(a as usize).copied()),
-            body,
+        let attr_index = record.event;
+        Ok(Some(FileRecord {
+            raw: record.raw,
+            offset: record.seq,
+            attr_index,
+            parse_info: attr_index.and_then(|a| self.parse_infos.get(a).copied()),
         }))
     }
 }
