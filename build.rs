@@ -21,6 +21,7 @@ const PROGRAMS: &[&str] = &[
     "statsnoop",
     "offcputime",
     "tcp",
+    "runqlen",
 ];
 
 fn main() {

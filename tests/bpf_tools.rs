@@ -320,11 +320,13 @@ fn sigkill_leaves_no_program_or_link_attached() {
         &["runqslower"][..],
         &["hardirqs", "-d"][..],
         &["offcputime"][..],
+        &["runqlen", "-C"][..],
     ] {
         let pinned = pinned_bpf();
         let mut cmd = common::scry();
         cmd.args(tool);
-        let (mut child, _out) = tracer(cmd, "Tracing");
+        // Each tool's first line: "Tracing ..." (runqlen: "Sampling ...").
+        let (mut child, _out) = tracer(cmd, "ing ");
         let ids = bpf_ids(child.id());
         let progs: Vec<u32> = ids
             .iter()
@@ -669,4 +671,69 @@ fn offcputime_sums_piper_blocked_time_with_libbpf_tools_stacks() {
     // libbpf-tools' kernel frames: all it printed, its user frames missing.
     assert_eq!(ours_frames[..user_at], theirs_frames[..], "{report}");
     assert!(ours_us.abs_diff(theirs_us) * 10 <= theirs_us, "{report}");
+}
+
+/// The rows of runqlen's `-C` output: per CPU, (run-queue length, samples).
+fn runqlen_rows(text: &str) -> std::collections::BTreeMap<u32, Vec<(u64, u64)>> {
+    let mut rows: std::collections::BTreeMap<u32, Vec<(u64, u64)>> = Default::default();
+    let mut cpu = None;
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("cpu = ") {
+            cpu = n.trim().parse().ok();
+            continue;
+        }
+        let mut fields = line.split(':');
+        let (Some(len), Some(count), Some(cpu)) = (fields.next(), fields.next(), cpu) else {
+            continue;
+        };
+        let count = count.split_whitespace().next().and_then(|c| c.parse().ok());
+        if let (Ok(len), Some(count)) = (len.trim().parse(), count) {
+            rows.entry(cpu).or_default().push((len, count));
+        }
+    }
+    rows
+}
+
+/// Four threads that only compute, pinned to CPU 0 for 1 s of CPU each
+/// (4 s or more of wall time, whatever the load): while they run, CPU 0's
+/// run queue holds at least those four, so every sample runqlen takes
+/// there in a 1-second interval inside that time says 3 or more waiting
+/// (other load only adds), and `-O` says 100% for CPU 0. libbpf-tools'
+/// runqlen does not load on this kernel (its cfs_rq.nr_running is
+/// nr_queued since 6.14), so the workload is the oracle.
+#[test]
+fn runqlen_sees_the_threads_pinned_to_a_cpu() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let threads = common::workload("threads");
+    let threads = threads.to_str().expect("utf-8 path");
+    let mut workload = Command::new("taskset")
+        .args(["-c", "0", threads, "4", "1s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("taskset runs");
+    std::thread::sleep(Duration::from_millis(300));
+    let hists = common::run_ok(common::scry().args(["runqlen", "-C", "1", "1"]));
+    let occupancy = common::run_ok(common::scry().args(["runqlen", "-C", "-O", "1", "1"]));
+    let still_running = workload.try_wait().expect("wait").is_none();
+    assert!(workload.wait().expect("workload ends").success());
+    assert!(still_running, "the threads ended before runqlen did");
+    let rows = runqlen_rows(&hists);
+    eprintln!("runqlen: CPU 0 {:?}\n{occupancy}", rows.get(&0));
+    let cpu0 = rows
+        .get(&0)
+        .unwrap_or_else(|| panic!("no cpu = 0:\n{hists}"));
+    let samples: u64 = cpu0.iter().map(|&(_, n)| n).sum();
+    assert!(samples >= 50, "{samples} samples in 1 s at 99 Hz:\n{hists}");
+    assert!(cpu0.iter().all(|&(len, _)| len >= 3), "{hists}");
+    assert!(
+        hists.starts_with("Sampling run queue length... Hit Ctrl-C to end.\n\ncpu = 0\n     runqlen       : count     distribution\n"),
+        "{hists}"
+    );
+    assert!(
+        occupancy.contains("runqocc, CPU 0   100.00%\n"),
+        "{occupancy}"
+    );
 }

@@ -85,6 +85,13 @@ impl Histogram {
         self.buckets.iter().sum()
     }
 
+    /// The share (0 to 1) of the counts past the first bucket: runqlen's
+    /// occupancy (samples that found a task waiting); 0 when empty.
+    pub fn share_past_first(&self) -> f64 {
+        let past: u64 = self.buckets.iter().skip(1).sum();
+        past as f64 / self.total().max(1) as f64
+    }
+
     /// The values of bucket `slot`: (low, high), inclusive.
     pub fn range(&self, slot: usize) -> (u64, u64) {
         match self.scale {
@@ -137,6 +144,7 @@ mod tests {
         }
         assert_eq!(h.buckets, vec![3, 1]);
         assert_eq!(h.range(1), (15, 19));
+        assert_eq!(h.share_past_first(), 0.25);
         let mut sum = h.clone();
         sum.merge(&h);
         assert_eq!(sum.buckets, vec![6, 2]);

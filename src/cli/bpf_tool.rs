@@ -52,6 +52,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "run-queue latency (wakeup or preemption to running) as a histogram",
     ),
     (
+        "runqlen",
+        "each CPU's run-queue length, sampled at 99 Hz (-C per CPU, -O occupancy)",
+    ),
+    (
         "runqslower",
         "each run-queue wait over a threshold, streamed",
     ),

@@ -27,6 +27,7 @@ mod record;
 mod report;
 mod run;
 mod runqlat;
+mod runqlen;
 mod runqslower;
 mod sched;
 mod script;
@@ -97,6 +98,8 @@ enum Command {
     Runqslower(runqslower::RunqslowerArgs),
     /// Off-CPU time by stack (kernel and user), summed in the kernel (bcc offcputime)
     Offcputime(offcputime::OffcputimeArgs),
+    /// Each CPU's run-queue length, sampled in the kernel (bcc runqlen)
+    Runqlen(runqlen::RunqlenArgs),
     /// Time in each hard interrupt handler, summed in the kernel (bcc hardirqs)
     Hardirqs(irqs::IrqsArgs),
     /// Time in each softirq vector, summed in the kernel (bcc softirqs)
@@ -207,6 +210,7 @@ pub fn main() -> ExitCode {
         Command::Runqlat(args) => runqlat::run(args),
         Command::Runqslower(args) => runqslower::run(args),
         Command::Offcputime(args) => offcputime::run(args),
+        Command::Runqlen(args) => runqlen::run(args),
         Command::Hardirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Hard, args),
         Command::Softirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Soft, args),
         Command::Execsnoop(args) => execsnoop::run(args),

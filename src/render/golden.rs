@@ -3,7 +3,8 @@
 //!
 //! The files live in `tests/golden/`; `SCRY_BLESS=1 cargo test --lib
 //! render::golden` rewrites them. On a mismatch the actual output is written
-//! next to the golden file as `NAME.actual` and the test fails.
+//! next to the golden file as `NAME.actual` and the test fails. Also
+//! `text`, what a writer wrote as a string, for the renderers' own tests.
 
 use std::path::PathBuf;
 
@@ -17,6 +18,13 @@ use super::flamegraph::{FlameOptions, write_svg};
 use super::folded::{FoldedOptions, folded_lines};
 use super::report::{ReportMeta, ReportOptions, write_stdio};
 use super::report_json::write_json;
+
+/// What `write` wrote, as a string (the renderers' unit tests).
+pub fn text(write: impl Fn(&mut Vec<u8>) -> std::io::Result<()>) -> String {
+    let mut out = Vec::new();
+    write(&mut out).expect("writing to a Vec");
+    String::from_utf8(out).expect("UTF-8 output")
+}
 
 pub fn check_golden(name: &str, actual: &str) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");

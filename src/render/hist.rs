@@ -115,12 +115,7 @@ pub fn write_keyed_json(w: &mut impl Write, hists: &[KeyedHistogram]) -> io::Res
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn text(f: impl Fn(&mut Vec<u8>) -> io::Result<()>) -> String {
-        let mut out = Vec::new();
-        f(&mut out).unwrap();
-        String::from_utf8(out).unwrap()
-    }
+    use crate::render::golden::text;
 
     /// The rows libbpf-tools' `cpudist 1 1` printed for these counts.
     #[test]

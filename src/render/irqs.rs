@@ -70,6 +70,7 @@ pub fn write_irq_json(w: &mut impl Write, unit: &str, rows: &[IrqRow]) -> io::Re
 mod tests {
     use super::*;
     use crate::analysis::hist::{Histogram, Scale};
+    use crate::render::golden::text;
 
     fn row(name: &str, total: u64, slots: &[u64]) -> IrqRow {
         IrqRow {
@@ -77,12 +78,6 @@ mod tests {
             total,
             hist: Histogram::from_slots(Scale::Log2, "usecs", slots),
         }
-    }
-
-    fn text(f: impl Fn(&mut Vec<u8>) -> io::Result<()>) -> String {
-        let mut out = Vec::new();
-        f(&mut out).unwrap();
-        String::from_utf8(out).unwrap()
     }
 
     /// The lines libbpf-tools' `hardirqs 1 1`, `hardirqs -C 1 1` and

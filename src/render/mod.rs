@@ -22,6 +22,7 @@ pub mod profile;
 pub mod report;
 pub mod report_columns;
 pub mod report_json;
+pub mod runqlen;
 pub mod sched;
 pub mod script;
 pub mod sigsnoop;

@@ -66,6 +66,7 @@ pub fn write_offcpu_folded(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::golden::text;
 
     fn entry() -> OffcpuEntry {
         OffcpuEntry {
@@ -76,12 +77,6 @@ mod tests {
             kernel: StackPart::Frames(vec!["schedule".into(), "pipe_read".into()]),
             user: StackPart::Frames(vec!["read".into(), "wait_for_reply".into(), "main".into()]),
         }
-    }
-
-    fn text(f: impl Fn(&mut Vec<u8>) -> io::Result<()>) -> String {
-        let mut out = Vec::new();
-        f(&mut out).unwrap();
-        String::from_utf8(out).unwrap()
     }
 
     #[test]

@@ -277,6 +277,33 @@ impl<S: Skel<'static>> Loaded<S> {
         Ok(refused)
     }
 
+    /// Attaches program `prog` to each of `events` (perf events: a
+    /// software clock per CPU); each link owns its event and closes it.
+    pub fn attach_perf_events(
+        &mut self,
+        prog: &str,
+        events: Vec<super::perf_event::PerfEventFd>,
+    ) -> io::Result<()> {
+        let found = self
+            .skel
+            .object()
+            .progs_mut()
+            .find(|p| p.name().to_str() == Some(prog));
+        let Some(found) = found else {
+            return Err(io::Error::other(format!(
+                "the BPF object has no program {prog}"
+            )));
+        };
+        for event in events {
+            let link = found
+                .attach_perf_event(event.raw_fd())
+                .map_err(|e| io_error(&format!("attaching {prog} to a perf event"), e))?;
+            let _owned_by_link = event.into_raw_fd();
+            self.links.push(link);
+        }
+        Ok(())
+    }
+
     /// Detaches every program: maps stop moving.
     pub fn detach(&mut self) {
         self.links.clear();

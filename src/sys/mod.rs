@@ -15,6 +15,7 @@ pub mod bpf_opensnoop;
 pub mod bpf_profile;
 pub mod bpf_raw;
 pub mod bpf_runqlat;
+pub mod bpf_runqlen;
 pub mod bpf_runqslower;
 pub mod bpf_sigsnoop;
 pub mod bpf_statsnoop;

@@ -17,6 +17,8 @@ pub const ATTR_SIZE: u32 = b::PERF_ATTR_SIZE_VER7;
 
 pub const PERF_TYPE_HARDWARE: u32 = b::PERF_TYPE_HARDWARE;
 pub const PERF_TYPE_SOFTWARE: u32 = b::PERF_TYPE_SOFTWARE;
+/// The software clock of each CPU (perf's `cpu-clock`).
+pub const PERF_COUNT_SW_CPU_CLOCK: u64 = b::PERF_COUNT_SW_CPU_CLOCK as u64;
 /// The software event a BPF program writes samples into (bpf_perf_event_output).
 pub const PERF_COUNT_SW_BPF_OUTPUT: u64 = b::PERF_COUNT_SW_BPF_OUTPUT as u64;
 pub const PERF_TYPE_TRACEPOINT: u32 = b::PERF_TYPE_TRACEPOINT;
@@ -209,6 +211,12 @@ impl PerfEventFd {
 
     pub fn raw_fd(&self) -> RawFd {
         self.0.as_raw_fd()
+    }
+
+    /// Gives the descriptor up to a new owner (a BPF link, which closes
+    /// it when it goes).
+    pub fn into_raw_fd(self) -> RawFd {
+        std::os::fd::IntoRawFd::into_raw_fd(self.0)
     }
 }
 
