@@ -321,3 +321,112 @@ fn unknown_probe_and_field_name_the_place() {
         assert!(err.contains(needle), "{prog}: wanted {needle:?} in\n{err}");
     }
 }
+
+#[test]
+fn uprobe_and_uretprobe_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    if !common::gate(if libc.exists() {
+        Ok(())
+    } else {
+        Err(format!("no {}", libc.display()))
+    }) {
+        return;
+    }
+    let dir = common::tempdir();
+    let name = format!("lmal{}", std::process::id() % 100000);
+    let mallocs = unique_copy(dir.path(), &common::workload("mallocs"), &name);
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         uprobe:{lib}:malloc /comm == \"{name}\"/ {{ @[probe] = count(); @size = hist(arg0); }}
+         uretprobe:{lib}:malloc /comm == \"{name}\"/ {{ @ret = count(); @nonzero = sum(retval != 0); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}",
+        lib = libc.display()
+    );
+    let ours = run_with(scry_run(&prog), || {
+        run_status(Command::new(&mallocs).arg("2000"))
+    });
+    let theirs = run_with(bpftrace(&prog), || {
+        run_status(Command::new(&mallocs).arg("2000"))
+    });
+    let maps = |t: &str| {
+        t.split_once("\n\n\n")
+            .map(|(_, m)| m.to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        maps(&ours),
+        maps(&theirs),
+        "scry:\n{ours}\nbpftrace:\n{theirs}"
+    );
+    assert!(
+        ours.contains(&format!("@[uprobe:{}:malloc]: ", libc.display())),
+        "{ours}"
+    );
+}
+
+#[test]
+fn exec_filenames_from_a_data_loc_field_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let dir = common::tempdir();
+    let name = format!("lexe{}", std::process::id() % 100000);
+    let quick = unique_copy(dir.path(), &common::workload("quick"), &name);
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         tracepoint:sched:sched_process_exec /comm == \"{name}\"/ {{ printf(\"%s %s\\n\", comm, str(args->filename)); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}"
+    );
+    let ours = run_with(scry_run(&prog), || run_status(&mut Command::new(&quick)));
+    let theirs = run_with(bpftrace(&prog), || run_status(&mut Command::new(&quick)));
+    let line = format!("{name} {}", quick.display());
+    assert_eq!(
+        lines_with(&ours, &name),
+        std::slice::from_ref(&line),
+        "{ours}"
+    );
+    assert_eq!(lines_with(&theirs, &name), [line], "{theirs}");
+}
+
+#[test]
+fn profile_kstack_counts() {
+    if !common::require_tracefs() {
+        return;
+    }
+    let out = common::run_ok(&mut scry_run(
+        "profile:hz:199 { @[kstack(2)] = count(); @n = count(); } interval:ms:300 { exit(); }",
+    ));
+    // Stacks as bpftrace prints them: one frame a line, four spaces in.
+    assert!(out.contains("\n@[\n    "), "{out}");
+    let n: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("@n: "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!(n > 0, "{out}");
+}
+
+#[test]
+fn program_from_a_file_and_bad_file() {
+    let dir = common::tempdir();
+    let file = dir.path().join("hello.bt");
+    std::fs::write(&file, "BEGIN {\n  printf(\"hello\\n\");\n  exit();\n}\n").expect("write");
+    if common::require_tracefs() {
+        let out = common::run_ok(common::scry().args(["run"]).arg(&file));
+        assert_eq!(out, "Attaching 1 probe...\nhello\n\n\n");
+    }
+    std::fs::write(&file, "BEGIN {\n  printf(\"hello\\n\")\n  exit();\n}\n").expect("write");
+    let out = common::output(common::scry().args(["run"]).arg(&file));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:3:3-7: ERROR: syntax error, unexpected exit",
+            file.display()
+        )),
+        "{err}"
+    );
+}

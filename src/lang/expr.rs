@@ -11,6 +11,7 @@ use super::ast::{BinOp, Expr, ExprKind, UnOp};
 use super::codegen::{Gen, Loc, ProgKind, Val, aggregation, alu_of, literal_size};
 use super::error::LangError;
 use super::insn::*;
+use super::stacks::MAX_DEPTH;
 use super::types::{MapKind, Ty, str_size};
 use crate::event::format::FieldKind;
 
@@ -194,7 +195,7 @@ impl Gen<'_> {
                 }
                 self.asm.emit(load(Size::DW, R0, R6, PT_REGS_RAX));
             }
-            "kstack" | "ustack" => return self.stack_builtin(e, name == "ustack"),
+            "kstack" | "ustack" => return self.stack_builtin(e, name == "ustack", MAX_DEPTH),
             "args" => {
                 return Err(LangError::new(
                     e.span,
@@ -226,7 +227,7 @@ impl Gen<'_> {
         Ok(Val::int())
     }
 
-    fn stack_builtin(&mut self, e: &Expr, user: bool) -> Result<Val, LangError> {
+    fn stack_builtin(&mut self, e: &Expr, user: bool, depth: usize) -> Result<Val, LangError> {
         if self.env.kind == ProgKind::RawTracepoint {
             return Err(LangError::new(
                 e.span,
@@ -244,6 +245,11 @@ impl Gen<'_> {
         self.asm
             .emit(mov_imm(R3, if user { BPF_F_USER_STACK } else { 0 }));
         self.asm.emit(call(helper::GET_STACKID));
+        // The id in the low half, the depth to print in the high one.
+        self.asm.emit(alu_imm(Alu::Lsh, R0, 32));
+        self.asm.emit(alu_imm(Alu::Rsh, R0, 32));
+        self.asm.emit_all(&ld_imm64(R1, 0, (depth as u64) << 32));
+        self.asm.emit(alu_reg(Alu::Or, R0, R1));
         if !user {
             return Ok(Val {
                 ty: Ty::Kstack,
@@ -349,6 +355,23 @@ impl Gen<'_> {
 
     fn call_expr(&mut self, e: &Expr, name: &str, args: &[Expr]) -> Result<Val, LangError> {
         match name {
+            "kstack" | "ustack" => {
+                let depth = match args {
+                    [
+                        Expr {
+                            kind: ExprKind::Int(n),
+                            ..
+                        },
+                    ] if (1..=MAX_DEPTH as i64).contains(n) => *n as usize,
+                    _ => {
+                        return Err(LangError::new(
+                            e.span,
+                            format!("{name}() takes a literal depth (1-{MAX_DEPTH})"),
+                        ));
+                    }
+                };
+                self.stack_builtin(e, name == "ustack", depth)
+            }
             "str" => {
                 let (ptr, len) = match args {
                     [p] => (p, STRLEN),
@@ -367,6 +390,10 @@ impl Gen<'_> {
                     }
                 };
                 let v = self.expr(ptr)?;
+                if matches!(v.ty, Ty::Str(_)) {
+                    // A string already (a __data_loc field): as it is.
+                    return Ok(v);
+                }
                 self.want_int(v, ptr)?;
                 let size = str_size(len);
                 let buf = self.alloc(size)?;

@@ -26,4 +26,5 @@ pub mod parser;
 pub mod printf;
 pub mod probe;
 pub mod run;
+pub mod stacks;
 pub mod types;

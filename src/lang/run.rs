@@ -21,6 +21,7 @@ use super::error::{LangError, Span};
 use super::output::{Entry, Resolve, c_str, print_map};
 use super::printf::{Arg, format};
 use super::probe::{ProbeSpec, parse_probe};
+use super::stacks::{MAX_DEPTH, StackNames};
 use super::types::Ty;
 use crate::event::format::{EventFormat, load_format};
 use crate::sys::bpf_raw::{self, EventRing, Map, ProgType};
@@ -192,13 +193,14 @@ pub fn verifier_error(log: &str, compiled: &Compiled, probe: &str, err: &io::Err
 }
 
 /// What the run holds while it runs.
-struct Runtime {
+struct Runtime<'a> {
     reg: Registry,
     maps: Vec<Map>,
     per_cpu: Vec<bool>,
+    stacks: StackNames<'a>,
 }
 
-impl Resolve for Runtime {
+impl Resolve for Runtime<'_> {
     fn text(&self, ty: Ty, bytes: &[u8]) -> String {
         let word = bytes
             .get(..8)
@@ -211,12 +213,20 @@ impl Resolve for Runtime {
                 .get(word as usize)
                 .cloned()
                 .unwrap_or_default(),
-            _ => format!("stack {}", word as i64),
+            Ty::Kstack => self.stacks.kernel(word),
+            Ty::Ustack => {
+                let pid = bytes
+                    .get(8..12)
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u32::from_le_bytes);
+                self.stacks.user(word, pid)
+            }
+            _ => String::new(),
         }
     }
 }
 
-impl Runtime {
+impl Runtime<'_> {
     fn entries(&self, map: usize) -> Vec<Entry> {
         let m = &self.maps[map];
         m.keys()
@@ -332,7 +342,7 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
             bpf_raw::MapKind::StackTrace,
             "stacks",
             4,
-            127 * 8,
+            MAX_DEPTH as u32 * 8,
             MAP_ENTRIES,
         )?)
     } else {
@@ -370,7 +380,12 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
         })?;
         progs.push(fd);
     }
-    let runtime = Runtime { reg, maps, per_cpu };
+    let runtime = Runtime {
+        reg,
+        maps,
+        per_cpu,
+        stacks: StackNames::new(stacks.as_ref()),
+    };
     let n = probes.len();
     writeln!(
         out,
@@ -504,11 +519,30 @@ fn attach(c: &Concrete, prog: &OwnedFd, attached: &mut Vec<Attached>) -> io::Res
             attr.__bindgen_anon_1.sample_period = *period;
             online()?
         }
-        ProbeSpec::Uprobe { .. } => {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "uprobes are not supported by scry run yet",
-            ));
+        ProbeSpec::Uprobe {
+            binary,
+            function,
+            ret,
+        } => {
+            use crate::symbol::probe_target;
+            let not_found = |e: probe_target::ProbeTargetError| {
+                io::Error::new(io::ErrorKind::NotFound, e.to_string())
+            };
+            let path = probe_target::find_binary(binary).map_err(not_found)?;
+            let data = std::fs::read(&path)?;
+            let site = probe_target::find_function(&data, &path.to_string_lossy(), function)
+                .map_err(not_found)?;
+            let pmu = crate::sys::uprobe::UprobePmu::detect()?;
+            attr.type_ = pmu.type_;
+            attr.config = pmu.config(*ret);
+            attr.__bindgen_anon_4.config2 = site.file_offset;
+            attr.__bindgen_anon_1.sample_period = 1;
+            // One event for every process (the program runs for each hit,
+            // on whichever CPU).
+            let fd = crate::sys::uprobe::open_at(&attr, &path, |a| PerfEventFd::open(a, -1, 0))?;
+            bpf_raw::attach_perf_event(&fd, prog)?;
+            attached.push(Ok(fd));
+            return Ok(());
         }
     };
     for cpu in cpus {
@@ -529,6 +563,30 @@ fn online() -> io::Result<Vec<i32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verifier_refusal_points_at_the_instruction_it_names() {
+        use crate::lang::insn::{R0, exit, mov_imm};
+        let compiled = Compiled {
+            insns: vec![mov_imm(R0, 0), mov_imm(R0, 0), exit()],
+            spans: vec![Span::new(0, 1), Span::new(10, 14), Span::new(20, 21)],
+        };
+        let log =
+            "0: (b7) r0 = 0\n1: (b7) r0 = 0\ninvalid mem access 'scalar'\nprocessed 2 insns\n";
+        let err = verifier_error(log, &compiled, "BEGIN", &io::Error::from_raw_os_error(13));
+        assert_eq!(err.span, Span::new(10, 14));
+        assert!(
+            err.message
+                .contains("the BPF verifier refused the program of BEGIN"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message.ends_with("invalid mem access 'scalar'"),
+            "{}",
+            err.message
+        );
+    }
 
     #[test]
     fn globs() {

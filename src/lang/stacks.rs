@@ -1,0 +1,101 @@
+//! `kstack` and `ustack` as bpftrace prints them: the stack map's frames
+//! one per line, indented four spaces, `name+offset` (kernel frames through
+//! `/proc/kallsyms`, user frames through the process's maps while it still
+//! runs, an address in hex otherwise), between the brackets of the key.
+//!
+//! A stack value is the stack id in its low 32 bits and the depth asked
+//! for (`kstack(5)`) in the high ones; a user stack adds the process id.
+
+use std::cell::OnceCell;
+
+use blazesym::symbolize::source::{Process, Source};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+
+use crate::symbol::Kallsyms;
+use crate::sys::bpf_raw::Map;
+
+/// Frames a stack map holds per stack (bpftrace's default depth).
+pub const MAX_DEPTH: usize = 127;
+
+/// Reads and names stacks.
+pub struct StackNames<'a> {
+    pub map: Option<&'a Map>,
+    kallsyms: OnceCell<Option<Kallsyms>>,
+}
+
+impl<'a> StackNames<'a> {
+    pub fn new(map: Option<&'a Map>) -> Self {
+        StackNames {
+            map,
+            kallsyms: OnceCell::new(),
+        }
+    }
+
+    /// The frames of `value` (id | depth << 32): empty for a failed id.
+    fn frames(&self, value: u64) -> Vec<u64> {
+        let id = value as u32;
+        let depth = ((value >> 32) as usize).clamp(1, MAX_DEPTH);
+        let Some(map) = self.map else {
+            return Vec::new();
+        };
+        if id >= 0x8000_0000 {
+            return Vec::new();
+        }
+        let Ok(Some(values)) = map.lookup(&id.to_le_bytes(), false) else {
+            return Vec::new();
+        };
+        let bytes = values.into_iter().next().unwrap_or_default();
+        bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .take_while(|&a| a != 0)
+            .take(depth)
+            .collect()
+    }
+
+    fn lines(names: Vec<String>) -> String {
+        let mut out = String::from("\n");
+        for n in names {
+            out.push_str("    ");
+            out.push_str(&n);
+            out.push('\n');
+        }
+        out
+    }
+
+    pub fn kernel(&self, value: u64) -> String {
+        let syms = self
+            .kallsyms
+            .get_or_init(|| Kallsyms::from_proc().ok())
+            .as_ref();
+        let names = self
+            .frames(value)
+            .into_iter()
+            .map(|addr| match syms.and_then(|s| s.find(addr)) {
+                Some(sym) => format!("{}+{}", sym.name, addr - sym.start),
+                None => format!("0x{addr:x}"),
+            })
+            .collect();
+        Self::lines(names)
+    }
+
+    pub fn user(&self, value: u64, pid: u32) -> String {
+        let addrs = self.frames(value);
+        let symbolizer = Symbolizer::new();
+        let src = Source::Process(Process::new(pid.into()));
+        let named = symbolizer
+            .symbolize(&src, Input::AbsAddr(&addrs))
+            .unwrap_or_default();
+        let names = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, addr)| match named.get(i) {
+                Some(Symbolized::Sym(sym)) => {
+                    format!("{}+{}", sym.name, addr.saturating_sub(sym.addr))
+                }
+                _ => format!("0x{addr:x}"),
+            })
+            .collect();
+        Self::lines(names)
+    }
+}
