@@ -1,10 +1,8 @@
-//! The `scry` binary: parses the command line and runs one subcommand.
+//! The `scry` binary: the command line is the library's (`scry::cli`).
 //! Errors print once as `scry: {chain}`; only `main` exits.
-
-mod cli;
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    cli::main()
+    scry::cli::main()
 }

@@ -19,6 +19,7 @@ macro_rules! bpf_skeleton {
         #[allow(
             clippy::all,
             clippy::pedantic,
+            clippy::undocumented_unsafe_blocks,
             unsafe_op_in_unsafe_fn,
             unreachable_pub,
             unused_qualifications
