@@ -22,6 +22,7 @@ const PROGRAMS: &[&str] = &[
     "offcputime",
     "tcp",
     "runqlen",
+    "threadsnoop",
 ];
 
 fn main() {
@@ -36,6 +37,15 @@ fn main() {
         args.push("-idirafter".into());
         args.push(multiarch.display().to_string());
     }
+    // bpf_tracing.h's PT_REGS_PARM* (the uprobes' arguments) need the
+    // target's register names.
+    let bpf_arch = match arch.as_str() {
+        "x86_64" => "x86",
+        "aarch64" => "arm64",
+        "riscv64" => "riscv",
+        other => other,
+    };
+    args.push(format!("-D__TARGET_ARCH_{bpf_arch}"));
     // The whole directory (cargo scans it): any program or shared header.
     println!("cargo:rerun-if-changed=src/bpf");
     for name in PROGRAMS {

@@ -14,7 +14,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use common::tracer::{
     Tracer, assert_each_bad_input, peer, require_root_and, scry_tool, sigkill_frees_everything,
@@ -216,10 +216,11 @@ fn bad_input_is_one_line_and_exit_2() {
     if !require_root_and("execsnoop") {
         return;
     }
-    let cases: [(&[&str], Option<&str>, &str); 7] = [
+    let cases: [(&[&str], Option<&str>, &str); 8] = [
         (&["opensnoop", "-p", "4194304"], None, "no such process"),
         (&["killsnoop", "-p", "4194304"], None, "no such process"),
         (&["statsnoop", "-p", "4194304"], None, "no such process"),
+        (&["threadsnoop", "-p", "4194304"], None, "no such process"),
         (
             &["sigsnoop", "-s", "9,SIGNOPE"],
             None,
@@ -270,6 +271,7 @@ fn sigkill_leaves_no_program_or_link() {
         (&["killsnoop"][..], 6),
         (&["sigsnoop"][..], 1),
         (&["statsnoop"][..], 10),
+        (&["threadsnoop"][..], 2),
     ];
     for (args, links) in tools {
         sigkill_frees_everything(args, links);
@@ -602,5 +604,100 @@ fn statsnoop_lists_n_stat_calls_of_which_k_fail_as_bpftrace() {
     assert_eq!(
         stats_under(&peer_lines, &root, bt_of_line, |s| &s.3),
         seen_by_bpftrace
+    );
+}
+
+/// A threadsnoop line's (pid, comm, func), the time left out.
+fn thread_of_line(line: &str) -> Option<(u32, String, String)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let [_ms, pid, comm, func] = f[..] else {
+        return None;
+    };
+    Some((pid.parse().ok()?, comm.to_string(), func.to_string()))
+}
+
+#[test]
+fn threadsnoop_lists_n_thread_creations_with_their_start_function() {
+    if !require_root_and("bpftrace") {
+        return;
+    }
+    let n = 20;
+    let scry = Tracer::start(scry_tool(&["threadsnoop"]), 2);
+    let json = Tracer::start(scry_tool(&["threadsnoop", "--json"]), 2);
+    // Without the uprobe: every creation still, no start function.
+    let mut tracepoint_only = scry_tool(&["threadsnoop"]);
+    tracepoint_only.env("SCRY_BPF_HOOKS", "tp");
+    let bare = Tracer::start(tracepoint_only, 1);
+    let mut bpftrace = Command::new("bpftrace");
+    bpftrace.args([
+        "-B",
+        "line",
+        "-e",
+        "BEGIN { printf(\"Tracing\\n\"); } \
+         uprobe:libc:pthread_create /comm == \"spawns\"/ \
+         { printf(\"0 %d %s %s\\n\", pid, comm, usym(arg2)); }",
+    ]);
+    // Only the workload's: naming every other process's start functions
+    // (a linker's hundreds of threads) can hold bpftrace up until its
+    // buffer drops events.
+    let oracle = Tracer::start(bpftrace, 0);
+    oracle.wait_until(|lines| lines.iter().any(|l| l.starts_with("Tracing")));
+    let mut workload = Command::new(common::workload("spawns"))
+        .arg(n.to_string())
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("spawns runs");
+    let pid = workload.id();
+    let ours = move |lines: &[String]| -> Vec<(u32, String, String)> {
+        lines
+            .iter()
+            .filter_map(|l| thread_of_line(l))
+            .filter(|t| t.0 == pid)
+            .collect()
+    };
+    let jsons = move |lines: &[String]| -> Vec<serde_json::Value> {
+        lines
+            .iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["pid"].as_u64() == Some(u64::from(pid)))
+            .collect()
+    };
+    // The process stays until its stdin closes: its start function can be
+    // named while the tracers print.
+    scry.wait_until(|l| ours(l).len() >= n);
+    bare.wait_until(|l| ours(l).len() >= n);
+    oracle.wait_until(|l| ours(l).len() >= n);
+    json.wait_until(|l| jsons(l).len() >= n);
+    drop(workload.stdin.take());
+    assert!(workload.wait().expect("spawns ends").success());
+    let (scry_lines, _) = scry.stop();
+    let (bare_lines, bare_err) = bare.stop();
+    let (peer_lines, _) = oracle.stop();
+    let (json_lines, _) = json.stop();
+    let started = |func: &str| vec![(pid, "spawns".to_string(), func.to_string()); n];
+    assert_eq!(
+        scry_lines.first().map(String::as_str),
+        Some("TIME(ms)   PID     COMM             FUNC")
+    );
+    assert_eq!(ours(&scry_lines), started("spawned_start"));
+    assert_eq!(ours(&peer_lines), started("spawned_start"));
+    assert_eq!(ours(&bare_lines), started("[unknown]"));
+    assert_eq!(bare_err.lines().count(), 1, "{bare_err}");
+    assert!(
+        bare_err.contains("no uprobe on libc's pthread_create"),
+        "{bare_err}"
+    );
+    let threads = jsons(&json_lines);
+    let mut new_tids: Vec<u64> = threads
+        .iter()
+        .filter_map(|v| v["new_tid"].as_u64())
+        .collect();
+    new_tids.sort();
+    new_tids.dedup();
+    assert_eq!(new_tids.len(), n, "{threads:?}");
+    assert!(!new_tids.contains(&u64::from(pid)));
+    assert!(
+        threads.iter().all(|v| v["func"] == "spawned_start"),
+        "{threads:?}"
     );
 }

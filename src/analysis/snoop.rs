@@ -1,5 +1,5 @@
 //! The streaming tools' events (execsnoop, exitsnoop, opensnoop, killsnoop,
-//! sigsnoop, statsnoop) as the kernel side
+//! sigsnoop, statsnoop, threadsnoop) as the kernel side
 //! decodes them, and the filters libbpf-tools applies in user space
 //! (`-n NAME`, `-l LINE`, `--ppid`): kept here so the renderers and the
 //! command lines name one set of types.
@@ -9,6 +9,7 @@ pub use crate::sys::bpf_exitsnoop::ExitEvent;
 pub use crate::sys::bpf_opensnoop::OpenEvent;
 pub use crate::sys::bpf_sigsnoop::{SigEvent, SigSource};
 pub use crate::sys::bpf_statsnoop::StatEvent;
+pub use crate::sys::bpf_threadsnoop::ThreadEvent;
 
 /// execsnoop's user-space filters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -91,6 +91,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "tcpstates",
         "each TCP state change with the time in the state left, streamed",
     ),
+    (
+        "threadsnoop",
+        "each thread created, with its start function, streamed",
+    ),
 ];
 
 /// `-v` and `--json`, as the tools that print tables take them.

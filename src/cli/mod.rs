@@ -42,6 +42,7 @@ mod tcpaccept;
 mod tcpconnect;
 mod tcplife;
 mod tcpstates;
+mod threadsnoop;
 mod top;
 mod trace;
 
@@ -126,6 +127,8 @@ enum Command {
     Tcpaccept(tcpaccept::TcpacceptArgs),
     /// Each TCP state change, with the time spent in the state left (bcc tcpstates)
     Tcpstates(tcpstates::TcpstatesArgs),
+    /// Each thread created, with its start function, streamed (bcc threadsnoop)
+    Threadsnoop(threadsnoop::ThreadsnoopArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -224,6 +227,7 @@ pub fn main() -> ExitCode {
         Command::Tcpconnect(args) => tcpconnect::run(args),
         Command::Tcpaccept(args) => tcpaccept::run(args),
         Command::Tcpstates(args) => tcpstates::run(args),
+        Command::Threadsnoop(args) => threadsnoop::run(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

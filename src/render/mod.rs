@@ -30,6 +30,7 @@ pub mod snoop;
 pub mod stat;
 pub mod statsnoop;
 pub mod syscount;
+pub mod threadsnoop;
 pub mod top;
 pub mod trace;
 pub mod trace_args;

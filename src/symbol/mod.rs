@@ -11,6 +11,8 @@
 //!   resolver, each process's maps read from /proc when first seen.
 //! - `code`: a function's bytes and DWARF lines (ELF files, /proc/kcore),
 //!   for annotate.
+//! - `live_names`: names of addresses in running processes, looked up
+//!   when asked (threadsnoop's start functions).
 //! - `resolver`: the two-phase driver (collect locations, then name each
 //!   distinct one once, in sorted batches per binary).
 //!
@@ -28,6 +30,7 @@
 mod binary;
 pub mod code;
 mod kallsyms;
+pub mod live_names;
 mod names;
 mod perf_map;
 pub mod probe_spec;

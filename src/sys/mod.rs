@@ -21,6 +21,7 @@ pub mod bpf_sigsnoop;
 pub mod bpf_statsnoop;
 pub mod bpf_syscount;
 pub mod bpf_tcp;
+pub mod bpf_threadsnoop;
 pub mod bpf_trace;
 pub mod localtime;
 pub mod mapped;

@@ -1,0 +1,67 @@
+//! `scry threadsnoop`'s kernel side: loads `src/bpf/threadsnoop.bpf.c`
+//! through the engine (its pthread_create uprobe optional) and decodes
+//! the creations its ring streams (see the program's header).
+
+use std::io;
+
+use super::bpf_engine::{self, Attach, GroupRules, u32_at, u64_at};
+use super::bpf_events::{EventStream, c_string_at};
+
+super::bpf::bpf_skeleton!("threadsnoop.skel.rs");
+
+use skel::ThreadsnoopSkelBuilder;
+
+/// The group of the uprobe on libc's pthread_create (the start functions).
+pub const START_FUNCTIONS: &str = "scry_ts_pthread";
+
+/// One thread created, as the kernel saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadEvent {
+    /// The start function's address in the process (pthread_create's
+    /// third argument), 0 when unknown.
+    pub func: u64,
+    /// The creating process and thread.
+    pub pid: u32,
+    pub tid: u32,
+    /// The new thread.
+    pub new_tid: u32,
+    pub comm: String,
+}
+
+impl ThreadEvent {
+    /// Decodes one ring record (`struct thread_event`); None when short.
+    pub fn decode(r: &[u8]) -> Option<ThreadEvent> {
+        Some(ThreadEvent {
+            func: u64_at(r, 0)?,
+            pid: u32_at(r, 8)?,
+            tid: u32_at(r, 12)?,
+            new_tid: u32_at(r, 16)?,
+            comm: c_string_at(r, 24, 16),
+        })
+    }
+}
+
+/// The loaded, attached programs, streaming [`ThreadEvent`]s.
+pub type ThreadsnoopBpf = EventStream<ThreadEvent>;
+
+/// Loads and attaches the programs; `pid`: only this process's threads.
+pub fn load(pid: Option<u32>) -> io::Result<ThreadsnoopBpf> {
+    let loaded = bpf_engine::load(
+        ThreadsnoopSkelBuilder::default,
+        |open: &mut skel::OpenThreadsnoopSkel<'static>| {
+            let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+            rodata.filter_tgid = pid.unwrap_or(0);
+            Ok(())
+        },
+        GroupRules {
+            optional: &[START_FUNCTIONS],
+            ..GroupRules::default()
+        },
+        Attach::Now,
+    )?;
+    Ok(EventStream::new(
+        loaded,
+        |s: &skel::ThreadsnoopSkel<'static>| (&s.maps.events, &s.maps.drops),
+        ThreadEvent::decode,
+    ))
+}
