@@ -837,7 +837,10 @@ fn dwarf_call_graph_finds_callers_without_frame_pointers() {
     require_perf!();
     let dir = common::tempdir();
     let fp = dir.path().join("fp.data");
-    scry_record(&fp, &["-F", "999", "-g", "--", &workload("nofp"), "0.3s"]);
+    scry_record(
+        &fp,
+        &["-F", "999", "--call-graph", "fp", "--", &workload("nofp"), "0.3s"],
+    );
     let dwarf = dir.path().join("dwarf.data");
     scry_record(
         &dwarf,

@@ -4,6 +4,10 @@
 
 use super::sample::{FrameTable, ResolvedSample, StackQuality};
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Counts over all samples of a file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct QualitySummary {
@@ -14,6 +18,11 @@ pub struct QualitySummary {
     pub truncated: u64,
     /// No callchain was recorded.
     pub no_callchain: u64,
+    /// A `-g` frame-pointer chain kept unchecked (no unwind tables for the
+    /// sampled code, or the stack copy too small): a frameless function's
+    /// caller may be missing.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fp_only: u64,
     /// Frames over all samples.
     pub frames: u64,
     /// Frames without a symbol name.
@@ -33,6 +42,7 @@ impl QualitySummary {
                 StackQuality::Complete => q.complete += n,
                 StackQuality::Truncated => q.truncated += n,
                 StackQuality::NoCallchain => q.no_callchain += n,
+                StackQuality::FramePointerOnly => q.fp_only += n,
             }
             q.frames += sample.stack.len() as u64 * n;
             q.unknown_frames += n * sample
@@ -71,6 +81,12 @@ impl QualitySummary {
             line.push_str(&format!(
                 ", {:.1}% truncated",
                 Self::pct(self.truncated, self.samples)
+            ));
+        }
+        if self.fp_only > 0 {
+            line.push_str(&format!(
+                ", {:.1}% frame pointers only",
+                Self::pct(self.fp_only, self.samples)
             ));
         }
         if self.no_callchain > 0 {

@@ -17,7 +17,8 @@ pub mod trace;
 pub mod trace_sink;
 
 pub use session::{
-    CallGraph, CaptureOptions, CounterPlan, RecordSink, Sampling, Session, StopReason, Target,
+    CallGraph, CaptureOptions, CounterPlan, DEFAULT_FP_STACK_SIZE, RecordSink, Sampling, Session,
+    StopReason, Target,
 };
 
 use std::io;

@@ -16,7 +16,9 @@ use scry::analysis::offcpu::{OffCpuOptions, OffCpuTracker, Watch};
 use scry::analysis::offcpu_live::{OffCpuFeed, SchedFields};
 use scry::analysis::quality::QualitySummary;
 use scry::capture::session::default_mmap_pages;
-use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
+use scry::capture::{
+    CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, Sampling, Session, StopReason, Target,
+};
 use scry::event::format::load_format;
 use scry::event::name;
 use scry::render::flamegraph::{FlameOptions, write_svg};
@@ -99,7 +101,9 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
             ..Default::default()
         },
         sampling: Some(Sampling::Period(1)),
-        call_graph: CallGraph::FramePointer,
+        call_graph: CallGraph::FramePointerStack {
+            stack_size: DEFAULT_FP_STACK_SIZE,
+        },
         filters: Vec::new(),
         no_callchain: Vec::new(),
         context_switch: true,

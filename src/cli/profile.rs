@@ -28,7 +28,9 @@ use scry::analysis::pairs::{Builtin, Hook, PairEngine, PairStat, SummedKind};
 use scry::analysis::pairs_feed::{PairsFeed, wanted_fields};
 use scry::analysis::sample::ResolvedSample;
 use scry::capture::session::default_mmap_pages;
-use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
+use scry::capture::{
+    CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, Sampling, Session, StopReason, Target,
+};
 use scry::event::format::{EventFormat, load_format};
 use scry::event::name::{self, ResolvedEvent};
 use scry::render::profile::{
@@ -207,7 +209,9 @@ fn capture_options(
             ..Default::default()
         },
         sampling: Some(Sampling::Period(1)),
-        call_graph: CallGraph::FramePointer,
+        call_graph: CallGraph::FramePointerStack {
+            stack_size: DEFAULT_FP_STACK_SIZE,
+        },
         filters,
         no_callchain,
         context_switch: true,

@@ -22,7 +22,7 @@ use scry::render::script::{
     write_raw_record,
 };
 use scry::symbol::ProcKallsyms;
-use scry::symbol::{ResolveOptions, Resolver};
+use scry::symbol::{Reach, ResolveOptions, Resolver};
 
 #[derive(Args, Debug)]
 pub struct ScriptArgs {
@@ -97,7 +97,15 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
             continue;
         };
         let comm = comms.get(sample.tid.unwrap_or(-1));
-        let callchain = callchain(sample, &mut chain);
+        let callchain = if sample.user_stack.is_some() && sample.user_regs.is_some() {
+            // The user stack as report shows it: unwound (`--call-graph
+            // dwarf`) or joined to the frame-pointer chain (`-g`).
+            let pid = sample.pid.unwrap_or(-1);
+            let reach = symbols.resolver.sample_addresses(pid, sample, &mut chain);
+            reach != Reach::NoCallchain
+        } else {
+            callchain(sample, &mut chain)
+        };
         let raw = sample.raw.map(|r| r.as_slice());
         let s = ScriptSample {
             event: attr_index,

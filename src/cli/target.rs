@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use anyhow::Context;
 use clap::Args;
 
-use scry::capture::{CallGraph, Sampling, Target};
+use scry::capture::{CallGraph, DEFAULT_FP_STACK_SIZE, Sampling, Target};
 
 /// `-p`, `-t`, `-a`, `-C`.
 #[derive(Args, Debug)]
@@ -75,10 +75,14 @@ pub struct SamplingArgs {
     /// Sample every N events.
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
-    /// Record kernel and user call chains (frame pointers); same as --call-graph fp.
+    /// Record kernel and user call chains: frame pointers, repaired where a
+    /// frameless function hid its caller; same as --call-graph fp+stack.
     #[arg(short = 'g')]
     pub callchain: bool,
-    /// fp, or dwarf[,STACK_BYTES] (default 8192): copy the user stack and registers to unwind later.
+    /// fp+stack[,STACK_BYTES] (the default of -g; 512 bytes): frame pointers
+    /// plus the top of the user stack, unwound at report time where the chain
+    /// lost a caller; fp: frame pointers only; dwarf[,STACK_BYTES] (8192):
+    /// copy the user stack and registers to unwind later.
     #[arg(long = "call-graph", value_name = "MODE")]
     pub call_graph: Option<String>,
 }
@@ -99,7 +103,9 @@ impl SamplingArgs {
     pub fn call_graph(&self) -> anyhow::Result<CallGraph> {
         let Some(mode) = self.call_graph.as_deref() else {
             return Ok(if self.callchain {
-                CallGraph::FramePointer
+                CallGraph::FramePointerStack {
+                    stack_size: DEFAULT_FP_STACK_SIZE,
+                }
             } else {
                 CallGraph::None
             });
@@ -107,19 +113,25 @@ impl SamplingArgs {
         let mut parts = mode.split(',');
         match parts.next() {
             Some("fp") => Ok(CallGraph::FramePointer),
-            Some("dwarf") => {
+            Some(m @ ("dwarf" | "fp+stack")) => {
                 let stack_size = match parts.next() {
                     Some(n) => n.parse::<u32>().ok().filter(|&n| n > 0 && n <= 65528).with_context(|| {
-                        format!("--call-graph dwarf,SIZE: SIZE must be a number of bytes up to 65528, got '{n}'")
+                        format!("--call-graph {m},SIZE: SIZE must be a number of bytes up to 65528, got '{n}'")
                     })?,
-                    None => 8192,
+                    None if m == "dwarf" => 8192,
+                    None => DEFAULT_FP_STACK_SIZE,
                 };
-                Ok(CallGraph::Dwarf {
-                    stack_size: stack_size.next_multiple_of(8),
+                let stack_size = stack_size.next_multiple_of(8);
+                Ok(if m == "dwarf" {
+                    CallGraph::Dwarf { stack_size }
+                } else {
+                    CallGraph::FramePointerStack { stack_size }
                 })
             }
             Some("lbr") => anyhow::bail!("--call-graph lbr needs a hardware PMU; use fp or dwarf"),
-            _ => anyhow::bail!("--call-graph: unknown mode '{mode}' (use fp or dwarf[,SIZE])"),
+            _ => anyhow::bail!(
+                "--call-graph: unknown mode '{mode}' (use fp+stack[,SIZE], fp or dwarf[,SIZE])"
+            ),
         }
     }
 }

@@ -34,7 +34,7 @@ use super::target::{SamplingArgs, parse_cpus, parse_id_list};
 #[command(
     mut_arg("freq", |a| a.help("Sampling frequency in Hz. Default 4000")),
     mut_arg("callchain", |a| a.help("Record call chains and show Children/Self with expandable call graphs")),
-    mut_arg("call_graph", |a| a.help("fp or dwarf[,SIZE]")),
+    mut_arg("call_graph", |a| a.help("fp+stack[,SIZE] (the default of -g), fp or dwarf[,SIZE]")),
 )]
 pub struct TopArgs {
     /// Event to sample (default: cycles, or cpu-clock without a hardware PMU).

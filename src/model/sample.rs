@@ -105,4 +105,9 @@ pub enum StackQuality {
     Truncated,
     /// The file has no callchains for this sample's event.
     NoCallchain,
+    /// A frame-pointer chain (`-g`) kept as the kernel gave it: the stack
+    /// copy could not check its first frames (no unwind tables for the
+    /// sampled code, or the copy too small), so the caller of a frameless
+    /// function may be missing.
+    FramePointerOnly,
 }

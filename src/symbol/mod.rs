@@ -2,8 +2,11 @@
 //! samples (`analysis::sample`) out.
 //!
 //! - `process`: per-process maps and thread names from COMM/FORK/MMAP2.
-//! - `unwind`: DWARF unwinding (framehop) of `--call-graph dwarf` samples;
-//!   frame-pointer chains are used as the kernel gave them.
+//! - `unwind`: DWARF unwinding (framehop) of `--call-graph dwarf` samples
+//!   and of the stack tops of `-g` samples;
+//! - `stack_join`: `-g`'s frame-pointer chain joined to the frames unwound
+//!   from the top of the stack (`--call-graph fp` chains are used as the
+//!   kernel gave them).
 //! - `binary`: finding each mapped file, build-id checks, debug files.
 //! - `names`, `kallsyms`, `perf_map`: addresses to names for ELF files
 //!   (blazesym), the kernel, JIT code and the vDSO; demangling.
@@ -38,6 +41,7 @@ pub mod probe_target;
 mod process;
 pub mod raw_stacks;
 mod resolver;
+mod stack_join;
 mod stacks;
 mod unwind;
 
@@ -48,7 +52,7 @@ pub use binary::{build_id_matches, read_build_id};
 pub use kallsyms::{Kallsyms, ProcKallsyms};
 pub use names::demangle;
 pub use perf_map::PerfMap;
-pub use resolver::{AddressName, Resolution, Resolver};
+pub use resolver::{AddressName, Reach, Resolution, Resolver};
 
 use crate::model::sample::{FrameTable, ResolvedSample};
 
@@ -165,6 +169,9 @@ pub struct ResolveStats {
     pub complete: u64,
     pub truncated: u64,
     pub no_callchain: u64,
+    /// `-g` samples whose frame-pointer chain was kept unchecked
+    /// (`StackQuality::FramePointerOnly`).
+    pub fp_kept: u64,
     /// Frame occurrences over all samples (an inlined expansion counts once).
     pub frames: u64,
     /// Of those, frames without a name.
@@ -212,6 +219,12 @@ impl ResolveStats {
             .collect();
         if self.no_callchain > 0 {
             parts.push(format!("no callchain: {} samples", self.no_callchain));
+        }
+        if self.fp_kept > 0 {
+            parts.push(format!(
+                "frame pointers only, not checked: {} samples",
+                self.fp_kept
+            ));
         }
         if self.malformed_perf_map_lines > 0 {
             parts.push(format!(

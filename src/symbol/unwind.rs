@@ -13,13 +13,15 @@
 //! per segment; using the first segment there silently gives 1-frame stacks.
 //!
 //! Output: absolute addresses, leaf first (the first is the sampled IP, the
-//! rest are return addresses), and whether framehop reached the stack's root.
+//! rest are return addresses), and whether framehop reached the stack's root;
+//! `unwind_frames` also gives the stack slot each return address was read
+//! from, for `stack_join`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
-use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
+use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
 use object::{Object, ObjectSection};
 
 use super::binary::{Binary, Load};
@@ -100,10 +102,35 @@ pub fn base_avma(loads: &[Load], start: u64, pgoff: u64) -> Option<u64> {
     )
 }
 
+/// One process's unwinder, and the ranges of its maps that have unwind
+/// tables (framehop falls back to %rbp elsewhere: no check there).
+struct ProcessUnwinder {
+    generation: u64,
+    unwinder: UnwinderX86_64<Data>,
+    with_tables: Vec<std::ops::Range<u64>>,
+}
+
+/// A frame the unwinder found: its address, and the stack address its
+/// return address was read from (`None` for the sampled instruction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnwoundFrame {
+    pub addr: u64,
+    pub slot: Option<u64>,
+}
+
+/// How an unwind ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Unwound {
+    /// The root of the stack was reached.
+    pub complete: bool,
+    /// The sampled address is in a binary with unwind tables.
+    pub leaf_has_tables: bool,
+}
+
 /// Per-process framehop unwinders.
 #[derive(Default)]
 pub struct DwarfUnwinder {
-    processes: HashMap<i32, (u64, UnwinderX86_64<Data>)>,
+    processes: HashMap<i32, ProcessUnwinder>,
     sections: HashMap<DsoId, Option<Arc<UnwindSections>>>,
     cache: CacheX86_64,
 }
@@ -137,43 +164,32 @@ impl DwarfUnwinder {
         &mut self,
         pid: i32,
         space: &AddressSpace,
-        mut binary_of: impl FnMut(DsoId) -> Option<Arc<Binary>>,
+        binary_of: impl FnMut(DsoId) -> Option<Arc<Binary>>,
         state: &UserState<'_>,
         out: &mut Vec<u64>,
     ) -> bool {
-        let stale = self
-            .processes
-            .get(&pid)
-            .is_none_or(|(generation, _)| *generation != space.generation);
-        if stale {
-            let mut unwinder = UnwinderX86_64::new();
-            for m in &space.maps {
-                let Some(binary) = binary_of(m.dso) else {
-                    continue;
-                };
-                let sections = self
-                    .sections
-                    .entry(m.dso)
-                    .or_insert_with(|| UnwindSections::read(&binary).map(Arc::new));
-                let Some(sections) = sections else {
-                    continue;
-                };
-                let Some(base) = base_avma(&binary.loads, m.start, m.pgoff) else {
-                    continue;
-                };
-                let module = Module::new(
-                    binary.path.display().to_string(),
-                    m.start..m.end,
-                    base,
-                    sections.info(),
-                );
-                unwinder.add_module(module);
-            }
-            self.processes.insert(pid, (space.generation, unwinder));
-        }
-        let Some((_, unwinder)) = self.processes.get(&pid) else {
-            return false;
+        let mut frames = Vec::new();
+        let done = self.unwind_frames(pid, space, binary_of, state, &mut frames);
+        out.extend(frames.iter().map(|f| f.addr));
+        done.complete
+    }
+
+    /// As [`Self::unwind`], keeping where each return address was read
+    /// (what `stack_join` meets the frame-pointer chain by), and saying
+    /// whether the sampled address lies in a binary with unwind tables.
+    pub fn unwind_frames(
+        &mut self,
+        pid: i32,
+        space: &AddressSpace,
+        binary_of: impl FnMut(DsoId) -> Option<Arc<Binary>>,
+        state: &UserState<'_>,
+        out: &mut Vec<UnwoundFrame>,
+    ) -> Unwound {
+        self.refresh(pid, space, binary_of);
+        let Some(process) = self.processes.get(&pid) else {
+            return Unwound::default();
         };
+        let leaf_has_tables = process.with_tables.iter().any(|r| r.contains(&state.ip));
         let stack = state.stack;
         let sp = state.sp;
         let mut read_stack = |addr: u64| -> Result<u64, ()> {
@@ -182,22 +198,93 @@ impl DwarfUnwinder {
             let arr: [u8; 8] = bytes.try_into().map_err(|_| ())?;
             Ok(u64::from_le_bytes(arr))
         };
-        let regs = UnwindRegsX86_64::new(state.ip, state.sp, state.bp);
-        let mut iter = unwinder.iter_frames(state.ip, regs, &mut self.cache, &mut read_stack);
-        let mut n = 0;
-        loop {
-            match iter.next() {
-                Ok(Some(frame)) => {
-                    out.push(frame.address());
-                    n += 1;
-                    if n >= 1024 {
-                        return false;
+        let mut regs = UnwindRegsX86_64::new(state.ip, state.sp, state.bp);
+        let mut address = FrameAddress::from_instruction_pointer(state.ip);
+        out.push(UnwoundFrame {
+            addr: state.ip,
+            slot: None,
+        });
+        let complete = loop {
+            if out.len() >= 1024 {
+                break false;
+            }
+            match process.unwinder.unwind_frame(
+                address,
+                &mut regs,
+                &mut self.cache,
+                &mut read_stack,
+            ) {
+                Ok(Some(ret)) => {
+                    // x86_64: the return address sits just below the CFA,
+                    // which is the caller's stack pointer.
+                    out.push(UnwoundFrame {
+                        addr: ret,
+                        slot: regs.sp().checked_sub(8),
+                    });
+                    match FrameAddress::from_return_address(ret) {
+                        Some(next) => address = next,
+                        None => break false,
                     }
                 }
-                Ok(None) => return true,
-                Err(_) => return false,
+                Ok(None) => break true,
+                Err(_) => break false,
             }
+        };
+        Unwound {
+            complete,
+            leaf_has_tables,
         }
+    }
+
+    /// Rebuild the unwinder of `pid` if its maps changed since it was built.
+    fn refresh(
+        &mut self,
+        pid: i32,
+        space: &AddressSpace,
+        mut binary_of: impl FnMut(DsoId) -> Option<Arc<Binary>>,
+    ) {
+        let stale = self
+            .processes
+            .get(&pid)
+            .is_none_or(|p| p.generation != space.generation);
+        if !stale {
+            return;
+        }
+        let mut unwinder = UnwinderX86_64::new();
+        let mut with_tables = Vec::new();
+        for m in &space.maps {
+            let Some(binary) = binary_of(m.dso) else {
+                continue;
+            };
+            let sections = self
+                .sections
+                .entry(m.dso)
+                .or_insert_with(|| UnwindSections::read(&binary).map(Arc::new));
+            let Some(sections) = sections else {
+                continue;
+            };
+            let Some(base) = base_avma(&binary.loads, m.start, m.pgoff) else {
+                continue;
+            };
+            if sections.eh_frame.is_some() || sections.debug_frame.is_some() {
+                with_tables.push(m.start..m.end);
+            }
+            let module = Module::new(
+                binary.path.display().to_string(),
+                m.start..m.end,
+                base,
+                sections.info(),
+            );
+            unwinder.add_module(module);
+        }
+        self.processes.insert(
+            pid,
+            ProcessUnwinder {
+                generation: space.generation,
+                unwinder,
+                with_tables,
+            },
+        );
     }
 }
 

@@ -64,6 +64,8 @@ pub const PERF_RECORD_MISC_COMM_EXEC: u16 = b::PERF_RECORD_MISC_COMM_EXEC as u16
 /// x86-64 user registers perf samples for DWARF unwinding: every general
 /// purpose register, ip, sp and flags, without the segment registers.
 pub const PERF_REGS_MASK_X86_64: u64 = 0xff0fff;
+/// %bp, %sp and %ip only (perf register numbers 6, 7 and 8).
+pub const PERF_REGS_MASK_IP_SP_BP: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 
 /// A zeroed attribute with `size` set.
 pub fn new_attr() -> perf_event_attr {

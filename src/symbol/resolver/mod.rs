@@ -35,6 +35,7 @@ mod naming;
 mod stack;
 #[cfg(test)]
 mod tests;
+mod user_stack;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -99,6 +100,21 @@ struct NamedStack {
     outermost_unnamed: bool,
 }
 
+/// How far a sample's stack reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reach {
+    /// The sample has no callchain (nor stack copy).
+    NoCallchain,
+    /// Cut short: the unwinder stopped early, or the chain hit the
+    /// kernel's depth limit.
+    Cut,
+    /// To its end, as far as the recording can tell.
+    Whole,
+    /// A `-g` chain kept as the kernel gave it: its first frames could not
+    /// be checked against unwind tables (`symbol::stack_join`).
+    FpKept,
+}
+
 /// What merged samples share (`ResolveOptions::merge_samples`). The comm
 /// is the process model's `Arc`, by address: pending samples keep it alive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -108,7 +124,7 @@ struct MergeKey {
     pid: i32,
     tid: i32,
     stack: u32,
-    unwound: Option<bool>,
+    reach: Reach,
 }
 
 /// What a pending sample still needs to get its stack and quality.
@@ -116,8 +132,7 @@ struct MergeKey {
 struct PendingStack {
     /// Id in `Resolver::stacks`.
     stack: u32,
-    /// None: no callchain at all; Some(false): cut short while unwinding.
-    unwound: Option<bool>,
+    reach: Reach,
 }
 
 /// What a resolver hands over at the end (`Resolver::finish`).
@@ -156,7 +171,7 @@ pub struct Resolver {
     addr_locs: FxMap<(i32, u64), u32>,
     /// (pid, callchain) → stack id and unwound, emptied with `addr_locs`:
     /// the chain by two 64-bit hashes of it, not held (see `chain_key`).
-    chain_stacks: FxMap<u128, (u32, Option<bool>)>,
+    chain_stacks: FxMap<u128, (u32, Reach)>,
     locs: Vec<LocKey>,
     loc_results: Vec<Option<LocResult>>,
     /// Locations below this index are all named: a batch looks for unnamed
@@ -180,6 +195,8 @@ pub struct Resolver {
     lost_records: u64,
     scratch: Vec<(u64, bool)>,
     user_scratch: Vec<u64>,
+    chain_scratch: Vec<u64>,
+    frame_scratch: Vec<super::unwind::UnwoundFrame>,
     /// Look return addresses up at `addr - 1` (see the module doc).
     adjust_return_addresses: bool,
     /// `ResolveOptions::srcline`: frames carry their source line.
@@ -247,6 +264,8 @@ impl Resolver {
             lost_records: 0,
             scratch: Vec::new(),
             user_scratch: Vec::new(),
+            chain_scratch: Vec::new(),
+            frame_scratch: Vec::new(),
             adjust_return_addresses: options.adjust_return_addresses || options.inline,
             srcline: options.srcline,
             merged: options.merge_samples.then(FxMap::default),
@@ -334,17 +353,19 @@ impl Resolver {
             for &reason in &named.unnamed {
                 *self.stats.reasons.entry(reason).or_insert(0) += n;
             }
-            let quality = match p.unwound {
-                None => StackQuality::NoCallchain,
-                Some(false) => StackQuality::Truncated,
-                Some(true) if named.outermost_unnamed => StackQuality::Truncated,
-                Some(true) => StackQuality::Complete,
+            let quality = match p.reach {
+                Reach::NoCallchain => StackQuality::NoCallchain,
+                Reach::Cut => StackQuality::Truncated,
+                _ if named.outermost_unnamed => StackQuality::Truncated,
+                Reach::FpKept => StackQuality::FramePointerOnly,
+                Reach::Whole => StackQuality::Complete,
             };
             self.stats.samples += n;
             match quality {
                 StackQuality::Complete => self.stats.complete += n,
                 StackQuality::Truncated => self.stats.truncated += n,
                 StackQuality::NoCallchain => self.stats.no_callchain += n,
+                StackQuality::FramePointerOnly => self.stats.fp_kept += n,
             }
             sample.stack = Arc::clone(&named.frames);
             sample.quality = quality;

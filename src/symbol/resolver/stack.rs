@@ -1,6 +1,5 @@
-//! A sample's addresses into an interned stack of locations: the callchain
-//! (kernel and user parts), the DWARF-unwound user stack when the sample has
-//! one, each address turned into a location (a dso and a file offset) with
+//! A sample's addresses (`user_stack`) into an interned stack of locations,
+//! each address turned into a location (a dso and a file offset) with
 //! no symbol lookup. Two caches skip the work for what repeats: (pid,
 //! address) -> location and (pid, callchain) -> stack, both emptied when the
 //! maps may have changed (mmap, exec, fork).
@@ -8,19 +7,12 @@
 use std::hash::Hasher;
 use std::sync::Arc;
 
-use linux_perf_event_reader::constants::{
-    PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER,
-};
 use linux_perf_event_reader::{CpuMode, RawDataU64, SampleRecord};
 
 use super::naming::load_kallsyms;
-use super::{KERNEL_START, LocKey, MergeKey, PendingStack, Resolver};
+use super::{LocKey, MergeKey, PendingStack, Reach, Resolver};
 use crate::model::sample::{ResolvedSample, StackQuality};
-use crate::symbol::process::{AddressSpace, DsoId, DsoKind, DsoTable, FxHasher};
-use crate::symbol::unwind::{PERF_REG_X86_BP, PERF_REG_X86_IP, PERF_REG_X86_SP, UserState};
-
-/// The kernel's default `perf_event_max_stack`: a chain this long was cut.
-const MAX_STACK: usize = 127;
+use crate::symbol::process::{AddressSpace, DsoKind, DsoTable, FxHasher};
 
 /// A sample's callchain (with its pid and whether it was taken in the
 /// kernel) as two independent 64-bit hashes: the key of `chain_stacks`.
@@ -66,7 +58,7 @@ impl Resolver {
             }
             _ => None,
         };
-        let (stack, unwound) = match chain_key.and_then(|k| self.chain_stacks.get(&k)) {
+        let (stack, reach) = match chain_key.and_then(|k| self.chain_stacks.get(&k)) {
             Some(&known) => known,
             None => {
                 let found = self.stack_of(pid, s);
@@ -81,94 +73,14 @@ impl Resolver {
             }
         };
         let comm = self.procs.comm(tid);
-        self.push_sample(attr_index, s, comm, stack, unwound);
+        self.push_sample(attr_index, s, comm, stack, reach);
     }
 
-    /// The stack id of a sample's addresses (and whether it was unwound
-    /// to the end), looked up and interned.
-    fn stack_of(&mut self, pid: i32, s: &SampleRecord<'_>) -> (u32, Option<bool>) {
+    /// The stack id of a sample's addresses (and how far it reaches),
+    /// looked up and interned.
+    fn stack_of(&mut self, pid: i32, s: &SampleRecord<'_>) -> (u32, Reach) {
         let mut addrs = std::mem::take(&mut self.scratch);
-        addrs.clear();
-        let dwarf_state = match (&s.user_regs, &s.user_stack) {
-            (Some(regs), Some((stack, dyn_size))) => {
-                match (
-                    regs.get(PERF_REG_X86_IP),
-                    regs.get(PERF_REG_X86_SP),
-                    regs.get(PERF_REG_X86_BP),
-                ) {
-                    (Some(ip), Some(sp), Some(bp)) => Some((ip, sp, bp, stack, *dyn_size)),
-                    _ => None,
-                }
-            }
-            _ => None,
-        };
-        let mut unwound = None;
-        let mut chain_len = 0;
-        if let Some(chain) = &s.callchain {
-            unwound = Some(true);
-            let mut kernel = s.cpu_mode == CpuMode::Kernel;
-            chain_len = chain.len();
-            for i in 0..chain.len() {
-                let Some(addr) = chain.get(i) else { break };
-                if addr >= PERF_CONTEXT_MAX {
-                    match addr {
-                        PERF_CONTEXT_KERNEL => kernel = true,
-                        PERF_CONTEXT_USER => {
-                            kernel = false;
-                            if dwarf_state.is_some() {
-                                break;
-                            }
-                        }
-                        _ => kernel = false,
-                    }
-                    continue;
-                }
-                addrs.push((addr, kernel || addr >= KERNEL_START));
-            }
-        }
-        if let Some((ip, sp, bp, stack, dyn_size)) = dwarf_state
-            && ip != 0
-        {
-            let bytes = stack.as_slice();
-            let n = usize::try_from(dyn_size)
-                .unwrap_or(usize::MAX)
-                .min(bytes.len());
-            let state = UserState {
-                ip,
-                sp,
-                bp,
-                stack: bytes.get(..n).unwrap_or(&[]),
-            };
-            let mut user = std::mem::take(&mut self.user_scratch);
-            user.clear();
-            let dsos = &self.dsos;
-            let binaries = &mut self.binaries;
-            let lookup = |dso: DsoId| {
-                let d = dsos.get(dso);
-                if d.kind != DsoKind::File {
-                    return None;
-                }
-                binaries.get(&d.name, d.build_id.as_deref()).ok()
-            };
-            let complete = match self.procs.space(pid) {
-                Some(space) => self.unwinder.unwind(pid, space, lookup, &state, &mut user),
-                None => {
-                    user.push(ip);
-                    false
-                }
-            };
-            addrs.extend(user.iter().map(|&a| (a, false)));
-            self.user_scratch = user;
-            unwound = Some(unwound.unwrap_or(true) && complete);
-        }
-        if addrs.is_empty()
-            && let Some(ip) = s.ip
-        {
-            addrs.push((ip, s.cpu_mode == CpuMode::Kernel || ip >= KERNEL_START));
-        }
-        if chain_len >= MAX_STACK {
-            unwound = unwound.map(|_| false);
-        }
+        let reach = self.sample_addresses(pid, s, &mut addrs);
         if self.kallsyms.is_none()
             && self.kallsyms_loader.is_none()
             && addrs.iter().any(|&(_, kernel)| kernel)
@@ -209,7 +121,7 @@ impl Resolver {
         let stack = self.stacks.intern(&ids);
         self.loc_scratch = ids;
         self.scratch = addrs;
-        (stack, unwound)
+        (stack, reach)
     }
 
     /// The maps of a process changed: addresses may name other places now.
@@ -226,7 +138,7 @@ impl Resolver {
         s: &SampleRecord<'_>,
         comm: Arc<str>,
         stack: u32,
-        unwound: Option<bool>,
+        reach: Reach,
     ) {
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(pid);
@@ -238,7 +150,7 @@ impl Resolver {
                 pid,
                 tid,
                 stack,
-                unwound,
+                reach,
             };
             let into = self.merged.as_ref().and_then(|m| m.get(&key).copied());
             if let Some(sample) = into.and_then(|i| self.pending.get_mut(i)) {
@@ -263,7 +175,7 @@ impl Resolver {
             quality: StackQuality::Complete,
             count: 1,
         });
-        self.pending_stacks.push(PendingStack { stack, unwound });
+        self.pending_stacks.push(PendingStack { stack, reach });
     }
 }
 
