@@ -347,9 +347,11 @@ fn scry_recorded_file_matches_perf() {
     let dir = common::tempdir();
     let calls = common::workload("calls");
     let file = dir.path().join("scry.data");
+    // Frame pointers only: `-g`'s stack copy perf unwinds on its own and
+    // appends to the chain (tests/stack_join.rs checks perf reads those).
     common::run_ok(
         common::scry()
-            .args(["record", "-g", "-F", "999", "-o"])
+            .args(["record", "--call-graph", "fp", "-F", "999", "-o"])
             .arg(&file)
             .arg("--")
             .arg(&calls)

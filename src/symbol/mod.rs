@@ -212,6 +212,13 @@ impl ResolveStats {
             self.complete_pct(),
             self.unknown_frame_pct()
         );
+        if self.fp_kept > 0 {
+            // `-g` chains the stack copy could not check (stack_join).
+            s.push_str(&format!(
+                ", {:.1}% frame pointers only",
+                Self::pct(self.fp_kept, self.samples)
+            ));
+        }
         let mut parts: Vec<String> = self
             .reasons
             .iter()
@@ -219,12 +226,6 @@ impl ResolveStats {
             .collect();
         if self.no_callchain > 0 {
             parts.push(format!("no callchain: {} samples", self.no_callchain));
-        }
-        if self.fp_kept > 0 {
-            parts.push(format!(
-                "frame pointers only, not checked: {} samples",
-                self.fp_kept
-            ));
         }
         if self.malformed_perf_map_lines > 0 {
             parts.push(format!(
