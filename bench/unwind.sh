@@ -143,7 +143,7 @@ for who in scry perf; do
             # shellcheck disable=SC2086
             perf record ${perf_mode[$m]} -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit \
                 -o "$data" -- "$storm" "$CALLS" 0 >/dev/null 2>"$tmp/storm.err"
-            lost=$(perf report --stats -i "$data" 2>/dev/null | awk '/LOST_SAMPLES events:/ { n = $3 } /LOST events:/ { l = $3 } END { print (n ? n : (l ? l : 0)) }')
+            lost=$(perf report --stdio -g none --sort comm -i "$data" 2>/dev/null | awk '/Total Lost Samples:/ { print $5; exit }')
         fi
         printf '%-34s %10s %10s\n' "$who ${scry_mode[$m]}" "$(samples "$data")" "${lost:-0}"
         rm -f "$data"

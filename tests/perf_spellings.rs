@@ -149,9 +149,18 @@ fn script_shows_the_callchains_of_tracepoint_samples() {
     require_tracefs!();
     let dir = common::tempdir();
     let file = dir.path().join("sw.data");
+    // Frame pointers only: the text must be perf's, and perf appends its
+    // own unwind of -g's stack copy to each chain (tests/stack_join.rs).
     common::run_ok(
         common::scry()
-            .args(["record", "-e", "sched:sched_switch", "-g", "-o"])
+            .args([
+                "record",
+                "-e",
+                "sched:sched_switch",
+                "--call-graph",
+                "fp",
+                "-o",
+            ])
             .arg(&file)
             .args(["--", "sleep", "0.05"]),
     );
