@@ -133,6 +133,7 @@ fn check_workload(w: &Frameless) {
     let fp = perf_record(dir.path(), "perf-fp", "fp", &cmd);
     let dwarf = perf_record(dir.path(), "perf-dwarf", "dwarf", &cmd);
     let g = scry_record(dir.path(), "scry-g", &["-g"], &cmd);
+    let scry_fp = scry_record(dir.path(), "scry-fp", &["--call-graph", "fp"], &cmd);
 
     let fp_chains = frameless_chains(w, &chains_to_main(&script(common::perf(), &fp)));
     let dwarf_chains = frameless_chains(w, &chains_to_main(&script(common::perf(), &dwarf)));
@@ -163,6 +164,13 @@ fn check_workload(w: &Frameless) {
     assert!(
         with_caller(w, &scry_chains) >= 95,
         "{}: scry -g {scry_chains:?}",
+        w.name
+    );
+    // `--call-graph fp` is today's mode: the kernel's chain, as perf's.
+    let scry_fp_chains = frameless_chains(w, &chains_to_main(&script(common::scry(), &scry_fp)));
+    assert!(
+        with_caller(w, &scry_fp_chains) <= 5,
+        "{}: scry fp {scry_fp_chains:?}",
         w.name
     );
     assert_eq!(
@@ -235,19 +243,6 @@ fn a_hot_libc_loop_keeps_its_caller() {
     require_kernel!();
     require_perf!();
     check_workload(&LIBCLOOP);
-}
-
-/// `--call-graph fp` is today's mode: the caller is lost, as in perf.
-#[test]
-fn call_graph_fp_keeps_the_kernels_chain() {
-    require_kernel!();
-    let dir = common::tempdir();
-    let bin = common::workload("nofp");
-    let cmd = [bin.to_str().unwrap_or_default(), "0.3s"];
-    let fp = scry_record(dir.path(), "fp", &["--call-graph", "fp"], &cmd);
-    let chains = frameless_chains(&NOFP, &chains_to_main(&script(common::scry(), &fp)));
-    assert!(chains.values().sum::<usize>() >= 100, "{chains:?}");
-    assert!(with_caller(&NOFP, &chains) <= 5, "{chains:?}");
 }
 
 /// Off-CPU stacks are taken at the system-call entry: `fsync` (a libc
