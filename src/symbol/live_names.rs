@@ -58,16 +58,20 @@ mod tests {
     use super::*;
 
     #[inline(never)]
-    #[unsafe(no_mangle)]
-    extern "C" fn scry_live_names_probe() -> u32 {
-        7
+    fn scry_live_names_probe() -> u32 {
+        std::hint::black_box(7)
     }
 
     #[test]
     fn names_a_function_of_this_process() {
         let addr = scry_live_names_probe as *const () as u64;
         let name = LiveNames::new().function(std::process::id(), addr);
-        assert_eq!(name.as_deref(), Some("scry_live_names_probe"));
+        // A Rust name, demangled (its path, maybe a hash after it).
+        assert!(
+            name.as_deref()
+                .is_some_and(|n| n.contains("scry_live_names_probe")),
+            "{name:?}"
+        );
         assert_eq!(LiveNames::new().function(4_194_304, addr), None);
     }
 }
