@@ -22,19 +22,7 @@ use serde_json::Value;
 
 /// `scry record -F 999 [-g] -o dir/name.data -- cpu7525 CPU_TIME`.
 fn record_cpu7525(dir: &Path, name: &str, stacks: bool, cpu_time: &str) -> PathBuf {
-    let data = dir.join(format!("{name}.data"));
-    let mut cmd = common::scry();
-    cmd.args(["record", "-q", "-F", "999"]);
-    if stacks {
-        cmd.arg("-g");
-    }
-    cmd.arg("-o")
-        .arg(&data)
-        .arg("--")
-        .arg(common::workload("cpu7525"))
-        .arg(cpu_time);
-    common::run_ok(&mut cmd);
-    data
+    common::scry_record_cpu7525(dir, name, stacks, cpu_time)
 }
 
 /// `scry convert -i data --to format -o out`.
@@ -87,18 +75,12 @@ fn pprof_percents(top: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// The pprof reader: Debian's golang-go.
 fn require_go() -> bool {
-    common::require_tool("go", "golang-go is not installed (scripts/deps)")
+    common::require_go()
 }
 
 fn go_pprof(args: &[&str], profile: &Path) -> String {
-    common::run_ok(
-        Command::new("go")
-            .args(["tool", "pprof"])
-            .args(args)
-            .arg(profile),
-    )
+    common::go_pprof(args, profile)
 }
 
 fn percent_of(list: &[(String, f64)], name: &str) -> f64 {

@@ -4,13 +4,17 @@
 //! read as `scry sched timehist -i` reads them) → one `render::export`
 //! exporter.
 //!
+//! `convert_file` and `write_export` are also the `--to` of `scry
+//! flamegraph` (a file, or a command it records) and `scry offcpu` (its
+//! off-CPU samples, as `EventKind::OffCpu`).
+//!
 //! The output is created 0600 (it holds other processes' stacks and names);
 //! `-o -` writes to standard output. What a format had to leave out is said
 //! in one line on standard error; a format that can hold none of the file's
 //! samples is an error (exit 2).
 
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
@@ -40,7 +44,7 @@ pub struct ConvertArgs {
     no_demangle: bool,
 }
 
-fn parse_format(name: &str) -> Result<Format, String> {
+pub(super) fn parse_format(name: &str) -> Result<Format, String> {
     Format::parse(name).ok_or_else(|| {
         format!(
             "unknown format '{name}' (known: {})",
@@ -60,9 +64,24 @@ fn event_kind(kind: &PerfEventType) -> EventKind {
 }
 
 pub fn run(args: ConvertArgs) -> anyhow::Result<()> {
-    let exporter = args.to.exporter();
-    let wants = args.to.wants();
-    let path = &args.input;
+    convert_file(
+        &args.input,
+        args.to,
+        args.output.as_deref(),
+        !args.no_demangle,
+    )
+}
+
+/// A perf.data file exported as `format` to `output` (`-`: standard
+/// output; default: the format's file name): what `scry convert` does,
+/// and `scry flamegraph --to` with a file or a recorded command.
+pub(super) fn convert_file(
+    path: &Path,
+    format: Format,
+    output: Option<&Path>,
+    demangle: bool,
+) -> anyhow::Result<()> {
+    let wants = format.wants();
     // The events' kinds and the build ids come from the header; the
     // samples from the resolver, which reads the file again.
     let reader = PerfReader::open(path).with_context(|| format!("reading {}", path.display()))?;
@@ -85,7 +104,7 @@ pub fn run(args: ConvertArgs) -> anyhow::Result<()> {
         .collect();
     drop(reader);
     let options = ResolveOptions {
-        demangle: !args.no_demangle,
+        demangle,
         merge_samples: wants.merged,
         srcline: wants.srcline,
         ..ResolveOptions::default()
@@ -109,10 +128,23 @@ pub fn run(args: ConvertArgs) -> anyhow::Result<()> {
         build_ids,
         runs: &runs,
     };
-    let out_path = args
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(args.to.default_file_name()));
+    write_export(format, &input, output, path)
+}
+
+/// Writes an export of `source` (named in errors) to `output` (`-`:
+/// standard output; default: the format's file name), created 0600; a
+/// refused export leaves no file. Says on standard error what the format
+/// left out.
+pub(super) fn write_export(
+    format: Format,
+    input: &ExportInput,
+    output: Option<&Path>,
+    source: &Path,
+) -> anyhow::Result<()> {
+    let out_path = output.map_or_else(
+        || PathBuf::from(format.default_file_name()),
+        Path::to_path_buf,
+    );
     let to_stdout = out_path.as_os_str() == "-";
     let mut out: Box<dyn Write> = if to_stdout {
         Box::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()))
@@ -122,7 +154,7 @@ pub fn run(args: ConvertArgs) -> anyhow::Result<()> {
             super::create_private(&out_path)?,
         ))
     };
-    let result = exporter.write(&input, &mut out);
+    let result = format.exporter().write(input, &mut out);
     let summary = match result {
         Ok(summary) => summary,
         Err(err) => {
@@ -130,7 +162,7 @@ pub fn run(args: ConvertArgs) -> anyhow::Result<()> {
             if !to_stdout {
                 let _ = std::fs::remove_file(&out_path);
             }
-            return Err(err).with_context(|| format!("{}", path.display()));
+            return Err(err).with_context(|| format!("{}", source.display()));
         }
     };
     out.flush()

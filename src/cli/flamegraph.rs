@@ -25,6 +25,7 @@ use clap::{Args, Parser};
 use scry::analysis::folded::{FoldOptions, FoldedStacks};
 use scry::analysis::stack_text::{self, ScriptFoldOptions, StackInput};
 use scry::data::reader::PerfReader;
+use scry::render::export::Format;
 use scry::render::flamegraph::{FlameOptions, parse_palette, write_diff_svg, write_svg};
 use scry::render::folded::{FoldedOptions, folded_lines};
 use scry::symbol::{ResolveOptions, Resolved, resolve_file, resolve_reader};
@@ -46,6 +47,12 @@ pub struct FlamegraphArgs {
     /// Write folded stacks (`comm;caller;...;leaf count`) instead of an SVG.
     #[arg(long)]
     folded: bool,
+    /// Write this export instead of an SVG: pprof, firefox, speedscope,
+    /// chrome-trace, folded (as `scry convert --to`; `-o` names the file,
+    /// default per format). With --offcpu, the off-CPU stacks.
+    #[arg(long = "to", value_name = "FORMAT", value_parser = super::convert::parse_format,
+          conflicts_with_all = ["folded", "diff"])]
+    to: Option<Format>,
     /// Icicle graph: roots at the top.
     #[arg(long)]
     inverted: bool,
@@ -105,7 +112,12 @@ fn offcpu_flamegraph(args: &FlamegraphArgs) -> anyhow::Result<()> {
         argv.push("--wakeup".into());
     }
     let svg_only = !args.folded;
-    if args.folded {
+    if let Some(format) = args.to {
+        argv.extend(["--to".into(), format.name().into()]);
+        if let Some(out) = &args.output {
+            argv.extend(["-o".into(), out.clone().into_os_string()]);
+        }
+    } else if args.folded {
         argv.push("--folded".into());
     } else {
         let out = args
@@ -271,6 +283,17 @@ pub fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| PathBuf::from("perf.data"))
     };
 
+    if let Some(format) = args.to {
+        if from_stdin {
+            anyhow::bail!("--to reads a perf.data file or records a command, not standard input");
+        }
+        return super::convert::convert_file(
+            &input,
+            format,
+            args.output.as_deref(),
+            !args.no_demangle,
+        );
+    }
     let after = if from_stdin {
         fold_stdin(&args, !args.folded)?
     } else {

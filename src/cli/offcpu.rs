@@ -2,7 +2,8 @@
 //! Records `sched:sched_switch` (and, with `--wakeup`, `sched_wakeup`)
 //! system-wide with call chains, live; `analysis::offcpu` pairs each
 //! switch-out of a watched task with its switch-in; the result prints as a
-//! report, folded stacks (`--folded`) or a flame graph (`--svg`).
+//! report, folded stacks (`--folded`), a flame graph (`--svg`) or an export
+//! (`--to`: pprof, Firefox Profiler, speedscope, folded; weights in ns).
 
 use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
@@ -21,6 +22,7 @@ use scry::capture::{
 };
 use scry::event::format::load_format;
 use scry::event::name;
+use scry::render::export::{EventKind, ExportEvent, ExportInput, Format};
 use scry::render::flamegraph::{FlameOptions, write_svg};
 use scry::render::folded::{FoldedOptions, folded_lines, write_folded};
 use scry::render::offcpu::{OffCpuSummary, write_report};
@@ -58,6 +60,13 @@ pub struct OffcpuArgs {
     /// Write only the flame graph (`scry flamegraph --offcpu`): no report.
     #[arg(skip)]
     pub svg_only: bool,
+    /// Write the off-CPU stacks as this export instead of the report:
+    /// pprof, firefox, speedscope, folded (weights in nanoseconds off CPU).
+    #[arg(long = "to", value_name = "FORMAT", value_parser = super::convert::parse_format)]
+    pub to: Option<Format>,
+    /// With --to: the file (`-`: standard output). Default per format.
+    #[arg(short = 'o', long = "output", requires = "to")]
+    pub output: Option<PathBuf>,
 }
 
 pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
@@ -144,6 +153,13 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
     if undecodable > 0 {
         eprintln!("scry: {undecodable} sched samples had no decodable fields and were skipped");
     }
+    if let Some(format) = args.to {
+        export(format, args.output.as_deref(), result.samples, frames, lost)?;
+        return match outcome.stop {
+            StopReason::TargetExited(status) => super::workload_exit(status, &args.command),
+            _ => Ok(()),
+        };
+    }
     let folded = FoldedStacks::build(&result.samples, &FoldOptions::default());
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -187,4 +203,38 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
         StopReason::TargetExited(status) => super::workload_exit(status, &args.command),
         _ => Ok(()),
     }
+}
+
+/// The off-CPU samples (period: nanoseconds off CPU) as an export.
+fn export(
+    format: Format,
+    output: Option<&std::path::Path>,
+    samples: Vec<scry::analysis::sample::ResolvedSample>,
+    frames: scry::analysis::sample::FrameTable,
+    lost: u64,
+) -> anyhow::Result<()> {
+    let resolved = scry::symbol::Resolved {
+        samples,
+        frames,
+        events: vec![scry::symbol::EventInfo {
+            name: "off-cpu".into(),
+        }],
+        stats: Default::default(),
+        lost,
+    };
+    let input = ExportInput {
+        resolved: &resolved,
+        events: vec![ExportEvent {
+            name: "off-cpu".into(),
+            kind: EventKind::OffCpu,
+        }],
+        build_ids: Vec::new(),
+        runs: &[],
+    };
+    super::convert::write_export(
+        format,
+        &input,
+        output,
+        std::path::Path::new("off-CPU samples"),
+    )
 }

@@ -419,3 +419,34 @@ pub fn headless_dom(url: &str, profile_dir: &Path) -> (String, Vec<String>) {
         console,
     )
 }
+
+/// `scry record -F 999 [-g] -o dir/name.data -- cpu7525 CPU_TIME`.
+pub fn scry_record_cpu7525(dir: &Path, name: &str, stacks: bool, cpu_time: &str) -> PathBuf {
+    let data = dir.join(format!("{name}.data"));
+    let mut cmd = scry();
+    cmd.args(["record", "-q", "-F", "999"]);
+    if stacks {
+        cmd.arg("-g");
+    }
+    cmd.arg("-o")
+        .arg(&data)
+        .arg("--")
+        .arg(workload("cpu7525"))
+        .arg(cpu_time);
+    run_ok(&mut cmd);
+    data
+}
+
+/// The pprof reader: Debian's golang-go.
+pub fn require_go() -> bool {
+    require_tool("go", "golang-go is not installed (scripts/deps)")
+}
+
+pub fn go_pprof(args: &[&str], profile: &Path) -> String {
+    run_ok(
+        Command::new("go")
+            .args(["tool", "pprof"])
+            .args(args)
+            .arg(profile),
+    )
+}

@@ -36,6 +36,9 @@ pub enum EventKind {
     /// Anything else (cycles, instructions, page faults): periods count
     /// the event.
     Counter,
+    /// Off-CPU time (`scry offcpu --to`): each sample one blocked
+    /// interval, its period the nanoseconds off CPU.
+    OffCpu,
 }
 
 /// One event (attribute) of the file, by its index in `Resolved::events`.
@@ -180,6 +183,17 @@ impl Format {
             "folded" => Format::Folded,
             _ => return None,
         })
+    }
+
+    /// `--to`'s spelling of the format.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Pprof => "pprof",
+            Format::Firefox => "firefox",
+            Format::Speedscope => "speedscope",
+            Format::ChromeTrace => "chrome-trace",
+            Format::Folded => "folded",
+        }
     }
 
     /// The file written when no `-o` is given.

@@ -147,6 +147,7 @@ fn build(input: &ExportInput) -> Result<(pb::Profile, ExportSummary), ExportErro
         let event = input.event(i);
         let (period_kind, unit) = match event.kind {
             EventKind::Clock => ("cpu", "nanoseconds"),
+            EventKind::OffCpu => ("off_cpu", "nanoseconds"),
             _ => (event.base_name(), "events"),
         };
         let (count_name, period_name) = if kept_count == 1 {

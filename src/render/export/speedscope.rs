@@ -82,7 +82,7 @@ impl Exporter for Speedscope {
             .map(|((event, pid, tid), t)| {
                 let event = input.event(event);
                 let unit = match event.kind {
-                    EventKind::Clock => "nanoseconds",
+                    EventKind::Clock | EventKind::OffCpu => "nanoseconds",
                     _ => "none",
                 };
                 let total: u64 = t.weights.iter().sum();
