@@ -430,3 +430,64 @@ fn program_from_a_file_and_bad_file() {
         "{err}"
     );
 }
+
+#[test]
+fn listing_probes_as_bpftrace_does() {
+    if !common::require_tracefs() {
+        return;
+    }
+    let out = common::run_ok(common::scry().args(["run", "-l", "tracepoint:sched:sched_switch*"]));
+    assert_eq!(out, "tracepoint:sched:sched_switch\n");
+    let out = common::run_ok(common::scry().args(["run", "-l", "t:syscalls:sys_enter_getppid"]));
+    assert_eq!(out, "tracepoint:syscalls:sys_enter_getppid\n");
+}
+
+/// bpftrace's own tools run unchanged: syscount.bt, stopped by Ctrl-C,
+/// prints its END tables (`print(@m, 10)` keeps the top ten).
+#[test]
+fn bpftrace_syscount_tool_runs_unchanged() {
+    if !common::require_tracefs() {
+        return;
+    }
+    let tool = Path::new("/usr/sbin/syscount.bt");
+    if !common::gate(if tool.exists() {
+        Ok(())
+    } else {
+        Err("no /usr/sbin/syscount.bt (bpftrace)".into())
+    }) {
+        return;
+    }
+    let mut child = common::scry()
+        .arg("run")
+        .arg(tool)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("scry run");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout);
+    let mut text = String::new();
+    while !text.contains("Counting syscalls") {
+        let mut line = String::new();
+        if lines.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        text.push_str(&line);
+    }
+    // Something to count, then Ctrl-C.
+    run_status(Command::new(common::workload("calls")).arg("100"));
+    common::signal(child.id(), "INT");
+    let status = common::wait_timeout(&mut child, Duration::from_secs(30));
+    let _ = lines.read_to_string(&mut text);
+    assert!(status.is_some_and(|s| s.success()), "{status:?} {text}");
+    let tables = text
+        .split_once("Top 10 syscalls IDs:\n")
+        .map(|t| t.1)
+        .unwrap_or("");
+    let ids = tables
+        .lines()
+        .take_while(|l| l.starts_with("@syscall["))
+        .count();
+    assert!((1..=10).contains(&ids), "{text}");
+    assert!(text.contains("Top 10 processes:\n@process["), "{text}");
+}

@@ -19,12 +19,24 @@ pub struct RunArgs {
     /// Print each probe's instruction count to stderr (default off)
     #[arg(short = 'v', long)]
     verbose: bool,
+    /// List the probes matching the program argument as a pattern
+    /// (`scry run -l 'tracepoint:sched:*'`; default: all), as bpftrace -l
+    #[arg(short = 'l')]
+    list: bool,
     /// The program, or a file holding it (FILE.bt)
     #[arg(value_name = "PROGRAM|FILE")]
     program: Option<String>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    if args.list {
+        let pattern = args.program.as_deref().unwrap_or("*");
+        let mut out = std::io::stdout().lock();
+        for name in scry::lang::run::list_probes(pattern).context("cannot list the probes")? {
+            writeln!(out, "{name}")?;
+        }
+        return Ok(());
+    }
     let (origin, source) = match (&args.expr, &args.program) {
         (Some(e), None) => ("stdin".to_string(), e.clone()),
         (None, Some(p)) if std::path::Path::new(p).is_file() => {

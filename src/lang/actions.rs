@@ -34,7 +34,13 @@ impl Gen<'_> {
         let off = self.alloc(16)?;
         self.asm.emit(store_imm(Size::DW, FP, off, kind as i32));
         self.asm
-            .emit(store_imm(Size::DW, FP, off + 8, index as i32));
+            .emit(store_imm(Size::DW, FP, off + 8, index as u32 as i32));
+        self.asm.emit(store_imm(
+            Size::W,
+            FP,
+            off + 12,
+            (index >> 32) as u32 as i32,
+        ));
         self.output(off, 16);
         Ok(())
     }
@@ -78,13 +84,27 @@ impl Gen<'_> {
                         "print() of a value is not supported",
                     ));
                 }
-                let map = self.map_arg(e, args)?;
+                // print(@m, N): the top N elements only.
+                let top = match args.get(1) {
+                    None => 0,
+                    Some(Expr {
+                        kind: ExprKind::Int(n),
+                        ..
+                    }) if name == "print" && (0..=u32::MAX as i64).contains(n) => *n as u64,
+                    Some(other) => {
+                        return Err(LangError::new(
+                            other.span,
+                            format!("{name}(): unexpected argument"),
+                        ));
+                    }
+                };
+                let map = self.map_arg(e, args.get(..1).unwrap_or(&[]))?;
                 let kind = match name {
                     "print" => event_kind::PRINT,
                     "clear" => event_kind::CLEAR,
                     _ => event_kind::ZERO,
                 };
-                self.small_event(kind, map as u64)
+                self.small_event(kind, map as u64 | top << 32)
             }
             "delete" => {
                 let [

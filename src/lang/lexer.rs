@@ -62,7 +62,13 @@ impl<'a> Lexer<'a> {
             let rest = self.rest();
             let trimmed = rest.trim_start();
             self.pos += rest.len() - trimmed.len();
-            if trimmed.starts_with("//") {
+            let at_line_start = self.src[..self.pos]
+                .chars()
+                .next_back()
+                .is_none_or(|c| c == '\n');
+            if trimmed.starts_with("//") || (trimmed.starts_with('#') && at_line_start) {
+                // Comments; `#!` and `#include` lines (the C preprocessor's,
+                // which scry does not run) too.
                 self.pos += trimmed.find('\n').unwrap_or(trimmed.len());
             } else if let Some(body) = trimmed.strip_prefix("/*") {
                 match body.find("*/") {
@@ -98,6 +104,11 @@ impl<'a> Lexer<'a> {
             self.pos += len;
             let value = if let Some(hex) = text.strip_prefix("0x") {
                 i64::from_str_radix(hex, 16).ok()
+            } else if let Some((mantissa, exp)) = text.split_once('e') {
+                // bpftrace's `1e6`: an integer times a power of ten.
+                let (m, e) = (mantissa.parse::<i64>().ok(), exp.parse::<u32>().ok());
+                m.zip(e)
+                    .and_then(|(m, e)| 10i64.checked_pow(e).and_then(|p| m.checked_mul(p)))
             } else {
                 text.parse::<i64>().ok()
             };
@@ -221,7 +232,9 @@ mod tests {
     fn errors() {
         assert!(Lexer::new("\"abc", 0).next_token().is_err());
         assert!(Lexer::new("/* x", 0).next_token().is_err());
-        assert!(Lexer::new("#", 0).next_token().is_err());
+        let mut lx = Lexer::new("1 #", 0);
+        assert_eq!(lx.next_token().map(|t| t.0), Ok(Tok::Int(1)));
+        assert!(lx.next_token().is_err());
         assert!(Lexer::new("99999999999999999999", 0).next_token().is_err());
     }
 }

@@ -102,12 +102,20 @@ fn combine(kind: MapKind, values: &[Vec<u8>]) -> (i64, i64) {
     }
 }
 
-/// The text of one map at exit or for `print(@m)`.
-pub fn print_map(info: &MapInfo, entries: &[Entry], resolve: &dyn Resolve) -> String {
+/// Drops all but the last `top` rows (none when `top` is 0).
+fn keep_top<T>(rows: &mut Vec<T>, top: usize) {
+    if top > 0 && rows.len() > top {
+        rows.drain(..rows.len() - top);
+    }
+}
+
+/// The text of one map at exit or for `print(@m)` (`print(@m, top)`: its
+/// `top` greatest elements).
+pub fn print_map(info: &MapInfo, entries: &[Entry], top: usize, resolve: &dyn Resolve) -> String {
     let mut entries: Vec<&Entry> = entries.iter().collect();
     entries.sort_by_key(|e| key_order(info, &e.key));
     match info.kind {
-        MapKind::Hist | MapKind::Lhist { .. } => print_hists(info, &entries, resolve),
+        MapKind::Hist | MapKind::Lhist { .. } => print_hists(info, &entries, top, resolve),
         MapKind::Avg | MapKind::Stats => {
             let mut rows: Vec<(i64, String)> = entries
                 .iter()
@@ -126,6 +134,7 @@ pub fn print_map(info: &MapInfo, entries: &[Entry], resolve: &dyn Resolve) -> St
                 })
                 .collect();
             rows.sort_by_key(|r| r.0);
+            keep_top(&mut rows, top);
             let lines: Vec<String> = rows.into_iter().map(|r| r.1).collect();
             format!("{}\n\n", lines.join("\n"))
         }
@@ -158,13 +167,14 @@ pub fn print_map(info: &MapInfo, entries: &[Entry], resolve: &dyn Resolve) -> St
                 })
                 .collect();
             rows.sort_by_key(|r| r.0);
+            keep_top(&mut rows, top);
             let lines: Vec<String> = rows.into_iter().map(|r| r.1).collect();
             format!("{}\n", lines.join("\n"))
         }
     }
 }
 
-fn print_hists(info: &MapInfo, entries: &[&Entry], resolve: &dyn Resolve) -> String {
+fn print_hists(info: &MapInfo, entries: &[&Entry], top: usize, resolve: &dyn Resolve) -> String {
     let user = info.user_key_size();
     let slots = match info.kind {
         MapKind::Lhist { min, max, step } => MapKind::lhist_buckets(min, max, step) as usize + 2,
@@ -186,6 +196,7 @@ fn print_hists(info: &MapInfo, entries: &[&Entry], resolve: &dyn Resolve) -> Str
         }
     }
     groups.sort_by_key(|g| g.1.iter().sum::<u64>());
+    keep_top(&mut groups, top);
     let parts: Vec<String> = groups
         .iter()
         .map(|(key, counts)| {
@@ -307,8 +318,12 @@ mod tests {
                 values: vec![le(1), le(0)],
             },
         ];
-        assert_eq!(print_map(&info, &entries, &NoNames), "@a[1]: 1\n@a[5]: 2\n");
-        assert_eq!(print_map(&info, &[], &NoNames), "\n");
+        assert_eq!(
+            print_map(&info, &entries, 0, &NoNames),
+            "@a[1]: 1\n@a[5]: 2\n"
+        );
+        assert_eq!(print_map(&info, &entries, 1, &NoNames), "@a[5]: 2\n");
+        assert_eq!(print_map(&info, &[], 0, &NoNames), "\n");
     }
 
     #[test]
@@ -336,7 +351,7 @@ mod tests {
              [8, 16)                0 |{empty}|\n[16, 32)               0 |{empty}|\n\
              [32, 64)               0 |{empty}|\n[64, 128)              1 |{bar}|\n\n"
         );
-        assert_eq!(print_map(&info, &entries, &NoNames), expected);
+        assert_eq!(print_map(&info, &entries, 0, &NoNames), expected);
         assert_eq!(hist_label(10), "1K");
         assert_eq!(hist_label(21), "2M");
     }
@@ -359,7 +374,7 @@ mod tests {
             values: vec![pair(1, 10), pair(0, 0)],
         };
         assert_eq!(
-            print_map(&info, &[e], &NoNames),
+            print_map(&info, &[e], 0, &NoNames),
             "@s: count 1, average 10, total 10\n\n"
         );
         let info = MapInfo {
@@ -373,6 +388,6 @@ mod tests {
             key,
             values: vec![pair(0, 0), pair(7, 1), pair(3, 1)],
         };
-        assert_eq!(print_map(&info, &[e], &NoNames), "@m[bash]: 3\n");
+        assert_eq!(print_map(&info, &[e], 0, &NoNames), "@m[bash]: 3\n");
     }
 }

@@ -23,6 +23,10 @@ pub fn parse(src: &str) -> Result<Program, LangError> {
         if p.lexer.pos >= src.len() {
             break;
         }
+        if src[p.lexer.pos..].starts_with("struct ") {
+            p.skip_struct()?;
+            continue;
+        }
         probes.push(p.probe()?);
     }
     if probes.is_empty() {
@@ -67,6 +71,35 @@ impl<'a> Parser<'a> {
             err.message.push_str(&format!(", expecting {p}"));
             Err(err)
         }
+    }
+
+    /// A C struct definition at the top (for casts, which scry does not
+    /// support): skipped to its closing `};`.
+    fn skip_struct(&mut self) -> Result<(), LangError> {
+        let start = self.lexer.pos;
+        let mut depth = 0usize;
+        for (i, c) in self.src[start..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth > 0 => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let rest = &self.src[start + i + 1..];
+                        let semi = rest.len() - rest.trim_start().len();
+                        self.lexer.pos = start + i + 1 + semi;
+                        if self.src[self.lexer.pos..].starts_with(';') {
+                            self.lexer.pos += 1;
+                        }
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+        }
+        Err(LangError::new(
+            Span::new(start, start + 6),
+            "unterminated struct definition",
+        ))
     }
 
     fn probe(&mut self) -> Result<Probe, LangError> {

@@ -238,8 +238,10 @@ impl Runtime<'_> {
             .collect()
     }
 
-    fn print(&self, map: usize, out: &mut impl Write) -> io::Result<()> {
-        let text = print_map(&self.reg.maps[map], &self.entries(map), self);
+    /// Map `map` as bpftrace prints it; `top` > 0 keeps the last (largest)
+    /// `top` elements.
+    fn print(&self, map: usize, top: usize, out: &mut impl Write) -> io::Result<()> {
+        let text = print_map(&self.reg.maps[map], &self.entries(map), top, self);
         out.write_all(text.as_bytes())
     }
 
@@ -282,7 +284,9 @@ impl Runtime<'_> {
                 out.write_all(format(&spec.format, &args).as_bytes())?;
             }
             event_kind::EXIT => return Ok(true),
-            event_kind::PRINT if index < self.maps.len() => self.print(index, out)?,
+            event_kind::PRINT if index & 0xffff_ffff < self.maps.len() => {
+                self.print(index & 0xffff_ffff, index >> 32, out)?
+            }
             event_kind::CLEAR if index < self.maps.len() => self.clear(index, false),
             event_kind::ZERO if index < self.maps.len() => self.clear(index, true),
             event_kind::TIME => {
@@ -459,7 +463,7 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
         .map(|(i, m)| (m.name.as_str(), i))
         .collect();
     for i in by_name.values() {
-        runtime.print(*i, &mut text)?;
+        runtime.print(*i, 0, &mut text)?;
     }
     out.write_all(&text)?;
     out.flush()?;
@@ -551,6 +555,33 @@ fn attach(c: &Concrete, prog: &OwnedFd, attached: &mut Vec<Attached>) -> io::Res
         attached.push(Ok(fd));
     }
     Ok(())
+}
+
+/// The probes `scry run -l PATTERN` lists (tracepoints and software
+/// events, as bpftrace names them), those matching the glob `pattern`.
+pub fn list_probes(pattern: &str) -> io::Result<Vec<String>> {
+    let pattern = pattern
+        .strip_prefix("t:")
+        .map(|rest| format!("tracepoint:{rest}"))
+        .unwrap_or_else(|| pattern.to_string());
+    let mut names: Vec<String> = [
+        "cpu-clock",
+        "task-clock",
+        "page-faults",
+        "context-switches",
+        "cpu-migrations",
+        "minor-faults",
+        "major-faults",
+    ]
+    .iter()
+    .map(|e| format!("software:{e}:"))
+    .collect();
+    names.extend(
+        crate::sys::tracefs::list_events()?
+            .into_iter()
+            .map(|(system, event)| format!("tracepoint:{system}:{event}")),
+    );
+    Ok(names.into_iter().filter(|n| glob(&pattern, n)).collect())
 }
 
 fn online() -> io::Result<Vec<i32>> {
