@@ -82,4 +82,4 @@ printf '%-28s %10.1fms %10.1fms %8s\n' "command to first event" \
     "$(awk -v t="$s_start" 'BEGIN {print t * 1000}')" "$(awk -v t="$b_start" 'BEGIN {print t * 1000}')" "$(ratio "$s_start" "$b_start")"
 printf '%-28s %10.3fs %10.3fs %8s  (bare %.3fs)\n' "$CALLS getppid, traced" "$s" "$b" "$(ratio "$s" "$b")" "$bare"
 printf '%-28s %10sns %10sns %8s\n' "cost per event" "$(per "$s")" "$(per "$b")" \
-    "$(awk -v s="$s" -v b="$b" -v z="$bare" 'BEGIN {d = b - z; printf "%.3f", d > 0 ? (s - z) / d : 0}')"
+    "$(awk -v s="$s" -v b="$b" -v z="$bare" 'BEGIN {d = b - z; printf "%.3f", (d > 0 ? (s - z) / d : 0)}')"
