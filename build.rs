@@ -23,6 +23,7 @@ const PROGRAMS: &[&str] = &[
     "tcp",
     "runqlen",
     "threadsnoop",
+    "wakeuptime",
 ];
 
 fn main() {

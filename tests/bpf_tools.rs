@@ -321,6 +321,7 @@ fn sigkill_leaves_no_program_or_link_attached() {
         &["hardirqs", "-d"][..],
         &["offcputime"][..],
         &["runqlen", "-C"][..],
+        &["wakeuptime"][..],
     ] {
         let pinned = pinned_bpf();
         let mut cmd = common::scry();
@@ -582,6 +583,26 @@ fn offcpu_entries(text: &str) -> Vec<OffcpuEntry> {
     entries
 }
 
+/// libbpf-tools' `tool -p PID`, which prints nothing before the end,
+/// returned once it holds a BPF link (attached).
+fn silent_peer(tool: &str, pid: &str) -> (Child, BufReader<std::process::ChildStdout>) {
+    let mut oracle = peer(tool, &["-p".into(), pid.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the peer starts");
+    let start = Instant::now();
+    while !bpf_ids(oracle.id()).iter().any(|(k, _)| k == "link_id") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "libbpf-tools' {tool} never attached"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = BufReader::new(oracle.stdout.take().expect("piped"));
+    (oracle, out)
+}
+
 /// piper blocks 50 times in wait_for_reply, 10 ms each, and measures it:
 /// scry's sums over the stacks through wait_for_reply come within 10% of
 /// that; its largest stack of that thread has libbpf-tools' kernel frames
@@ -601,21 +622,7 @@ fn offcputime_sums_piper_blocked_time_with_libbpf_tools_stacks() {
     let mut cmd = common::scry();
     cmd.args(["offcputime", "-p", &pid]);
     let (scry, scry_out) = tracer(cmd, "Tracing off-CPU time (us) of PID");
-    // libbpf-tools prints nothing before the end: ready once it holds a link.
-    let mut oracle = peer("offcputime", &["-p".into(), pid.clone()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("offcputime starts");
-    let start = Instant::now();
-    while !bpf_ids(oracle.id()).iter().any(|(k, _)| k == "link_id") {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "libbpf-tools never attached"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let oracle_out = BufReader::new(oracle.stdout.take().expect("piped"));
+    let (oracle, oracle_out) = silent_peer("offcputime", &pid);
     common::signal(workload.id(), "CONT");
     let mut said = String::new();
     if let Some(mut e) = workload.stderr.take() {
@@ -644,9 +651,15 @@ fn offcputime_sums_piper_blocked_time_with_libbpf_tools_stacks() {
         .filter(|e| e.frames.iter().any(|f| f == "wait_for_reply"))
         .map(|e| e.us)
         .sum();
+    // The largest total by frames (libbpf-tools prints each stack id
+    // apart, and two ids may name the same functions).
     let top = |entries: &[OffcpuEntry]| -> Option<(Vec<String>, u64)> {
-        let e = entries.iter().max_by_key(|e| e.us)?;
-        Some((e.frames.clone(), e.us))
+        let mut by_frames: std::collections::BTreeMap<&[String], u64> = Default::default();
+        for e in entries {
+            *by_frames.entry(&e.frames).or_insert(0) += e.us;
+        }
+        let (frames, us) = by_frames.into_iter().max_by_key(|&(_, us)| us)?;
+        Some((frames.to_vec(), us))
     };
     let (ours_top, theirs_top) = (top(&ours), top(&theirs));
     eprintln!(
@@ -736,4 +749,81 @@ fn runqlen_sees_the_threads_pinned_to_a_cpu() {
         occupancy.contains("runqocc, CPU 0   100.00%\n"),
         "{occupancy}"
     );
+}
+
+/// One entry of wakeuptime's output (bcc's layout, or libbpf-tools', whose
+/// frames carry their address first): target, waker, the waker's frames
+/// (the tracer's own left out), total.
+#[derive(Debug, Default)]
+struct WakeupEntry {
+    target: String,
+    waker: String,
+    frames: Vec<String>,
+    us: u64,
+}
+
+fn wakeup_entries(text: &str) -> Vec<WakeupEntry> {
+    let mut entries = Vec::new();
+    let mut current = WakeupEntry::default();
+    for line in text.lines().map(str::trim) {
+        if let Some(target) = line.strip_prefix("target:") {
+            current = WakeupEntry {
+                target: target.trim().to_string(),
+                ..Default::default()
+            };
+        } else if let Some(waker) = line.strip_prefix("waker:") {
+            current.waker = waker.trim().to_string();
+        } else if !current.target.is_empty()
+            && let Ok(us) = line.parse::<u64>()
+        {
+            current.us = us;
+            entries.push(std::mem::take(&mut current));
+        } else if let Some(name) = line.split_whitespace().last()
+            && !current.target.is_empty()
+            && !name.starts_with("bpf_")
+            && !name.starts_with("__traceiter_")
+        {
+            current.frames.push(name.to_string());
+        }
+    }
+    entries
+}
+
+/// piper's main thread, woken 50 times by its answerer writing to a pipe:
+/// scry's largest piper-by-piper entry has the waker stack of
+/// libbpf-tools' (pipe_write waking the reader) and a total within 10% of
+/// its (both time switch-out to wakeup, from their own clock reads).
+#[test]
+fn wakeuptime_names_the_writer_as_libbpf_tools_does() {
+    if !require_bpf_oracle()
+        || !common::require_tool("wakeuptime", "libbpf-tools is not installed (scripts/deps)")
+    {
+        return;
+    }
+    let mut workload = stopped_workload("piper", &["50", "10"]);
+    let pid = workload.id().to_string();
+    let mut cmd = common::scry();
+    cmd.args(["wakeuptime", "-p", &pid]);
+    let (scry, scry_out) = tracer(cmd, "Tracing blocked time (us) by kernel stack");
+    let (oracle, oracle_out) = silent_peer("wakeuptime", &pid);
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("piper ends").success());
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    let (text, err) = finish(scry, scry_out, false);
+    let report = format!("scry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}");
+    let top = |entries: Vec<WakeupEntry>| {
+        entries
+            .into_iter()
+            .filter(|e| e.target == "piper" && e.waker == "piper")
+            .max_by_key(|e| e.us)
+    };
+    let ours = top(wakeup_entries(&text)).expect(&report);
+    let theirs = top(wakeup_entries(&peer_text)).expect(&report);
+    eprintln!("wakeuptime: scry {ours:?}\nlibbpf-tools {theirs:?}");
+    assert_eq!(ours.frames, theirs.frames, "{report}");
+    assert!(
+        ours.frames.iter().any(|f| f.contains("pipe_write")),
+        "{report}"
+    );
+    assert!(ours.us.abs_diff(theirs.us) * 10 <= theirs.us, "{report}");
 }

@@ -1,5 +1,6 @@
-//! offcputime's table: the kernel's sums (per thread and pair of stacks)
-//! with their stacks named, as the entries bcc prints, smallest total
+//! offcputime's and wakeuptime's tables: the kernel's sums (per thread
+//! and pair of stacks; per waker, target and waker's stack) with their
+//! stacks named, as the entries bcc prints, smallest total
 //! first (bcc's order: the largest ends the output). Entries whose names
 //! come out the same (two address stacks through the same functions) are
 //! summed. The program's own frames (`bpf_prog_*`, `bpf_trace_run*`), on
@@ -7,9 +8,10 @@
 
 use std::collections::HashMap;
 
-use crate::model::sample::FrameKind;
+use crate::model::sample::{FrameKind, ResolvedSample};
 use crate::symbol::raw_stacks::Named;
 use crate::sys::bpf_offcputime::OffcpuSum;
+use crate::sys::bpf_wakeuptime::WakeupSum;
 
 /// One stack half: its function names innermost first, or why there are
 /// none.
@@ -61,23 +63,67 @@ fn missed_user(id: i32) -> bool {
     id < 0 && id != -1 && id != -14
 }
 
+/// A named stack's function names, innermost first: (kernel, user), the
+/// program's own frames left out.
+fn frame_names(sample: &ResolvedSample, named: &Named) -> (Vec<String>, Vec<String>) {
+    let mut kernel = Vec::new();
+    let mut user = Vec::new();
+    for &id in sample.stack.iter() {
+        let frame = named.frames.get(id);
+        let name = frame.sym.as_deref().unwrap_or("[unknown]").to_string();
+        match frame.kind {
+            FrameKind::Kernel => kernel.push(name),
+            FrameKind::User => user.push(name),
+        }
+    }
+    let skip = kernel.iter().take_while(|n| own_frame(n)).count();
+    kernel.drain(..skip);
+    (kernel, user)
+}
+
+/// One wakeuptime entry: `target` blocked `us` in all until `waker`
+/// (with this kernel stack) woke it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WakeupEntry {
+    pub waker: String,
+    pub target: String,
+    pub us: u64,
+    pub stack: StackPart,
+}
+
+/// wakeuptime's entries of `sums`, whose stacks `named` holds in the same
+/// order: alike ones summed, smallest first.
+pub fn wakeup_entries(sums: &[WakeupSum], named: &Named) -> Vec<WakeupEntry> {
+    let mut index: HashMap<(String, String, StackPart), usize> = HashMap::new();
+    let mut entries: Vec<WakeupEntry> = Vec::new();
+    for (sum, sample) in sums.iter().zip(&named.samples) {
+        let stack = match &sum.stack {
+            Some(_) => StackPart::Frames(frame_names(sample, named).0),
+            None => StackPart::Missed,
+        };
+        let key = (sum.waker.clone(), sum.target.clone(), stack.clone());
+        if let Some(&at) = index.get(&key) {
+            entries[at].us += sum.us;
+            continue;
+        }
+        index.insert(key, entries.len());
+        entries.push(WakeupEntry {
+            waker: sum.waker.clone(),
+            target: sum.target.clone(),
+            us: sum.us,
+            stack,
+        });
+    }
+    entries.sort_by(|a, b| a.us.cmp(&b.us).then_with(|| a.target.cmp(&b.target)));
+    entries
+}
+
 /// The entries of `sums`, whose stacks `named` holds in the same order.
 pub fn offcpu_entries(sums: &[OffcpuSum], named: &Named, halves: StackHalves) -> Vec<OffcpuEntry> {
     let mut index: HashMap<(u32, String, StackPart, StackPart), usize> = HashMap::new();
     let mut entries: Vec<OffcpuEntry> = Vec::new();
     for (sum, sample) in sums.iter().zip(&named.samples) {
-        let mut kernel = Vec::new();
-        let mut user = Vec::new();
-        for &id in sample.stack.iter() {
-            let frame = named.frames.get(id);
-            let name = frame.sym.as_deref().unwrap_or("[unknown]").to_string();
-            match frame.kind {
-                FrameKind::Kernel => kernel.push(name),
-                FrameKind::User => user.push(name),
-            }
-        }
-        let skip = kernel.iter().take_while(|n| own_frame(n)).count();
-        kernel.drain(..skip);
+        let (kernel, user) = frame_names(sample, named);
         let kernel = match (&sum.kernel, halves.kernel) {
             (_, false) => StackPart::Absent,
             (None, true) => StackPart::Missed,

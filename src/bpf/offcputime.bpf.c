@@ -26,10 +26,9 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
 #include "task.bpf.h"
+#include "stackmap.bpf.h"
 
 #define MAX_KEYS 10240
-#define MAX_DEPTH 127
-#define PF_KTHREAD 0x00200000
 
 // 0: every process, every thread.
 const volatile __u32 filter_tgid = 0;
@@ -58,24 +57,12 @@ struct start_t {
 	struct key_t key;
 };
 
-struct task_struct___scry_flags {
-	unsigned int flags;
-} __attribute__((preserve_access_index));
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_KEYS);
 	__type(key, __u32);
 	__type(value, struct start_t);
 } starts SEC(".maps");
-
-// Its size (--stack-storage-size) is set before load.
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 1024);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, MAX_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -104,8 +91,7 @@ static __always_inline void on_switch(void *ctx, void *prev, void *next)
 	struct task_struct___scry *p = prev, *n = next;
 	__u64 now = bpf_ktime_get_ns();
 	__u32 tid = BPF_CORE_READ(p, pid), tgid = BPF_CORE_READ(p, tgid);
-	unsigned int flags = BPF_CORE_READ((struct task_struct___scry_flags *)prev, flags);
-	bool kthread = flags & PF_KTHREAD;
+	bool kthread = task_is_kthread(prev);
 	if (allowed(prev, tgid, tid, kthread)) {
 		struct start_t s = {.ts = now};
 		s.key.tid = tid;

@@ -95,6 +95,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "threadsnoop",
         "each thread created, with its start function, streamed",
     ),
+    (
+        "wakeuptime",
+        "blocked time by the waker's kernel stack, summed in the kernel",
+    ),
 ];
 
 /// `-v` and `--json`, as the tools that print tables take them.

@@ -45,6 +45,7 @@ mod tcpstates;
 mod threadsnoop;
 mod top;
 mod trace;
+mod wakeuptime;
 
 use std::process::ExitCode;
 
@@ -99,6 +100,8 @@ enum Command {
     Runqslower(runqslower::RunqslowerArgs),
     /// Off-CPU time by stack (kernel and user), summed in the kernel (bcc offcputime)
     Offcputime(offcputime::OffcputimeArgs),
+    /// Blocked time by the waker's kernel stack, summed in the kernel (bcc wakeuptime)
+    Wakeuptime(wakeuptime::WakeuptimeArgs),
     /// Each CPU's run-queue length, sampled in the kernel (bcc runqlen)
     Runqlen(runqlen::RunqlenArgs),
     /// Time in each hard interrupt handler, summed in the kernel (bcc hardirqs)
@@ -213,6 +216,7 @@ pub fn main() -> ExitCode {
         Command::Runqlat(args) => runqlat::run(args),
         Command::Runqslower(args) => runqslower::run(args),
         Command::Offcputime(args) => offcputime::run(args),
+        Command::Wakeuptime(args) => wakeuptime::run(args),
         Command::Runqlen(args) => runqlen::run(args),
         Command::Hardirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Hard, args),
         Command::Softirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Soft, args),

@@ -20,7 +20,7 @@ use scry::analysis::offcputime::{StackHalves, offcpu_entries};
 use scry::capture::bpf_run::{self, RunOptions};
 use scry::render::offcputime::{write_offcpu_folded, write_offcpu_stacks};
 use scry::symbol::ResolveOptions;
-use scry::symbol::raw_stacks::{RawStack, RawStackResolver};
+use scry::symbol::raw_stacks::{Named, RawStack, RawStackResolver};
 use scry::sys::bpf_offcputime::{OffcputimeBpf, OffcputimeSettings};
 
 use super::bpf_tool;
@@ -62,20 +62,8 @@ pub struct OffcputimeArgs {
     /// Folded stacks, one line each (for flame graphs).
     #[arg(short = 'f', long = "folded")]
     folded: bool,
-    /// Distinct stacks kept (default 1024).
-    #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
-    stack_storage_size: u32,
-    /// Only blocks of at least this many microseconds (default 1).
-    #[arg(
-        short = 'm',
-        long = "min-block-time",
-        value_name = "US",
-        default_value_t = 1
-    )]
-    min_block_time: u64,
-    /// Only blocks of at most this many microseconds (default: no bound).
-    #[arg(short = 'M', long = "max-block-time", value_name = "US", default_value_t = u64::MAX)]
-    max_block_time: u64,
+    #[command(flatten)]
+    blocks: BlockArgs,
     /// Only blocks that began in this task state (e.g. 1 TASK_INTERRUPTIBLE,
     /// 2 TASK_UNINTERRUPTIBLE, 0 preempted; default: any).
     #[arg(long = "state", value_name = "STATE")]
@@ -86,6 +74,55 @@ pub struct OffcputimeArgs {
     /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
     #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
     duration: Option<u64>,
+}
+
+/// What offcputime and wakeuptime share: the blocks' bounds and the stack
+/// map's size.
+#[derive(Args, Clone, Copy, Debug)]
+pub struct BlockArgs {
+    /// Distinct stacks kept (default 1024).
+    #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    pub stack_storage_size: u32,
+    /// Only blocks of at least this many microseconds (default 1).
+    #[arg(
+        short = 'm',
+        long = "min-block-time",
+        value_name = "US",
+        default_value_t = 1
+    )]
+    pub min_block_time: u64,
+    /// Only blocks of at most this many microseconds (default: no bound).
+    #[arg(short = 'M', long = "max-block-time", value_name = "US", default_value_t = u64::MAX)]
+    pub max_block_time: u64,
+}
+
+impl BlockArgs {
+    /// -m below -M, or an error naming both.
+    pub fn check(&self, tool: &str) -> anyhow::Result<()> {
+        if self.min_block_time >= self.max_block_time {
+            bail!(
+                "{tool}: -m {} must be below -M {}",
+                self.min_block_time,
+                self.max_block_time
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Names the stacks added, saying on stderr which processes were gone
+/// before their maps were read.
+pub fn finish_naming(tool: &str, resolver: RawStackResolver) -> Named {
+    let named = resolver.finish();
+    if !named.gone.is_empty() {
+        eprintln!(
+            "{tool}: {} processes exited before their maps were read (their user frames are \
+             [unknown]): {:?}",
+            named.gone.len(),
+            named.gone
+        );
+    }
+    named
 }
 
 /// bcc's first line: what is traced, by which stacks, until when.
@@ -112,22 +149,16 @@ fn banner(args: &OffcputimeArgs) -> String {
 }
 
 pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
-    if args.min_block_time >= args.max_block_time {
-        bail!(
-            "offcputime: -m {} must be below -M {}",
-            args.min_block_time,
-            args.max_block_time
-        );
-    }
+    args.blocks.check("offcputime")?;
     let settings = OffcputimeSettings {
         pid: args.pid,
         tid: args.tid,
         user_threads_only: args.user_threads_only,
         kernel_threads_only: args.kernel_threads_only,
         state: args.state,
-        min_block_us: args.min_block_time,
-        max_block_us: args.max_block_time,
-        stack_storage: args.stack_storage_size,
+        min_block_us: args.blocks.min_block_time,
+        max_block_us: args.blocks.max_block_time,
+        stack_storage: args.blocks.stack_storage_size,
     };
     let run_opts = RunOptions {
         interval: Some(SEE_EVERY),
@@ -173,15 +204,7 @@ pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
         let Some(resolver) = raw.take() else {
             return Ok(());
         };
-        let named = resolver.finish();
-        if !named.gone.is_empty() {
-            eprintln!(
-                "offcputime: {} processes exited before their maps were read (their user \
-                 frames are [unknown]): {:?}",
-                named.gone.len(),
-                named.gone
-            );
-        }
+        let named = finish_naming("offcputime", resolver);
         let entries = offcpu_entries(&sums, &named, halves);
         if args.folded {
             write_offcpu_folded(&mut out, &entries, args.delimited)?;

@@ -82,9 +82,10 @@ impl RawStackResolver {
         }
     }
 
-    /// Adds a stack (its process's maps go in first, once).
+    /// Adds a stack (its process's maps go in first, once, if it has user
+    /// frames).
     pub fn add(&mut self, stack: &RawStack<'_>) {
-        if self.fed.insert(stack.pid) {
+        if !stack.user.is_empty() && self.fed.insert(stack.pid) {
             self.feed_maps(stack.pid);
         }
         self.resolver.handle_record(

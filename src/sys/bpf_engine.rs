@@ -593,6 +593,13 @@ pub fn percpu_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<PerCpuE
     Ok(entries)
 }
 
+/// Sizes a BPF_MAP_TYPE_STACK_TRACE map before load: `entries` distinct
+/// stacks (bcc's `--stack-storage-size`).
+pub fn size_stack_map(map: &mut libbpf_rs::OpenMapMut<'_>, entries: u32) -> io::Result<()> {
+    map.set_max_entries(entries)
+        .map_err(|e| io_error("sizing the BPF stack map", e))
+}
+
 /// The addresses of stack `id` in a BPF_MAP_TYPE_STACK_TRACE map, the
 /// innermost first (the map's zeroed tail cut off); `None` when the id is
 /// negative (`bpf_get_stackid` failed: no user stack, the map was full) or

@@ -55,10 +55,7 @@ impl OffcputimeBpf {
         let loaded = bpf_engine::load(
             OffcputimeSkelBuilder::default,
             |open: &mut skel::OpenOffcputimeSkel<'static>| {
-                open.maps
-                    .stacks
-                    .set_max_entries(settings.stack_storage)
-                    .map_err(|e| super::bpf::io_error("sizing the BPF stack map", e))?;
+                bpf_engine::size_stack_map(&mut open.maps.stacks, settings.stack_storage)?;
                 let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
                 rodata.filter_tgid = settings.pid.unwrap_or(0);
                 rodata.filter_tid = settings.tid.unwrap_or(0);
