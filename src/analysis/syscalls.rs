@@ -24,6 +24,7 @@
 //!
 //! Inputs must arrive in time order per thread (the capture sorts them).
 
+use crate::data::threads::ThreadNames;
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::rc::Rc;
@@ -387,7 +388,8 @@ pub struct TracerOptions {
 pub struct Tracer {
     pairer: Pairer,
     pub summary: Summary,
-    comms: HashMap<i32, String>,
+    /// Thread names from COMM and FORK items, and guesses from /proc.
+    comms: ThreadNames,
     /// Copies that came before their entry, by thread.
     early_copies: HashMap<i32, ArgCopies>,
     opts: TracerOptions,
@@ -402,7 +404,7 @@ impl Tracer {
     }
 
     fn comm(&self, tid: i32) -> &str {
-        self.comms.get(&tid).map_or(":?", String::as_str)
+        self.comms.recorded(tid).unwrap_or(":?")
     }
 
     fn emit(&mut self, call: SyscallCall, out: &mut dyn TraceOutput) -> io::Result<()> {
@@ -448,15 +450,13 @@ impl Tracer {
                 }
             }
             TraceItem::Comm { tid, comm, .. } => {
-                self.comms.insert(tid, comm);
+                self.comms.set(tid, comm.as_bytes());
             }
             TraceItem::Fork { tid, ptid, .. } => {
-                if let Some(comm) = self.comms.get(&ptid).cloned() {
-                    self.comms.insert(tid, comm);
-                }
+                self.comms.fork(tid, ptid);
             }
             TraceItem::NameGuess { tid, comm, .. } => {
-                self.comms.entry(tid).or_insert(comm);
+                self.comms.guess(tid, &comm);
             }
             TraceItem::Enter(mut enter) => {
                 if let Some(copies) = &early {
@@ -464,7 +464,7 @@ impl Tracer {
                 }
                 let (pid, tid) = (enter.pid, enter.tid);
                 self.summary
-                    .event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
+                    .event(pid, tid, self.comms.recorded(tid).unwrap_or(":?"));
                 if let Some(unfinished) = self.pairer.enter(enter) {
                     self.emit(unfinished, out)?;
                 }
@@ -477,7 +477,7 @@ impl Tracer {
                 ret,
             } => {
                 self.summary
-                    .event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
+                    .event(pid, tid, self.comms.recorded(tid).unwrap_or(":?"));
                 let call = self.pairer.exit(pid, tid, time, desc, ret);
                 self.emit(call, out)?;
             }
@@ -489,7 +489,7 @@ impl Tracer {
                 text,
             } => {
                 self.summary
-                    .event(pid, tid, self.comms.get(&tid).map_or(":?", String::as_str));
+                    .event(pid, tid, self.comms.recorded(tid).unwrap_or(":?"));
                 if self.opts.show_events {
                     out.event(time, pid, tid, self.comm(tid), &name, &text)?;
                 }

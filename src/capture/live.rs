@@ -12,11 +12,9 @@
 use std::io;
 use std::time::Duration;
 
-use linux_perf_event_reader::{CommonData, EventRecord};
-
 use super::session::RecordSink;
-use crate::data::handler::{RecordHandler, dispatch};
-use crate::data::order::{Batch, RoundOrder};
+use crate::data::handler::RecordHandler;
+use crate::data::order::RingOrder;
 use crate::data::raw::{EventIds, RawRecords};
 
 /// Receives parsed live records in time order, and the capture's ticks.
@@ -46,13 +44,7 @@ impl<H: RecordHandler> LiveConsumer for Untimed<H> {
 
 /// The sink described in the module doc.
 pub struct LiveSink<C> {
-    ids: EventIds,
-    order: RoundOrder,
-    /// Bytes taken in so far: each record's sequence number in the order.
-    taken: u64,
-    /// Records that could not be framed or parsed (a kernel/ABI mismatch,
-    /// not expected).
-    pub malformed: u64,
+    ring: RingOrder,
     pub consumer: C,
 }
 
@@ -60,77 +52,25 @@ impl<C: LiveConsumer> LiveSink<C> {
     /// `events`: each event's raw attr bytes (as opened) and its sample ids.
     pub fn new(events: &[(Vec<u8>, Vec<u64>)], consumer: C) -> io::Result<Self> {
         Ok(LiveSink {
-            ids: EventIds::new(events)?,
-            order: RoundOrder::new(),
-            taken: 0,
-            malformed: 0,
+            ring: RingOrder::new(EventIds::new(events)?),
             consumer,
         })
     }
 
-    /// Takes in a ring's bytes: each kernel record, keyed by its time and
-    /// the order it came in, to the one sorter (`data::order`).
-    fn take(&mut self, bytes: &[u8]) {
-        let mut records = RawRecords::new(bytes);
-        loop {
-            let raw = match records.next_record() {
-                Ok(Some(raw)) => raw,
-                Ok(None) => break,
-                Err(_) => {
-                    self.malformed += 1;
-                    break;
-                }
-            };
-            let seq = self.taken + records.offset() as u64;
-            if let Some((index, event)) = self.ids.event_of(&raw) {
-                let time = event.timestamp().unwrap_or(0);
-                self.order
-                    .push_copy((Some(time), seq), &raw, Some(index as u32));
-            }
-        }
-        self.taken += bytes.len() as u64;
-    }
-
-    /// Parses the records of `batch`, in order, into the consumer.
-    fn hand_out(&mut self, batch: Batch) {
-        for record in batch.iter() {
-            let Some(info) = record.event.and_then(|e| self.ids.info(e)) else {
-                continue;
-            };
-            let raw = record.raw.event(info);
-            match raw.parse() {
-                Ok(parsed) => {
-                    let id = match parsed {
-                        EventRecord::Sample(_) => CommonData::default(),
-                        _ => raw.common_data().unwrap_or_default(),
-                    };
-                    let index = record.event.unwrap_or(0);
-                    dispatch(self.consumer.handler(), index, &parsed, &id);
-                }
-                Err(_) => self.malformed += 1,
-            }
-        }
-        self.order.recycle(batch);
-    }
-
     /// Hand out every record still held (the capture has ended).
     pub fn flush_all(&mut self) {
-        if let Some(batch) = self.order.finish() {
-            self.hand_out(batch);
-        }
+        self.ring.finish(self.consumer.handler());
     }
 }
 
 impl<C: LiveConsumer> RecordSink for LiveSink<C> {
     fn records(&mut self, _cpu: u32, bytes: &[u8]) -> io::Result<()> {
-        self.take(bytes);
+        self.ring.take(bytes, |_| false);
         Ok(())
     }
 
     fn round_done(&mut self) -> io::Result<()> {
-        if let Some(batch) = self.order.finish_round() {
-            self.hand_out(batch);
-        }
+        self.ring.finish_round(self.consumer.handler());
         Ok(())
     }
 

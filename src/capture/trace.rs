@@ -16,19 +16,26 @@
 //! (`config1`/`config2`), so a probe made for one run dies with its file
 //! descriptors, even after SIGKILL.
 //!
-//! Ordering: per-CPU rings are not ordered between each other. Counters
-//! use CLOCK_MONOTONIC (`use_clockid`), the clock is noted as each drain
-//! starts, and `round_done` passes the time noted before the previous
-//! drain: every record older than it has been drained, so a sink may
-//! release (sorted) what precedes it.
+//! Ordering: per-CPU rings are not ordered between each other. Records
+//! go through the record pipeline every live command uses: walked with
+//! `data::raw`, put in time order by the one sorter (`data::order`, a
+//! round being one drain of every ring, ended as the next drain starts, so
+//! a quiet target's lines still come within two drains), parsed by
+//! linux-perf-event-reader with their event's attribute, and handed to the
+//! `TraceSink` through the one dispatcher (`data::handler`) in time order.
+//! Losses are counted per ring as they arrive.
 //!
 //! Invariant: parsing never panics on ring bytes; a malformed record is
 //! counted and skipped.
 
-use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
 
+use linux_perf_event_reader::{CommonData, ForkOrExitRecord, RawData, SampleRecord};
+
+use crate::data::handler::{Comm, RecordHandler};
+use crate::data::order::RingOrder;
+use crate::data::raw::EventIds;
 use crate::event::name::ResolvedEvent;
 use crate::sys::bpf_trace::{ArgCopies, ArgCopy, TraceArgsBpf};
 use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
@@ -126,21 +133,19 @@ pub struct TraceSample<'a> {
     pub stack: &'a [u8],
 }
 
-/// Where parsed records go.
+/// Where parsed records go, in time order (losses as they arrive).
 pub trait TraceSink {
     fn record(&mut self, record: TraceRecord<'_>) -> io::Result<()>;
-    /// Every ring was drained; all records with `time < drained_before`
-    /// have been delivered.
-    fn round_done(&mut self, drained_before: u64) -> io::Result<()>;
 }
 
 /// Counters, rings and the workload of one trace.
 #[derive(Debug)]
 pub struct TraceCapture {
     session: Session,
-    /// The attributes as opened (the session's), by event.
-    attrs: Vec<perf_event_attr>,
-    ids: HashMap<u64, usize>,
+    /// Each event's parse info and sample ids, the argument copies' last.
+    ids: EventIds,
+    /// The event index of the argument copies.
+    arg_copies: usize,
     /// The copying program and its bpf-output events, when loaded.
     arg_copier: Option<ArgCopier>,
     /// Records that did not parse.
@@ -156,10 +161,6 @@ struct ArgCopier {
     bpf: TraceArgsBpf,
     _outputs: Vec<PerfEventFd>,
 }
-
-/// The event index `ArgCopies` samples are parsed under (after the
-/// caller's events).
-const ARG_COPIES: usize = usize::MAX;
 
 const SAMPLE_BASE: u64 =
     pe::PERF_SAMPLE_IDENTIFIER | pe::PERF_SAMPLE_TID | pe::PERF_SAMPLE_TIME | pe::PERF_SAMPLE_CPU;
@@ -194,13 +195,6 @@ fn build_attr(event: &TraceEvent, first: bool, ring_bytes: usize) -> perf_event_
     attr.__bindgen_anon_2.wakeup_watermark = (ring_bytes / 4) as u32;
     attr
 }
-
-/// What the parser needs of the bpf-output counters' attribute.
-static ARG_COPIES_ATTR: std::sync::LazyLock<perf_event_attr> = std::sync::LazyLock::new(|| {
-    let mut attr = pe::new_attr();
-    attr.sample_type = SAMPLE_BASE | pe::PERF_SAMPLE_RAW;
-    attr
-});
 
 /// Live output: drain at least this often.
 const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -237,21 +231,25 @@ impl TraceCapture {
             target: target.clone(),
             mmap_pages,
         })?;
-        let mut ids = HashMap::new();
-        for (event, list) in session
-            .ids()
-            .map_err(CaptureError::System)?
+        let sample_ids = session.ids().map_err(CaptureError::System)?;
+        let events: Vec<(Vec<u8>, Vec<u64>)> = session
+            .attrs
             .iter()
-            .enumerate()
-        {
-            for &id in list {
-                ids.insert(id, event);
-            }
-        }
+            .map(pe::attr_bytes)
+            .zip(sample_ids)
+            .collect();
+        let mut ids = EventIds::new(&events).map_err(CaptureError::System)?;
+        // The bpf-output counters' records: what the parser needs of their
+        // attribute.
+        let mut copies_attr = pe::new_attr();
+        copies_attr.sample_type = SAMPLE_BASE | pe::PERF_SAMPLE_RAW;
+        let arg_copies = ids
+            .add(&pe::attr_bytes(&copies_attr))
+            .map_err(CaptureError::System)?;
         let mut capture = TraceCapture {
-            attrs: session.attrs.clone(),
             session,
             ids,
+            arg_copies,
             arg_copier: None,
             malformed: 0,
             notes: Vec::new(),
@@ -302,7 +300,7 @@ impl TraceCapture {
             let fd = PerfEventFd::open(&attr, -1, cpu as i32)?;
             fd.set_output(ring)?;
             bpf.set_output(cpu, fd.raw_fd())?;
-            self.ids.insert(fd.id()?, ARG_COPIES);
+            self.ids.insert(fd.id()?, self.arg_copies);
             outputs.push(fd);
         }
         bpf.attach()?;
@@ -331,41 +329,67 @@ impl TraceCapture {
         signals: &SignalPipe,
     ) -> Result<StopReason, CaptureError> {
         let mut parser = Parser {
-            ids: &self.ids,
-            attrs: &self.attrs,
-            malformed: 0,
-            sink,
-            drain_started: 0,
+            ring: RingOrder::new(self.ids.clone()),
+            out: Emit {
+                arg_copies: self.arg_copies,
+                malformed: 0,
+                sink,
+                failed: None,
+            },
         };
         let reason = self.session.run(&mut parser, signals);
-        self.malformed += parser.malformed;
+        let flushed = parser.finish();
+        self.malformed += parser.ring.malformed + parser.out.malformed;
         if let Some(copier) = &mut self.arg_copier {
             copier.bpf.detach();
         }
-        reason
+        let reason = reason?;
+        flushed.map_err(CaptureError::Write)?;
+        Ok(reason)
     }
 }
 
-/// Parses drained bytes into `TraceRecord`s for a `TraceSink`.
+/// Drained records through the record pipeline (`RingOrder`: walked, put
+/// in time order, parsed by linux-perf-event-reader, dispatched) into
+/// `Emit`, which makes them `TraceRecord`s.
 struct Parser<'a> {
-    ids: &'a HashMap<u64, usize>,
-    attrs: &'a [perf_event_attr],
+    ring: RingOrder,
+    out: Emit<'a>,
+}
+
+/// The `RecordHandler` that turns records into `TraceRecord`s for a
+/// `TraceSink`.
+struct Emit<'a> {
+    /// The event index of the argument copies (after the caller's events).
+    arg_copies: usize,
+    /// Records that parsed but lacked a field a `TraceRecord` needs.
     malformed: u64,
     sink: &'a mut dyn TraceSink,
-    /// CLOCK_MONOTONIC when the last drain started.
-    drain_started: u64,
+    /// The sink's first error: the records after it are dropped.
+    failed: Option<io::Error>,
 }
 
 impl RecordSink for Parser<'_> {
+    /// A drain starts: every record of the drains before it has arrived,
+    /// so the previous round ends here, whether or not it held records
+    /// (lines are printed within two drains, however quiet the target).
     fn drain_starting(&mut self) -> io::Result<()> {
-        // The previous drain emptied every ring after `drain_started`.
-        self.sink.round_done(self.drain_started)?;
-        self.drain_started = crate::sys::uprobe::monotonic_ns();
-        Ok(())
+        self.ring.finish_round(&mut self.out);
+        self.out.failed.take().map_or(Ok(()), Err)
     }
 
     fn records(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()> {
-        self.parse(bytes, cpu)
+        let out = &mut self.out;
+        // Losses are per ring and need no order.
+        self.ring.take(bytes, |raw| {
+            if raw.record_type != pe::PERF_RECORD_LOST {
+                return false;
+            }
+            let count = raw.lost_count().unwrap_or(0);
+            out.deliver(Some(TraceRecord::Lost { cpu, count }));
+            true
+        });
+        self.out.failed.take().map_or(Ok(()), Err)
     }
 
     fn round_done(&mut self) -> io::Result<()> {
@@ -378,203 +402,103 @@ impl RecordSink for Parser<'_> {
 }
 
 impl Parser<'_> {
-    fn parse(&mut self, bytes: &[u8], cpu: u32) -> io::Result<()> {
-        let mut at = 0usize;
-        while let Some(header) = bytes.get(at..at + 8) {
-            let kind = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]);
-            let misc = u16::from_ne_bytes([header[4], header[5]]);
-            let size = u16::from_ne_bytes([header[6], header[7]]) as usize;
-            let Some(body) = (size >= 8).then(|| bytes.get(at + 8..at + size)).flatten() else {
-                self.malformed += 1;
-                break;
+    /// The end of the capture: every record still held, in order.
+    fn finish(&mut self) -> io::Result<()> {
+        self.ring.finish(&mut self.out);
+        self.out.failed.take().map_or(Ok(()), Err)
+    }
+}
+
+impl Emit<'_> {
+    fn deliver(&mut self, record: Option<TraceRecord<'_>>) {
+        match record {
+            _ if self.failed.is_some() => {}
+            Some(record) => {
+                if let Err(e) = self.sink.record(record) {
+                    self.failed = Some(e);
+                }
+            }
+            None => self.malformed += 1,
+        }
+    }
+}
+
+/// The bytes of a parsed field, as they lie in the drained record.
+fn bytes<'a>(data: Option<RawData<'a>>) -> Option<&'a [u8]> {
+    match data? {
+        RawData::Single(bytes) => Some(bytes),
+        RawData::Split(..) => None,
+    }
+}
+
+impl RecordHandler for Emit<'_> {
+    fn handle_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
+        let record = (|| {
+            let (pid, tid, time) = (s.pid?, s.tid?, s.timestamp?);
+            let raw = match s.raw {
+                Some(_) => bytes(s.raw)?,
+                None => &[],
             };
-            at += size;
-            let parsed = match kind {
-                pe::PERF_RECORD_SAMPLE => match self.parse_sample(body) {
-                    Some(s) if s.event == ARG_COPIES => {
-                        ArgCopies::parse(s.raw).map(|copies| TraceRecord::ArgCopies {
-                            pid: s.pid,
-                            tid: s.tid,
-                            time: s.time,
-                            copies,
-                        })
-                    }
-                    other => other.map(TraceRecord::Sample),
-                },
-                pe::PERF_RECORD_COMM => parse_comm(body, misc),
-                pe::PERF_RECORD_FORK => {
-                    let mut r = Reader(body);
-                    (|| {
-                        let pid = r.u32()? as i32;
-                        let ppid = r.u32()? as i32;
-                        let tid = r.u32()? as i32;
-                        let ptid = r.u32()? as i32;
-                        let time = r.u64()?;
-                        Some(TraceRecord::Fork {
-                            pid,
-                            ppid,
-                            tid,
-                            ptid,
-                            time,
-                        })
-                    })()
+            if attr_index == self.arg_copies {
+                let copies = ArgCopies::parse(raw)?;
+                return Some(TraceRecord::ArgCopies {
+                    pid,
+                    tid,
+                    time,
+                    copies,
+                });
+            }
+            // Ascending register numbers, as sampled.
+            let regs = s.user_regs.as_ref().map_or_else(Vec::new, |regs| {
+                (0..64).filter_map(|r| regs.get(r)).collect()
+            });
+            let stack = match &s.user_stack {
+                Some((data, dyn_size)) => {
+                    let data = bytes(Some(*data))?;
+                    data.get(..(*dyn_size as usize).min(data.len()))?
                 }
-                pe::PERF_RECORD_EXIT => {
-                    let mut r = Reader(body);
-                    (|| {
-                        let pid = r.u32()? as i32;
-                        let _ppid = r.u32()?;
-                        let tid = r.u32()? as i32;
-                        let _ptid = r.u32()?;
-                        let time = r.u64()?;
-                        Some(TraceRecord::Exit { pid, tid, time })
-                    })()
-                }
-                pe::PERF_RECORD_LOST => {
-                    let mut r = Reader(body);
-                    r.u64()
-                        .and_then(|_id| r.u64())
-                        .map(|count| TraceRecord::Lost { cpu, count })
-                }
-                _ => continue,
+                None => &[],
             };
-            match parsed {
-                Some(record) => self.sink.record(record)?,
-                None => self.malformed += 1,
-            }
-        }
-        Ok(())
+            Some(TraceRecord::Sample(TraceSample {
+                event: attr_index,
+                pid,
+                tid,
+                time,
+                cpu: s.cpu?,
+                raw,
+                regs,
+                stack,
+            }))
+        })();
+        self.deliver(record);
     }
 
-    fn parse_sample<'b>(&self, body: &'b [u8]) -> Option<TraceSample<'b>> {
-        let mut r = Reader(body);
-        let id = r.u64()?;
-        let event = *self.ids.get(&id)?;
-        let attr = match event {
-            ARG_COPIES => &*ARG_COPIES_ATTR,
-            _ => self.attrs.get(event)?,
-        };
-        let pid = r.u32()? as i32;
-        let tid = r.u32()? as i32;
-        let time = r.u64()?;
-        let cpu = r.u32()?;
-        let _res = r.u32()?;
-        let mut raw: &[u8] = &[];
-        if attr.sample_type & pe::PERF_SAMPLE_RAW != 0 {
-            let len = r.u32()? as usize;
-            raw = r.take(len)?;
-        }
-        let mut regs = Vec::new();
-        if attr.sample_type & pe::PERF_SAMPLE_REGS_USER != 0 {
-            let abi = r.u64()?;
-            if abi != 0 {
-                for _ in 0..attr.sample_regs_user.count_ones() {
-                    regs.push(r.u64()?);
-                }
-            }
-        }
-        let mut stack: &[u8] = &[];
-        if attr.sample_type & pe::PERF_SAMPLE_STACK_USER != 0 {
-            let len = r.u64()? as usize;
-            if len > 0 {
-                let data = r.take(len)?;
-                let dyn_size = r.u64()? as usize;
-                stack = data.get(..dyn_size.min(len))?;
-            }
-        }
-        Some(TraceSample {
-            event,
-            pid,
-            tid,
-            time,
-            cpu,
-            raw,
-            regs,
-            stack,
-        })
+    fn handle_comm(&mut self, _attr_index: usize, c: &Comm<'_>, id: &CommonData) {
+        let end = c.name.iter().position(|&b| b == 0).unwrap_or(c.name.len());
+        self.deliver(Some(TraceRecord::Comm {
+            pid: c.pid,
+            tid: c.tid,
+            comm: String::from_utf8_lossy(&c.name[..end]).into_owned(),
+            exec: c.exec,
+            time: id.timestamp.unwrap_or(0),
+        }));
     }
-}
 
-/// Bytes of the `sample_id_all` trailer of the tracking event's records
-/// (SAMPLE_BASE: pid/tid, time, cpu/res, identifier) and where its time is.
-const TRAILER: usize = 32;
-const TRAILER_TIME: usize = 8;
-
-fn parse_comm(body: &[u8], misc: u16) -> Option<TraceRecord<'_>> {
-    let mut r = Reader(body);
-    let pid = r.u32()? as i32;
-    let tid = r.u32()? as i32;
-    let rest = r.0;
-    let end = rest.iter().position(|&b| b == 0)?;
-    let time = body
-        .len()
-        .checked_sub(TRAILER)
-        .filter(|&at| at >= 8 + end)
-        .and_then(|at| Reader(&body[at + TRAILER_TIME..]).u64())
-        .unwrap_or(0);
-    Some(TraceRecord::Comm {
-        pid,
-        tid,
-        comm: String::from_utf8_lossy(&rest[..end]).into_owned(),
-        exec: misc & pe::PERF_RECORD_MISC_COMM_EXEC != 0,
-        time,
-    })
-}
-
-/// A bounds-checked cursor over native-endian record bytes.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, tail) = (self.0.get(..n)?, self.0.get(n..)?);
-        self.0 = tail;
-        Some(head)
+    fn handle_fork(&mut self, _attr_index: usize, f: &ForkOrExitRecord, _id: &CommonData) {
+        self.deliver(Some(TraceRecord::Fork {
+            pid: f.pid,
+            ppid: f.ppid,
+            tid: f.tid,
+            ptid: f.ptid,
+            time: f.timestamp,
+        }));
     }
-    fn u32(&mut self) -> Option<u32> {
-        let b = self.take(4)?;
-        Some(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Some(u64::from_ne_bytes(a))
-    }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reader_is_bounds_checked() {
-        let mut r = Reader(&[1, 0, 0, 0, 2]);
-        assert_eq!(r.u32(), Some(1));
-        assert_eq!(r.u32(), None);
-        assert_eq!(r.take(1), Some(&[2u8][..]));
-        assert!(parse_comm(&[1, 0, 0, 0], 0).is_none());
-        let mut comm = vec![5, 0, 0, 0, 6, 0, 0, 0, b'c', b'a', b't', 0, 0, 0, 0, 0];
-        assert_eq!(
-            parse_comm(&comm, pe::PERF_RECORD_MISC_COMM_EXEC),
-            Some(TraceRecord::Comm {
-                pid: 5,
-                tid: 6,
-                comm: "cat".into(),
-                exec: true,
-                time: 0,
-            })
-        );
-        // With the sample_id_all trailer: pid/tid, time, cpu/res, id.
-        comm.extend_from_slice(&[5, 0, 0, 0, 6, 0, 0, 0]);
-        comm.extend_from_slice(&77u64.to_ne_bytes());
-        comm.extend_from_slice(&[0; 16]);
-        assert!(matches!(
-            parse_comm(&comm, 0),
-            Some(TraceRecord::Comm {
-                time: 77,
-                exec: false,
-                ..
-            })
-        ));
+    fn handle_exit(&mut self, _attr_index: usize, e: &ForkOrExitRecord, _id: &CommonData) {
+        self.deliver(Some(TraceRecord::Exit {
+            pid: e.pid,
+            tid: e.tid,
+            time: e.timestamp,
+        }));
     }
 }

@@ -2,8 +2,8 @@
 //! records into `analysis::syscalls::TraceItem`s: system call entries with
 //! their arguments (and path strings), exits with their return values,
 //! other tracepoints rendered through the event formats, uprobe hits with
-//! their registers. Items are held until `round_done` says every record
-//! older than a time has been drained, then released sorted by time.
+//! their registers. Records come in time order (the record pipeline's
+//! sorter, `capture::trace`), so each item is delivered as it is made.
 //!
 //! Strings and input buffers are never read from the process here: they
 //! come copied at the entry (`TraceRecord::ArgCopies`, from the BPF program
@@ -47,10 +47,6 @@ pub const UPROBE_REGS: u64 = {
     use super::trace::regs::*;
     1 << AX | 1 << CX | 1 << DX | 1 << SI | 1 << DI | 1 << IP | 1 << R8 | 1 << R9
 };
-
-/// Items stay buffered this long past the drain time, for records stamped
-/// just before a drain but committed to their ring just after.
-const ORDER_SLACK_NS: u64 = 1_000_000;
 
 /// Number → name and argument layout of system calls.
 #[derive(Debug)]
@@ -131,7 +127,6 @@ pub struct SyscallDecoder<F: FnMut(TraceItem) -> io::Result<()>> {
     formats: Rc<FormatCache>,
     /// Threads named by a record, or looked up in /proc.
     named: HashSet<i32>,
-    buffer: Vec<TraceItem>,
     deliver: F,
     /// Records the kernel dropped (ring full), per CPU.
     pub lost: std::collections::BTreeMap<u32, u64>,
@@ -154,38 +149,23 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
             table: SyscallTable::new(Rc::clone(&formats)),
             formats,
             named: HashSet::new(),
-            buffer: Vec::new(),
             deliver,
             lost: Default::default(),
             undecodable: 0,
         }
     }
 
-    /// Releases everything still buffered (tracing ended).
-    pub fn finish(&mut self) -> io::Result<()> {
-        self.release(u64::MAX)
-    }
-
-    fn release(&mut self, before: u64) -> io::Result<()> {
-        self.buffer.sort_by_key(TraceItem::time);
-        let split = self.buffer.partition_point(|i| i.time() < before);
-        let ready: Vec<TraceItem> = self.buffer.drain(..split).collect();
-        for item in ready {
-            (self.deliver)(item)?;
-        }
-        Ok(())
-    }
-
     /// A thread seen for the first time with no FORK or COMM record so
     /// far: its name from /proc while it is there, which the tracer uses
     /// only if no record (from another CPU's ring, drained later) names it.
     /// Names are settled there, in time order, not here in ring order.
-    fn note_thread(&mut self, tid: i32, time: u64) {
+    fn note_thread(&mut self, tid: i32, time: u64) -> io::Result<()> {
         if self.named.insert(tid)
             && let Some(comm) = proc_comm(tid)
         {
-            self.buffer.push(TraceItem::NameGuess { tid, comm, time });
+            (self.deliver)(TraceItem::NameGuess { tid, comm, time })?;
         }
+        Ok(())
     }
 
     fn sample(&mut self, s: &TraceSample<'_>) -> Option<TraceItem> {
@@ -323,9 +303,9 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> TraceSink for SyscallDecoder<F> {
     fn record(&mut self, record: TraceRecord<'_>) -> io::Result<()> {
         match record {
             TraceRecord::Sample(s) => {
-                self.note_thread(s.tid, s.time);
+                self.note_thread(s.tid, s.time)?;
                 match self.sample(&s) {
-                    Some(item) => self.buffer.push(item),
+                    Some(item) => (self.deliver)(item)?,
                     None => self.undecodable += 1,
                 }
             }
@@ -333,34 +313,30 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> TraceSink for SyscallDecoder<F> {
                 tid, comm, time, ..
             } => {
                 self.named.insert(tid);
-                self.buffer.push(TraceItem::Comm { tid, comm, time });
+                (self.deliver)(TraceItem::Comm { tid, comm, time })?;
             }
             TraceRecord::Fork {
                 tid, ptid, time, ..
             } => {
                 // A new thread has the name of the thread that made it,
                 // until it renames itself (a COMM record) or execs.
-                self.note_thread(ptid, time);
+                self.note_thread(ptid, time)?;
                 self.named.insert(tid);
-                self.buffer.push(TraceItem::Fork { tid, ptid, time });
+                (self.deliver)(TraceItem::Fork { tid, ptid, time })?;
             }
             TraceRecord::ArgCopies {
                 tid, time, copies, ..
             } => {
                 let desc = self.table.get(copies.nr);
                 let item = copies_item(tid, time, &desc, &copies);
-                self.buffer.push(TraceItem::ArgCopies(item));
+                (self.deliver)(TraceItem::ArgCopies(item))?;
             }
             TraceRecord::Exit { pid, tid, time } => {
-                self.buffer.push(TraceItem::ThreadExit { pid, tid, time });
+                (self.deliver)(TraceItem::ThreadExit { pid, tid, time })?;
             }
             TraceRecord::Lost { cpu, count } => *self.lost.entry(cpu).or_default() += count,
         }
         Ok(())
-    }
-
-    fn round_done(&mut self, drained_before: u64) -> io::Result<()> {
-        self.release(drained_before.saturating_sub(ORDER_SLACK_NS))
     }
 }
 

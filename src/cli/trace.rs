@@ -262,7 +262,6 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     });
     capture.start()?;
     let stop = capture.run(&mut decoder, &signals)?;
-    decoder.finish()?;
     let (lost, undecodable) = (
         std::mem::take(&mut decoder.lost),
         decoder.undecodable + capture.malformed,

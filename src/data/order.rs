@@ -1,6 +1,7 @@
 //! Per-CPU streams merged in time order: the one sorter of records, for
 //! files (`reader::rounds`), live rings (`capture::live`) and the tracer
-//! (`capture::trace`).
+//! (`capture::trace`); and [`RingOrder`], which puts a live ring's bytes
+//! through it and the dispatcher.
 //!
 //! Ordering is perf's (`FINISHED_ROUND`, linux-perf-data's `sorter.rs`):
 //! records come in rounds (a file's FINISHED_ROUND, one drain of every
@@ -20,7 +21,10 @@
 //! long it is (on a 400k-sample file, moving each record twice through the
 //! crate's queue was a quarter of `scry report`'s time).
 
-use super::raw::RawRecord;
+use linux_perf_event_reader::{CommonData, EventRecord};
+
+use super::handler::{RecordHandler, dispatch};
+use super::raw::{EventIds, RawRecord, RawRecords};
 
 /// A record's place in the order: its time (`None` sorts first), then its
 /// sequence number.
@@ -185,6 +189,93 @@ impl RoundOrder {
         // records' keys: swap the bytes so the batch takes the round's.
         std::mem::swap(&mut self.bytes, &mut next.bytes);
         next
+    }
+}
+
+/// Drained ring bytes in, parsed records out in time order: the walk
+/// (`data::raw`), the sorter and the dispatcher (`data::handler`), as every
+/// live consumer (`capture::live`, `capture::trace`) uses them. A round is
+/// whatever the caller takes in between two `finish_round` calls.
+#[derive(Debug)]
+pub struct RingOrder {
+    ids: EventIds,
+    order: RoundOrder,
+    /// Bytes taken in so far: each record's sequence number.
+    taken: u64,
+    /// Records that could not be framed or parsed (a kernel/ABI mismatch,
+    /// not expected).
+    pub malformed: u64,
+}
+
+impl RingOrder {
+    pub fn new(ids: EventIds) -> Self {
+        RingOrder {
+            ids,
+            order: RoundOrder::new(),
+            taken: 0,
+            malformed: 0,
+        }
+    }
+
+    /// Takes in drained bytes: each kernel record, keyed by its time and
+    /// the order it came in, unless `divert` takes it (returns true) first.
+    pub fn take(&mut self, bytes: &[u8], mut divert: impl FnMut(&RawRecord<'_>) -> bool) {
+        let mut records = RawRecords::new(bytes);
+        loop {
+            let raw = match records.next_record() {
+                Ok(Some(raw)) => raw,
+                Ok(None) => break,
+                Err(_) => {
+                    self.malformed += 1;
+                    break;
+                }
+            };
+            if divert(&raw) {
+                continue;
+            }
+            let seq = self.taken + records.offset() as u64;
+            if let Some((index, event)) = self.ids.event_of(&raw) {
+                let time = event.timestamp().unwrap_or(0);
+                self.order
+                    .push_copy((Some(time), seq), &raw, Some(index as u32));
+            }
+        }
+        self.taken += bytes.len() as u64;
+    }
+
+    /// The end of a round: what is ready goes to `handler`, in order.
+    pub fn finish_round<H: RecordHandler + ?Sized>(&mut self, handler: &mut H) {
+        if let Some(batch) = self.order.finish_round() {
+            self.hand_out(batch, handler);
+        }
+    }
+
+    /// The end of the capture: everything still held goes to `handler`.
+    pub fn finish<H: RecordHandler + ?Sized>(&mut self, handler: &mut H) {
+        if let Some(batch) = self.order.finish() {
+            self.hand_out(batch, handler);
+        }
+    }
+
+    fn hand_out<H: RecordHandler + ?Sized>(&mut self, batch: Batch, handler: &mut H) {
+        for record in batch.iter() {
+            let Some((index, info)) = record.event.and_then(|e| Some((e, self.ids.info(e)?)))
+            else {
+                continue;
+            };
+            let raw = record.raw.event(info);
+            match raw.parse() {
+                Ok(parsed) => {
+                    let id = match parsed {
+                        EventRecord::Sample(_) => CommonData::default(),
+                        _ => raw.common_data().unwrap_or_default(),
+                    };
+                    dispatch(handler, index, &parsed, &id);
+                }
+                Err(_) => self.malformed += 1,
+            }
+        }
+        self.order.recycle(batch);
     }
 }
 

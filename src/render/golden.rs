@@ -217,3 +217,158 @@ fn golden_folded_and_svg() {
     write_svg(&annotated, &FlameOptions::default(), &mut svg).unwrap();
     check_golden("flamegraph.svg", &String::from_utf8(svg).unwrap());
 }
+
+/// `scry trace`'s lines and its `-s` summary, from hand-built items in time
+/// order through the tracer: names from /proc and from COMM and FORK, a
+/// copied path, a truncated buffer, an error return, an unfinished call
+/// ended by its thread's exit, and another event.
+#[test]
+fn trace_layout() {
+    use std::rc::Rc;
+
+    use crate::analysis::syscall_desc::{ArgDesc, ArgKind, SyscallDesc};
+    use crate::analysis::syscalls::{
+        ArgCopies, ArgText, SyscallEnter, TraceItem, Tracer, TracerOptions,
+    };
+    use crate::render::trace::{TextOutput, write_summary};
+
+    let desc = |nr: u64, name: &str, args: &[(&str, ArgKind)]| {
+        Rc::new(SyscallDesc {
+            nr,
+            name: name.into(),
+            args: args
+                .iter()
+                .map(|(name, kind)| ArgDesc {
+                    name: (*name).into(),
+                    kind: *kind,
+                })
+                .collect(),
+        })
+    };
+    let openat = desc(
+        257,
+        "openat",
+        &[
+            ("dfd", ArgKind::DirFd),
+            ("filename", ArgKind::Str),
+            ("flags", ArgKind::Hex),
+            ("mode", ArgKind::Unsigned(2)),
+        ],
+    );
+    let write = desc(
+        1,
+        "write",
+        &[
+            ("fd", ArgKind::Unsigned(4)),
+            ("buf", ArgKind::Str),
+            ("count", ArgKind::Unsigned(8)),
+        ],
+    );
+    let getppid = desc(110, "getppid", &[]);
+    let enter = |tid: i32, time: u64, desc: &Rc<SyscallDesc>, args: [u64; 6], copied: &[usize]| {
+        TraceItem::Enter(SyscallEnter {
+            pid: 100,
+            tid,
+            time,
+            desc: Rc::clone(desc),
+            args,
+            strings: copied.iter().map(|&i| (i, ArgText::NOT_COPIED)).collect(),
+        })
+    };
+    let exit = |tid: i32, time: u64, desc: &Rc<SyscallDesc>, ret: i64| TraceItem::Exit {
+        pid: 100,
+        tid,
+        time,
+        desc: Rc::clone(desc),
+        ret,
+    };
+    let at_fdcwd = (-100i64) as u64;
+    let items = vec![
+        TraceItem::NameGuess {
+            tid: 100,
+            comm: "guessed".into(),
+            time: 1_000_000_000,
+        },
+        TraceItem::Comm {
+            tid: 100,
+            comm: "cat".into(),
+            time: 1_000_000_000,
+        },
+        enter(
+            100,
+            1_000_010_000,
+            &openat,
+            [at_fdcwd, 0x1000, 0, 0, 0, 0],
+            &[1],
+        ),
+        TraceItem::ArgCopies(ArgCopies {
+            tid: 100,
+            time: 1_000_010_000,
+            nr: 257,
+            args: [at_fdcwd, 0x1000, 0, 0, 0, 0],
+            texts: vec![(
+                1,
+                ArgText::Copied {
+                    bytes: b"/etc/hostname".to_vec(),
+                    truncated: false,
+                },
+            )],
+        }),
+        exit(100, 1_000_020_000, &openat, 3),
+        enter(
+            100,
+            1_000_030_000,
+            &openat,
+            [at_fdcwd, 0x2000, 0, 0, 0, 0],
+            &[1],
+        ),
+        exit(100, 1_000_040_000, &openat, -2),
+        TraceItem::Fork {
+            tid: 101,
+            ptid: 100,
+            time: 1_000_050_000,
+        },
+        enter(101, 1_000_060_000, &write, [1, 0x3000, 5000, 0, 0, 0], &[1]),
+        TraceItem::ArgCopies(ArgCopies {
+            tid: 101,
+            time: 1_000_060_000,
+            nr: 1,
+            args: [1, 0x3000, 5000, 0, 0, 0],
+            texts: vec![(
+                1,
+                ArgText::Copied {
+                    bytes: b"hello".to_vec(),
+                    truncated: true,
+                },
+            )],
+        }),
+        TraceItem::Event {
+            pid: 100,
+            tid: 100,
+            time: 1_000_065_000,
+            name: Rc::from("sched:sched_wakeup"),
+            text: "comm=cat pid=101 prio=120 target_cpu=001".into(),
+        },
+        exit(101, 1_000_070_000, &write, 5000),
+        enter(100, 1_000_080_000, &getppid, [0; 6], &[]),
+        exit(100, 1_000_081_500, &getppid, 1),
+        enter(101, 1_000_090_000, &getppid, [0; 6], &[]),
+        TraceItem::ThreadExit {
+            pid: 100,
+            tid: 101,
+            time: 1_000_095_000,
+        },
+    ];
+    let mut tracer = Tracer::new(TracerOptions {
+        min_duration_ns: None,
+        show_events: true,
+    });
+    let mut out = TextOutput::new(Vec::new());
+    for item in items {
+        tracer.item(item, &mut out).unwrap();
+    }
+    tracer.finish(&mut out).unwrap();
+    let mut text = std::mem::take(out.get_mut());
+    write_summary(&tracer.summary, &mut text).unwrap();
+    check_golden("trace.txt", &String::from_utf8(text).unwrap());
+}
