@@ -16,12 +16,13 @@
 #    each mode: events recorded and lost as the recorder reports them.
 # 3. Report: the time `scry report` takes on each file (-g unwinds every
 #    sample's stack top; fp reads chains only).
-# 4. The size of -g's stack copy: nofp, libcloop and rust_work (whose std
-#    has no frame pointers) recorded with `--call-graph fp+stack,SIZE` for
+# 4. The size of -g's stack copy: nofp, libcloop, rust_work (whose std
+#    has no frame pointers) and cpp_work sampled, fsyncer and pingpong
+#    blocked (sched_switch), recorded with `--call-graph fp+stack,SIZE` for
 #    SIZES, and each file's stack-quality line: the share of samples whose
-#    chain was repaired or checked (fully unwound), cut, or kept unchecked.
+#    chain was repaired or checked (fully unwound), or kept unchecked.
 #
-# Usage: bench/unwind.sh   (env REPS=3, ROUNDS=100, CALLS=500000, SIZES="8 64 256 512 2048",
+# Usage: bench/unwind.sh   (env REPS=3, ROUNDS=100, CALLS=500000, SIZES="8 32 64 128 512",
 #                          SCRY_BIN=path to skip the release build)
 set -euo pipefail
 
@@ -31,7 +32,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 REPS=${REPS:-3}
 ROUNDS=${ROUNDS:-100}
 CALLS=${CALLS:-500000}
-SIZES=${SIZES:-8 64 256 512 2048}
+SIZES=${SIZES:-8 32 64 128 512}
 
 for tool in perf /usr/bin/time cc; do
     command -v "$tool" >/dev/null || { echo "bench/unwind.sh: $tool is missing; run scripts/deps" >&2; exit 2; }
@@ -47,6 +48,9 @@ nofp=$("$repo/scripts/workload" nofp)
 storm=$("$repo/scripts/workload" storm)
 libcloop=$("$repo/scripts/workload" libcloop)
 rust_work=$("$repo/scripts/workload" rust_work)
+cpp_work=$("$repo/scripts/workload" cpp_work)
+fsyncer=$("$repo/scripts/workload" fsyncer)
+pingpong=$("$repo/scripts/workload" pingpong)
 
 tmp=$(mktemp -d /tmp/scry-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -152,11 +156,21 @@ done
 
 echo
 echo "stack copy size: stack quality of -g files (--call-graph fp+stack,SIZE), -F 999, 0.5 s of CPU"
-for w in nofp libcloop rust_work; do
+for w in nofp libcloop rust_work cpp_work; do
     for size in $SIZES; do
         data=$tmp/size-$w-$size.data
         "$scry" record -q -F 999 --call-graph "fp+stack,$size" -o "$data" -- "${!w}" 0.5s >/dev/null 2>&1
         line=$("$scry" report --stdio -i "$data" 2>/dev/null | sed -n 's/^# stack quality: //p')
+        printf '%-10s %5s B  %s\n' "$w" "$size" "$line"
+        rm -f "$data"
+    done
+done
+echo "blocked (sched:sched_switch, the user stack at the system-call entry)"
+for w in fsyncer pingpong; do
+    for size in $SIZES; do
+        data=$tmp/size-$w-$size.data
+        "$scry" record -q -e sched:sched_switch --call-graph "fp+stack,$size" -o "$data" -- "${!w}" 300 >/dev/null 2>&1
+        line=$("$scry" report --stdio --comms "$w" -i "$data" 2>/dev/null | sed -n 's/^# stack quality: //p')
         printf '%-10s %5s B  %s\n' "$w" "$size" "$line"
         rm -f "$data"
     done

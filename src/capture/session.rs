@@ -57,10 +57,14 @@ pub enum CallGraph {
     Dwarf { stack_size: u32 },
 }
 
-/// The user stack `-g` copies with each sample. Measured (`bench/unwind.sh`,
-/// the frameless workloads): 512 bytes reached the join in every sample of
-/// them; the size adds 520 bytes to a sample's ~100.
-pub const DEFAULT_FP_STACK_SIZE: u32 = 512;
+/// The user stack `-g` copies with each sample. Measured with
+/// `--call-graph fp+stack,SIZE` (bench/unwind.sh's last table): the
+/// smallest copy that repaired every sample was 8 bytes for nofp and
+/// libcloop (frameless code that touches no stack), 32 for rust_work and
+/// cpp_work, 64 for pingpong blocked in glibc's cancellable read/write;
+/// twice that keeps a margin at ~280 bytes a sample (fp: ~100, 512: ~660,
+/// dwarf: ~8450). A chain a copy cannot repair is kept and counted.
+pub const DEFAULT_FP_STACK_SIZE: u32 = 128;
 
 /// Everything a capture needs to know. Defaults follow perf record.
 #[derive(Clone, Debug)]

@@ -79,7 +79,7 @@ pub struct SamplingArgs {
     /// frameless function hid its caller; same as --call-graph fp+stack.
     #[arg(short = 'g')]
     pub callchain: bool,
-    /// fp+stack[,STACK_BYTES] (the default of -g; 512 bytes): frame pointers
+    /// fp+stack[,STACK_BYTES] (the default of -g; 128 bytes): frame pointers
     /// plus the top of the user stack, unwound at report time where the chain
     /// lost a caller; fp: frame pointers only; dwarf[,STACK_BYTES] (8192):
     /// copy the user stack and registers to unwind later.

@@ -39,10 +39,12 @@ pub enum KeptReason {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Join {
     /// The unwound frames, then the chain from where they meet (or the
-    /// unwound frames alone when they reached the root).
+    /// unwound frames alone when they reached the root, or went past the
+    /// end of the chain).
     Repaired,
-    /// The unwound frames alone: the chain was garbage or ended below
-    /// them, and the copy ended before the root.
+    /// The unwound frames alone: the chain was garbage (its slots fell
+    /// below the stack pointer or did not rise), and the copy ended before
+    /// the root.
     Cut,
     /// The chain as the kernel gave it.
     Kept(KeptReason),
@@ -92,9 +94,11 @@ pub fn join(
     }
     let mut bp = Some(top.bp);
     let mut below = top.sp.saturating_sub(8);
+    let mut garbage = false;
     for (k, &addr) in chain.iter().enumerate().skip(1) {
         let Some(frame) = bp else { break };
         let Some(slot) = frame.checked_add(8).filter(|&s| s > below) else {
+            garbage = true;
             break;
         };
         if slot == last_slot {
@@ -114,7 +118,10 @@ pub fn join(
         bp = top.word(frame);
     }
     out.extend(unwound.iter().map(|f| f.addr));
-    Join::Cut
+    // A chain that ended below the unwound frames (the kernel's walk
+    // stopped, at a root or at code without frames) is what fp would have
+    // called whole; the unwound frames reach further than it did.
+    if garbage { Join::Cut } else { Join::Repaired }
 }
 
 #[cfg(test)]
@@ -234,6 +241,31 @@ mod tests {
             Join::Kept(KeptReason::SnapshotTooSmall)
         );
         assert_eq!(out, chain);
+    }
+
+    /// The chain ended below the unwound frames (libc's start code keeps no
+    /// frame pointer): the unwound frames go further, and are the stack.
+    #[test]
+    fn a_chain_that_ends_below_the_unwound_frames_yields_to_them() {
+        let bytes = stack(8, &[(1, 0xc0), (4, 0), (5, 0x30)]);
+        let top = UserTop {
+            sp: SP,
+            bp: SP + 8 * 4,
+            stack: &bytes,
+        };
+        let chain = [0x10, 0x30];
+        let unwound = [
+            frame(0x10, None),
+            frame(0xc0, Some(1)),
+            frame(0x30, Some(5)),
+            frame(0x70, Some(7)),
+        ];
+        let mut out = Vec::new();
+        assert_eq!(
+            join(&chain, &top, &unwound, PARTIAL, &mut out),
+            Join::Repaired
+        );
+        assert_eq!(out, [0x10, 0xc0, 0x30, 0x70]);
     }
 
     /// %rbp below the stack pointer: the chain is garbage, the unwound
