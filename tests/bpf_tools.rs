@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::hist_total;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -158,20 +160,6 @@ fn syscount_counts_exactly_n_calls_as_libbpf_tools_on_every_hook() {
         assert!(err.contains(&format!("hook scry_sc_exit: {hook}")), "{err}");
         assert!(text.contains("SYSCALL                   COUNT\n"), "{text}");
     }
-}
-
-fn hist_total(text: &str) -> u64 {
-    text.lines()
-        .filter(|l| l.contains(" -> "))
-        .filter_map(|l| {
-            l.split(':')
-                .nth(1)?
-                .split_whitespace()
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
 }
 
 /// Both tools count the stretches of the workload's tasks between their

@@ -20,6 +20,14 @@ use scry::sys::localtime::now_hms;
 /// The BPF tools: (name, what it shows). A symlink named after one runs it.
 pub const TOOLS: &[(&str, &str)] = &[
     (
+        "biolatency",
+        "block I/O latency (per disk -D, per flags -F), as a histogram",
+    ),
+    (
+        "biosnoop",
+        "each block I/O with its process, disk, bytes and latency, streamed",
+    ),
+    (
         "cpudist",
         "on-CPU (or off-CPU, -O) time per stretch, as a histogram",
     ),

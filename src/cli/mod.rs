@@ -7,6 +7,8 @@
 //! `scry: {chain}`, each cause once (`error_text`), and exits 2.
 
 mod annotate;
+mod biolatency;
+mod biosnoop;
 mod bpf_tool;
 mod convert;
 mod cpudist;
@@ -132,6 +134,10 @@ enum Command {
     Tcpstates(tcpstates::TcpstatesArgs),
     /// Each thread created, with its start function, streamed (bcc threadsnoop)
     Threadsnoop(threadsnoop::ThreadsnoopArgs),
+    /// Block I/O latency as a histogram, counted in the kernel (bcc biolatency)
+    Biolatency(biolatency::BiolatencyArgs),
+    /// Each block I/O request: process, disk, sector, bytes, latency, streamed (bcc biosnoop)
+    Biosnoop(biosnoop::BiosnoopArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -232,6 +238,8 @@ pub fn main() -> ExitCode {
         Command::Tcpaccept(args) => tcpaccept::run(args),
         Command::Tcpstates(args) => tcpstates::run(args),
         Command::Threadsnoop(args) => threadsnoop::run(args),
+        Command::Biolatency(args) => biolatency::run(args),
+        Command::Biosnoop(args) => biosnoop::run(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

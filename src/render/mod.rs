@@ -6,6 +6,7 @@
 //! `impl Write`, and propagate io errors (a closed pipe ends the command
 //! quietly in `main`).
 pub mod annotate;
+pub mod bio;
 pub mod export;
 pub mod flamegraph;
 pub mod folded;

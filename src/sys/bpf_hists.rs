@@ -9,10 +9,11 @@
 
 use std::io;
 
-use libbpf_rs::{MapCore, MapFlags};
+use libbpf_rs::skel::Skel;
+use libbpf_rs::{MapCore, MapFlags, MapMut};
 
 use super::bpf::io_error;
-use super::bpf_engine::{comm_at, u32_at, u64_at};
+use super::bpf_engine::{Hook, Loaded, comm_at, u32_at, u64_at};
 
 /// Slots per histogram: the header's MAX_SLOTS.
 pub const MAX_SLOTS: usize = 36;
@@ -68,6 +69,40 @@ pub fn drain<M: MapCore>(map: &M) -> io::Result<Vec<KeyedSlots>> {
     }
     out.sort_by_key(|h| h.key);
     Ok(out)
+}
+
+/// A histogram tool's programs, loaded: its hooks, its histograms read
+/// by [`drain`] from the map `hists` names, and detaching at the end.
+pub struct HistBpf<S> {
+    loaded: Loaded<S>,
+    hists: for<'r> fn(&'r S) -> &'r MapMut<'static>,
+}
+
+impl<S> std::fmt::Debug for HistBpf<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistBpf")
+            .field("loaded", &self.loaded)
+            .finish()
+    }
+}
+
+impl<S: Skel<'static>> HistBpf<S> {
+    pub fn new(loaded: Loaded<S>, hists: for<'r> fn(&'r S) -> &'r MapMut<'static>) -> HistBpf<S> {
+        HistBpf { loaded, hists }
+    }
+
+    pub fn hooks(&self) -> Vec<Hook> {
+        self.loaded.hooks()
+    }
+
+    /// The histograms since the last read (they are deleted), by key.
+    pub fn read(&self) -> io::Result<Vec<KeyedSlots>> {
+        drain((self.hists)(&self.loaded.skel))
+    }
+
+    pub fn detach(&mut self) {
+        self.loaded.detach();
+    }
 }
 
 #[cfg(test)]

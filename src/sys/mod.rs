@@ -2,7 +2,9 @@
 //! here, next to the `#[repr(C)]` structs with the kernel's own names.
 //! Wrappers return `io::Result`; nothing here formats text for people.
 
+pub mod block;
 pub mod bpf;
+pub mod bpf_bio;
 pub mod bpf_cpudist;
 pub mod bpf_engine;
 pub mod bpf_events;

@@ -450,3 +450,18 @@ pub fn go_pprof(args: &[&str], profile: &Path) -> String {
             .arg(profile),
     )
 }
+
+/// The counts of a bcc-style histogram's rows (`low -> high : count |...|`), summed.
+pub fn hist_total(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.contains(" -> "))
+        .filter_map(|l| {
+            l.split(':')
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}

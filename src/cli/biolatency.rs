@@ -1,0 +1,138 @@
+//! `scry biolatency` (bcc's biolatency, libbpf-tools' flags and layout):
+//! block I/O latency (issue to completion; `-Q` from the insert into the
+//! queue) as log2 histograms counted in the kernel: one, or one per disk
+//! (`-D`) or per set of request flags (`-F`); `-d DISK` one disk;
+//! `interval [count]` as bcc. Wiring only: `sys::bpf_bio` →
+//! `analysis::hist` → `render::hist` (labels from `render::bio`).
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use clap::Args;
+
+use scry::analysis::hist::{Histogram, KeyedHistogram, Scale};
+use scry::capture::bpf_run::{self, RunOptions};
+use scry::render::bio::{disk_name, flags_label};
+use scry::render::hist::{write_keyed, write_keyed_json};
+use scry::sys::block::{self, Partition};
+use scry::sys::bpf_bio::{self, BioSettings, BiolatencyBpf};
+use scry::sys::localtime::now_hms;
+
+use super::bpf_tool;
+
+#[derive(Args, Debug)]
+pub struct BiolatencyArgs {
+    /// Print a timestamp with each interval.
+    #[arg(short = 'T', long = "timestamp")]
+    timestamp: bool,
+    /// Milliseconds (default: microseconds).
+    #[arg(short = 'm', long = "milliseconds")]
+    milliseconds: bool,
+    /// Include the time queued in the kernel (from insert).
+    #[arg(short = 'Q', long = "queued")]
+    queued: bool,
+    /// A histogram per disk.
+    #[arg(short = 'D', long = "disk")]
+    per_disk: bool,
+    /// A histogram per set of request flags (not with -D).
+    #[arg(short = 'F', long = "flag")]
+    per_flag: bool,
+    /// Only this disk (a name of /proc/partitions).
+    #[arg(short = 'd', long = "disk-name", value_name = "DISK")]
+    disk: Option<String>,
+    /// Say which kernel hooks the programs use.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// JSON (one document per interval) instead of the histograms.
+    #[arg(long)]
+    json: bool,
+    /// Print every INTERVAL seconds (default: once, at Ctrl-C).
+    #[arg(value_name = "INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
+    interval: Option<u64>,
+    /// Stop after COUNT intervals.
+    #[arg(value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
+    count: Option<u64>,
+}
+
+/// The disks, and the dev_t of `-d DISK` (a name /proc/partitions lists).
+pub fn disk_filter(
+    tool: &str,
+    disk: Option<&str>,
+) -> anyhow::Result<(Vec<Partition>, Option<u32>)> {
+    let disks = block::partitions().map_err(|e| anyhow::anyhow!("{tool}: {e}"))?;
+    let Some(name) = disk else {
+        return Ok((disks, None));
+    };
+    let dev = disks.iter().find(|p| p.name == name).map(|p| p.dev);
+    let dev = dev.ok_or_else(|| {
+        anyhow::anyhow!("{tool}: -d {name}: no such disk (the names are in /proc/partitions)")
+    })?;
+    Ok((disks, Some(dev)))
+}
+
+pub fn run(args: BiolatencyArgs) -> anyhow::Result<()> {
+    if args.per_disk && args.per_flag {
+        anyhow::bail!("biolatency: -D and -F together are not supported: one of them");
+    }
+    let (disks, dev) = disk_filter("biolatency", args.disk.as_deref())?;
+    let settings = BioSettings {
+        per_disk: args.per_disk,
+        per_flag: args.per_flag,
+        queued: args.queued,
+        milliseconds: args.milliseconds,
+        dev,
+    };
+    let run_opts = RunOptions {
+        interval: args.interval.map(Duration::from_secs),
+        count: args.count,
+        duration: None,
+        pid: None,
+    };
+    let mut bpf = bpf_tool::load("biolatency", || bpf_bio::load_latency(settings))?;
+    bpf_tool::print_hooks("biolatency", &bpf.hooks(), args.verbose);
+    let mut out = io::stdout().lock();
+    if !args.json {
+        writeln!(out, "Tracing block device I/O... Hit Ctrl-C to end.")?;
+    }
+    out.flush()?;
+    let unit = if args.milliseconds { "msecs" } else { "usecs" };
+    let label = |key: u32| {
+        if args.per_disk {
+            format!("disk = {}\t", disk_name(&disks, key))
+        } else if args.per_flag {
+            flags_label(key)
+        } else {
+            String::new()
+        }
+    };
+    let mut print = |bpf: &mut BiolatencyBpf, last: bool| -> io::Result<()> {
+        if last {
+            bpf.detach();
+        }
+        let hists: Vec<KeyedHistogram> = bpf
+            .read()?
+            .iter()
+            .map(|h| KeyedHistogram {
+                key: u64::from(h.key),
+                label: label(h.key),
+                hist: Histogram::from_slots(Scale::Log2, unit, &h.slots),
+            })
+            .collect();
+        if args.json {
+            write_keyed_json(&mut out, &hists)?;
+            return out.flush();
+        }
+        writeln!(out)?;
+        if args.timestamp {
+            let (h, m, s) = now_hms();
+            writeln!(out, "{:<8}", format!("{h:02}:{m:02}:{s:02}"))?;
+        }
+        if !args.per_disk && !args.per_flag && !hists.is_empty() {
+            writeln!(out)?;
+        }
+        write_keyed(&mut out, &hists)?;
+        out.flush()
+    };
+    bpf_run::run(&run_opts, |last| print(&mut bpf, last))?;
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! `scry biosnoop` (bcc's biosnoop, libbpf-tools' flags and layout): each
+//! block I/O request at its completion, with the process that started it,
+//! its disk, rwbs, sector, bytes and latency (`-Q`: and the time queued),
+//! from the block tracepoints (libbpf-tools' own needs a kprobe on
+//! blk_account_io_start). Wiring only: `sys::bpf_bio` → `render::bio`
+//! through the streaming tools' run.
+
+use clap::Args;
+
+use scry::render::bio::BioTable;
+use scry::sys::bpf_bio::{self, BioSettings};
+
+use super::biolatency::disk_filter;
+use super::{bpf_tool, snoop};
+
+#[derive(Args, Debug)]
+pub struct BiosnoopArgs {
+    /// Only this disk (a name of /proc/partitions).
+    #[arg(short = 'd', long = "disk", value_name = "DISK")]
+    disk: Option<String>,
+    /// Include the time queued in the kernel (QUE(ms)).
+    #[arg(short = 'Q', long = "queued")]
+    queued: bool,
+    /// Say which kernel hooks the programs use.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// One JSON object per request instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Stop after DURATION seconds.
+    #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
+    duration: Option<u64>,
+}
+
+pub fn run(args: BiosnoopArgs) -> anyhow::Result<()> {
+    let (disks, dev) = disk_filter("biosnoop", args.disk.as_deref())?;
+    let settings = BioSettings {
+        queued: args.queued,
+        dev,
+        ..BioSettings::default()
+    };
+    let bpf = bpf_tool::load("biosnoop", || bpf_bio::load_snoop(settings))?;
+    let flags = snoop::StreamFlags {
+        duration: args.duration,
+        verbose: args.verbose,
+        json: args.json,
+    };
+    let how = snoop::Stream {
+        tool: "biosnoop",
+        duration: args.duration,
+        pid: None,
+        filters: Vec::new(),
+    };
+    let table = BioTable {
+        queued: args.queued,
+        disks,
+    };
+    snoop::run(&how, &flags, &bpf, &table, |_| true)
+}

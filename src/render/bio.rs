@@ -1,0 +1,189 @@
+//! The block I/O tools' text as libbpf-tools prints it: biosnoop's lines
+//! (`TIME(s) COMM PID DISK T SECTOR BYTES [QUE(ms)] LAT(ms)`, T being the
+//! request's rwbs letters as the kernel's blk_fill_rwbs writes them), and
+//! biolatency's labels (`disk = vda`, `flags = Sync-Write`). Flags are the
+//! canonical ones `sys::bpf_bio` documents, so the names do not depend on
+//! the kernel's bit numbers. The time column is seconds since the tool
+//! started (libbpf-tools: since the first event).
+
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use crate::render::snoop::{Clock, SnoopFormat};
+use crate::sys::block::Partition;
+use crate::sys::bpf_bio::BioEvent;
+
+const SYNC: u32 = 1 << 8;
+const META: u32 = 1 << 9;
+const FUA: u32 = 1 << 10;
+const PREFLUSH: u32 = 1 << 11;
+const RAHEAD: u32 = 1 << 12;
+
+/// The flag names, in libbpf-tools' order, by canonical bit.
+const FLAG_NAMES: [(u32, &str); 11] = [
+    (1 << 14, "NoWait-"),
+    (1 << 13, "Background-"),
+    (RAHEAD, "ReadAhead-"),
+    (PREFLUSH, "PreFlush-"),
+    (FUA, "FUA-"),
+    (1 << 18, "Integrity-"),
+    (1 << 17, "Idle-"),
+    (1 << 16, "NoMerge-"),
+    (1 << 15, "Priority-"),
+    (META, "Metadata-"),
+    (SYNC, "Sync-"),
+];
+
+/// The operation's name (REQ_OP_*).
+fn op_name(op: u32) -> &'static str {
+    match op {
+        0 => "Read",
+        1 => "Write",
+        2 => "Flush",
+        3 => "Discard",
+        5 => "SecureErase",
+        9 => "WriteZeroes",
+        10 => "ZoneOpen",
+        11 => "ZoneClose",
+        12 => "ZoneFinish",
+        13 => "ZoneAppend",
+        15 => "ZoneReset",
+        17 => "ZoneResetAll",
+        34 => "DrvIn",
+        35 => "DrvOut",
+        _ => "Unknown",
+    }
+}
+
+/// biolatency -F's label: `flags = Sync-Write`.
+pub fn flags_label(flags: u32) -> String {
+    let mut label = String::from("flags = ");
+    for (bit, name) in FLAG_NAMES {
+        if flags & bit != 0 {
+            label.push_str(name);
+        }
+    }
+    label.push_str(op_name(flags & 0xff));
+    label
+}
+
+/// The rwbs letters (`WS`, `R`, `FWFS`...).
+pub fn rwbs(flags: u32) -> String {
+    let mut s = String::new();
+    if flags & PREFLUSH != 0 {
+        s.push('F');
+    }
+    s.push_str(match flags & 0xff {
+        1 => "W",
+        3 => "D",
+        5 => "DE",
+        2 => "F",
+        0 => "R",
+        _ => "N",
+    });
+    for (bit, c) in [(FUA, 'F'), (RAHEAD, 'A'), (SYNC, 'S'), (META, 'M')] {
+        if flags & bit != 0 {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// A disk's name, or `Unknown`.
+pub fn disk_name(disks: &[Partition], dev: u32) -> &str {
+    disks
+        .iter()
+        .find(|p| p.dev == dev)
+        .map_or("Unknown", |p| p.name.as_str())
+}
+
+/// biosnoop's table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BioTable {
+    /// -Q: the QUE(ms) column.
+    pub queued: bool,
+    pub disks: Vec<Partition>,
+}
+
+impl SnoopFormat for BioTable {
+    type Event = BioEvent;
+
+    fn header<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        write!(
+            w,
+            "{:<11} {:<14} {:<7} {:<7} {:<4} {:<10} {:<7} ",
+            "TIME(s)", "COMM", "PID", "DISK", "T", "SECTOR", "BYTES"
+        )?;
+        if self.queued {
+            write!(w, "{:>7} ", "QUE(ms)")?;
+        }
+        writeln!(w, "{:>7}", "LAT(ms)")
+    }
+
+    fn line<W: Write>(&self, w: &mut W, e: &BioEvent, clock: Clock) -> io::Result<()> {
+        write!(
+            w,
+            "{:<11.6} {:<14.14} {:<7} {:<7} {:<4} {:<10} {:<7} ",
+            clock.secs,
+            e.comm,
+            e.pid,
+            disk_name(&self.disks, e.dev),
+            rwbs(e.flags),
+            e.sector,
+            e.bytes
+        )?;
+        if self.queued {
+            let ms = e.queued_ns.map_or(-1.0, |ns| ns as f64 / 1e6);
+            write!(w, "{ms:>7.3} ")?;
+        }
+        writeln!(w, "{:>7.3}", e.latency_ns as f64 / 1e6)
+    }
+
+    fn fields(&self, e: &BioEvent) -> Value {
+        json!({
+            "comm": e.comm, "pid": e.pid, "disk": disk_name(&self.disks, e.dev),
+            "rwbs": rwbs(e.flags), "flags": flags_label(e.flags).trim_start_matches("flags = "),
+            "sector": e.sector, "bytes": e.bytes,
+            "queued_ns": e.queued_ns, "latency_ns": e.latency_ns,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_flags_as_libbpf_tools() {
+        assert_eq!(flags_label(1 | SYNC), "flags = Sync-Write");
+        assert_eq!(flags_label(RAHEAD), "flags = ReadAhead-Read");
+        assert_eq!(rwbs(1 | SYNC | FUA), "WFS");
+        assert_eq!(rwbs(2 | PREFLUSH), "FF");
+        let table = BioTable {
+            queued: false,
+            disks: vec![Partition {
+                dev: 254 << 20,
+                name: "vda".into(),
+            }],
+        };
+        let e = BioEvent {
+            latency_ns: 1_500_000,
+            sector: 2048,
+            bytes: 65536,
+            dev: 254 << 20,
+            flags: 1 | SYNC,
+            pid: 42,
+            comm: "dwrites".into(),
+            ..BioEvent::default()
+        };
+        let mut out = Vec::new();
+        table.header(&mut out).unwrap();
+        table.line(&mut out, &e, Clock::default()).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "TIME(s)     COMM           PID     DISK    T    SECTOR     BYTES   LAT(ms)\n\
+             0.000000    dwrites        42      vda     WS   2048       65536     1.500\n"
+        );
+    }
+}

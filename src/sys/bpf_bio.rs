@@ -1,0 +1,123 @@
+//! The block I/O tools' kernel side (biolatency, biosnoop): loads
+//! `src/bpf/bio.bpf.c` through the engine in one of its modes, and reads
+//! its histograms (biolatency: log2 slots per key, read and deleted, so
+//! each interval starts from zero) or decodes the events its ring streams
+//! (biosnoop). The rules are in the program's header comment; the disks'
+//! names come from `sys::block`.
+
+use std::io;
+
+use super::bpf_engine::{self, Attach, GroupRules, Loaded, u32_at, u64_at};
+use super::bpf_events::{EventStream, c_string_at};
+use super::bpf_hists::HistBpf;
+
+super::bpf::bpf_skeleton!("bio.skel.rs");
+
+use skel::{BioSkel, BioSkelBuilder};
+
+/// The program's settings (its `const volatile`s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BioSettings {
+    /// A histogram per disk (-D).
+    pub per_disk: bool,
+    /// A histogram per set of flags (-F).
+    pub per_flag: bool,
+    /// Time from the insert into the queue where there is one (-Q).
+    pub queued: bool,
+    pub milliseconds: bool,
+    /// Only this disk (the kernel's dev_t: major << 20 | minor).
+    pub dev: Option<u32>,
+}
+
+/// One completed request (biosnoop).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BioEvent {
+    pub ts_ns: u64,
+    /// From issue to completion.
+    pub latency_ns: u64,
+    /// From insert to issue; None when it did not pass a scheduler.
+    pub queued_ns: Option<u64>,
+    pub sector: u64,
+    pub bytes: u32,
+    pub dev: u32,
+    /// Canonical flags: the operation in bits 0-7, then Sync, Metadata,
+    /// FUA, PreFlush, ReadAhead, Background, NoWait, Priority, NoMerge,
+    /// Idle, Integrity (bits 8-18).
+    pub flags: u32,
+    /// The process that started it (0 and "?" when unknown).
+    pub pid: u32,
+    pub comm: String,
+}
+
+impl BioEvent {
+    /// Decodes one ring record (`struct bio_event`); None when short.
+    pub fn decode(r: &[u8]) -> Option<BioEvent> {
+        let queued = u64_at(r, 16)?;
+        Some(BioEvent {
+            ts_ns: u64_at(r, 0)?,
+            latency_ns: u64_at(r, 8)?,
+            queued_ns: (queued != u64::MAX).then_some(queued),
+            sector: u64_at(r, 24)?,
+            bytes: u32_at(r, 32)?,
+            dev: u32_at(r, 36)?,
+            flags: u32_at(r, 40)?,
+            pid: u32_at(r, 44)?,
+            comm: c_string_at(r, 48, 16),
+        })
+    }
+}
+
+/// block_io_start exists since 6.5; without it biosnoop's process is "?".
+const IO_START: &str = "scry_bio_io_start";
+const INSERT: &str = "scry_bio_insert";
+
+fn open(settings: BioSettings, snoop: bool) -> io::Result<Loaded<BioSkel<'static>>> {
+    let mut skip = Vec::new();
+    if !snoop {
+        skip.push(IO_START);
+    }
+    if !settings.queued {
+        skip.push(INSERT);
+    }
+    bpf_engine::load(
+        BioSkelBuilder::default,
+        |open: &mut skel::OpenBioSkel<'static>| {
+            let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+            rodata.mode = if snoop { 2 } else { 1 };
+            rodata.per_disk = settings.per_disk;
+            rodata.per_flag = settings.per_flag;
+            rodata.queued = settings.queued;
+            rodata.milliseconds = settings.milliseconds;
+            rodata.filter_by_dev = settings.dev.is_some();
+            rodata.filter_dev = settings.dev.unwrap_or(0);
+            Ok(())
+        },
+        GroupRules {
+            optional: &[IO_START],
+            skip: &skip,
+        },
+        Attach::Now,
+    )
+}
+
+/// biolatency's programs, counting: histograms by key, a disk's dev_t
+/// (-D), canonical flags (-F), or u32::MAX.
+pub type BiolatencyBpf = HistBpf<BioSkel<'static>>;
+
+pub fn load_latency(settings: BioSettings) -> io::Result<BiolatencyBpf> {
+    Ok(HistBpf::new(
+        open(settings, false)?,
+        |s: &BioSkel<'static>| &s.maps.hists,
+    ))
+}
+
+/// biosnoop's programs, streaming [`BioEvent`]s.
+pub type BiosnoopBpf = EventStream<BioEvent>;
+
+pub fn load_snoop(settings: BioSettings) -> io::Result<BiosnoopBpf> {
+    Ok(EventStream::new(
+        open(settings, true)?,
+        |s: &skel::BioSkel<'static>| (&s.maps.events, &s.maps.drops),
+        BioEvent::decode,
+    ))
+}
