@@ -22,7 +22,7 @@
 #    SIZES, and each file's stack-quality line: the share of samples whose
 #    chain was repaired or checked (fully unwound), or kept unchecked.
 #
-# Usage: bench/unwind.sh   (env REPS=3, ROUNDS=100, CALLS=500000, SIZES="8 32 64 128 512",
+# Usage: bench/unwind.sh   (env REPS=3, ROUNDS=100, FREQS="999 20000", CALLS=500000, SIZES="8 32 64 128 512",
 #                          SCRY_BIN=path to skip the release build)
 set -euo pipefail
 
@@ -60,9 +60,10 @@ measure() {
     local name=$1
     shift
     /usr/bin/time -f '%e %U %S' -o "$tmp/time.out" "$@" >/dev/null 2>"$tmp/$name.stderr" || {
-        echo "bench/unwind.sh: '$*' failed:" >&2
-        cat "$tmp/$name.stderr" >&2
-        exit 1
+        # Reported, and left out of the table (scry's dwarf rings at
+        # -F 20000 can exceed what the kernel maps: ENOMEM).
+        echo "bench/unwind.sh: $name failed: $(grep -v '^Command' "$tmp/$name.stderr" | head -1)" >&2
+        return 0
     }
     local bytes=0
     [ -f "$tmp/$name.data" ] && bytes=$(stat -c %s "$tmp/$name.data")
@@ -85,7 +86,7 @@ declare -A scry_mode=([fp]="--call-graph fp" [g]="-g" [dwarf]="--call-graph dwar
 declare -A perf_mode=([fp]="--call-graph fp" [dwarf]="--call-graph dwarf")
 
 echo "sampling: nofp $ROUNDS rounds, median of $REPS interleaved runs, $(nproc) CPUs, $(uname -r)"
-for freq in 999 20000; do
+for freq in ${FREQS:-999 20000}; do
     for ((rep = 0; rep < REPS; rep++)); do
         measure "bare$freq" "$nofp" "$ROUNDS"
         for m in "${modes[@]}"; do
@@ -117,6 +118,7 @@ for freq in 999 20000; do
     done
     read -r fp_cpu fp_size <"$tmp/scry-fp-$freq.sum"
     for m in g dwarf; do
+        [ -f "$tmp/scry-$m-$freq.sum" ] || continue
         read -r cpu size <"$tmp/scry-$m-$freq.sum"
         awk -v m="${scry_mode[$m]}" -v c="$cpu" -v s="$size" -v fc="$fp_cpu" -v fs="$fp_size" -v b="$bare" 'BEGIN {
             e = c - b; fe = fc - b; if (fe < 0.001) fe = 0.001
@@ -124,6 +126,7 @@ for freq in 999 20000; do
     done
     t0=$(date +%s.%N)
     for m in "${modes[@]}"; do
+        [ -f "$tmp/scry-$m-$freq.data" ] || continue
         t0=$(date +%s.%N)
         "$scry" report --stdio -i "$tmp/scry-$m-$freq.data" >/dev/null 2>&1
         t1=$(date +%s.%N)
