@@ -4,8 +4,9 @@
 #
 # 1. Command to first event: a program with a tracepoint probe whose BEGIN
 #    prints a line and exits (BEGIN runs, in both tools, once every probe is
-#    attached): the wall time of the whole command, parse to exit. Median
-#    of REPS runs each.
+#    attached): the wall time from the command's start to that line read
+#    from its output (parse, compile, load, attach, first event; the
+#    tool's teardown after it is not counted). Median of REPS runs each.
 # 2. Cost per event: workloads/calls N (exactly N getppid) under
 #    `tracepoint:syscalls:sys_enter_getppid /pid == PID/ { @ = count(); }`,
 #    forked stopped so the tracer is ready (its BEGIN line read) before the
@@ -32,12 +33,19 @@ median() { sort -g "$out/$1" | awk '{t[NR] = $1} END {print t[int((NR + 1) / 2)]
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 
 START='tracepoint:syscalls:sys_enter_getppid { @ = count(); } BEGIN { printf("ready\n"); exit(); }'
-# start NAME CMD...: the wall time of one whole run.
+# start NAME CMD...: the wall time from the start to the `ready` line.
 start() {
     local name=$1; shift
+    rm -f "$out/fifo"; mkfifo "$out/fifo"
     local t0=$EPOCHREALTIME
-    "$@" >/dev/null 2>>"$out/$name.err"
+    stdbuf -oL "$@" >"$out/fifo" 2>>"$out/$name.err" &
+    local tool=$!
+    exec 3<"$out/fifo"
+    while read -r line <&3; do [ "$line" = ready ] && break; done
     awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.6f\n", b - a}' >>"$out/$name"
+    cat <&3 >/dev/null
+    exec 3<&-
+    wait "$tool" || true
 }
 
 # cost NAME [TOOL ARGS]: one timed run of the workload, traced by TOOL -e PROG.
