@@ -25,6 +25,7 @@ const PROGRAMS: &[&str] = &[
     "threadsnoop",
     "wakeuptime",
     "bio",
+    "vfsstat",
 ];
 
 fn main() {

@@ -216,11 +216,12 @@ fn bad_input_is_one_line_and_exit_2() {
     if !require_root_and("execsnoop") {
         return;
     }
-    let cases: [(&[&str], Option<&str>, &str); 8] = [
+    let cases: [(&[&str], Option<&str>, &str); 9] = [
         (&["opensnoop", "-p", "4194304"], None, "no such process"),
         (&["killsnoop", "-p", "4194304"], None, "no such process"),
         (&["statsnoop", "-p", "4194304"], None, "no such process"),
         (&["threadsnoop", "-p", "4194304"], None, "no such process"),
+        (&["vfsstat", "-p", "4194304"], None, "no such process"),
         (
             &["sigsnoop", "-s", "9,SIGNOPE"],
             None,
@@ -272,6 +273,7 @@ fn sigkill_leaves_no_program_or_link() {
         (&["sigsnoop"][..], 1),
         (&["statsnoop"][..], 10),
         (&["threadsnoop"][..], 2),
+        (&["vfsstat"][..], 20),
     ];
     for (args, links) in tools {
         sigkill_frees_everything(args, links);
@@ -699,5 +701,59 @@ fn threadsnoop_lists_n_thread_creations_with_their_start_function() {
     assert!(
         threads.iter().all(|v| v["func"] == "spawned_start"),
         "{threads:?}"
+    );
+}
+
+#[test]
+fn vfsstat_counts_each_kind_of_call_of_one_process_exactly() {
+    // libbpf-tools' vfsstat cannot load here (kprobes on vfs_read...):
+    // the workload's own counts are the answer.
+    if !require_root_and("bpftrace") {
+        return;
+    }
+    let dir = common::tempdir();
+    let file = dir.path().join("file");
+    let (r, w, f, o, c) = (40, 30, 5, 20, 3);
+    let mut workload = Command::new(common::workload("vfsops"))
+        .args([r, w, f, o, c].map(|n: u64| n.to_string()))
+        .arg(&file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("vfsops runs");
+    let pid = workload.id();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(workload.stdout.take().expect("piped")),
+        &mut ready,
+    )
+    .expect("ready");
+    assert_eq!(ready, "ready\n");
+    let pid_text = pid.to_string();
+    let json = Tracer::start(scry_tool(&["vfsstat", "-p", &pid_text, "--json"]), 20);
+    let table = Tracer::start(scry_tool(&["vfsstat", "-p", &pid_text]), 20);
+    std::io::Write::write_all(&mut workload.stdin.take().expect("piped"), b"x").expect("go");
+    assert!(workload.wait().expect("vfsops ends").success());
+    // Each ends when the process has exited, after its last interval.
+    let totals = |lines: &[String]| -> Vec<u64> {
+        let objects: Vec<serde_json::Value> = lines
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        ["read", "write", "fsync", "open", "create"]
+            .iter()
+            .map(|k| objects.iter().filter_map(|v| v[k].as_u64()).sum())
+            .collect()
+    };
+    let (json_lines, _) = json.finish();
+    let (table_lines, _) = table.finish();
+    assert_eq!(
+        totals(&json_lines),
+        vec![r, w, f, o + c, c],
+        "{json_lines:?}"
+    );
+    assert_eq!(
+        table_lines[0],
+        "TIME         READ/s  WRITE/s  FSYNC/s   OPEN/s CREATE/s"
     );
 }

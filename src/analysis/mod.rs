@@ -34,6 +34,7 @@ pub mod syscalls;
 pub mod syscount;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod vfsstat;
 
 // The sample model and the hasher live below `symbol` (in `model`); these
 // names keep `analysis::sample` and `analysis::hash` paths working.

@@ -104,6 +104,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each thread created, with its start function, streamed",
     ),
     (
+        "vfsstat",
+        "reads, writes, fsyncs, opens and creations per second",
+    ),
+    (
         "wakeuptime",
         "blocked time by the waker's kernel stack, summed in the kernel",
     ),

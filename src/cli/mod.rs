@@ -47,6 +47,7 @@ mod tcpstates;
 mod threadsnoop;
 mod top;
 mod trace;
+mod vfsstat;
 mod wakeuptime;
 
 use std::process::ExitCode;
@@ -138,6 +139,8 @@ enum Command {
     Biolatency(biolatency::BiolatencyArgs),
     /// Each block I/O request: process, disk, sector, bytes, latency, streamed (bcc biosnoop)
     Biosnoop(biosnoop::BiosnoopArgs),
+    /// Reads, writes, fsyncs, opens and creations per second, counted in the kernel (bcc vfsstat)
+    Vfsstat(vfsstat::VfsstatArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -240,6 +243,7 @@ pub fn main() -> ExitCode {
         Command::Threadsnoop(args) => threadsnoop::run(args),
         Command::Biolatency(args) => biolatency::run(args),
         Command::Biosnoop(args) => biosnoop::run(args),
+        Command::Vfsstat(args) => vfsstat::run(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

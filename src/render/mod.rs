@@ -36,3 +36,4 @@ pub mod top;
 pub mod trace;
 pub mod trace_args;
 pub mod tui;
+pub mod vfsstat;

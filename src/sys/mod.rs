@@ -25,6 +25,7 @@ pub mod bpf_syscount;
 pub mod bpf_tcp;
 pub mod bpf_threadsnoop;
 pub mod bpf_trace;
+pub mod bpf_vfsstat;
 pub mod bpf_wakeuptime;
 pub mod localtime;
 pub mod mapped;

@@ -104,8 +104,14 @@ impl Tracer {
     }
 
     /// SIGINT; its lines and stderr once it ended (successfully).
-    pub fn stop(mut self) -> (Vec<String>, String) {
+    pub fn stop(self) -> (Vec<String>, String) {
         super::signal(self.child.id(), "INT");
+        self.finish()
+    }
+
+    /// Its lines and stderr once it ended (successfully) by itself (a
+    /// tracer of a process that exited), waiting at most 20 s.
+    pub fn finish(mut self) -> (Vec<String>, String) {
         let status =
             super::wait_timeout(&mut self.child, Duration::from_secs(20)).expect("tracer ends");
         self.reader.join().expect("reader");
