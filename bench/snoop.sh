@@ -35,16 +35,8 @@ out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 median() { sort -g "$out/$1" | awk '{t[NR] = $1} END {print t[int((NR + 1) / 2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
 
-# settle LOG PATTERN WANT: waits until LOG has WANT lines with PATTERN, or
-# their count stopped growing for five seconds (a tracer that lost events;
-# a busy machine can hold a tracer off the CPU for a second).
-settle() {
-    local last=-1 same=0 now
-    while now=$(grep -c -- "$2" "$1" || true); [ "$now" -lt "$3" ] && [ "$same" -lt 50 ]; do
-        if [ "$now" = "$last" ]; then same=$((same + 1)); else same=0 last=$now; fi
-        sleep 0.1
-    done
-}
+# settle LOG PATTERN WANT (bench/settle.sh).
+source bench/settle.sh
 
 # run KIND NAME [TRACER ARGS...]: one timed run of workload KIND (opens or
 # execs), traced by TRACER (with -p PID for opens).

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# bench/net.sh: the slowdown of a connection-heavy workload while `scry
+# tcplife` reports every TCP session, next to libbpf-tools' tcplife (bcc's
+# tool on libbpf), side by side in one run.
+#
+# Workload: workloads/conns N 100 100 4 (N loopback connections, one at a
+# time, 100 bytes each way; both ends in one process, so each connection
+# is two sessions), forked stopped (sh stops itself, then execs it once
+# continued: same pid). Both tracers watch -p PID, write to a file (a
+# terminal or a pipe would time the reader), and count as attached once
+# they printed their header. Timed: from SIGCONT to the workload's exit.
+# For each: the median wall time of REPS interleaved runs; slowdown =
+# traced / bare; the last line prints scry's time as a ratio to the
+# peer's (below 1: scry slows the workload less). Each tracer's session
+# count (2N) is checked.
+#
+# Usage: bench/net.sh   (env REPS=5, CONNS=5000, SCRY_BIN=path to skip the build)
+# Needs: root, libbpf-tools (scripts/deps), cc.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-5} CONNS=${CONNS:-5000}
+for tool in tcplife stdbuf cc; do
+    command -v "$tool" >/dev/null || { echo "bench/net.sh: no $tool (scripts/deps installs libbpf-tools)" >&2; exit 2; }
+done
+scry=${SCRY_BIN:-}
+if [ -z "$scry" ]; then
+    PATH="$HOME/.cargo/bin:$PATH" cargo build --release --locked --quiet
+    scry=${CARGO_TARGET_DIR:-$PWD/target}/release/scry
+fi
+conns=$(scripts/workload conns)
+out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
+median() { sort -g "$out/$1" | awk '{t[NR] = $1} END {print t[int((NR + 1) / 2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
+source bench/settle.sh
+
+# run NAME [TRACER ARGS...]: one timed run of the workload, traced by
+# TRACER -p PID.
+run() {
+    local name=$1; shift
+    sh -c 'kill -STOP $$; exec "$0" "$@"' "$conns" "$CONNS" 100 100 4 0 2>/dev/null &
+    local pid=$! tracer="" log="$out/$name.out"
+    until [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = T ]; do sleep 0.01; done
+    if [ $# -gt 0 ]; then
+        stdbuf -oL "$@" -p "$pid" >"$log" 2>>"$out/$name.err" &
+        tracer=$!
+        until [ -s "$log" ]; do sleep 0.01; done   # its header: attached
+    fi
+    local t0=$EPOCHREALTIME
+    kill -CONT "$pid"
+    wait "$pid"
+    awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.6f\n", b - a}' >>"$out/$name"
+    if [ -n "$tracer" ]; then
+        local want=$((2 * CONNS)) pattern=" conns " count
+        settle "$log" "$pattern" "$want"
+        kill -INT "$tracer" 2>/dev/null || true
+        wait "$tracer" || true
+        count=$(grep -c -- "$pattern" "$log" || true)
+        [ "$count" = "$want" ] || echo "bench/net.sh: $name printed $count sessions, not $want (lost events)" >&2
+    fi
+}
+
+for _ in $(seq "$REPS"); do
+    run bare
+    run libbpf-tools tcplife
+    run scry "$scry" tcplife
+done
+
+echo "tcplife on $CONNS loopback connections ($((2 * CONNS)) sessions):"
+bare=$(median bare)
+printf '  %-14s %10s %10s\n' tracer "wall (s)" slowdown
+for name in bare libbpf-tools scry; do
+    m=$(median "$name")
+    printf '  %-14s %10.3f %9.2fx\n' "$name" "$m" "$(ratio "$m" "$bare")"
+done
+echo "scry / libbpf-tools wall time, tcplife: $(ratio "$(median scry)" "$(median libbpf-tools)")"
