@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# bench/snoop.sh: the slowdown of an open-heavy and an exec-heavy workload
-# while `scry opensnoop` / `scry execsnoop` stream every event, next to
-# libbpf-tools' opensnoop / execsnoop (bcc's tools on libbpf), side by side
-# in one run.
+# bench/snoop.sh: the slowdown of an open-heavy, an exec-heavy and a
+# signal-heavy workload while `scry opensnoop` / `scry execsnoop` /
+# `scry killsnoop` stream every event, next to libbpf-tools' opensnoop /
+# execsnoop / killsnoop (bcc's tools on libbpf), side by side in one run.
 #
 # Workloads: workloads/opens N K DIR (N opens, K failing) and
-# workloads/execs N /bin/true (N fork+execve), forked stopped (sh stops
-# itself, then execs it once continued: same pid). opensnoop tracers watch
-# -p PID; execsnoop has no -p in libbpf-tools, so both watch the system.
+# workloads/execs N /bin/true (N fork+execve), workloads/signals N 0 PID
+# (N kill/tkill/tgkill of SIGUSR1 to itself), forked stopped (sh stops
+# itself, then execs it once continued: same pid). opensnoop and killsnoop
+# tracers watch -p PID; execsnoop has no -p in libbpf-tools, so both watch the system.
 # Each tracer writes to a file (a terminal or a pipe would time the
 # reader), and counts as attached once it printed its header. Timed: from
 # SIGCONT to the workload's exit. For each: the median wall time of REPS
@@ -15,12 +16,14 @@
 # time as a ratio to the peer's (below 1: scry slows the workload less).
 # Each tracer's line count for the workload is checked.
 #
-# Usage: bench/snoop.sh   (env REPS=5, OPENS=200000, EXECS=2000, SCRY_BIN=path to skip the build)
+# Usage: bench/snoop.sh   (env REPS=5, OPENS=200000, EXECS=2000, KILLS=200000,
+#   KINDS="opens execs kills" the workloads to run, SCRY_BIN=path to skip the build)
 # Needs: root, libbpf-tools (scripts/deps), cc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPS=${REPS:-5} OPENS=${OPENS:-200000} EXECS=${EXECS:-2000}
-for tool in opensnoop execsnoop stdbuf cc; do
+REPS=${REPS:-5} OPENS=${OPENS:-200000} EXECS=${EXECS:-2000} KILLS=${KILLS:-200000}
+KINDS=${KINDS:-opens execs kills}
+for tool in opensnoop execsnoop killsnoop stdbuf cc; do
     command -v "$tool" >/dev/null || { echo "bench/snoop.sh: no $tool (scripts/deps installs libbpf-tools)" >&2; exit 2; }
 done
 scry=${SCRY_BIN:-}
@@ -30,6 +33,7 @@ if [ -z "$scry" ]; then
 fi
 opens=$(scripts/workload opens)
 execs=$(scripts/workload execs)
+signals=$(scripts/workload signals)
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 : >"$out/present"
 median() { sort -g "$out/$1" | awk '{t[NR] = $1} END {print t[int((NR + 1) / 2)]}'; }
@@ -38,12 +42,15 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
 # settle LOG PATTERN WANT (bench/settle.sh).
 source bench/settle.sh
 
-# run KIND NAME [TRACER ARGS...]: one timed run of workload KIND (opens or
-# execs), traced by TRACER (with -p PID for opens).
+# run KIND NAME [TRACER ARGS...]: one timed run of workload KIND (opens,
+# execs or kills), traced by TRACER (with -p PID for opens and kills).
 run() {
     local kind=$1 name=$2; shift 2
     if [ "$kind" = opens ]; then
         sh -c 'kill -STOP $$; exec "$0" "$@"' "$opens" "$OPENS" 0 "$out" &
+    elif [ "$kind" = kills ]; then
+        # 4194304: no pid (none of the signals goes there: K = 0).
+        sh -c 'kill -STOP $$; exec "$0" "$@"' "$signals" "$KILLS" 0 4194304 &
     else
         sh -c 'kill -STOP $$; exec "$0" "$@"' "$execs" "$EXECS" /bin/true &
     fi
@@ -51,7 +58,7 @@ run() {
     until [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = T ]; do sleep 0.01; done
     if [ $# -gt 0 ]; then
         local target=()
-        [ "$kind" = opens ] && target=(-p "$pid")
+        [ "$kind" != execs ] && target=(-p "$pid")
         stdbuf -oL "$@" "${target[@]}" >"$log" 2>>"$out/$kind-$name.err" &
         tracer=$!
         until [ -s "$log" ]; do sleep 0.01; done   # its header: attached
@@ -63,6 +70,7 @@ run() {
     if [ -n "$tracer" ]; then
         local want=$OPENS pattern="$out/present" count
         [ "$kind" = execs ] && want=$EXECS pattern=' /bin/true execs [0-9]'
+        [ "$kind" = kills ] && want=$KILLS pattern=' signals  *10  '
         settle "$log" "$pattern" "$want"
         kill -INT "$tracer" 2>/dev/null || true
         wait "$tracer" || true
@@ -72,15 +80,15 @@ run() {
 }
 
 for _ in $(seq "$REPS"); do
-    for kind in opens execs; do
+    for kind in $KINDS; do
         run "$kind" bare
         run "$kind" libbpf-tools "${kind%s}snoop"
         run "$kind" scry "$scry" "${kind%s}snoop"
     done
 done
 
-for kind in opens execs; do
-    n=$OPENS; [ "$kind" = execs ] && n=$EXECS
+for kind in $KINDS; do
+    n=$OPENS; [ "$kind" = execs ] && n=$EXECS; [ "$kind" = kills ] && n=$KILLS
     echo "${kind%s}snoop on $n $kind:"
     bare=$(median "$kind-bare")
     printf '  %-14s %10s %10s\n' tracer "wall (s)" slowdown
@@ -89,6 +97,6 @@ for kind in opens execs; do
         printf '  %-14s %10.3f %9.2fx\n' "$name" "$m" "$(ratio "$m" "$bare")"
     done
 done
-for kind in opens execs; do
+for kind in $KINDS; do
     echo "scry / libbpf-tools wall time, ${kind%s}snoop: $(ratio "$(median "$kind-scry")" "$(median "$kind-libbpf-tools")")"
 done

@@ -52,6 +52,9 @@ struct {
 	__type(value, struct sig_event);
 } starts SEC(".maps");
 
+// 4 MiB, as opensnoop's: a process signalling itself in a loop sends
+// an event per microsecond or two.
+#define RING_BYTES (4 * 1024 * 1024)
 #include "ring.bpf.h"
 #include "syscall_records.bpf.h"
 
