@@ -55,9 +55,20 @@ pub enum Wake {
 /// already exited ends the run at once.
 pub fn run(
     opts: &RunOptions,
+    tick: impl FnMut(bool) -> io::Result<()>,
+) -> io::Result<EndReason> {
+    run_with(opts, SignalPipe::install(&signal::STOP_SIGNALS)?, tick)
+}
+
+/// As [`run`], with the stop signals already caught by `signals`: a tool
+/// that starts a [`Workload`] installs them first, so that a signal that
+/// comes as the workload starts ends the run instead of killing scry.
+pub fn run_with(
+    opts: &RunOptions,
+    signals: SignalPipe,
     mut tick: impl FnMut(bool) -> io::Result<()>,
 ) -> io::Result<EndReason> {
-    run_events(opts, &[], |wake| match wake {
+    run_events_with(opts, signals, &[], |wake| match wake {
         Wake::Ready => Ok(()),
         Wake::Tick => tick(false),
         Wake::Last => tick(true),
@@ -69,9 +80,18 @@ pub fn run(
 pub fn run_events(
     opts: &RunOptions,
     fds: &[RawFd],
+    wake: impl FnMut(Wake) -> io::Result<()>,
+) -> io::Result<EndReason> {
+    run_events_with(opts, SignalPipe::install(&signal::STOP_SIGNALS)?, fds, wake)
+}
+
+/// As [`run_events`], with the stop signals already caught by `signals`.
+pub fn run_events_with(
+    opts: &RunOptions,
+    signals: SignalPipe,
+    fds: &[RawFd],
     mut wake: impl FnMut(Wake) -> io::Result<()>,
 ) -> io::Result<EndReason> {
-    let signals = SignalPipe::install(&signal::STOP_SIGNALS)?;
     let pidfd = match opts.pid {
         Some(pid) => Some(
             signal::pidfd_open(pid)

@@ -15,6 +15,7 @@ use scry::analysis::hist::KeyedHistogram;
 use scry::capture::bpf_run::{self, EndReason, RunOptions, Workload};
 use scry::sys::bpf_runqlat::{RunqlatBpf, RunqlatKey, RunqlatSettings};
 use scry::sys::process::ExitStatus;
+use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::bpf_tool;
 
@@ -155,6 +156,8 @@ pub fn sched_live(
         bpf.watch(pid as u32)?;
     }
     bpf_tool::print_hooks("runqlat", &bpf.hooks(), live.verbose);
+    // Caught before the workload starts: a SIGHUP as it starts ends the run.
+    let signals = SignalPipe::install(&STOP_SIGNALS)?;
     if let Some(w) = &mut workload {
         w.start()?;
     }
@@ -166,7 +169,7 @@ pub fn sched_live(
         ..RunOptions::default()
     };
     let mut read = Vec::new();
-    let end = bpf_run::run(&run_opts, |last| {
+    let end = bpf_run::run_with(&run_opts, signals, |last| {
         if last {
             bpf.detach();
             read = bpf.read()?;
