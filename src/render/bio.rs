@@ -11,8 +11,7 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use crate::render::snoop::{Clock, SnoopFormat};
-use crate::sys::block::Partition;
-use crate::sys::bpf_bio::BioEvent;
+use crate::analysis::bio::{BioEvent, Partition};
 
 const SYNC: u32 = 1 << 8;
 const META: u32 = 1 << 9;
