@@ -53,10 +53,7 @@ pub enum Wake {
 /// Waits, calling `tick(last)` at each interval and once at the end with
 /// `last` true. The target's pidfd is opened first, so a process that
 /// already exited ends the run at once.
-pub fn run(
-    opts: &RunOptions,
-    tick: impl FnMut(bool) -> io::Result<()>,
-) -> io::Result<EndReason> {
+pub fn run(opts: &RunOptions, tick: impl FnMut(bool) -> io::Result<()>) -> io::Result<EndReason> {
     run_with(opts, SignalPipe::install(&signal::STOP_SIGNALS)?, tick)
 }
 

@@ -10,8 +10,8 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use crate::render::snoop::{Clock, SnoopFormat};
 use crate::analysis::bio::{BioEvent, Partition};
+use crate::render::snoop::{Clock, SnoopFormat};
 
 const SYNC: u32 = 1 << 8;
 const META: u32 = 1 << 9;
