@@ -119,13 +119,14 @@ fn pingpong_wakeups_per_thread() {
         let count =
             |name: &str| event(events, name).map_or(0, |e| e["count"].as_u64().unwrap_or(0));
         let wakeups = count("sched_wakeup");
-        // At most one wakeup per round trip (a few more at start and exit);
-        // a write that finds the reader not yet asleep wakes nobody, which
-        // a loaded machine or the two threads on two CPUs make common (runs
-        // of 38 wakeups were seen), so the floor is loose; the exact count
-        // is checked against perf in `pingpong_wakeups_equal_...`.
+        // At most one wakeup per round trip (a few more at start and exit).
+        // No floor: a write that finds the reader not yet asleep wakes
+        // nobody, and with the two threads on two idle CPUs that can be
+        // nearly every round trip (2 wakeups in 500 were seen, 38 under
+        // load); the exact count is checked against perf in
+        // `pingpong_wakeups_equal_...`.
         assert!(
-            (10..=520).contains(&wakeups),
+            wakeups <= 520,
             "{role}: {wakeups} wakeups for 500 round trips"
         );
         // Every sleep (S) ends in a wakeup and every wakeup in a switch-in:
