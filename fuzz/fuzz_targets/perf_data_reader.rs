@@ -13,7 +13,9 @@
 use std::io::Write;
 
 use libfuzzer_sys::fuzz_target;
-use scry::data::reader::{Comms, EventRecord, PerfReader, ReadError, Record};
+use scry::data::handler::dispatch;
+use scry::data::reader::{EventRecord, PerfReader, ReadError, Record};
+use scry::data::threads::ThreadNames;
 use scry::render::script::{EventFormat, FieldSpec, ScriptPrinter, ScriptSample, Unresolved};
 
 /// Panics of linux-perf-event-reader 0.10 found by this target, caught by
@@ -61,13 +63,13 @@ fn read(data: &[u8]) -> Result<(), ReadError> {
     let printer = ScriptPrinter::new(formats, &FieldSpec::Default).ok();
     let mut out = std::io::sink();
     let _ = reader.walk_file_order(|_, head, body| out.write_all(head).and(out.write_all(body)));
-    let mut comms = Comms::default();
+    let mut comms: ThreadNames = ThreadNames::default();
     let mut chain = Vec::new();
-    while let Some(record) = reader.next_record()? {
+    while let Some((record, id)) = reader.next_record_with_id()? {
         let Record::Event { attr_index, record } = record else {
             continue;
         };
-        comms.handle_record(&record);
+        dispatch(&mut comms, attr_index, &record, &id);
         let EventRecord::Sample(s) = &record else {
             continue;
         };
