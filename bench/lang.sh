@@ -21,16 +21,9 @@ REPS=${REPS:-5} CALLS=${CALLS:-1000000}
 for tool in bpftrace stdbuf cc; do
     command -v "$tool" >/dev/null || { echo "bench/lang.sh: no $tool (scripts/deps installs bpftrace)" >&2; exit 2; }
 done
-scry=${SCRY_BIN:-}
-if [ -z "$scry" ]; then
-    PATH="$HOME/.cargo/bin:$PATH" cargo build --release --locked --quiet
-    scry=${CARGO_TARGET_DIR:-$PWD/target}/release/scry
-fi
-[ -x "$scry" ] || { echo "bench/lang.sh: no scry at $scry" >&2; exit 2; }
+. bench/common.sh
+bench_scry lang.sh
 calls=$(scripts/workload calls)
-out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
-median() { sort -g "$out/$1" | awk '{t[NR] = $1} END {print t[int((NR + 1) / 2)]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 
 START='tracepoint:syscalls:sys_enter_getppid { @ = count(); } BEGIN { printf("ready\n"); exit(); }'
 # start NAME CMD...: the wall time from the start to the `ready` line.

@@ -22,15 +22,9 @@ REPS=${REPS:-5} CONNS=${CONNS:-5000}
 for tool in tcplife stdbuf cc; do
     command -v "$tool" >/dev/null || { echo "bench/net.sh: no $tool (scripts/deps installs libbpf-tools)" >&2; exit 2; }
 done
-scry=${SCRY_BIN:-}
-if [ -z "$scry" ]; then
-    PATH="$HOME/.cargo/bin:$PATH" cargo build --release --locked --quiet
-    scry=${CARGO_TARGET_DIR:-$PWD/target}/release/scry
-fi
+. bench/common.sh
+bench_scry net.sh
 conns=$(scripts/workload conns)
-out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
-median() { sort -g "$out/$1" | awk '{t[NR] = $1} END {print t[int((NR + 1) / 2)]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
 source bench/settle.sh
 
 # run NAME [TRACER ARGS...]: one timed run of the workload, traced by

@@ -21,15 +21,8 @@ REPS=${REPS:-5} NGROUPS=${NGROUPS:-10} LOOPS=${LOOPS:-300}
 for tool in runqlat perf stdbuf; do
     command -v "$tool" >/dev/null || { echo "bench/runqlat.sh: no $tool (scripts/deps installs it)" >&2; exit 2; }
 done
-scry=${SCRY_BIN:-}
-if [ -z "$scry" ]; then
-    PATH="$HOME/.cargo/bin:$PATH" cargo build --release --locked --quiet
-    scry=${CARGO_TARGET_DIR:-$PWD/target}/release/scry
-fi
-[ -x "$scry" ] || { echo "bench/runqlat.sh: no $scry" >&2; exit 2; }
-out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
-median() { sort -g "$out/$1" | awk '{t[NR] = $1} END {print t[int((NR + 1) / 2)]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
+. bench/common.sh
+bench_scry runqlat.sh
 # The total of a histogram's `low -> high : count |...|` rows.
 total() { awk -F: '/ -> / {split($2, c, " "); n += c[1]} END {print n + 0}'; }
 

@@ -26,18 +26,12 @@ KINDS=${KINDS:-opens execs kills}
 for tool in opensnoop execsnoop killsnoop stdbuf cc; do
     command -v "$tool" >/dev/null || { echo "bench/snoop.sh: no $tool (scripts/deps installs libbpf-tools)" >&2; exit 2; }
 done
-scry=${SCRY_BIN:-}
-if [ -z "$scry" ]; then
-    PATH="$HOME/.cargo/bin:$PATH" cargo build --release --locked --quiet
-    scry=${CARGO_TARGET_DIR:-$PWD/target}/release/scry
-fi
+. bench/common.sh
+bench_scry snoop.sh
 opens=$(scripts/workload opens)
 execs=$(scripts/workload execs)
 signals=$(scripts/workload signals)
-out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 : >"$out/present"
-median() { sort -g "$out/$1" | awk '{t[NR] = $1} END {print t[int((NR + 1) / 2)]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
 
 # settle LOG PATTERN WANT (bench/settle.sh).
 source bench/settle.sh

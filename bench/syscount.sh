@@ -19,17 +19,9 @@ REPS=${REPS:-5} CALLS=${CALLS:-1000000}
 for tool in syscount stdbuf cc; do
     command -v "$tool" >/dev/null || { echo "bench/syscount.sh: no $tool (scripts/deps installs libbpf-tools)" >&2; exit 2; }
 done
-scry=${SCRY_BIN:-}
-if [ -z "$scry" ]; then
-    PATH="$HOME/.cargo/bin:$PATH" cargo build --release --locked --quiet
-    scry=${CARGO_TARGET_DIR:-$PWD/target}/release/scry
-fi
-[ -x "$scry" ] || { echo "bench/syscount.sh: no scry at $scry" >&2; exit 2; }
+. bench/common.sh
+bench_scry syscount.sh
 calls=$(scripts/workload calls)
-out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
-# median NAME: the middle of the times in $out/NAME; ratio A B: A / B.
-median() { sort -g "$out/$1" | awk '{t[NR] = $1} END {print t[int((NR + 1) / 2)]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
 
 # run NAME [TRACER ARGS...]: one timed run of the workload, under TRACER -p PID.
 run() {
