@@ -1,4 +1,4 @@
-//! The TCP tools (tcplife, tcpconnect, tcpaccept, tcpstates) on the real
+//! The TCP tools (tcplife, tcpconnect, tcpaccept, tcpstates, tcpretrans) on the real
 //! kernel: `workloads/conns` makes N loopback connections (IPv4 and IPv6)
 //! on a port of the test's choosing, each moving known byte counts, traced
 //! at once by scry (table and --json) and by Debian's libbpf-tools
@@ -320,7 +320,7 @@ fn bad_input_is_one_line_and_exit_2() {
     if !require_root_and("tcplife") {
         return;
     }
-    let cases: [(&[&str], Option<&str>, &str); 5] = [
+    let cases: [(&[&str], Option<&str>, &str); 6] = [
         (&["tcplife", "-L", "0"], None, "not a port"),
         (
             &["tcplife", "-D", "1,2,3,4,5,6,7,8,9"],
@@ -329,6 +329,11 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (&["tcpconnect", "-P", "http"], None, "not a port"),
         (&["tcpaccept", "-p", "4194304"], None, "no such process"),
+        (
+            &["tcpretrans", "-l"],
+            None,
+            "tail loss probes have no tracepoint",
+        ),
         // A kernel without the hooks: none of the kinds the programs come in.
         (&["tcplife"], Some("kprobe"), "no hook"),
     ];
@@ -361,7 +366,149 @@ fn sigkill_leaves_no_program_or_link() {
         (&["tcplife"][..], 1),
         (&["tcpaccept"][..], 2),
         (&["tcpstates"][..], 1),
+        (&["tcpretrans"][..], 1),
     ] {
         sigkill_frees_everything(args, links);
     }
+}
+
+/// `retrans N FAMILY` to its end (workloads/retrans: N connects to a full
+/// listener, every SYN retransmitted until the connect times out); the
+/// listener's port.
+fn run_retrans(n: usize, family: u8) -> u16 {
+    let out = common::output(
+        Command::new(common::workload("retrans")).args([n.to_string(), family.to_string()]),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("retrans timedout {n}")),
+        "{stderr}"
+    );
+    stdout
+        .trim()
+        .strip_prefix("retrans port ")
+        .and_then(|p| p.parse().ok())
+        .expect("retrans port P")
+}
+
+/// A tcpretrans line's (ip, laddr:lport, raddr:rport, state).
+fn retrans_of_line(line: &str) -> Option<(u8, String, String, String)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let [_time, pid, ip, local, "R>", remote, state] = f[..] else {
+        return None;
+    };
+    pid.parse::<u32>().ok()?;
+    Some((
+        ip.parse().ok()?,
+        local.to_string(),
+        remote.to_string(),
+        state.to_string(),
+    ))
+}
+
+/// bcc's tcpretrans is not installed and bpftrace's tcpretrans.bt needs a
+/// kprobe: the oracle is bpftrace on the same tracepoint, one line per
+/// retransmit (`LPORT RPORT`). Each of the N connections retransmits its
+/// SYN at least once (how often is the kernel's timer: both count the
+/// same), all in SYN_SENT.
+#[test]
+fn tcpretrans_lists_each_retransmit_as_the_tracepoint_does() {
+    if !require_root_and("tcplife")
+        || !common::require_tool("bpftrace", "bpftrace is not installed (scripts/deps)")
+    {
+        return;
+    }
+    let n = 4;
+    let lines = Tracer::start(scry_tool(&["tcpretrans"]), 1);
+    let counted = Tracer::start(scry_tool(&["tcpretrans", "-c", "-4"]), 1);
+    let json = Tracer::start(scry_tool(&["tcpretrans", "-6", "--json"]), 1);
+    let oracle = Tracer::start(
+        peer(&[
+            "bpftrace",
+            "-e",
+            "tracepoint:tcp:tcp_retransmit_skb { printf(\"%d %d\\n\", args->sport, args->dport); }",
+        ]),
+        0,
+    );
+    let port4 = run_retrans(n, 4);
+    let port6 = run_retrans(n, 6);
+    let of_port = |port: u16| {
+        move |l: &String| l.split_whitespace().nth(1) == Some(port.to_string().as_str())
+    };
+    let wanted = |l: &[String]| {
+        l.iter().filter(|l| of_port(port4)(l)).count() >= n
+            && l.iter().filter(|l| of_port(port6)(l)).count() >= n
+    };
+    oracle.wait_until(wanted);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (theirs, _) = oracle.stop();
+    let (ours, _) = lines.stop();
+    let (json_lines, _) = json.stop();
+    let (count_lines, _) = counted.stop();
+
+    // Per (family, local port): the retransmits bpftrace saw.
+    let mut expected: Vec<(u8, String, String)> = Vec::new();
+    for l in &theirs {
+        let [sport, dport] = l.split_whitespace().collect::<Vec<_>>()[..] else {
+            continue;
+        };
+        let (ip, addr) = match dport.parse::<u16>() {
+            Ok(p) if p == port4 => (4, "127.0.0.1"),
+            Ok(p) if p == port6 => (6, "::1"),
+            _ => continue,
+        };
+        expected.push((ip, format!("{addr}:{sport}"), format!("{addr}:{dport}")));
+    }
+    expected.sort();
+    let distinct: std::collections::BTreeSet<_> = expected.iter().map(|e| &e.1).collect();
+    assert_eq!(distinct.len(), 2 * n, "{theirs:?}");
+    let mut got: Vec<(u8, String, String)> = ours
+        .iter()
+        .filter_map(|l| retrans_of_line(l))
+        .filter(|r| r.2.ends_with(&format!(":{port4}")) || r.2.ends_with(&format!(":{port6}")))
+        .map(|r| {
+            assert_eq!(r.3, "SYN_SENT", "{r:?}");
+            (r.0, r.1, r.2)
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, expected, "scry:\n{ours:?}");
+
+    let json = json_of(&json_lines);
+    let six: Vec<_> = expected.iter().filter(|e| e.0 == 6).collect();
+    let json_six: Vec<_> = json.iter().filter(|v| v["rport"] == port6).collect();
+    assert_eq!(json_six.len(), six.len(), "{json:?}");
+    assert!(json.iter().all(|v| v["ip"] == 6), "-6: {json:?}");
+    assert!(json_six.iter().all(|v| v["newstate"] == "SYN_SENT"));
+
+    // -c -4: one row per IPv4 connection, its count bpftrace's.
+    let rows: Vec<(String, u64)> = count_lines
+        .iter()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let [local, "<->", remote, n] = f[..] else {
+                return None;
+            };
+            (remote == format!("[127.0.0.1]#{port4}"))
+                .then(|| (local.to_string(), n.parse().ok()))
+                .and_then(|(l, n)| Some((l, n?)))
+        })
+        .collect();
+    assert_eq!(rows.len(), n, "{count_lines:?}");
+    for (local, count) in &rows {
+        let sport = local.rsplit('#').next().unwrap_or_default();
+        let theirs = expected
+            .iter()
+            .filter(|e| e.1 == format!("127.0.0.1:{sport}"))
+            .count();
+        assert_eq!(*count as usize, theirs, "{local}: {count_lines:?}");
+    }
+    assert!(
+        count_lines.iter().all(|l| !l.contains("::1")),
+        "-4: {count_lines:?}"
+    );
 }

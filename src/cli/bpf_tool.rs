@@ -96,6 +96,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each TCP session at its close: ends, bytes, duration, streamed",
     ),
     (
+        "tcpretrans",
+        "each retransmitted TCP segment with its state, streamed (or counted, -c)",
+    ),
+    (
         "tcpstates",
         "each TCP state change with the time in the state left, streamed",
     ),

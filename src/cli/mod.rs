@@ -43,6 +43,7 @@ mod tcp;
 mod tcpaccept;
 mod tcpconnect;
 mod tcplife;
+mod tcpretrans;
 mod tcpstates;
 mod threadsnoop;
 mod top;
@@ -133,6 +134,8 @@ enum Command {
     Tcpaccept(tcpaccept::TcpacceptArgs),
     /// Each TCP state change, with the time spent in the state left (bcc tcpstates)
     Tcpstates(tcpstates::TcpstatesArgs),
+    /// Each retransmitted TCP segment, or counts per connection with -c (bcc tcpretrans)
+    Tcpretrans(tcpretrans::TcpretransArgs),
     /// Each thread created, with its start function, streamed (bcc threadsnoop)
     Threadsnoop(threadsnoop::ThreadsnoopArgs),
     /// Block I/O latency as a histogram, counted in the kernel (bcc biolatency)
@@ -240,6 +243,7 @@ pub fn main() -> ExitCode {
         Command::Tcpconnect(args) => tcpconnect::run(args),
         Command::Tcpaccept(args) => tcpaccept::run(args),
         Command::Tcpstates(args) => tcpstates::run(args),
+        Command::Tcpretrans(args) => tcpretrans::run(args),
         Command::Threadsnoop(args) => threadsnoop::run(args),
         Command::Biolatency(args) => biolatency::run(args),
         Command::Biosnoop(args) => biosnoop::run(args),

@@ -2,9 +2,10 @@
 //! libbpf-tools prints them (`PID COMM LADDR LPORT RADDR RPORT TX_KB RX_KB
 //! MS`; `SKADDR PID COMM LADDR ... OLDSTATE -> NEWSTATE MS`), tcpconnect
 //! as libbpf-tools (`PID COMM IP SADDR DADDR DPORT`, and its `-c` table),
-//! tcpaccept as bcc's (`PID COMM IP RADDR RPORT LADDR LPORT`), each a
-//! [`TcpTable`] behind the streaming tools' `SnoopFormat`, and one JSON
-//! object per event, the same keys for every tool.
+//! tcpaccept as bcc's (`PID COMM IP RADDR RPORT LADDR LPORT`), tcpretrans
+//! as bcc's (`TIME PID IP LADDR:LPORT T> RADDR:RPORT STATE`, and its `-c`
+//! table), each a [`TcpTable`] behind the streaming tools' `SnoopFormat`,
+//! and one JSON object per event, the same keys for every tool.
 //!
 //! The time columns are one choice for all five (bcc's tcplife and
 //! tcpaccept): `-T` HH:MM:SS under `TIME`, `-t` seconds since the tool
@@ -266,6 +267,50 @@ fn accept_line(w: &mut impl Write, e: &TcpEvent, stamps: Stamps, clock: Clock) -
     )
 }
 
+fn retrans_header(w: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        w,
+        "{:<8} {:<7} {:<2} {:<20} {:1}> {:<20} {:<4}",
+        "TIME", "PID", "IP", "LADDR:LPORT", "T", "RADDR:RPORT", "STATE"
+    )
+}
+
+/// bcc's `ADDR:PORT` (no brackets for IPv6).
+fn endpoint(addr: std::net::IpAddr, port: u16) -> String {
+    format!("{addr}:{port}")
+}
+
+fn retrans_line(w: &mut impl Write, e: &TcpEvent, clock: Clock) -> io::Result<()> {
+    writeln!(
+        w,
+        "{:<8} {:<7} {:<2} {:<20} R> {:<20} {}",
+        hms(clock.hms),
+        e.pid,
+        ip_version(e),
+        endpoint(e.saddr, e.sport),
+        endpoint(e.daddr, e.dport),
+        state_name(e.newstate)
+    )
+}
+
+/// tcpretrans -c: retransmits per connection at the end, fewest first, as
+/// bcc prints them (`[ADDR]#PORT <-> [ADDR]#PORT COUNT`).
+pub fn retrans_counts(w: &mut impl Write, counts: &ConnectCounts) -> io::Result<()> {
+    writeln!(
+        w,
+        "\n{:<25} {:<25} {:<10}",
+        "LADDR:LPORT", "RADDR:RPORT", "RETRANSMITS"
+    )?;
+    let mut rows: Vec<_> = counts.rows().collect();
+    rows.sort_by_key(|&(key, n)| (n, *key));
+    for (key, n) in rows {
+        let local = format!("[{}]#{}", key.saddr, key.sport.unwrap_or(0));
+        let remote = format!("[{}]#{}", key.daddr, key.dport);
+        writeln!(w, "{local:<20} <-> {remote:<20} {n:>10}")?;
+    }
+    Ok(())
+}
+
 /// tcpconnect -c as one JSON document: a row per key.
 pub fn connect_counts_json(w: &mut impl Write, counts: &ConnectCounts) -> io::Result<()> {
     let rows: Vec<serde_json::Value> = counts
@@ -302,6 +347,7 @@ pub enum TcpTable {
     States(SessionLayout),
     Connect(ConnectLayout),
     Accept(Stamps),
+    Retrans,
     /// tcpconnect -c: no line per event (the counts print at the end).
     Counted,
 }
@@ -315,6 +361,7 @@ impl SnoopFormat for TcpTable {
             TcpTable::States(l) => states_header(w, l),
             TcpTable::Connect(l) => connect_header(w, l),
             TcpTable::Accept(stamps) => accept_header(w, stamps),
+            TcpTable::Retrans => retrans_header(w),
             TcpTable::Counted => Ok(()),
         }
     }
@@ -325,6 +372,7 @@ impl SnoopFormat for TcpTable {
             TcpTable::States(l) => states_line(w, e, l, clock),
             TcpTable::Connect(l) => connect_line(w, e, l, clock),
             TcpTable::Accept(stamps) => accept_line(w, e, stamps, clock),
+            TcpTable::Retrans => retrans_line(w, e, clock),
             TcpTable::Counted => Ok(()),
         }
     }
@@ -364,12 +412,26 @@ mod tests {
         TcpTable::Accept(l.stamps)
             .line(&mut out, &e, clock)
             .unwrap();
+        TcpTable::Retrans.header(&mut out).unwrap();
+        TcpTable::Retrans.line(&mut out, &e, clock).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "PID     COMM             LADDR           LPORT RADDR           RPORT TX_KB  RX_KB  MS\n\
              77      conns            127.0.0.1       5000  127.0.0.1       41234 9.77   2.00   1.23\n\
              ffff88810a2b3c00 77      conns      127.0.0.1       5000  127.0.0.1       41234 LAST_ACK    -> CLOSE       1.235\n\
-             77      conns        4  127.0.0.1        41234 127.0.0.1        5000 \n"
+             77      conns        4  127.0.0.1        41234 127.0.0.1        5000 \n\
+             TIME     PID     IP LADDR:LPORT          T> RADDR:RPORT          STATE\n\
+             00:00:00 77      4  127.0.0.1:5000       R> 127.0.0.1:41234      CLOSE\n"
+        );
+        let mut counts = ConnectCounts::new(true);
+        counts.add(&e);
+        counts.add(&e);
+        let mut out = Vec::new();
+        retrans_counts(&mut out, &counts).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\nLADDR:LPORT               RADDR:RPORT               RETRANSMITS\n\
+             [127.0.0.1]#5000     <-> [127.0.0.1]#41234             2\n"
         );
     }
 }
