@@ -2,7 +2,7 @@
 //!
 //! The library holds the stages of the pipe; `ARCHITECTURE.md` at the
 //! repository's root is the map (the flow, each module's job, and who may
-//! use whom, checked by `tests/architecture.rs`): `sys` (kernel interfaces,
+//! use whom, checked by `tests/suite/architecture.rs`): `sys` (kernel interfaces,
 //! the only `unsafe`), `event` (event model), `data` (perf.data codec),
 //! `model` (resolved samples), `capture` (live capture), `symbol` (symbols,
 //! unwinding), `analysis` (aggregation), `render` (what a person reads),

@@ -1,0 +1,131 @@
+//! `scry annotate`: the hottest instruction of a known hot loop, and the
+//! same answer as `perf annotate --stdio` on the same file.
+//!
+//! `divloop`'s `div_hot` is a chain of dependent 64-bit divisions: the
+//! `div` is the costly instruction, so it, or the instruction after it
+//! where timer sampling skids, is the hottest line; perf annotate, given
+//! the same file, must name the same address.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+/// `(percent, address, instruction)` of each instruction line
+/// (`   88.28 :   1367:   add    $0x1,%rcx`) of one function's listing.
+fn instructions(listing: &str) -> Vec<(f64, u64, String)> {
+    listing
+        .lines()
+        .filter_map(|line| {
+            let (pct, rest) = line.split_once(':')?;
+            let pct: f64 = pct.trim().parse().ok()?;
+            let (addr, text) = rest.trim().split_once(':')?;
+            let addr = u64::from_str_radix(addr.trim(), 16).ok()?;
+            Some((pct, addr, text.trim().to_string()))
+        })
+        .collect()
+}
+
+fn hottest(rows: &[(f64, u64, String)]) -> &(f64, u64, String) {
+    rows.iter()
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .expect("instruction lines")
+}
+
+fn record_divloop(dir: &Path) -> PathBuf {
+    let data = dir.join("div.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-F", "999", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(common::workload("divloop"))
+            .arg("0.6s"),
+    );
+    data
+}
+
+#[test]
+fn the_division_is_the_hottest_line_as_perf_annotate_says() {
+    require_kernel!();
+    require_perf!();
+    let dir = common::tempdir();
+    let data = record_divloop(dir.path());
+    let ours = common::run_ok(
+        common::scry()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&data)
+            .arg("div_hot"),
+    );
+    assert!(
+        ours.contains("Source code & Disassembly of divloop for cpu-clock"),
+        "{ours}"
+    );
+    let rows = instructions(&ours);
+    let div = rows
+        .iter()
+        .position(|(_, _, text)| text.starts_with("div "))
+        .unwrap_or_else(|| panic!("no div in\n{ours}"));
+    let hot = hottest(&rows);
+    assert!(
+        hot.1 == rows[div].1 || rows.get(div + 1).is_some_and(|r| r.1 == hot.1),
+        "hottest {hot:?}, the div at {:x}\n{ours}",
+        rows[div].1
+    );
+    // The percentages are of the function's samples.
+    let sum: f64 = rows.iter().map(|r| r.0).sum();
+    assert!((sum - 100.0).abs() < 0.5, "{sum}\n{ours}");
+    // The source line of the division, from DWARF and the source file.
+    assert!(ours.contains(") / d;"), "{ours}");
+
+    let perf = common::run_ok(
+        common::perf()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&data)
+            .arg("div_hot"),
+    );
+    let theirs = instructions(&perf);
+    assert_eq!(hottest(&theirs).1, hot.1, "perf:\n{perf}\nscry:\n{ours}");
+    // Every instruction perf lists, at the same address.
+    let addrs = |rows: &[(f64, u64, String)]| rows.iter().map(|r| r.1).collect::<Vec<_>>();
+    assert_eq!(addrs(&theirs), addrs(&rows), "perf:\n{perf}\nscry:\n{ours}");
+}
+
+#[test]
+fn annotate_lists_the_hottest_function_first_and_refuses_unknown_symbols() {
+    require_kernel!();
+    let dir = common::tempdir();
+    let data = record_divloop(dir.path());
+    let all = common::run_ok(common::scry().args(["annotate", "-i"]).arg(&data));
+    let first = all
+        .lines()
+        .find(|l| l.contains(" <") && l.ends_with(">:"))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(first.ends_with("<div_hot>:"), "{first}");
+
+    let out = common::output(
+        common::scry()
+            .args(["annotate", "-i"])
+            .arg(&data)
+            .arg("no_such_function"),
+    );
+    common::assert_bad_input(
+        &out,
+        "no samples in function 'no_such_function' (the hottest: div_hot",
+        &"unknown symbol",
+    );
+}
+
+#[test]
+fn annotate_bad_input_is_one_line() {
+    let dir = common::tempdir();
+    let junk = dir.path().join("junk.data");
+    std::fs::write(&junk, b"PERFILE2 this is not a perf.data file at all").expect("write");
+    let out = common::output(common::scry().args(["annotate", "-i"]).arg(&junk));
+    common::assert_bad_input(&out, "junk.data", &"junk");
+    let out = common::output(
+        common::scry()
+            .args(["annotate", "-i"])
+            .arg(dir.path().join("missing.data")),
+    );
+    common::assert_bad_input(&out, "missing.data", &"missing");
+}

@@ -1,0 +1,817 @@
+//! The BPF tools on the real kernel, against Debian's libbpf-tools (bcc's
+//! tools on libbpf) as the oracle: the same workload, started stopped so
+//! that every tracer is attached before it makes its first call, traced by
+//! scry and by the peer side by side. Also: the hook fallback (each
+//! variant gives the same counts), runqslower's stream, SIGKILL leaving no
+//! program or link,
+//! the refusal as nobody, `scry tools` and the busybox symlink.
+
+use crate::common;
+
+use common::hist_total;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Root and libbpf-tools (`syscount`, `cpudist` in /usr/sbin), or skip.
+fn require_bpf_oracle() -> bool {
+    common::gate(match std::fs::read_to_string("/proc/self/status") {
+        Ok(s)
+            if s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0")) =>
+        {
+            Ok(())
+        }
+        _ => Err("BPF tool tests need root (CAP_BPF and CAP_PERFMON)".to_string()),
+    }) && common::require_tool("syscount", "libbpf-tools is not installed (scripts/deps)")
+}
+
+/// `workload ARGS` forked and stopped before its exec (sh stops itself,
+/// then execs it once continued: same pid, nothing run yet).
+fn stopped_workload(name: &str, args: &[&str]) -> Child {
+    stopped(&common::workload(name), args)
+}
+
+/// `program ARGS`, forked and stopped before its exec.
+fn stopped(path: &Path, args: &[&str]) -> Child {
+    stopped_to(path, args, Stdio::null())
+}
+
+/// As [`stopped`], its stderr going to `stderr`.
+fn stopped_to(path: &Path, args: &[&str], stderr: Stdio) -> Child {
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("kill -STOP $$; exec \"$0\" \"$@\"")
+        .arg(path)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("sh runs");
+    let stat = format!("/proc/{}/stat", child.id());
+    let start = Instant::now();
+    while !std::fs::read_to_string(&stat).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('T'))
+    }) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the workload never stopped"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child
+}
+
+/// A tracer started with its stdout piped, returned once it printed its
+/// first line (which both scry and libbpf-tools print after attaching).
+fn tracer(mut cmd: Command, ready: &str) -> (Child, BufReader<std::process::ChildStdout>) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tracer starts");
+    let mut out = BufReader::new(child.stdout.take().expect("piped"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("tracer prints");
+    assert!(line.contains(ready), "tracer's first line: {line:?}");
+    (child, out)
+}
+
+/// libbpf-tools' `tool ARGS`, line-buffered so its first line arrives.
+fn peer(tool: &str, args: &[String]) -> Command {
+    let mut cmd = Command::new("stdbuf");
+    cmd.arg("-oL").arg(tool).args(args);
+    cmd
+}
+
+/// Ends a tracer with SIGINT (unless it ended by itself) and returns its
+/// stdout and stderr.
+fn finish(
+    mut child: Child,
+    mut out: BufReader<std::process::ChildStdout>,
+    interrupt: bool,
+) -> (String, String) {
+    if interrupt {
+        common::signal(child.id(), "INT");
+    }
+    let status = common::wait_timeout(&mut child, Duration::from_secs(20)).expect("tracer ends");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut out, &mut text).expect("read stdout");
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut err).expect("read stderr");
+    }
+    assert!(status.success(), "tracer failed: {status}\n{text}\n{err}");
+    (text, err)
+}
+
+fn count_of(table: &str, call: &str) -> Option<u64> {
+    table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(call))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+}
+
+#[test]
+fn syscount_counts_exactly_n_calls_as_libbpf_tools_on_every_hook() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    const N: u64 = 20_000;
+    let mut workload = stopped_workload("calls", &[&N.to_string()]);
+    let pid = workload.id().to_string();
+    let scry = |hooks: &str| {
+        let mut cmd = common::scry();
+        cmd.args(["syscount", "-v", "-p", &pid]);
+        cmd.env("SCRY_BPF_HOOKS", hooks);
+        tracer(cmd, "Tracing syscalls")
+    };
+    let best = scry("");
+    let raw = scry("raw_tp");
+    let classic = scry("tp");
+    let (oracle, oracle_out) = tracer(
+        peer("syscount", &["-p".into(), pid.clone()]),
+        "Tracing syscalls",
+    );
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("workload ends").success());
+    // scry ends by itself when the -p process exits; the peer needs SIGINT.
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    assert_eq!(
+        count_of(&peer_text, "getppid"),
+        Some(N),
+        "libbpf-tools:\n{peer_text}"
+    );
+    for ((child, out), hook) in [
+        (best, "tp_btf/sys_exit"),
+        (raw, "raw_tp/sys_exit"),
+        (classic, "tracepoint/raw_syscalls/sys_exit"),
+    ] {
+        let (text, err) = finish(child, out, false);
+        assert_eq!(
+            count_of(&text, "getppid"),
+            Some(N),
+            "scry ({hook}):\n{text}\n{err}"
+        );
+        assert!(err.contains(&format!("hook scry_sc_exit: {hook}")), "{err}");
+        assert!(text.contains("SYSCALL                   COUNT\n"), "{text}");
+    }
+}
+
+/// Both tools count the stretches of the workload's tasks between their
+/// attach and their end; the workload only starts (SIGCONT) once both are
+/// attached, so both windows open before its first stretch. They close
+/// differently: the peer is interrupted after the workload was reaped,
+/// scry ends when the process's pidfd reports the exit, which the kernel
+/// does in the last thread's exit path, before that thread's final
+/// switch: a preemption there (one switch-out, then one switch-in, of that
+/// thread) is in the peer's window and not in scry's. So scry's total is
+/// the peer's, or at most 2 below it. (Off-CPU, a stretch is counted at
+/// the switch-in that ends it; the first switch-in after SIGCONT has no
+/// start in either tool.)
+#[test]
+fn cpudist_totals_agree_with_libbpf_tools() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    for offcpu in [true, false] {
+        let mut workload = stopped_workload("pingpong", &["2000"]);
+        let pid = workload.id().to_string();
+        let mut args: Vec<String> = vec!["-p".into(), pid.clone()];
+        if offcpu {
+            args.push("-O".into());
+        }
+        let mut cmd = common::scry();
+        cmd.arg("cpudist").args(&args);
+        let (scry, scry_out) = tracer(cmd, "CPU time");
+        let (oracle, oracle_out) = tracer(peer("cpudist", &args), "CPU time");
+        common::signal(workload.id(), "CONT");
+        assert!(workload.wait().expect("workload ends").success());
+        let (peer_text, _) = finish(oracle, oracle_out, true);
+        let (text, err) = finish(scry, scry_out, false);
+        let (ours, theirs) = (hist_total(&text), hist_total(&peer_text));
+        eprintln!("cpudist offcpu={offcpu}: scry {ours}, libbpf-tools {theirs}");
+        if offcpu {
+            assert!(
+                theirs >= 2000,
+                "pingpong blocks at least 2000 times:\n{peer_text}"
+            );
+        }
+        assert!(
+            ours <= theirs && theirs <= ours + 2,
+            "offcpu={offcpu}\nscry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}"
+        );
+        assert!(
+            text.contains("     usecs               : count    distribution\n"),
+            "{text}"
+        );
+    }
+}
+
+/// runqlat on the same run as libbpf-tools' runqlat, both with `-p` and
+/// `-P`: the windows open before the workload's first wait (it starts on
+/// SIGCONT once both are attached) and close as cpudist's do (scry at the
+/// pidfd's exit report, a wait in the last thread's exit path only in the
+/// peer's), so scry's total is the peer's or at most 2 below it; the
+/// labels and layout are the peer's.
+#[test]
+fn runqlat_totals_agree_with_libbpf_tools() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let mut workload = stopped_workload("pingpong", &["2000"]);
+    let pid = workload.id().to_string();
+    let args: Vec<String> = vec!["-P".into(), "-p".into(), pid.clone()];
+    let mut cmd = common::scry();
+    cmd.arg("runqlat").args(&args);
+    let (scry, scry_out) = tracer(cmd, "Tracing run queue latency");
+    let (oracle, oracle_out) = tracer(peer("runqlat", &args), "Tracing run queue latency");
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("workload ends").success());
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    let (text, err) = finish(scry, scry_out, false);
+    let (ours, theirs) = (hist_total(&text), hist_total(&peer_text));
+    eprintln!("runqlat: scry {ours}, libbpf-tools {theirs}");
+    assert!(
+        theirs >= 2000,
+        "pingpong waits at least 2000 times:\n{peer_text}"
+    );
+    assert!(
+        ours <= theirs && theirs <= ours + 2,
+        "scry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}"
+    );
+    // The name is the task's when its histogram opened (sh, before the
+    // exec, in both).
+    let labels = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.starts_with("pid = "))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(labels(&text), labels(&peer_text));
+    assert!(
+        labels(&text)
+            .iter()
+            .any(|l| l.starts_with(&format!("pid = {pid} "))),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n     usecs               : count    distribution\n"),
+        "{text}"
+    );
+}
+
+/// The ids of the BPF programs and links a process holds (its fdinfo).
+fn bpf_ids(pid: u32) -> Vec<(String, u32)> {
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .expect("fdinfo")
+        .flatten()
+    {
+        let Ok(info) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        for key in ["prog_id", "link_id"] {
+            if let Some(id) = info
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{key}:"))?.trim().parse().ok())
+            {
+                ids.push((key.to_string(), id));
+            }
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+fn link_exists(id: u32) -> bool {
+    libbpf_rs::query::LinkInfoIter::default().any(|l| l.id == id)
+}
+
+fn prog_exists(id: u32) -> bool {
+    libbpf_rs::query::ProgInfoIter::default().any(|p| p.id == id)
+}
+
+#[test]
+fn sigkill_leaves_no_program_or_link_attached() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    for tool in [
+        &["syscount", "-L"][..],
+        &["cpudist", "-O"][..],
+        &["runqslower"][..],
+        &["hardirqs", "-d"][..],
+        &["offcputime"][..],
+        &["runqlen", "-C"][..],
+        &["wakeuptime"][..],
+    ] {
+        let pinned = pinned_bpf();
+        let mut cmd = common::scry();
+        cmd.args(tool);
+        // Each tool's first line: "Tracing ..." (runqlen: "Sampling ...").
+        let (mut child, _out) = tracer(cmd, "ing ");
+        let ids = bpf_ids(child.id());
+        let progs: Vec<u32> = ids
+            .iter()
+            .filter(|(k, _)| k == "prog_id")
+            .map(|(_, id)| *id)
+            .collect();
+        let links: Vec<u32> = ids
+            .iter()
+            .filter(|(k, _)| k == "link_id")
+            .map(|(_, id)| *id)
+            .collect();
+        assert!(
+            !links.is_empty() && progs.iter().all(|&id| prog_exists(id)),
+            "{tool:?}: {ids:?}"
+        );
+        assert!(links.iter().all(|&id| link_exists(id)), "{tool:?}: {ids:?}");
+        common::signal(child.id(), "KILL");
+        let _ = child.wait();
+        // The kernel frees them when the last descriptor closes (after an
+        // RCU grace period): wait for that, boundedly.
+        let start = Instant::now();
+        while progs.iter().any(|&id| prog_exists(id)) || links.iter().any(|&id| link_exists(id)) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{tool:?}: still loaded after SIGKILL: {ids:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            pinned_bpf(),
+            pinned,
+            "{tool:?} left something in /sys/fs/bpf"
+        );
+    }
+}
+
+/// What /sys/fs/bpf holds (nothing scry makes is pinned there).
+fn pinned_bpf() -> Vec<std::path::PathBuf> {
+    let mut names: Vec<_> = std::fs::read_dir("/sys/fs/bpf")
+        .map(|dir| dir.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn as_nobody_one_line_names_what_is_needed() {
+    let Some(out) = common::scry_as_nobody(&["syscount", "-d", "1"]) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("CAP_BPF")
+            && err.contains("CAP_PERFMON")
+            && err.contains("kernel.unprivileged_bpf_disabled"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tools_lists_them_and_a_symlink_runs_one() {
+    let list = common::run_ok(common::scry().arg("tools"));
+    assert!(list.lines().any(|l| l.starts_with("syscount ")), "{list}");
+    assert!(list.lines().any(|l| l.starts_with("cpudist ")), "{list}");
+    if !require_bpf_oracle() {
+        return;
+    }
+    let dir = common::tempdir();
+    let link = dir.path().join("syscount");
+    std::os::unix::fs::symlink(Path::new(env!("CARGO_BIN_EXE_scry")), &link).expect("symlink");
+    let mut workload = stopped_workload("calls", &["500"]);
+    let mut cmd = Command::new(&link);
+    cmd.args(["-p", &workload.id().to_string()]);
+    let (child, out) = tracer(cmd, "Tracing syscalls, printing top 10");
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("workload ends").success());
+    let (text, _) = finish(child, out, false);
+    assert_eq!(count_of(&text, "getppid"), Some(500), "{text}");
+}
+
+/// The waits a runqslower printed: (tid, latency in µs).
+fn slow_waits(text: &str) -> Vec<(u32, u64)> {
+    text.lines()
+        .skip(2)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // TIME COMM TID LAT(us) ...: COMM may hold spaces, so count
+            // from the TID that precedes the latency.
+            let lat = f.iter().position(|x| x.parse::<u64>().is_ok())?;
+            Some((f[lat].parse().ok()?, f.get(lat + 1)?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Three threads that only compute (0.2 s of CPU each), pinned to one CPU: each waits in the
+/// run queue while the others run (preemptions), for milliseconds. Both
+/// tools time the same waits (wakeup or preemption to switch-in) from
+/// their own clock reads, nanoseconds apart, so a wait within those
+/// nanoseconds of the threshold may be on one side only: the counts agree
+/// within a fifth (or 3), and every wait scry reports is above the
+/// threshold.
+#[test]
+fn runqslower_reports_the_waits_libbpf_tools_reports() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let threads = common::workload("threads");
+    let threads = threads.to_str().expect("utf-8 path");
+    let mut workload = stopped(Path::new("taskset"), &["-c", "0", threads, "3", "0.2s"]);
+    let pid = workload.id().to_string();
+    let mut cmd = common::scry();
+    cmd.args(["runqslower", "-P", "-p", &pid, "1000"]);
+    let (scry, scry_out) = tracer(cmd, "Tracing run queue latency higher than 1000 us");
+    let (oracle, oracle_out) = tracer(
+        peer("runqslower", &["-p".into(), pid.clone(), "1000".into()]),
+        "Tracing run queue latency",
+    );
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("workload ends").success());
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    let (text, err) = finish(scry, scry_out, false);
+    let (ours, theirs) = (slow_waits(&text), slow_waits(&peer_text));
+    eprintln!(
+        "runqslower: scry {} waits, libbpf-tools {}",
+        ours.len(),
+        theirs.len()
+    );
+    assert!(theirs.len() >= 3, "libbpf-tools saw no waits:\n{peer_text}");
+    let slack = (theirs.len() / 5).max(3);
+    assert!(
+        ours.len().abs_diff(theirs.len()) <= slack,
+        "scry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}"
+    );
+    assert!(ours.iter().all(|&(_, lat)| lat > 1000), "{text}");
+    assert!(
+        text.contains(
+            "TIME     COMM             TID           LAT(us) PREV COMM        PREV TID\n"
+        ),
+        "{text}"
+    );
+}
+
+/// The events per interrupt in `-d` output (`hardirq = NAME` or `softirq
+/// = NAME`, then a histogram): the histogram's total, by name.
+fn irq_events(text: &str, label: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut events = std::collections::BTreeMap::new();
+    let mut name = None;
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix(label) {
+            name = Some(n.to_string());
+        } else if let Some(n) = &name {
+            *events.entry(n.clone()).or_insert(0) += hist_total(line);
+        }
+    }
+    events
+}
+
+/// hardirqs and softirqs side by side with libbpf-tools' (`-d`: each
+/// histogram's total is the interrupt's events), while fsyncer makes disk
+/// interrupts and block softirqs. scry attaches first and is interrupted
+/// after the peer has printed, so its window holds the peer's: per name it
+/// counts at least the peer's events (less at most one per CPU: the peer
+/// counts an exit whose entry came before its attach, scry does not), and
+/// at most the peer's plus what that name's rate (measured in this run)
+/// gives in the time scry's window is longer, tripled, plus 3.
+#[test]
+fn hardirqs_and_softirqs_count_the_events_libbpf_tools_counts() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    for (tool, label) in [("hardirqs", "hardirq = "), ("softirqs", "softirq = ")] {
+        let mut cmd = common::scry();
+        cmd.args([tool, "-d"]);
+        let scry_start = Instant::now();
+        let (scry, scry_out) = tracer(cmd, "irq event time");
+        let (oracle, oracle_out) = tracer(peer(tool, &["-d".into()]), "irq event time");
+        let peer_ready = Instant::now();
+        let workload = Command::new(common::workload("fsyncer"))
+            .arg("100")
+            .stderr(Stdio::null())
+            .status()
+            .expect("fsyncer runs");
+        assert!(workload.success());
+        let peer_end = Instant::now();
+        let (peer_text, _) = finish(oracle, oracle_out, true);
+        let (text, err) = finish(scry, scry_out, true);
+        let scry_end = Instant::now();
+        let (ours, theirs) = (irq_events(&text, label), irq_events(&peer_text, label));
+        let longer = (peer_ready - scry_start) + (scry_end - peer_end);
+        let window = (scry_end - scry_start).as_secs_f64();
+        eprintln!(
+            "{tool}: scry {ours:?}, libbpf-tools {theirs:?}, scry's window {window:.2} s, \
+             {:.3} s longer",
+            longer.as_secs_f64()
+        );
+        let report = format!("scry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}");
+        assert!(
+            theirs.values().any(|&n| n >= 50),
+            "the workload made few interrupts:\n{report}"
+        );
+        for (name, &peer_n) in &theirs {
+            let n = ours.get(name).copied().unwrap_or(0);
+            let rate = n as f64 / window;
+            let slack = (rate * longer.as_secs_f64() * 3.0) as u64 + 3;
+            assert!(
+                n + cpus >= peer_n && n <= peer_n + slack,
+                "{name}: scry {n}, libbpf-tools {peer_n} (slack {slack})\n{report}"
+            );
+        }
+        if tool == "softirqs" {
+            assert!(ours.contains_key("block"), "{text}");
+        }
+        assert!(text.contains(&format!("\n{label}")), "{text}");
+    }
+}
+
+/// One entry of offcputime's output (bcc's and libbpf-tools' layout): its
+/// frames (the tracer's own `bpf_*` and `__traceiter_*` ones left out),
+/// thread and total.
+#[derive(Debug, Default)]
+struct OffcpuEntry {
+    frames: Vec<String>,
+    tid: u32,
+    us: u64,
+}
+
+fn offcpu_entries(text: &str) -> Vec<OffcpuEntry> {
+    let mut entries = Vec::new();
+    let mut current = OffcpuEntry::default();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(rest) = line.strip_prefix("    -   ") {
+            let tid = rest
+                .rsplit('(')
+                .next()
+                .and_then(|t| t.trim_end_matches(')').parse().ok());
+            let us = lines.next().and_then(|l| l.trim().parse().ok());
+            if let (Some(tid), Some(us)) = (tid, us) {
+                current.tid = tid;
+                current.us = us;
+                entries.push(std::mem::take(&mut current));
+            }
+        } else if let Some(frame) = line.strip_prefix("    ")
+            && !frame.starts_with("bpf_")
+            && !frame.starts_with("__traceiter_")
+        {
+            current.frames.push(frame.to_string());
+        }
+    }
+    entries
+}
+
+/// libbpf-tools' `tool -p PID`, which prints nothing before the end,
+/// returned once it holds a BPF link (attached).
+fn silent_peer(tool: &str, pid: &str) -> (Child, BufReader<std::process::ChildStdout>) {
+    let mut oracle = peer(tool, &["-p".into(), pid.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the peer starts");
+    let start = Instant::now();
+    while !bpf_ids(oracle.id()).iter().any(|(k, _)| k == "link_id") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "libbpf-tools' {tool} never attached"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = BufReader::new(oracle.stdout.take().expect("piped"));
+    (oracle, out)
+}
+
+/// piper blocks 50 times in wait_for_reply, 10 ms each, and measures it:
+/// scry's sums over the stacks through wait_for_reply come within 10% of
+/// that; its largest stack of that thread has libbpf-tools' kernel frames
+/// (the same stack map), and the user frames too: wait_for_reply, main.
+/// (libbpf-tools reads a process's maps only when it prints: piper has
+/// exited by then, and it prints no user frames, "failed to get syms";
+/// scry read them while piper ran.)
+#[test]
+fn offcputime_sums_piper_blocked_time_with_libbpf_tools_stacks() {
+    if !require_bpf_oracle()
+        || !common::require_tool("offcputime", "libbpf-tools is not installed (scripts/deps)")
+    {
+        return;
+    }
+    let mut workload = stopped_to(&common::workload("piper"), &["50", "10"], Stdio::piped());
+    let pid = workload.id().to_string();
+    let mut cmd = common::scry();
+    cmd.args(["offcputime", "-p", &pid]);
+    let (scry, scry_out) = tracer(cmd, "Tracing off-CPU time (us) of PID");
+    let (oracle, oracle_out) = silent_peer("offcputime", &pid);
+    common::signal(workload.id(), "CONT");
+    let mut said = String::new();
+    if let Some(mut e) = workload.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut said).expect("piper's stderr");
+    }
+    assert!(workload.wait().expect("piper ends").success());
+    let field = |name: &str| -> u64 {
+        said.split_whitespace()
+            .find_map(|w| w.strip_prefix(name)?.parse().ok())
+            .unwrap_or_else(|| panic!("piper said {said:?}"))
+    };
+    let (tid, blocked_us) = (field("tid=") as u32, field("blocked_us="));
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    let (text, err) = finish(scry, scry_out, false);
+    let report = format!("piper: {said}\nscry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}");
+    let ours: Vec<OffcpuEntry> = offcpu_entries(&text)
+        .into_iter()
+        .filter(|e| e.tid == tid)
+        .collect();
+    let theirs: Vec<OffcpuEntry> = offcpu_entries(&peer_text)
+        .into_iter()
+        .filter(|e| e.tid == tid)
+        .collect();
+    let in_wait: u64 = ours
+        .iter()
+        .filter(|e| e.frames.iter().any(|f| f == "wait_for_reply"))
+        .map(|e| e.us)
+        .sum();
+    // The largest total by frames (libbpf-tools prints each stack id
+    // apart, and two ids may name the same functions).
+    let top = |entries: &[OffcpuEntry]| -> Option<(Vec<String>, u64)> {
+        let mut by_frames: std::collections::BTreeMap<&[String], u64> = Default::default();
+        for e in entries {
+            *by_frames.entry(&e.frames).or_insert(0) += e.us;
+        }
+        let (frames, us) = by_frames.into_iter().max_by_key(|&(_, us)| us)?;
+        Some((frames.to_vec(), us))
+    };
+    let (ours_top, theirs_top) = (top(&ours), top(&theirs));
+    eprintln!(
+        "offcputime: piper blocked {blocked_us} us; scry {in_wait} us through wait_for_reply, \
+         top stack {ours_top:?}; libbpf-tools top stack {theirs_top:?}"
+    );
+    assert!(
+        in_wait.abs_diff(blocked_us) * 10 <= blocked_us,
+        "scry {in_wait} us, piper {blocked_us} us\n{report}"
+    );
+    let ((ours_frames, ours_us), (theirs_frames, theirs_us)) =
+        (ours_top.expect(&report), theirs_top.expect(&report));
+    let user_at = ours_frames
+        .iter()
+        .position(|f| f == "wait_for_reply")
+        .expect(&report);
+    assert_eq!(
+        ours_frames.get(user_at + 1).map(String::as_str),
+        Some("main"),
+        "{report}"
+    );
+    // libbpf-tools' kernel frames: all it printed, its user frames missing.
+    assert_eq!(ours_frames[..user_at], theirs_frames[..], "{report}");
+    assert!(ours_us.abs_diff(theirs_us) * 10 <= theirs_us, "{report}");
+}
+
+/// The rows of runqlen's `-C` output: per CPU, (run-queue length, samples).
+fn runqlen_rows(text: &str) -> std::collections::BTreeMap<u32, Vec<(u64, u64)>> {
+    let mut rows: std::collections::BTreeMap<u32, Vec<(u64, u64)>> = Default::default();
+    let mut cpu = None;
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("cpu = ") {
+            cpu = n.trim().parse().ok();
+            continue;
+        }
+        let mut fields = line.split(':');
+        let (Some(len), Some(count), Some(cpu)) = (fields.next(), fields.next(), cpu) else {
+            continue;
+        };
+        let count = count.split_whitespace().next().and_then(|c| c.parse().ok());
+        if let (Ok(len), Some(count)) = (len.trim().parse(), count) {
+            rows.entry(cpu).or_default().push((len, count));
+        }
+    }
+    rows
+}
+
+/// Four threads that only compute, pinned to CPU 0 for 1 s of CPU each
+/// (4 s or more of wall time, whatever the load): while they run, CPU 0's
+/// run queue holds at least those four, so every sample runqlen takes
+/// there in a 1-second interval inside that time says 3 or more waiting
+/// (other load only adds), and `-O` says 100% for CPU 0. libbpf-tools'
+/// runqlen does not load on this kernel (its cfs_rq.nr_running is
+/// nr_queued since 6.14), so the workload is the oracle.
+#[test]
+fn runqlen_sees_the_threads_pinned_to_a_cpu() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let threads = common::workload("threads");
+    let threads = threads.to_str().expect("utf-8 path");
+    let mut workload = Command::new("taskset")
+        .args(["-c", "0", threads, "4", "1s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("taskset runs");
+    std::thread::sleep(Duration::from_millis(300));
+    let hists = common::run_ok(common::scry().args(["runqlen", "-C", "1", "1"]));
+    let occupancy = common::run_ok(common::scry().args(["runqlen", "-C", "-O", "1", "1"]));
+    let still_running = workload.try_wait().expect("wait").is_none();
+    assert!(workload.wait().expect("workload ends").success());
+    assert!(still_running, "the threads ended before runqlen did");
+    let rows = runqlen_rows(&hists);
+    eprintln!("runqlen: CPU 0 {:?}\n{occupancy}", rows.get(&0));
+    let cpu0 = rows
+        .get(&0)
+        .unwrap_or_else(|| panic!("no cpu = 0:\n{hists}"));
+    let samples: u64 = cpu0.iter().map(|&(_, n)| n).sum();
+    assert!(samples >= 50, "{samples} samples in 1 s at 99 Hz:\n{hists}");
+    assert!(cpu0.iter().all(|&(len, _)| len >= 3), "{hists}");
+    assert!(
+        hists.starts_with("Sampling run queue length... Hit Ctrl-C to end.\n\ncpu = 0\n     runqlen       : count     distribution\n"),
+        "{hists}"
+    );
+    assert!(
+        occupancy.contains("runqocc, CPU 0   100.00%\n"),
+        "{occupancy}"
+    );
+}
+
+/// One entry of wakeuptime's output (bcc's layout, or libbpf-tools', whose
+/// frames carry their address first): target, waker, the waker's frames
+/// (the tracer's own left out), total.
+#[derive(Debug, Default)]
+struct WakeupEntry {
+    target: String,
+    waker: String,
+    frames: Vec<String>,
+    us: u64,
+}
+
+fn wakeup_entries(text: &str) -> Vec<WakeupEntry> {
+    let mut entries = Vec::new();
+    let mut current = WakeupEntry::default();
+    for line in text.lines().map(str::trim) {
+        if let Some(target) = line.strip_prefix("target:") {
+            current = WakeupEntry {
+                target: target.trim().to_string(),
+                ..Default::default()
+            };
+        } else if let Some(waker) = line.strip_prefix("waker:") {
+            current.waker = waker.trim().to_string();
+        } else if !current.target.is_empty()
+            && let Ok(us) = line.parse::<u64>()
+        {
+            current.us = us;
+            entries.push(std::mem::take(&mut current));
+        } else if let Some(name) = line.split_whitespace().last()
+            && !current.target.is_empty()
+            && !name.starts_with("bpf_")
+            && !name.starts_with("__traceiter_")
+        {
+            current.frames.push(name.to_string());
+        }
+    }
+    entries
+}
+
+/// piper's main thread, woken 50 times by its answerer writing to a pipe:
+/// scry's largest piper-by-piper entry has the waker stack of
+/// libbpf-tools' (pipe_write waking the reader) and a total within 10% of
+/// its (both time switch-out to wakeup, from their own clock reads).
+#[test]
+fn wakeuptime_names_the_writer_as_libbpf_tools_does() {
+    if !require_bpf_oracle()
+        || !common::require_tool("wakeuptime", "libbpf-tools is not installed (scripts/deps)")
+    {
+        return;
+    }
+    let mut workload = stopped_workload("piper", &["50", "10"]);
+    let pid = workload.id().to_string();
+    let mut cmd = common::scry();
+    cmd.args(["wakeuptime", "-p", &pid]);
+    let (scry, scry_out) = tracer(cmd, "Tracing blocked time (us) by kernel stack");
+    let (oracle, oracle_out) = silent_peer("wakeuptime", &pid);
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("piper ends").success());
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    let (text, err) = finish(scry, scry_out, false);
+    let report = format!("scry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}");
+    let top = |entries: Vec<WakeupEntry>| {
+        entries
+            .into_iter()
+            .filter(|e| e.target == "piper" && e.waker == "piper")
+            .max_by_key(|e| e.us)
+    };
+    let ours = top(wakeup_entries(&text)).expect(&report);
+    let theirs = top(wakeup_entries(&peer_text)).expect(&report);
+    eprintln!("wakeuptime: scry {ours:?}\nlibbpf-tools {theirs:?}");
+    assert_eq!(ours.frames, theirs.frames, "{report}");
+    assert!(
+        ours.frames.iter().any(|f| f.contains("pipe_write")),
+        "{report}"
+    );
+    assert!(ours.us.abs_diff(theirs.us) * 10 <= theirs.us, "{report}");
+}

@@ -1,0 +1,150 @@
+//! `--to FORMAT` on the commands that make profiles: `scry flamegraph`
+//! (of a file: the same bytes as `scry convert`; of a command it records)
+//! and `scry offcpu` (its off-CPU samples, weights in nanoseconds), read
+//! back by `go tool pprof` and as speedscope JSON.
+
+use crate::common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::Value;
+
+fn require_go() -> bool {
+    common::require_go()
+}
+
+fn go_pprof(args: &[&str], profile: &Path) -> String {
+    common::go_pprof(args, profile)
+}
+
+fn assert_private(path: &Path) {
+    let mode = std::fs::metadata(path)
+        .expect("export written")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "{} is {mode:o}", path.display());
+}
+
+#[test]
+fn flamegraph_to_exports_a_file_as_convert_does_and_a_command() {
+    require_kernel!();
+    if !require_go() {
+        return;
+    }
+    let dir = common::tempdir();
+    let data = common::scry_record_cpu7525(dir.path(), "cpu", true, "0.3s");
+    let ours = dir.path().join("fg.json");
+    let theirs = dir.path().join("convert.json");
+    common::run_ok(
+        common::scry()
+            .args(["flamegraph", "--to", "speedscope", "-i"])
+            .arg(&data)
+            .arg("-o")
+            .arg(&ours),
+    );
+    common::run_ok(
+        common::scry()
+            .args(["convert", "--to", "speedscope", "-i"])
+            .arg(&data)
+            .arg("-o")
+            .arg(&theirs),
+    );
+    assert_private(&ours);
+    assert_eq!(
+        std::fs::read(&ours).expect("read"),
+        std::fs::read(&theirs).expect("read")
+    );
+
+    // A command, recorded first.
+    let out = dir.path().join("cmd.pb.gz");
+    common::run_ok(
+        common::scry()
+            .args(["flamegraph", "--to", "pprof", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(common::workload("cpu7525"))
+            .arg("0.4s"),
+    );
+    assert_private(&out);
+    let top = go_pprof(&["-top"], &out);
+    let names: Vec<&str> = top
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .take(2)
+        .collect();
+    assert_eq!(names, ["hot_a", "hot_b"], "{top}");
+}
+
+#[test]
+fn offcpu_to_exports_blocked_time_in_nanoseconds() {
+    require_kernel!();
+    require_tracefs!();
+    if !require_go() {
+        return;
+    }
+    let dir = common::tempdir();
+    let out = dir.path().join("off.pb.gz");
+    common::run_ok(
+        common::scry()
+            .args(["offcpu", "--to", "pprof", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(common::workload("sleeper"))
+            .args(["20", "5"]),
+    );
+    assert_private(&out);
+    let top = go_pprof(&["-top", "-unit=ms"], &out);
+    assert!(top.contains("Type: off_cpu"), "{top}");
+    // 20 sleeps of at least 5 ms each: at least 100 ms off CPU.
+    let total: f64 = top
+        .lines()
+        .find_map(|l| {
+            l.split(" of ")
+                .nth(1)?
+                .split("ms total")
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("{top}"));
+    assert!(total >= 100.0, "{total} ms off CPU\n{top}");
+    let traces = go_pprof(&["-traces"], &out);
+    assert!(traces.contains("clock_nanosleep"), "{traces}");
+
+    // The same through flamegraph --offcpu, as speedscope JSON.
+    let json = dir.path().join("off.json");
+    common::run_ok(
+        common::scry()
+            .args(["flamegraph", "--offcpu", "--to", "speedscope", "-o"])
+            .arg(&json)
+            .arg("--")
+            .arg(common::workload("sleeper"))
+            .args(["20", "5"]),
+    );
+    let file: Value = serde_json::from_slice(&std::fs::read(&json).expect("read")).expect("JSON");
+    let profiles = file["profiles"].as_array().expect("profiles");
+    let ns: u64 = profiles
+        .iter()
+        .inspect(|p| assert_eq!(p["unit"], "nanoseconds", "{p}"))
+        .flat_map(|p| p["weights"].as_array().expect("weights").clone())
+        .map(|w| w.as_u64().expect("weight"))
+        .sum();
+    assert!(ns >= 100_000_000, "{ns} ns off CPU");
+}
+
+#[test]
+fn to_bad_input_is_one_line() {
+    let out = common::output(common::scry().args(["flamegraph", "--to", "svg"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown format 'svg'"));
+    let out = common::output(common::scry().args(["offcpu", "-o", "x.pb.gz", "-a"]));
+    assert_eq!(out.status.code(), Some(2), "-o without --to");
+    let out = common::output(
+        common::scry()
+            .args(["flamegraph", "--to", "pprof", "-i", "-"])
+            .stdin(std::process::Stdio::null()),
+    );
+    common::assert_bad_input(&out, "not standard input", &"--to from stdin");
+}

@@ -1,0 +1,493 @@
+//! `scry run`: bpftrace's one-liners run by scry and by Debian's bpftrace
+//! on the same deterministic workloads, with the same counts and the same
+//! histograms; and bad programs, each with its message and exit 2.
+//!
+//! Each run waits for its `BEGIN` (which both tools run once every probe
+//! is attached) before starting the workload, and ends with the
+//! workload's own exit (`sched_process_exit` of its unique name): no
+//! timing is guessed.
+
+use crate::common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A copy of `program` named `name` (a comm no other process has).
+fn unique_copy(dir: &Path, program: &Path, name: &str) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::copy(program, &to).expect("copy the workload");
+    to
+}
+
+/// Runs `tool` (scry run or bpftrace -e) on a program whose BEGIN prints
+/// `ready`; then `workload` runs the workload; returns the tool's whole
+/// stdout once it exits.
+fn run_with(mut tool: Command, workload: impl FnOnce()) -> String {
+    let mut child: Child = tool
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the tracer");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let mut lines = BufReader::new(stdout);
+        let mut line = String::new();
+        while lines.read_line(&mut line).unwrap_or(0) > 0 {
+            if line == "ready\n" {
+                let _ = tx.send(());
+            }
+            text.push_str(&line);
+            line.clear();
+        }
+        text
+    });
+    if rx.recv_timeout(Duration::from_secs(60)).is_err() {
+        let _ = child.kill();
+        let mut err = String::new();
+        let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut err));
+        panic!("{tool:?} never became ready: {err}");
+    }
+    workload();
+    let done = common::wait_timeout(&mut child, Duration::from_secs(60));
+    let mut err = String::new();
+    let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut err));
+    assert!(
+        done.is_some_and(|s| s.success()),
+        "{tool:?}: {done:?} {err}"
+    );
+    reader.join().expect("reader")
+}
+
+fn run_status(cmd: &mut Command) {
+    let status = cmd.status().expect("run the workload");
+    assert!(status.success(), "{cmd:?}: {status}");
+}
+
+fn scry_run(prog: &str) -> Command {
+    let mut cmd = common::scry();
+    cmd.args(["run", prog]);
+    cmd
+}
+
+fn bpftrace(prog: &str) -> Command {
+    let mut cmd = Command::new("bpftrace");
+    cmd.args(["-e", prog]);
+    cmd
+}
+
+/// Both tracers are usable here.
+fn gates() -> bool {
+    common::require_tracefs()
+        && common::require_tool("bpftrace", "bpftrace is not installed (scripts/deps)")
+}
+
+/// The lines of `text` that start with `prefix`, sorted (bpftrace leaves
+/// the order of equal values to its hash map).
+fn lines_with(text: &str, prefix: &str) -> Vec<String> {
+    let mut v: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+/// The program both tools run: counts keyed by comm, exact getppid
+/// counts, the end at the workload's exit.
+fn counting_program(name: &str) -> String {
+    format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         tracepoint:raw_syscalls:sys_enter /comm == \"{name}\"/ {{ @[comm] = count(); }}
+         tracepoint:syscalls:sys_enter_getppid /comm == \"{name}\"/ {{ @calls = count(); @sum = sum(2); @st = stats(args->__syscall_nr); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}"
+    )
+}
+
+#[test]
+fn syscalls_counted_by_process_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let dir = common::tempdir();
+    let name = format!("lcnt{}", std::process::id() % 100000);
+    let calls = unique_copy(dir.path(), &common::workload("calls"), &name);
+    let prog = counting_program(&name);
+    let ours = run_with(scry_run(&prog), || {
+        run_status(Command::new(&calls).arg("3000"))
+    });
+    let theirs = run_with(bpftrace(&prog), || {
+        run_status(Command::new(&calls).arg("3000"))
+    });
+    assert!(ours.contains("@calls: 3000\n"), "{ours}");
+    assert!(ours.contains("@sum: 6000\n"), "{ours}");
+    assert!(
+        ours.contains("@st: count 3000, average 110, total 330000\n"),
+        "{ours}"
+    );
+    for prefix in ["@calls", "@sum", "@st", &format!("@[{name}]")] {
+        assert_eq!(
+            lines_with(&ours, prefix),
+            lines_with(&theirs, prefix),
+            "{prefix}\nscry:\n{ours}\nbpftrace:\n{theirs}"
+        );
+    }
+}
+
+#[test]
+fn read_sizes_histogram_matches_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let dir = common::tempdir();
+    let name = format!("lrd{}", std::process::id() % 100000);
+    let dd = unique_copy(dir.path(), Path::new("/bin/dd"), &name);
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         tracepoint:syscalls:sys_enter_read /comm == \"{name}\"/ {{ @bytes = hist(args->count); @lin = lhist(args->count, 0, 2048, 256); @mx = max(args->count); @mn = min(args->count); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}"
+    );
+    let workload = || {
+        run_status(
+            Command::new(&dd)
+                .args(["if=/dev/zero", "of=/dev/null", "bs=1000", "count=700"])
+                .stderr(Stdio::null()),
+        )
+    };
+    let ours = run_with(scry_run(&prog), workload);
+    let theirs = run_with(bpftrace(&prog), workload);
+    let maps = |t: &str| {
+        t.split_once("\n\n\n")
+            .map(|(_, m)| m.to_string())
+            .unwrap_or_default()
+    };
+    // 700 blocks and the loader's 832-byte read of the ELF header.
+    assert!(ours.contains("[512, 1K)            701 |"), "{ours}");
+    assert_eq!(
+        maps(&ours),
+        maps(&theirs),
+        "scry:\n{ours}\nbpftrace:\n{theirs}"
+    );
+}
+
+#[test]
+fn pid_predicate_and_printf_lines_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let calls = common::workload("calls");
+    let mut outs = Vec::new();
+    for tool in ["scry", "bpftrace"] {
+        // A shell that waits for a line, then becomes the workload: its
+        // pid is known before the program is written.
+        let mut sh = Command::new("sh")
+            .args(["-c", "read x; exec \"$0\" 40"])
+            .arg(&calls)
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let pid = sh.id();
+        let prog = format!(
+            "BEGIN {{ printf(\"ready\\n\"); }}
+             tracepoint:syscalls:sys_enter_getppid /pid == {pid}/ {{ @n[pid == {pid} ? 1 : 0] = count(); $x = 2 * 3 + 1; if ($x > 6 && tid == {pid}) {{ printf(\"%s %d %-4d|\\n\", comm, args->__syscall_nr, $x); }} else {{ printf(\"no\\n\"); }} }}
+             tracepoint:sched:sched_process_exit /pid == {pid}/ {{ exit(); }}"
+        );
+        let cmd = if tool == "scry" {
+            scry_run(&prog)
+        } else {
+            bpftrace(&prog)
+        };
+        let mut stdin = sh.stdin.take().expect("stdin");
+        let out = run_with(cmd, || {
+            use std::io::Write;
+            stdin.write_all(b"go\n").expect("start the workload");
+            drop(stdin);
+            let status = sh.wait().expect("wait for the workload");
+            assert!(status.success(), "{status}");
+        });
+        outs.push(out);
+    }
+    let (ours, theirs) = (&outs[0], &outs[1]);
+    assert_eq!(lines_with(ours, "calls 110 7   |").len(), 40, "{ours}");
+    assert!(ours.contains("@n[1]: 40\n"), "{ours}");
+    assert_eq!(
+        lines_with(ours, "calls"),
+        lines_with(theirs, "calls"),
+        "{theirs}"
+    );
+    assert_eq!(lines_with(ours, "@n"), lines_with(theirs, "@n"));
+}
+
+#[test]
+fn interval_and_sigint_print_maps() {
+    if !common::require_tracefs() {
+        return;
+    }
+    let mut child = scry_run("interval:ms:50 { @ticks++; } END { printf(\"bye\\n\"); }")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("scry run");
+    std::thread::sleep(Duration::from_millis(400));
+    common::signal(child.id(), "INT");
+    let status = common::wait_timeout(&mut child, Duration::from_secs(20));
+    let mut out = String::new();
+    let _ = child.stdout.take().map(|mut o| o.read_to_string(&mut out));
+    assert!(status.is_some_and(|s| s.success()), "{status:?} {out}");
+    assert!(out.starts_with("Attaching 2 probes...\n"), "{out}");
+    assert!(out.contains("bye\n\n\n@ticks: "), "{out}");
+}
+
+#[test]
+fn begin_output_matches_bpftrace_byte_for_byte() {
+    if !gates() {
+        return;
+    }
+    let prog = "BEGIN { @a[1] = count(); @a[5] = count(); @a[5] = count(); @h = hist(3); @h = hist(100); @h = hist(-1); @h = hist(0); \
+                @l = lhist(5, 0, 100, 10); @l = lhist(105, 0, 100, 10); @l = lhist(-1, 0, 100, 10); @s = stats(10); @v = avg(10); \
+                @m = min(3); @m = min(-2); @M = max(7); @x = 5; @z = count(); @k[\"ab\", 3] = sum(4); @e = 1; delete(@e); \
+                printf(\"%d|%5d|%-5d|%s|%x|%u|%c|%05d\\n\", -3, 42, 42, \"ab\", 255, 7, 65, 12); exit(); } END { printf(\"end\\n\"); }";
+    let ours = common::run_ok(&mut scry_run(prog));
+    let theirs = common::run_ok(&mut bpftrace(prog));
+    assert_eq!(ours, theirs);
+}
+
+/// Bad programs: one message each with the place, exit 2.
+#[test]
+fn bad_programs_say_what_and_where() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "BEGIN { @x = 1 +; }",
+            &[
+                "stdin:1:17-18: ERROR: syntax error, unexpected ;",
+                "BEGIN { @x = 1 +; }",
+                "                ~",
+            ],
+        ),
+        (
+            "BEGIN { @x = \"a\" + 1; }",
+            &["stdin:1:14-21: ERROR: Type mismatch for '+': comparing 'string[8]' with 'int64'"],
+        ),
+        (
+            "BEGIN {\n  @y = $z; }",
+            &["stdin:2:8-10: ERROR: Undefined or undeclared variable: $z"],
+        ),
+        ("BEGIN { foo(); }", &["Unknown function: foo"]),
+        ("BEGIN { @x = count(); @x = 1; }", &["Type mismatch for @x"]),
+        (
+            "BEGIN { printf(\"%d %d\\n\", 1); }",
+            &["printf: Not enough arguments"],
+        ),
+        (
+            "foo:bar { }",
+            &["stdin:1:1-8: ERROR: Invalid probe type: foo"],
+        ),
+    ];
+    for (prog, needles) in cases {
+        let out = common::output(&mut scry_run(prog));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{prog}: {err}");
+        for needle in *needles {
+            assert!(err.contains(needle), "{prog}: wanted {needle:?} in\n{err}");
+        }
+    }
+}
+
+#[test]
+fn unknown_probe_and_field_name_the_place() {
+    if !common::require_tracefs() {
+        return;
+    }
+    let cases: &[(&str, &str)] = &[
+        (
+            "tracepoint:sched:nosuch { @x = 1; }",
+            "stdin:1:1-24: ERROR: tracepoint not found: sched:nosuch",
+        ),
+        (
+            "tracepoint:raw_syscalls:sys_enter { @x = args->nosuch; }",
+            "stdin:1:42-54: ERROR: Struct/union of type 'struct _tracepoint_raw_syscalls_sys_enter' does not contain a field named 'nosuch'",
+        ),
+        ("tracepoint:nosuch:x* { }", "No probes matched the wildcard"),
+    ];
+    for (prog, needle) in cases {
+        let out = common::output(&mut scry_run(prog));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{prog}: {err}");
+        assert!(err.contains(needle), "{prog}: wanted {needle:?} in\n{err}");
+    }
+}
+
+#[test]
+fn uprobe_and_uretprobe_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    if !common::gate(if libc.exists() {
+        Ok(())
+    } else {
+        Err(format!("no {}", libc.display()))
+    }) {
+        return;
+    }
+    let dir = common::tempdir();
+    let name = format!("lmal{}", std::process::id() % 100000);
+    let mallocs = unique_copy(dir.path(), &common::workload("mallocs"), &name);
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         uprobe:{lib}:malloc /comm == \"{name}\"/ {{ @[probe] = count(); @size = hist(arg0); }}
+         uretprobe:{lib}:malloc /comm == \"{name}\"/ {{ @ret = count(); @nonzero = sum(retval != 0); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}",
+        lib = libc.display()
+    );
+    let ours = run_with(scry_run(&prog), || {
+        run_status(Command::new(&mallocs).arg("2000"))
+    });
+    let theirs = run_with(bpftrace(&prog), || {
+        run_status(Command::new(&mallocs).arg("2000"))
+    });
+    let maps = |t: &str| {
+        t.split_once("\n\n\n")
+            .map(|(_, m)| m.to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        maps(&ours),
+        maps(&theirs),
+        "scry:\n{ours}\nbpftrace:\n{theirs}"
+    );
+    assert!(
+        ours.contains(&format!("@[uprobe:{}:malloc]: ", libc.display())),
+        "{ours}"
+    );
+}
+
+#[test]
+fn exec_filenames_from_a_data_loc_field_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let dir = common::tempdir();
+    let name = format!("lexe{}", std::process::id() % 100000);
+    let quick = unique_copy(dir.path(), &common::workload("quick"), &name);
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         tracepoint:sched:sched_process_exec /comm == \"{name}\"/ {{ printf(\"%s %s\\n\", comm, str(args->filename)); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}"
+    );
+    let ours = run_with(scry_run(&prog), || run_status(&mut Command::new(&quick)));
+    let theirs = run_with(bpftrace(&prog), || run_status(&mut Command::new(&quick)));
+    let line = format!("{name} {}", quick.display());
+    assert_eq!(
+        lines_with(&ours, &name),
+        std::slice::from_ref(&line),
+        "{ours}"
+    );
+    assert_eq!(lines_with(&theirs, &name), [line], "{theirs}");
+}
+
+#[test]
+fn profile_kstack_counts() {
+    if !common::require_tracefs() {
+        return;
+    }
+    let out = common::run_ok(&mut scry_run(
+        "profile:hz:199 { @[kstack(2)] = count(); @n = count(); } interval:ms:300 { exit(); }",
+    ));
+    // Stacks as bpftrace prints them: one frame a line, four spaces in.
+    assert!(out.contains("\n@[\n    "), "{out}");
+    let n: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("@n: "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!(n > 0, "{out}");
+}
+
+#[test]
+fn program_from_a_file_and_bad_file() {
+    let dir = common::tempdir();
+    let file = dir.path().join("hello.bt");
+    std::fs::write(&file, "BEGIN {\n  printf(\"hello\\n\");\n  exit();\n}\n").expect("write");
+    if common::require_tracefs() {
+        let out = common::run_ok(common::scry().args(["run"]).arg(&file));
+        assert_eq!(out, "Attaching 1 probe...\nhello\n\n\n");
+    }
+    std::fs::write(&file, "BEGIN {\n  printf(\"hello\\n\")\n  exit();\n}\n").expect("write");
+    let out = common::output(common::scry().args(["run"]).arg(&file));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:3:3-7: ERROR: syntax error, unexpected exit",
+            file.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn listing_probes_as_bpftrace_does() {
+    if !common::require_tracefs() {
+        return;
+    }
+    let out = common::run_ok(common::scry().args(["run", "-l", "tracepoint:sched:sched_switch*"]));
+    assert_eq!(out, "tracepoint:sched:sched_switch\n");
+    let out = common::run_ok(common::scry().args(["run", "-l", "t:syscalls:sys_enter_getppid"]));
+    assert_eq!(out, "tracepoint:syscalls:sys_enter_getppid\n");
+}
+
+/// bpftrace's own tools run unchanged: syscount.bt, stopped by Ctrl-C,
+/// prints its END tables (`print(@m, 10)` keeps the top ten).
+#[test]
+fn bpftrace_syscount_tool_runs_unchanged() {
+    if !common::require_tracefs() {
+        return;
+    }
+    let tool = Path::new("/usr/sbin/syscount.bt");
+    if !common::gate(if tool.exists() {
+        Ok(())
+    } else {
+        Err("no /usr/sbin/syscount.bt (bpftrace)".into())
+    }) {
+        return;
+    }
+    let mut child = common::scry()
+        .arg("run")
+        .arg(tool)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("scry run");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout);
+    let mut text = String::new();
+    while !text.contains("Counting syscalls") {
+        let mut line = String::new();
+        if lines.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        text.push_str(&line);
+    }
+    // Something to count, then Ctrl-C.
+    run_status(Command::new(common::workload("calls")).arg("100"));
+    common::signal(child.id(), "INT");
+    let status = common::wait_timeout(&mut child, Duration::from_secs(30));
+    let _ = lines.read_to_string(&mut text);
+    assert!(status.is_some_and(|s| s.success()), "{status:?} {text}");
+    let tables = text
+        .split_once("Top 10 syscalls IDs:\n")
+        .map(|t| t.1)
+        .unwrap_or("");
+    let ids = tables
+        .lines()
+        .take_while(|l| l.starts_with("@syscall["))
+        .count();
+    assert!((1..=10).contains(&ids), "{text}");
+    assert!(text.contains("Top 10 processes:\n@process["), "{text}");
+}

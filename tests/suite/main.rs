@@ -1,0 +1,48 @@
+//! The integration suite: one test binary (the library is linked once, not
+//! once per file), one module per command or concern. Run one module with
+//! `cargo test --test suite MODULE::`. Shared helpers live in `common`.
+
+#[macro_use]
+mod common;
+
+mod annotate;
+mod architecture;
+mod bio;
+mod bpf_tools;
+mod command_line;
+mod corrupt;
+mod data_writer;
+mod error_messages;
+mod export;
+mod export_live;
+mod file_goldens;
+mod flamegraph;
+mod heatmap;
+mod kernel_matrix;
+mod lang;
+mod lifecycle;
+mod list;
+mod net;
+mod offcpu;
+mod oneliners;
+mod oneliners_events;
+mod perf_spellings;
+mod pipe_output;
+mod probe;
+mod profile;
+mod record;
+mod record_privileges;
+mod recovery;
+mod report;
+mod sched;
+mod script;
+mod self_exclusion;
+mod snoop;
+mod stack_join;
+mod stat;
+mod stat_events;
+mod symbol;
+mod targets;
+mod top;
+mod trace;
+mod tracepoint_format;

@@ -1,0 +1,514 @@
+//! The TCP tools (tcplife, tcpconnect, tcpaccept, tcpstates, tcpretrans) on the real
+//! kernel: `workloads/conns` makes N loopback connections (IPv4 and IPv6)
+//! on a port of the test's choosing, each moving known byte counts, traced
+//! at once by scry (table and --json) and by Debian's libbpf-tools
+//! (tcplife, tcpstates: the two that load on a kernel without kprobes) as
+//! the oracle. Also: bad input, a port filter that matches nothing, and
+//! SIGKILL leaving nothing attached.
+//!
+//! Bytes: tcplife reports tcp_sock's bytes_acked and bytes_received,
+//! counts of sequence space, so each side's FIN counts one byte: a
+//! session that sent TX bytes and received RX shows TX+1 and RX+1 (the
+//! workload closes both ways, so both FINs are acked).
+
+use crate::common;
+
+use std::process::Command;
+
+use common::tracer::{
+    Tracer, assert_each_bad_input, peer, require_root_and, scry_tool, sigkill_frees_everything,
+};
+
+/// A port no one listens on now (bound, read, released).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+/// `conns N TX RX FAMILY PORT`, to its end; its pid.
+fn run_conns(n: usize, tx: u64, rx: u64, family: u8, port: u16) -> u32 {
+    let mut child = Command::new(common::workload("conns"))
+        .args([
+            n.to_string(),
+            tx.to_string(),
+            rx.to_string(),
+            family.to_string(),
+            port.to_string(),
+        ])
+        .spawn()
+        .expect("conns runs");
+    let pid = child.id();
+    assert!(child.wait().expect("conns ends").success());
+    pid
+}
+
+/// A tcplife line's (pid, comm, laddr, lport, raddr, rport, tx_kb, rx_kb),
+/// the duration left out.
+type Life = (u32, String, String, u16, String, u16, String, String);
+
+fn life_of_line(line: &str) -> Option<Life> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let [pid, comm, laddr, lport, raddr, rport, tx, rx, ms] = f[..] else {
+        return None;
+    };
+    ms.parse::<f64>().ok()?;
+    Some((
+        pid.parse().ok()?,
+        comm.to_string(),
+        laddr.to_string(),
+        lport.parse().ok()?,
+        raddr.to_string(),
+        rport.parse().ok()?,
+        tx.to_string(),
+        rx.to_string(),
+    ))
+}
+
+fn lives(lines: &[String]) -> Vec<Life> {
+    let mut lives: Vec<Life> = lines.iter().filter_map(|l| life_of_line(l)).collect();
+    lives.sort();
+    lives
+}
+
+fn json_of(lines: &[String]) -> Vec<serde_json::Value> {
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn kb(bytes: u64) -> String {
+    format!("{:.2}", bytes as f64 / 1024.0)
+}
+
+#[test]
+fn tcplife_lists_each_session_with_its_bytes_as_libbpf_tools() {
+    if !require_root_and("tcplife") {
+        return;
+    }
+    let n = 6;
+    for (family, tx, rx, addr) in [
+        (4u8, 10_000u64, 3_000u64, "127.0.0.1"),
+        (6, 70_000, 512, "::1"),
+    ] {
+        let port = free_port();
+        let p = port.to_string();
+        let clients = Tracer::start(scry_tool(&["tcplife", "-D", &p]), 1);
+        let servers = Tracer::start(scry_tool(&["tcplife", "-L", &p, "--json"]), 1);
+        let oracle = Tracer::start(peer(&["tcplife", "-D", &p]), 0);
+        let pid = run_conns(n, tx, rx, family, port);
+        clients.wait_until(|l| lives(l).len() >= n);
+        oracle.wait_until(|l| lives(l).len() >= n);
+        servers.wait_until(|l| json_of(l).len() >= n);
+        let (ours, _) = clients.stop();
+        let (theirs, _) = oracle.stop();
+        let (json, _) = servers.stop();
+
+        let ours = lives(&ours);
+        assert_eq!(ours, lives(&theirs), "IPv{family}: the same sessions");
+        assert_eq!(ours.len(), n, "{ours:?}");
+        for life in &ours {
+            let expected = (pid, "conns", addr, port, kb(tx + 1), kb(rx + 1));
+            let got = (
+                life.0,
+                life.1.as_str(),
+                life.4.as_str(),
+                life.5,
+                life.6.clone(),
+                life.7.clone(),
+            );
+            assert_eq!(got, expected, "IPv{family} client side");
+            assert_eq!(life.2, addr);
+        }
+        let json = json_of(&json);
+        assert_eq!(json.len(), n, "{json:?}");
+        for v in &json {
+            assert_eq!(v["pid"], pid, "{v}");
+            assert_eq!(v["lport"], port, "{v}");
+            assert_eq!(
+                (v["laddr"].as_str(), v["raddr"].as_str()),
+                (Some(addr), Some(addr))
+            );
+            assert_eq!(v["ip"], family, "{v}");
+            // The server side: received the client's TX, sent RX.
+            assert_eq!(
+                (v["rx_bytes"].as_u64(), v["tx_bytes"].as_u64()),
+                (Some(tx + 1), Some(rx + 1)),
+                "{v}"
+            );
+            assert_eq!(v["oldstate"], "LAST_ACK", "{v}");
+        }
+    }
+}
+
+/// A tcpconnect line's (pid, comm, ip, saddr, daddr, dport).
+fn connect_of_line(line: &str) -> Option<(u32, String, u8, String, String, u16)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let [pid, comm, ip, saddr, daddr, dport] = f[..] else {
+        return None;
+    };
+    Some((
+        pid.parse().ok()?,
+        comm.to_string(),
+        ip.parse().ok()?,
+        saddr.to_string(),
+        daddr.to_string(),
+        dport.parse().ok()?,
+    ))
+}
+
+/// A tcpaccept line's (pid, comm, ip, raddr, rport, laddr, lport).
+fn accept_of_line(line: &str) -> Option<(u32, String, u8, String, u16, String, u16)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let [pid, comm, ip, raddr, rport, laddr, lport] = f[..] else {
+        return None;
+    };
+    Some((
+        pid.parse().ok()?,
+        comm.to_string(),
+        ip.parse().ok()?,
+        raddr.to_string(),
+        rport.parse().ok()?,
+        laddr.to_string(),
+        lport.parse().ok()?,
+    ))
+}
+
+/// libbpf-tools' tcpconnect cannot load here (it hooks tcp_v4_connect
+/// with a kprobe), and bcc's tcpaccept is not installed: the workload's
+/// known answer is the oracle, N connections made and accepted by it.
+#[test]
+fn tcpconnect_and_tcpaccept_count_n_each() {
+    if !require_root_and("tcplife") {
+        return;
+    }
+    let (n4, n6) = (7, 4);
+    let port = free_port();
+    let p = port.to_string();
+    let connects = Tracer::start(scry_tool(&["tcpconnect", "-P", &p]), 1);
+    let counted = Tracer::start(scry_tool(&["tcpconnect", "-c", "-P", &p]), 1);
+    let accepts = Tracer::start(scry_tool(&["tcpaccept", "-P", &p]), 2);
+    let json = Tracer::start(scry_tool(&["tcpaccept", "-P", &p, "--json"]), 2);
+    let pid4 = run_conns(n4, 100, 100, 4, port);
+    let pid6 = run_conns(n6, 100, 100, 6, port);
+    let n = n4 + n6;
+    let count =
+        |parse: fn(&str) -> bool| move |l: &[String]| l.iter().filter(|l| parse(l)).count() >= n;
+    connects.wait_until(count(|l| connect_of_line(l).is_some()));
+    accepts.wait_until(count(|l| accept_of_line(l).is_some()));
+    json.wait_until(count(|l| l.starts_with('{')));
+    let (connect_lines, _) = connects.stop();
+    let (accept_lines, _) = accepts.stop();
+    let (json_lines, _) = json.stop();
+    let (count_lines, _) = counted.stop();
+
+    let mut got: Vec<_> = connect_lines
+        .iter()
+        .filter_map(|l| connect_of_line(l))
+        .collect();
+    got.sort();
+    let row = |pid, ip, addr: &str| {
+        (
+            pid,
+            "conns".to_string(),
+            ip,
+            addr.to_string(),
+            addr.to_string(),
+            port,
+        )
+    };
+    let mut expected = vec![row(pid4, 4, "127.0.0.1"); n4];
+    expected.extend(vec![row(pid6, 6, "::1"); n6]);
+    expected.sort();
+    assert_eq!(got, expected, "tcpconnect");
+
+    let accepted: Vec<_> = accept_lines
+        .iter()
+        .filter_map(|l| accept_of_line(l))
+        .collect();
+    assert_eq!(accepted.len(), n, "{accept_lines:?}");
+    for a in &accepted {
+        let (pid, addr) = if a.2 == 4 {
+            (pid4, "127.0.0.1")
+        } else {
+            (pid6, "::1")
+        };
+        assert_eq!(
+            (a.0, a.1.as_str(), a.3.as_str(), a.5.as_str(), a.6),
+            (pid, "conns", addr, addr, port),
+            "{a:?}"
+        );
+    }
+    assert_eq!(accepted.iter().filter(|a| a.2 == 4).count(), n4);
+    let json = json_of(&json_lines);
+    assert_eq!(json.len(), n);
+    assert!(
+        json.iter()
+            .all(|v| v["lport"] == port && v["comm"] == "conns"),
+        "{json:?}"
+    );
+
+    // -c: one row per (source, destination, port), the count at the end.
+    let rows: Vec<Vec<&str>> = count_lines
+        .iter()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() == 4 && f[2] == p)
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            vec!["127.0.0.1", "127.0.0.1", p.as_str(), &n4.to_string()],
+            vec!["::1", "::1", p.as_str(), &n6.to_string()]
+        ],
+        "{count_lines:?}"
+    );
+}
+
+/// A tcpstates line without its duration.
+fn transitions(lines: &[String]) -> Vec<Vec<String>> {
+    let mut rows: Vec<Vec<String>> = lines
+        .iter()
+        .skip(1)
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter(|f| f.len() == 11)
+        .map(|mut f| {
+            f.pop();
+            f
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// Both hook the same tracepoint call and read the current task there, so
+/// every line agrees, the process too. Per connection the server's
+/// socket makes five transitions (LISTEN -> SYN_RECV -> ESTABLISHED ->
+/// CLOSE_WAIT -> LAST_ACK -> CLOSE), the listener two.
+#[test]
+fn tcpstates_shows_the_transitions_libbpf_tools_shows() {
+    if !require_root_and("tcpstates") {
+        return;
+    }
+    let n = 5;
+    let port = free_port();
+    let p = port.to_string();
+    let scry = Tracer::start(scry_tool(&["tcpstates", "-L", &p]), 1);
+    let oracle = Tracer::start(peer(&["tcpstates", "-L", &p]), 0);
+    run_conns(n, 1000, 1000, 4, port);
+    let want = 5 * n + 2;
+    scry.wait_until(|l| transitions(l).len() >= want);
+    oracle.wait_until(|l| transitions(l).len() >= want);
+    let (ours, _) = scry.stop();
+    let (theirs, _) = oracle.stop();
+    assert_eq!(
+        ours.first().map(String::as_str),
+        theirs.first().map(|l| l.trim_end()),
+        "the header"
+    );
+    let ours = transitions(&ours);
+    assert_eq!(ours.len(), want, "{ours:?}");
+    assert_eq!(ours, transitions(&theirs));
+    let closes = ours
+        .iter()
+        .filter(|f| f[7] == "LAST_ACK" && f[9] == "CLOSE")
+        .count();
+    assert_eq!(closes, n);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    if !require_root_and("tcplife") {
+        return;
+    }
+    let cases: [(&[&str], Option<&str>, &str); 6] = [
+        (&["tcplife", "-L", "0"], None, "not a port"),
+        (
+            &["tcplife", "-D", "1,2,3,4,5,6,7,8,9"],
+            None,
+            "at most 8 ports",
+        ),
+        (&["tcpconnect", "-P", "http"], None, "not a port"),
+        (&["tcpaccept", "-p", "4194304"], None, "no such process"),
+        (
+            &["tcpretrans", "-l"],
+            None,
+            "tail loss probes have no tracepoint",
+        ),
+        // A kernel without the hooks: none of the kinds the programs come in.
+        (&["tcplife"], Some("kprobe"), "no hook"),
+    ];
+    assert_each_bad_input(&cases);
+}
+
+#[test]
+fn a_port_filter_that_matches_nothing_says_so_once() {
+    if !require_root_and("tcplife") {
+        return;
+    }
+    let unused = free_port();
+    let tracer = Tracer::start(scry_tool(&["tcplife", "-L", &unused.to_string()]), 1);
+    run_conns(2, 10, 10, 4, free_port());
+    let (lines, err) = tracer.stop();
+    assert_eq!(lines.len(), 1, "only the header: {lines:?}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("nothing matched -L {unused}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn sigkill_leaves_no_program_or_link() {
+    if !require_root_and("tcplife") {
+        return;
+    }
+    for (args, links) in [
+        (&["tcplife"][..], 1),
+        (&["tcpaccept"][..], 2),
+        (&["tcpstates"][..], 1),
+        (&["tcpretrans"][..], 1),
+    ] {
+        sigkill_frees_everything(args, links);
+    }
+}
+
+/// `retrans N FAMILY` to its end (workloads/retrans: N connects to a full
+/// listener, every SYN retransmitted until the connect times out); the
+/// listener's port.
+fn run_retrans(n: usize, family: u8) -> u16 {
+    let out = common::output(
+        Command::new(common::workload("retrans")).args([n.to_string(), family.to_string()]),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("retrans timedout {n}")),
+        "{stderr}"
+    );
+    stdout
+        .trim()
+        .strip_prefix("retrans port ")
+        .and_then(|p| p.parse().ok())
+        .expect("retrans port P")
+}
+
+/// A tcpretrans line's (ip, laddr:lport, raddr:rport, state).
+fn retrans_of_line(line: &str) -> Option<(u8, String, String, String)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let [_time, pid, ip, local, "R>", remote, state] = f[..] else {
+        return None;
+    };
+    pid.parse::<u32>().ok()?;
+    Some((
+        ip.parse().ok()?,
+        local.to_string(),
+        remote.to_string(),
+        state.to_string(),
+    ))
+}
+
+/// bcc's tcpretrans is not installed and bpftrace's tcpretrans.bt needs a
+/// kprobe: the oracle is bpftrace on the same tracepoint, one line per
+/// retransmit (`LPORT RPORT`). Each of the N connections retransmits its
+/// SYN at least once (how often is the kernel's timer: both count the
+/// same), all in SYN_SENT.
+#[test]
+fn tcpretrans_lists_each_retransmit_as_the_tracepoint_does() {
+    if !require_root_and("tcplife")
+        || !common::require_tool("bpftrace", "bpftrace is not installed (scripts/deps)")
+    {
+        return;
+    }
+    let n = 4;
+    let lines = Tracer::start(scry_tool(&["tcpretrans"]), 1);
+    let counted = Tracer::start(scry_tool(&["tcpretrans", "-c", "-4"]), 1);
+    let json = Tracer::start(scry_tool(&["tcpretrans", "-6", "--json"]), 1);
+    let oracle = Tracer::start(
+        peer(&[
+            "bpftrace",
+            "-e",
+            "tracepoint:tcp:tcp_retransmit_skb { printf(\"%d %d\\n\", args->sport, args->dport); }",
+        ]),
+        0,
+    );
+    let port4 = run_retrans(n, 4);
+    let port6 = run_retrans(n, 6);
+    let of_port = |port: u16| {
+        move |l: &String| l.split_whitespace().nth(1) == Some(port.to_string().as_str())
+    };
+    let wanted = |l: &[String]| {
+        l.iter().filter(|l| of_port(port4)(l)).count() >= n
+            && l.iter().filter(|l| of_port(port6)(l)).count() >= n
+    };
+    oracle.wait_until(wanted);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (theirs, _) = oracle.stop();
+    let (ours, _) = lines.stop();
+    let (json_lines, _) = json.stop();
+    let (count_lines, _) = counted.stop();
+
+    // Per (family, local port): the retransmits bpftrace saw.
+    let mut expected: Vec<(u8, String, String)> = Vec::new();
+    for l in &theirs {
+        let [sport, dport] = l.split_whitespace().collect::<Vec<_>>()[..] else {
+            continue;
+        };
+        let (ip, addr) = match dport.parse::<u16>() {
+            Ok(p) if p == port4 => (4, "127.0.0.1"),
+            Ok(p) if p == port6 => (6, "::1"),
+            _ => continue,
+        };
+        expected.push((ip, format!("{addr}:{sport}"), format!("{addr}:{dport}")));
+    }
+    expected.sort();
+    let distinct: std::collections::BTreeSet<_> = expected.iter().map(|e| &e.1).collect();
+    assert_eq!(distinct.len(), 2 * n, "{theirs:?}");
+    let mut got: Vec<(u8, String, String)> = ours
+        .iter()
+        .filter_map(|l| retrans_of_line(l))
+        .filter(|r| r.2.ends_with(&format!(":{port4}")) || r.2.ends_with(&format!(":{port6}")))
+        .map(|r| {
+            assert_eq!(r.3, "SYN_SENT", "{r:?}");
+            (r.0, r.1, r.2)
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, expected, "scry:\n{ours:?}");
+
+    let json = json_of(&json_lines);
+    let six: Vec<_> = expected.iter().filter(|e| e.0 == 6).collect();
+    let json_six: Vec<_> = json.iter().filter(|v| v["rport"] == port6).collect();
+    assert_eq!(json_six.len(), six.len(), "{json:?}");
+    assert!(json.iter().all(|v| v["ip"] == 6), "-6: {json:?}");
+    assert!(json_six.iter().all(|v| v["newstate"] == "SYN_SENT"));
+
+    // -c -4: one row per IPv4 connection, its count bpftrace's.
+    let rows: Vec<(String, u64)> = count_lines
+        .iter()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let [local, "<->", remote, n] = f[..] else {
+                return None;
+            };
+            (remote == format!("[127.0.0.1]#{port4}"))
+                .then(|| (local.to_string(), n.parse().ok()))
+                .and_then(|(l, n)| Some((l, n?)))
+        })
+        .collect();
+    assert_eq!(rows.len(), n, "{count_lines:?}");
+    for (local, count) in &rows {
+        let sport = local.rsplit('#').next().unwrap_or_default();
+        let theirs = expected
+            .iter()
+            .filter(|e| e.1 == format!("127.0.0.1:{sport}"))
+            .count();
+        assert_eq!(*count as usize, theirs, "{local}: {count_lines:?}");
+    }
+    assert!(
+        count_lines.iter().all(|l| !l.contains("::1")),
+        "-4: {count_lines:?}"
+    );
+}
