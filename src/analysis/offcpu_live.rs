@@ -7,7 +7,7 @@
 use linux_perf_event_reader::SampleRecord;
 
 use crate::data::handler::RecordHandler;
-use crate::event::format::EventFormat;
+use crate::event::format::{EventFormat, MissingField};
 use crate::symbol::Resolver;
 
 use super::feed::{LostTally, SideBand, TaskTracker, TrackerFeed};
@@ -31,19 +31,14 @@ impl SchedFields {
         switch_attr: usize,
         switch: &EventFormat,
         wakeup: Option<(usize, &EventFormat)>,
-    ) -> Result<Self, String> {
-        let field = |f: &EventFormat, name: &str| {
-            f.field(name)
-                .cloned()
-                .ok_or_else(|| format!("{} has no field '{name}'", f.full_name()))
-        };
+    ) -> Result<Self, MissingField> {
         Ok(SchedFields {
             switch_attr,
-            prev_pid: field(switch, "prev_pid")?,
-            prev_state: field(switch, "prev_state")?,
-            next_pid: field(switch, "next_pid")?,
+            prev_pid: switch.require_field("prev_pid")?,
+            prev_state: switch.require_field("prev_state")?,
+            next_pid: switch.require_field("next_pid")?,
             wakeup: match wakeup {
-                Some((attr, f)) => Some((attr, field(f, "pid")?)),
+                Some((attr, f)) => Some((attr, f.require_field("pid")?)),
                 None => None,
             },
         })

@@ -169,24 +169,33 @@ pub struct Hook {
     pub global: bool,
 }
 
+/// A `-H` hook that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum HookSyntaxError {
+    #[error("hook '{text}': expected START[,MATCH[,PID]]/END[,MATCH][,FLAGS]")]
+    Shape { text: String },
+    #[error("hook '{text}': unknown flag '{flag}' (flags: s stack, p pinned, g global)")]
+    Flag { text: String, flag: char },
+}
+
 impl Hook {
     /// Parses trace-cmd's hook syntax. Event names may omit the system.
-    pub fn parse(text: &str) -> Result<Hook, String> {
-        let (start, end) = text.split_once('/').ok_or_else(|| {
-            format!("hook '{text}': expected START[,MATCH[,PID]]/END[,MATCH][,FLAGS]")
-        })?;
+    pub fn parse(text: &str) -> Result<Hook, HookSyntaxError> {
+        let syntax = || HookSyntaxError::Shape {
+            text: text.to_owned(),
+        };
+        let (start, end) = text.split_once('/').ok_or_else(syntax)?;
         let start: Vec<&str> = start.split(',').map(str::trim).collect();
         let end: Vec<&str> = end.split(',').map(str::trim).collect();
         if start.len() > 3 || end.len() > 3 || start[0].is_empty() || end[0].is_empty() {
-            return Err(format!(
-                "hook '{text}': expected START[,MATCH[,PID]]/END[,MATCH][,FLAGS]"
-            ));
+            return Err(syntax());
         }
         let flags = end.get(2).copied().unwrap_or("");
         if let Some(bad) = flags.chars().find(|c| !"spg".contains(*c)) {
-            return Err(format!(
-                "hook '{text}': unknown flag '{bad}' (flags: s stack, p pinned, g global)"
-            ));
+            return Err(HookSyntaxError::Flag {
+                text: text.to_owned(),
+                flag: bad,
+            });
         }
         let some = |s: Option<&&str>| s.filter(|s| !s.is_empty()).map(|s| s.to_string());
         Ok(Hook {

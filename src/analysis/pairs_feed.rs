@@ -10,7 +10,7 @@ use linux_perf_event_reader::SampleRecord;
 
 use crate::data::handler::RecordHandler;
 use crate::data::threads::ThreadNames;
-use crate::event::format::{EventFormat, FieldKind};
+use crate::event::format::{EventFormat, FieldKind, MissingField};
 use crate::symbol::Resolver;
 
 use super::feed::{LostTally, SideBand, TaskTracker, TrackerFeed};
@@ -29,13 +29,27 @@ const BUILTIN_FIELDS: &[&str] = &[
     "vec",
 ];
 
+/// Why a hook's match or pid field cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum HookFieldError {
+    /// The hook's event is not a tracepoint with a format.
+    #[error("no format for the event of hook '{hook}'")]
+    NoFormat { hook: String },
+    /// The event has no such field.
+    #[error("event {0}")]
+    Missing(MissingField),
+    /// The field is a string or an array.
+    #[error("field '{field}' of {event} is not a number and cannot be matched")]
+    NotANumber { event: String, field: String },
+}
+
 /// Per event (by index into `formats`): the fields its samples must yield.
 /// Checks the custom hooks' match and pid fields: each must exist and be a
 /// number; the error names the field and the event.
 pub fn wanted_fields(
     formats: &[Option<&EventFormat>],
     hooks: &[(Hook, usize, usize)],
-) -> Result<Vec<Vec<String>>, String> {
+) -> Result<Vec<Vec<String>>, HookFieldError> {
     let mut wanted: Vec<Vec<String>> = formats
         .iter()
         .map(|f| {
@@ -54,22 +68,19 @@ pub fn wanted_fields(
         ] {
             let Some(field) = field else { continue };
             let Some(format) = formats.get(event).copied().flatten() else {
-                return Err(format!(
-                    "no format for the event of hook '{}'",
-                    hook.label()
-                ));
+                return Err(HookFieldError::NoFormat { hook: hook.label() });
             };
             let Some(f) = format.field(field) else {
-                return Err(format!(
-                    "event {} has no field '{field}'",
-                    format.full_name()
-                ));
+                return Err(HookFieldError::Missing(MissingField {
+                    event: format.full_name(),
+                    field: field.clone(),
+                }));
             };
             if !matches!(f.kind, FieldKind::Scalar) {
-                return Err(format!(
-                    "field '{field}' of {} is not a number and cannot be matched",
-                    format.full_name()
-                ));
+                return Err(HookFieldError::NotANumber {
+                    event: format.full_name(),
+                    field: field.clone(),
+                });
             }
             wanted[event].push(field.clone());
         }

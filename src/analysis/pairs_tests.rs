@@ -172,6 +172,7 @@ fn bad_hooks() {
     assert!(
         Hook::parse("a,b/c,d,x")
             .unwrap_err()
+            .to_string()
             .contains("unknown flag 'x'")
     );
     assert!(Hook::parse("/c").is_err());

@@ -6,7 +6,7 @@
 use linux_perf_event_reader::SampleRecord;
 
 use crate::data::threads::ThreadNames;
-use crate::event::format::{EventFormat, Field};
+use crate::event::format::{EventFormat, Field, MissingField};
 
 use super::feed::{LostTally, SideBand, TaskTracker, TrackerFeed};
 use super::sched::SchedTracker;
@@ -36,27 +36,36 @@ pub struct SchedFeed {
     pub lost: LostTally,
 }
 
+/// Why the scheduler analysis cannot read the input's events.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedFeedError {
+    /// A sched event without a field the analysis reads.
+    #[error(transparent)]
+    Field(#[from] MissingField),
+    /// Nothing to analyse.
+    #[error("no sched:sched_switch events")]
+    NoSwitch,
+}
+
 impl SchedFeed {
     /// `formats`: per attribute index, its tracepoint format if any. Wakeups
     /// are sched_wakeup and sched_wakeup_new, or sched_waking where the
     /// input has no sched_wakeup (what `perf sched record` takes).
-    pub fn new(tracker: SchedTracker, formats: &[Option<&EventFormat>]) -> Result<Self, String> {
+    pub fn new(
+        tracker: SchedTracker,
+        formats: &[Option<&EventFormat>],
+    ) -> Result<Self, SchedFeedError> {
         let has_wakeup = formats
             .iter()
             .flatten()
             .any(|f| f.system == "sched" && f.name == "sched_wakeup");
-        let field = |f: &EventFormat, name: &str| {
-            f.field(name)
-                .cloned()
-                .ok_or_else(|| format!("{} has no field '{name}'", f.full_name()))
-        };
         let mut roles = Vec::new();
         for format in formats {
             let role = match format {
                 Some(f) if f.system == "sched" && f.name == "sched_switch" => Role::Switch {
-                    prev_pid: field(f, "prev_pid")?,
-                    prev_state: field(f, "prev_state")?,
-                    next_pid: field(f, "next_pid")?,
+                    prev_pid: f.require_field("prev_pid")?,
+                    prev_state: f.require_field("prev_state")?,
+                    next_pid: f.require_field("next_pid")?,
                 },
                 Some(f)
                     if f.system == "sched"
@@ -65,7 +74,7 @@ impl SchedFeed {
                             || (f.name == "sched_waking" && !has_wakeup)) =>
                 {
                     Role::Wakeup {
-                        pid: field(f, "pid")?,
+                        pid: f.require_field("pid")?,
                     }
                 }
                 _ => Role::Other,
@@ -73,7 +82,7 @@ impl SchedFeed {
             roles.push(role);
         }
         if !roles.iter().any(|r| matches!(r, Role::Switch { .. })) {
-            return Err("no sched:sched_switch events".into());
+            return Err(SchedFeedError::NoSwitch);
         }
         Ok(SchedFeed {
             tracker,

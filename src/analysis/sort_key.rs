@@ -94,24 +94,33 @@ impl SortKey {
     }
 
     /// Parses a comma-separated `--sort` list (`comm,dso,sym`).
-    pub fn parse_list(list: &str) -> Result<Vec<SortKey>, String> {
+    pub fn parse_list(list: &str) -> Result<Vec<SortKey>, SortKeyError> {
         let mut keys = Vec::new();
         for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             let key = match word {
                 "symbol" => SortKey::Sym,
-                other => SortKey::parse(other).ok_or_else(|| {
-                    format!("unknown sort key '{other}' (known: {})", SortKey::known())
-                })?,
+                other => {
+                    SortKey::parse(other).ok_or_else(|| SortKeyError::Unknown(other.to_owned()))?
+                }
             };
             if !keys.contains(&key) {
                 keys.push(key);
             }
         }
         if keys.is_empty() {
-            return Err("empty sort key list".to_string());
+            return Err(SortKeyError::Empty);
         }
         Ok(keys)
     }
+}
+
+/// A `--sort` list that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum SortKeyError {
+    #[error("unknown sort key '{0}' (known: {known})", known = SortKey::known())]
+    Unknown(String),
+    #[error("empty sort key list")]
+    Empty,
 }
 
 /// perf's filters. Empty lists keep everything.
@@ -180,7 +189,7 @@ mod tests {
             Some(vec![SortKey::Srcline, SortKey::Cpu, SortKey::Parent])
         );
         assert_eq!(
-            SortKey::parse_list("bogus").unwrap_err(),
+            SortKey::parse_list("bogus").unwrap_err().to_string(),
             "unknown sort key 'bogus' (known: pid, tid, comm, dso, sym, parent, cpu, socket, srcline)"
         );
         assert!(SortKey::parse_list("").is_err());

@@ -117,8 +117,7 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
         no_callchain: Vec::new(),
         context_switch: true,
     };
-    let fields = SchedFields::new(0, &switch_format, wakeup_format.as_ref().map(|f| (1, f)))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let fields = SchedFields::new(0, &switch_format, wakeup_format.as_ref().map(|f| (1, f)))?;
 
     let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
     let session = Session::open(&opts)?;

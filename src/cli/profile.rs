@@ -334,7 +334,7 @@ pub(super) fn pairs_of_file(
         );
     }
     let refs: Vec<Option<&EventFormat>> = formats.iter().map(Option::as_ref).collect();
-    let wanted = wanted_fields(&refs, &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let wanted = wanted_fields(&refs, &[])?;
     let mut engine = PairEngine::new(roles, Vec::new(), syscall_names());
     if log {
         engine.log = Some(Default::default());
@@ -518,7 +518,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         .iter()
         .map(|h| Hook::parse(h))
         .collect::<Result<_, _>>()
-        .map_err(|e| anyhow::anyhow!("-H: {e}"))?;
+        .context("-H")?;
     let root = scry::sys::tracefs::root().context("profile needs tracepoints")?;
     let all = scry::sys::tracefs::list_events().context("listing tracepoints")?;
 
@@ -579,7 +579,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         .collect::<anyhow::Result<_>>()?;
     // Check the hooks' fields exist, and collect what each event needs.
     let refs: Vec<Option<&EventFormat>> = formats.iter().map(Some).collect();
-    let wanted = wanted_fields(&refs, &hook_events).map_err(|e| anyhow::anyhow!("-H: {e}"))?;
+    let wanted = wanted_fields(&refs, &hook_events).context("-H")?;
     let switch = events.iter().position(is_switch);
     let stack_events: Vec<usize> = switch
         .filter(|_| !args.no_default_hooks)

@@ -153,11 +153,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     }
     // Validate flags before the (slow) resolving.
     let fields = match &args.fields {
-        Some(list) => Some(
-            Column::parse_fields(list)
-                .map_err(anyhow::Error::msg)
-                .context("-F")?,
-        ),
+        Some(list) => Some(Column::parse_fields(list).context("-F")?),
         None => None,
     };
     let field_keys: Vec<SortKey> = fields
@@ -169,9 +165,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         })
         .collect();
     let sort_keys = match &args.sort {
-        Some(list) => SortKey::parse_list(list)
-            .map_err(anyhow::Error::msg)
-            .context("--sort")?,
+        Some(list) => SortKey::parse_list(list).context("--sort")?,
         None if !field_keys.is_empty() => field_keys.clone(),
         None => vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
     };

@@ -227,7 +227,7 @@ fn live(
         tracker.watch.pids.insert(pid);
     }
     let refs: Vec<Option<&EventFormat>> = formats.iter().map(Some).collect();
-    let feed = SchedFeed::new(tracker, &refs).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let feed = SchedFeed::new(tracker, &refs)?;
     let (feed, outcome) = run_feed(session, signals, feed, false)?;
     let lost = outcome.per_cpu.values().map(|c| c.lost).sum();
     Ok((feed, lost, outcome.stop))
@@ -257,8 +257,7 @@ pub(super) fn from_file(path: &Path, tracker: SchedTracker) -> anyhow::Result<Sc
             _ => None,
         })
         .collect();
-    let mut feed = SchedFeed::new(tracker, &formats)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let mut feed = SchedFeed::new(tracker, &formats).with_context(|| path.display().to_string())?;
     reader.feed(&mut feed)?;
     Ok(feed)
 }

@@ -399,7 +399,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
             args.delay
         );
     }
-    let sort = SortKey::parse_list(&args.sort).map_err(|e| anyhow::anyhow!("-s: {e}"))?;
+    let sort = SortKey::parse_list(&args.sort).context("-s")?;
     let opts = args.to_options()?;
     let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
     let mut session = Session::open(&opts)?;

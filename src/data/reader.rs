@@ -63,7 +63,7 @@ pub use linux_perf_data::linux_perf_event_reader::{EventRecord, SampleRecord};
 use linux_perf_data::{Feature, PerfFile, PerfFileRecord, PerfRecordIter};
 
 use super::handler::{RecordHandler, dispatch};
-use guard::guard;
+use guard::{Panicked, guard};
 use layout::LayoutError;
 pub use linux_perf_data::{RawUserRecord, UserRecordType};
 use pipe::PipeState;
@@ -282,7 +282,7 @@ impl PerfReader {
                     reason: err.to_string(),
                 });
             }
-            Err(message) => {
+            Err(Panicked(message)) => {
                 return Err(ReadError::ParserPanic {
                     file: self.file.clone(),
                     context: "BUILD_ID feature".into(),
@@ -396,7 +396,7 @@ impl PerfReader {
                 context: "BUILD_ID feature".into(),
                 reason: err.to_string(),
             }),
-            Err(message) => Err(ReadError::ParserPanic {
+            Err(Panicked(message)) => Err(ReadError::ParserPanic {
                 file: self.file.clone(),
                 context: "BUILD_ID feature".into(),
                 message,
@@ -455,7 +455,7 @@ impl PerfReader {
                     reason: e.to_string(),
                 });
             }
-            Err(message) => {
+            Err(Panicked(message)) => {
                 *failed = true;
                 return Err(ReadError::ParserPanic {
                     file: file.clone(),
@@ -483,8 +483,8 @@ impl PerfReader {
         };
         let reason = match event.map(|event| parse(&event)) {
             Some(Ok((record, id))) => return Ok(Some((Record::Event { attr_index, record }, id))),
-            Some(Err(reason)) => reason,
-            None => reason.unwrap_or_default(),
+            Some(Err(reason)) => reason.to_string(),
+            None => reason.map_or_else(String::new, |r| r.to_string()),
         };
         // No file offset here: compressed data and streams have none.
         status.skipped.add_record(None, 0, || {
@@ -581,6 +581,17 @@ fn lock(state: &Mutex<PipeState>) -> std::sync::MutexGuard<'_, PipeState> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Why one record could not be parsed (it is then skipped and counted).
+#[derive(Debug, thiserror::Error)]
+enum RecordError {
+    #[error("its read values run past the end of the record")]
+    ReadValuesPastEnd,
+    #[error("{0}")]
+    Parse(std::io::Error),
+    #[error("the parser panicked: {0}")]
+    Panicked(Panicked),
+}
+
 /// The record as the crate must see it: a sample of an event with read
 /// values gets them cut out (into `scratch`).
 fn prepare<'a>(
@@ -588,13 +599,13 @@ fn prepare<'a>(
     fix: Option<ReadFix>,
     endian: Endian,
     scratch: &'a mut Vec<u8>,
-) -> Result<RawEventRecord<'a>, String> {
+) -> Result<RawEventRecord<'a>, RecordError> {
     let Some(fix) = fix.filter(|_| raw.record_type == RecordType::SAMPLE) else {
         return Ok(raw);
     };
     let body = raw.data.as_slice();
     fix.strip(&body, endian, scratch)
-        .ok_or("its read values run past the end of the record")?;
+        .ok_or(RecordError::ReadValuesPastEnd)?;
     Ok(RawEventRecord::new(
         raw.record_type,
         raw.misc,
@@ -604,7 +615,7 @@ fn prepare<'a>(
 }
 
 /// Parses `event` under `guard`, with its sample_id fields.
-fn parse<'a>(event: &RawEventRecord<'a>) -> Result<(EventRecord<'a>, CommonData), String> {
+fn parse<'a>(event: &RawEventRecord<'a>) -> Result<(EventRecord<'a>, CommonData), RecordError> {
     let id = if event.record_type == RecordType::SAMPLE {
         CommonData::default()
     } else {
@@ -612,7 +623,7 @@ fn parse<'a>(event: &RawEventRecord<'a>) -> Result<(EventRecord<'a>, CommonData)
     };
     match guard(|| event.parse()) {
         Ok(Ok(record)) => Ok((record, id)),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(message) => Err(format!("the parser panicked: {message}")),
+        Ok(Err(e)) => Err(RecordError::Parse(e)),
+        Err(panic) => Err(RecordError::Panicked(panic)),
     }
 }

@@ -232,6 +232,24 @@ impl EventFormat {
             .chain(&self.common_fields)
             .find(|f| f.name == name)
     }
+
+    /// The field called `name`, or an error naming the event and the field.
+    pub fn require_field(&self, name: &str) -> Result<Field, MissingField> {
+        self.field(name).cloned().ok_or_else(|| MissingField {
+            event: self.full_name(),
+            field: name.to_owned(),
+        })
+    }
+}
+
+/// A field an analysis needs that the event's format does not have.
+#[derive(Debug, thiserror::Error)]
+#[error("{event} has no field '{field}'")]
+pub struct MissingField {
+    /// `system:name` of the event.
+    pub event: String,
+    /// The field asked for.
+    pub field: String,
 }
 
 fn is_char_type(type_name: &str) -> bool {

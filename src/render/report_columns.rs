@@ -48,10 +48,24 @@ const FIELDS: [(&str, Column); 6] = [
     ("period", Column::Period),
 ];
 
+/// A `-F` list that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum FieldListError {
+    #[error("unknown field '{0}' (known: {known}, {keys})", known = field_names(), keys = SortKey::known())]
+    Unknown(String),
+    #[error("empty field list")]
+    Empty,
+}
+
+fn field_names() -> String {
+    let fields: Vec<&str> = FIELDS.iter().map(|(n, _)| *n).collect();
+    fields.join(", ")
+}
+
 impl Column {
     /// Parses `-F` (`overhead,sample,comm,sym`); an unknown name is an
     /// error listing the known ones.
-    pub fn parse_fields(list: &str) -> Result<Vec<Column>, String> {
+    pub fn parse_fields(list: &str) -> Result<Vec<Column>, FieldListError> {
         let mut columns = Vec::new();
         for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             let column = FIELDS
@@ -64,20 +78,13 @@ impl Column {
                         .first()
                         .map(|&k| Column::Key(k))
                 })
-                .ok_or_else(|| {
-                    let fields: Vec<&str> = FIELDS.iter().map(|(n, _)| *n).collect();
-                    format!(
-                        "unknown field '{word}' (known: {}, {})",
-                        fields.join(", "),
-                        SortKey::known()
-                    )
-                })?;
+                .ok_or_else(|| FieldListError::Unknown(word.to_owned()))?;
             if !columns.contains(&column) {
                 columns.push(column);
             }
         }
         if columns.is_empty() {
-            return Err("empty field list".to_string());
+            return Err(FieldListError::Empty);
         }
         Ok(columns)
     }
@@ -213,7 +220,7 @@ mod tests {
                 Column::Key(SortKey::Sym)
             ]
         );
-        let err = Column::parse_fields("overhead,xx").unwrap_err();
+        let err = Column::parse_fields("overhead,xx").unwrap_err().to_string();
         assert!(
             err.starts_with("unknown field 'xx' (known: overhead, overhead_sys, ")
                 && err.ends_with("cpu, socket, srcline)"),

@@ -16,10 +16,15 @@ thread_local! {
     static QUIET: Cell<bool> = const { Cell::new(false) };
 }
 
+/// A panic inside the perf.data crates, as its message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct Panicked(pub(super) String);
+
 /// Runs `f` (a call into the perf.data crates), turning a panic into its
 /// message. While `f` runs, the panic hook prints nothing on this thread;
 /// other threads and other panics keep the previous hook.
-pub(super) fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+pub(super) fn guard<T>(f: impl FnOnce() -> T) -> Result<T, Panicked> {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
@@ -33,11 +38,13 @@ pub(super) fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     let result = std::panic::catch_unwind(AssertUnwindSafe(f));
     QUIET.with(|q| q.set(was_quiet));
     result.map_err(|payload| {
-        payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "panic".to_owned())
+        Panicked(
+            payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".to_owned()),
+        )
     })
 }
 

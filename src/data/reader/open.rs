@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use linux_perf_data::linux_perf_event_reader::Endianness;
 use linux_perf_data::{PerfFile, PerfFileReader};
 
-use super::guard::{fallback_name, guard};
+use super::guard::{Panicked, fallback_name, guard};
 use super::input::{self, NoSeek, Opened, Patched};
 use super::layout::{self, Endian, FileLayout, LayoutError, Section};
 use super::pipe::{CheckedPipe, PipeState};
@@ -349,7 +349,7 @@ fn parse_header<R: Read>(
             context: context.into(),
             reason: e.to_string(),
         }),
-        Err(message) => Err(ReadError::ParserPanic {
+        Err(Panicked(message)) => Err(ReadError::ParserPanic {
             file: file.to_owned(),
             context: context.into(),
             message,
