@@ -24,6 +24,7 @@ const PROGRAMS: &[&str] = &[
     "runqlen",
     "threadsnoop",
     "wakeuptime",
+    "offwaketime",
     "bio",
     "vfsstat",
 ];

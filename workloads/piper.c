@@ -1,10 +1,11 @@
 // build: -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -pthread
 // piper [N] [MS]: N times (default 50) the main thread sends a byte down a
-// pipe and blocks reading the answer in wait_for_reply(); a second thread
-// (answerer) reads the request, sleeps MS milliseconds (default 10) and
-// answers. The read is a `syscall` instruction inside wait_for_reply (not
-// libc's read, whose missing frame pointer would hide wait_for_reply from
-// a frame-pointer walk). On exit it prints, to stderr, `piper tid=T
+// pipe and blocks reading the answer in wait_for_reply(); a second thread,
+// named `answerer`, reads the request, sleeps MS milliseconds (default 10)
+// and answers in send_reply(). The read and the answer's write are
+// `syscall` instructions inside those functions (not libc's read and
+// write, whose missing frame pointer would hide their caller from a
+// frame-pointer walk). On exit it prints, to stderr, `piper tid=T
 // blocked_us=B`: the main thread's id and the time it spent in those
 // reads, measured around each.
 #define _GNU_SOURCE
@@ -24,14 +25,25 @@ static long long now_ns(void) {
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* Writes the answer: the write wakes the main thread. */
+__attribute__((noinline)) void send_reply(char c) {
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "0"((long)SYS_write), "D"((long)reply[1]), "S"(&c), "d"(1L)
+                     : "rcx", "r11", "memory");
+    if (ret != 1) exit(1);
+}
+
 static void *answerer(void *arg) {
     (void)arg;
     char c;
     struct timespec delay = {0, delay_ms * 1000000L};
+    pthread_setname_np(pthread_self(), "answerer");
     for (int i = 0; i < rounds; i++) {
         if (read(request[0], &c, 1) != 1) exit(1);
         nanosleep(&delay, NULL);
-        if (write(reply[1], &c, 1) != 1) exit(1);
+        send_reply(c);
     }
     return NULL;
 }

@@ -1,16 +1,19 @@
-//! offcputime's and wakeuptime's tables: the kernel's sums (per thread
-//! and pair of stacks; per waker, target and waker's stack) with their
+//! offcputime's, offwaketime's and wakeuptime's tables: the kernel's sums
+//! (per thread and pair of stacks; per blocked thread's and waker's
+//! stacks; per waker, target and waker's stack) with their
 //! stacks named, as the entries bcc prints, smallest total
 //! first (bcc's order: the largest ends the output). Entries whose names
 //! come out the same (two address stacks through the same functions) are
-//! summed. The program's own frames (`bpf_prog_*`, `bpf_trace_run*`), on
+//! summed (their split per blocked state kept: `OffcpuEntry::states`).
+//! The program's own frames (`bpf_prog_*`, `bpf_trace_run*`), on
 //! top of every kernel stack taken from a tracepoint, are left out.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::model::sample::{FrameKind, ResolvedSample};
-use crate::symbol::raw_stacks::Named;
+use crate::symbol::raw_stacks::{Named, RawStack};
 use crate::sys::bpf_offcputime::OffcpuSum;
+use crate::sys::bpf_offwaketime::{OffwakeSum, TaskStacks};
 use crate::sys::bpf_wakeuptime::WakeupSum;
 
 /// One stack half: its function names innermost first, or why there are
@@ -40,6 +43,8 @@ pub struct OffcpuEntry {
     pub us: u64,
     pub kernel: StackPart,
     pub user: StackPart,
+    /// `us` split by the task's state when it left the CPU (`__state`).
+    pub states: BTreeMap<u32, u64>,
 }
 
 impl OffcpuEntry {
@@ -79,6 +84,136 @@ fn frame_names(sample: &ResolvedSample, named: &Named) -> (Vec<String>, Vec<Stri
     let skip = kernel.iter().take_while(|n| own_frame(n)).count();
     kernel.drain(..skip);
     (kernel, user)
+}
+
+/// Which stacks the kernel gave for one key, and its user stack id.
+#[derive(Clone, Copy, Debug)]
+struct TakenStacks {
+    kernel: bool,
+    user: bool,
+    user_stack_id: i32,
+}
+
+/// A named stack's (kernel, user) parts, as `halves` asks.
+fn stack_parts(
+    sample: &ResolvedSample,
+    named: &Named,
+    taken: TakenStacks,
+    halves: StackHalves,
+) -> (StackPart, StackPart) {
+    let (kernel, user) = frame_names(sample, named);
+    let kernel = match (taken.kernel, halves.kernel) {
+        (_, false) => StackPart::Absent,
+        (false, true) => StackPart::Missed,
+        (true, true) => StackPart::Frames(kernel),
+    };
+    let user = match (taken.user, halves.user) {
+        (_, false) => StackPart::Absent,
+        (false, true) if missed_user(taken.user_stack_id) => StackPart::Missed,
+        (false, true) => StackPart::Absent,
+        (true, true) => StackPart::Frames(user),
+    };
+    (kernel, user)
+}
+
+/// One side of an offwaketime entry: a task and its stacks.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct TaskSide {
+    pub comm: String,
+    pub tid: u32,
+    pub kernel: StackPart,
+    pub user: StackPart,
+}
+
+/// One offwaketime entry: `target` blocked `us` in all with its stacks
+/// until `waker` (empty name and stacks: none seen) woke it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct OffwakeEntry {
+    pub target: TaskSide,
+    pub waker: TaskSide,
+    pub us: u64,
+}
+
+/// The stacks `named` must hold for offwaketime's `sums`: per sum, the
+/// target's, then the waker's (empty when none was seen).
+pub fn offwake_raw_stacks(sums: &[OffwakeSum]) -> Vec<RawStack<'_>> {
+    fn side(t: &TaskStacks, weight: u64) -> RawStack<'_> {
+        RawStack {
+            pid: t.tgid as i32,
+            tid: t.tid as i32,
+            comm: &t.comm,
+            kernel: t.kernel.as_deref().unwrap_or_default(),
+            user: t.user.as_deref().unwrap_or_default(),
+            weight,
+        }
+    }
+    let nobody = RawStack {
+        pid: -1,
+        tid: -1,
+        comm: "",
+        kernel: &[],
+        user: &[],
+        weight: 0,
+    };
+    sums.iter()
+        .flat_map(|s| {
+            let waker = s.waker.as_ref().map_or(nobody, |w| side(w, s.us));
+            [side(&s.target, s.us), waker]
+        })
+        .collect()
+}
+
+/// offwaketime's entries of `sums`, whose stacks `named` holds as
+/// [`offwake_raw_stacks`] gave them: alike ones summed, smallest first.
+pub fn offwake_entries(
+    sums: &[OffwakeSum],
+    named: &Named,
+    halves: StackHalves,
+) -> Vec<OffwakeEntry> {
+    let side = |t: Option<&TaskStacks>, sample: Option<&ResolvedSample>| {
+        let (Some(t), Some(sample)) = (t, sample) else {
+            return TaskSide {
+                comm: String::new(),
+                tid: 0,
+                kernel: StackPart::Absent,
+                user: StackPart::Absent,
+            };
+        };
+        let taken = TakenStacks {
+            kernel: t.kernel.is_some(),
+            user: t.user.is_some(),
+            user_stack_id: t.user_stack_id,
+        };
+        let (kernel, user) = stack_parts(sample, named, taken, halves);
+        TaskSide {
+            comm: t.comm.clone(),
+            tid: t.tid,
+            kernel,
+            user,
+        }
+    };
+    let mut index: HashMap<(TaskSide, TaskSide), usize> = HashMap::new();
+    let mut entries: Vec<OffwakeEntry> = Vec::new();
+    for (i, sum) in sums.iter().enumerate() {
+        let target = side(Some(&sum.target), named.samples.get(2 * i));
+        let waker = side(sum.waker.as_ref(), named.samples.get(2 * i + 1));
+        let key = (target.clone(), waker.clone());
+        if let Some(&at) = index.get(&key) {
+            entries[at].us += sum.us;
+            continue;
+        }
+        index.insert(key, entries.len());
+        entries.push(OffwakeEntry {
+            target,
+            waker,
+            us: sum.us,
+        });
+    }
+    entries.sort_by(|a, b| {
+        a.us.cmp(&b.us)
+            .then_with(|| a.target.tid.cmp(&b.target.tid))
+    });
+    entries
 }
 
 /// One wakeuptime entry: `target` blocked `us` in all until `waker`
@@ -123,21 +258,16 @@ pub fn offcpu_entries(sums: &[OffcpuSum], named: &Named, halves: StackHalves) ->
     let mut index: HashMap<(u32, String, StackPart, StackPart), usize> = HashMap::new();
     let mut entries: Vec<OffcpuEntry> = Vec::new();
     for (sum, sample) in sums.iter().zip(&named.samples) {
-        let (kernel, user) = frame_names(sample, named);
-        let kernel = match (&sum.kernel, halves.kernel) {
-            (_, false) => StackPart::Absent,
-            (None, true) => StackPart::Missed,
-            (Some(_), true) => StackPart::Frames(kernel),
+        let taken = TakenStacks {
+            kernel: sum.kernel.is_some(),
+            user: sum.user.is_some(),
+            user_stack_id: sum.user_stack_id,
         };
-        let user = match (&sum.user, halves.user) {
-            (_, false) => StackPart::Absent,
-            (None, true) if missed_user(sum.user_stack_id) => StackPart::Missed,
-            (None, true) => StackPart::Absent,
-            (Some(_), true) => StackPart::Frames(user),
-        };
+        let (kernel, user) = stack_parts(sample, named, taken, halves);
         let key = (sum.tid, sum.comm.clone(), kernel.clone(), user.clone());
         if let Some(&at) = index.get(&key) {
             entries[at].us += sum.us;
+            *entries[at].states.entry(sum.state).or_insert(0) += sum.us;
             continue;
         }
         index.insert(key, entries.len());
@@ -148,10 +278,62 @@ pub fn offcpu_entries(sums: &[OffcpuSum], named: &Named, halves: StackHalves) ->
             us: sum.us,
             kernel,
             user,
+            states: BTreeMap::from([(sum.state, sum.us)]),
         });
     }
     entries.sort_by(|a, b| a.us.cmp(&b.us).then_with(|| a.tid.cmp(&b.tid)));
     entries
+}
+
+/// The blocked time of all entries per state at the switch-out.
+pub fn state_totals(entries: &[OffcpuEntry]) -> BTreeMap<u32, u64> {
+    let mut totals = BTreeMap::new();
+    for (&state, &us) in entries.iter().flat_map(|e| &e.states) {
+        *totals.entry(state).or_insert(0) += us;
+    }
+    totals
+}
+
+/// The kernel's task state bits (include/linux/sched.h), by name.
+const STATE_BITS: &[(u32, &str)] = &[
+    (0x1, "interruptible"),
+    (0x2, "uninterruptible"),
+    (0x4, "stopped"),
+    (0x8, "traced"),
+    (0x10, "exit_dead"),
+    (0x20, "exit_zombie"),
+    (0x40, "parked"),
+    (0x80, "dead"),
+    (0x100, "wakekill"),
+    (0x200, "waking"),
+    (0x400, "noload"),
+    (0x800, "new"),
+    (0x1000, "rtlock_wait"),
+    (0x2000, "freezable"),
+    (0x8000, "frozen"),
+];
+
+/// A task state (`__state`) by the kernel's names: `running` (0:
+/// preempted), `idle` (TASK_IDLE), `killable` (TASK_KILLABLE), else its
+/// bits joined by `|` (`interruptible|freezable`; a bit without a name in
+/// hex).
+pub fn state_name(state: u32) -> String {
+    match state {
+        0 => return "running".to_string(),
+        0x402 => return "idle".to_string(),
+        0x102 => return "killable".to_string(),
+        _ => {}
+    }
+    let mut names: Vec<String> = STATE_BITS
+        .iter()
+        .filter(|&&(bit, _)| state & bit != 0)
+        .map(|&(_, name)| name.to_string())
+        .collect();
+    let unnamed = STATE_BITS.iter().fold(state, |rest, &(bit, _)| rest & !bit);
+    if unnamed != 0 {
+        names.push(format!("{unnamed:#x}"));
+    }
+    names.join("|")
 }
 
 #[cfg(test)]
@@ -169,12 +351,15 @@ mod tests {
             user: None,
             kernel: None,
             user_stack_id,
+            state: 1,
         }
     }
 
     #[test]
     fn sums_alike_entries_and_orders_smallest_first() {
-        let sums = vec![sum(1, 30, -1), sum(2, 5, -17), sum(1, 12, -1)];
+        let mut preempted = sum(1, 12, -1);
+        preempted.state = 0;
+        let sums = vec![sum(1, 30, -1), sum(2, 5, -17), preempted];
         let mut raw = RawStackResolver::new(&ResolveOptions::default());
         for s in &sums {
             raw.add(&RawStack {
@@ -198,6 +383,11 @@ mod tests {
         assert_eq!((entries[1].tid, entries[1].us), (1, 42));
         assert_eq!(entries[1].user, StackPart::Absent);
         assert_eq!(entries[1].kernel, StackPart::Missed);
+        assert_eq!(entries[1].states, BTreeMap::from([(0, 12), (1, 30)]));
+        assert_eq!(state_totals(&entries), BTreeMap::from([(0, 12), (1, 35)]));
+        assert_eq!(state_name(2), "uninterruptible");
+        assert_eq!(state_name(0x2001), "interruptible|freezable");
+        assert_eq!(state_name(0x4002), "uninterruptible|0x4000");
         assert!(own_frame("bpf_prog_6896d07dd3e1383c_sched_switch") && !own_frame("schedule"));
     }
 }

@@ -5,8 +5,11 @@
 //
 // The rules are libbpf-tools' own, so that both count the same blocks: at
 // each sched_switch, a `prev` the filters allow (process, thread, user or
-// kernel threads only, its state at the switch equal to `state`) has its
-// switch-out time and stack ids kept by tid, and an entry made for its key;
+// kernel threads only, its state at the switch matching `state` as bcc's
+// --state does: 0 only TASK_RUNNING (preempted), another value any state
+// with one of its bits) has its switch-out time, state and stack ids kept
+// by tid, and an entry made for its key (the state is part of it, so that
+// the time sums per blocked state);
 // the switch-in of `next` closes its block, which adds its length in µs to
 // the key's sum when it is within [min_block_us, max_block_us]. The
 // program runs in the task that blocks, so the stacks are its own: the
@@ -28,23 +31,18 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #include "task.bpf.h"
 #include "stackmap.bpf.h"
 
-#define MAX_KEYS 10240
+#include "blocked.bpf.h"
 
-// 0: every process, every thread.
-const volatile __u32 filter_tgid = 0;
-const volatile __u32 filter_tid = 0;
-const volatile bool user_threads_only = false;
-const volatile bool kernel_threads_only = false;
-// -1: every state.
-const volatile long state = -1;
-const volatile __u64 min_block_us = 1;
-const volatile __u64 max_block_us = (__u64)-1;
+#define MAX_KEYS 10240
 
 struct key_t {
 	__u32 tid;
 	__u32 tgid;
 	__s32 user_stack_id;
 	__s32 kern_stack_id;
+	// The task's state at the switch-out (0: preempted).
+	__u32 state;
+	__u32 pad;
 };
 
 struct val_t {
@@ -71,31 +69,18 @@ struct {
 	__type(value, struct val_t);
 } sums SEC(".maps");
 
-static __always_inline bool allowed(void *task, __u32 tgid, __u32 tid, bool kthread)
-{
-	if (filter_tgid != 0 && filter_tgid != tgid)
-		return false;
-	if (filter_tid != 0 && filter_tid != tid)
-		return false;
-	if (user_threads_only && kthread)
-		return false;
-	if (kernel_threads_only && !kthread)
-		return false;
-	if (state != -1 && task_state(task) != state)
-		return false;
-	return true;
-}
-
 static __always_inline void on_switch(void *ctx, void *prev, void *next)
 {
 	struct task_struct___scry *p = prev, *n = next;
 	__u64 now = bpf_ktime_get_ns();
 	__u32 tid = BPF_CORE_READ(p, pid), tgid = BPF_CORE_READ(p, tgid);
 	bool kthread = task_is_kthread(prev);
-	if (allowed(prev, tgid, tid, kthread)) {
+	long prev_state = task_state(prev);
+	if (blocked_allowed(prev_state, tgid, tid, kthread)) {
 		struct start_t s = {.ts = now};
 		s.key.tid = tid;
 		s.key.tgid = tgid;
+		s.key.state = prev_state;
 		s.key.user_stack_id =
 			kthread ? -1 : bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 		s.key.kern_stack_id = bpf_get_stackid(ctx, &stacks, 0);

@@ -52,6 +52,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "off-CPU time by kernel and user stack, summed in the kernel",
     ),
     (
+        "offwaketime",
+        "blocked time by the blocked stack joined to the waker's stack, in the kernel",
+    ),
+    (
         "opensnoop",
         "each open with its descriptor or error, streamed",
     ),

@@ -22,6 +22,7 @@ mod irqs;
 mod list;
 mod offcpu;
 mod offcputime;
+mod offwaketime;
 mod opensnoop;
 mod probe;
 mod profile;
@@ -104,6 +105,8 @@ enum Command {
     Runqslower(runqslower::RunqslowerArgs),
     /// Off-CPU time by stack (kernel and user), summed in the kernel (bcc offcputime)
     Offcputime(offcputime::OffcputimeArgs),
+    /// Blocked time by the blocked stack joined to the waker's stack, summed in the kernel (bcc offwaketime)
+    Offwaketime(offcputime::OffcputimeArgs),
     /// Blocked time by the waker's kernel stack, summed in the kernel (bcc wakeuptime)
     Wakeuptime(wakeuptime::WakeuptimeArgs),
     /// Each CPU's run-queue length, sampled in the kernel (bcc runqlen)
@@ -228,6 +231,7 @@ pub fn main() -> ExitCode {
         Command::Runqlat(args) => runqlat::run(args),
         Command::Runqslower(args) => runqslower::run(args),
         Command::Offcputime(args) => offcputime::run(args),
+        Command::Offwaketime(args) => offwaketime::run(args),
         Command::Wakeuptime(args) => wakeuptime::run(args),
         Command::Runqlen(args) => runqlen::run(args),
         Command::Hardirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Hard, args),

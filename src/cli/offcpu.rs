@@ -42,7 +42,8 @@ pub struct OffcpuArgs {
     /// Ignore switch-outs shorter than this many microseconds. Default 1.
     #[arg(long = "min-us", value_name = "US", default_value_t = 1)]
     min_us: u64,
-    /// Join each blocked stack with the stack of the task that woke it (offwaketime).
+    /// Join each blocked stack with the stack of the task that woke it (offwaketime,
+    /// streamed; `scry offwaketime` sums the same in the kernel).
     #[arg(long)]
     wakeup: bool,
     /// Print folded stacks (`comm;root;...;leaf NANOSECONDS`) instead of the report.

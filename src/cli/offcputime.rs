@@ -4,7 +4,8 @@
 //! or the `-p` process's exit) as bcc's stacks or folded (`-f`). `-p`/`-t`
 //! one process or thread, `-u`/`-k` user or kernel threads only, `-U`/`-K`
 //! user or kernel stacks only, `-m`/`-M` the blocks' bounds in µs,
-//! `--state` the state blocked in. While it runs, the maps of each process
+//! `--state` the state blocked in (bcc's: 0 preempted, else a bitmask),
+//! `--json` the entries and the time per blocked state as one document. While it runs, the maps of each process
 //! seen are read every quarter second (`symbol::raw_stacks`), so stacks of
 //! processes gone by the end still name their functions. Wiring only:
 //! `sys::bpf_offcputime` → `symbol::raw_stacks` → `analysis::offcputime`
@@ -18,7 +19,7 @@ use clap::Args;
 
 use scry::analysis::offcputime::{StackHalves, offcpu_entries};
 use scry::capture::bpf_run::{self, RunOptions};
-use scry::render::offcputime::{write_offcpu_folded, write_offcpu_stacks};
+use scry::render::offcputime::{write_offcpu_folded, write_offcpu_json, write_offcpu_stacks};
 use scry::symbol::ResolveOptions;
 use scry::symbol::raw_stacks::{Named, RawStack, RawStackResolver};
 use scry::sys::bpf_offcputime::{OffcputimeBpf, OffcputimeSettings};
@@ -32,48 +33,54 @@ const SEE_EVERY: Duration = Duration::from_millis(250);
 pub struct OffcputimeArgs {
     /// Only this process.
     #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    pub(super) pid: Option<u32>,
     /// Only this thread.
     #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "pid")]
-    tid: Option<u32>,
+    pub(super) tid: Option<u32>,
     /// User threads only (no kernel threads).
     #[arg(
         short = 'u',
         long = "user-threads-only",
         conflicts_with = "kernel_threads_only"
     )]
-    user_threads_only: bool,
+    pub(super) user_threads_only: bool,
     /// Kernel threads only (no user threads).
     #[arg(short = 'k', long = "kernel-threads-only")]
-    kernel_threads_only: bool,
+    pub(super) kernel_threads_only: bool,
     /// User stacks only (no kernel frames).
     #[arg(
         short = 'U',
         long = "user-stacks-only",
         conflicts_with = "kernel_stacks_only"
     )]
-    user_stacks_only: bool,
+    pub(super) user_stacks_only: bool,
     /// Kernel stacks only (no user frames).
     #[arg(short = 'K', long = "kernel-stacks-only")]
-    kernel_stacks_only: bool,
+    pub(super) kernel_stacks_only: bool,
     /// A `--` (folded: `-`) between kernel and user frames.
     #[arg(short = 'd', long = "delimited")]
-    delimited: bool,
+    pub(super) delimited: bool,
     /// Folded stacks, one line each (for flame graphs).
     #[arg(short = 'f', long = "folded")]
-    folded: bool,
+    pub(super) folded: bool,
+    /// One JSON document at the end: the entries (largest first) and the
+    /// time per state blocked in (no banner).
+    #[arg(long, conflicts_with = "folded")]
+    pub(super) json: bool,
     #[command(flatten)]
-    blocks: BlockArgs,
-    /// Only blocks that began in this task state (e.g. 1 TASK_INTERRUPTIBLE,
-    /// 2 TASK_UNINTERRUPTIBLE, 0 preempted; default: any).
+    pub(super) blocks: BlockArgs,
+    /// Only blocks that began in this task state, as bcc's --state: 0 only
+    /// preempted (TASK_RUNNING), another value a bitmask (1
+    /// TASK_INTERRUPTIBLE, 2 TASK_UNINTERRUPTIBLE, also TASK_IDLE; default:
+    /// any).
     #[arg(long = "state", value_name = "STATE")]
-    state: Option<u32>,
+    pub(super) state: Option<u32>,
     /// Say which kernel hooks the programs use.
     #[arg(short = 'v', long = "verbose")]
-    verbose: bool,
+    pub(super) verbose: bool,
     /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
     #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    duration: Option<u64>,
+    pub(super) duration: Option<u64>,
 }
 
 /// What offcputime and wakeuptime share: the blocks' bounds and the stack
@@ -134,84 +141,140 @@ fn banner(args: &OffcputimeArgs) -> String {
         _ if args.kernel_threads_only => "kernel threads".to_string(),
         _ => "all threads".to_string(),
     };
-    let stacks = if args.user_stacks_only {
-        "user"
-    } else if args.kernel_stacks_only {
-        "kernel"
-    } else {
-        "user + kernel"
-    };
-    let until = match args.duration {
-        Some(secs) => format!(" for {secs} secs."),
-        None => "... Hit Ctrl-C to end.".to_string(),
-    };
-    format!("Tracing off-CPU time (us) of {threads} by {stacks} stack{until}")
+    format!(
+        "Tracing off-CPU time (us) of {threads} by {} stack{}",
+        args.stacks_label(),
+        args.until()
+    )
 }
 
-pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
-    args.blocks.check("offcputime")?;
-    let settings = OffcputimeSettings {
-        pid: args.pid,
-        tid: args.tid,
-        user_threads_only: args.user_threads_only,
-        kernel_threads_only: args.kernel_threads_only,
-        state: args.state,
-        min_block_us: args.blocks.min_block_time,
-        max_block_us: args.blocks.max_block_time,
-        stack_storage: args.blocks.stack_storage_size,
-    };
-    let run_opts = RunOptions {
-        interval: Some(SEE_EVERY),
-        count: None,
-        duration: args.duration.map(Duration::from_secs),
-        pid: args.pid.map(|p| p as i32),
-    };
-    bpf_tool::check_pid("offcputime", "-p", args.pid)?;
-    bpf_tool::check_pid("offcputime", "-t", args.tid)?;
-    let mut bpf = bpf_tool::load("offcputime", || OffcputimeBpf::load(settings))?;
-    bpf_tool::print_hooks("offcputime", &bpf.hooks(), args.verbose);
-    let mut out = io::stdout().lock();
-    if !args.folded {
-        writeln!(out, "{}", banner(&args))?;
+impl OffcputimeArgs {
+    /// The stacks shown, as bcc's first line names them.
+    pub(super) fn stacks_label(&self) -> &'static str {
+        if self.user_stacks_only {
+            "user"
+        } else if self.kernel_stacks_only {
+            "kernel"
+        } else {
+            "user + kernel"
+        }
     }
-    out.flush()?;
+
+    /// How bcc's first line ends: the duration, or Ctrl-C.
+    pub(super) fn until(&self) -> String {
+        match self.duration {
+            Some(secs) => format!(" for {secs} secs."),
+            None => "... Hit Ctrl-C to end.".to_string(),
+        }
+    }
+
+    /// The programs' settings (offcputime's and offwaketime's).
+    pub(super) fn settings(&self) -> OffcputimeSettings {
+        OffcputimeSettings {
+            pid: self.pid,
+            tid: self.tid,
+            user_threads_only: self.user_threads_only,
+            kernel_threads_only: self.kernel_threads_only,
+            state: self.state,
+            min_block_us: self.blocks.min_block_time,
+            max_block_us: self.blocks.max_block_time,
+            stack_storage: self.blocks.stack_storage_size,
+        }
+    }
+
+    /// The stack halves printed (`-U`, `-K`).
+    pub(super) fn halves(&self) -> StackHalves {
+        StackHalves {
+            user: !self.kernel_stacks_only,
+            kernel: !self.user_stacks_only,
+        }
+    }
+
+    /// The flags checked (`-m` below `-M`, `-p`/`-t` running).
+    pub(super) fn check(&self, tool: &str) -> anyhow::Result<()> {
+        self.blocks.check(tool)?;
+        bpf_tool::check_pid(tool, "-p", self.pid)?;
+        bpf_tool::check_pid(tool, "-t", self.tid)
+    }
+
+    /// Until the duration, Ctrl-C or the `-p` process's exit, waking
+    /// every [`SEE_EVERY`].
+    pub(super) fn run_options(&self) -> RunOptions {
+        RunOptions {
+            interval: Some(SEE_EVERY),
+            count: None,
+            duration: self.duration.map(Duration::from_secs),
+            pid: self.pid.map(|p| p as i32),
+        }
+    }
+}
+
+/// The run of the tools that name user stacks: at each wake the maps of
+/// the processes `tgids` lists are read (first time seen), and at the end
+/// `finish` gets the resolver (and detaches, reads and prints).
+pub(super) fn run_seeing<B>(
+    opts: &RunOptions,
+    bpf: &mut B,
+    tgids: impl Fn(&B) -> io::Result<Vec<u32>>,
+    finish: impl FnOnce(&mut B, RawStackResolver) -> io::Result<()>,
+) -> anyhow::Result<()> {
     let mut raw = Some(RawStackResolver::new(&ResolveOptions::default()));
-    let halves = StackHalves {
-        user: !args.kernel_stacks_only,
-        kernel: !args.user_stacks_only,
-    };
-    bpf_run::run(&run_opts, |last| {
+    let mut finish = Some(finish);
+    bpf_run::run(opts, |last| {
         let Some(resolver) = raw.as_mut() else {
             return Ok(());
         };
-        resolver.see(bpf.tgids()?.into_iter().map(|t| t as i32));
+        resolver.see(tgids(bpf)?.into_iter().map(|t| t as i32));
         if !last {
             return Ok(());
         }
-        bpf.detach();
-        let sums = bpf.read()?;
-        resolver.see(sums.iter().map(|s| s.tgid as i32));
-        for s in &sums {
-            resolver.add(&RawStack {
-                pid: s.tgid as i32,
-                tid: s.tid as i32,
-                comm: &s.comm,
-                kernel: s.kernel.as_deref().unwrap_or_default(),
-                user: s.user.as_deref().unwrap_or_default(),
-                weight: s.us,
-            });
+        match (raw.take(), finish.take()) {
+            (Some(resolver), Some(finish)) => finish(bpf, resolver),
+            _ => Ok(()),
         }
-        let Some(resolver) = raw.take() else {
-            return Ok(());
-        };
-        let named = finish_naming("offcputime", resolver);
-        let entries = offcpu_entries(&sums, &named, halves);
-        if args.folded {
-            write_offcpu_folded(&mut out, &entries, args.delimited)?;
-        } else {
-            write_offcpu_stacks(&mut out, &entries, args.delimited)?;
-        }
-        out.flush()
     })?;
     Ok(())
+}
+
+pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
+    args.check("offcputime")?;
+    let settings = args.settings();
+    let mut bpf = bpf_tool::load("offcputime", || OffcputimeBpf::load(settings))?;
+    bpf_tool::print_hooks("offcputime", &bpf.hooks(), args.verbose);
+    let mut out = io::stdout().lock();
+    if !args.folded && !args.json {
+        writeln!(out, "{}", banner(&args))?;
+    }
+    out.flush()?;
+    let halves = args.halves();
+    run_seeing(
+        &args.run_options(),
+        &mut bpf,
+        OffcputimeBpf::tgids,
+        |bpf, mut resolver| {
+            bpf.detach();
+            let sums = bpf.read()?;
+            resolver.see(sums.iter().map(|s| s.tgid as i32));
+            for s in &sums {
+                resolver.add(&RawStack {
+                    pid: s.tgid as i32,
+                    tid: s.tid as i32,
+                    comm: &s.comm,
+                    kernel: s.kernel.as_deref().unwrap_or_default(),
+                    user: s.user.as_deref().unwrap_or_default(),
+                    weight: s.us,
+                });
+            }
+            let named = finish_naming("offcputime", resolver);
+            let entries = offcpu_entries(&sums, &named, halves);
+            if args.json {
+                write_offcpu_json(&mut out, &entries)?;
+            } else if args.folded {
+                write_offcpu_folded(&mut out, &entries, args.delimited)?;
+            } else {
+                write_offcpu_stacks(&mut out, &entries, args.delimited)?;
+            }
+            out.flush()
+        },
+    )
 }

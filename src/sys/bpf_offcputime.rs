@@ -1,8 +1,9 @@
 //! `scry offcputime`'s kernel side: loads `src/bpf/offcputime.bpf.c`
 //! through the engine (its stack map sized as asked) and reads its sums:
-//! per (thread, user stack, kernel stack) the microseconds blocked, with
-//! the stacks' addresses from the stack-trace map. The rules (which blocks
-//! count) are in the program's header comment. `tgids` lists the processes
+//! per (thread, user stack, kernel stack, state at the switch-out) the
+//! microseconds blocked, with the stacks' addresses from the stack-trace
+//! map. The rules (which blocks count) are in the program's header
+//! comment. `tgids` lists the processes
 //! seen so far without reading the stacks, so the caller can read their
 //! maps while they still live.
 
@@ -14,14 +15,35 @@ super::bpf::bpf_skeleton!("offcputime.skel.rs");
 
 use skel::{OffcputimeSkel, OffcputimeSkelBuilder};
 
-/// The program's settings.
+/// Sizes the stack map of an opened offcputime or offwaketime skeleton
+/// and sets the filters of `src/bpf/blocked.bpf.h` in its `.rodata`.
+macro_rules! configure_blocked {
+    ($open:expr, $settings:expr) => {{
+        let settings: &$crate::sys::bpf_offcputime::OffcputimeSettings = &$settings;
+        $crate::sys::bpf_engine::size_stack_map(&mut $open.maps.stacks, settings.stack_storage)?;
+        let rodata = $crate::sys::bpf::rodata($open.maps.rodata_data.as_deref_mut())?;
+        rodata.filter_tgid = settings.pid.unwrap_or(0);
+        rodata.filter_tid = settings.tid.unwrap_or(0);
+        rodata.user_threads_only = settings.user_threads_only;
+        rodata.kernel_threads_only = settings.kernel_threads_only;
+        rodata.state = settings.state.map_or(-1, i64::from);
+        rodata.min_block_us = settings.min_block_us;
+        rodata.max_block_us = settings.max_block_us;
+        Ok(())
+    }};
+}
+pub(crate) use configure_blocked;
+
+/// The programs' settings (offcputime's and offwaketime's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OffcputimeSettings {
     pub pid: Option<u32>,
     pub tid: Option<u32>,
     pub user_threads_only: bool,
     pub kernel_threads_only: bool,
-    /// Only blocks that began in this task state (`None`: any).
+    /// Only blocks that began in a task state matching this one, as bcc's
+    /// `--state` (0: TASK_RUNNING, i.e. preempted; another value: a state
+    /// with one of its bits; `None`: any).
     pub state: Option<u32>,
     pub min_block_us: u64,
     pub max_block_us: u64,
@@ -43,6 +65,9 @@ pub struct OffcpuSum {
     /// The key's user stack id: -1 for a kernel thread (no user stack to
     /// miss), another negative one for a stack the kernel missed.
     pub user_stack_id: i32,
+    /// The task's state when it left the CPU (`__state`: 0 preempted, 1
+    /// TASK_INTERRUPTIBLE, 2 TASK_UNINTERRUPTIBLE, ...).
+    pub state: u32,
 }
 
 #[derive(Debug)]
@@ -54,18 +79,7 @@ impl OffcputimeBpf {
     pub fn load(settings: OffcputimeSettings) -> io::Result<OffcputimeBpf> {
         let loaded = bpf_engine::load(
             OffcputimeSkelBuilder::default,
-            |open: &mut skel::OpenOffcputimeSkel<'static>| {
-                bpf_engine::size_stack_map(&mut open.maps.stacks, settings.stack_storage)?;
-                let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
-                rodata.filter_tgid = settings.pid.unwrap_or(0);
-                rodata.filter_tid = settings.tid.unwrap_or(0);
-                rodata.user_threads_only = settings.user_threads_only;
-                rodata.kernel_threads_only = settings.kernel_threads_only;
-                rodata.state = settings.state.map_or(-1, i64::from);
-                rodata.min_block_us = settings.min_block_us;
-                rodata.max_block_us = settings.max_block_us;
-                Ok(())
-            },
+            |open: &mut skel::OpenOffcputimeSkel<'static>| configure_blocked!(open, settings),
             GroupRules::default(),
             Attach::Now,
         )?;
@@ -91,11 +105,12 @@ impl OffcputimeBpf {
         let entries = bpf_engine::hash_entries(&maps.sums, "reading the BPF off-CPU sums")?;
         let mut sums = Vec::with_capacity(entries.len());
         for (key, value) in &entries {
-            let (Some(tid), Some(tgid), Some(user_id), Some(kern_id), Some(us)) = (
+            let (Some(tid), Some(tgid), Some(user_id), Some(kern_id), Some(state), Some(us)) = (
                 u32_at(key, 0),
                 u32_at(key, 4),
                 u32_at(key, 8),
                 u32_at(key, 12),
+                u32_at(key, 16),
                 u64_at(value, 0),
             ) else {
                 continue;
@@ -112,6 +127,7 @@ impl OffcputimeBpf {
                 user: bpf_engine::stack_ips(&maps.stacks, user_id as i32, what)?,
                 kernel: bpf_engine::stack_ips(&maps.stacks, kern_id as i32, what)?,
                 user_stack_id: user_id as i32,
+                state,
             });
         }
         Ok(sums)

@@ -13,6 +13,7 @@ pub mod bpf_exitsnoop;
 pub mod bpf_hists;
 pub mod bpf_irqs;
 pub mod bpf_offcputime;
+pub mod bpf_offwaketime;
 pub mod bpf_opensnoop;
 pub mod bpf_profile;
 pub mod bpf_raw;

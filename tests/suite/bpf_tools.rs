@@ -9,6 +9,7 @@
 use crate::common;
 
 use common::hist_total;
+use common::tracer::{run_piper, stopped_to};
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -37,33 +38,6 @@ fn stopped_workload(name: &str, args: &[&str]) -> Child {
 /// `program ARGS`, forked and stopped before its exec.
 fn stopped(path: &Path, args: &[&str]) -> Child {
     stopped_to(path, args, Stdio::null())
-}
-
-/// As [`stopped`], its stderr going to `stderr`.
-fn stopped_to(path: &Path, args: &[&str], stderr: Stdio) -> Child {
-    let child = Command::new("sh")
-        .arg("-c")
-        .arg("kill -STOP $$; exec \"$0\" \"$@\"")
-        .arg(path)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .expect("sh runs");
-    let stat = format!("/proc/{}/stat", child.id());
-    let start = Instant::now();
-    while !std::fs::read_to_string(&stat).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| r.trim_start().starts_with('T'))
-    }) {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the workload never stopped"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child
 }
 
 /// A tracer started with its stdout piped, returned once it printed its
@@ -310,6 +284,7 @@ fn sigkill_leaves_no_program_or_link_attached() {
         &["offcputime"][..],
         &["runqlen", "-C"][..],
         &["wakeuptime"][..],
+        &["offwaketime"][..],
     ] {
         let pinned = pinned_bpf();
         let mut cmd = common::scry();
@@ -605,24 +580,13 @@ fn offcputime_sums_piper_blocked_time_with_libbpf_tools_stacks() {
     {
         return;
     }
-    let mut workload = stopped_to(&common::workload("piper"), &["50", "10"], Stdio::piped());
+    let workload = stopped_to(&common::workload("piper"), &["50", "10"], Stdio::piped());
     let pid = workload.id().to_string();
     let mut cmd = common::scry();
     cmd.args(["offcputime", "-p", &pid]);
     let (scry, scry_out) = tracer(cmd, "Tracing off-CPU time (us) of PID");
     let (oracle, oracle_out) = silent_peer("offcputime", &pid);
-    common::signal(workload.id(), "CONT");
-    let mut said = String::new();
-    if let Some(mut e) = workload.stderr.take() {
-        std::io::Read::read_to_string(&mut e, &mut said).expect("piper's stderr");
-    }
-    assert!(workload.wait().expect("piper ends").success());
-    let field = |name: &str| -> u64 {
-        said.split_whitespace()
-            .find_map(|w| w.strip_prefix(name)?.parse().ok())
-            .unwrap_or_else(|| panic!("piper said {said:?}"))
-    };
-    let (tid, blocked_us) = (field("tid=") as u32, field("blocked_us="));
+    let (tid, blocked_us, said) = run_piper(workload);
     let (peer_text, _) = finish(oracle, oracle_out, true);
     let (text, err) = finish(scry, scry_out, false);
     let report = format!("piper: {said}\nscry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}");
@@ -778,7 +742,7 @@ fn wakeup_entries(text: &str) -> Vec<WakeupEntry> {
 }
 
 /// piper's main thread, woken 50 times by its answerer writing to a pipe:
-/// scry's largest piper-by-piper entry has the waker stack of
+/// scry's largest piper-by-answerer entry has the waker stack of
 /// libbpf-tools' (pipe_write waking the reader) and a total within 10% of
 /// its (both time switch-out to wakeup, from their own clock reads).
 #[test]
@@ -802,7 +766,7 @@ fn wakeuptime_names_the_writer_as_libbpf_tools_does() {
     let top = |entries: Vec<WakeupEntry>| {
         entries
             .into_iter()
-            .filter(|e| e.target == "piper" && e.waker == "piper")
+            .filter(|e| e.target == "piper" && e.waker == "answerer")
             .max_by_key(|e| e.us)
     };
     let ours = top(wakeup_entries(&text)).expect(&report);

@@ -8,6 +8,7 @@ mod common;
 mod annotate;
 mod architecture;
 mod bio;
+mod blocked;
 mod bpf_tools;
 mod command_line;
 mod corrupt;

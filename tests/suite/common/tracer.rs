@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -123,6 +124,53 @@ impl Tracer {
         let lines = std::mem::take(&mut *self.lines.lock().expect("lines"));
         (lines, err)
     }
+}
+
+/// `program ARGS`, forked and stopped before its exec (sh stops itself,
+/// then execs it once continued: same pid, nothing run yet), its stderr
+/// going to `stderr`.
+pub fn stopped_to(path: &Path, args: &[&str], stderr: Stdio) -> Child {
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("kill -STOP $$; exec \"$0\" \"$@\"")
+        .arg(path)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("sh runs");
+    let stat = format!("/proc/{}/stat", child.id());
+    let start = Instant::now();
+    while !std::fs::read_to_string(&stat).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('T'))
+    }) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the workload never stopped"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child
+}
+
+/// Continues piper (started by [`stopped_to`], its stderr piped) and
+/// waits for its end: (its main thread's tid, the µs it measured blocked
+/// in wait_for_reply, what it said).
+pub fn run_piper(mut piper: Child) -> (u32, u64, String) {
+    super::signal(piper.id(), "CONT");
+    let mut said = String::new();
+    if let Some(mut e) = piper.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut said).expect("piper's stderr");
+    }
+    assert!(piper.wait().expect("piper ends").success(), "{said}");
+    let field = |name: &str| -> u64 {
+        said.split_whitespace()
+            .find_map(|w| w.strip_prefix(name)?.parse().ok())
+            .unwrap_or_else(|| panic!("piper said {said:?}"))
+    };
+    (field("tid=") as u32, field("blocked_us="), said)
 }
 
 pub fn scry_tool(args: &[&str]) -> Command {

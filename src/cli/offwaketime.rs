@@ -1,0 +1,62 @@
+//! `scry offwaketime` (bcc's offwaketime, its flags and layout): the time
+//! tasks spent blocked, summed in the kernel per the blocked task's stacks
+//! joined to the stacks of the task that woke it, printed at the end
+//! (Ctrl-C, the duration, or the `-p` process's exit) as bcc's chains
+//! (waker's stacks, `--`, the blocked stacks), folded (`-f`) or JSON
+//! (`--json`). Its flags are offcputime's (`-p -t -u -k -U -K -d -f -m -M
+//! --state --stack-storage-size`); the maps of each process seen, blocked
+//! or waker, are read while it runs. `scry offcpu --wakeup` is the
+//! streamed (perf_event) counterpart. Wiring only:
+//! `sys::bpf_offwaketime` → `symbol::raw_stacks` → `analysis::offcputime`
+//! → `render::offcputime`.
+
+use std::io::{self, Write};
+
+use scry::analysis::offcputime::{offwake_entries, offwake_raw_stacks};
+use scry::render::offcputime::{write_offwake_folded, write_offwake_json, write_offwake_stacks};
+use scry::sys::bpf_offwaketime::OffwaketimeBpf;
+
+use super::bpf_tool;
+use super::offcputime::{OffcputimeArgs, finish_naming, run_seeing};
+
+pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
+    args.check("offwaketime")?;
+    let settings = args.settings();
+    let mut bpf = bpf_tool::load("offwaketime", || OffwaketimeBpf::load(settings))?;
+    bpf_tool::print_hooks("offwaketime", &bpf.hooks(), args.verbose);
+    let mut out = io::stdout().lock();
+    if !args.folded && !args.json {
+        writeln!(
+            out,
+            "Tracing blocked time (us) by {} off-CPU and waker stack{}",
+            args.stacks_label(),
+            args.until()
+        )?;
+    }
+    out.flush()?;
+    let halves = args.halves();
+    run_seeing(
+        &args.run_options(),
+        &mut bpf,
+        OffwaketimeBpf::tgids,
+        |bpf, mut resolver| {
+            bpf.detach();
+            let sums = bpf.read()?;
+            let stacks = offwake_raw_stacks(&sums);
+            resolver.see(stacks.iter().map(|s| s.pid));
+            for stack in &stacks {
+                resolver.add(stack);
+            }
+            let named = finish_naming("offwaketime", resolver);
+            let entries = offwake_entries(&sums, &named, halves);
+            if args.json {
+                write_offwake_json(&mut out, &entries)?;
+            } else if args.folded {
+                write_offwake_folded(&mut out, &entries, args.delimited)?;
+            } else {
+                write_offwake_stacks(&mut out, &entries, args.delimited)?;
+            }
+            out.flush()
+        },
+    )
+}

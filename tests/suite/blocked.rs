@@ -1,0 +1,151 @@
+//! Blocked time summed in the kernel, against what the workload measured
+//! itself: offcputime's `--json` and `--state` (bcc's: 0 preempted, else
+//! a bitmask), offwaketime (the blocked stack joined to the waker's), on
+//! piper, whose main thread blocks in a pipe read in wait_for_reply until
+//! its `answerer` thread writes the answer in send_reply, 10 ms later.
+//! Each tracer is attached (holds its links) before piper runs: it starts
+//! stopped and continues once all are.
+
+use crate::common;
+
+use std::process::Stdio;
+
+use common::tracer::{Tracer, require_root_and, run_piper, scry_tool, stopped_to};
+use serde_json::Value;
+
+/// The frames of a JSON stack half (innermost first; none when missed or
+/// absent).
+fn frames(half: &Value) -> Vec<&str> {
+    half.as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// The one JSON document a tracer printed.
+fn document(lines: &[String]) -> Value {
+    serde_json::from_str(&lines.join("\n"))
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{}", lines.join("\n")))
+}
+
+/// piper blocks 50 times in wait_for_reply, in a pipe read
+/// (TASK_INTERRUPTIBLE), 10 ms each, and measures it. offcputime --json
+/// (all states) sums the main thread's entries through wait_for_reply
+/// within 10% of that, nearly all of it (90%) under state 1
+/// (interruptible), and so does `--state 1`; `--state 2`
+/// (uninterruptible) has none of it.
+#[test]
+fn offcputime_json_sums_piper_blocked_time_per_state() {
+    if !require_root_and("offcputime") {
+        return;
+    }
+    let piper = stopped_to(&common::workload("piper"), &["50", "10"], Stdio::piped());
+    let pid = piper.id().to_string();
+    let tracers: Vec<(&str, Tracer)> = [None, Some("1"), Some("2")]
+        .into_iter()
+        .map(|state| {
+            let mut args = vec!["offcputime", "--json", "-p", &pid];
+            if let Some(s) = state {
+                args.extend(["--state", s]);
+            }
+            (state.unwrap_or("any"), Tracer::start(scry_tool(&args), 1))
+        })
+        .collect();
+    let (tid, blocked_us, said) = run_piper(piper);
+    for (state, tracer) in tracers {
+        let (lines, err) = tracer.finish();
+        let doc = document(&lines);
+        let report = format!("--state {state}; piper: {said}\n{doc:#}\n{err}");
+        let waits: Vec<&Value> = doc["entries"]
+            .as_array()
+            .expect(&report)
+            .iter()
+            .filter(|e| e["tid"] == tid && frames(&e["user"]).contains(&"wait_for_reply"))
+            .collect();
+        let us: u64 = waits.iter().filter_map(|e| e["us"].as_u64()).sum();
+        let interruptible: u64 = waits
+            .iter()
+            .flat_map(|e| e["states"].as_array().into_iter().flatten())
+            .filter(|s| s["state"] == 1)
+            .filter_map(|s| s["us"].as_u64())
+            .sum();
+        eprintln!(
+            "offcputime --state {state}: piper blocked {blocked_us} us, scry {us} us through \
+             wait_for_reply, {interruptible} us interruptible; per state {}",
+            doc["states"]
+        );
+        if state == "2" {
+            assert_eq!(us, 0, "{report}");
+            continue;
+        }
+        assert!(us.abs_diff(blocked_us) * 10 <= blocked_us, "{report}");
+        assert!(interruptible * 10 >= us * 9, "{report}");
+        let total: u64 = doc["states"]
+            .as_array()
+            .expect(&report)
+            .iter()
+            .filter_map(|s| s["us"].as_u64())
+            .sum();
+        assert_eq!(doc["total_us"].as_u64(), Some(total), "{report}");
+    }
+}
+
+/// offwaketime on piper: the main thread's entries through
+/// wait_for_reply add up to within 10% of the time piper measured blocked;
+/// the largest is woken by `answerer`, whose stack holds send_reply (the
+/// write), above the kernel's pipe write. The folded line of that chain
+/// joins both with bcc's `--`.
+#[test]
+fn offwaketime_joins_piper_blocked_stack_to_the_writer() {
+    if !require_root_and("offcputime") {
+        return;
+    }
+    let piper = stopped_to(&common::workload("piper"), &["50", "10"], Stdio::piped());
+    let pid = piper.id().to_string();
+    let json = Tracer::start(scry_tool(&["offwaketime", "--json", "-p", &pid]), 2);
+    let folded = Tracer::start(scry_tool(&["offwaketime", "-f", "-p", &pid]), 2);
+    let (tid, blocked_us, said) = run_piper(piper);
+    let (lines, err) = json.finish();
+    let doc = document(&lines);
+    let (folded, _) = folded.finish();
+    let report = format!(
+        "piper: {said}\n{doc:#}\n{err}\nfolded:\n{}",
+        folded.join("\n")
+    );
+    let waits: Vec<&Value> = doc["entries"]
+        .as_array()
+        .expect(&report)
+        .iter()
+        .filter(|e| {
+            e["target"]["tid"] == tid && frames(&e["target"]["user"]).contains(&"wait_for_reply")
+        })
+        .collect();
+    let us: u64 = waits.iter().filter_map(|e| e["us"].as_u64()).sum();
+    let top = waits
+        .iter()
+        .max_by_key(|e| e["us"].as_u64())
+        .expect(&report);
+    eprintln!(
+        "offwaketime: piper blocked {blocked_us} us, scry {us} us through wait_for_reply; \
+         top {top:#}"
+    );
+    assert!(us.abs_diff(blocked_us) * 10 <= blocked_us, "{report}");
+    assert_eq!(top["waker"]["comm"], "answerer", "{report}");
+    let waker_user = frames(&top["waker"]["user"]);
+    assert_eq!(waker_user.first(), Some(&"send_reply"), "{report}");
+    assert!(
+        frames(&top["waker"]["kernel"])
+            .iter()
+            .any(|f| f.contains("pipe_write")),
+        "{report}"
+    );
+    let chain = folded
+        .iter()
+        .find(|l| l.starts_with("piper;") && l.contains(";wait_for_reply;"))
+        .expect(&report);
+    let (blocked, waker) = chain.split_once(";--;").expect(&report);
+    assert!(blocked.contains("pipe_read"), "{report}");
+    assert!(
+        waker.contains(";send_reply;") && waker.contains(";answerer "),
+        "{report}"
+    );
+}
