@@ -27,6 +27,7 @@ const PROGRAMS: &[&str] = &[
     "offwaketime",
     "bio",
     "vfsstat",
+    "memleak",
 ];
 
 fn main() {

@@ -15,6 +15,7 @@ pub mod folded;
 pub mod heatmap;
 pub mod hist;
 pub mod irqs;
+pub mod memleak;
 pub mod net;
 pub mod offcpu;
 pub mod offcpu_live;

@@ -70,7 +70,7 @@ fn missed_user(id: i32) -> bool {
 
 /// A named stack's function names, innermost first: (kernel, user), the
 /// program's own frames left out.
-fn frame_names(sample: &ResolvedSample, named: &Named) -> (Vec<String>, Vec<String>) {
+pub(crate) fn frame_names(sample: &ResolvedSample, named: &Named) -> (Vec<String>, Vec<String>) {
     let mut kernel = Vec::new();
     let mut user = Vec::new();
     for &id in sample.stack.iter() {

@@ -13,20 +13,7 @@ struct {
 	__uint(max_entries, RING_BYTES);
 } events SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} drops SEC(".maps");
-
-static __always_inline void count_drop(void)
-{
-	__u32 zero = 0;
-	__u64 *d = bpf_map_lookup_elem(&drops, &zero);
-	if (d)
-		*d += 1;
-}
+#include "drops.bpf.h"
 
 // Room for `size` bytes in the ring, filled in place then submitted
 // (bpf_ringbuf_submit); NULL, and a drop counted, when the ring is full.

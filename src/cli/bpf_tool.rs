@@ -48,6 +48,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each kill, tkill and tgkill call with its result, streamed",
     ),
     (
+        "memleak",
+        "allocations not freed, by the user (or kernel) stack that made them",
+    ),
+    (
         "offcputime",
         "off-CPU time by kernel and user stack, summed in the kernel",
     ),

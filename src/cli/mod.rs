@@ -20,6 +20,7 @@ mod header;
 mod heatmap;
 mod irqs;
 mod list;
+mod memleak;
 mod offcpu;
 mod offcputime;
 mod offwaketime;
@@ -147,6 +148,8 @@ enum Command {
     Biosnoop(biosnoop::BiosnoopArgs),
     /// Reads, writes, fsyncs, opens and creations per second, counted in the kernel (bcc vfsstat)
     Vfsstat(vfsstat::VfsstatArgs),
+    /// Allocations not freed, by the stack that made them (bcc memleak)
+    Memleak(memleak::MemleakArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -252,6 +255,7 @@ pub fn main() -> ExitCode {
         Command::Biolatency(args) => biolatency::run(args),
         Command::Biosnoop(args) => biosnoop::run(args),
         Command::Vfsstat(args) => vfsstat::run(args),
+        Command::Memleak(args) => memleak::run(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

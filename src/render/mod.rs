@@ -16,6 +16,7 @@ pub mod heatmap;
 pub mod hist;
 pub mod irqs;
 pub mod list;
+pub mod memleak;
 pub mod net;
 pub mod offcpu;
 pub mod offcputime;

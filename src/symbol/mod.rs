@@ -14,6 +14,8 @@
 //!   resolver, each process's maps read from /proc when first seen.
 //! - `code`: a function's bytes and DWARF lines (ELF files, /proc/kcore),
 //!   for annotate.
+//! - `allocator`: the file holding a process's malloc and the offsets of
+//!   the allocator's functions (memleak's uprobes).
 //! - `live_names`: names of addresses in running processes, looked up
 //!   when asked (threadsnoop's start functions).
 //! - `resolver`: the two-phase driver (collect locations, then name each
@@ -30,6 +32,7 @@
 //! The resolver is not `Send` (blazesym's symbolizer caches with `Rc`): keep
 //! it on the thread that reads the records.
 
+pub mod allocator;
 mod binary;
 pub mod code;
 mod kallsyms;

@@ -49,6 +49,7 @@ pub struct Named {
 /// Names raw stacks; see the module doc.
 #[derive(Debug)]
 pub struct RawStackResolver {
+    options: ResolveOptions,
     resolver: Resolver,
     /// The maps each process had when first seen.
     first_seen: HashMap<i32, Vec<MapEntry>>,
@@ -61,6 +62,7 @@ pub struct RawStackResolver {
 impl RawStackResolver {
     pub fn new(options: &ResolveOptions) -> RawStackResolver {
         RawStackResolver {
+            options: options.clone(),
             resolver: Resolver::new(options),
             first_seen: HashMap::new(),
             fed: HashSet::new(),
@@ -79,6 +81,28 @@ impl RawStackResolver {
             {
                 self.first_seen.insert(pid, maps);
             }
+        }
+    }
+
+    /// Reads the maps of `pid` again if it lives (a process followed from
+    /// before its exec, or that maps libraries later): these are the maps
+    /// its stacks get once it is gone.
+    pub fn refresh(&mut self, pid: i32) {
+        if let Some(maps) = live_maps(pid) {
+            self.first_seen.insert(pid, maps);
+        }
+    }
+
+    /// Names every stack added so far and starts again, keeping the maps
+    /// seen (a tool that prints every interval).
+    pub fn take_named(&mut self) -> Named {
+        let resolver = std::mem::replace(&mut self.resolver, Resolver::new(&self.options));
+        self.fed.clear();
+        let done = resolver.finish();
+        Named {
+            samples: done.samples,
+            frames: done.frames,
+            gone: std::mem::take(&mut self.gone).into_iter().collect(),
         }
     }
 

@@ -284,16 +284,7 @@ impl<S: Skel<'static>> Loaded<S> {
         prog: &str,
         events: Vec<super::perf_event::PerfEventFd>,
     ) -> io::Result<()> {
-        let found = self
-            .skel
-            .object()
-            .progs_mut()
-            .find(|p| p.name().to_str() == Some(prog));
-        let Some(found) = found else {
-            return Err(io::Error::other(format!(
-                "the BPF object has no program {prog}"
-            )));
-        };
+        let found = find_program(&self.skel, prog)?;
         for event in events {
             let link = found
                 .attach_perf_event(event.raw_fd())
@@ -301,6 +292,34 @@ impl<S: Skel<'static>> Loaded<S> {
             let _owned_by_link = event.into_raw_fd();
             self.links.push(link);
         }
+        Ok(())
+    }
+
+    /// Attaches program `prog` as a uprobe (or, `retprobe`, a return
+    /// probe) at `file_offset` of `path`, in process `pid` only: the
+    /// uprobe PMU's descriptor belongs to the link, so it goes with scry
+    /// however it ends. The caller found the offset (nothing here reads
+    /// ELF).
+    pub fn attach_uprobe(
+        &mut self,
+        prog: &str,
+        retprobe: bool,
+        pid: i32,
+        path: &std::path::Path,
+        file_offset: u64,
+    ) -> io::Result<()> {
+        let found = find_program(&self.skel, prog)?;
+        let offset = usize::try_from(file_offset)
+            .map_err(|_| io::Error::other(format!("{prog}: offset {file_offset:#x} too large")))?;
+        let link = found
+            .attach_uprobe(retprobe, pid, path, offset)
+            .map_err(|e| {
+                io_error(
+                    &format!("attaching {prog} to {}:{file_offset:#x}", path.display()),
+                    e,
+                )
+            })?;
+        self.links.push(link);
         Ok(())
     }
 
@@ -318,17 +337,19 @@ impl<S: Skel<'static>> Loaded<S> {
     }
 }
 
-fn attach_one<S: Skel<'static>>(skel: &S, prog: &str) -> Result<Link, (io::Error, String)> {
-    let found = skel
-        .object()
+/// Program `prog` of the loaded object, or an error naming it.
+fn find_program<'a, S: Skel<'static>>(
+    skel: &'a S,
+    prog: &str,
+) -> io::Result<libbpf_rs::ProgramMut<'a>> {
+    skel.object()
         .progs_mut()
-        .find(|p| p.name().to_str() == Some(prog));
-    let Some(found) = found else {
-        return Err((
-            io::Error::other(format!("the BPF object has no program {prog}")),
-            "missing".to_string(),
-        ));
-    };
+        .find(|p| p.name().to_str() == Some(prog))
+        .ok_or_else(|| io::Error::other(format!("the BPF object has no program {prog}")))
+}
+
+fn attach_one<S: Skel<'static>>(skel: &S, prog: &str) -> Result<Link, (io::Error, String)> {
+    let found = find_program(skel, prog).map_err(|e| (e, "missing".to_string()))?;
     found.attach().map_err(|e| {
         let reason = e.to_string();
         (io_error(&format!("attaching {prog}"), e), reason)

@@ -12,6 +12,7 @@ pub mod bpf_execsnoop;
 pub mod bpf_exitsnoop;
 pub mod bpf_hists;
 pub mod bpf_irqs;
+pub mod bpf_memleak;
 pub mod bpf_offcputime;
 pub mod bpf_offwaketime;
 pub mod bpf_opensnoop;

@@ -1,0 +1,237 @@
+//! `scry memleak` (bcc's memleak, its flags and layout): the allocations
+//! a process made and has not freed, by the user stack that made them,
+//! every `interval` seconds (default 5) and at the end; with no process,
+//! the kernel's (kmalloc and kmem_cache_alloc, by kernel stack). Wiring
+//! only: `symbol::allocator` (where the uprobes go) → `sys::bpf_memleak`
+//! → `analysis::memleak` (grouped, aged, top N) → `symbol::raw_stacks`
+//! (named) → `render::memleak`.
+//!
+//! The process's maps are read again every quarter second while it runs
+//! (and for a command, `-- COMMAND`, as soon as its loader mapped the
+//! allocator), so a process that exits before the report still has its
+//! stacks named from the maps it had; libraries it loaded after the last
+//! read are named `[unknown]`.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail};
+use clap::Args;
+
+use scry::analysis::memleak::{self, LeakStack};
+use scry::capture::bpf_run::{self, EndReason, RunOptions, Workload};
+use scry::render::memleak as render;
+use scry::symbol::ResolveOptions;
+use scry::symbol::allocator;
+use scry::symbol::raw_stacks::{RawStack, RawStackResolver};
+use scry::sys::bpf_memleak::{MemleakBpf, MemleakSettings, USER_FUNCTIONS, UserProbes};
+use scry::sys::localtime::now_hms;
+use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
+use scry::sys::uprobe::monotonic_ns;
+
+use super::bpf_tool;
+
+/// How often the run loop wakes (to read the process's maps again).
+const TICK: Duration = Duration::from_millis(250);
+
+#[derive(Args, Debug)]
+pub struct MemleakArgs {
+    /// The process to follow (ends when it exits); none and no command:
+    /// the kernel's allocations.
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    /// Show each allocation's address, size and age (oldest first).
+    #[arg(short = 'a', long = "show-allocs")]
+    show_allocs: bool,
+    /// Leave out allocations younger than OLDER milliseconds (default 500).
+    #[arg(
+        short = 'o',
+        long = "older",
+        value_name = "OLDER",
+        default_value_t = 500
+    )]
+    older: u64,
+    /// Show the TOP stacks with the most bytes outstanding (default 10).
+    #[arg(short = 'T', long = "top", value_name = "TOP", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    top: u64,
+    /// Follow only allocations of at least MIN_SIZE bytes.
+    #[arg(short = 'z', long = "min-size", value_name = "MIN_SIZE")]
+    min_size: Option<u64>,
+    /// Follow only allocations of at most MAX_SIZE bytes.
+    #[arg(short = 'Z', long = "max-size", value_name = "MAX_SIZE")]
+    max_size: Option<u64>,
+    /// Distinct stacks kept (default 10240).
+    #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 10240, value_parser = clap::value_parser!(u32).range(1..))]
+    stack_storage_size: u32,
+    #[command(flatten)]
+    table: bpf_tool::TableArgs,
+    #[command(flatten)]
+    intervals: bpf_tool::IntervalArgs,
+    /// A command to run and follow (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+pub fn run(args: MemleakArgs) -> anyhow::Result<()> {
+    if args.pid.is_some() && !args.command.is_empty() {
+        bail!("memleak: -p and a command exclude each other");
+    }
+    if let (Some(min), Some(max)) = (args.min_size, args.max_size)
+        && min > max
+    {
+        bail!("memleak: -z {min} is above -Z {max}");
+    }
+    bpf_tool::check_pid("memleak", "-p", args.pid)?;
+    let settings = MemleakSettings {
+        min_size: args.min_size.unwrap_or(0),
+        max_size: args.max_size.unwrap_or(0),
+        stack_storage: args.stack_storage_size,
+    };
+    let found = if let Some(pid) = args.pid {
+        Some(allocator::of_process(pid, &USER_FUNCTIONS))
+    } else {
+        args.command
+            .first()
+            .map(|program| allocator::of_command(program.as_ref(), &USER_FUNCTIONS))
+    };
+    let found = found.transpose().map_err(|e| anyhow!("memleak: {e}"))?;
+    let mut workload = match args.command.is_empty() {
+        true => None,
+        false => Some(Workload::fork(&args.command)?),
+    };
+    let target = args.pid.or(workload.as_ref().map(|w| w.pid() as u32));
+    let bpf = bpf_tool::load("memleak", || match (&found, target) {
+        (Some(found), Some(pid)) => MemleakBpf::load_user(
+            settings,
+            &UserProbes {
+                pid,
+                path: &found.path,
+                sites: found.sites.clone(),
+            },
+        ),
+        _ => MemleakBpf::load_kernel(settings),
+    })?;
+    bpf_tool::print_hooks("memleak", &bpf.hooks(), args.table.verbose);
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if !args.table.json {
+        match (target, &found) {
+            (Some(pid), Some(found)) => writeln!(
+                out,
+                "Attaching to pid {pid} ({}), Ctrl+C to quit.",
+                found.path.display()
+            )?,
+            _ => writeln!(out, "Attaching to kernel allocators, Ctrl+C to quit.")?,
+        }
+    }
+    out.flush()?;
+    let signals = SignalPipe::install(&STOP_SIGNALS)?;
+    let mut resolver = RawStackResolver::new(&ResolveOptions::default());
+    if let (Some(w), Some(found)) = (&mut workload, &found) {
+        w.start()?;
+        await_allocator(w.pid(), &found.path);
+        resolver.refresh(w.pid());
+    }
+    let interval = args.intervals.interval.unwrap_or(5);
+    let ticks_per_print = interval * (1000 / TICK.as_millis() as u64);
+    let opts = RunOptions {
+        interval: Some(TICK),
+        count: args.intervals.count.map(|c| c * ticks_per_print),
+        duration: None,
+        pid: target.map(|p| p as i32),
+    };
+    let mut ticks = 0u64;
+    let end = bpf_run::run_with(&opts, signals, |last| {
+        if let Some(pid) = target {
+            resolver.refresh(pid as i32);
+        }
+        ticks += 1;
+        if !last && !ticks.is_multiple_of(ticks_per_print) {
+            return Ok(());
+        }
+        let report = Report {
+            bpf: &bpf,
+            pid: target,
+            args: &args,
+        };
+        let stacks = report.stacks(&mut resolver)?;
+        if args.table.json {
+            render::write_json(&mut out, now_hms(), &stacks)?;
+        } else {
+            render::write_text(&mut out, now_hms(), &stacks)?;
+        }
+        out.flush()
+    })?;
+    let dropped = bpf.dropped()?;
+    if dropped > 0 {
+        eprintln!("memleak: {dropped} allocations not followed (the allocation map was full)");
+    }
+    let status = match (&mut workload, end) {
+        (Some(w), EndReason::TargetExited) => w.wait()?,
+        _ => None,
+    };
+    super::workload_exit(status, &args.command)
+}
+
+/// Waits (a millisecond at a time, at most a fifth of a second) until the
+/// command's loader has mapped `allocator`: the maps read then name the
+/// stacks of a command that exits before the first tick.
+fn await_allocator(pid: i32, allocator: &std::path::Path) {
+    let start = std::time::Instant::now();
+    let wanted = allocator.to_string_lossy();
+    while start.elapsed() < Duration::from_millis(200) {
+        let mapped = scry::sys::proc::maps(pid)
+            .map(|maps| maps.iter().any(|m| m.path == wanted))
+            .unwrap_or(true);
+        if mapped {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// What one report reads.
+struct Report<'a> {
+    bpf: &'a MemleakBpf,
+    pid: Option<u32>,
+    args: &'a MemleakArgs,
+}
+
+impl Report<'_> {
+    /// The stacks to print, named.
+    fn stacks(&self, resolver: &mut RawStackResolver) -> io::Result<Vec<LeakStack>> {
+        let outstanding = self.bpf.outstanding()?;
+        let mut stacks = memleak::by_stack(
+            &outstanding,
+            monotonic_ns(),
+            self.args.older.saturating_mul(1_000_000),
+            self.args.show_allocs,
+            usize::try_from(self.args.top).unwrap_or(usize::MAX),
+        );
+        let pid = self.pid.map_or(0, |p| p as i32);
+        let mut added = Vec::with_capacity(stacks.len());
+        for s in &stacks {
+            let ips = self.bpf.stack(s.stack_id)?;
+            let Some(ips) = ips else {
+                added.push(false);
+                continue;
+            };
+            let (kernel, user): (&[u64], &[u64]) = match self.pid {
+                Some(_) => (&[], &ips),
+                None => (&ips, &[]),
+            };
+            resolver.add(&RawStack {
+                pid,
+                tid: pid,
+                comm: "",
+                kernel,
+                user,
+                weight: s.bytes,
+            });
+            added.push(true);
+        }
+        let named = resolver.take_named();
+        memleak::with_frames(&mut stacks, &named, &added);
+        Ok(stacks)
+    }
+}

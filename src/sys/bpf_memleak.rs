@@ -1,0 +1,171 @@
+//! `scry memleak`'s kernel side: loads `src/bpf/memleak.bpf.c` through
+//! the engine, either its uprobes (attached here to one process, at the
+//! file offsets the caller found in its allocator) or its kmem
+//! tracepoints, and reads the allocations still outstanding with their
+//! stacks' addresses. What each hook records is in the program's header.
+
+use std::io;
+use std::path::Path;
+
+use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, u64_at};
+use super::bpf_events::i32_at;
+
+super::bpf::bpf_skeleton!("memleak.skel.rs");
+
+use skel::{MemleakSkel, MemleakSkelBuilder};
+
+/// The allocator's functions probed, in user mode; each has a program
+/// `scry_ml_NAME`, and those that return an address `scry_ml_NAME_ret`.
+pub const USER_FUNCTIONS: [&str; 11] = [
+    "malloc",
+    "calloc",
+    "realloc",
+    "posix_memalign",
+    "aligned_alloc",
+    "valloc",
+    "memalign",
+    "pvalloc",
+    "mmap",
+    "free",
+    "munmap",
+];
+
+/// The functions that release rather than allocate (no return probe).
+const RELEASES: [&str; 2] = ["free", "munmap"];
+
+/// The kernel mode's groups.
+const KERNEL_GROUPS: [&str; 4] = [
+    "scry_ml_kmalloc",
+    "scry_ml_kfree",
+    "scry_ml_cache_alloc",
+    "scry_ml_cache_free",
+];
+
+/// The program's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemleakSettings {
+    /// Allocations smaller than this are not followed (0: all; bcc's -z).
+    pub min_size: u64,
+    /// Allocations larger than this are not followed (0: all; bcc's -Z).
+    pub max_size: u64,
+    /// Distinct stacks the stack map holds.
+    pub stack_storage: u32,
+}
+
+/// Where the user-mode probes go: the allocator's file and, for each
+/// function of [`USER_FUNCTIONS`] it has, its file offset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserProbes<'a> {
+    pub pid: u32,
+    pub path: &'a Path,
+    pub sites: Vec<(&'static str, u64)>,
+}
+
+/// One allocation not freed (yet).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outstanding {
+    pub address: u64,
+    pub size: u64,
+    /// When it was made (CLOCK_MONOTONIC, ns).
+    pub timestamp_ns: u64,
+    /// Its stack in the stack map; negative: none taken.
+    pub stack_id: i32,
+}
+
+#[derive(Debug)]
+pub struct MemleakBpf {
+    loaded: Loaded<MemleakSkel<'static>>,
+}
+
+fn configure(
+    settings: MemleakSettings,
+) -> impl FnMut(&mut skel::OpenMemleakSkel<'static>) -> io::Result<()> {
+    move |open| {
+        bpf_engine::size_stack_map(&mut open.maps.stacks, settings.stack_storage)?;
+        let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+        rodata.min_size = settings.min_size;
+        rodata.max_size = settings.max_size;
+        Ok(())
+    }
+}
+
+impl MemleakBpf {
+    /// User mode: every probe of `probes` attached to its process.
+    pub fn load_user(settings: MemleakSettings, probes: &UserProbes<'_>) -> io::Result<MemleakBpf> {
+        let mut loaded = bpf_engine::load(
+            MemleakSkelBuilder::default,
+            configure(settings),
+            GroupRules {
+                skip: &KERNEL_GROUPS,
+                ..GroupRules::default()
+            },
+            Attach::Later,
+        )?;
+        let pid = i32::try_from(probes.pid)
+            .map_err(|_| io::Error::other(format!("pid {} out of range", probes.pid)))?;
+        for &(function, offset) in &probes.sites {
+            let prog = format!("scry_ml_{function}");
+            loaded.attach_uprobe(&prog, false, pid, probes.path, offset)?;
+            if !RELEASES.contains(&function) {
+                loaded.attach_uprobe(&format!("{prog}_ret"), true, pid, probes.path, offset)?;
+            }
+        }
+        Ok(MemleakBpf { loaded })
+    }
+
+    /// Kernel mode: the kmem tracepoints.
+    pub fn load_kernel(settings: MemleakSettings) -> io::Result<MemleakBpf> {
+        let user: Vec<String> = USER_FUNCTIONS
+            .iter()
+            .flat_map(|f| [format!("scry_ml_{f}"), format!("scry_ml_{f}_ret")])
+            .collect();
+        let user: Vec<&str> = user.iter().map(String::as_str).collect();
+        let loaded = bpf_engine::load(
+            MemleakSkelBuilder::default,
+            configure(settings),
+            GroupRules {
+                skip: &user,
+                ..GroupRules::default()
+            },
+            Attach::Now,
+        )?;
+        Ok(MemleakBpf { loaded })
+    }
+
+    pub fn hooks(&self) -> Vec<Hook> {
+        self.loaded.hooks()
+    }
+
+    /// Every allocation outstanding now.
+    pub fn outstanding(&self) -> io::Result<Vec<Outstanding>> {
+        let entries = bpf_engine::hash_entries(
+            &self.loaded.skel.maps.allocs,
+            "reading the BPF allocation map",
+        )?;
+        Ok(entries
+            .iter()
+            .filter_map(|(key, value)| {
+                Some(Outstanding {
+                    address: u64_at(key, 0)?,
+                    size: u64_at(value, 0)?,
+                    timestamp_ns: u64_at(value, 8)?,
+                    stack_id: i32_at(value, 16)?,
+                })
+            })
+            .collect())
+    }
+
+    /// The addresses of stack `id`, innermost first.
+    pub fn stack(&self, id: i32) -> io::Result<Option<Vec<u64>>> {
+        bpf_engine::stack_ips(
+            &self.loaded.skel.maps.stacks,
+            id,
+            "reading the BPF stack map",
+        )
+    }
+
+    /// Allocations not followed because the allocation map was full.
+    pub fn dropped(&self) -> io::Result<u64> {
+        bpf_engine::dropped(&self.loaded.skel.maps.drops)
+    }
+}
