@@ -23,6 +23,7 @@ mod kernel_matrix;
 mod lang;
 mod lifecycle;
 mod list;
+mod mem;
 mod net;
 mod offcpu;
 mod oneliners;

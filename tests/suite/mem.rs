@@ -5,12 +5,12 @@
 //! no uprobe, program or link. libbpf-tools' memleak is not installed
 //! here; bcc's answer for the workload is the one asserted.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use common::tracer::{Tracer, assert_each_bad_input, scry_tool, sigkill_frees_everything};
+use crate::common::tracer::{Tracer, assert_each_bad_input, scry_tool, sigkill_frees_everything};
 
 /// Root, or skip (fail under SCRY_KERNEL_TESTS=required).
 fn require_root() -> bool {
