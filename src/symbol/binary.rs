@@ -3,12 +3,17 @@
 //! are, unwind sections).
 //!
 //! A binary whose build-id differs from the one the recording stated (MMAP2
-//! build-id or HEADER_BUILD_ID) was replaced after recording: it is not used,
-//! unless perf's build-id cache (`~/.debug/.build-id/xx/rest/elf`) still holds
-//! the recorded copy, which is then used instead, as perf does. A binary
-//! without `.symtab` gets its symbols from a separate debug file when one is
-//! found: `/usr/lib/debug/.build-id/xx/rest.debug`, then `.gnu_debuglink`
-//! beside the binary, in its `.debug/` folder and under `/usr/lib/debug`.
+//! build-id or HEADER_BUILD_ID) was replaced after recording, or one that is
+//! missing, is not used: a copy kept by build-id (scry's cache, then perf's
+//! `~/.debug`, `symbol::build_id_cache`) stands in when there is one. A
+//! binary without `.symtab` gets its symbols from a separate debug file when
+//! one is found: `/usr/lib/debug/.build-id/xx/rest.debug`, debuginfod's
+//! cache, then `.gnu_debuglink` beside the binary, in its `.debug/` folder
+//! and under `/usr/lib/debug`; failing those, from its `.gnu_debugdata`
+//! (MiniDebugInfo, xz-compressed: lzma-rs, pure Rust, rather than blazesym's
+//! `xz` feature, which builds liblzma from C). Whatever has no symbol is
+//! still placed in its function by the `.eh_frame` ranges
+//! (`symbol::function_ranges`).
 //!
 //! Files are read through `object::ReadCache` (seek + read of just the
 //! headers, notes and sections asked for), not mapped: mapping needs
@@ -22,6 +27,9 @@ use std::sync::Arc;
 
 use object::read::ReadCache;
 use object::{Object, ObjectSection, ObjectSegment, ReadRef};
+
+use super::build_id_cache::{self, hex};
+use super::function_ranges::{FunctionRanges, MAX_EH_FRAME};
 
 /// One PT_LOAD segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +49,11 @@ pub struct Binary {
     /// False when neither the file nor a debug file has `.symtab` (nor
     /// MiniDebugInfo): only `.dynsym` names exist.
     pub has_symtab: bool,
+    /// `symbols_path` is MiniDebugInfo: it holds the functions `.dynsym`
+    /// lacks, so misses there are asked of `path` too.
+    pub mini_debuginfo: bool,
+    /// Without `.symtab`: the functions the unwind tables delimit.
+    pub functions: Option<Arc<FunctionRanges>>,
     pub loads: Vec<Load>,
 }
 
@@ -85,37 +98,6 @@ pub fn build_id_matches(recorded: &[u8], actual: &[u8]) -> bool {
         && actual.iter().skip(n).all(|&b| b == 0)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Trim perf's zero padding off a recorded build-id (SHA-1 ids are 20 bytes).
-fn trimmed(build_id: &[u8]) -> &[u8] {
-    if build_id.len() > 20 && build_id.iter().skip(20).all(|&b| b == 0) {
-        build_id.get(..20).unwrap_or(build_id)
-    } else {
-        build_id
-    }
-}
-
-fn home() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/root"))
-}
-
-/// perf's build-id cache copy of a binary, if present.
-fn build_id_cache_path(build_id: &[u8]) -> Option<PathBuf> {
-    let h = hex(trimmed(build_id));
-    let (head, rest) = (h.get(..2)?, h.get(2..)?);
-    let p = home()
-        .join(".debug/.build-id")
-        .join(head)
-        .join(rest)
-        .join("elf");
-    p.exists().then_some(p)
-}
-
 fn has_section<'d, R: ReadRef<'d>>(obj: &object::File<'d, R>, name: &str) -> bool {
     obj.section_by_name(name).is_some_and(|s| s.size() > 0)
 }
@@ -135,6 +117,7 @@ fn find_debug_file<'d, R: ReadRef<'d>>(path: &Path, obj: &object::File<'d, R>) -
                 "/usr/lib/debug/.build-id/{head}/{rest}.debug"
             )));
         }
+        candidates.extend(build_id_cache::debuginfod_path(id));
     }
     if let Some((name, _crc)) = obj.gnu_debuglink().ok().flatten() {
         let name = String::from_utf8_lossy(name).into_owned();
@@ -172,21 +155,82 @@ fn describe(path: &Path, recorded: Option<&[u8]>) -> Option<Result<Binary, ()>> 
         })
         .collect();
     let own_symtab = has_section(&obj, ".symtab");
+    let mut mini_debuginfo = false;
     let (symbols_path, has_symtab) = if own_symtab {
         (path.to_path_buf(), true)
     } else if let Some(debug) = find_debug_file(path, &obj) {
         (debug, true)
+    } else if let Some(mini) = mini_debuginfo_file(&obj) {
+        mini_debuginfo = true;
+        (mini, true)
     } else {
-        // MiniDebugInfo (.gnu_debugdata) needs blazesym's xz support, which
-        // this build does not enable; such files count as stripped.
         (path.to_path_buf(), false)
     };
+    let functions = (!own_symtab)
+        .then(|| function_ranges(&obj))
+        .flatten()
+        .map(Arc::new);
     Some(Ok(Binary {
         path: path.to_path_buf(),
         symbols_path,
         has_symtab,
+        mini_debuginfo,
+        functions,
         loads,
     }))
+}
+
+/// The function ranges of `.eh_frame`, if the file has one.
+fn function_ranges<'d, R: ReadRef<'d>>(obj: &object::File<'d, R>) -> Option<FunctionRanges> {
+    let eh = obj.section_by_name(".eh_frame")?;
+    if eh.size() > MAX_EH_FRAME {
+        return None;
+    }
+    let text = obj.section_by_name(".text").map_or(0, |t| t.address());
+    let ranges = FunctionRanges::parse(eh.data().ok()?, eh.address(), text);
+    (!ranges.is_empty()).then_some(ranges)
+}
+
+/// MiniDebugInfo sections above this are not read, nor decompressed past
+/// `MAX_DEBUGDATA_OUT` (Fedora's are a few hundred KB).
+const MAX_DEBUGDATA_IN: u64 = 16 << 20;
+const MAX_DEBUGDATA_OUT: u64 = 256 << 20;
+
+/// The `.gnu_debugdata` section (xz-compressed ELF with the `.symtab` of
+/// the functions `.dynsym` lacks), decompressed once into scry's build-id
+/// cache; its path there. Needs a build-id to be kept by.
+fn mini_debuginfo_file<'d, R: ReadRef<'d>>(obj: &object::File<'d, R>) -> Option<PathBuf> {
+    let section = obj.section_by_name(".gnu_debugdata")?;
+    let id = obj.build_id().ok().flatten()?;
+    if let Some(p) = build_id_cache::scry_path(id, "debugdata").filter(|p| p.is_file()) {
+        return Some(p);
+    }
+    if section.size() > MAX_DEBUGDATA_IN {
+        return None;
+    }
+    let compressed = section.data().ok()?;
+    let mut out = Bounded(Vec::new());
+    lzma_rs::xz_decompress(&mut std::io::BufReader::new(compressed), &mut out).ok()?;
+    object::File::parse(out.0.as_slice()).ok()?;
+    build_id_cache::store(id, "debugdata", out.0.as_slice()).ok()
+}
+
+/// A buffer that refuses to grow past `MAX_DEBUGDATA_OUT` (an xz stream
+/// can expand a thousandfold).
+struct Bounded(Vec<u8>);
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if (self.0.len() + buf.len()) as u64 > MAX_DEBUGDATA_OUT {
+            return Err(std::io::Error::other("MiniDebugInfo too large"));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A recorded path and build-id.
@@ -229,7 +273,7 @@ impl BinaryCache {
             if !self.use_build_id_cache {
                 return None;
             }
-            let p = build_id_cache_path(recorded?)?;
+            let p = build_id_cache::lookup(recorded?)?;
             describe(&p, recorded)?.ok().map(Arc::new)
         };
         match describe(path, recorded) {
@@ -250,10 +294,6 @@ mod tests {
         assert!(build_id_matches(&[1, 2, 3, 4, 0, 0, 0, 0], &id));
         assert!(!build_id_matches(&[1, 2, 3, 5, 0, 0], &id));
         assert!(!build_id_matches(&[1, 2, 3, 4], &[]));
-        assert_eq!(trimmed(&[7u8; 24]).len(), 24);
-        let mut padded = [7u8; 24];
-        padded[20..].fill(0);
-        assert_eq!(trimmed(&padded).len(), 20);
     }
 
     #[test]

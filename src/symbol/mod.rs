@@ -7,7 +7,9 @@
 //! - `stack_join`: `-g`'s frame-pointer chain joined to the frames unwound
 //!   from the top of the stack (`--call-graph fp` chains are used as the
 //!   kernel gave them).
-//! - `binary`: finding each mapped file, build-id checks, debug files.
+//! - `binary`: finding each mapped file, build-id checks, debug files;
+//!   `build_id_cache`: copies kept by build-id (perf's, scry's, debuginfod's);
+//!   `function_ranges`: a stripped binary's functions from `.eh_frame`.
 //! - `names`, `kallsyms`, `perf_map`: addresses to names for ELF files
 //!   (blazesym), the kernel, JIT code and the vDSO; demangling.
 //! - `raw_stacks`: stacks a BPF program took (raw addresses) named by the
@@ -34,7 +36,9 @@
 
 pub mod allocator;
 mod binary;
+pub mod build_id_cache;
 pub mod code;
+mod function_ranges;
 mod kallsyms;
 pub mod live_names;
 mod names;
@@ -179,6 +183,9 @@ pub struct ResolveStats {
     pub frames: u64,
     /// Of those, frames without a name.
     pub unknown_frames: u64,
+    /// Frames in functions without a symbol, named by the function range
+    /// their binary's unwind tables give (`gzip+0x4290`).
+    pub ranged_frames: u64,
     pub reasons: BTreeMap<UnresolvedReason, u64>,
     /// Lines of perf-PID.map files that did not parse.
     pub malformed_perf_map_lines: u64,
@@ -215,6 +222,12 @@ impl ResolveStats {
             self.complete_pct(),
             self.unknown_frame_pct()
         );
+        if self.ranged_frames > 0 {
+            s.push_str(&format!(
+                ", {:.1}% frames in functions without a symbol",
+                Self::pct(self.ranged_frames, self.frames)
+            ));
+        }
         if self.fp_kept > 0 {
             // `-g` chains the stack copy could not check (stack_join).
             s.push_str(&format!(

@@ -43,6 +43,7 @@ mod snoop;
 mod stack_join;
 mod stat;
 mod stat_events;
+mod stripped;
 mod symbol;
 mod targets;
 mod top;

@@ -73,6 +73,9 @@ struct LocResult {
     reason: Option<UnresolvedReason>,
     /// The offset into the (outermost) function, for `sym+0xoff`.
     symoff: Option<u64>,
+    /// Named by the function range its binary's unwind tables give
+    /// (`gzip+0x4290`): a function without a symbol.
+    ranged: bool,
 }
 
 /// One address of a sample, named (`Resolver::address`).
@@ -96,8 +99,14 @@ struct NamedStack {
     locations: u64,
     /// Their reasons, for the locations without a name.
     unnamed: Vec<UnresolvedReason>,
+    /// Locations named by a function range only (`LocResult::ranged`).
+    ranged: u64,
     /// The outermost location had no name: the stack is cut.
     outermost_unnamed: bool,
+    /// The outermost location is a function without a symbol
+    /// (`LocResult::ranged`): a frame-pointer chain may have ended in
+    /// garbage there, an unwinder's stack (`Reach::Unwound`) did not.
+    outermost_ranged: bool,
 }
 
 /// How far a sample's stack reaches.
@@ -110,6 +119,9 @@ pub enum Reach {
     Cut,
     /// To its end, as far as the recording can tell.
     Whole,
+    /// To its root, by the unwind tables (DWARF mode, or `-g` whose copy
+    /// reached the root): its outermost frame is real even without a name.
+    Unwound,
     /// A `-g` chain kept as the kernel gave it: its first frames could not
     /// be checked against unwind tables (`symbol::stack_join`).
     FpKept,
@@ -350,13 +362,15 @@ impl Resolver {
             let n = sample.count;
             self.stats.frames += named.locations * n;
             self.stats.unknown_frames += named.unnamed.len() as u64 * n;
+            self.stats.ranged_frames += named.ranged * n;
             for &reason in &named.unnamed {
                 *self.stats.reasons.entry(reason).or_insert(0) += n;
             }
             let quality = match p.reach {
                 Reach::NoCallchain => StackQuality::NoCallchain,
                 Reach::Cut => StackQuality::Truncated,
-                _ if named.outermost_unnamed => StackQuality::Truncated,
+                Reach::Unwound => StackQuality::Complete,
+                _ if named.outermost_unnamed || named.outermost_ranged => StackQuality::Truncated,
                 Reach::FpKept => StackQuality::FramePointerOnly,
                 Reach::Whole => StackQuality::Complete,
             };

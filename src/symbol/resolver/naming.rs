@@ -11,8 +11,9 @@ use super::{LocResult, NamedStack, Resolver};
 use crate::model::sample::{Frame, FrameId, FrameKind};
 use crate::symbol::UnresolvedReason;
 use crate::symbol::binary::{Binary, BinaryMiss};
+use crate::symbol::function_ranges::range_name;
 use crate::symbol::kallsyms::Kallsyms;
-use crate::symbol::names::{Names, VdsoSymbols};
+use crate::symbol::names::{ElfNames, Names, VdsoSymbols};
 use crate::symbol::perf_map::PerfMap;
 use crate::symbol::process::{DsoId, DsoKind, DsoTable};
 
@@ -42,7 +43,9 @@ impl Resolver {
                 frames: Arc::from([]),
                 locations: 0,
                 unnamed: Vec::new(),
+                ranged: 0,
                 outermost_unnamed: false,
+                outermost_ranged: false,
             };
             for &loc in self.stacks.get(id as u32) {
                 let Some(Some(r)) = self.loc_results.get(loc as usize) else {
@@ -52,7 +55,9 @@ impl Resolver {
                 frames.extend_from_slice(self.loc_frames.get(range).unwrap_or(&[]));
                 named.locations += 1;
                 named.unnamed.extend(r.reason);
+                named.ranged += u64::from(r.ranged);
                 named.outermost_unnamed = r.reason.is_some();
+                named.outermost_ranged = r.ranged;
             }
             // Stacks of locations that differ only in addresses within the
             // same functions name the same frames: share one `Arc`.
@@ -126,6 +131,7 @@ impl Resolver {
                 len: frames.len() as u32,
                 reason,
                 symoff: None,
+                ranged: false,
             });
         }
     }
@@ -288,10 +294,8 @@ impl Resolver {
                     .iter()
                     .map(|&i| {
                         let j = &jobs[i];
-                        let named = names
-                            .symbolize(&j.binary.symbols_path, &j.batch)
-                            .unwrap_or_default();
-                        names.forget(&j.binary.symbols_path);
+                        let named = symbolize_binary(&mut names, &j.binary, &j.batch);
+                        forget_binary(&mut names, &j.binary);
                         (i, named)
                     })
                     .collect::<Vec<_>>()
@@ -318,10 +322,9 @@ impl Resolver {
     }
 
     fn symbolize_one(&mut self, job: &FileJob) -> Vec<Option<Names>> {
-        let path = &job.binary.symbols_path;
-        let named = self.names.symbolize(path, &job.batch).unwrap_or_default();
+        let named = symbolize_binary(&mut self.names, &job.binary, &job.batch);
         if self.last_batch {
-            self.names.forget(path);
+            forget_binary(&mut self.names, &job.binary);
         }
         named
     }
@@ -338,9 +341,28 @@ impl Resolver {
                 .and_then(|a| job.batch.binary_search(&a).ok())
                 .and_then(|i| named.get(i))
                 .and_then(Option::as_ref);
+            // No symbol: the function the unwind tables place it in.
+            let ranged = || {
+                let (svma, functions) = (svma?, job.binary.functions.as_ref()?);
+                let start = functions.find(svma)?;
+                Some(Names {
+                    function: range_name(&name, start),
+                    offset: Some(svma - start),
+                    srcline: None,
+                    inlined: Vec::new(),
+                })
+            };
             match found {
                 Some(n) => self.set_named(id, name.clone(), FrameKind::User, Some(n)),
-                None => self.set_unnamed(id, job.dso, FrameKind::User, miss),
+                None => match ranged() {
+                    Some(n) => {
+                        self.set_named(id, name.clone(), FrameKind::User, Some(&n));
+                        if let Some(Some(r)) = self.loc_results.get_mut(id as usize) {
+                            r.ranged = true;
+                        }
+                    }
+                    None => self.set_unnamed(id, job.dso, FrameKind::User, miss),
+                },
             }
         }
     }
@@ -402,6 +424,40 @@ impl Resolver {
                 None => self.set_unnamed(id, dso, FrameKind::User, UnresolvedReason::NoSymbol),
             }
         }
+    }
+}
+
+/// Names the svmas of one binary from its symbol file; with
+/// MiniDebugInfo, which leaves out what `.dynsym` has, the misses from the
+/// binary itself.
+fn symbolize_binary(names: &mut ElfNames, binary: &Binary, batch: &[u64]) -> Vec<Option<Names>> {
+    let mut named = names
+        .symbolize(&binary.symbols_path, batch)
+        .unwrap_or_default();
+    if binary.mini_debuginfo && named.len() == batch.len() {
+        let misses: Vec<u64> = batch
+            .iter()
+            .zip(&named)
+            .filter(|(_, n)| n.is_none())
+            .map(|(&a, _)| a)
+            .collect();
+        let found = names.symbolize(&binary.path, &misses).unwrap_or_default();
+        let mut found = misses.iter().zip(found);
+        for (a, n) in batch.iter().zip(named.iter_mut()) {
+            if n.is_none()
+                && let Some((_, f)) = found.find(|(m, _)| *m == a)
+            {
+                *n = f;
+            }
+        }
+    }
+    named
+}
+
+fn forget_binary(names: &mut ElfNames, binary: &Binary) {
+    names.forget(&binary.symbols_path);
+    if binary.mini_debuginfo {
+        names.forget(&binary.path);
     }
 }
 

@@ -110,7 +110,7 @@ impl Resolver {
             }
         };
         *reach = if complete && *reach != Reach::Cut {
-            Reach::Whole
+            Reach::Unwound
         } else {
             Reach::Cut
         };
@@ -149,6 +149,7 @@ impl Resolver {
             stack: state.stack,
         };
         match stack_join::join(chain, &top, &frames, how, &mut user) {
+            Join::Repaired if how.complete && *reach == Reach::Whole => *reach = Reach::Unwound,
             Join::Repaired => {}
             Join::Cut => *reach = Reach::Cut,
             Join::Kept(_) => {
