@@ -86,30 +86,22 @@ impl OffsetHeatmap {
         samples: &[ResolvedSample],
         options: &OffsetOptions,
     ) -> Result<OffsetHeatmap, HeatmapError> {
-        if !(1..=1000).contains(&options.rows) {
-            return Err(HeatmapError::BadRows { rows: options.rows });
-        }
-        let wanted = |s: &&ResolvedSample| options.event.is_none_or(|e| s.event == e);
-        let mut times = samples.iter().filter(wanted).map(|s| s.time);
-        let first = times.next().ok_or(HeatmapError::NoSamples)?;
-        let (start, end) = times.fold((first, first), |(lo, hi), t| (lo.min(t), hi.max(t)));
-        let seconds = (end - start) / 1_000_000_000;
-        if seconds >= MAX_COLUMNS {
-            return Err(HeatmapError::TooLong { seconds });
-        }
-        let rows = options.rows;
-        let columns = seconds as u32 + 1;
-        let row_ns = 1_000_000_000 / u64::from(rows);
+        let window = OffsetWindow::of(samples, options)?;
+        let OffsetWindow {
+            start,
+            columns,
+            rows,
+            row_ns,
+        } = window;
         let size = columns as usize * rows as usize;
         let mut counts = vec![0u64; size];
         let mut per_cell: Vec<FxHashMap<u32, u64>> = vec![FxHashMap::default(); size];
         let mut index: FxHashMap<CellStack, u32> = FxHashMap::default();
         let mut stacks = Vec::new();
-        for sample in samples.iter().filter(wanted) {
-            let since = sample.time - start;
-            let col = since / 1_000_000_000;
-            let row = ((since % 1_000_000_000) / row_ns).min(u64::from(rows) - 1);
-            let cell = (col * u64::from(rows) + row) as usize;
+        for sample in samples.iter().filter(|s| window.wants(s, options)) {
+            let Some(cell) = window.cell_of(sample.time) else {
+                continue;
+            };
             let key = CellStack {
                 comm: Arc::clone(&sample.comm),
                 frames: Arc::clone(&sample.stack),
@@ -148,6 +140,85 @@ impl OffsetHeatmap {
 
     pub fn total(&self) -> u64 {
         self.counts.iter().sum()
+    }
+}
+
+/// Where the offset map's cells lie in time: the first sample's time, the
+/// grid's size. The map's cells and the samples of a range of them (`scry
+/// serve`'s selection) are both found with [`OffsetWindow::cell_of`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffsetWindow {
+    /// The first wanted sample's time (ns).
+    pub start: u64,
+    pub columns: u32,
+    pub rows: u32,
+    /// Nanoseconds a row spans (1 s / rows).
+    pub row_ns: u64,
+}
+
+impl OffsetWindow {
+    /// The window of the samples `options` wants (rows checked, the span
+    /// bounded by [`MAX_COLUMNS`]).
+    pub fn of(
+        samples: &[ResolvedSample],
+        options: &OffsetOptions,
+    ) -> Result<OffsetWindow, HeatmapError> {
+        if !(1..=1000).contains(&options.rows) {
+            return Err(HeatmapError::BadRows { rows: options.rows });
+        }
+        let mut times = samples
+            .iter()
+            .filter(|s| options.event.is_none_or(|e| s.event == e))
+            .map(|s| s.time);
+        let first = times.next().ok_or(HeatmapError::NoSamples)?;
+        let (start, end) = times.fold((first, first), |(lo, hi), t| (lo.min(t), hi.max(t)));
+        let seconds = (end - start) / 1_000_000_000;
+        if seconds >= MAX_COLUMNS {
+            return Err(HeatmapError::TooLong { seconds });
+        }
+        Ok(OffsetWindow {
+            start,
+            columns: seconds as u32 + 1,
+            rows: options.rows,
+            row_ns: 1_000_000_000 / u64::from(options.rows),
+        })
+    }
+
+    fn wants(&self, sample: &ResolvedSample, options: &OffsetOptions) -> bool {
+        options.event.is_none_or(|e| sample.event == e)
+    }
+
+    /// The cell (`col * rows + row`) a time falls in; `None` outside the
+    /// window.
+    pub fn cell_of(&self, time: u64) -> Option<usize> {
+        let since = time.checked_sub(self.start)?;
+        let col = since / 1_000_000_000;
+        if col >= u64::from(self.columns) {
+            return None;
+        }
+        let row = ((since % 1_000_000_000) / self.row_ns).min(u64::from(self.rows) - 1);
+        Some((col * u64::from(self.rows) + row) as usize)
+    }
+
+    /// The samples `options` wants whose cells lie in `first..=last` (cell
+    /// indices as [`OffsetWindow::cell_of`]'s): FlameScope's selection.
+    pub fn samples_in(
+        &self,
+        samples: &[ResolvedSample],
+        options: &OffsetOptions,
+        first: usize,
+        last: usize,
+    ) -> Vec<ResolvedSample> {
+        samples
+            .iter()
+            .filter(|s| {
+                self.wants(s, options)
+                    && self
+                        .cell_of(s.time)
+                        .is_some_and(|c| (first..=last).contains(&c))
+            })
+            .cloned()
+            .collect()
     }
 }
 
@@ -323,6 +394,28 @@ mod tests {
             OffsetHeatmap::build(&wild, &OffsetOptions::default()),
             Err(HeatmapError::TooLong { .. })
         ));
+    }
+
+    #[test]
+    fn a_range_of_cells_holds_the_samples_the_map_put_there() {
+        let t0 = 7_000_000_000;
+        let samples = vec![
+            sample(t0, &[1], "a"),
+            sample(t0 + 1_010_000_000, &[2], "a"),
+            sample(t0 + 1_050_000_000, &[3], "a"),
+            sample(t0 + 2_500_000_000, &[4], "a"),
+        ];
+        let options = OffsetOptions::default();
+        let window = OffsetWindow::of(&samples, &options).unwrap();
+        let map = OffsetHeatmap::build(&samples, &options).unwrap();
+        assert_eq!(window.cell_of(t0 + 1_010_000_000), Some(50));
+        assert_eq!(window.cell_of(t0 - 1), None);
+        assert_eq!(window.cell_of(t0 + 3_000_000_000), None);
+        // Second 1, rows 0-2 (0-60 ms): the two samples cells 50 and 52 hold.
+        let picked = window.samples_in(&samples, &options, 50, 52);
+        let frames: Vec<u32> = picked.iter().map(|s| s.stack[0].0).collect();
+        assert_eq!(frames, vec![2, 3]);
+        assert_eq!(map.counts[50] + map.counts[52], 2);
     }
 
     #[test]

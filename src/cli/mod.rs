@@ -35,6 +35,7 @@ mod runqlen;
 mod runqslower;
 mod sched;
 mod script;
+mod serve;
 mod sigsnoop;
 mod snoop;
 mod stat;
@@ -84,6 +85,8 @@ enum Command {
     Annotate(annotate::AnnotateArgs),
     /// Heat maps as one HTML page: sub-second offsets of samples (select cells for their flame graph), or latencies of event pairs
     Heatmap(heatmap::HeatmapArgs),
+    /// A local web viewer of recordings: flame graph and icicle, heat map, functions, diff (127.0.0.1 unless --bind)
+    Serve(serve::ServeArgs),
     /// Live view of the hottest functions, system-wide or of a process (perf top)
     Top(top::TopArgs),
     /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
@@ -222,6 +225,7 @@ pub fn main() -> ExitCode {
         Command::Flamegraph(args) => flamegraph::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Heatmap(args) => heatmap::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::Top(args) => top::run(args),
         Command::Offcpu(args) => offcpu::run(args),

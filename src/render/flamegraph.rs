@@ -6,7 +6,8 @@
 //! (golden files, diffs between runs); the default palette is `perl`, which
 //! colours `_[k]`-suffixed kernel frames orange apart from user frames.
 //! A differential graph (`--diff`) goes through inferno's `differential`
-//! (two counts per stack): red grew, blue shrank.
+//! (two counts per stack): red grew, blue shrank. `inert_svg` takes the
+//! script out for a page that brings its own (`scry serve`).
 
 use std::io::{self, Write};
 
@@ -107,6 +108,61 @@ pub fn write_diff_svg<W: Write>(
     flamegraph::from_reader(&mut opt, merged.as_slice(), w)
 }
 
+/// inferno's SVG made inert, for a page that runs no inline script or
+/// style (`scry serve`'s policy): its `<script>` and `<style>` elements
+/// and its `on...` handler attributes removed, the frames left as they
+/// are (the page brings its own zoom and search).
+pub fn inert_svg(svg: &str) -> String {
+    let mut out = String::with_capacity(svg.len());
+    let mut rest = svg;
+    while let Some(open) = rest.find('<') {
+        out.push_str(&rest[..open]);
+        rest = &rest[open..];
+        let element = ["<script", "<style"]
+            .into_iter()
+            .find(|tag| rest.starts_with(tag));
+        if let Some(tag) = element {
+            let close = format!("</{}>", &tag[1..]);
+            match rest.find(&close) {
+                Some(end) => rest = &rest[end + close.len()..],
+                None => rest = "",
+            }
+            continue;
+        }
+        let end = rest.find('>').map_or(rest.len(), |e| e + 1);
+        out.push_str(&without_handlers(&rest[..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A start tag without its `on...="..."` attributes.
+fn without_handlers(tag: &str) -> String {
+    let mut out = String::with_capacity(tag.len());
+    let mut rest = tag;
+    while let Some(at) = rest.find(" on") {
+        out.push_str(&rest[..at]);
+        let attr = &rest[at + 1..];
+        let name_end = attr.find('=').unwrap_or(0);
+        let is_handler = name_end > 2 && attr[..name_end].bytes().all(|b| b.is_ascii_alphabetic());
+        let quote = attr[name_end + 1..].chars().next();
+        match (is_handler, quote) {
+            (true, Some(q @ ('"' | '\''))) => {
+                let value = &attr[name_end + 2..];
+                let end = value.find(q).map_or(value.len(), |e| e + 1);
+                rest = &value[end..];
+            }
+            _ => {
+                out.push_str(" on");
+                rest = &rest[at + 3..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +185,25 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("plaid")
+        );
+    }
+
+    #[test]
+    fn inert_svg_keeps_the_frames_and_drops_script_style_and_handlers() {
+        let lines = vec!["app;main;hot 300".to_string()];
+        let mut svg = Vec::new();
+        write_svg(&lines, &FlameOptions::default(), &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        assert!(svg.contains("<script") && svg.contains("onload="));
+        let inert = inert_svg(&svg);
+        for gone in ["<script", "</script>", "<style", "onload=", "init(evt)"] {
+            assert!(!inert.contains(gone), "{gone} in {inert}");
+        }
+        assert!(inert.contains(r#"<svg id="frames""#));
+        assert!(inert.contains("<title>hot (300 samples, 100.00%)</title>"));
+        assert_eq!(
+            without_handlers(r#"<g id="1" onclick='x()' on="2">"#),
+            r#"<g id="1" on="2">"#
         );
     }
 

@@ -188,7 +188,7 @@ fn every(n: u32, want: u32) -> impl Iterator<Item = u32> {
 fn write_page(
     w: &mut dyn Write,
     options: &PageOptions,
-    grid: &Grid,
+    grid: &dyn Fn(&mut dyn Write) -> io::Result<()>,
     data: &Value,
     flame: bool,
 ) -> io::Result<()> {
@@ -217,7 +217,7 @@ rect.sel {{ stroke: #1060ff; stroke-width: 2; }}
 "#,
         escape(&options.subtitle)
     )?;
-    write_grid(w, grid)?;
+    grid(w)?;
     if flame {
         writeln!(w, r#"<p id="range"></p>"#)?;
         writeln!(
@@ -244,20 +244,6 @@ pub fn write_offset_page(
     w: &mut dyn Write,
 ) -> io::Result<()> {
     let row_ms = map.row_ns as f64 / 1e6;
-    let title = |col: u32, row: u32, n: u64| {
-        format!(
-            "{col} s + {:.0}-{:.0} ms: {n} samples",
-            f64::from(row) * row_ms,
-            f64::from(row + 1) * row_ms
-        )
-    };
-    let mut grid = Grid::new(map.columns, map.rows, &map.counts, &title);
-    grid.row_labels = every(map.rows, 10)
-        .map(|r| (r, format!("{:.0} ms", f64::from(r) * row_ms)))
-        .collect();
-    grid.column_labels = every(map.columns, 20)
-        .map(|c| (c, format!("{c} s")))
-        .collect();
     // Names once; stacks root first as name indices, the comm at the root.
     let mut names: Vec<String> = Vec::new();
     let mut index: FxHashMap<String, u32> = FxHashMap::default();
@@ -309,7 +295,29 @@ pub fn write_offset_page(
         "stacks": stacks,
         "cells": cells,
     });
-    write_page(w, options, &grid, &data, true)
+    write_page(w, options, &|w| write_offset_svg(map, w), &data, true)
+}
+
+/// The offset heat map's grid alone, as the page draws it (`<svg
+/// id="heatmap">`, a `rect.cell` per non-empty cell with `data-c`,
+/// `data-r`, `data-n` and a `<title>`): `scry serve` answers with it.
+pub fn write_offset_svg(map: &OffsetHeatmap, w: &mut dyn Write) -> io::Result<()> {
+    let row_ms = map.row_ns as f64 / 1e6;
+    let title = |col: u32, row: u32, n: u64| {
+        format!(
+            "{col} s + {:.0}-{:.0} ms: {n} samples",
+            f64::from(row) * row_ms,
+            f64::from(row + 1) * row_ms
+        )
+    };
+    let mut grid = Grid::new(map.columns, map.rows, &map.counts, &title);
+    grid.row_labels = every(map.rows, 10)
+        .map(|r| (r, format!("{:.0} ms", f64::from(r) * row_ms)))
+        .collect();
+    grid.column_labels = every(map.columns, 20)
+        .map(|c| (c, format!("{c} s")))
+        .collect();
+    write_grid(w, &grid)
 }
 
 /// The latency heat map page; `label` says what was paired.
@@ -353,7 +361,7 @@ pub fn write_latency_page(
         "start_ns": map.start,
         "counts": map.counts,
     });
-    write_page(w, options, &grid, &data, false)
+    write_page(w, options, &|w| write_grid(w, &grid), &data, false)
 }
 
 #[cfg(test)]
