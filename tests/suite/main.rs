@@ -39,6 +39,7 @@ mod report;
 mod sched;
 mod script;
 mod self_exclusion;
+mod serve;
 mod snoop;
 mod stack_join;
 mod stat;

@@ -11,7 +11,7 @@
 //! - Hostile requests (path traversal, garbage, huge values, bad numbers)
 //!   get a 4xx, and the server keeps answering; `--bind` elsewhere warns.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
