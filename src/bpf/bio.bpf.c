@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0)
-// scry's block I/O tools (bcc's biolatency, biosnoop) in one object, on
+// scry's block I/O tools (bcc's biolatency, biosnoop, biotop, bitesize) in one object, on
 // the block tracepoints: block_rq_insert (queued, -Q), block_rq_issue (to
 // the driver), block_rq_complete, and block_io_start (the process that
 // started the I/O, for biosnoop's COMM and PID: it runs in the submitter's
@@ -11,9 +11,16 @@
 // timed from its insert, one that did not from its issue). At complete:
 //   LATENCY a log2 slot (µs or ms) in the histogram of its key: the disk
 //           (-D, MKDEV as the kernel makes it), its flags (-F, the
-//           canonical flags below), or one for all (task_hist.bpf.h).
+//           canonical flags below), both (-D -F: the disk in the high 32
+//           bits of the 64-bit key, the flags in the low), or one for all
+//           (task_hist.bpf.h).
 //   SNOOP   one event: disk, flags, sector, bytes, latency, queued time,
-//           and the process from block_io_start.
+//           and the process from block_io_start (biosnoop; biotop sums
+//           them in user space).
+// And at issue, without the completion:
+//   SIZE    a log2 slot of the request's Kbytes in the histogram of the
+//           current process (bitesize: libbpf-tools takes the process
+//           current at block_rq_issue too).
 // The request flag bits moved between kernels, so the program reads them
 // by name from the running kernel's BTF (CO-RE enum values) and hands user
 // space canonical flags: the operation in bits 0-7, then one bit each for
@@ -31,12 +38,14 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
 #include "task.bpf.h"
+#define HIST_KEY __u64
 #include "task_hist.bpf.h"
 
 struct request;
 
 #define MODE_LATENCY 1
 #define MODE_SNOOP 2
+#define MODE_SIZE 3
 #define MAX_REQUESTS 10240
 
 const volatile __u8 mode = MODE_LATENCY;
@@ -164,6 +173,13 @@ static __always_inline void on_start(void *req, bool insert)
 	struct request___scry *rq = req;
 	if (insert && !queued)
 		return;
+	if (mode == MODE_SIZE) {
+		if (filter_by_dev && request_dev(rq) != filter_dev)
+			return;
+		__u64 tgid = bpf_get_current_pid_tgid() >> 32;
+		hist_add(tgid, (void *)bpf_get_current_task(), BPF_CORE_READ(rq, __data_len) / 1024);
+		return;
+	}
 	__u64 key = (__u64)req;
 	__u64 now = bpf_ktime_get_ns();
 	struct stage *s = bpf_map_lookup_elem(&stages, &key);
@@ -208,7 +224,10 @@ static __always_inline void on_complete(void *req)
 		goto cleanup;
 	if (mode == MODE_LATENCY) {
 		__u64 delta = (now - from) / (milliseconds ? 1000000 : 1000);
-		__u32 hkey = per_disk ? s->dev : per_flag ? canonical_flags(BPF_CORE_READ(rq, cmd_flags)) : (__u32)-1;
+		__u64 hkey = (__u32)-1;
+		if (per_disk || per_flag)
+			hkey = (per_disk ? (__u64)s->dev << 32 : 0) |
+			       (per_flag ? canonical_flags(BPF_CORE_READ(rq, cmd_flags)) : 0);
 		hist_add(hkey, (void *)bpf_get_current_task(), delta);
 		goto cleanup;
 	}

@@ -2,11 +2,16 @@
 // Log2 histograms per key counted in the kernel (bcc's `bpf_log2l`
 // slots), shared by the histogram tools: a hash map of `struct hist` by a
 // u32 key (a tgid, a tid, a pid namespace, or (u32)-1 for the single
-// histogram), each with the name of the task that opened it. User space
+// histogram; a program that needs more defines HIST_KEY as __u64 before
+// including this), each with the name of the task that opened it. User space
 // reads and deletes them (src/sys/bpf_hists.rs), so each interval starts
 // from zero. Include after task.bpf.h.
 
 #include "hist.bpf.h"
+
+#ifndef HIST_KEY
+#define HIST_KEY __u32
+#endif
 
 #define MAX_SLOTS 36
 #define MAX_KEYS 10240
@@ -19,7 +24,7 @@ struct hist {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_KEYS);
-	__type(key, __u32);
+	__type(key, HIST_KEY);
 	__type(value, struct hist);
 } hists SEC(".maps");
 
@@ -32,7 +37,7 @@ struct {
 } zero_hist SEC(".maps");
 
 // Counts `value` in the histogram of `key`, opened under `task`'s name.
-static __always_inline void hist_add(__u32 key, void *task, __u64 value)
+static __always_inline void hist_add(HIST_KEY key, void *task, __u64 value)
 {
 	struct hist *h = bpf_map_lookup_elem(&hists, &key);
 	if (!h) {

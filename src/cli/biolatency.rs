@@ -1,7 +1,8 @@
 //! `scry biolatency` (bcc's biolatency, libbpf-tools' flags and layout):
 //! block I/O latency (issue to completion; `-Q` from the insert into the
 //! queue) as log2 histograms counted in the kernel: one, or one per disk
-//! (`-D`) or per set of request flags (`-F`); `-d DISK` one disk;
+//! (`-D`), per set of request flags (`-F`), or per both (`-D -F`, labelled
+//! `disk = vda\tflags = Write` as libbpf-tools); `-d DISK` one disk;
 //! `interval [count]` as bcc. Wiring only: `sys::bpf_bio` →
 //! `analysis::hist` → `render::hist` (labels from `render::bio`).
 
@@ -15,7 +16,7 @@ use scry::capture::bpf_run::{self, RunOptions};
 use scry::render::bio::{disk_name, flags_label};
 use scry::render::hist::{write_keyed, write_keyed_json};
 use scry::sys::block::{self, Partition};
-use scry::sys::bpf_bio::{self, BioSettings, BiolatencyBpf};
+use scry::sys::bpf_bio::{self, BioSettings, BiolatencyBpf, split_key};
 use scry::sys::localtime::now_hms;
 
 use super::bpf_tool;
@@ -34,7 +35,7 @@ pub struct BiolatencyArgs {
     /// A histogram per disk.
     #[arg(short = 'D', long = "disk")]
     per_disk: bool,
-    /// A histogram per set of request flags (not with -D).
+    /// A histogram per set of request flags (with -D: per disk and flags).
     #[arg(short = 'F', long = "flag")]
     per_flag: bool,
     /// Only this disk (a name of /proc/partitions).
@@ -71,9 +72,6 @@ pub fn disk_filter(
 }
 
 pub fn run(args: BiolatencyArgs) -> anyhow::Result<()> {
-    if args.per_disk && args.per_flag {
-        anyhow::bail!("biolatency: -D and -F together are not supported: one of them");
-    }
     let (disks, dev) = disk_filter("biolatency", args.disk.as_deref())?;
     let settings = BioSettings {
         per_disk: args.per_disk,
@@ -96,13 +94,13 @@ pub fn run(args: BiolatencyArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     let unit = if args.milliseconds { "msecs" } else { "usecs" };
-    let label = |key: u32| {
-        if args.per_disk {
-            format!("disk = {}\t", disk_name(&disks, key))
-        } else if args.per_flag {
-            flags_label(key)
-        } else {
-            String::new()
+    let label = |key: u64| {
+        let (dev, flags) = split_key(key);
+        match (args.per_disk, args.per_flag) {
+            (true, true) => format!("disk = {}\t{}", disk_name(&disks, dev), flags_label(flags)),
+            (true, false) => format!("disk = {}\t", disk_name(&disks, dev)),
+            (false, true) => flags_label(flags),
+            (false, false) => String::new(),
         }
     };
     let mut print = |bpf: &mut BiolatencyBpf, last: bool| -> io::Result<()> {
@@ -113,7 +111,7 @@ pub fn run(args: BiolatencyArgs) -> anyhow::Result<()> {
             .read()?
             .iter()
             .map(|h| KeyedHistogram {
-                key: u64::from(h.key),
+                key: h.key,
                 label: label(h.key),
                 hist: Histogram::from_slots(Scale::Log2, unit, &h.slots),
             })

@@ -21,11 +21,19 @@ use scry::sys::localtime::now_hms;
 pub const TOOLS: &[(&str, &str)] = &[
     (
         "biolatency",
-        "block I/O latency (per disk -D, per flags -F), as a histogram",
+        "block I/O latency (per disk -D, per flags -F, or both), as a histogram",
     ),
     (
         "biosnoop",
         "each block I/O with its process, disk, bytes and latency, streamed",
+    ),
+    (
+        "biotop",
+        "the processes doing the most block I/O, every interval",
+    ),
+    (
+        "bitesize",
+        "block I/O request sizes per process name, as histograms",
     ),
     (
         "cpudist",
@@ -176,7 +184,7 @@ pub fn write_interval_head(out: &mut impl Write, timestamp: bool) -> io::Result<
 pub fn keyed_hists(read: &[KeyedSlots], label: Option<&str>, unit: &str) -> Vec<KeyedHistogram> {
     read.iter()
         .map(|h| KeyedHistogram {
-            key: u64::from(h.key),
+            key: h.key,
             label: label.map_or_else(String::new, |l| format!("{l} = {} {}", h.key, h.comm)),
             hist: Histogram::from_slots(Scale::Log2, unit, &h.slots),
         })

@@ -9,6 +9,8 @@
 mod annotate;
 mod biolatency;
 mod biosnoop;
+mod biotop;
+mod bitesize;
 mod bpf_tool;
 mod convert;
 mod cpudist;
@@ -149,6 +151,10 @@ enum Command {
     Biolatency(biolatency::BiolatencyArgs),
     /// Each block I/O request: process, disk, sector, bytes, latency, streamed (bcc biosnoop)
     Biosnoop(biosnoop::BiosnoopArgs),
+    /// The processes doing the most block I/O, every interval (bcc biotop)
+    Biotop(biotop::BiotopArgs),
+    /// Block I/O request sizes per process name, as histograms counted in the kernel (bcc bitesize)
+    Bitesize(bitesize::BitesizeArgs),
     /// Reads, writes, fsyncs, opens and creations per second, counted in the kernel (bcc vfsstat)
     Vfsstat(vfsstat::VfsstatArgs),
     /// Allocations not freed, by the stack that made them (bcc memleak)
@@ -258,6 +264,8 @@ pub fn main() -> ExitCode {
         Command::Threadsnoop(args) => threadsnoop::run(args),
         Command::Biolatency(args) => biolatency::run(args),
         Command::Biosnoop(args) => biosnoop::run(args),
+        Command::Biotop(args) => biotop::run(args),
+        Command::Bitesize(args) => bitesize::run(args),
         Command::Vfsstat(args) => vfsstat::run(args),
         Command::Memleak(args) => memleak::run(args),
         Command::Tools => bpf_tool::list(),

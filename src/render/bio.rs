@@ -1,7 +1,8 @@
 //! The block I/O tools' text as libbpf-tools prints it: biosnoop's lines
 //! (`TIME(s) COMM PID DISK T SECTOR BYTES [QUE(ms)] LAT(ms)`, T being the
-//! request's rwbs letters as the kernel's blk_fill_rwbs writes them), and
-//! biolatency's labels (`disk = vda`, `flags = Sync-Write`). Flags are the
+//! request's rwbs letters as the kernel's blk_fill_rwbs writes them),
+//! biolatency's labels (`disk = vda`, `flags = Sync-Write`), and biotop's
+//! table (`PID COMM D MAJ MIN DISK I/O Kbytes AVGms`, and its JSON). Flags are the
 //! canonical ones `sys::bpf_bio` documents, so the names do not depend on
 //! the kernel's bit numbers. The time column is seconds since the tool
 //! started (libbpf-tools: since the first event).
@@ -10,7 +11,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use crate::analysis::bio::{BioEvent, Partition};
+use crate::analysis::bio::{BioEvent, Partition, TopKey, TopSums};
 use crate::render::snoop::{Clock, SnoopFormat};
 
 const SYNC: u32 = 1 << 8;
@@ -149,6 +150,69 @@ impl SnoopFormat for BioTable {
     }
 }
 
+/// One biotop interval: libbpf-tools' head (`HH:MM:SS loadavg: ...`, when
+/// `head` is given), its header and rows, a blank line.
+pub fn top_table(
+    w: &mut impl Write,
+    head: Option<&str>,
+    rows: &[(TopKey, TopSums)],
+    disks: &[Partition],
+) -> io::Result<()> {
+    if let Some(head) = head {
+        writeln!(w, "{head}")?;
+    }
+    writeln!(
+        w,
+        "{:<7} {:<16} {:1} {:<3} {:<3} {:<8} {:>5} {:>7} {:>6}",
+        "PID", "COMM", "D", "MAJ", "MIN", "DISK", "I/O", "Kbytes", "AVGms"
+    )?;
+    for (key, sums) in rows {
+        let avg_ms = sums.latency_ns as f64 / 1e6 / sums.ios.max(1) as f64;
+        writeln!(
+            w,
+            "{:<7} {:<16} {:1} {:<3} {:<3} {:<8} {:>5} {:>7} {avg_ms:>6.2}",
+            key.pid,
+            key.comm,
+            if key.write { "W" } else { "R" },
+            key.dev >> 20,
+            key.dev & 0xfffff,
+            top_disk(disks, key.dev),
+            sums.ios,
+            sums.bytes / 1024,
+        )?;
+    }
+    writeln!(w)
+}
+
+/// biotop's disk column: the name, or empty (libbpf-tools).
+fn top_disk(disks: &[Partition], dev: u32) -> &str {
+    match disk_name(disks, dev) {
+        "Unknown" => "",
+        name => name,
+    }
+}
+
+/// One biotop interval as one JSON line: an array of rows.
+pub fn top_json(
+    w: &mut impl Write,
+    rows: &[(TopKey, TopSums)],
+    disks: &[Partition],
+) -> io::Result<()> {
+    let rows: Vec<Value> = rows
+        .iter()
+        .map(|(key, sums)| {
+            json!({
+                "pid": key.pid, "comm": key.comm, "write": key.write,
+                "major": key.dev >> 20, "minor": key.dev & 0xfffff,
+                "disk": top_disk(disks, key.dev), "ios": sums.ios,
+                "bytes": sums.bytes, "latency_ns": sums.latency_ns,
+            })
+        })
+        .collect();
+    serde_json::to_writer(&mut *w, &rows)?;
+    writeln!(w)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +247,24 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "TIME(s)     COMM           PID     DISK    T    SECTOR     BYTES   LAT(ms)\n\
              0.000000    dwrites        42      vda     WS   2048       65536     1.500\n"
+        );
+        let key = TopKey {
+            pid: 42,
+            comm: "dwrites".into(),
+            write: true,
+            dev: 254 << 20,
+        };
+        let sums = TopSums {
+            ios: 4,
+            bytes: 262144,
+            latency_ns: 6_000_000,
+        };
+        let mut out = Vec::new();
+        top_table(&mut out, None, &[(key, sums)], &table.disks).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "PID     COMM             D MAJ MIN DISK       I/O  Kbytes  AVGms\n\
+             42      dwrites          W 254 0   vda          4     256   1.50\n\n"
         );
     }
 }

@@ -1,9 +1,9 @@
-//! The block I/O tools' kernel side (biolatency, biosnoop): loads
-//! `src/bpf/bio.bpf.c` through the engine in one of its modes, and reads
-//! its histograms (biolatency: log2 slots per key, read and deleted, so
-//! each interval starts from zero) or decodes the events its ring streams
-//! (biosnoop). The rules are in the program's header comment; the disks'
-//! names come from `sys::block`.
+//! The block I/O tools' kernel side (biolatency, bitesize, biosnoop,
+//! biotop): loads `src/bpf/bio.bpf.c` through the engine in one of its
+//! modes, and reads its histograms (biolatency, bitesize: log2 slots per
+//! key, read and deleted, so each interval starts from zero) or decodes
+//! the events its ring streams (biosnoop, biotop). The rules are in the
+//! program's header comment; the disks' names come from `sys::block`.
 
 use std::io;
 
@@ -70,20 +70,29 @@ impl BioEvent {
 /// block_io_start exists since 6.5; without it biosnoop's process is "?".
 const IO_START: &str = "scry_bio_io_start";
 const INSERT: &str = "scry_bio_insert";
+const COMPLETE: &str = "scry_bio_complete";
 
-fn open(settings: BioSettings, snoop: bool) -> io::Result<Loaded<BioSkel<'static>>> {
+/// The program's modes.
+const LATENCY: u8 = 1;
+const SNOOP: u8 = 2;
+const SIZE: u8 = 3;
+
+fn open(settings: BioSettings, mode: u8) -> io::Result<Loaded<BioSkel<'static>>> {
     let mut skip = Vec::new();
-    if !snoop {
+    if mode != SNOOP {
         skip.push(IO_START);
     }
-    if !settings.queued {
+    if !settings.queued || mode == SIZE {
         skip.push(INSERT);
+    }
+    if mode == SIZE {
+        skip.push(COMPLETE);
     }
     bpf_engine::load(
         BioSkelBuilder::default,
         |open: &mut skel::OpenBioSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
-            rodata.mode = if snoop { 2 } else { 1 };
+            rodata.mode = mode;
             rodata.per_disk = settings.per_disk;
             rodata.per_flag = settings.per_flag;
             rodata.queued = settings.queued;
@@ -101,12 +110,27 @@ fn open(settings: BioSettings, snoop: bool) -> io::Result<Loaded<BioSkel<'static
 }
 
 /// biolatency's programs, counting: histograms by key, a disk's dev_t
-/// (-D), canonical flags (-F), or u32::MAX.
+/// (-D) in the high 32 bits, canonical flags (-F) in the low, or
+/// u32::MAX; bitesize's: by tgid.
 pub type BiolatencyBpf = HistBpf<BioSkel<'static>>;
+
+/// The disk and the flags of a biolatency key (each 0 unless asked for).
+pub fn split_key(key: u64) -> (u32, u32) {
+    ((key >> 32) as u32, key as u32)
+}
 
 pub fn load_latency(settings: BioSettings) -> io::Result<BiolatencyBpf> {
     Ok(HistBpf::new(
-        open(settings, false)?,
+        open(settings, LATENCY)?,
+        |s: &BioSkel<'static>| &s.maps.hists,
+    ))
+}
+
+/// bitesize's programs: a histogram of request Kbytes per tgid (the
+/// process current at issue), only `settings.dev` when given.
+pub fn load_size(settings: BioSettings) -> io::Result<BiolatencyBpf> {
+    Ok(HistBpf::new(
+        open(settings, SIZE)?,
         |s: &BioSkel<'static>| &s.maps.hists,
     ))
 }
@@ -116,7 +140,7 @@ pub type BiosnoopBpf = EventStream<BioEvent>;
 
 pub fn load_snoop(settings: BioSettings) -> io::Result<BiosnoopBpf> {
     Ok(EventStream::new(
-        open(settings, true)?,
+        open(settings, SNOOP)?,
         |s: &skel::BioSkel<'static>| (&s.maps.events, &s.maps.drops),
         BioEvent::decode,
     ))

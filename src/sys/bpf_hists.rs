@@ -21,10 +21,11 @@ pub const MAX_SLOTS: usize = 36;
 const COMM_LEN: usize = 16;
 
 /// One histogram: its key (a tgid, tid or pid namespace; u32::MAX for the
-/// single one), the name of the task that opened it, its log2 slots.
+/// single one; a program with 8-byte keys packs two values in it), the
+/// name of the task that opened it, its log2 slots.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KeyedSlots {
-    pub key: u32,
+    pub key: u64,
     pub comm: String,
     pub slots: Vec<u64>,
 }
@@ -36,7 +37,10 @@ impl KeyedSlots {
             .map(|i| u64_at(value, i * 8))
             .collect::<Option<Vec<u64>>>()?;
         Some(KeyedSlots {
-            key: u32_at(key, 0)?,
+            key: match key.len() {
+                8 => u64_at(key, 0)?,
+                _ => u64::from(u32_at(key, 0)?),
+            },
             comm: comm_at(value, MAX_SLOTS * 8, COMM_LEN),
             slots,
         })
@@ -119,5 +123,7 @@ mod tests {
         assert_eq!(h.slots.len(), MAX_SLOTS);
         assert_eq!(KeyedSlots::parse(&42u32.to_ne_bytes(), &value[..100]), None);
         assert_eq!(KeyedSlots::parse(&[1, 2], &value), None);
+        let wide = KeyedSlots::parse(&(7u64 << 32 | 1).to_ne_bytes(), &value).expect("parses");
+        assert_eq!(wide.key, 7 << 32 | 1);
     }
 }

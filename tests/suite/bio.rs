@@ -1,10 +1,10 @@
-//! The block I/O tools (biolatency, biosnoop) on the real kernel: N
+//! The block I/O tools (biolatency, biosnoop, bitesize, biotop) on the real kernel: N
 //! direct writes of a known size (`workloads/dwrites`, O_DIRECT, one at a
 //! time) to a loop device the test makes on a temporary file (a real
 //! block device no one else writes to, so the counts are exact), traced at
-//! once by scry and by libbpf-tools' biolatency (the oracle; its biosnoop
-//! needs a kprobe and cannot load here). Also: an unknown disk, and
-//! SIGKILL leaving nothing attached.
+//! once by scry and by libbpf-tools' biolatency and bitesize (the
+//! oracles; its biosnoop and biotop need a kprobe and cannot load here).
+//! Also: an unknown disk, and SIGKILL leaving nothing attached.
 
 use crate::common;
 
@@ -159,7 +159,13 @@ fn an_unknown_disk_is_one_line_and_exit_2() {
             "-d scry-no-disk: no such disk",
         ),
         (&["biosnoop", "-d", "scry-no-disk"], None, "no such disk"),
-        (&["biolatency", "-D", "-F"], None, "-D and -F together"),
+        (
+            &["bitesize", "-c", "a-name-of-16-chr"],
+            None,
+            "1 to 15 bytes",
+        ),
+        (&["bitesize", "-d", "scry-no-disk"], None, "no such disk"),
+        (&["biotop", "-p", "4194304"], None, "no such process"),
         (&["biosnoop"], Some("kprobe"), "no hook"),
     ]);
 }
@@ -171,4 +177,132 @@ fn sigkill_leaves_no_program_or_link() {
     }
     common::tracer::sigkill_frees_everything(&["biolatency", "-Q"], 3);
     common::tracer::sigkill_frees_everything(&["biosnoop"], 3);
+    common::tracer::sigkill_frees_everything(&["bitesize"], 1);
+    common::tracer::sigkill_frees_everything(&["biotop"], 3);
+}
+
+/// The histograms of a bcc-style text: per label line (the line before
+/// each histogram's header), the total.
+fn totals_by_label(lines: &[String]) -> std::collections::BTreeMap<String, u64> {
+    let mut totals = std::collections::BTreeMap::new();
+    let mut label = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.contains(": count    distribution") {
+            label = lines[..i]
+                .iter()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .cloned()
+                .unwrap_or_default();
+            totals.insert(label.clone(), 0);
+        } else if line.contains(" -> ") {
+            *totals.entry(label.clone()).or_default() += common::hist_total(line);
+        }
+    }
+    totals
+}
+
+/// N writes of one size then M of another: bitesize's Kbytes histogram
+/// of `dwrites` is libbpf-tools' (exactly: both count at block_rq_issue,
+/// by size); biolatency -D -F gives the loop device's writes under one
+/// disk-and-flags label, as libbpf-tools; biotop's rows of the two
+/// writers hold N and M requests of their sizes.
+#[test]
+fn bitesize_biotop_and_biolatency_per_disk_and_flags_as_libbpf_tools() {
+    if !require_loop_and_oracle()
+        || !common::require_tool("bitesize", "libbpf-tools (scripts/deps)")
+    {
+        return;
+    }
+    let ((n, big), (m, small)) = ((24u64, 131072u64), (10u64, 8192u64));
+    let disk = LoopDevice::new();
+    let name = disk.name();
+    let sizes = Tracer::start(scry_tool(&["bitesize", "-d", &name]), 1);
+    let sizes_peer = Tracer::start(peer(&["bitesize", "-d", &name]), 0);
+    let both = Tracer::start(scry_tool(&["biolatency", "-D", "-F", "-d", &name]), 2);
+    let both_peer = Tracer::start(peer(&["biolatency", "-D", "-F", "-d", &name]), 0);
+    let top = Tracer::start(scry_tool(&["biotop", "--json", "1"]), 3);
+    let mut pids = Vec::new();
+    for (count, size) in [(n, big), (m, small)] {
+        let mut writes = Command::new(common::workload("dwrites"))
+            .arg(&disk.dev)
+            .args([count.to_string(), size.to_string()])
+            .spawn()
+            .expect("dwrites runs");
+        pids.push(writes.id());
+        assert!(writes.wait().expect("dwrites ends").success());
+    }
+    let (ours, _) = sizes.stop();
+    let (theirs, _) = sizes_peer.stop();
+    let (both_ours, _) = both.stop();
+    let (both_theirs, _) = both_peer.stop();
+    let (top_lines, _) = top.stop();
+
+    let histogram = |lines: &[String]| -> Vec<String> {
+        let from = lines.iter().position(|l| l == "Process Name = dwrites");
+        from.map(|i| {
+            lines[i..]
+                .iter()
+                .skip(1)
+                .take_while(|l| !l.trim().is_empty())
+                .map(|l| l.trim_end().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+    };
+    let mine = histogram(&ours);
+    assert_eq!(
+        mine,
+        histogram(&theirs),
+        "scry:\n{ours:?}\nlibbpf-tools:\n{theirs:?}"
+    );
+    let row = |low: u64, high: u64, count: u64| {
+        mine.iter().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() >= 5
+                && f[0] == low.to_string()
+                && f[2] == high.to_string()
+                && f[4] == count.to_string()
+        })
+    };
+    assert!(row(128, 255, n) && row(8, 15, m), "{mine:?}");
+    assert_eq!(common::hist_total(&mine.join("\n")), n + m);
+
+    let (totals, peer_totals) = (totals_by_label(&both_ours), totals_by_label(&both_theirs));
+    assert_eq!(
+        totals, peer_totals,
+        "scry:\n{both_ours:?}\nlibbpf-tools:\n{both_theirs:?}"
+    );
+    let writes: u64 = totals
+        .iter()
+        .filter(|(label, _)| {
+            label.starts_with(&format!("disk = {name}\tflags = ")) && label.ends_with("Write")
+        })
+        .map(|(_, n)| n)
+        .sum();
+    assert!(writes >= n + m, "{totals:?}");
+
+    let mut per_pid: std::collections::BTreeMap<u64, (u64, u64)> = Default::default();
+    for line in &top_lines {
+        let rows: Vec<serde_json::Value> =
+            serde_json::from_str(line).expect("a JSON array per interval");
+        for r in rows.iter().filter(|r| r["disk"] == name.as_str()) {
+            assert_eq!(
+                (r["comm"].as_str(), r["write"].as_bool()),
+                (Some("dwrites"), Some(true)),
+                "{r}"
+            );
+            let e = per_pid
+                .entry(r["pid"].as_u64().unwrap_or_default())
+                .or_default();
+            e.0 += r["ios"].as_u64().unwrap_or_default();
+            e.1 += r["bytes"].as_u64().unwrap_or_default();
+        }
+    }
+    let expected: std::collections::BTreeMap<u64, (u64, u64)> = [
+        (u64::from(pids[0]), (n, n * big)),
+        (u64::from(pids[1]), (m, m * small)),
+    ]
+    .into();
+    assert_eq!(per_pid, expected, "{top_lines:?}");
 }
