@@ -12,21 +12,50 @@ impl Gen<'_> {
     pub fn is_statement_call(&self, name: &str) -> bool {
         matches!(
             name,
-            "printf" | "exit" | "print" | "clear" | "zero" | "delete" | "time"
+            "printf" | "exit" | "print" | "clear" | "zero" | "delete" | "time" | "join"
         )
     }
 
-    /// Sends an event of `size` bytes from the stack buffer at `off`.
-    pub fn output(&mut self, off: i16, size: usize) {
+    pub fn events_fd(&mut self, reg: Reg) {
         self.asm.emit_all(&ld_imm64(
-            R1,
+            reg,
             BPF_PSEUDO_MAP_FD,
             self.fds.events as u32 as u64,
         ));
+    }
+
+    /// Sends an event of `size` bytes from the stack buffer at `off`; a
+    /// full ring buffer counts it lost.
+    pub fn output(&mut self, off: i16, size: usize) {
+        self.events_fd(R1);
         self.fp_addr(R2, off);
         self.asm.emit(mov_imm(R3, size as i32));
         self.asm.emit(mov_imm(R4, 0));
         self.asm.emit(call(helper::RINGBUF_OUTPUT));
+        let sent = self.asm.label();
+        self.asm.jump_if_imm(Jmp::Eq, R0, 0, sent);
+        self.count_lost();
+        self.asm.bind(sent);
+    }
+
+    /// Adds one to this CPU's count of lost records (the one element of
+    /// a per-CPU array, read by user space as bpftrace reads its perf
+    /// buffer's lost count). Clobbers r0-r5.
+    pub fn count_lost(&mut self) {
+        let done = self.asm.label();
+        self.asm.emit(store_imm(Size::W, FP, -4, 0));
+        self.asm.emit_all(&ld_imm64(
+            R1,
+            BPF_PSEUDO_MAP_FD,
+            self.fds.lost as u32 as u64,
+        ));
+        self.fp_addr(R2, -4);
+        self.asm.emit(call(helper::MAP_LOOKUP_ELEM));
+        self.asm.jump_if_imm(Jmp::Eq, R0, 0, done);
+        self.asm.emit(load(Size::DW, R1, R0, 0));
+        self.asm.emit(alu_imm(Alu::Add, R1, 1));
+        self.asm.emit(store(Size::DW, R0, 0, R1));
+        self.asm.bind(done);
     }
 
     /// An event of two u64s: its kind and an index.
@@ -67,6 +96,7 @@ impl Gen<'_> {
     pub fn statement_call(&mut self, e: &Expr, name: &str, args: &[Expr]) -> Result<(), LangError> {
         match name {
             "printf" => self.printf(e, args),
+            "join" => self.join(e, args),
             "exit" => {
                 self.small_event(event_kind::EXIT, 0)?;
                 let exit = self
@@ -184,7 +214,11 @@ impl Gen<'_> {
         for ((conv, ty), v) in specs.iter().zip(&tys).zip(values) {
             let is_str = matches!(ty, Ty::Str(_));
             if (*conv == 's') != is_str
-                && !(*conv == 's' && matches!(ty, Ty::Probe | Ty::Kstack | Ty::Ustack))
+                && !(*conv == 's'
+                    && matches!(
+                        ty,
+                        Ty::Probe | Ty::Kstack | Ty::Ustack | Ty::Ksym | Ty::Usym
+                    ))
             {
                 return Err(LangError::new(
                     v.span,

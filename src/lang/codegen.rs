@@ -32,6 +32,7 @@ pub mod event_kind {
     pub const CLEAR: u64 = 4;
     pub const ZERO: u64 = 5;
     pub const TIME: u64 = 6;
+    pub const JOIN: u64 = 7;
 }
 
 /// A `printf` call: its format and the types of its arguments, in the
@@ -50,6 +51,8 @@ pub struct Registry {
     pub printfs: Vec<PrintfSpec>,
     pub probe_names: Vec<String>,
     pub time_formats: Vec<String>,
+    /// The delimiter of each `join()`.
+    pub join_delims: Vec<String>,
     /// Whether some probe uses `kstack`/`ustack` (a stack map is needed).
     pub uses_stacks: bool,
 }
@@ -81,6 +84,8 @@ pub struct ProbeEnv<'a> {
     pub is_return: bool,
     /// CLOCK_MONOTONIC at start, for `elapsed`.
     pub start_ns: u64,
+    /// The function a uprobe is on, for `func`.
+    pub func: Option<&'a str>,
 }
 
 /// Descriptors the code refers to (placeholders in the discovery pass).
@@ -89,6 +94,8 @@ pub struct Fds {
     pub maps: Vec<i32>,
     pub events: i32,
     pub stacks: i32,
+    /// The per-CPU count of records the ring buffer had no room for.
+    pub lost: i32,
 }
 
 /// Where a value is after its code ran.
@@ -150,7 +157,8 @@ pub fn compile_probe(
         fds,
         discover,
         vars: HashMap::new(),
-        stack: 0,
+        // The top 8 bytes are scratch for the lost-record count's key.
+        stack: 8,
         exit_label: None,
     };
     let end = g.asm.label();
@@ -583,6 +591,7 @@ mod tests {
             probe_id: 0,
             is_return: false,
             start_ns: 0,
+            func: None,
         };
         let fds = Fds::default();
         compile_probe(

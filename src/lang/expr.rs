@@ -8,7 +8,7 @@
 //! strings. Comparisons are signed, as bpftrace's on int64.
 
 use super::ast::{BinOp, Expr, ExprKind, UnOp};
-use super::codegen::{Gen, Loc, ProgKind, Val, aggregation, alu_of, literal_size};
+use super::codegen::{Gen, Loc, ProgKind, Val, alu_of, literal_size};
 use super::error::LangError;
 use super::insn::*;
 use super::stacks::MAX_DEPTH;
@@ -169,6 +169,18 @@ impl Gen<'_> {
                 self.asm.emit(alu_reg(Alu::Sub, R0, R1));
             }
             "cgroup" => self.asm.emit(call(helper::GET_CURRENT_CGROUP_ID)),
+            "func" => {
+                let Some(func) = self.env.func else {
+                    return Err(LangError::new(
+                        e.span,
+                        "The func builtin can only be used with 'uprobe' and 'uretprobe' probes",
+                    ));
+                };
+                return self.expr(&Expr {
+                    kind: ExprKind::Str(func.to_string()),
+                    span: e.span,
+                });
+            }
             "comm" => {
                 let off = self.alloc(16)?;
                 self.fp_addr(R1, off);
@@ -227,7 +239,7 @@ impl Gen<'_> {
         Ok(Val::int())
     }
 
-    fn stack_builtin(&mut self, e: &Expr, user: bool, depth: usize) -> Result<Val, LangError> {
+    pub fn stack_builtin(&mut self, e: &Expr, user: bool, depth: usize) -> Result<Val, LangError> {
         if self.env.kind == ProgKind::RawTracepoint {
             return Err(LangError::new(
                 e.span,
@@ -256,13 +268,19 @@ impl Gen<'_> {
                 loc: Loc::R0,
             });
         }
+        self.with_pid(Ty::Ustack)
+    }
+
+    /// r0 and the current process id in a 16-byte buffer: a value of
+    /// type `ty` (a user stack or address) named later in that process.
+    pub fn with_pid(&mut self, ty: Ty) -> Result<Val, LangError> {
         let off = self.alloc(16)?;
         self.asm.emit(store(Size::DW, FP, off, R0));
         self.asm.emit(call(helper::GET_CURRENT_PID_TGID));
         self.asm.emit(alu_imm(Alu::Rsh, R0, 32));
         self.asm.emit(store(Size::DW, FP, off + 8, R0));
         Ok(Val {
-            ty: Ty::Ustack,
+            ty,
             loc: Loc::Stack(off),
         })
     }
@@ -350,71 +368,6 @@ impl Gen<'_> {
                 e.span,
                 format!("the array field {field} is not supported"),
             )),
-        }
-    }
-
-    fn call_expr(&mut self, e: &Expr, name: &str, args: &[Expr]) -> Result<Val, LangError> {
-        match name {
-            "kstack" | "ustack" => {
-                let depth = match args {
-                    [
-                        Expr {
-                            kind: ExprKind::Int(n),
-                            ..
-                        },
-                    ] if (1..=MAX_DEPTH as i64).contains(n) => *n as usize,
-                    _ => {
-                        return Err(LangError::new(
-                            e.span,
-                            format!("{name}() takes a literal depth (1-{MAX_DEPTH})"),
-                        ));
-                    }
-                };
-                self.stack_builtin(e, name == "ustack", depth)
-            }
-            "str" => {
-                let (ptr, len) = match args {
-                    [p] => (p, STRLEN),
-                    [
-                        p,
-                        Expr {
-                            kind: ExprKind::Int(n),
-                            ..
-                        },
-                    ] if (1..=STRLEN as i64 * 4).contains(n) => (p, *n as usize),
-                    _ => {
-                        return Err(LangError::new(
-                            e.span,
-                            "str() takes a pointer and an optional literal length (1-256)",
-                        ));
-                    }
-                };
-                let v = self.expr(ptr)?;
-                if matches!(v.ty, Ty::Str(_)) {
-                    // A string already (a __data_loc field): as it is.
-                    return Ok(v);
-                }
-                self.want_int(v, ptr)?;
-                let size = str_size(len);
-                let buf = self.alloc(size)?;
-                self.asm.emit(mov_reg(R3, R0));
-                self.zero(buf, size);
-                self.fp_addr(R1, buf);
-                self.asm.emit(mov_imm(R2, len as i32));
-                self.asm.emit(call(helper::PROBE_READ_STR));
-                Ok(Val {
-                    ty: Ty::Str(size),
-                    loc: Loc::Stack(buf),
-                })
-            }
-            _ if aggregation(name) => Err(LangError::new(
-                e.span,
-                format!("{name}() should be assigned to a map"),
-            )),
-            "printf" | "exit" | "print" | "clear" | "zero" | "delete" | "time" => Err(
-                LangError::new(e.span, format!("{name}() should be used as a statement")),
-            ),
-            _ => Err(LangError::new(e.span, format!("Unknown function: {name}"))),
         }
     }
 

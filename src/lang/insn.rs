@@ -209,10 +209,14 @@ pub mod helper {
     pub const GET_CURRENT_PID_TGID: i32 = 14;
     pub const GET_CURRENT_UID_GID: i32 = 15;
     pub const GET_CURRENT_COMM: i32 = 16;
+    pub const PROBE_READ: i32 = 4;
+    pub const GET_CURRENT_TASK: i32 = 35;
     pub const GET_STACKID: i32 = 27;
     pub const PROBE_READ_STR: i32 = 45;
     pub const PROBE_READ_KERNEL: i32 = 113;
     pub const RINGBUF_OUTPUT: i32 = 130;
+    pub const RINGBUF_RESERVE: i32 = 131;
+    pub const RINGBUF_SUBMIT: i32 = 132;
     pub const GET_CURRENT_CGROUP_ID: i32 = 80;
 }
 

@@ -103,7 +103,8 @@ impl<'a> Lexer<'a> {
             let text = &rest[..len];
             self.pos += len;
             let value = if let Some(hex) = text.strip_prefix("0x") {
-                i64::from_str_radix(hex, 16).ok()
+                // Kernel addresses: the bits of a u64, as bpftrace reads them.
+                u64::from_str_radix(hex, 16).ok().map(|v| v as i64)
             } else if let Some((mantissa, exp)) = text.split_once('e') {
                 // bpftrace's `1e6`: an integer times a power of ten.
                 let (m, e) = (mantissa.parse::<i64>().ok(), exp.parse::<u32>().ok());

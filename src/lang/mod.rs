@@ -2,9 +2,9 @@
 //! instructions, with no LLVM and no clang at run time.
 //!
 //! The stages: `lexer` and `parser` make the syntax tree (`ast`); `probe`
-//! reads probe names; `codegen` and `expr` emit instructions (`insn`)
-//! while checking names and types; `run` creates the maps, loads and
-//! attaches the programs and prints what they send (`printf`) and what
+//! reads probe names; `codegen`, `expr`, `calls`, `actions` and
+//! `aggregate` emit instructions (`insn`) while checking names and types;
+//! `run` creates the maps, loads and attaches the programs and prints what they send (`printf`) and what
 //! they leave in maps (`output`), as bpftrace prints them.
 //!
 //! The decision that shapes it: the code generator runs twice, once to
@@ -16,6 +16,7 @@
 pub mod actions;
 pub mod aggregate;
 pub mod ast;
+pub mod calls;
 pub mod codegen;
 pub mod error;
 pub mod expr;

@@ -38,7 +38,7 @@ pub fn c_str(bytes: &[u8]) -> String {
 
 fn value_text(ty: Ty, bytes: &[u8], resolve: &dyn Resolve) -> String {
     match ty {
-        Ty::Int => (u64_at(bytes, 0) as i64).to_string(),
+        Ty::Int | Ty::Ptr(_) => (u64_at(bytes, 0) as i64).to_string(),
         Ty::Str(_) => c_str(bytes),
         _ => resolve.text(ty, bytes),
     }

@@ -16,6 +16,7 @@ use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 
 use super::ast::{Probe, Program};
+use super::calls::{JOIN_ARGS, JOIN_ARGSIZE, JOIN_HEADER};
 use super::codegen::{Compiled, Fds, ProbeEnv, ProgKind, Registry, compile_probe, event_kind};
 use super::error::{LangError, Span};
 use super::output::{Entry, Resolve, c_str, print_map};
@@ -147,6 +148,10 @@ fn compile_all(
             probe_id: id as u64,
             is_return: matches!(c.spec, ProbeSpec::Uprobe { ret: true, .. }),
             start_ns,
+            func: match &c.spec {
+                ProbeSpec::Uprobe { function, .. } => Some(function.as_str()),
+                _ => None,
+            },
         };
         out.push(compile_probe(
             reg,
@@ -214,6 +219,14 @@ impl Resolve for Runtime<'_> {
                 .cloned()
                 .unwrap_or_default(),
             Ty::Kstack => self.stacks.kernel(word),
+            Ty::Ksym => self.stacks.ksym(word),
+            Ty::Usym => {
+                let pid = bytes
+                    .get(8..12)
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u32::from_le_bytes);
+                StackNames::usym(word, pid)
+            }
             Ty::Ustack => {
                 let pid = bytes
                     .get(8..12)
@@ -275,7 +288,7 @@ impl Runtime<'_> {
                 for ty in &spec.args {
                     let bytes = data.get(at..at + ty.size()).unwrap_or(&[]);
                     args.push(match ty {
-                        Ty::Int => Arg::Int(word(at) as i64),
+                        Ty::Int | Ty::Ptr(_) => Arg::Int(word(at) as i64),
                         Ty::Str(_) => Arg::Str(c_str(bytes)),
                         _ => Arg::Str(self.text(*ty, bytes)),
                     });
@@ -284,19 +297,27 @@ impl Runtime<'_> {
                 out.write_all(format(&spec.format, &args).as_bytes())?;
             }
             event_kind::EXIT => return Ok(true),
+            event_kind::JOIN => {
+                let delim = self.reg.join_delims.get(index).map_or(" ", |d| d.as_str());
+                let count = (word(16) as usize).min(JOIN_ARGS);
+                // bpftrace's join ends at the first empty string too.
+                let parts: Vec<String> = (0..count)
+                    .map(|i| {
+                        let at = JOIN_HEADER + i * JOIN_ARGSIZE;
+                        c_str(data.get(at..at + JOIN_ARGSIZE).unwrap_or(&[]))
+                    })
+                    .take_while(|s| !s.is_empty())
+                    .collect();
+                writeln!(out, "{}", parts.join(delim))?;
+            }
             event_kind::PRINT if index & 0xffff_ffff < self.maps.len() => {
                 self.print(index & 0xffff_ffff, index >> 32, out)?
             }
             event_kind::CLEAR if index < self.maps.len() => self.clear(index, false),
             event_kind::ZERO if index < self.maps.len() => self.clear(index, true),
             event_kind::TIME => {
-                let (h, m, s) = crate::sys::localtime::now_hms();
                 let fmt = self.reg.time_formats.get(index).map_or("", |f| f.as_str());
-                let text = fmt
-                    .replace("%H", &format!("{h:02}"))
-                    .replace("%M", &format!("{m:02}"))
-                    .replace("%S", &format!("{s:02}"));
-                out.write_all(text.as_bytes())?;
+                out.write_all(crate::sys::localtime::strftime_now(fmt).as_bytes())?;
             }
             _ => {}
         }
@@ -352,14 +373,17 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
     } else {
         None
     };
+    let lost = Map::create(bpf_raw::MapKind::PerCpuArray, "lost", 4, 8, 1)?;
     let fds = Fds {
         maps: maps.iter().map(|m| m.raw_fd()).collect(),
         events: events.raw_fd(),
         stacks: stacks.as_ref().map_or(0, |m| m.raw_fd()),
+        lost: lost.raw_fd(),
     };
     // Pass 2: the code that is loaded.
     reg.printfs.clear();
     reg.time_formats.clear();
+    reg.join_delims.clear();
     let compiled = compile_all(&program, &probes, &mut reg, &fds, false, start_ns)?;
     let mut progs = Vec::new();
     for (c, code) in probes.iter().zip(&compiled) {
@@ -420,11 +444,19 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
         }
         Ok(())
     };
+    let lost_seen = std::cell::Cell::new(0u64);
     let drain = |out: &mut dyn Write| -> io::Result<bool> {
         ring.consume()?;
         let batch = std::mem::take(&mut *queue.borrow_mut());
         let mut exit = false;
         let mut w = io::BufWriter::new(out);
+        // Records the ring had no room for, as bpftrace reports its perf
+        // buffer's.
+        let lost_now = lost_count(&lost);
+        if lost_now > lost_seen.get() {
+            writeln!(w, "Lost {} events", lost_now - lost_seen.get())?;
+            lost_seen.set(lost_now);
+        }
         for data in batch {
             if !exit && runtime.event(&data, &mut w)? {
                 exit = true;
@@ -582,6 +614,18 @@ pub fn list_probes(pattern: &str) -> io::Result<Vec<String>> {
             .map(|(system, event)| format!("tracepoint:{system}:{event}")),
     );
     Ok(names.into_iter().filter(|n| glob(&pattern, n)).collect())
+}
+
+/// The records lost so far, summed over the CPUs.
+fn lost_count(lost: &Map) -> u64 {
+    lost.lookup(&0u32.to_le_bytes(), true)
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.get(..8).and_then(|b| b.try_into().ok()))
+        .map(u64::from_le_bytes)
+        .sum()
 }
 
 fn online() -> io::Result<Vec<i32>> {

@@ -63,39 +63,58 @@ impl<'a> StackNames<'a> {
         out
     }
 
-    pub fn kernel(&self, value: u64) -> String {
+    /// Kernel addresses named `name+offset` (`with_offset`) or `name`,
+    /// in hex when unknown.
+    fn kernel_names(&self, addrs: &[u64], with_offset: bool) -> Vec<String> {
         let syms = self
             .kallsyms
             .get_or_init(|| Kallsyms::from_proc().ok())
             .as_ref();
-        let names = self
-            .frames(value)
-            .into_iter()
-            .map(|addr| match syms.and_then(|s| s.find(addr)) {
-                Some(sym) => format!("{}+{}", sym.name, addr - sym.start),
+        addrs
+            .iter()
+            .map(|&addr| match syms.and_then(|s| s.find(addr)) {
+                Some(sym) if with_offset => format!("{}+{}", sym.name, addr - sym.start),
+                Some(sym) => sym.name.to_string(),
                 None => format!("0x{addr:x}"),
             })
-            .collect();
-        Self::lines(names)
+            .collect()
     }
 
-    pub fn user(&self, value: u64, pid: u32) -> String {
-        let addrs = self.frames(value);
+    /// User addresses of process `pid`, named as `kernel_names` does.
+    fn user_names(addrs: &[u64], pid: u32, with_offset: bool) -> Vec<String> {
         let symbolizer = Symbolizer::new();
         let src = Source::Process(Process::new(pid.into()));
         let named = symbolizer
-            .symbolize(&src, Input::AbsAddr(&addrs))
+            .symbolize(&src, Input::AbsAddr(addrs))
             .unwrap_or_default();
-        let names = addrs
+        addrs
             .iter()
             .enumerate()
             .map(|(i, addr)| match named.get(i) {
-                Some(Symbolized::Sym(sym)) => {
+                Some(Symbolized::Sym(sym)) if with_offset => {
                     format!("{}+{}", sym.name, addr.saturating_sub(sym.addr))
                 }
+                Some(Symbolized::Sym(sym)) => sym.name.to_string(),
                 _ => format!("0x{addr:x}"),
             })
-            .collect();
-        Self::lines(names)
+            .collect()
+    }
+
+    pub fn kernel(&self, value: u64) -> String {
+        Self::lines(self.kernel_names(&self.frames(value), true))
+    }
+
+    pub fn user(&self, value: u64, pid: u32) -> String {
+        Self::lines(Self::user_names(&self.frames(value), pid, true))
+    }
+
+    /// `ksym(addr)`: the name of the kernel function holding `addr`.
+    pub fn ksym(&self, addr: u64) -> String {
+        self.kernel_names(&[addr], false).remove(0)
+    }
+
+    /// `usym(addr)`: the name of process `pid`'s function holding `addr`.
+    pub fn usym(addr: u64, pid: u32) -> String {
+        Self::user_names(&[addr], pid, false).remove(0)
     }
 }

@@ -22,27 +22,48 @@ pub enum Ty {
     Kstack,
     /// A user stack: the stack id and the process id (`ustack`).
     Ustack,
+    /// A kernel address printed as its symbol (`ksym(addr)`).
+    Ksym,
+    /// A user address and the process id, printed as its symbol
+    /// (`usym(addr)`).
+    Usym,
+    /// A kernel pointer to the BTF type of this id (0: unknown), from a
+    /// cast, `curtask` or a BTF field; an integer for arithmetic.
+    Ptr(u32),
+    /// A struct or union in kernel memory (BTF type id), held by its
+    /// address until a field of it is read.
+    Record(u32),
 }
 
 impl Ty {
     /// Bytes the value takes in a key, a value or an event.
     pub fn size(self) -> usize {
         match self {
-            Ty::Int | Ty::Probe | Ty::Kstack => 8,
-            Ty::Ustack => 16,
+            Ty::Int | Ty::Probe | Ty::Kstack | Ty::Ksym | Ty::Ptr(_) | Ty::Record(_) => 8,
+            Ty::Ustack | Ty::Usym => 16,
             Ty::Str(n) => n,
         }
     }
 
     /// Whether values of both types can share a map slot.
     pub fn compatible(self, other: Ty) -> bool {
-        matches!((self, other), (Ty::Str(_), Ty::Str(_))) || self == other
+        matches!((self, other), (Ty::Str(_), Ty::Str(_)))
+            || self == other
+            || (self.is_int() && other.is_int())
+    }
+
+    /// Integers and pointers: what arithmetic, comparisons and conditions
+    /// take.
+    pub fn is_int(self) -> bool {
+        matches!(self, Ty::Int | Ty::Ptr(_))
     }
 
     /// The wider of two compatible types.
     pub fn merge(self, other: Ty) -> Ty {
         match (self, other) {
             (Ty::Str(a), Ty::Str(b)) => Ty::Str(a.max(b)),
+            (Ty::Ptr(a), Ty::Ptr(b)) if a == b => self,
+            (a, b) if a.is_int() && b.is_int() => Ty::Int,
             _ => self,
         }
     }
@@ -56,6 +77,10 @@ impl fmt::Display for Ty {
             Ty::Probe => f.write_str("probe"),
             Ty::Kstack => f.write_str("kstack"),
             Ty::Ustack => f.write_str("ustack"),
+            Ty::Ksym => f.write_str("ksym"),
+            Ty::Usym => f.write_str("usym"),
+            Ty::Ptr(_) => f.write_str("pointer"),
+            Ty::Record(_) => f.write_str("struct"),
         }
     }
 }

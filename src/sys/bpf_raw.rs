@@ -124,6 +124,7 @@ pub struct Map(MapHandle);
 pub enum MapKind {
     Hash,
     PerCpuHash,
+    PerCpuArray,
     RingBuf,
     StackTrace,
 }
@@ -139,6 +140,7 @@ impl Map {
         let map_type = match kind {
             MapKind::Hash => MapType::Hash,
             MapKind::PerCpuHash => MapType::PercpuHash,
+            MapKind::PerCpuArray => MapType::PercpuArray,
             MapKind::RingBuf => MapType::RingBuf,
             MapKind::StackTrace => MapType::StackTrace,
         };

@@ -25,3 +25,30 @@ pub fn now_hms() -> (u32, u32, u32) {
         )
     }
 }
+
+/// `format` (strftime's conversions, as bpftrace's `time()` takes them)
+/// applied to the local time now; the format as written if it does not
+/// fit 256 bytes or holds a NUL.
+pub fn strftime_now(format: &str) -> String {
+    let Ok(c_format) = std::ffi::CString::new(format) else {
+        return format.to_string();
+    };
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0) as libc::time_t;
+    // SAFETY: a zeroed tm is a valid out-parameter; localtime_r writes it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to valid locals for the call's duration.
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return format.to_string();
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is writable for its length, the format is
+    // NUL-terminated, `tm` was filled by localtime_r.
+    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), c_format.as_ptr(), &tm) };
+    if n == 0 && !format.is_empty() {
+        return format.to_string();
+    }
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}

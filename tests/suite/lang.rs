@@ -86,6 +86,18 @@ fn gates() -> bool {
         && common::require_tool("bpftrace", "bpftrace is not installed (scripts/deps)")
 }
 
+/// The C library uprobes attach to, if this machine has it where Debian
+/// puts it.
+fn libc() -> Option<&'static Path> {
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    common::gate(if libc.exists() {
+        Ok(())
+    } else {
+        Err(format!("no {}", libc.display()))
+    })
+    .then_some(libc)
+}
+
 /// The lines of `text` that start with `prefix`, sorted (bpftrace leaves
 /// the order of equal values to its hash map).
 fn lines_with(text: &str, prefix: &str) -> Vec<String> {
@@ -327,14 +339,9 @@ fn uprobe_and_uretprobe_match_bpftrace() {
     if !gates() {
         return;
     }
-    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
-    if !common::gate(if libc.exists() {
-        Ok(())
-    } else {
-        Err(format!("no {}", libc.display()))
-    }) {
+    let Some(libc) = libc() else {
         return;
-    }
+    };
     let dir = common::tempdir();
     let name = format!("lmal{}", std::process::id() % 100000);
     let mallocs = unique_copy(dir.path(), &common::workload("mallocs"), &name);
@@ -490,4 +497,156 @@ fn bpftrace_syscount_tool_runs_unchanged() {
         .count();
     assert!((1..=10).contains(&ids), "{text}");
     assert!(text.contains("Top 10 processes:\n@process["), "{text}");
+}
+
+/// Starts `tool` on a program or tool file, waits for a line holding
+/// `ready`, runs `workload`, waits (up to 30 s) for a line holding
+/// `last` (a tracer may drop what it has not printed at SIGINT), then
+/// stops the tool with SIGINT and returns all it printed.
+fn run_until_interrupted(
+    mut tool: Command,
+    ready: &str,
+    last: &str,
+    workload: impl FnOnce(),
+) -> String {
+    let mut child = tool
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the tracer");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout);
+        let mut line = String::new();
+        while lines.read_line(&mut line).unwrap_or(0) > 0 {
+            let _ = tx.send(std::mem::take(&mut line));
+        }
+    });
+    let mut text = String::new();
+    let wait_for = |needle: &str, text: &mut String| {
+        while !text.contains(needle) {
+            match rx.recv_timeout(Duration::from_secs(30)) {
+                Ok(line) => text.push_str(&line),
+                Err(_) => return false,
+            }
+        }
+        true
+    };
+    assert!(
+        wait_for(ready, &mut text),
+        "{tool:?} never printed {ready:?}: {text}"
+    );
+    workload();
+    let seen = wait_for(last, &mut text);
+    common::signal(child.id(), "INT");
+    let status = common::wait_timeout(&mut child, Duration::from_secs(30));
+    reader.join().expect("reader");
+    text.extend(rx.try_iter());
+    assert!(seen, "{tool:?} never printed {last:?}: {text}");
+    assert!(status.is_some_and(|s| s.success()), "{status:?} {text}");
+    text
+}
+
+/// bpftrace's execsnoop.bt (`join(args->argv)`, `elapsed`, `1e6`) runs
+/// unchanged and prints the same arguments for the same exec.
+#[test]
+fn execsnoop_tool_joins_argv_as_bpftrace() {
+    let tool = Path::new("/usr/sbin/execsnoop.bt");
+    if !gates()
+        || !common::gate(if tool.exists() {
+            Ok(())
+        } else {
+            Err("no /usr/sbin/execsnoop.bt (bpftrace)".into())
+        })
+    {
+        return;
+    }
+    let dir = common::tempdir();
+    let name = format!("ljoin{}", std::process::id() % 100000);
+    let quick = unique_copy(dir.path(), &common::workload("quick"), &name);
+    let long = "x".repeat(200);
+    let mut outs = Vec::new();
+    for scry in [true, false] {
+        let mut cmd = if scry {
+            let mut c = common::scry();
+            c.arg("run");
+            c
+        } else {
+            Command::new("bpftrace")
+        };
+        cmd.arg(tool);
+        let path = quick.to_string_lossy();
+        outs.push(run_until_interrupted(cmd, "TIME(ms)", &path, || {
+            run_status(Command::new(&quick).args(["a", "bb", &long, "ccc", "", "ddd"]))
+        }));
+    }
+    // TIME(ms) and PID differ; the arguments from the path on do not.
+    let args = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| {
+                l.find(&*quick.to_string_lossy())
+                    .map(|i| l[i..].to_string())
+            })
+            .collect()
+    };
+    // bpftrace stops at the first empty argument.
+    let want = format!("{} a bb {long} ccc", quick.display());
+    assert_eq!(
+        args(&outs[0]),
+        std::slice::from_ref(&want),
+        "scry:\n{}",
+        outs[0]
+    );
+    assert_eq!(args(&outs[1]), [want], "bpftrace:\n{}", outs[1]);
+}
+
+/// `str(p, n)` (literal and computed `n`), `ksym`, `kaddr`, `usym`,
+/// `func`, `cgroup` and `time` with a format, printed as bpftrace prints
+/// them for the same events.
+#[test]
+fn symbols_strings_and_time_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let Some(libc) = libc() else {
+        return;
+    };
+    let dir = common::tempdir();
+    let name = format!("lsym{}", std::process::id() % 100000);
+    let threads = unique_copy(dir.path(), &common::workload("threads"), &name);
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         tracepoint:syscalls:sys_enter_execve /str(args->filename) == \"{path}\"/ {{
+           $n = 4; printf(\"[%s] [%s] [%s] [%s]\\n\", str(args->filename, 5), str(args->filename, $n),
+             ksym(kaddr(\"vfs_read\")), ksym(kaddr(\"vfs_read\") + 3));
+           time(\"%Y-%m-%d %a\\n\"); @cg[cgroup == cgroup] = count(); }}
+         uprobe:{lib}:pthread_create /comm == \"{name}\"/ {{ printf(\"%s %s\\n\", usym(arg2), func); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}",
+        path = threads.display(),
+        lib = libc.display()
+    );
+    let workload = || {
+        run_status(
+            Command::new(&threads)
+                .args(["2", "30"])
+                .stdout(Stdio::null()),
+        )
+    };
+    let ours = run_with(scry_run(&prog), workload);
+    let theirs = run_with(bpftrace(&prog), workload);
+    let strip = |t: &str| t.replace("Attaching 4 probes...\n", "");
+    let path = threads.to_string_lossy();
+    let want = format!("[{}] [{}] [vfs_read] [vfs_read]\n", &path[..5], &path[..4]);
+    assert!(ours.contains(&want), "{ours}");
+    assert_eq!(
+        lines_with(&ours, "thread_main pthread_create").len(),
+        2,
+        "{ours}"
+    );
+    assert_eq!(
+        strip(&ours),
+        strip(&theirs),
+        "scry:\n{ours}\nbpftrace:\n{theirs}"
+    );
 }

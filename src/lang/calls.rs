@@ -1,0 +1,245 @@
+//! Code generation of the functions that make a value: `str()`, `ksym()`,
+//! `usym()`, `kaddr()`, `kstack()`/`ustack()` with a depth; and `join()`,
+//! which prints a NULL-ended array of strings (`args.argv`).
+//!
+//! Symbols are named in user space when the value is printed: the program
+//! only keeps the address (and the process id for `usym`), so no table
+//! goes into the kernel. `join()` writes its strings straight into a
+//! record reserved in the ring buffer (16 strings of 1,024 bytes, as
+//! bpftrace's defaults): they would not fit the 512-byte stack.
+
+use super::ast::{Expr, ExprKind};
+use super::codegen::{Gen, Loc, Val, aggregation, event_kind};
+use super::error::LangError;
+use super::expr::STRLEN;
+use super::insn::*;
+use super::stacks::MAX_DEPTH;
+use super::types::{Ty, str_size};
+
+/// Strings `join()` prints at most, and the bytes each may take.
+pub const JOIN_ARGS: usize = 16;
+pub const JOIN_ARGSIZE: usize = 1024;
+/// Bytes before a join record's strings: kind, delimiter id, count.
+pub const JOIN_HEADER: usize = 24;
+
+impl Gen<'_> {
+    pub(super) fn call_expr(
+        &mut self,
+        e: &Expr,
+        name: &str,
+        args: &[Expr],
+    ) -> Result<Val, LangError> {
+        match name {
+            "kstack" | "ustack" => {
+                let depth = match args {
+                    [
+                        Expr {
+                            kind: ExprKind::Int(n),
+                            ..
+                        },
+                    ] if (1..=MAX_DEPTH as i64).contains(n) => *n as usize,
+                    _ => {
+                        return Err(LangError::new(
+                            e.span,
+                            format!("{name}() takes a literal depth (1-{MAX_DEPTH})"),
+                        ));
+                    }
+                };
+                self.stack_builtin(e, name == "ustack", depth)
+            }
+            "str" => self.str_call(e, args),
+            "ksym" | "usym" => {
+                let [arg] = args else {
+                    return Err(LangError::new(
+                        e.span,
+                        format!("{name}() takes one address"),
+                    ));
+                };
+                let v = self.expr(arg)?;
+                self.want_int(v, arg)?;
+                if name == "ksym" {
+                    return Ok(Val {
+                        ty: Ty::Ksym,
+                        loc: Loc::R0,
+                    });
+                }
+                self.with_pid(Ty::Usym)
+            }
+            "kaddr" => {
+                let [
+                    Expr {
+                        kind: ExprKind::Str(symbol),
+                        ..
+                    },
+                ] = args
+                else {
+                    return Err(LangError::new(
+                        e.span,
+                        "kaddr() takes a symbol name as a string literal",
+                    ));
+                };
+                let addr = kernel_address(symbol).ok_or_else(|| {
+                    LangError::new(e.span, format!("Failed to resolve kernel symbol: {symbol}"))
+                })?;
+                self.asm.emit_all(&ld_imm64(R0, 0, addr));
+                Ok(Val::int())
+            }
+            _ if aggregation(name) => Err(LangError::new(
+                e.span,
+                format!("{name}() should be assigned to a map"),
+            )),
+            "printf" | "exit" | "print" | "clear" | "zero" | "delete" | "time" | "join" => Err(
+                LangError::new(e.span, format!("{name}() should be used as a statement")),
+            ),
+            _ => Err(LangError::new(e.span, format!("Unknown function: {name}"))),
+        }
+    }
+
+    /// `str(ptr)`: the string at a pointer, 63 bytes at most and its NUL
+    /// (bpftrace's 64); `str(ptr, len)`: `len` bytes at most and the NUL,
+    /// as bpftrace reads them. A literal length sizes the buffer, a
+    /// computed one is bounded by 64.
+    fn str_call(&mut self, e: &Expr, args: &[Expr]) -> Result<Val, LangError> {
+        let (ptr, len) = match args {
+            [p] => (p, None),
+            [p, l] => (p, Some(l)),
+            _ => {
+                return Err(LangError::new(
+                    e.span,
+                    "str() takes a pointer and an optional length",
+                ));
+            }
+        };
+        let literal = match len.map(|l| &l.kind) {
+            None => Some(STRLEN as i64),
+            Some(ExprKind::Int(n)) => Some(*n),
+            Some(_) => None,
+        };
+        if let Some(n) = literal
+            && !(1..=STRLEN as i64 * 4).contains(&n)
+        {
+            return Err(LangError::new(e.span, "str(): the length must be 1-256"));
+        }
+        let v = self.expr(ptr)?;
+        if matches!(v.ty, Ty::Str(_)) && len.is_none() {
+            // A string already (a __data_loc field): as it is.
+            return Ok(v);
+        }
+        self.want_int(v, ptr)?;
+        // The bytes read, with the NUL.
+        let read = match (literal, len) {
+            (Some(n), Some(_)) => n as usize + 1,
+            _ => STRLEN,
+        };
+        let size = str_size(read);
+        let ptr_slot = self.spill()?;
+        let buf = self.alloc(size)?;
+        self.zero(buf, size);
+        match (literal, len) {
+            (None, Some(l)) => {
+                // The verifier needs the length bounded: 0..=size.
+                let v = self.expr(l)?;
+                self.want_int(v, l)?;
+                let low = self.asm.label();
+                let ok = self.asm.label();
+                self.asm.emit(mov_reg(R2, R0));
+                self.asm.emit(alu_imm(Alu::Add, R2, 1));
+                self.asm.jump_if_imm(Jmp::Sge, R2, 1, low);
+                self.asm.emit(mov_imm(R2, 1));
+                self.asm.bind(low);
+                self.asm.jump_if_imm(Jmp::Sle, R2, size as i32, ok);
+                self.asm.emit(mov_imm(R2, size as i32));
+                self.asm.bind(ok);
+            }
+            _ => self.asm.emit(mov_imm(R2, read as i32)),
+        }
+        self.fp_addr(R1, buf);
+        self.asm.emit(load(Size::DW, R3, FP, ptr_slot));
+        self.asm.emit(call(helper::PROBE_READ_STR));
+        Ok(Val {
+            ty: Ty::Str(size),
+            loc: Loc::Stack(buf),
+        })
+    }
+
+    /// `join(array[, delimiter])`: the strings of a NULL-ended array of
+    /// pointers, sent as one record and printed on one line.
+    pub fn join(&mut self, e: &Expr, args: &[Expr]) -> Result<(), LangError> {
+        let (array, delim) = match args {
+            [a] => (a, " ".to_string()),
+            [
+                a,
+                Expr {
+                    kind: ExprKind::Str(d),
+                    ..
+                },
+            ] => (a, d.clone()),
+            _ => {
+                return Err(LangError::new(
+                    e.span,
+                    "join() takes an array of strings and an optional delimiter literal",
+                ));
+            }
+        };
+        let v = self.expr(array)?;
+        self.want_int(v, array)?;
+        let base = self.spill()?;
+        let tmp = self.alloc(8)?;
+        self.reg.join_delims.push(delim);
+        let id = self.reg.join_delims.len() as i32 - 1;
+        let size = JOIN_HEADER + JOIN_ARGS * JOIN_ARGSIZE;
+        let lost = self.asm.label();
+        let end = self.asm.label();
+        self.events_fd(R1);
+        self.asm.emit(mov_imm(R2, size as i32));
+        self.asm.emit(mov_imm(R3, 0));
+        self.asm.emit(call(helper::RINGBUF_RESERVE));
+        self.asm.jump_if_imm(Jmp::Eq, R0, 0, lost);
+        // r7 (kept across helper calls) holds the record.
+        self.asm.emit(mov_reg(R7, R0));
+        self.asm
+            .emit(store_imm(Size::DW, R7, 0, event_kind::JOIN as i32));
+        self.asm.emit(store_imm(Size::DW, R7, 8, id));
+        let done = self.asm.label();
+        for i in 0..JOIN_ARGS {
+            self.asm.emit(store_imm(Size::DW, R7, 16, i as i32));
+            self.fp_addr(R1, tmp);
+            self.asm.emit(mov_imm(R2, 8));
+            self.asm.emit(load(Size::DW, R3, FP, base));
+            self.asm.emit(alu_imm(Alu::Add, R3, 8 * i as i32));
+            self.asm.emit(call(helper::PROBE_READ));
+            self.asm.emit(load(Size::DW, R3, FP, tmp));
+            self.asm.jump_if_imm(Jmp::Eq, R3, 0, done);
+            self.asm.emit(mov_reg(R1, R7));
+            self.asm.emit(alu_imm(
+                Alu::Add,
+                R1,
+                (JOIN_HEADER + i * JOIN_ARGSIZE) as i32,
+            ));
+            self.asm.emit(mov_imm(R2, JOIN_ARGSIZE as i32));
+            self.asm.emit(call(helper::PROBE_READ_STR));
+        }
+        self.asm.emit(store_imm(Size::DW, R7, 16, JOIN_ARGS as i32));
+        self.asm.bind(done);
+        self.asm.emit(mov_reg(R1, R7));
+        self.asm.emit(mov_imm(R2, 0));
+        self.asm.emit(call(helper::RINGBUF_SUBMIT));
+        self.asm.jump(end);
+        self.asm.bind(lost);
+        self.count_lost();
+        self.asm.bind(end);
+        Ok(())
+    }
+}
+
+/// The address of `symbol` in /proc/kallsyms (0 when addresses are
+/// hidden: `kptr_restrict`), or None when it is not there.
+fn kernel_address(symbol: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+    text.lines().find_map(|line| {
+        let mut parts = line.split_whitespace();
+        let addr = parts.next()?;
+        let _kind = parts.next()?;
+        (parts.next()? == symbol).then(|| u64::from_str_radix(addr, 16).ok())?
+    })
+}
