@@ -169,7 +169,7 @@ fn build_attr(event: &TraceEvent, first: bool, ring_bytes: usize) -> perf_event_
     let mut attr = pe::new_attr();
     event.event.select_in(&mut attr);
     let mut sample_type = SAMPLE_BASE;
-    if event.event.is_tracepoint() {
+    if event.event.is_tracepoint() || event.event.uprobe.as_ref().is_some_and(|u| u.kernel) {
         sample_type |= pe::PERF_SAMPLE_RAW;
     }
     if event.regs_user != 0 {

@@ -40,6 +40,10 @@ pub enum EventRole {
     /// A uprobe from the PMU with argument registers sampled
     /// (`UPROBE_REGS`).
     Uprobe { retprobe: bool },
+    /// A kprobe from the PMU: its raw record is the trace entry's header
+    /// and the probed address (a kretprobe: the function, then the return
+    /// address), printed as ftrace prints them.
+    Kprobe { retprobe: bool },
 }
 
 /// The registers sampled for uprobes: ax, cx, dx, si, di, ip, r8, r9.
@@ -214,21 +218,39 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
                     ret,
                 }
             }
-            EventRole::Tracepoint => {
-                let mut text = String::new();
-                self.formats.render(s.raw, &mut text);
+            EventRole::Tracepoint | EventRole::Kprobe { .. } | EventRole::Uprobe { .. } => {
                 TraceItem::Event {
                     pid: s.pid,
                     tid: s.tid,
                     time: s.time,
                     name: Rc::clone(self.names.get(s.event)?),
-                    text,
+                    text: self.event_text(&role, s),
+                }
+            }
+        })
+    }
+}
+
+impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
+    /// The text after an event's name: the tracepoint's print fmt, a
+    /// kprobe's address, a uprobe's argument registers.
+    fn event_text(&self, role: &EventRole, s: &TraceSample<'_>) -> String {
+        match *role {
+            EventRole::Kprobe { retprobe } => {
+                let word = |at: usize| {
+                    let bytes = s.raw.get(at..at + 8)?;
+                    Some(u64::from_ne_bytes(bytes.try_into().ok()?))
+                };
+                match (retprobe, word(8), word(16)) {
+                    (false, Some(ip), _) => format!("({ip:#x})"),
+                    (true, Some(func), Some(ret)) => format!("({ret:#x} <- {func:#x})"),
+                    _ => format!("[truncated kprobe record: {} bytes]", s.raw.len()),
                 }
             }
             EventRole::Uprobe { retprobe } => {
                 // ax, cx, dx, si, di, ip, r8, r9 (ascending register numbers).
                 let r = |i: usize| s.regs.get(i).copied().unwrap_or(0);
-                let text = if retprobe {
+                if retprobe {
                     format!("({:#x}) ret={:#x}", r(5), r(0))
                 } else {
                     format!(
@@ -241,16 +263,14 @@ impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
                         r(6),
                         r(7)
                     )
-                };
-                TraceItem::Event {
-                    pid: s.pid,
-                    tid: s.tid,
-                    time: s.time,
-                    name: Rc::clone(self.names.get(s.event)?),
-                    text,
                 }
             }
-        })
+            _ => {
+                let mut text = String::new();
+                self.formats.render(s.raw, &mut text);
+                text
+            }
+        }
     }
 }
 

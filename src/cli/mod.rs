@@ -28,6 +28,7 @@ mod offcputime;
 mod offwaketime;
 mod opensnoop;
 mod probe;
+mod probe_kernel;
 mod profile;
 mod record;
 mod report;

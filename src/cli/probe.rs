@@ -1,9 +1,10 @@
-//! `scry probe`: perf probe for user space. Defines persistent uprobes in
+//! `scry probe`: perf probe. With `-x BINARY`, persistent uprobes in
 //! tracefs `uprobe_events` (named `probe_BINARY:FUNC` as perf names them,
-//! usable by record, stat and trace like any tracepoint), lists and deletes
-//! them, and shows a function's variables (`-V`) and source lines (`-L`)
-//! from DWARF. Kernel functions would be kprobes; where the kernel has no
-//! kprobe_events one line says so.
+//! usable by record, stat and trace like any tracepoint), a function's
+//! variables (`-V`) and source lines (`-L`) from DWARF. Without `-x`,
+//! kernel functions: kprobes, their arguments from BTF (`cli::probe_kernel`;
+//! where the kernel has no kprobe_events one line says so). `-l` and `-d`
+//! cover both kinds.
 //!
 //! Argument syntax (perf's): `%di`, `+8(%sp):u64`, `$retval`, `NAME=ARG`,
 //! and with debug info a parameter name (`count`, `buf:string`), fetched
@@ -23,6 +24,8 @@ use scry::symbol::probe_spec::{self, Defined, matches, parse_defined};
 use scry::symbol::probe_target::{self, FunctionInfo, FunctionSite, ParamPlace};
 use scry::sys::uprobe;
 
+use super::probe_kernel;
+
 #[derive(Args, Debug)]
 pub struct ProbeArgs {
     /// The binary or library to probe (a path, or a name such as libc).
@@ -34,10 +37,13 @@ pub struct ProbeArgs {
     /// Delete the probes matching GROUP:EVENT or EVENT (globs allowed).
     #[arg(short = 'd', long = "del", value_name = "EVENT")]
     del: Vec<String>,
-    /// List the probes defined in uprobe_events (optionally matching a glob).
+    /// List the probes defined in uprobe_events and kprobe_events (optionally matching a glob).
     #[arg(short = 'l', long = "list")]
     list: bool,
-    /// Show the variables available at FUNC's entry (needs -x and debug info).
+    /// Dry run: print the kprobe_events line of each kernel probe, add nothing.
+    #[arg(short = 'n', long = "dry-run")]
+    dry_run: bool,
+    /// Show the variables available at FUNC's entry (from -x's debug info, or the kernel's BTF).
     #[arg(short = 'V', long = "vars", value_name = "FUNC")]
     vars: Option<String>,
     /// Show the source lines of FUNC (needs -x and debug info).
@@ -104,11 +110,23 @@ pub fn resolve_events(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventEr
 pub fn run(args: ProbeArgs) -> anyhow::Result<()> {
     let mut out = BufWriter::new(std::io::stdout().lock());
     if args.list {
-        list(args.words.first().map(String::as_str), &mut out)?;
+        let pattern = args.words.first().map(String::as_str);
+        if uprobe::available(tracefs()?) {
+            list(pattern, &mut out)?;
+        }
+        probe_kernel::list(pattern, &mut out)?;
     } else if !args.del.is_empty() {
         for pattern in &args.del {
-            delete(pattern, &mut out)?;
+            let mut removed = probe_kernel::delete(pattern, &mut out)?;
+            if uprobe::available(tracefs()?) {
+                removed += delete(pattern, &mut out)?;
+            }
+            if removed == 0 {
+                bail!("no probe matches '{pattern}' (see 'scry probe -l')");
+            }
         }
+    } else if let (Some(func), None) = (&args.vars, &args.exec) {
+        probe_kernel::vars(func, &mut out)?;
     } else if let Some(func) = &args.vars {
         let bin = Binary::open(args.exec.as_deref(), "-V")?;
         let site = bin.site(func)?;
@@ -149,8 +167,14 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<()> {
                 "nothing to do: give a probe ('scry probe -x BINARY FUNC'), or -l, -d, -V, -L, -F"
             );
         }
+        let kernel = probe_kernel::AddOptions {
+            dry_run: args.dry_run,
+        };
         for def in &defs {
-            add(args.exec.as_deref(), def, &mut out)?;
+            match args.exec.as_deref() {
+                None => probe_kernel::add(def, &kernel, &mut out)?,
+                Some(exec) => add(exec, def, &mut out)?,
+            }
         }
     }
     out.flush()?;
@@ -161,12 +185,9 @@ fn tracefs() -> anyhow::Result<&'static Path> {
     scry::sys::tracefs::root().context("probes need tracefs")
 }
 
-fn add(exec: Option<&str>, def: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+fn add(exec: &str, def: &str, out: &mut dyn Write) -> anyhow::Result<()> {
     let point = probe_spec::parse_point(def)?;
     let (func, retprobe) = (point.func.as_str(), point.retprobe);
-    let Some(exec) = exec else {
-        return add_kprobe(func);
-    };
     let bin = Binary::open(Some(exec), "a uprobe")?;
     let site = bin.site(func)?;
     let info = if point.needs_dwarf() {
@@ -192,7 +213,7 @@ fn add(exec: Option<&str>, def: &str, out: &mut dyn Write) -> anyhow::Result<()>
     let mut line = format!(
         "{kind}:{group}/{name} {}:{:#x}",
         bin.name(),
-        site.file_offset
+        site.file_offset + point.offset
     );
     for f in &fetch {
         line.push(' ');
@@ -215,25 +236,6 @@ fn add(exec: Option<&str>, def: &str, out: &mut dyn Write) -> anyhow::Result<()>
         out,
         ")\n\nYou can now use it in all scry tools, such as:\n\n\tscry record -e {group}:{name} -a sleep 1\n"
     )?;
-    Ok(())
-}
-
-fn add_kprobe(func: &str) -> anyhow::Result<()> {
-    let root = tracefs()?;
-    if !root.join("kprobe_events").exists() {
-        bail!(
-            "cannot probe kernel function '{func}': this kernel has no kprobes (CONFIG_KPROBES is off: no kprobe_events in tracefs); \
-             use tracepoints instead (scry list 'syscalls:*', 'sched:*'), or probe a user binary with -x"
-        );
-    }
-    let line = format!("p:probe/{func} {func}");
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(root.join("kprobe_events"))
-        .context("cannot open kprobe_events")?;
-    file.write_all(format!("{line}\n").as_bytes())
-        .with_context(|| format!("the kernel refused kprobe '{line}' (is '{func}' a kernel function? see /proc/kallsyms)"))?;
-    eprintln!("Added new event:\n  probe:{func}    (on {func})");
     Ok(())
 }
 
@@ -274,30 +276,20 @@ fn list(pattern: Option<&str>, out: &mut dyn Write) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn delete(pattern: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+/// Deletes the uprobes `pattern` names; how many.
+fn delete(pattern: &str, out: &mut dyn Write) -> anyhow::Result<usize> {
     let root = tracefs()?;
     let victims: Vec<Defined> = defined()?
         .into_iter()
         .filter(|d| matches(pattern, d))
         .collect();
-    if victims.is_empty() {
-        bail!("no probe matches '{pattern}' (see 'scry probe -l')");
-    }
+    let count = victims.len();
     for d in victims {
-        uprobe::remove_event(root, &d.group, &d.name).map_err(|e| {
-            if e.raw_os_error() == Some(libc::EBUSY) {
-                anyhow::anyhow!(
-                    "cannot delete {}:{}: it is in use (a record or trace is running)",
-                    d.group,
-                    d.name
-                )
-            } else {
-                anyhow::anyhow!("cannot delete {}:{}: {e}", d.group, d.name)
-            }
-        })?;
+        uprobe::remove_event(root, &d.group, &d.name)
+            .map_err(|e| probe_kernel::delete_error(&d.group, &d.name, &e))?;
         writeln!(out, "Removed event: {}:{}", d.group, d.name)?;
     }
-    Ok(())
+    Ok(count)
 }
 
 fn show_lines(func: &str, info: &FunctionInfo, out: &mut dyn Write) -> anyhow::Result<()> {

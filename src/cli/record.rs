@@ -17,7 +17,8 @@ pub struct RecordArgs {
     /// (repeatable, comma lists). Default: cycles, or cpu-clock without a hardware PMU.
     /// uprobe:BINARY:FUNC and uretprobe:BINARY:FUNC probe a user function for this run only
     /// (the uprobe PMU: nothing is left behind, even if scry is killed); recorded as
-    /// probe_BINARY:FUNC. Lasting probes: scry probe. Groups open together: '{cpu-clock,page-faults}'.
+    /// probe_BINARY:FUNC. kprobe:FUNC[+OFF] and kretprobe:FUNC: a kernel function, the same
+    /// way (the kprobe PMU). Lasting probes: scry probe. Groups open together: '{cpu-clock,page-faults}'.
     /// PMU terms: cpu/event=0x3c,umask=0,period=100000/u. Without a PMU, cycles records as cpu-clock.
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     events: Vec<String>,
@@ -71,9 +72,11 @@ impl RecordArgs {
             let Some(last) = events.len().checked_sub(1) else {
                 anyhow::bail!("--filter needs an -e event before it");
             };
-            if !events[last].is_tracepoint() {
+            // A kprobe PMU event is a trace event too (its fields: none).
+            let kprobe = events[last].uprobe.as_ref().is_some_and(|u| u.kernel);
+            if !events[last].is_tracepoint() && !kprobe {
                 anyhow::bail!(
-                    "--filter only works with tracepoint events, not '{}'",
+                    "--filter only works with tracepoint and kprobe events, not '{}'",
                     events[last].name
                 );
             }

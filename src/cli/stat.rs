@@ -36,7 +36,8 @@ pub struct StatArgs {
     /// context-switches, cpu-migrations, page-faults, cycles, instructions, branches, branch-misses).
     /// uprobe:BINARY:FUNC and uretprobe:BINARY:FUNC count calls of (returns from) a user
     /// function for this run only (the uprobe PMU: nothing is left behind, even if scry is
-    /// killed); shown as probe_BINARY:FUNC. Lasting probes: scry probe. Groups count together:
+    /// killed); shown as probe_BINARY:FUNC. kprobe:FUNC[+OFF], kretprobe:FUNC: a kernel
+    /// function (the kprobe PMU). Lasting probes: scry probe. Groups count together:
     /// '{task-clock,page-faults}:u'. PMU terms: cpu/event=0x3c,umask=0/, software/config=1,name=x/u
     /// (see /sys/bus/event_source/devices). Tool events: duration_time, user_time, system_time.
     #[arg(short = 'e', long = "event", value_name = "EVENT")]

@@ -39,7 +39,7 @@ use scry::sys::bpf_trace::ArgCopy;
 pub struct TraceArgs {
     /// What to trace: system calls by name or glob (openat,read 'open*'), tracepoints
     /// ('sched:*', probe_libc:malloc), or a probe for this run only (uprobe:BINARY:FUNC,
-    /// uretprobe:BINARY:FUNC). Repeatable, comma lists. Default: every system call.
+    /// uretprobe:BINARY:FUNC, kprobe:FUNC[+OFF], kretprobe:FUNC). Repeatable, comma lists. Default: every system call.
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     events: Vec<String>,
     /// Tracepoint filter (ftrace syntax) for the tracepoint events of -e.
@@ -222,6 +222,9 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     }
     for event in chosen {
         let role = match &event.uprobe {
+            Some(site) if site.kernel => EventRole::Kprobe {
+                retprobe: site.retprobe,
+            },
             Some(site) => EventRole::Uprobe {
                 retprobe: site.retprobe,
             },
@@ -229,6 +232,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         };
         let (filter, regs_user) = match role {
             EventRole::Tracepoint => (args.filter.clone(), 0),
+            EventRole::Kprobe { .. } => (None, 0),
             _ => (None, UPROBE_REGS),
         };
         events.push(TraceEvent {

@@ -132,10 +132,11 @@ pub fn load_vmlinux() -> HashMap<String, u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn btf(types: &[u8], strings: &[u8]) -> Vec<u8> {
+    /// A BTF blob of `types` and `strings` (also for `event::btf`'s tests).
+    pub(crate) fn btf(types: &[u8], strings: &[u8]) -> Vec<u8> {
         let mut b = Vec::new();
         b.extend_from_slice(&BTF_MAGIC.to_le_bytes());
         b.extend_from_slice(&[1, 0]);
@@ -153,7 +154,7 @@ mod tests {
         b
     }
 
-    fn words(ws: &[u32]) -> Vec<u8> {
+    pub(crate) fn words(ws: &[u32]) -> Vec<u8> {
         ws.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
 

@@ -7,6 +7,7 @@
 //! the one entry point consumers render raw tracepoint bytes with;
 //! `ftrace_page` splits tracefs ring-buffer pages into records.
 
+pub mod btf;
 pub mod btf_enums;
 pub mod format;
 pub mod format_cache;

@@ -5,7 +5,8 @@
 //! (`cpu/event=0x3c,umask=0/u`, `event::pmu`), perf's tool events
 //! (`duration_time`, `user_time`, `system_time`: no counter, scry measures
 //! them), and probes made for one run: `uprobe:BINARY:FUNCTION`,
-//! `uretprobe:BINARY:FUNCTION`.
+//! `uretprobe:BINARY:FUNCTION`, `kprobe:FUNCTION[+OFFSET]`,
+//! `kretprobe:FUNCTION` (bpftrace's spelling; perf has none).
 //!
 //! Parsing is pure; tracepoint names are resolved to ids (and globs
 //! expanded) against tracefs, and PMU names against sysfs, by `resolve`,
@@ -40,6 +41,13 @@ pub enum EventKind {
     Uprobe {
         binary: String,
         function: String,
+        retprobe: bool,
+    },
+    /// `kprobe:FUNCTION[+OFFSET]` (`kretprobe:` for returns): a kernel
+    /// probe of the kprobe PMU, gone with its counters.
+    Kprobe {
+        function: String,
+        offset: u64,
         retprobe: bool,
     },
     /// `PMU/terms/`: resolved against sysfs (`event::pmu`).
@@ -123,12 +131,15 @@ pub struct ResolvedEvent {
 }
 
 /// A probe point of the `uprobe` PMU: `config1` points at `path` when the
-/// counter is opened, `config2` is `file_offset`.
+/// counter is opened, `config2` is `file_offset`. The kprobe PMU takes the
+/// same attribute: `kernel` is set, `path` is then the kernel function's
+/// name and `file_offset` the offset into it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UprobeSite {
     pub path: PathBuf,
     pub file_offset: u64,
     pub retprobe: bool,
+    pub kernel: bool,
 }
 
 impl ResolvedEvent {
@@ -232,6 +243,11 @@ pub enum EventError {
     #[error("event group '{0}': {1}")]
     BadGroup(String, String),
     #[error(
+        "event '{event}': this kernel has no kprobe PMU (/sys/bus/event_source/devices/kprobe): {err}; \
+         define a lasting probe with 'scry probe FUNCTION' and use probe:FUNCTION"
+    )]
+    NoKprobePmu { event: String, err: std::io::Error },
+    #[error(
         "event '{event}': this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe): {err}; \
          define a lasting probe with 'scry probe -x BINARY FUNCTION' and use probe_BINARY:FUNCTION"
     )]
@@ -321,7 +337,9 @@ pub fn split_list(text: &str) -> Vec<&str> {
     let mut in_slash = false;
     for (i, c) in text.char_indices() {
         let item = text[start..].trim_start();
-        let in_uprobe = item.starts_with("uprobe:") || item.starts_with("uretprobe:");
+        let in_uprobe = ["uprobe:", "uretprobe:", "kprobe:", "kretprobe:"]
+            .iter()
+            .any(|p| item.starts_with(p));
         match c {
             '{' => depth += 1,
             '}' => depth -= 1,
@@ -427,6 +445,41 @@ pub fn parse(text: &str) -> Result<EventSpec, EventError> {
                 kind: EventKind::Uprobe {
                     binary: binary.to_string(),
                     function: function.to_string(),
+                    retprobe,
+                },
+                modifiers: Modifiers::default(),
+                group: None,
+            });
+        }
+    }
+    for (prefix, retprobe) in [("kprobe:", false), ("kretprobe:", true)] {
+        if let Some(rest) = text.strip_prefix(prefix) {
+            let bad = |reason: &str| EventError::Uprobe {
+                event: text.to_string(),
+                reason: reason.to_string(),
+            };
+            let (function, offset) = match rest.split_once('+') {
+                Some((f, off)) => {
+                    let off = match off.strip_prefix("0x") {
+                        Some(hex) => u64::from_str_radix(hex, 16),
+                        None => off.parse(),
+                    };
+                    (f, off.map_err(|_| bad("the offset is not a number"))?)
+                }
+                None => (rest, 0),
+            };
+            let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+            if function.is_empty() || !function.chars().all(ident) {
+                return Err(bad(&format!("expected {prefix}FUNCTION[+OFFSET]")));
+            }
+            if retprobe && offset != 0 {
+                return Err(bad("a return probe takes no offset"));
+            }
+            return Ok(EventSpec {
+                name: text.to_string(),
+                kind: EventKind::Kprobe {
+                    function: function.to_string(),
+                    offset,
                     retprobe,
                 },
                 modifiers: Modifiers::default(),
@@ -612,6 +665,16 @@ mod tests {
             parse("uprobe:libc"),
             Err(EventError::Uprobe { .. })
         ));
+        assert_eq!(
+            parse("kprobe:vfs_read+0x10").unwrap().kind,
+            EventKind::Kprobe {
+                function: "vfs_read".into(),
+                offset: 16,
+                retprobe: false
+            }
+        );
+        assert!(parse("kretprobe:vfs_read+4").is_err());
+        assert!(parse("kprobe:").is_err());
         assert!(matches!(
             parse("uprobe::malloc"),
             Err(EventError::Uprobe { .. })

@@ -2,7 +2,7 @@
 //! (`name::ResolvedEvent`): symbolic events by table, tracepoints by id
 //! (globs expanded in tracefs directory order, as perf expands them),
 //! `PMU/terms/` by sysfs (`sys::pmu` reads, `event::pmu` encodes), uprobes
-//! by an [`UprobeLocator`] the caller hands in, and tool events to a
+//! by an [`UprobeLocator`] the caller hands in, kprobes to the kprobe PMU, and tool events to a
 //! `dummy` counter that is never opened.
 //!
 //! A group's roles carry over: an expanded glob's first event keeps its
@@ -83,12 +83,34 @@ pub fn resolve_with(
                         path: located.path,
                         file_offset: located.file_offset,
                         retprobe: *retprobe,
+                        kernel: false,
                     }),
                     ..event(
                         &format!("{}:{function}{suffix}", located.group),
                         pmu.type_,
                         pmu.config(*retprobe),
                     )
+                });
+            }
+            EventKind::Kprobe {
+                function,
+                offset,
+                retprobe,
+            } => {
+                let pmu = crate::sys::uprobe::UprobePmu::detect_kprobe().map_err(|err| {
+                    EventError::NoKprobePmu {
+                        event: spec.name.clone(),
+                        err,
+                    }
+                })?;
+                out.push(ResolvedEvent {
+                    uprobe: Some(UprobeSite {
+                        path: function.into(),
+                        file_offset: *offset,
+                        retprobe: *retprobe,
+                        kernel: true,
+                    }),
+                    ..event(&spec.name, pmu.type_, pmu.config(*retprobe))
                 });
             }
             EventKind::Hardware(c) => out.push(event(&spec.name, PERF_TYPE_HARDWARE, *c)),

@@ -40,6 +40,7 @@ pub mod build_id_cache;
 pub mod code;
 mod function_ranges;
 mod kallsyms;
+pub mod kprobe_spec;
 pub mod live_names;
 mod names;
 mod perf_map;

@@ -29,16 +29,20 @@ pub struct ProbePoint {
     /// `EVENT=`: the name to give the event instead of FUNC.
     pub event: Option<String>,
     pub func: String,
+    /// `FUNC+OFFSET`: bytes into the function (0 at its entry).
+    pub offset: u64,
     pub retprobe: bool,
     pub args: Vec<String>,
 }
 
 impl ProbePoint {
-    /// The event name perf would give: EVENT, FUNC, or FUNC__return.
+    /// The event name perf would give: EVENT, FUNC, FUNC_OFFSET or
+    /// FUNC__return.
     pub fn event_name(&self) -> String {
         match &self.event {
             Some(e) => e.clone(),
             None if self.retprobe => format!("{}__return", self.func),
+            None if self.offset != 0 => format!("{}_{}", self.func, self.offset),
             None => self.func.clone(),
         }
     }
@@ -69,12 +73,29 @@ pub fn parse_point(def: &str) -> Result<ProbePoint, ProbeSpecError> {
         Some((_, other)) => bail!("probe '{point}': unknown suffix '%{other}' (only %return)"),
         None => (point, false),
     };
+    let (func, offset) = match func.split_once('+') {
+        Some((f, off)) => {
+            let parsed = match off.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => off.parse().ok(),
+            };
+            let Some(offset) = parsed else {
+                bail!("probe '{point}': offset '{off}' is not a number");
+            };
+            if retprobe && offset != 0 {
+                bail!("probe '{point}': a return probe takes no offset");
+            }
+            (f, offset)
+        }
+        None => (func, 0),
+    };
     if func.is_empty() {
         bail!("probe '{def}': no function");
     }
     let p = ProbePoint {
         event,
         func: func.to_string(),
+        offset,
         retprobe,
         args: words.map(str::to_string).collect(),
     };
@@ -220,9 +241,15 @@ pub fn parse_defined(line: &str) -> Option<Defined> {
 
 /// Whether `pattern` (`GROUP:EVENT` or `EVENT`, globs) names `d`.
 pub fn matches(pattern: &str, d: &Defined) -> bool {
+    matches_event(pattern, &d.group, &d.name)
+}
+
+/// Whether `pattern` (`GROUP:EVENT` or `EVENT`, globs) names the probe
+/// event `group:name` (uprobes and kprobes alike).
+pub fn matches_event(pattern: &str, group: &str, name: &str) -> bool {
     match pattern.split_once(':') {
-        Some((g, n)) => matches_glob(g, &d.group) && matches_glob(n, &d.name),
-        None => matches_glob(pattern, &d.name),
+        Some((g, n)) => matches_glob(g, group) && matches_glob(n, name),
+        None => matches_glob(pattern, name),
     }
 }
 

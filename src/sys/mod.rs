@@ -29,6 +29,7 @@ pub mod bpf_threadsnoop;
 pub mod bpf_trace;
 pub mod bpf_vfsstat;
 pub mod bpf_wakeuptime;
+pub mod kprobe;
 pub mod localtime;
 pub mod mapped;
 pub mod perf_event;

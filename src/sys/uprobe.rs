@@ -26,6 +26,9 @@ use std::path::Path;
 use super::perf_event::{PerfEventFd, perf_event_attr};
 
 const PMU_DIR: &str = "/sys/bus/event_source/devices/uprobe";
+/// The kprobe PMU: the same attribute layout, `config1` pointing at a
+/// kernel function's name and `config2` the offset into it.
+const KPROBE_PMU_DIR: &str = "/sys/bus/event_source/devices/kprobe";
 
 /// The `uprobe` PMU, when the kernel has it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,19 +42,28 @@ pub struct UprobePmu {
 impl UprobePmu {
     /// Reads the PMU's type and `format/retprobe` (`config:0`).
     pub fn detect() -> io::Result<UprobePmu> {
-        let dir = Path::new(PMU_DIR);
+        Self::detect_in(PMU_DIR)
+    }
+
+    /// The kprobe PMU, read as the uprobe one (`sys::kprobe`).
+    pub fn detect_kprobe() -> io::Result<UprobePmu> {
+        Self::detect_in(KPROBE_PMU_DIR)
+    }
+
+    fn detect_in(pmu_dir: &str) -> io::Result<UprobePmu> {
+        let dir = Path::new(pmu_dir);
         let type_text = std::fs::read_to_string(dir.join("type"))?;
         let type_ = type_text.trim().parse().map_err(|_| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("{PMU_DIR}/type: not a number: {:?}", type_text.trim()),
+                format!("{pmu_dir}/type: not a number: {:?}", type_text.trim()),
             )
         })?;
         let format = std::fs::read_to_string(dir.join("format/retprobe"))?;
         let retprobe_bit = parse_format_bit(&format).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("{PMU_DIR}/format/retprobe: unexpected {:?}", format.trim()),
+                format!("{pmu_dir}/format/retprobe: unexpected {:?}", format.trim()),
             )
         })?;
         Ok(UprobePmu {
@@ -98,6 +110,11 @@ fn events_file(tracefs_root: &Path) -> std::path::PathBuf {
     tracefs_root.join("uprobe_events")
 }
 
+/// Whether this kernel has uprobes (a `uprobe_events` file).
+pub fn available(tracefs_root: &Path) -> bool {
+    events_file(tracefs_root).exists()
+}
+
 /// Appends one probe definition (`p:GROUP/NAME PATH:0xOFF ARGS...` or
 /// `r:...`). The kernel checks it; its refusal comes back as the error,
 /// with tracefs `error_log`'s last line when there is one.
@@ -111,8 +128,13 @@ pub fn remove_event(tracefs_root: &Path, group: &str, name: &str) -> io::Result<
 }
 
 fn write_line(tracefs_root: &Path, line: &str) -> io::Result<()> {
-    let path = events_file(tracefs_root);
-    let mut file = std::fs::OpenOptions::new().append(true).open(&path)?;
+    append_line(&events_file(tracefs_root), tracefs_root, line)
+}
+
+/// Appends `line` to a tracefs control file (`uprobe_events`,
+/// `kprobe_events`), the kernel's refusal explained from `error_log`.
+pub(super) fn append_line(path: &Path, tracefs_root: &Path, line: &str) -> io::Result<()> {
+    let mut file = std::fs::OpenOptions::new().append(true).open(path)?;
     file.write_all(format!("{line}\n").as_bytes())
         .map_err(|e| with_error_log(tracefs_root, e))
 }

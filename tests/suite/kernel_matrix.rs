@@ -154,9 +154,42 @@ fn guest_kernel_has_the_facilities() {
     assert_passed(|n| n == "kernel", &["kernel"]);
 }
 
+/// `scry probe --add 'do_sys_openat2 filename:string'`, recorded: perf
+/// script and scry script show cat's open with its file name; `-l` lists
+/// the probe, `-d` deletes it.
 #[test]
 fn guest_probe_add_and_record_read_by_perf() {
-    assert_passed(|n| n == "probe_record", &["probe_record"]);
+    let names = ["probe_record", "probe_list", "probe_del"];
+    assert_passed(|n| names.contains(&n), &names);
+}
+
+/// `'do_sys_openat2%return $retval'`: `r:probe/do_sys_openat2__return`,
+/// and a missing file's open returns -2.
+#[test]
+fn guest_probe_return_retval() {
+    assert_passed(|n| n == "probe_return", &["probe_return"]);
+}
+
+/// Arguments by name from BTF (`count`, `file->f_pos`, a member chain read
+/// as a string), a register alias, record's `--filter` on them; `-V` and
+/// `-n` from BTF.
+#[test]
+fn guest_probe_btf_arguments() {
+    let names = ["probe_btf_args", "probe_vars_btf", "probe_dry_run"];
+    assert_passed(|n| names.contains(&n), &names);
+}
+
+/// `kprobe:`/`kretprobe:` events for one run (the kprobe PMU) in record,
+/// stat and trace, and nothing left in tracefs after a SIGKILL.
+#[test]
+fn guest_kprobe_pmu_probes_for_one_run() {
+    let names = [
+        "kprobe_pmu_record",
+        "kprobe_pmu_stat",
+        "kprobe_pmu_trace",
+        "kprobe_pmu_sigkill",
+    ];
+    assert_passed(|n| names.contains(&n), &names);
 }
 
 #[test]
@@ -191,6 +224,9 @@ fn guest_leaves_no_kprobe_nor_tracer() {
         |n| n.starts_with("clean_after_"),
         &[
             "clean_after_probe_record",
+            "clean_after_probe_return",
+            "clean_after_probe_args",
+            "clean_after_kprobe_pmu",
             "clean_after_stat",
             "clean_after_record_report",
             "clean_after_trace_summary",

@@ -498,3 +498,65 @@ fn run_only_probe_bad_input_is_one_line_and_exit_2() {
     }
     assert!(!dir.path().join("perf.data").exists());
 }
+
+/// Kernel probes' arguments by name from this kernel's BTF (issue 14): the
+/// `kprobe_events` text of `-n` (a dry run needs no kprobes, which this
+/// machine lacks; the guest of tests/kernel_matrix.rs adds them for real),
+/// `-V` from BTF, and refusals naming the word at fault.
+#[test]
+fn kernel_probe_arguments_from_btf() {
+    let btf = Path::new("/sys/kernel/btf/vmlinux");
+    if !common::gate(if btf.exists() {
+        Ok(())
+    } else {
+        Err("no /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF)".into())
+    }) {
+        return;
+    }
+    let dry = |def: &str| scry_probe(&["-n", def]);
+    assert_eq!(
+        dry("tcp_sendmsg size").trim(),
+        "p:probe/tcp_sendmsg tcp_sendmsg size=%dx:u64"
+    );
+    // struct sock_common: skc_family at 16, skc_state the byte after.
+    assert_eq!(
+        dry("tcp_sendmsg sk->__sk_common.skc_state").trim(),
+        "p:probe/tcp_sendmsg tcp_sendmsg skc_state=+18(%di):u8"
+    );
+    assert_eq!(
+        dry("do_sys_openat2 filename:string bytes=%cx +16(%si):u8").trim(),
+        "p:probe/do_sys_openat2 do_sys_openat2 filename=+0(%si):string bytes=%cx:x64 arg3=+16(%si):u8"
+    );
+    let ret = dry("do_sys_openat2%return $retval");
+    assert!(
+        ret.starts_with("r:probe/do_sys_openat2__return do_sys_openat2 arg1=$retval:s"),
+        "{ret}"
+    );
+    // A chain of members through pointers, anonymous unions and a string.
+    let name = dry("vfs_write name=file->f_path.dentry->d_name.name:string");
+    assert!(
+        name.starts_with("p:probe/vfs_write vfs_write name=+0(+")
+            && name.trim().ends_with("(%di))):string"),
+        "{name}"
+    );
+    let vars = scry_probe(&["-V", "tcp_sendmsg"]);
+    assert!(
+        vars.contains("Available variables at tcp_sendmsg")
+            && vars.contains("size_t\tsize")
+            && vars.contains("struct sock *\tsk"),
+        "{vars}"
+    );
+    for (args, needle) in [
+        (vec!["-n", "tcp_sendmsg nope"], "has no such parameter"),
+        (vec!["-n", "tcp_sendmsg sk->nope"], "has no member 'nope'"),
+        (vec!["-n", "tcp_sendmsg size->x"], "not a pointer"),
+        (vec!["-n", "no_such_kernel_fn_x size"], "knows no function"),
+        (vec!["-n", "tcp_sendmsg%return size"], "use $retval"),
+        (vec!["-V", "no_such_kernel_fn_x"], "knows no function"),
+    ] {
+        let out = common::output(common::scry().arg("probe").args(&args));
+        common::assert_bad_input(&out, needle, &args);
+    }
+    let out = common::output(common::scry().args(["stat", "-e", "kprobe:", "--", "true"]));
+    common::assert_bad_input(&out, "expected kprobe:FUNCTION", &"kprobe:");
+}
