@@ -8,6 +8,7 @@
 pub mod bpf_run;
 mod counter_group;
 pub mod counting;
+pub mod hidden_binaries;
 pub mod inventory;
 pub mod live;
 pub mod session;

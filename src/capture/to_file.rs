@@ -6,7 +6,9 @@
 //! (`data::raw`) counts samples and lost events per CPU, reads the first
 //! and last sample times (where each event's layout puts them), and notes
 //! every mapped binary, so
-//! that `finish` can add build-ids without a second pass over the data.
+//! that `finish` can add build-ids without a second pass over the data
+//! (a binary the host cannot see by its path is opened through its process
+//! when first met, and copied by build-id at the end: `hidden_binaries`).
 //! Every 250 ms the rings are drained (whether or not they woke the
 //! reader), the data written out and the header re-written (checkpointed)
 //! for it, so a SIGKILLed recording leaves a file that is whole up to a
@@ -32,6 +34,7 @@ use crate::sys::perf_event::{
 use crate::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::CaptureError;
+use super::hidden_binaries::HiddenBinaries;
 use super::session::{CaptureOptions, RecordSink, Session, StopReason};
 
 /// What `record_to_file` did.
@@ -110,6 +113,9 @@ struct FileSink {
     lost_per_cpu: BTreeMap<u32, u64>,
     /// `(misc cpumode, filename)` of every mapped binary.
     mapped: BTreeSet<(u16, String)>,
+    /// Those the host cannot see by their path, opened through their
+    /// process (`capture::hidden_binaries`).
+    hidden: HiddenBinaries,
     first_time: Option<u64>,
     last_time: u64,
     last_checkpoint: Instant,
@@ -164,7 +170,22 @@ impl FileSink {
                     } else {
                         64
                     };
-                    if let Some(name) = raw.body.get(name_at..).and_then(c_string) {
+                    if let Some(name) = raw.body.get(name_at..).and_then(c_string)
+                        && !self.mapped.contains(&(raw.misc & 7, name.clone()))
+                    {
+                        // pid, tid, addr, len lead both layouts.
+                        let pid = raw.body.get(..4).and_then(|b| b.try_into().ok());
+                        let word = |at: usize| {
+                            let b = raw.body.get(at..at + 8)?;
+                            Some(u64::from_ne_bytes(b.try_into().ok()?))
+                        };
+                        if let (Some(pid), Some(start), Some(len)) = (pid, word(8), word(16))
+                            && raw.misc & 7 != PERF_RECORD_MISC_KERNEL
+                        {
+                            let pid = u32::from_ne_bytes(pid);
+                            self.hidden
+                                .note(pid, start, start.saturating_add(len), &name);
+                        }
                         self.mapped.insert((raw.misc & 7, name));
                     }
                 }
@@ -342,6 +363,7 @@ pub fn record_to_file(
         samples: 0,
         lost_per_cpu: BTreeMap::new(),
         mapped: BTreeSet::new(),
+        hidden: HiddenBinaries::default(),
         first_time: None,
         last_time: 0,
         last_checkpoint: Instant::now(),
@@ -379,6 +401,14 @@ pub fn record_to_file(
     // Whatever happened, finish the file with what was recorded.
     let mut features = Features::from_system(cmdline);
     features.build_ids = build_ids(&sink.mapped);
+    for (path, build_id) in std::mem::take(&mut sink.hidden).keep() {
+        features.build_ids.push(BuildIdEntry {
+            pid: -1,
+            misc: PERF_RECORD_MISC_USER,
+            build_id,
+            filename: path,
+        });
+    }
     features.sample_time = sink.first_time.map(|first| (first, sink.last_time));
     features.tracing_data = tracing_data(&tracepoints);
     features.groups = (0..session.events.len())

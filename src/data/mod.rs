@@ -2,8 +2,10 @@
 //! the record pipeline every input shares: the raw record and the walk over
 //! ring bytes (`raw`), the one sorter of per-CPU streams (`order`), the
 //! dispatcher of parsed records (`handler`) and the thread-name model
-//! (`threads`).
+//! (`threads`). `build_id` reads build-ids; `build_id_cache` keeps files
+//! by them (recordings copy in, the symbol stage reads).
 pub mod build_id;
+pub mod build_id_cache;
 pub mod features;
 pub mod handler;
 pub mod order;

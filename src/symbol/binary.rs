@@ -5,7 +5,7 @@
 //! A binary whose build-id differs from the one the recording stated (MMAP2
 //! build-id or HEADER_BUILD_ID) was replaced after recording, or one that is
 //! missing, is not used: a copy kept by build-id (scry's cache, then perf's
-//! `~/.debug`, `symbol::build_id_cache`) stands in when there is one. A
+//! `~/.debug`, `data::build_id_cache`) stands in when there is one. A
 //! binary without `.symtab` gets its symbols from a separate debug file when
 //! one is found: `/usr/lib/debug/.build-id/xx/rest.debug`, debuginfod's
 //! cache, then `.gnu_debuglink` beside the binary, in its `.debug/` folder
@@ -28,8 +28,8 @@ use std::sync::Arc;
 use object::read::ReadCache;
 use object::{Object, ObjectSection, ObjectSegment, ReadRef};
 
-use super::build_id_cache::{self, hex};
 use super::function_ranges::{FunctionRanges, MAX_EH_FRAME};
+use crate::data::build_id_cache::{self, hex};
 
 /// One PT_LOAD segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,6 @@
 //!   from the top of the stack (`--call-graph fp` chains are used as the
 //!   kernel gave them).
 //! - `binary`: finding each mapped file, build-id checks, debug files;
-//!   `build_id_cache`: copies kept by build-id (perf's, scry's, debuginfod's);
 //!   `function_ranges`: a stripped binary's functions from `.eh_frame`.
 //! - `names`, `kallsyms`, `perf_map`: addresses to names for ELF files
 //!   (blazesym), the kernel, JIT code and the vDSO; demangling.
@@ -36,7 +35,6 @@
 
 pub mod allocator;
 mod binary;
-pub mod build_id_cache;
 pub mod code;
 mod function_ranges;
 mod kallsyms;

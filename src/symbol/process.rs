@@ -48,6 +48,10 @@ pub struct Dso {
     /// The name frames carry: the full path, `[vdso]`, `/tmp/perf-PID.map`,
     /// `[kernel.kallsyms]` or `[unknown]`.
     pub name: Arc<str>,
+    /// The file to read: `name`, or for a process whose binaries the host
+    /// cannot see by their path (a chroot, another mount namespace) the
+    /// same path under `/proc/PID/root`, while the process lives.
+    pub file: Arc<str>,
     pub kind: DsoKind,
     /// The build-id the recording stated (MMAP2 or HEADER_BUILD_ID), if any.
     pub build_id: Option<Vec<u8>>,
@@ -75,14 +79,27 @@ impl DsoTable {
     }
 
     pub fn intern(&mut self, name: &str, kind: DsoKind, build_id: Option<Vec<u8>>) -> DsoId {
-        let name: Arc<str> = Arc::from(name);
-        let key = (name.clone(), build_id.clone());
+        self.intern_file(name, name, kind, build_id)
+    }
+
+    /// As [`Self::intern`], for a binary read from `file` (see `Dso::file`);
+    /// binaries are told apart by the file read.
+    pub fn intern_file(
+        &mut self,
+        name: &str,
+        file: &str,
+        kind: DsoKind,
+        build_id: Option<Vec<u8>>,
+    ) -> DsoId {
+        let file: Arc<str> = Arc::from(file);
+        let key = (file.clone(), build_id.clone());
         if let Some(&id) = self.index.get(&key) {
             return id;
         }
         let id = DsoId(self.dsos.len() as u32);
         self.dsos.push(Dso {
-            name,
+            name: Arc::from(name),
+            file,
             kind,
             build_id,
         });

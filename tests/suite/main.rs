@@ -11,6 +11,7 @@ mod bio;
 mod blocked;
 mod bpf_tools;
 mod command_line;
+mod containers;
 mod corrupt;
 mod data_writer;
 mod error_messages;

@@ -274,7 +274,7 @@ fn debug_files_are_found_where_they_are() {
     let text = report(&minibin, false);
     assert_eq!(top(&text), "hot_a", "{text}");
     let id = scry::symbol::read_build_id(&minibin).unwrap();
-    let hex = scry::symbol::build_id_cache::hex(&id);
+    let hex = scry::data::build_id_cache::hex(&id);
     let kept = cache
         .join("scry/build-id")
         .join(&hex[..2])

@@ -167,6 +167,8 @@ pub struct Resolver {
     binaries: BinaryCache,
     /// HEADER_BUILD_ID: path → build-id.
     header_build_ids: HashMap<Vec<u8>, Vec<u8>>,
+    /// Whether the host sees a mapped path (`file_seen_by`).
+    host_visible: HashMap<Arc<str>, bool>,
     kallsyms: Option<Kallsyms>,
     kallsyms_path: Option<std::path::PathBuf>,
     /// kallsyms being read on a thread of its own since the first kernel
@@ -245,6 +247,7 @@ impl Resolver {
             dsos: DsoTable::new(),
             binaries: BinaryCache::new(options.use_build_id_cache),
             header_build_ids: HashMap::new(),
+            host_visible: HashMap::new(),
             kallsyms: None,
             kallsyms_path: options.kallsyms.clone(),
             kallsyms_loader: None,
@@ -329,7 +332,13 @@ impl Resolver {
                 .or_else(|| self.header_build_ids.get(path).cloned()),
             _ => None,
         };
-        let dso = self.dsos.intern(&name, kind, build_id);
+        let file = match kind {
+            DsoKind::File => self.file_seen_by(pid, &name, m.start, m.len),
+            _ => None,
+        };
+        let dso = self
+            .dsos
+            .intern_file(&name, file.as_deref().unwrap_or(&name), kind, build_id);
         let mapping = Mapping {
             start: m.start,
             end: m.start.saturating_add(m.len),
@@ -341,8 +350,33 @@ impl Resolver {
 
     fn binary(&mut self, dso: DsoId) -> Result<Arc<Binary>, BinaryMiss> {
         let d = self.dsos.get(dso);
-        let (name, build_id) = (d.name.clone(), d.build_id.clone());
-        self.binaries.get(&name, build_id.as_deref())
+        let (file, build_id) = (d.file.clone(), d.build_id.clone());
+        self.binaries.get(&file, build_id.as_deref())
+    }
+
+    /// `path` as process `pid` sees it, when the host does not see it
+    /// there (another mount namespace, a chroot), while the process lives:
+    /// `/proc/PID/root/PATH`, else the mapping itself,
+    /// `/proc/PID/map_files/START-END` (the kernel names a chrooted
+    /// process's files from its namespace's root, not from the chroot);
+    /// None when the host's own path will do. Whether the host sees a path
+    /// is asked once per path.
+    fn file_seen_by(&mut self, pid: i32, path: &str, start: u64, len: u64) -> Option<String> {
+        let visible = *self
+            .host_visible
+            .entry(Arc::from(path))
+            .or_insert_with(|| std::path::Path::new(path).exists());
+        if visible || pid <= 0 {
+            return None;
+        }
+        let inside = format!("/proc/{pid}/root{path}");
+        let mapped = format!(
+            "/proc/{pid}/map_files/{start:x}-{:x}",
+            start.saturating_add(len)
+        );
+        [inside, mapped]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).is_file())
     }
 
     /// Name every location not named yet and return the samples fed since

@@ -99,7 +99,7 @@ impl Resolver {
                 let lookup = |dso: DsoId| {
                     let d = dsos.get(dso);
                     (d.kind == DsoKind::File)
-                        .then(|| binaries.get(&d.name, d.build_id.as_deref()).ok())
+                        .then(|| binaries.get(&d.file, d.build_id.as_deref()).ok())
                         .flatten()
                 };
                 self.unwinder.unwind(pid, space, lookup, state, &mut user)
@@ -135,7 +135,7 @@ impl Resolver {
                 let lookup = |dso: DsoId| {
                     let d = dsos.get(dso);
                     (d.kind == DsoKind::File)
-                        .then(|| binaries.get(&d.name, d.build_id.as_deref()).ok())
+                        .then(|| binaries.get(&d.file, d.build_id.as_deref()).ok())
                         .flatten()
                 };
                 self.unwinder
