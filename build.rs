@@ -25,6 +25,7 @@ const PROGRAMS: &[&str] = &[
     "threadsnoop",
     "wakeuptime",
     "offwaketime",
+    "futexctn",
     "bio",
     "vfsstat",
     "memleak",

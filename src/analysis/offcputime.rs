@@ -145,6 +145,7 @@ pub fn offwake_raw_stacks(sums: &[OffwakeSum]) -> Vec<RawStack<'_>> {
             kernel: t.kernel.as_deref().unwrap_or_default(),
             user: t.user.as_deref().unwrap_or_default(),
             weight,
+            top: None,
         }
     }
     let nobody = RawStack {
@@ -154,6 +155,7 @@ pub fn offwake_raw_stacks(sums: &[OffwakeSum]) -> Vec<RawStack<'_>> {
         kernel: &[],
         user: &[],
         weight: 0,
+        top: None,
     };
     sums.iter()
         .flat_map(|s| {
@@ -369,6 +371,7 @@ mod tests {
                 kernel: &[],
                 user: &[],
                 weight: s.us,
+                top: None,
             });
         }
         let named = raw.finish();

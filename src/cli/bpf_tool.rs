@@ -48,6 +48,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each process exit with its age and exit code or signal, streamed",
     ),
     (
+        "futexctn",
+        "user lock contention: futex waits per thread, lock and stack, in the kernel",
+    ),
+    (
         "hardirqs",
         "time in each hard interrupt handler (-d histograms, -C counts)",
     ),

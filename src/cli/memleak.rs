@@ -227,6 +227,7 @@ impl Report<'_> {
                 kernel,
                 user,
                 weight: s.bytes,
+                top: None,
             });
             added.push(true);
         }

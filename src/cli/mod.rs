@@ -18,6 +18,7 @@ mod execsnoop;
 mod exitsnoop;
 mod feed_consumer;
 mod flamegraph;
+mod futexctn;
 mod header;
 mod heatmap;
 mod irqs;
@@ -112,6 +113,8 @@ enum Command {
     Runqslower(runqslower::RunqslowerArgs),
     /// Off-CPU time by stack (kernel and user), summed in the kernel (bcc offcputime)
     Offcputime(offcputime::OffcputimeArgs),
+    /// User lock contention: time in futex waits per thread, lock and stack, summed in the kernel (libbpf-tools futexctn)
+    Futexctn(futexctn::FutexctnArgs),
     /// Blocked time by the blocked stack joined to the waker's stack, summed in the kernel (bcc offwaketime)
     Offwaketime(offcputime::OffcputimeArgs),
     /// Blocked time by the waker's kernel stack, summed in the kernel (bcc wakeuptime)
@@ -245,6 +248,7 @@ pub fn main() -> ExitCode {
         Command::Runqlat(args) => runqlat::run(args),
         Command::Runqslower(args) => runqslower::run(args),
         Command::Offcputime(args) => offcputime::run(args),
+        Command::Futexctn(args) => futexctn::run(args),
         Command::Offwaketime(args) => offwaketime::run(args),
         Command::Wakeuptime(args) => wakeuptime::run(args),
         Command::Runqlen(args) => runqlen::run(args),

@@ -27,7 +27,7 @@ use scry::sys::bpf_offcputime::{OffcputimeBpf, OffcputimeSettings};
 use super::bpf_tool;
 
 /// How often the processes seen so far are looked for, to read their maps.
-const SEE_EVERY: Duration = Duration::from_millis(250);
+pub(super) const SEE_EVERY: Duration = Duration::from_millis(250);
 
 #[derive(Args, Debug)]
 pub struct OffcputimeArgs {
@@ -263,6 +263,7 @@ pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
                     kernel: s.kernel.as_deref().unwrap_or_default(),
                     user: s.user.as_deref().unwrap_or_default(),
                     weight: s.us,
+                    top: None,
                 });
             }
             let named = finish_naming("offcputime", resolver);

@@ -84,6 +84,7 @@ pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
                 kernel: s.stack.as_deref().unwrap_or_default(),
                 user: &[],
                 weight: s.us,
+                top: None,
             });
         }
         let entries = wakeup_entries(&sums, &finish_naming("wakeuptime", resolver));

@@ -10,6 +10,7 @@ pub mod bio;
 pub mod export;
 pub mod flamegraph;
 pub mod folded;
+pub mod futexctn;
 #[cfg(test)]
 mod golden;
 pub mod heatmap;

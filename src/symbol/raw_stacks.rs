@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use byteorder::NativeEndian;
 use linux_perf_event_reader::constants::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_USER};
 use linux_perf_event_reader::{
-    CommOrExecRecord, CpuMode, EventRecord, MmapRecord, RawData, RawDataU64, SampleRecord,
+    CommOrExecRecord, CpuMode, EventRecord, MmapRecord, RawData, RawDataU64, Regs, SampleRecord,
 };
 
 use super::{ResolveOptions, Resolver};
@@ -35,7 +35,25 @@ pub struct RawStack<'a> {
     pub kernel: &'a [u64],
     pub user: &'a [u64],
     pub weight: u64,
+    /// The user registers and stack top taken with it: its first user
+    /// frames are then unwound and joined to the chain (`stack_join`), so
+    /// a frameless libc function's caller is not skipped.
+    pub top: Option<RawTop<'a>>,
 }
+
+/// The user %ip, %sp, %bp and the stack from %sp up, when a stack was
+/// taken.
+#[derive(Clone, Copy, Debug)]
+pub struct RawTop<'a> {
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+    pub stack: &'a [u8],
+}
+
+/// perf's x86 register bits of %bp, %sp, %ip (PERF_REG_X86_*): a sample's
+/// registers come in that order.
+const TOP_REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 
 /// The stacks named, in the order they were added.
 #[derive(Debug)]
@@ -132,6 +150,12 @@ impl RawStackResolver {
                 chain.extend(ips.iter().flat_map(|ip| ip.to_ne_bytes()));
             }
         }
+        let regs: Vec<u8> = stack
+            .top
+            .iter()
+            .flat_map(|t| [t.bp, t.sp, t.ip])
+            .flat_map(u64::to_ne_bytes)
+            .collect();
         let sample = SampleRecord {
             id: None,
             addr: None,
@@ -143,8 +167,15 @@ impl RawStackResolver {
             tid: Some(stack.tid),
             cpu: None,
             period: Some(stack.weight),
-            user_regs: None,
-            user_stack: None,
+            user_regs: stack.top.map(|_| {
+                Regs::new(
+                    TOP_REGS_MASK,
+                    RawDataU64::from_raw_data::<NativeEndian>(RawData::Single(&regs)),
+                )
+            }),
+            user_stack: stack
+                .top
+                .map(|t| (RawData::Single(t.stack), t.stack.len() as u64)),
             callchain: Some(RawDataU64::from_raw_data::<NativeEndian>(RawData::Single(
                 &chain,
             ))),
@@ -237,6 +268,7 @@ mod tests {
             kernel: &[],
             user: &[ip],
             weight: 5,
+            top: None,
         });
         raw.add(&RawStack {
             pid: i32::MAX,
@@ -245,6 +277,7 @@ mod tests {
             kernel: &[],
             user: &[0x1000],
             weight: 1,
+            top: None,
         });
         let named = raw.finish();
         assert_eq!(named.samples.len(), 2);

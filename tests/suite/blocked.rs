@@ -2,7 +2,8 @@
 //! itself: offcputime's `--json` and `--state` (bcc's: 0 preempted, else
 //! a bitmask), offwaketime (the blocked stack joined to the waker's), on
 //! piper, whose main thread blocks in a pipe read in wait_for_reply until
-//! its `answerer` thread writes the answer in send_reply, 10 ms later.
+//! its `answerer` thread writes the answer in send_reply, 10 ms later;
+//! futexctn on mutexes, four threads fighting over one pthread mutex.
 //! Each tracer is attached (holds its links) before piper runs: it starts
 //! stopped and continues once all are.
 
@@ -10,7 +11,9 @@ use crate::common;
 
 use std::process::Stdio;
 
-use common::tracer::{Tracer, require_root_and, run_piper, scry_tool, stopped_to};
+use common::tracer::{
+    Tracer, require_root_and, run_piper, run_stopped, said_numbers, scry_tool, stopped_to,
+};
 use serde_json::Value;
 
 /// The frames of a JSON stack half (innermost first; none when missed or
@@ -146,6 +149,98 @@ fn offwaketime_joins_piper_blocked_stack_to_the_writer() {
     assert!(blocked.contains("pipe_read"), "{report}");
     assert!(
         waker.contains(";send_reply;") && waker.contains(";answerer "),
+        "{report}"
+    );
+}
+
+/// mutexes: four threads (`locker0`..3) take one pthread mutex 200 times
+/// each in take_lock and hold it 1 ms, measuring their time inside
+/// pthread_mutex_lock. futexctn --json: the lock at the address mutexes
+/// printed, taken by take_lock (the caller a frame-pointer walk from libc
+/// skips: the stack top the program kept repairs it), waited for by the
+/// four threads under their names, its waits adding up to within 10% of
+/// the time the threads measured blocked, and within 5% of bpftrace's sum
+/// of the same waits (FUTEX_WAIT, successful) over the same run (both
+/// attached before the workload starts; neither peer of libbpf-tools'
+/// futexctn nor `perf lock contention -b` is built here).
+#[test]
+fn futexctn_names_the_lock_taker_and_sums_the_waiters_blocked_time() {
+    if !require_root_and("offcputime")
+        || !common::require_tool("bpftrace", "bpftrace is not installed (scripts/deps)")
+    {
+        return;
+    }
+    let workload = stopped_to(
+        &common::workload("mutexes"),
+        &["4", "200", "1000"],
+        Stdio::piped(),
+    );
+    let pid = workload.id().to_string();
+    let scry = Tracer::start(scry_tool(&["futexctn", "--json", "-p", &pid]), 2);
+    let program = format!(
+        "tracepoint:syscalls:sys_enter_futex /pid == {pid} && (args->op & 127) == 0/ \
+         {{ @s[tid] = nsecs; }} tracepoint:syscalls:sys_exit_futex /@s[tid]/ \
+         {{ if (args->ret >= 0) {{ @ns = sum(nsecs - @s[tid]); }} delete(@s[tid]); }}"
+    );
+    let mut bpftrace = std::process::Command::new("bpftrace");
+    bpftrace.args(["-e", &program]);
+    let oracle = Tracer::start(bpftrace, 0);
+    let said = run_stopped(workload);
+    let (lines, err) = scry.finish();
+    let (oracle_lines, _) = oracle.stop();
+    let oracle_us = oracle_lines
+        .iter()
+        .find_map(|l| l.strip_prefix("@ns: ")?.trim().parse::<u64>().ok())
+        .map_or(0, |ns| ns / 1000);
+    let doc = document(&lines);
+    let mut tids = said_numbers(&said, "tid=");
+    tids.sort_unstable();
+    let blocked_us: u64 = said_numbers(&said, "blocked_us=").iter().sum();
+    let lock = said
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("lock="))
+        .unwrap_or_else(|| panic!("mutexes said {said:?}"));
+    let report = format!("mutexes: {said}\n{doc:#}\n{err}");
+    let found = doc["locks"]
+        .as_array()
+        .expect(&report)
+        .iter()
+        .find(|l| l["lock"] == lock)
+        .expect(&report);
+    let total_us = found["total_ns"].as_u64().expect(&report) / 1000;
+    eprintln!(
+        "futexctn: the threads measured {blocked_us} us blocked, scry {total_us} us in {} waits \
+         (bpftrace {oracle_us} us), callers {}",
+        found["contended"], found["callers"]
+    );
+    assert_eq!(tids.len(), 4, "{report}");
+    assert!(total_us.abs_diff(blocked_us) * 10 <= blocked_us, "{report}");
+    assert!(
+        total_us.abs_diff(oracle_us) * 20 <= oracle_us,
+        "bpftrace {oracle_us} us\n{report}"
+    );
+    assert_eq!(
+        found["callers"],
+        serde_json::json!(["take_lock"]),
+        "{report}"
+    );
+    let mut waiters: Vec<(u64, String)> = found["threads"]
+        .as_array()
+        .expect(&report)
+        .iter()
+        .filter_map(|t| Some((t["tid"].as_u64()?, t["comm"].as_str()?.to_string())))
+        .collect();
+    waiters.sort();
+    let mut names: Vec<&str> = waiters.iter().map(|(_, c)| c.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        waiters.iter().map(|&(t, _)| t).collect::<Vec<_>>(),
+        tids,
+        "{report}"
+    );
+    assert_eq!(
+        names,
+        ["locker0", "locker1", "locker2", "locker3"],
         "{report}"
     );
 }

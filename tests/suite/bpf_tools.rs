@@ -285,6 +285,7 @@ fn sigkill_leaves_no_program_or_link_attached() {
         &["runqlen", "-C"][..],
         &["wakeuptime"][..],
         &["offwaketime"][..],
+        &["futexctn"][..],
     ] {
         let pinned = pinned_bpf();
         let mut cmd = common::scry();

@@ -155,19 +155,38 @@ pub fn stopped_to(path: &Path, args: &[&str], stderr: Stdio) -> Child {
     child
 }
 
+/// Continues a workload started by [`stopped_to`] (its stderr piped) and
+/// waits for its successful end: what it said on stderr.
+pub fn run_stopped(mut workload: Child) -> String {
+    super::signal(workload.id(), "CONT");
+    let mut said = String::new();
+    if let Some(mut e) = workload.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut said).expect("the workload's stderr");
+    }
+    assert!(
+        workload.wait().expect("the workload ends").success(),
+        "{said}"
+    );
+    said
+}
+
+/// The numbers a workload said after `name` (`tid=12 blocked_us=5`:
+/// `said_numbers(said, "tid=")` is `[12]`), in order.
+pub fn said_numbers(said: &str, name: &str) -> Vec<u64> {
+    said.split_whitespace()
+        .filter_map(|w| w.strip_prefix(name)?.parse().ok())
+        .collect()
+}
+
 /// Continues piper (started by [`stopped_to`], its stderr piped) and
 /// waits for its end: (its main thread's tid, the µs it measured blocked
 /// in wait_for_reply, what it said).
-pub fn run_piper(mut piper: Child) -> (u32, u64, String) {
-    super::signal(piper.id(), "CONT");
-    let mut said = String::new();
-    if let Some(mut e) = piper.stderr.take() {
-        std::io::Read::read_to_string(&mut e, &mut said).expect("piper's stderr");
-    }
-    assert!(piper.wait().expect("piper ends").success(), "{said}");
+pub fn run_piper(piper: Child) -> (u32, u64, String) {
+    let said = run_stopped(piper);
     let field = |name: &str| -> u64 {
-        said.split_whitespace()
-            .find_map(|w| w.strip_prefix(name)?.parse().ok())
+        said_numbers(&said, name)
+            .first()
+            .copied()
             .unwrap_or_else(|| panic!("piper said {said:?}"))
     };
     (field("tid=") as u32, field("blocked_us="), said)
