@@ -99,6 +99,37 @@ pub enum UnOp {
     Neg,
     Not,
     BitNot,
+    /// `*ptr`: the value at an address.
+    Deref,
+}
+
+/// The type of a cast: `(uint32)x`, `(struct task_struct *)p`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CastTy {
+    Int {
+        bytes: usize,
+        signed: bool,
+    },
+    /// A pointer to the struct or union of this name.
+    StructPtr(String),
+}
+
+impl CastTy {
+    /// bpftrace's integer type names.
+    pub fn int(name: &str) -> Option<CastTy> {
+        let (signed, bits) = match name.strip_prefix('u') {
+            Some(rest) => (false, rest.strip_prefix("int")?),
+            None => (true, name.strip_prefix("int")?),
+        };
+        let bytes = match bits {
+            "8" => 1,
+            "16" => 2,
+            "32" => 4,
+            "64" => 8,
+            _ => return None,
+        };
+        Some(CastTy::Int { bytes, signed })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -142,6 +173,10 @@ pub enum ExprKind {
         cond: Box<Expr>,
         then: Box<Expr>,
         otherwise: Box<Expr>,
+    },
+    Cast {
+        ty: CastTy,
+        expr: Box<Expr>,
     },
     /// `x++`, `++x`, `x--`, `--x`
     IncDec {

@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 
 use super::ast::{BinOp, Expr, ExprKind, Stmt};
+use super::btf::KernelTypes;
 use super::error::{LangError, Span};
 use super::insn::*;
 use super::types::{MapInfo, MapKind, Ty, str_size};
@@ -86,6 +87,8 @@ pub struct ProbeEnv<'a> {
     pub start_ns: u64,
     /// The function a uprobe is on, for `func`.
     pub func: Option<&'a str>,
+    /// The kernel's types and constants, read when first needed.
+    pub types: &'a KernelTypes,
 }
 
 /// Descriptors the code refers to (placeholders in the discovery pass).
@@ -268,7 +271,7 @@ impl Gen<'_> {
     }
 
     pub fn want_int(&self, v: Val, e: &Expr) -> Result<(), LangError> {
-        if v.ty == Ty::Int {
+        if v.ty.is_int() {
             Ok(())
         } else {
             Err(LangError::new(
@@ -592,6 +595,7 @@ mod tests {
             is_return: false,
             start_ns: 0,
             func: None,
+            types: &KernelTypes::default(),
         };
         let fds = Fds::default();
         compile_probe(

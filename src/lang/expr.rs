@@ -1,19 +1,15 @@
 //! Code generation of expressions: literals, variables, map reads,
-//! builtins, tracepoint fields, `str()`, operators and ternaries. Integers
-//! end in `r0`; strings in a stack buffer (see `codegen`).
-//!
-//! Tracepoint fields are read from the context directly when the verifier
-//! allows it (8 bytes past the start, aligned to their size), otherwise
-//! through `bpf_probe_read_kernel` into the stack; char arrays become
-//! strings. Comparisons are signed, as bpftrace's on int64.
+//! builtins (a name that is none is a kernel constant: `TASK_RUNNING`),
+//! operators and ternaries. Integers end in `r0`; strings in a stack
+//! buffer (see `codegen`). Fields and casts are in `fields`, functions in
+//! `calls`. Comparisons are signed, as bpftrace's on int64.
 
 use super::ast::{BinOp, Expr, ExprKind, UnOp};
 use super::codegen::{Gen, Loc, ProgKind, Val, alu_of, literal_size};
 use super::error::LangError;
 use super::insn::*;
 use super::stacks::MAX_DEPTH;
-use super::types::{MapKind, Ty, str_size};
-use crate::event::format::FieldKind;
+use super::types::{MapKind, Ty};
 
 /// `str()`'s default size, bpftrace's `BPFTRACE_STRLEN`.
 pub const STRLEN: usize = 64;
@@ -64,13 +60,17 @@ impl Gen<'_> {
             ExprKind::Ident(name) => self.builtin(e, name),
             ExprKind::Field { base, field } => self.field(e, base, field),
             ExprKind::Call { name, args } => self.call_expr(e, name, args),
+            ExprKind::Cast { ty, expr } => self.cast(e, ty, expr),
             ExprKind::Unary { op, expr } => {
+                if *op == UnOp::Deref {
+                    return self.deref(e, expr);
+                }
                 let v = self.expr(expr)?;
                 self.want_int(v, expr)?;
                 match op {
                     UnOp::Neg => self.asm.emit(alu_imm(Alu::Neg, R0, 0)),
                     UnOp::BitNot => self.asm.emit(alu_imm(Alu::Xor, R0, -1)),
-                    UnOp::Not => {
+                    UnOp::Not | UnOp::Deref => {
                         let zero = self.asm.label();
                         self.asm.emit(mov_reg(R1, R0));
                         self.asm.emit(mov_imm(R0, 1));
@@ -169,6 +169,7 @@ impl Gen<'_> {
                 self.asm.emit(alu_reg(Alu::Sub, R0, R1));
             }
             "cgroup" => self.asm.emit(call(helper::GET_CURRENT_CGROUP_ID)),
+            "curtask" => return Ok(self.curtask()),
             "func" => {
                 let Some(func) = self.env.func else {
                     return Err(LangError::new(
@@ -230,10 +231,14 @@ impl Gen<'_> {
                     self.asm.emit(load(Size::DW, R0, R6, PT_REGS_ARGS[n]));
                     return Ok(Val::int());
                 }
-                return Err(LangError::new(
-                    e.span,
-                    format!("Unknown identifier: '{name}'"),
-                ));
+                // A kernel enum's constant, or a header's (TASK_RUNNING).
+                let Some(value) = self.env.types.constant(name) else {
+                    return Err(LangError::new(
+                        e.span,
+                        format!("Unknown identifier: '{name}'"),
+                    ));
+                };
+                self.const_int(R0, value);
             }
         }
         Ok(Val::int())
@@ -285,92 +290,6 @@ impl Gen<'_> {
         })
     }
 
-    fn field(&mut self, e: &Expr, base: &Expr, field: &str) -> Result<Val, LangError> {
-        if base.kind != ExprKind::Ident("args".into()) {
-            return Err(LangError::new(
-                e.span,
-                "only tracepoint arguments have fields (args.NAME)",
-            ));
-        }
-        let Some(format) = self.env.format else {
-            return Err(LangError::new(
-                base.span,
-                "The args builtin can only be used with tracepoint probes",
-            ));
-        };
-        let Some(f) = format.fields.iter().find(|f| f.name == field) else {
-            return Err(LangError::new(
-                e.span,
-                format!(
-                    "Struct/union of type 'struct _tracepoint_{}_{}' does not contain a field named '{field}'",
-                    format.system, format.name
-                ),
-            ));
-        };
-        let off = i16::try_from(f.offset)
-            .map_err(|_| LangError::new(e.span, "field offset out of range"))?;
-        match f.kind {
-            FieldKind::Scalar => {
-                let size = Size::of(f.size).ok_or_else(|| {
-                    LangError::new(
-                        e.span,
-                        format!("field {field} of {} bytes is not supported", f.size),
-                    )
-                })?;
-                if f.offset >= 8 && f.offset % f.size == 0 {
-                    self.asm.emit(load(size, R0, R6, off));
-                } else {
-                    let tmp = self.alloc(8)?;
-                    self.asm.emit(store_imm(Size::DW, FP, tmp, 0));
-                    self.fp_addr(R1, tmp);
-                    self.asm.emit(mov_imm(R2, f.size as i32));
-                    self.asm.emit(mov_reg(R3, R6));
-                    self.asm.emit(alu_imm(Alu::Add, R3, off as i32));
-                    self.asm.emit(call(helper::PROBE_READ_KERNEL));
-                    self.asm.emit(load(Size::DW, R0, FP, tmp));
-                }
-                if f.signed && f.size < 8 {
-                    let bits = 64 - 8 * f.size as i32;
-                    self.asm.emit(alu_imm(Alu::Lsh, R0, bits));
-                    self.asm.emit(alu_imm(Alu::Arsh, R0, bits));
-                }
-                Ok(Val::int())
-            }
-            FieldKind::Array { .. } if f.is_string() => {
-                let size = str_size(f.size);
-                let buf = self.alloc(size)?;
-                self.zero(buf, size);
-                self.fp_addr(R1, buf);
-                self.asm.emit(mov_imm(R2, f.size as i32));
-                self.asm.emit(mov_reg(R3, R6));
-                self.asm.emit(alu_imm(Alu::Add, R3, off as i32));
-                self.asm.emit(call(helper::PROBE_READ_KERNEL));
-                Ok(Val {
-                    ty: Ty::Str(size),
-                    loc: Loc::Stack(buf),
-                })
-            }
-            FieldKind::DataLoc { .. } if f.is_string() => {
-                let buf = self.alloc(STRLEN)?;
-                self.zero(buf, STRLEN);
-                self.asm.emit(load(Size::W, R3, R6, off));
-                self.asm.emit(alu_imm(Alu::And, R3, 0xffff));
-                self.asm.emit(alu_reg(Alu::Add, R3, R6));
-                self.fp_addr(R1, buf);
-                self.asm.emit(mov_imm(R2, STRLEN as i32));
-                self.asm.emit(call(helper::PROBE_READ_STR));
-                Ok(Val {
-                    ty: Ty::Str(STRLEN),
-                    loc: Loc::Stack(buf),
-                })
-            }
-            _ => Err(LangError::new(
-                e.span,
-                format!("the array field {field} is not supported"),
-            )),
-        }
-    }
-
     fn binary(&mut self, e: &Expr, op: BinOp, lhs: &Expr, rhs: &Expr) -> Result<Val, LangError> {
         if matches!(op, BinOp::LogAnd | BinOp::LogOr) {
             let short = self.asm.label();
@@ -418,7 +337,7 @@ impl Gen<'_> {
             self.str_equal(la, rb, a.min(b), op == BinOp::Eq);
             return Ok(Val::int());
         }
-        let int_like = |t: Ty| matches!(t, Ty::Int | Ty::Probe);
+        let int_like = |t: Ty| t.is_int() || t == Ty::Probe;
         if !int_like(l.ty) || !int_like(r.ty) {
             return Err(mismatch());
         }

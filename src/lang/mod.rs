@@ -2,7 +2,7 @@
 //! instructions, with no LLVM and no clang at run time.
 //!
 //! The stages: `lexer` and `parser` make the syntax tree (`ast`); `probe`
-//! reads probe names; `codegen`, `expr`, `calls`, `actions` and
+//! reads probe names; `codegen`, `expr`, `fields` (with `btf`), `calls`, `actions` and
 //! `aggregate` emit instructions (`insn`) while checking names and types;
 //! `run` creates the maps, loads and attaches the programs and prints what they send (`printf`) and what
 //! they leave in maps (`output`), as bpftrace prints them.
@@ -16,10 +16,12 @@
 pub mod actions;
 pub mod aggregate;
 pub mod ast;
+pub mod btf;
 pub mod calls;
 pub mod codegen;
 pub mod error;
 pub mod expr;
+pub mod fields;
 pub mod insn;
 pub mod lexer;
 pub mod output;

@@ -73,8 +73,9 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// A C struct definition at the top (for casts, which scry does not
-    /// support): skipped to its closing `};`.
+    /// A C struct definition at the top (what bpftrace's clang reads
+    /// when the kernel has no BTF; scry takes struct types from BTF):
+    /// skipped to its closing `};`.
     fn skip_struct(&mut self) -> Result<(), LangError> {
         let start = self.lexer.pos;
         let mut depth = 0usize;
@@ -279,6 +280,7 @@ impl<'a> Parser<'a> {
             Tok::Punct("-") => Some(UnOp::Neg),
             Tok::Punct("!") => Some(UnOp::Not),
             Tok::Punct("~") => Some(UnOp::BitNot),
+            Tok::Punct("*") => Some(UnOp::Deref),
             _ => None,
         };
         if let Some(op) = op {
@@ -384,6 +386,17 @@ impl<'a> Parser<'a> {
                 ExprKind::Ident(name)
             }
             Tok::Punct(_) | Tok::Eof => {
+                if let Some(ty) = self.cast_type()? {
+                    let expr = self.unary()?;
+                    let span = span.to(expr.span);
+                    return Ok(Expr {
+                        kind: ExprKind::Cast {
+                            ty,
+                            expr: Box::new(expr),
+                        },
+                        span,
+                    });
+                }
                 let outer = std::mem::replace(&mut self.in_predicate, false);
                 let e = self.expr()?;
                 self.in_predicate = outer;
@@ -392,6 +405,40 @@ impl<'a> Parser<'a> {
             }
         };
         Ok(Expr { kind, span })
+    }
+
+    /// After a `(`: the type of a cast and its `)`, or None (a
+    /// parenthesized expression follows).
+    fn cast_type(&mut self) -> Result<Option<CastTy>, LangError> {
+        let Tok::Ident(word) = &self.tok else {
+            return Ok(None);
+        };
+        if let Some(ty) = CastTy::int(word) {
+            self.bump()?;
+            self.expect(")")?;
+            return Ok(Some(ty));
+        }
+        if word != "struct" && word != "union" {
+            return Ok(None);
+        }
+        self.bump()?;
+        let Tok::Ident(name) = self.tok.clone() else {
+            return Err(self.unexpected());
+        };
+        self.bump()?;
+        let mut stars = 0;
+        while self.is("*") {
+            self.bump()?;
+            stars += 1;
+        }
+        if stars != 1 {
+            return Err(LangError::new(
+                self.span,
+                "only casts to a struct pointer (struct NAME *) are supported",
+            ));
+        }
+        self.expect(")")?;
+        Ok(Some(CastTy::StructPtr(name)))
     }
 
     /// Comma-separated expressions up to (not including) `close`.

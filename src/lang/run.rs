@@ -16,6 +16,7 @@ use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 
 use super::ast::{Probe, Program};
+use super::btf::KernelTypes;
 use super::calls::{JOIN_ARGS, JOIN_ARGSIZE, JOIN_HEADER};
 use super::codegen::{Compiled, Fds, ProbeEnv, ProgKind, Registry, compile_probe, event_kind};
 use super::error::{LangError, Span};
@@ -138,6 +139,7 @@ fn compile_all(
     fds: &Fds,
     discover: bool,
     start_ns: u64,
+    types: &KernelTypes,
 ) -> Result<Vec<Compiled>, LangError> {
     let mut out = Vec::new();
     for (id, c) in probes.iter().enumerate() {
@@ -152,6 +154,7 @@ fn compile_all(
                 ProbeSpec::Uprobe { function, .. } => Some(function.as_str()),
                 _ => None,
             },
+            types,
         };
         out.push(compile_probe(
             reg,
@@ -343,7 +346,16 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
         ..Registry::default()
     };
     // Pass 1: discover the maps.
-    compile_all(&program, &probes, &mut reg, &Fds::default(), true, start_ns)?;
+    let types = KernelTypes::default();
+    compile_all(
+        &program,
+        &probes,
+        &mut reg,
+        &Fds::default(),
+        true,
+        start_ns,
+        &types,
+    )?;
     let mut maps = Vec::new();
     let mut per_cpu = Vec::new();
     for info in &reg.maps {
@@ -384,7 +396,7 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
     reg.printfs.clear();
     reg.time_formats.clear();
     reg.join_delims.clear();
-    let compiled = compile_all(&program, &probes, &mut reg, &fds, false, start_ns)?;
+    let compiled = compile_all(&program, &probes, &mut reg, &fds, false, start_ns, &types)?;
     let mut progs = Vec::new();
     for (c, code) in probes.iter().zip(&compiled) {
         let prog_type = match prog_kind(&c.spec) {

@@ -650,3 +650,83 @@ fn symbols_strings_and_time_match_bpftrace() {
         "scry:\n{ours}\nbpftrace:\n{theirs}"
     );
 }
+
+/// Kernel structs through BTF: a cast of `curtask`, `->` through
+/// pointers and embedded structs, a struct pointer argument of a
+/// tracepoint (`args->rqtp->tv_sec`), a header constant
+/// (`TASK_RUNNING`) and integer casts, printed as bpftrace prints them.
+#[test]
+fn kernel_structs_through_btf_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let dir = common::tempdir();
+    let name = format!("lbtf{}", std::process::id() % 100000);
+    let sleeper = unique_copy(dir.path(), &common::workload("sleeper"), &name);
+    // bpftrace takes TASK_RUNNING from linux/sched.h (which its clang
+    // cannot read here: `__aligned_u64`); scry knows it, bpftrace gets 0.
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         tracepoint:syscalls:sys_enter_clock_nanosleep /comm == \"{name}\"/ {{
+           $task = (struct task_struct *)curtask;
+           printf(\"%d %d %s %d %d %d %d %d %s\\n\", $task->pid == tid, $task->tgid == pid,
+             $task->real_parent->comm, args->rqtp->tv_sec, args->rqtp->tv_nsec / 1000000,
+             $task->__state == TASK_RUNNING, (uint8)257, (int8)255, $task->comm);
+           @state[curtask->__state] = count(); @onrq = sum($task->se.on_rq); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}"
+    );
+    let workload = || {
+        run_status(
+            Command::new(&sleeper)
+                .args(["3", "10"])
+                .stderr(Stdio::null()),
+        )
+    };
+    let ours = run_with(scry_run(&prog), workload);
+    let theirs = run_with(bpftrace(&prog.replace("TASK_RUNNING", "0")), workload);
+    let line = |t: &str| lines_with(t, "1 1 ");
+    assert_eq!(line(&ours).len(), 3, "{ours}");
+    assert!(
+        line(&ours)[0].ends_with(&format!(" 0 10 1 1 -1 {name}")),
+        "{ours}"
+    );
+    assert_eq!(
+        line(&ours),
+        line(&theirs),
+        "scry:\n{ours}\nbpftrace:\n{theirs}"
+    );
+    for prefix in ["@state", "@onrq"] {
+        assert_eq!(
+            lines_with(&ours, prefix),
+            lines_with(&theirs, prefix),
+            "{ours}\n{theirs}"
+        );
+    }
+}
+
+/// bpftrace's runqlat.bt (`TASK_RUNNING`, a map read into a variable,
+/// `delete`, `clear`) runs unchanged and prints its histogram.
+#[test]
+fn runqlat_tool_runs_unchanged() {
+    let tool = Path::new("/usr/sbin/runqlat.bt");
+    if !common::require_tracefs()
+        || !common::gate(if tool.exists() {
+            Ok(())
+        } else {
+            Err("no /usr/sbin/runqlat.bt (bpftrace)".into())
+        })
+    {
+        return;
+    }
+    let mut cmd = common::scry();
+    cmd.arg("run").arg(tool);
+    let out = run_until_interrupted(cmd, "Tracing CPU scheduler", "Tracing", || {
+        run_status(
+            Command::new(common::workload("sleeper"))
+                .args(["20", "2"])
+                .stderr(Stdio::null()),
+        )
+    });
+    assert!(out.contains("\n@usecs: \n["), "{out}");
+    assert!(!out.contains("@qtime"), "{out}");
+}
