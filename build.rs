@@ -29,6 +29,9 @@ const PROGRAMS: &[&str] = &[
     "bio",
     "vfsstat",
     "memleak",
+    "oomkill",
+    "drsnoop",
+    "capable",
 ];
 
 fn main() {

@@ -1,11 +1,14 @@
 //! The streaming tools' events (execsnoop, exitsnoop, opensnoop, killsnoop,
-//! sigsnoop, statsnoop, threadsnoop) as the kernel side
+//! sigsnoop, statsnoop, threadsnoop, oomkill, drsnoop, capable) as the kernel side
 //! decodes them, and the filters libbpf-tools applies in user space
 //! (`-n NAME`, `-l LINE`, `--ppid`): kept here so the renderers and the
 //! command lines name one set of types.
 
+pub use crate::sys::bpf_capable::CapEvent;
+pub use crate::sys::bpf_drsnoop::ReclaimEvent;
 pub use crate::sys::bpf_execsnoop::ExecEvent;
 pub use crate::sys::bpf_exitsnoop::ExitEvent;
+pub use crate::sys::bpf_oomkill::OomEvent;
 pub use crate::sys::bpf_opensnoop::OpenEvent;
 pub use crate::sys::bpf_sigsnoop::{SigEvent, SigSource};
 pub use crate::sys::bpf_statsnoop::StatEvent;

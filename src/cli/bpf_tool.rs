@@ -36,8 +36,16 @@ pub const TOOLS: &[(&str, &str)] = &[
         "block I/O request sizes per process name, as histograms",
     ),
     (
+        "capable",
+        "each capability check with its verdict, streamed",
+    ),
+    (
         "cpudist",
         "on-CPU (or off-CPU, -O) time per stretch, as a histogram",
+    ),
+    (
+        "drsnoop",
+        "each direct reclaim with its latency and pages (--memcg: cgroup reclaims too), streamed",
     ),
     (
         "execsnoop",
@@ -70,6 +78,10 @@ pub const TOOLS: &[(&str, &str)] = &[
     (
         "offwaketime",
         "blocked time by the blocked stack joined to the waker's stack, in the kernel",
+    ),
+    (
+        "oomkill",
+        "each OOM kill: the process that triggered it and the one killed, streamed",
     ),
     (
         "opensnoop",

@@ -24,6 +24,7 @@ mod heatmap;
 mod irqs;
 mod list;
 mod memleak;
+mod memsnoop;
 mod offcpu;
 mod offcputime;
 mod offwaketime;
@@ -163,6 +164,12 @@ enum Command {
     Vfsstat(vfsstat::VfsstatArgs),
     /// Allocations not freed, by the stack that made them (bcc memleak)
     Memleak(memleak::MemleakArgs),
+    /// Each OOM kill: who triggered it and who was killed, streamed (bcc oomkill)
+    Oomkill(memsnoop::OomkillArgs),
+    /// Each direct reclaim with its latency and pages, streamed (bcc drsnoop)
+    Drsnoop(memsnoop::DrsnoopArgs),
+    /// Each capability check with its verdict, streamed (bcc capable)
+    Capable(memsnoop::CapableArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -273,6 +280,9 @@ pub fn main() -> ExitCode {
         Command::Bitesize(args) => bitesize::run(args),
         Command::Vfsstat(args) => vfsstat::run(args),
         Command::Memleak(args) => memleak::run(args),
+        Command::Oomkill(args) => memsnoop::run_oomkill(args),
+        Command::Drsnoop(args) => memsnoop::run_drsnoop(args),
+        Command::Capable(args) => memsnoop::run_capable(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

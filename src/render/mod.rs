@@ -18,6 +18,7 @@ pub mod hist;
 pub mod irqs;
 pub mod list;
 pub mod memleak;
+pub mod memsnoop;
 pub mod net;
 pub mod offcpu;
 pub mod offcputime;

@@ -5,7 +5,9 @@
 pub mod block;
 pub mod bpf;
 pub mod bpf_bio;
+pub mod bpf_capable;
 pub mod bpf_cpudist;
+pub mod bpf_drsnoop;
 pub mod bpf_engine;
 pub mod bpf_events;
 pub mod bpf_execsnoop;
@@ -16,6 +18,7 @@ pub mod bpf_irqs;
 pub mod bpf_memleak;
 pub mod bpf_offcputime;
 pub mod bpf_offwaketime;
+pub mod bpf_oomkill;
 pub mod bpf_opensnoop;
 pub mod bpf_profile;
 pub mod bpf_raw;

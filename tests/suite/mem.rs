@@ -1,9 +1,14 @@
-//! The memory tools on the real kernel (memleak): workloads with known
-//! answers (`workloads/leaker`: K allocations of S bytes kept from one
-//! call site among many freed through every allocator function), bad
-//! input (a static binary without malloc, an unknown pid), SIGKILL leaving
-//! no uprobe, program or link. libbpf-tools' memleak is not installed
-//! here; bcc's answer for the workload is the one asserted.
+//! The memory tools on the real kernel (memleak, oomkill, drsnoop,
+//! capable): workloads with known answers (`workloads/leaker`: K
+//! allocations of S bytes kept from one call site among many freed
+//! through every allocator function; `workloads/hog` in a memory cgroup
+//! limited below what it touches: reclaimed, then OOM-killed;
+//! `workloads/caps`: N checks of one capability), bad input (a static
+//! binary without malloc, an unknown pid), SIGKILL leaving no uprobe,
+//! program or link. libbpf-tools' memleak is not installed here, and its
+//! oomkill and capable probe kernel functions (refused here): the
+//! workloads' own answers are asserted; its drsnoop loads and sees the
+//! same direct reclaims as scry's (none, in a cgroup's reclaim).
 
 use crate::common;
 
@@ -210,6 +215,9 @@ fn sigkill_leaves_no_uprobe_program_or_link() {
         return;
     }
     sigkill_frees_everything(&["memleak"], 4);
+    sigkill_frees_everything(&["oomkill"], 1);
+    sigkill_frees_everything(&["drsnoop", "--memcg"], 4);
+    sigkill_frees_everything(&["capable"], 1);
     let mut leaker = Command::new(common::workload("leaker"))
         .args(["1", "8", "1", "wait"])
         .stdin(Stdio::piped())
@@ -220,4 +228,192 @@ fn sigkill_leaves_no_uprobe_program_or_link() {
     sigkill_frees_everything(&["memleak", "-p", &pid], USER_LINKS);
     let _ = leaker.kill();
     let _ = leaker.wait();
+}
+
+/// A workload started with `wait`: it printed "ready" and waits for a
+/// line on stdin.
+struct Waiting {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Waiting {
+    fn start(name: &str, args: &[&str]) -> Waiting {
+        let mut child = Command::new(common::workload(name))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("workload starts");
+        let stdin = child.stdin.take();
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).expect("ready");
+        assert_eq!(line.trim(), "ready", "{name}");
+        Waiting { child, stdin, out }
+    }
+
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    /// Lets it go; its status and the rest of its output once it ended.
+    fn go(mut self) -> (std::process::ExitStatus, String) {
+        let mut stdin = self.stdin.take().expect("stdin");
+        stdin.write_all(b"go\n").expect("go");
+        drop(stdin);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.out, &mut rest).expect("output");
+        (self.child.wait().expect("workload ends"), rest)
+    }
+}
+
+#[test]
+fn capable_lists_each_check_with_its_verdict() {
+    if !require_root() {
+        return;
+    }
+    let n = 25usize;
+    let caps = Waiting::start("caps", &[&n.to_string()]);
+    let pid = caps.pid();
+    let tracer = Tracer::start(scry_tool(&["capable", "-p", &pid, "--json"]), 1);
+    let (status, rest) = caps.go();
+    assert!(status.success(), "{rest}");
+    let raised: usize = rest
+        .split_whitespace()
+        .nth(1)
+        .and_then(|r| r.parse().ok())
+        .expect("raised R of N");
+    let (lines, err) = tracer.finish();
+    let checks: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(checks.len(), n, "{lines:?}\n{err}");
+    assert!(
+        checks
+            .iter()
+            .all(|c| c["cap"] == 24 && c["name"] == "CAP_SYS_RESOURCE" && c["comm"] == "caps"),
+        "{lines:?}"
+    );
+    let allowed = checks.iter().filter(|c| c["verdict"] == "allow").count();
+    assert_eq!(allowed, raised, "{lines:?}");
+    assert!(
+        err.contains("AUDIT"),
+        "the note on what is not visible: {err}"
+    );
+}
+
+/// A memory cgroup of its own, limited to `limit` bytes (swap included
+/// where the kernel counts it), removed on drop.
+struct MemCgroup {
+    dir: std::path::PathBuf,
+}
+
+impl MemCgroup {
+    fn new(limit: u64) -> Result<MemCgroup, String> {
+        let name = format!("scry-test-{}", std::process::id());
+        let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+            .is_ok_and(|c| c.split_whitespace().any(|x| x == "memory"));
+        let (dir, files): (std::path::PathBuf, &[&str]) = if v2 {
+            (
+                std::path::Path::new("/sys/fs/cgroup").join(&name),
+                &["memory.max", "memory.swap.max"],
+            )
+        } else if std::path::Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
+            (
+                std::path::Path::new("/sys/fs/cgroup/memory").join(&name),
+                &["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"],
+            )
+        } else {
+            return Err("no memory cgroup controller (v2 or v1) here".to_string());
+        };
+        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let group = MemCgroup { dir };
+        for (i, file) in files.iter().enumerate() {
+            let value = if v2 && i == 1 { 0 } else { limit };
+            let path = group.dir.join(file);
+            if path.exists() {
+                std::fs::write(&path, value.to_string())
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+        }
+        Ok(group)
+    }
+
+    fn add(&self, pid: &str) {
+        std::fs::write(self.dir.join("cgroup.procs"), pid).expect("into the cgroup");
+    }
+}
+
+impl Drop for MemCgroup {
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn oomkill_and_drsnoop_see_a_cgroup_kill_its_hog() {
+    if !require_root() || !common::require_tool("drsnoop", "libbpf-tools is not installed") {
+        return;
+    }
+    let group = match MemCgroup::new(32 << 20) {
+        Ok(group) => group,
+        Err(why) => {
+            common::gate(Err(why));
+            return;
+        }
+    };
+    let hog = Waiting::start("hog", &["256", "wait"]);
+    let pid = hog.pid();
+    group.add(&pid);
+    let oom = Tracer::start(scry_tool(&["oomkill"]), 1);
+    let memcg = Tracer::start(scry_tool(&["drsnoop", "--memcg", "-p", &pid]), 4);
+    let direct = Tracer::start(scry_tool(&["drsnoop", "-p", &pid]), 2);
+    let peer = Tracer::start(common::tracer::peer(&["drsnoop", "-p", &pid]), 0);
+    let (status, _) = hog.go();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9),
+        "the hog is OOM-killed: {status}"
+    );
+    let victim = format!("OOM kill of PID {pid} (\"hog\")");
+    oom.wait_until(|lines| lines.iter().any(|l| l.contains(&victim)));
+    let (lines, _) = oom.stop();
+    let kills: Vec<&String> = lines.iter().filter(|l| l.contains(&victim)).collect();
+    assert_eq!(kills.len(), 1, "{lines:?}");
+    assert!(
+        kills[0].contains(&format!("Triggered by PID {pid} (\"hog\")")),
+        "{lines:?}"
+    );
+    let (memcg_lines, _) = memcg.finish();
+    let reclaims: Vec<&String> = memcg_lines.iter().skip(2).collect();
+    assert!(!reclaims.is_empty(), "{memcg_lines:?}");
+    assert!(
+        reclaims
+            .iter()
+            .all(|l| l.contains(" hog ") && l.ends_with(" memcg")),
+        "{memcg_lines:?}"
+    );
+    let (direct_lines, _) = direct.finish();
+    let (peer_lines, _) = peer.stop();
+    // Direct reclaims: the same on both sides (a cgroup at its limit
+    // reclaims without one, so both count none on this idle host).
+    assert_eq!(
+        direct_lines[..2],
+        peer_lines[..2],
+        "the same banner and columns"
+    );
+    assert_eq!(
+        direct_lines.len(),
+        peer_lines.len(),
+        "{direct_lines:?} {peer_lines:?}"
+    );
+    drop(group);
 }

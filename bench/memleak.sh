@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench/memleak.sh: the slowdown of an allocation-heavy workload (the
+# uprobe-heavy case: every malloc traps twice, every free once) while
+# `scry memleak -p PID` follows every allocation, next to bpftrace's
+# equivalent uprobe program (libbpf-tools' memleak is not in Debian's
+# libbpf-tools): malloc's size by thread, at its return the size, time and
+# user stack by address, free deleting; side by side in one run.
+#
+# Workload: workloads/mallocs N wait (N malloc/free pairs once it reads a
+# line: the tracer attaches to the program itself, past its exec). Each tracer
+# watches -p PID, writes to a file, and counts as attached once it printed
+# its first line (scry: "Attaching to pid ..."; bpftrace: its BEGIN
+# probe's line, printed after every probe attached). Timed: from the line
+# written to the workload's exit. For each: the median wall time of REPS
+# interleaved runs; slowdown = traced / bare; the last line prints scry's
+# time as a ratio to bpftrace's (below 1: scry slows the workload less).
+#
+# Usage: bench/memleak.sh   (env REPS=5, PAIRS=1000000, SCRY_BIN=path to
+#   skip the build)
+# Needs: root, bpftrace (scripts/deps), cc.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-5} PAIRS=${PAIRS:-1000000}
+for tool in bpftrace cc; do
+    command -v "$tool" >/dev/null || { echo "bench/memleak.sh: no $tool (scripts/deps)" >&2; exit 2; }
+done
+. bench/common.sh
+bench_scry memleak.sh
+mallocs=$(scripts/workload mallocs)
+libc=$(ldd "$mallocs" | awk '/libc\.so/ {print $3}')
+[ -n "$libc" ] || { echo "bench/memleak.sh: $mallocs maps no libc" >&2; exit 2; }
+
+# bpftrace's memleak: bcc's memleak.py reduced to malloc and free.
+program='BEGIN { printf("attached\n"); }
+uprobe:'"$libc"':malloc { @size[tid] = arg0; }
+uretprobe:'"$libc"':malloc /@size[tid]/ {
+    @bytes[retval] = @size[tid]; @when[retval] = nsecs; @stack[retval] = ustack;
+    delete(@size[tid]);
+}
+uprobe:'"$libc"':free { delete(@bytes[arg0]); delete(@when[arg0]); delete(@stack[arg0]); }
+END { clear(@size); clear(@bytes); clear(@when); clear(@stack); }'
+
+# run NAME [TRACER ARGS...]: one timed run, traced by TRACER -p PID.
+run() {
+    local name=$1; shift
+    local fifo="$out/go" ready="$out/ready"
+    rm -f "$fifo"; mkfifo "$fifo"
+    "$mallocs" "$PAIRS" wait <"$fifo" >"$ready" &
+    local pid=$! tracer="" log="$out/$name.out"
+    exec 3>"$fifo"
+    until [ -s "$ready" ]; do sleep 0.01; done
+    if [ $# -gt 0 ]; then
+        "$@" -p "$pid" >"$log" 2>>"$out/$name.err" &
+        tracer=$!
+        until [ -s "$log" ]; do sleep 0.01; done
+    fi
+    local t0=$EPOCHREALTIME
+    echo go >&3
+    wait "$pid"
+    awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.6f\n", b - a}' >>"$out/$name"
+    exec 3>&-
+    if [ -n "$tracer" ]; then
+        kill -INT "$tracer" 2>/dev/null || true
+        wait "$tracer" || true
+    fi
+}
+
+for _ in $(seq "$REPS"); do
+    run bare
+    run bpftrace bpftrace -e "$program"
+    run scry "$scry" memleak
+done
+
+echo "memleak on $PAIRS malloc/free pairs:"
+bare=$(median bare)
+printf '  %-14s %10s %10s\n' tracer "wall (s)" slowdown
+for name in bare bpftrace scry; do
+    m=$(median "$name")
+    printf '  %-14s %10.3f %9.2fx\n' "$name" "$m" "$(ratio "$m" "$bare")"
+done
+for name in bpftrace scry; do
+    [ -s "$out/$name.err" ] && { echo "$name's stderr:"; sort "$out/$name.err" | uniq -c | head -5; }
+done
+echo "scry / bpftrace wall time, memleak: $(ratio "$(median scry)" "$(median bpftrace)")"

@@ -1,0 +1,92 @@
+//! `scry oomkill`, `scry drsnoop` and `scry capable` (bcc's tools, their
+//! flags and libbpf-tools' layouts): OOM kills, direct reclaims and
+//! capability checks, each streamed from the kernel's ring buffer. Wiring
+//! only: `sys::bpf_oomkill` / `bpf_drsnoop` / `bpf_capable` →
+//! `render::memsnoop`. Where a tracepoint shows less than bcc's kernel
+//! function probe, one note on stderr says what (oomkill's pages,
+//! capable's AUDIT column).
+
+use clap::Args;
+
+use scry::render::memsnoop::{CapLayout, OomLayout, ReclaimLayout};
+use scry::sys::bpf_drsnoop::ReclaimSettings;
+use scry::sys::{bpf_capable, bpf_drsnoop, bpf_oomkill};
+
+use super::{bpf_tool, snoop};
+
+#[derive(Args, Debug)]
+pub struct OomkillArgs {
+    #[command(flatten)]
+    common: snoop::StreamFlags,
+}
+
+pub fn run_oomkill(args: OomkillArgs) -> anyhow::Result<()> {
+    let bpf = bpf_tool::load("oomkill", bpf_oomkill::load)?;
+    eprintln!(
+        "oomkill: from oom:mark_victim: PAGES is the victim's address-space size (bcc's \
+         OOM-control total pages is not in the tracepoint)"
+    );
+    let layout = OomLayout {
+        loadavg: || {
+            std::fs::read_to_string("/proc/loadavg")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        },
+    };
+    let how = snoop::Stream::new("oomkill", &args.common, None);
+    snoop::run(&how, &args.common, &bpf, &layout, |_| true)
+}
+
+#[derive(Args, Debug)]
+pub struct DrsnoopArgs {
+    /// Only this process (ends when it exits).
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    /// Only this thread.
+    #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
+    tid: Option<u32>,
+    /// Also the reclaims of a memory cgroup at its limit (scry's
+    /// addition; a KIND column says which).
+    #[arg(long)]
+    memcg: bool,
+    #[command(flatten)]
+    common: snoop::StreamFlags,
+}
+
+pub fn run_drsnoop(args: DrsnoopArgs) -> anyhow::Result<()> {
+    bpf_tool::check_pid("drsnoop", "-p", args.pid)?;
+    bpf_tool::check_pid("drsnoop", "-t", args.tid)?;
+    let settings = ReclaimSettings {
+        pid: args.pid,
+        tid: args.tid,
+        memcg: args.memcg,
+    };
+    let bpf = bpf_tool::load("drsnoop", || bpf_drsnoop::load(settings))?;
+    let how = snoop::Stream::new("drsnoop", &args.common, args.pid);
+    let layout = ReclaimLayout { kind: args.memcg };
+    snoop::run(&how, &args.common, &bpf, &layout, |_| true)
+}
+
+#[derive(Args, Debug)]
+pub struct CapableArgs {
+    /// Only this process (ends when it exits).
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    /// Extra column: the thread id (bcc's -x; INSETID is not visible).
+    #[arg(short = 'x', long = "extra")]
+    extra: bool,
+    #[command(flatten)]
+    common: snoop::StreamFlags,
+}
+
+pub fn run_capable(args: CapableArgs) -> anyhow::Result<()> {
+    bpf_tool::check_pid("capable", "-p", args.pid)?;
+    let bpf = bpf_tool::load("capable", || bpf_capable::load(args.pid))?;
+    eprintln!(
+        "capable: from capability:cap_capable: AUDIT and INSETID (the check's options) are not \
+         in the tracepoint: AUDIT shows -"
+    );
+    let how = snoop::Stream::new("capable", &args.common, args.pid);
+    let layout = CapLayout { tid: args.extra };
+    snoop::run(&how, &args.common, &bpf, &layout, |_| true)
+}

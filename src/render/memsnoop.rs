@@ -1,0 +1,259 @@
+//! The lines of the streaming memory tools, in libbpf-tools' layouts, and
+//! their JSON fields: oomkill (`HH:MM:SS Triggered by PID ... OOM kill of
+//! PID ..., N pages, loadavg: ...`; the load average comes from the
+//! caller, this module reads no file), drsnoop (its banner, then `TIME
+//! COMM TID LAT(ms) PAGES`, with `--memcg` a `KIND` column) and capable (`TIME UID PID
+//! COMM CAP NAME AUDIT VERDICT`; AUDIT is `-`: the tracepoint does not
+//! carry it).
+
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use super::snoop::{Clock, SnoopFormat, hms};
+use crate::analysis::snoop::{CapEvent, OomEvent, ReclaimEvent};
+
+/// oomkill's layout; `loadavg` gives /proc/loadavg's text at the kill.
+pub struct OomLayout<L> {
+    pub loadavg: L,
+}
+
+impl<L: Fn() -> String> SnoopFormat for OomLayout<L> {
+    type Event = OomEvent;
+
+    fn header<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        writeln!(w, "Tracing OOM kills... Ctrl-C to stop.")
+    }
+
+    fn line<W: Write>(&self, w: &mut W, e: &OomEvent, clock: Clock) -> io::Result<()> {
+        writeln!(
+            w,
+            "{} Triggered by PID {} (\"{}\"), OOM kill of PID {} (\"{}\"), {} pages, loadavg: {}",
+            hms(clock.hms),
+            e.trigger_pid,
+            e.trigger_comm,
+            e.victim_pid,
+            e.victim_comm,
+            e.pages,
+            (self.loadavg)()
+        )
+    }
+
+    fn fields(&self, e: &OomEvent) -> Value {
+        json!({
+            "trigger_pid": e.trigger_pid, "trigger_comm": e.trigger_comm,
+            "victim_pid": e.victim_pid, "victim_comm": e.victim_comm,
+            "pages": e.pages, "loadavg": (self.loadavg)(),
+        })
+    }
+}
+
+/// drsnoop's layout; `kind`: the KIND column (--memcg).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReclaimLayout {
+    pub kind: bool,
+}
+
+impl SnoopFormat for ReclaimLayout {
+    type Event = ReclaimEvent;
+
+    fn header<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        writeln!(w, "Tracing direct reclaim events... Hit Ctrl-C to end.")?;
+        write!(
+            w,
+            "{:<8} {:<16} {:<6} {:>8} {:>5}",
+            "TIME", "COMM", "TID", "LAT(ms)", "PAGES"
+        )?;
+        if self.kind {
+            write!(w, " KIND")?;
+        }
+        writeln!(w)
+    }
+
+    fn line<W: Write>(&self, w: &mut W, e: &ReclaimEvent, clock: Clock) -> io::Result<()> {
+        write!(
+            w,
+            "{:<8} {:<16} {:<6} {:>8.3} {:>5}",
+            hms(clock.hms),
+            e.comm,
+            e.tid,
+            e.delta_ns as f64 / 1e6,
+            e.nr_reclaimed
+        )?;
+        if self.kind {
+            write!(w, " {}", if e.memcg { "memcg" } else { "direct" })?;
+        }
+        writeln!(w)
+    }
+
+    fn fields(&self, e: &ReclaimEvent) -> Value {
+        json!({
+            "comm": e.comm, "pid": e.pid, "tid": e.tid, "lat_ms": e.delta_ns as f64 / 1e6,
+            "pages": e.nr_reclaimed, "kind": if e.memcg { "memcg" } else { "direct" },
+        })
+    }
+}
+
+/// The capabilities' names, by number (linux/capability.h).
+const CAP_NAMES: [&str; 41] = [
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+];
+
+/// A capability's name; `?` for a number past the table.
+pub fn cap_name(cap: i32) -> &'static str {
+    usize::try_from(cap)
+        .ok()
+        .and_then(|c| CAP_NAMES.get(c))
+        .copied()
+        .unwrap_or("?")
+}
+
+/// capable's layout; `tid`: -x's TID column.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CapLayout {
+    pub tid: bool,
+}
+
+impl SnoopFormat for CapLayout {
+    type Event = CapEvent;
+
+    fn header<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        write!(w, "{:<8} {:<5} {:<7}", "TIME", "UID", "PID")?;
+        if self.tid {
+            write!(w, " {:<7}", "TID")?;
+        }
+        writeln!(
+            w,
+            " {:<16} {:<4} {:<20} {:<6} VERDICT",
+            "COMM", "CAP", "NAME", "AUDIT"
+        )
+    }
+
+    fn line<W: Write>(&self, w: &mut W, e: &CapEvent, clock: Clock) -> io::Result<()> {
+        write!(w, "{:<8} {:<5} {:<7}", hms(clock.hms), e.uid, e.pid)?;
+        if self.tid {
+            write!(w, " {:<7}", e.tid)?;
+        }
+        writeln!(
+            w,
+            " {:<16} {:<4} {:<20} {:<6} {}",
+            e.comm,
+            e.cap,
+            cap_name(e.cap),
+            "-",
+            verdict(e.ret)
+        )
+    }
+
+    fn fields(&self, e: &CapEvent) -> Value {
+        json!({
+            "uid": e.uid, "pid": e.pid, "tid": e.tid, "comm": e.comm, "cap": e.cap,
+            "name": cap_name(e.cap), "verdict": verdict(e.ret),
+        })
+    }
+}
+
+fn verdict(ret: i32) -> &'static str {
+    if ret == 0 { "allow" } else { "deny" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
+        let mut out = Vec::new();
+        f(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn lines_in_libbpf_tools_layouts() {
+        let clock = Clock {
+            hms: (1, 2, 3),
+            secs: 0.0,
+        };
+        let oom = OomLayout {
+            loadavg: || "0.10 0.20 0.30 1/99 42".to_string(),
+        };
+        let e = OomEvent {
+            trigger_pid: 7,
+            trigger_comm: "hog".into(),
+            victim_pid: 7,
+            victim_comm: "hog".into(),
+            pages: 1000,
+        };
+        assert_eq!(
+            text(|w| oom.line(w, &e, clock)),
+            "01:02:03 Triggered by PID 7 (\"hog\"), OOM kill of PID 7 (\"hog\"), 1000 pages, loadavg: 0.10 0.20 0.30 1/99 42\n"
+        );
+        let r = ReclaimEvent {
+            delta_ns: 1_500_000,
+            nr_reclaimed: 32,
+            pid: 9,
+            tid: 10,
+            memcg: true,
+            comm: "dd".into(),
+        };
+        let layout = ReclaimLayout { kind: true };
+        assert_eq!(
+            text(|w| layout.line(w, &r, clock)),
+            "01:02:03 dd               10        1.500    32 memcg\n"
+        );
+        let c = CapEvent {
+            pid: 5,
+            tid: 5,
+            uid: 0,
+            cap: 24,
+            ret: 0,
+            comm: "caps".into(),
+        };
+        let line = text(|w| CapLayout::default().line(w, &c, clock));
+        assert!(
+            line.contains(" CAP_SYS_RESOURCE ") && line.ends_with(" allow\n"),
+            "{line}"
+        );
+        assert_eq!(cap_name(40), "CAP_CHECKPOINT_RESTORE");
+        assert_eq!(cap_name(-1), "?");
+    }
+}

@@ -1,0 +1,60 @@
+//! `scry capable`'s kernel side: loads `src/bpf/capable.bpf.c` through
+//! the engine and decodes the capability checks its ring streams (what
+//! the tracepoint shows and does not, in the program's header).
+
+use std::io;
+
+use super::bpf_engine::{self, Attach, GroupRules, u32_at};
+use super::bpf_events::{EventStream, c_string_at, i32_at};
+
+super::bpf::bpf_skeleton!("capable.skel.rs");
+
+use skel::CapableSkelBuilder;
+
+/// One capability check.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CapEvent {
+    pub pid: u32,
+    pub tid: u32,
+    pub uid: u32,
+    /// The capability's number (`CAP_*`).
+    pub cap: i32,
+    /// 0: allowed; else minus the errno (-EPERM).
+    pub ret: i32,
+    pub comm: String,
+}
+
+impl CapEvent {
+    /// Decodes one ring record (`struct cap_event`); None when short.
+    pub fn decode(r: &[u8]) -> Option<CapEvent> {
+        Some(CapEvent {
+            pid: u32_at(r, 0)?,
+            tid: u32_at(r, 4)?,
+            uid: u32_at(r, 8)?,
+            cap: i32_at(r, 12)?,
+            ret: i32_at(r, 16)?,
+            comm: c_string_at(r, 20, 16),
+        })
+    }
+}
+
+pub type CapableBpf = EventStream<CapEvent>;
+
+/// `pid`: only this process's checks.
+pub fn load(pid: Option<u32>) -> io::Result<CapableBpf> {
+    let loaded = bpf_engine::load(
+        CapableSkelBuilder::default,
+        |open: &mut skel::OpenCapableSkel<'static>| {
+            let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+            rodata.filter_tgid = pid.unwrap_or(0);
+            Ok(())
+        },
+        GroupRules::default(),
+        Attach::Now,
+    )?;
+    Ok(EventStream::new(
+        loaded,
+        |s: &skel::CapableSkel<'static>| (&s.maps.events, &s.maps.drops),
+        CapEvent::decode,
+    ))
+}

@@ -1,0 +1,74 @@
+//! `scry drsnoop`'s kernel side: loads `src/bpf/drsnoop.bpf.c` through
+//! the engine (the memory-cgroup reclaim hooks only with `memcg`) and
+//! decodes the reclaims its ring streams (see the program's header).
+
+use std::io;
+
+use super::bpf_engine::{self, Attach, GroupRules, u32_at, u64_at};
+use super::bpf_events::{EventStream, c_string_at};
+
+super::bpf::bpf_skeleton!("drsnoop.skel.rs");
+
+use skel::DrsnoopSkelBuilder;
+
+const MEMCG_GROUPS: [&str; 2] = ["scry_dr_memcg_begin", "scry_dr_memcg_end"];
+
+/// The program's settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReclaimSettings {
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    /// Also memory-cgroup reclaims (--memcg).
+    pub memcg: bool,
+}
+
+/// One reclaim.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReclaimEvent {
+    pub delta_ns: u64,
+    pub nr_reclaimed: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// A memory cgroup's reclaim, not a direct reclaim.
+    pub memcg: bool,
+    pub comm: String,
+}
+
+impl ReclaimEvent {
+    /// Decodes one ring record (`struct reclaim_event`); None when short.
+    pub fn decode(r: &[u8]) -> Option<ReclaimEvent> {
+        Some(ReclaimEvent {
+            delta_ns: u64_at(r, 0)?,
+            nr_reclaimed: u64_at(r, 8)?,
+            pid: u32_at(r, 16)?,
+            tid: u32_at(r, 20)?,
+            memcg: u32_at(r, 24)? != 0,
+            comm: c_string_at(r, 32, 16),
+        })
+    }
+}
+
+pub type DrsnoopBpf = EventStream<ReclaimEvent>;
+
+pub fn load(settings: ReclaimSettings) -> io::Result<DrsnoopBpf> {
+    let skip: &[&str] = if settings.memcg { &[] } else { &MEMCG_GROUPS };
+    let loaded = bpf_engine::load(
+        DrsnoopSkelBuilder::default,
+        |open: &mut skel::OpenDrsnoopSkel<'static>| {
+            let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+            rodata.filter_tgid = settings.pid.unwrap_or(0);
+            rodata.filter_tid = settings.tid.unwrap_or(0);
+            Ok(())
+        },
+        GroupRules {
+            skip,
+            ..GroupRules::default()
+        },
+        Attach::Now,
+    )?;
+    Ok(EventStream::new(
+        loaded,
+        |s: &skel::DrsnoopSkel<'static>| (&s.maps.events, &s.maps.drops),
+        ReclaimEvent::decode,
+    ))
+}

@@ -1,0 +1,38 @@
+// build: -O2
+// caps N: prints "ready", lowers its hard RLIMIT_NOFILE by one, waits
+// for a line on stdin, then N times tries to raise it back (and, when
+// that worked, lowers it again): each raise is one capability check of
+// CAP_SYS_RESOURCE (24), allowed with the capability, denied (EPERM)
+// without; nothing else it does after the line checks a capability.
+// Prints "raised R of N" at the end.
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 10;
+	struct rlimit lim;
+	if (getrlimit(RLIMIT_NOFILE, &lim) || lim.rlim_max < 2)
+		return 2;
+	struct rlimit lower = {lim.rlim_cur < lim.rlim_max - 1 ? lim.rlim_cur : lim.rlim_max - 1,
+			       lim.rlim_max - 1};
+	if (setrlimit(RLIMIT_NOFILE, &lower))
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	char line[16];
+	if (read(0, line, sizeof(line)) <= 0)
+		return 1;
+	long raised = 0;
+	for (long i = 0; i < n; i++) {
+		if (setrlimit(RLIMIT_NOFILE, &lim) == 0) {
+			raised++;
+			if (setrlimit(RLIMIT_NOFILE, &lower))
+				return 1;
+		}
+	}
+	printf("raised %ld of %ld\n", raised, n);
+	return 0;
+}
