@@ -177,14 +177,16 @@ fn futexctn_names_the_lock_taker_and_sums_the_waiters_blocked_time() {
     );
     let pid = workload.id().to_string();
     let scry = Tracer::start(scry_tool(&["futexctn", "--json", "-p", &pid]), 2);
+    // BEGIN runs once every probe is attached: its line says ready.
     let program = format!(
-        "tracepoint:syscalls:sys_enter_futex /pid == {pid} && (args->op & 127) == 0/ \
+        "BEGIN {{ printf(\"ready\\n\"); }} tracepoint:syscalls:sys_enter_futex /pid == {pid} && (args->op & 127) == 0/ \
          {{ @s[tid] = nsecs; }} tracepoint:syscalls:sys_exit_futex /@s[tid]/ \
          {{ if (args->ret >= 0) {{ @ns = sum(nsecs - @s[tid]); }} delete(@s[tid]); }}"
     );
     let mut bpftrace = std::process::Command::new("bpftrace");
     bpftrace.args(["-e", &program]);
     let oracle = Tracer::start(bpftrace, 0);
+    oracle.wait_until(|lines| lines.iter().any(|l| l == "ready"));
     let said = run_stopped(workload);
     let (lines, err) = scry.finish();
     let (oracle_lines, _) = oracle.stop();
