@@ -138,22 +138,9 @@ pub fn module_build_ids() -> Result<Vec<(String, Vec<u8>)>, BuildIdError> {
 /// this process's own mapping (`/proc/self/maps` + `/proc/self/mem`).
 /// `None` when there is no vDSO or it cannot be read.
 pub fn vdso_build_id() -> Option<Vec<u8>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let range = line.split_whitespace().next()?;
-    let (start, end) = range.split_once('-')?;
-    let start = u64::from_str_radix(start, 16).ok()?;
-    let end = u64::from_str_radix(end, 16).ok()?;
-    let len = usize::try_from(end.checked_sub(start)?).ok()?;
-    if len > 1 << 24 {
-        return None;
-    }
-    let mut mem = File::open("/proc/self/mem").ok()?;
-    mem.seek(SeekFrom::Start(start)).ok()?;
-    let mut image = vec![0; len];
-    mem.read_exact(&mut image).ok()?;
-    build_id_from_elf(&image).ok().flatten()
+    build_id_from_elf(crate::sys::proc::vdso_image()?)
+        .ok()
+        .flatten()
 }
 
 /// Lower-case hex of a build-id, as `perf buildid-list` prints it.

@@ -367,18 +367,7 @@ impl VdsoSymbols {
     }
 
     fn read_self() -> Option<Self> {
-        use std::io::{Read, Seek, SeekFrom};
-        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-        let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-        let range = line.split_whitespace().next()?;
-        let (start, end) = range.split_once('-')?;
-        let start = u64::from_str_radix(start, 16).ok()?;
-        let end = u64::from_str_radix(end, 16).ok()?;
-        let mut mem = std::fs::File::open("/proc/self/mem").ok()?;
-        mem.seek(SeekFrom::Start(start)).ok()?;
-        let mut data = vec![0u8; usize::try_from(end.checked_sub(start)?).ok()?];
-        mem.read_exact(&mut data).ok()?;
-        Self::parse(&data)
+        Self::parse(crate::sys::proc::vdso_image()?)
     }
 
     /// Parse vDSO ELF bytes.

@@ -61,6 +61,34 @@ pub fn maps(pid: i32) -> io::Result<Vec<MapEntry>> {
 }
 
 /// The command name (`comm`) of a thread.
+/// The largest vDSO image read (they are a few pages; anything bigger is
+/// not a vDSO).
+const VDSO_MAX: u64 = 1 << 24;
+
+/// The image of the vDSO the kernel maps into every process, read once from
+/// this process's own mapping (`/proc/self/maps` + `/proc/self/mem`), for
+/// its build id and its symbols. `None` when there is none, it cannot be
+/// read, or it is over 16 MiB.
+pub fn vdso_image() -> Option<&'static [u8]> {
+    static IMAGE: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    IMAGE.get_or_init(read_vdso_image).as_deref()
+}
+
+fn read_vdso_image() -> Option<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let vdso = parse_maps(&maps).into_iter().find(|m| m.path == "[vdso]")?;
+    let len = vdso
+        .end
+        .checked_sub(vdso.start)
+        .filter(|&l| l <= VDSO_MAX)?;
+    let mut mem = std::fs::File::open("/proc/self/mem").ok()?;
+    mem.seek(SeekFrom::Start(vdso.start)).ok()?;
+    let mut image = vec![0; usize::try_from(len).ok()?];
+    mem.read_exact(&mut image).ok()?;
+    Some(image)
+}
+
 pub fn comm(pid: i32, tid: i32) -> io::Result<String> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))?;
     Ok(text.trim_end_matches('\n').to_string())
