@@ -89,6 +89,36 @@ pub struct CaptureOptions {
     pub context_switch: bool,
 }
 
+impl CaptureOptions {
+    /// The capture of the scheduler analyses (`offcpu`, `sched`,
+    /// `profile`): every one of `events` (tracepoints, period 1) on every
+    /// CPU with context-switch records, around `command`. A task's
+    /// switch-in shows only in the previous task's event and a wakeup fires
+    /// in the waker's context, so the whole system is watched and the
+    /// watched tasks are picked out afterwards.
+    pub fn every_switch(
+        events: Vec<ResolvedEvent>,
+        command: Vec<std::ffi::OsString>,
+        call_graph: CallGraph,
+    ) -> CaptureOptions {
+        let cpus = crate::sys::proc::online_cpus().map_or(1, |c| c.len());
+        CaptureOptions {
+            mmap_pages: default_mmap_pages(&events, cpus),
+            events,
+            target: Target {
+                command,
+                system_wide: true,
+                ..Default::default()
+            },
+            sampling: Some(Sampling::Period(1)),
+            call_graph,
+            filters: Vec::new(),
+            no_callchain: Vec::new(),
+            context_switch: true,
+        }
+    }
+}
+
 pub const DEFAULT_FREQ: u64 = 4000;
 
 /// The comm of a forked workload until its exec (perf calls it `perf-exec`).

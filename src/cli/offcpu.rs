@@ -16,10 +16,7 @@ use scry::analysis::folded::{FoldOptions, FoldedStacks};
 use scry::analysis::offcpu::{OffCpuOptions, OffCpuTracker, Watch};
 use scry::analysis::offcpu_live::{OffCpuFeed, SchedFields};
 use scry::analysis::quality::QualitySummary;
-use scry::capture::session::default_mmap_pages;
-use scry::capture::{
-    CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, Sampling, Session, StopReason, Target,
-};
+use scry::capture::{CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, Session, StopReason};
 use scry::event::format::load_format;
 use scry::event::name;
 use scry::render::export::{EventKind, ExportEvent, ExportInput, Format};
@@ -30,15 +27,12 @@ use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::feed_consumer::run_feed;
+use super::target::WatchArgs;
 
 #[derive(Args, Debug)]
 pub struct OffcpuArgs {
-    /// Watch every task on every CPU.
-    #[arg(short = 'a', long = "all-cpus")]
-    all_cpus: bool,
-    /// Watch these processes (and the children they fork): PID[,PID...].
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pid: Option<String>,
+    #[command(flatten)]
+    watch: WatchArgs,
     /// Ignore switch-outs shorter than this many microseconds. Default 1.
     #[arg(long = "min-us", value_name = "US", default_value_t = 1)]
     min_us: u64,
@@ -71,20 +65,7 @@ pub struct OffcpuArgs {
 }
 
 pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
-    let pids = args
-        .pid
-        .as_deref()
-        .map(|p| super::parse_ids(p, "-p"))
-        .transpose()?
-        .unwrap_or_default();
-    if args.command.is_empty() && pids.is_empty() && !args.all_cpus {
-        anyhow::bail!("nothing to watch: give a command after --, or -p PID, or -a");
-    }
-    for &pid in &pids {
-        if !scry::sys::proc::exists(pid) {
-            anyhow::bail!("no such process: {pid}");
-        }
-    }
+    let pids = args.watch.live_pids(&args.command)?;
     let root =
         scry::sys::tracefs::root().context("off-CPU analysis needs the sched tracepoints")?;
     let switch_format =
@@ -99,31 +80,19 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
         specs.push(name::parse("sched:sched_wakeup")?);
     }
     let events = name::resolve(&specs)?;
-    let cpus = scry::sys::proc::online_cpus().map_or(1, |c| c.len());
-    let opts = CaptureOptions {
-        mmap_pages: default_mmap_pages(&events, cpus),
+    let opts = CaptureOptions::every_switch(
         events,
-        // A task's switch-in shows only in the previous task's event: watch
-        // every CPU and pick the watched tasks out afterwards.
-        target: Target {
-            command: args.command.clone(),
-            system_wide: true,
-            ..Default::default()
-        },
-        sampling: Some(Sampling::Period(1)),
-        call_graph: CallGraph::FramePointerStack {
+        args.command.clone(),
+        CallGraph::FramePointerStack {
             stack_size: DEFAULT_FP_STACK_SIZE,
         },
-        filters: Vec::new(),
-        no_callchain: Vec::new(),
-        context_switch: true,
-    };
+    );
     let fields = SchedFields::new(0, &switch_format, wakeup_format.as_ref().map(|f| (1, f)))?;
 
     let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
     let session = Session::open(&opts)?;
     let mut watch = Watch {
-        all: args.all_cpus,
+        all: args.watch.all_cpus,
         pids: pids.iter().copied().collect(),
     };
     // With -p the command only times the capture, as in perf.

@@ -27,9 +27,8 @@ use linux_perf_event_reader::EventRecord;
 use scry::analysis::pairs::{Builtin, Hook, PairEngine, PairStat, SummedKind};
 use scry::analysis::pairs_feed::{PairsFeed, wanted_fields};
 use scry::analysis::sample::ResolvedSample;
-use scry::capture::session::default_mmap_pages;
 use scry::capture::{
-    CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, Sampling, Session, StopReason, Target,
+    CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, Session, StopReason, Target,
 };
 use scry::event::format::{EventFormat, load_format};
 use scry::event::name::{self, ResolvedEvent};
@@ -41,15 +40,12 @@ use scry::sys::bpf_profile::{self, Covered, KernelSums, ProfileBpf};
 use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::feed_consumer::run_feed;
+use super::target::WatchArgs;
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
-    /// Watch every task on every CPU.
-    #[arg(short = 'a', long = "all-cpus")]
-    all_cpus: bool,
-    /// Watch these processes (and what they fork): PID[,PID...].
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pid: Option<String>,
+    #[command(flatten)]
+    watch: WatchArgs,
     /// A custom hook: START[,MATCH[,PID]]/END[,MATCH][,FLAGS] (flags: s stack, p pinned, g global).
     #[arg(short = 'H', long = "hook", value_name = "HOOK")]
     hooks: Vec<String>,
@@ -199,23 +195,19 @@ fn capture_options(
     let no_callchain: Vec<usize> = (0..events.len())
         .filter(|i| !stack_events.contains(i))
         .collect();
-    let cpus = scry::sys::proc::online_cpus().map_or(1, |c| c.len());
-    Ok(CaptureOptions {
-        mmap_pages: mmap_pages.unwrap_or_else(|| default_mmap_pages(&resolved_events, cpus)),
-        events: resolved_events,
-        target: Target {
-            command,
-            system_wide: true,
-            ..Default::default()
-        },
-        sampling: Some(Sampling::Period(1)),
-        call_graph: CallGraph::FramePointerStack {
+    let mut options = CaptureOptions::every_switch(
+        resolved_events,
+        command,
+        CallGraph::FramePointerStack {
             stack_size: DEFAULT_FP_STACK_SIZE,
         },
-        filters,
-        no_callchain,
-        context_switch: true,
-    })
+    );
+    options.filters = filters;
+    options.no_callchain = no_callchain;
+    if let Some(pages) = mmap_pages {
+        options.mmap_pages = pages;
+    }
+    Ok(options)
 }
 
 /// `scry record --profile`: the default hooks' events (stacks on
@@ -501,18 +493,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         "json" => true,
         other => anyhow::bail!("--format: unknown format '{other}' (text or json)"),
     };
-    let pids = match &args.pid {
-        Some(text) => super::parse_ids(text, "-p")?,
-        None => Vec::new(),
-    };
-    if args.command.is_empty() && pids.is_empty() && !args.all_cpus {
-        anyhow::bail!("nothing to profile: give a command after --, or -p PID, or -a");
-    }
-    for &pid in &pids {
-        if !scry::sys::proc::exists(pid) {
-            anyhow::bail!("no such process: {pid}");
-        }
-    }
+    let pids = args.watch.live_pids(&args.command)?;
     let hooks: Vec<Hook> = args
         .hooks
         .iter()
@@ -532,7 +513,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let mut bpf = if args.no_default_hooks || args.no_bpf {
         None
     } else {
-        match ProfileBpf::load(args.all_cpus) {
+        match ProfileBpf::load(args.watch.all_cpus) {
             Ok(bpf) => Some(bpf),
             Err(err) => {
                 eprintln!(
@@ -624,7 +605,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         })
         .collect();
     let mut engine = PairEngine::new(roles, hook_events, syscall_names());
-    engine.all = args.all_cpus;
+    engine.all = args.watch.all_cpus;
     engine.pids.extend(pids.iter().copied());
 
     let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;

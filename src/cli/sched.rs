@@ -18,8 +18,7 @@ use scry::analysis::hist::KeyedHistogram;
 use scry::analysis::offcpu::Watch;
 use scry::analysis::sched::SchedTracker;
 use scry::analysis::sched_feed::SchedFeed;
-use scry::capture::session::default_mmap_pages;
-use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, StopReason, Target};
+use scry::capture::{CallGraph, CaptureOptions, Session, StopReason};
 use scry::event::format::{EventFormat, load_format};
 use scry::event::name;
 use scry::render::sched::{
@@ -29,6 +28,7 @@ use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::feed_consumer::run_feed;
 use super::runqlat::{SchedLive, sched_live};
+use super::target::WatchArgs;
 
 #[derive(Args, Debug)]
 pub struct SchedArgs {
@@ -45,13 +45,12 @@ enum SchedCommand {
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help(
+    "Watch these processes (and what they fork): PID[,PID...]. With -i: pick them from the file."
+)))]
 struct RunArgs {
-    /// Watch every task on every CPU.
-    #[arg(short = 'a', long = "all-cpus")]
-    all_cpus: bool,
-    /// Watch these processes (and what they fork): PID[,PID...]. With -i: pick them from the file.
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pid: Option<String>,
+    #[command(flatten)]
+    watch: WatchArgs,
     /// Read this perf.data file (perf sched record, scry record --profile) instead of tracing live.
     #[arg(short = 'i', long = "input", value_name = "FILE", conflicts_with_all = ["all_cpus", "command"])]
     input: Option<PathBuf>,
@@ -87,14 +86,12 @@ pub fn run(args: SchedArgs) -> anyhow::Result<()> {
         "json" => true,
         other => anyhow::bail!("--format: unknown format '{other}' (text or json)"),
     };
-    let pids = args
-        .pid
-        .as_deref()
-        .map(|p| super::parse_ids(p, "-p"))
-        .transpose()?
-        .unwrap_or_default();
+    let pids = match args.input {
+        Some(_) => super::target::parse_id_list(args.watch.pid.as_deref(), "-p")?,
+        None => args.watch.live_pids(&args.command)?,
+    };
     let watch = Watch {
-        all: pids.is_empty() && (args.all_cpus || args.input.is_some()),
+        all: pids.is_empty() && (args.watch.all_cpus || args.input.is_some()),
         pids: pids.iter().copied().collect(),
     };
     if timehist && (args.milliseconds || args.per.keyed()) {
@@ -103,16 +100,6 @@ pub fn run(args: SchedArgs) -> anyhow::Result<()> {
     let mut tracker = SchedTracker::new(watch, timehist);
     if args.milliseconds {
         tracker = tracker.in_milliseconds();
-    }
-    if args.input.is_none() {
-        if args.command.is_empty() && pids.is_empty() && !args.all_cpus {
-            anyhow::bail!("nothing to watch: give a command after --, or -p PID, -a or -i FILE");
-        }
-        for &pid in &pids {
-            if !scry::sys::proc::exists(pid) {
-                anyhow::bail!("no such process: {pid}");
-            }
-        }
     }
     if !timehist && args.input.is_none() && !args.no_bpf {
         let live = SchedLive {
@@ -202,21 +189,7 @@ fn live(
         .map(|n| name::parse(&format!("sched:{n}")))
         .collect::<Result<_, _>>()?;
     let events = name::resolve(&specs)?;
-    let cpus = scry::sys::proc::online_cpus().map_or(1, |c| c.len());
-    let opts = CaptureOptions {
-        mmap_pages: default_mmap_pages(&events, cpus),
-        events,
-        target: Target {
-            command: command.to_vec(),
-            system_wide: true,
-            ..Default::default()
-        },
-        sampling: Some(Sampling::Period(1)),
-        call_graph: CallGraph::None,
-        filters: Vec::new(),
-        no_callchain: Vec::new(),
-        context_switch: true,
-    };
+    let opts = CaptureOptions::every_switch(events, command.to_vec(), CallGraph::None);
     let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
     let session = Session::open(&opts)?;
     // With -p the command only times the capture, as in perf.

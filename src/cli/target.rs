@@ -44,6 +44,35 @@ impl TargetArgs {
     }
 }
 
+/// `-a`, `-p` of the live analyses (`offcpu`, `sched`, `profile`): which
+/// tasks to keep. Their capture itself is always system-wide
+/// (`CaptureOptions::every_switch`); a command after `--` is watched when
+/// no `-p` is given.
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// Watch every task on every CPU.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Watch these processes (and what they fork): PID[,PID...].
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pub pid: Option<String>,
+}
+
+impl WatchArgs {
+    /// The `-p` ids, each checked to exist, after checking that something
+    /// is watched at all (`-a`, `-p` or `command`).
+    pub fn live_pids(&self, command: &[OsString]) -> anyhow::Result<Vec<i32>> {
+        let pids = parse_id_list(self.pid.as_deref(), "-p")?;
+        if command.is_empty() && pids.is_empty() && !self.all_cpus {
+            anyhow::bail!("nothing to watch: give a command after --, or -p PID, or -a");
+        }
+        if let Some(pid) = pids.iter().find(|&&pid| !scry::sys::proc::exists(pid)) {
+            anyhow::bail!("no such process: {pid}");
+        }
+        Ok(pids)
+    }
+}
+
 /// A `-p`/`-t` value into ids; none when the flag is absent.
 pub fn parse_id_list(text: Option<&str>, flag: &str) -> anyhow::Result<Vec<i32>> {
     Ok(text
