@@ -16,7 +16,7 @@ use scry::analysis::folded::{FoldOptions, FoldedStacks};
 use scry::analysis::offcpu::{OffCpuOptions, OffCpuTracker, Watch};
 use scry::analysis::offcpu_live::{OffCpuFeed, SchedFields};
 use scry::analysis::quality::QualitySummary;
-use scry::capture::{CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, Session, StopReason};
+use scry::capture::{CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, StopReason};
 use scry::event::format::load_format;
 use scry::event::name;
 use scry::render::export::{EventKind, ExportEvent, ExportInput, Format};
@@ -24,9 +24,8 @@ use scry::render::flamegraph::{FlameOptions, write_svg};
 use scry::render::folded::{FoldedOptions, folded_lines, write_folded};
 use scry::render::offcpu::{OffCpuSummary, write_report};
 use scry::symbol::{ResolveOptions, Resolver};
-use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
-use super::feed_consumer::run_feed;
+use super::feed_consumer::capture_feed;
 use super::target::WatchArgs;
 
 #[derive(Args, Debug)]
@@ -89,22 +88,21 @@ pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
     );
     let fields = SchedFields::new(0, &switch_format, wakeup_format.as_ref().map(|f| (1, f)))?;
 
-    let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
-    let session = Session::open(&opts)?;
     let mut watch = Watch {
         all: args.watch.all_cpus,
         pids: pids.iter().copied().collect(),
     };
-    // With -p the command only times the capture, as in perf.
-    if let Some(pid) = session.workload_pid().filter(|_| pids.is_empty()) {
-        watch.pids.insert(pid);
-    }
-    let feed = OffCpuFeed::new(
-        OffCpuTracker::new(watch),
-        Resolver::new(&ResolveOptions::default()),
-        fields,
-    );
-    let (feed, outcome) = run_feed(session, signals, feed, true)?;
+    let (feed, outcome) = capture_feed(&opts, true, |workload| {
+        // With -p the command only times the capture, as in perf.
+        if let Some(pid) = workload.filter(|_| pids.is_empty()) {
+            watch.pids.insert(pid);
+        }
+        Ok(OffCpuFeed::new(
+            OffCpuTracker::new(watch),
+            Resolver::new(&ResolveOptions::default()),
+            fields,
+        ))
+    })?;
 
     let undecodable = feed.undecodable;
     let scry::symbol::Resolution {

@@ -27,9 +27,7 @@ use linux_perf_event_reader::EventRecord;
 use scry::analysis::pairs::{Builtin, Hook, PairEngine, PairStat, SummedKind};
 use scry::analysis::pairs_feed::{PairsFeed, wanted_fields};
 use scry::analysis::sample::ResolvedSample;
-use scry::capture::{
-    CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, Session, StopReason, Target,
-};
+use scry::capture::{CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, StopReason, Target};
 use scry::event::format::{EventFormat, load_format};
 use scry::event::name::{self, ResolvedEvent};
 use scry::render::profile::{
@@ -37,9 +35,8 @@ use scry::render::profile::{
 };
 use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::bpf_profile::{self, Covered, KernelSums, ProfileBpf};
-use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
-use super::feed_consumer::run_feed;
+use super::feed_consumer::capture_feed;
 use super::target::WatchArgs;
 
 #[derive(Args, Debug)]
@@ -608,26 +605,26 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     engine.all = args.watch.all_cpus;
     engine.pids.extend(pids.iter().copied());
 
-    let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
-    let session = Session::open(&opts)?;
-    // With -p the command only times the capture, as in perf.
-    if let Some(pid) = session.workload_pid().filter(|_| pids.is_empty()) {
-        engine.pids.insert(pid);
-        if let Some(bpf) = &mut bpf {
-            bpf.watch(pid, true)
-                .context("watching the workload in BPF")?;
+    let (feed, outcome) = capture_feed(&opts, true, |workload| {
+        // With -p the command only times the capture, as in perf.
+        if let Some(pid) = workload.filter(|_| pids.is_empty()) {
+            engine.pids.insert(pid);
+            if let Some(bpf) = &mut bpf {
+                bpf.watch(pid, true)
+                    .context("watching the workload in BPF")?;
+            }
         }
-    }
-    let mut feed = PairsFeed::new(
-        engine,
-        Resolver::new(&ResolveOptions::default()),
-        formats.into_iter().map(Some).collect(),
-        wanted,
-    );
-    if let Some((copy, switch)) = switch_copy {
-        feed.alias(copy, switch);
-    }
-    let (feed, outcome) = run_feed(session, signals, feed, true)?;
+        let mut feed = PairsFeed::new(
+            engine,
+            Resolver::new(&ResolveOptions::default()),
+            formats.into_iter().map(Some).collect(),
+            wanted,
+        );
+        if let Some((copy, switch)) = switch_copy {
+            feed.alias(copy, switch);
+        }
+        Ok(feed)
+    })?;
     let kernel = match &mut bpf {
         Some(bpf) => {
             bpf.detach();

@@ -18,15 +18,14 @@ use scry::analysis::hist::KeyedHistogram;
 use scry::analysis::offcpu::Watch;
 use scry::analysis::sched::SchedTracker;
 use scry::analysis::sched_feed::SchedFeed;
-use scry::capture::{CallGraph, CaptureOptions, Session, StopReason};
+use scry::capture::{CallGraph, CaptureOptions, StopReason};
 use scry::event::format::{EventFormat, load_format};
 use scry::event::name;
 use scry::render::sched::{
     SchedSummary, write_runqlat, write_runqlat_json, write_timehist, write_timehist_json,
 };
-use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
-use super::feed_consumer::run_feed;
+use super::feed_consumer::capture_feed;
 use super::runqlat::{SchedLive, sched_live};
 use super::target::WatchArgs;
 
@@ -190,18 +189,14 @@ fn live(
         .collect::<Result<_, _>>()?;
     let events = name::resolve(&specs)?;
     let opts = CaptureOptions::every_switch(events, command.to_vec(), CallGraph::None);
-    let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
-    let session = Session::open(&opts)?;
-    // With -p the command only times the capture, as in perf.
-    if let Some(pid) = session
-        .workload_pid()
-        .filter(|_| tracker.watch.pids.is_empty())
-    {
-        tracker.watch.pids.insert(pid);
-    }
-    let refs: Vec<Option<&EventFormat>> = formats.iter().map(Some).collect();
-    let feed = SchedFeed::new(tracker, &refs)?;
-    let (feed, outcome) = run_feed(session, signals, feed, false)?;
+    let (feed, outcome) = capture_feed(&opts, false, |workload| {
+        // With -p the command only times the capture, as in perf.
+        if let Some(pid) = workload.filter(|_| tracker.watch.pids.is_empty()) {
+            tracker.watch.pids.insert(pid);
+        }
+        let refs: Vec<Option<&EventFormat>> = formats.iter().map(Some).collect();
+        Ok(SchedFeed::new(tracker, &refs)?)
+    })?;
     let lost = outcome.per_cpu.values().map(|c| c.lost).sum();
     Ok((feed, lost, outcome.stop))
 }
