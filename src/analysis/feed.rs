@@ -15,7 +15,7 @@ use linux_perf_event_reader::{
     CommonData, ContextSwitchRecord, EventRecord, ForkOrExitRecord, SampleRecord,
 };
 
-use crate::data::handler::{Comm, Lost, Mmap, RecordHandler, switched_in};
+use crate::data::handler::{Comm, Lost, LostTally, Mmap, RecordHandler, switched_in};
 use crate::data::threads::ThreadNames;
 use crate::symbol::Resolver;
 
@@ -29,14 +29,6 @@ pub trait TaskTracker {
     fn switch_in(&mut self, time: u64, cpu: Option<u32>, tid: i32);
     /// Records of `cpu` were lost: what they may have reached is dropped.
     fn lost(&mut self, cpu: Option<u32>);
-}
-
-/// Loss reports (PERF_RECORD_LOST and LOST_SAMPLES) seen, and the records
-/// they say were lost.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LostTally {
-    pub reports: u64,
-    pub count: u64,
 }
 
 /// A feed's side-band state, borrowed for one record.
@@ -113,8 +105,7 @@ impl<F: TrackerFeed> RecordHandler for F {
     fn handle_lost(&mut self, lost: &Lost, id: &CommonData) {
         let mut side = self.side_band();
         side.seen(id);
-        side.lost.reports += 1;
-        side.lost.count += lost.count;
+        side.lost.add(lost);
         side.tracker.lost(id.cpu);
         if let Some(r) = side.resolver() {
             r.handle_lost(lost, id);

@@ -10,7 +10,8 @@ use crate::data::handler::RecordHandler;
 use crate::event::format::{EventFormat, MissingField};
 use crate::symbol::Resolver;
 
-use super::feed::{LostTally, SideBand, TaskTracker, TrackerFeed};
+use super::feed::{SideBand, TaskTracker, TrackerFeed};
+use crate::data::handler::LostTally;
 
 use super::offcpu::{OffCpuTracker, Verdict};
 

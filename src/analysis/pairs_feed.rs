@@ -13,8 +13,9 @@ use crate::data::threads::ThreadNames;
 use crate::event::format::{EventFormat, FieldKind, MissingField};
 use crate::symbol::Resolver;
 
-use super::feed::{LostTally, SideBand, TaskTracker, TrackerFeed};
+use super::feed::{SideBand, TaskTracker, TrackerFeed};
 use super::pairs::{Hook, Occurrence, PairEngine, Want};
+use crate::data::handler::LostTally;
 
 /// Fields the built-in hooks read, wherever an event has them.
 const BUILTIN_FIELDS: &[&str] = &[

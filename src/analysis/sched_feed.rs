@@ -8,8 +8,9 @@ use linux_perf_event_reader::SampleRecord;
 use crate::data::threads::ThreadNames;
 use crate::event::format::{EventFormat, Field, MissingField};
 
-use super::feed::{LostTally, SideBand, TaskTracker, TrackerFeed};
+use super::feed::{SideBand, TaskTracker, TrackerFeed};
 use super::sched::SchedTracker;
+use crate::data::handler::LostTally;
 
 /// What an event is to the tracker.
 #[derive(Debug)]

@@ -141,7 +141,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<()> {
         eprintln!("scry: {undecodable} sched samples had no decodable fields and were skipped");
     }
     let summary = SchedSummary {
-        lost: lost.count.max(outcome_lost),
+        lost: lost.count().max(outcome_lost),
         lost_dropped: tracker.lost_dropped,
     };
     let mut out = output(args.output.as_deref())?;

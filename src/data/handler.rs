@@ -64,6 +64,39 @@ pub struct Lost {
     pub count: u64,
 }
 
+/// The losses a run or a file reported, counted as perf report counts them
+/// ("Total Lost Samples"): the LOST_SAMPLES records. perf (and scry's
+/// writer) write one for the same losses a PERF_RECORD_LOST reports, so
+/// adding both counts them twice; input with only PERF_RECORD_LOST (older
+/// recorders, live rings) counts those.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LostTally {
+    /// Loss reports of either kind.
+    pub reports: u64,
+    records: u64,
+    samples: u64,
+}
+
+impl LostTally {
+    /// One loss report.
+    pub fn add(&mut self, lost: &Lost) {
+        self.reports += 1;
+        match lost.kind {
+            LostKind::Records => self.records += lost.count,
+            LostKind::Samples => self.samples += lost.count,
+        }
+    }
+
+    /// The records or samples lost, each loss once.
+    pub fn count(&self) -> u64 {
+        if self.samples > 0 {
+            self.samples
+        } else {
+            self.records
+        }
+    }
+}
+
 /// A consumer of parsed records, in time order. `id` holds a non-sample
 /// record's sample_id fields (time, tid, cpu; empty when the event has no
 /// `sample_id_all`); samples carry their own.

@@ -350,3 +350,43 @@ fn live_runqlat_counts_what_bpftrace_counts() {
         );
     }
 }
+
+/// A scry recording that lost events (a one-page ring under a storm of
+/// system calls beside the scheduler events) counts each loss once: the
+/// file carries a PERF_RECORD_LOST and the LOST_SAMPLES scry writes for it,
+/// and `sched` added both. perf report's "Total Lost Samples" on the same
+/// file is the reference.
+#[test]
+fn losses_in_a_scry_file_are_counted_once() {
+    if !common::require_perf() || !common::require_perf_events() || !common::require_tracefs() {
+        return;
+    }
+    let dir = common::tempdir();
+    let file = dir.path().join("sched.data");
+    let storm = common::workload("storm");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-m", "1", "-a", "-e", "sched:sched_switch"])
+            .args(["-e", "sched:sched_wakeup", "-e", "raw_syscalls:*", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&storm)
+            .args(["300000", "0"]),
+    );
+    let text = common::run_ok(common::perf().args(["report", "--stdio", "-i"]).arg(&file));
+    let by_perf: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# Total Lost Samples: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no Total Lost Samples line in:\n{text}"));
+    assert!(
+        by_perf > 0,
+        "the recording lost nothing: the test proves nothing"
+    );
+    let report = json(
+        common::scry()
+            .args(["sched", "runqlat", "--format", "json", "-i"])
+            .arg(&file),
+    );
+    assert_eq!(report["lost"], by_perf, "{report}");
+}

@@ -51,7 +51,7 @@ use super::process::{DsoId, DsoKind, DsoTable, FxMap, Mapping, ProcessModel};
 use super::stacks::StackTable;
 use super::unwind::DwarfUnwinder;
 use super::{ResolveOptions, ResolveStats, UnresolvedReason};
-use crate::data::handler::{Comm, Lost, LostKind, Mmap, RecordHandler, dispatch};
+use crate::data::handler::{Comm, Lost, LostTally, Mmap, RecordHandler, dispatch};
 use crate::model::sample::{FrameId, FrameTable, ResolvedSample, StackQuality};
 
 /// Addresses at or above this are kernel addresses on x86_64.
@@ -204,9 +204,7 @@ pub struct Resolver {
     frame_stacks: super::process::FxSet<Arc<[FrameId]>>,
     loc_scratch: Vec<u32>,
     stats: ResolveStats,
-    /// From LOST_SAMPLES records, and from PERF_RECORD_LOST ones.
-    lost: u64,
-    lost_records: u64,
+    lost: LostTally,
     scratch: Vec<(u64, bool)>,
     user_scratch: Vec<u64>,
     chain_scratch: Vec<u64>,
@@ -275,8 +273,7 @@ impl Resolver {
             frame_stacks: Default::default(),
             loc_scratch: Vec::new(),
             stats: ResolveStats::default(),
-            lost: 0,
-            lost_records: 0,
+            lost: LostTally::default(),
             scratch: Vec::new(),
             user_scratch: Vec::new(),
             chain_scratch: Vec::new(),
@@ -301,18 +298,6 @@ impl Resolver {
     /// `RecordHandler` methods below directly.)
     pub fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
         dispatch(self, attr_index, record, &CommonData::default());
-    }
-
-    /// Lost samples as perf report counts them ("Total Lost Samples"): the
-    /// LOST_SAMPLES records. perf writes them for the same losses its
-    /// PERF_RECORD_LOST records report, so adding both counted them twice;
-    /// a file with only PERF_RECORD_LOST (older recorders) counts those.
-    fn lost_total(&self) -> u64 {
-        if self.lost > 0 {
-            self.lost
-        } else {
-            self.lost_records
-        }
     }
 
     fn add_mapping(&mut self, m: &Mmap<'_>) {
@@ -454,7 +439,7 @@ impl Resolver {
 
     /// Lost events seen so far.
     pub fn lost(&self) -> u64 {
-        self.lost_total()
+        self.lost.count()
     }
 
     /// Take everything: the remaining samples, the frames and the counts.
@@ -473,7 +458,7 @@ impl Resolver {
         } else {
             self.stacks.len() as u64
         };
-        let lost = self.lost_total();
+        let lost = self.lost.count();
         Resolution {
             samples,
             frames: self.frames,
@@ -505,7 +490,7 @@ fn classify(pid: i32, path: &str) -> (DsoKind, String) {
 
 /// The resolver's part of the record pipeline: the process model from
 /// COMM, FORK and executable MMAP records, samples to interned stacks, and
-/// the two kinds of loss report counted apart (see `lost_total`).
+/// the two kinds of loss report counted apart (see `LostTally`).
 impl RecordHandler for Resolver {
     fn handle_sample(&mut self, attr_index: usize, sample: &SampleRecord<'_>) {
         self.add_sample(attr_index, sample);
@@ -530,9 +515,6 @@ impl RecordHandler for Resolver {
     }
 
     fn handle_lost(&mut self, lost: &Lost, _id: &CommonData) {
-        match lost.kind {
-            LostKind::Records => self.lost_records += lost.count,
-            LostKind::Samples => self.lost += lost.count,
-        }
+        self.lost.add(lost);
     }
 }
