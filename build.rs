@@ -32,6 +32,7 @@ const PROGRAMS: &[&str] = &[
     "oomkill",
     "drsnoop",
     "capable",
+    "sockcall",
 ];
 
 fn main() {

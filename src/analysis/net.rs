@@ -1,4 +1,4 @@
-//! The TCP tools' events as the kernel side decodes them, and what is
+//! The TCP tools' events (and bindsnoop's and solisten's) as the kernel side decodes them, and what is
 //! summed in user space: tcpconnect's `-c` count of connections per
 //! (source, destination, destination port), the source port kept only
 //! when asked for (`-s`), as libbpf-tools counts them (it sums in a map;
@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+pub use crate::sys::bpf_sockcall::SockcallEvent;
 pub use crate::sys::bpf_tcp::TcpEvent;
 
 /// One row of the connect counts.

@@ -307,26 +307,7 @@ int scry_tcp_retrans__tp(struct retransmit_record *ctx)
 }
 
 // tcpaccept: the socket behind the descriptor accept returned.
-struct file___scry {
-	void *private_data;
-} __attribute__((preserve_access_index));
-
-struct fdtable___scry {
-	unsigned int max_fds;
-	struct file___scry **fd;
-} __attribute__((preserve_access_index));
-
-struct files_struct___scry {
-	struct fdtable___scry *fdt;
-} __attribute__((preserve_access_index));
-
-struct task_struct___scry_files {
-	struct files_struct___scry *files;
-} __attribute__((preserve_access_index));
-
-struct socket___scry {
-	struct sock___scry *sk;
-} __attribute__((preserve_access_index));
+#include "fd_sock.bpf.h"
 
 static __always_inline void on_accept(long ret)
 {
@@ -335,16 +316,7 @@ static __always_inline void on_accept(long ret)
 	__u64 id = bpf_get_current_pid_tgid();
 	if (filter_tgid && (id >> 32) != filter_tgid)
 		return;
-	struct task_struct___scry_files *task = (void *)bpf_get_current_task();
-	struct fdtable___scry *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || (unsigned long)ret >= BPF_CORE_READ(fdt, max_fds))
-		return;
-	struct file___scry **fds = BPF_CORE_READ(fdt, fd);
-	struct file___scry *file = 0;
-	bpf_probe_read_kernel(&file, sizeof(file), &fds[ret]);
-	if (!file)
-		return;
-	struct socket___scry *sock = BPF_CORE_READ(file, private_data);
+	struct socket___scry *sock = fd_socket(ret);
 	if (!sock)
 		return;
 	const void *sk = BPF_CORE_READ(sock, sk);

@@ -24,6 +24,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "block I/O latency (per disk -D, per flags -F, or both), as a histogram",
     ),
     (
+        "bindsnoop",
+        "each IPv4/IPv6 bind with its options, port and address, streamed",
+    ),
+    (
         "biosnoop",
         "each block I/O with its process, disk, bytes and latency, streamed",
     ),
@@ -106,6 +110,10 @@ pub const TOOLS: &[(&str, &str)] = &[
     (
         "softirqs",
         "time in each softirq vector (-d histograms, -C counts)",
+    ),
+    (
+        "solisten",
+        "each listen on an IPv4/IPv6 socket with its backlog, streamed",
     ),
     (
         "statsnoop",

@@ -7,6 +7,7 @@
 //! `scry: {chain}`, each cause once (`error_text`), and exits 2.
 
 mod annotate;
+mod bindsnoop;
 mod biolatency;
 mod biosnoop;
 mod biotop;
@@ -43,6 +44,7 @@ mod script;
 mod serve;
 mod sigsnoop;
 mod snoop;
+mod solisten;
 mod stat;
 mod statsnoop;
 mod syscount;
@@ -152,6 +154,10 @@ enum Command {
     Tcpretrans(tcpretrans::TcpretransArgs),
     /// Each thread created, with its start function, streamed (bcc threadsnoop)
     Threadsnoop(threadsnoop::ThreadsnoopArgs),
+    /// Each IPv4 and IPv6 bind: process, result, protocol, options, port, address (bcc bindsnoop)
+    Bindsnoop(bindsnoop::BindsnoopArgs),
+    /// Each listen on an IPv4 or IPv6 socket: process, result, backlog, port, address (bcc solisten)
+    Solisten(solisten::SolistenArgs),
     /// Block I/O latency as a histogram, counted in the kernel (bcc biolatency)
     Biolatency(biolatency::BiolatencyArgs),
     /// Each block I/O request: process, disk, sector, bytes, latency, streamed (bcc biosnoop)
@@ -276,6 +282,8 @@ pub fn main() -> ExitCode {
         Command::Threadsnoop(args) => threadsnoop::run(args),
         Command::Biolatency(args) => biolatency::run(args),
         Command::Biosnoop(args) => biosnoop::run(args),
+        Command::Bindsnoop(args) => bindsnoop::run(args),
+        Command::Solisten(args) => solisten::run(args),
         Command::Biotop(args) => biotop::run(args),
         Command::Bitesize(args) => bitesize::run(args),
         Command::Vfsstat(args) => vfsstat::run(args),

@@ -31,6 +31,7 @@ pub mod sched;
 pub mod script;
 pub mod sigsnoop;
 pub mod snoop;
+pub mod sockcall;
 pub mod stat;
 pub mod statsnoop;
 pub mod syscount;

@@ -77,18 +77,29 @@ impl ExecEvent {
     }
 }
 
+/// The directory of `--cgroup PATH`, opened (its descriptor fills the
+/// programs' cgroup array).
+pub(crate) fn open_cgroup(path: Option<&std::path::Path>) -> io::Result<Option<std::fs::File>> {
+    path.map(|path| {
+        std::fs::File::open(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("--cgroup {}: {e}", path.display())))
+    })
+    .transpose()
+}
+
+/// Puts the cgroup `dir` in a program's one-slot cgroup array.
+pub(crate) fn fill_cgroup<M: MapCore>(map: &M, dir: &std::fs::File) -> io::Result<()> {
+    let fd = dir.as_raw_fd() as u32;
+    map.update(&0u32.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|e| super::bpf::io_error("filling the cgroup filter", e))
+}
+
 /// The loaded, attached program, streaming [`ExecEvent`]s.
 pub type ExecsnoopBpf = EventStream<ExecEvent>;
 
 /// Loads and attaches the program, its cgroup filter filled first.
 pub fn load(settings: &ExecSettings) -> io::Result<ExecsnoopBpf> {
-    let cgroup =
-        match &settings.cgroup {
-            Some(path) => Some(std::fs::File::open(path).map_err(|e| {
-                io::Error::new(e.kind(), format!("--cgroup {}: {e}", path.display()))
-            })?),
-            None => None,
-        };
+    let cgroup = open_cgroup(settings.cgroup.as_deref())?;
     let mut loaded = bpf_engine::load(
         ExecsnoopSkelBuilder::default,
         |open: &mut skel::OpenExecsnoopSkel<'static>| {
@@ -103,13 +114,7 @@ pub fn load(settings: &ExecSettings) -> io::Result<ExecsnoopBpf> {
         Attach::Later,
     )?;
     if let Some(dir) = &cgroup {
-        let fd = dir.as_raw_fd() as u32;
-        loaded
-            .skel
-            .maps
-            .cgroup_map
-            .update(&0u32.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|e| super::bpf::io_error("filling the cgroup filter", e))?;
+        fill_cgroup(&loaded.skel.maps.cgroup_map, dir)?;
     }
     loaded.attach()?;
     Ok(EventStream::new(

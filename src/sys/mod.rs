@@ -26,6 +26,7 @@ pub mod bpf_runqlat;
 pub mod bpf_runqlen;
 pub mod bpf_runqslower;
 pub mod bpf_sigsnoop;
+pub mod bpf_sockcall;
 pub mod bpf_statsnoop;
 pub mod bpf_syscount;
 pub mod bpf_tcp;

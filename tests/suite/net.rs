@@ -1,4 +1,5 @@
-//! The TCP tools (tcplife, tcpconnect, tcpaccept, tcpstates, tcpretrans) on the real
+//! The TCP tools (tcplife, tcpconnect, tcpaccept, tcpstates, tcpretrans,
+//! bindsnoop, solisten) on the real
 //! kernel: `workloads/conns` makes N loopback connections (IPv4 and IPv6)
 //! on a port of the test's choosing, each moving known byte counts, traced
 //! at once by scry (table and --json) and by Debian's libbpf-tools
@@ -320,7 +321,7 @@ fn bad_input_is_one_line_and_exit_2() {
     if !require_root_and("tcplife") {
         return;
     }
-    let cases: [(&[&str], Option<&str>, &str); 6] = [
+    let cases: [(&[&str], Option<&str>, &str); 9] = [
         (&["tcplife", "-L", "0"], None, "not a port"),
         (
             &["tcplife", "-D", "1,2,3,4,5,6,7,8,9"],
@@ -334,6 +335,13 @@ fn bad_input_is_one_line_and_exit_2() {
             None,
             "tail loss probes have no tracepoint",
         ),
+        (&["bindsnoop", "-P", "0"], None, "not a port"),
+        (
+            &["bindsnoop", "-c", "/sys/fs/cgroup/scry-none"],
+            None,
+            "--cgroup /sys/fs/cgroup/scry-none",
+        ),
+        (&["solisten", "-p", "4194304"], None, "no such process"),
         // A kernel without the hooks: none of the kinds the programs come in.
         (&["tcplife"], Some("kprobe"), "no hook"),
     ];
@@ -367,6 +375,8 @@ fn sigkill_leaves_no_program_or_link() {
         (&["tcpaccept"][..], 2),
         (&["tcpstates"][..], 1),
         (&["tcpretrans"][..], 1),
+        (&["bindsnoop"][..], 2),
+        (&["solisten"][..], 2),
     ] {
         sigkill_frees_everything(args, links);
     }
@@ -511,4 +521,140 @@ fn tcpretrans_lists_each_retransmit_as_the_tracepoint_does() {
         count_lines.iter().all(|l| !l.contains("::1")),
         "-4: {count_lines:?}"
     );
+}
+
+/// `binds N K FAMILY` to its end (workloads/binds): its pid and the N ports.
+fn run_binds(n: usize, k: usize, family: u8) -> (u32, Vec<u16>) {
+    let child = Command::new(common::workload("binds"))
+        .args([n.to_string(), k.to_string(), family.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("binds runs");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("binds ends");
+    assert!(out.status.success());
+    let ports = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("binds port ")?.parse().ok())
+        .collect();
+    (pid, ports)
+}
+
+/// The lines of process `pid` (the first column), split.
+fn lines_of(lines: &[String], pid: u32) -> Vec<Vec<String>> {
+    lines
+        .iter()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter(|f| f.first().is_some_and(|p| *p == pid.to_string()))
+        .collect()
+}
+
+/// libbpf-tools' bindsnoop and solisten need kprobes (inet_bind,
+/// inet_listen) and cannot load here: the workload's known answer is the
+/// oracle. N binds to port 0 with SO_REUSEADDR, each listening with
+/// backlog i + 1, then K binds failing with EADDRINUSE: bindsnoop -x
+/// shows the N with the ports the kernel chose and option R, and the K
+/// with -98; without -x only the N; solisten the N backlogs.
+#[test]
+fn bindsnoop_and_solisten_list_each_bind_and_listen() {
+    if !require_root_and("tcplife") {
+        return;
+    }
+    let (n, k) = (5, 3);
+    for (family, addr) in [(4u8, "127.0.0.1"), (6, "::1")] {
+        let failed = Tracer::start(scry_tool(&["bindsnoop", "-x"]), 2);
+        let json = Tracer::start(scry_tool(&["bindsnoop", "--json"]), 2);
+        let listens = Tracer::start(scry_tool(&["solisten", "-t"]), 2);
+        let (pid, ports) = run_binds(n, k, family);
+        assert_eq!(ports.len(), n);
+        let of_pid = |l: &String| l.contains(&format!("\"pid\":{pid},"));
+        failed.wait_until(|l| lines_of(l, pid).len() >= n + k);
+        json.wait_until(|l| l.iter().filter(|l| of_pid(l)).count() >= n);
+        listens.wait_until(|l| {
+            l.iter()
+                .filter(|l| l.split_whitespace().nth(1) == Some(pid.to_string().as_str()))
+                .count()
+                >= n
+        });
+        let (failed, _) = failed.stop();
+        let (json, _) = json.stop();
+        let (listens, _) = listens.stop();
+
+        let binds = lines_of(&failed, pid);
+        let mut expected: Vec<Vec<String>> = ports
+            .iter()
+            .map(|p| {
+                [
+                    &pid.to_string(),
+                    "binds",
+                    "0",
+                    "TCP",
+                    "...R.",
+                    "0",
+                    &p.to_string(),
+                    addr,
+                ]
+                .map(str::to_string)
+                .to_vec()
+            })
+            .collect();
+        let refused = [
+            &pid.to_string(),
+            "binds",
+            "-98",
+            "TCP",
+            ".....",
+            "0",
+            &ports[0].to_string(),
+            addr,
+        ];
+        expected.extend(vec![refused.map(str::to_string).to_vec(); k]);
+        assert_eq!(binds, expected, "IPv{family} bindsnoop -x:\n{failed:?}");
+
+        let json: Vec<serde_json::Value> = json
+            .iter()
+            .filter(|l| of_pid(l))
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let json_ports: Vec<u64> = json.iter().filter_map(|v| v["port"].as_u64()).collect();
+        assert_eq!(
+            json_ports,
+            ports.iter().map(|&p| u64::from(p)).collect::<Vec<_>>()
+        );
+        assert!(
+            json.iter()
+                .all(|v| v["ret"] == 0 && v["ip"] == family && v["addr"] == addr),
+            "{json:?}"
+        );
+
+        let rows: Vec<Vec<String>> = listens
+            .iter()
+            .map(|l| {
+                l.split_whitespace()
+                    .skip(1)
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .filter(|f| f.first() == Some(&pid.to_string()))
+            .collect();
+        let expected: Vec<Vec<String>> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let (backlog, proto) = ((i + 1).to_string(), format!("TCPv{family}"));
+                [
+                    &pid.to_string(),
+                    "binds",
+                    "0",
+                    &backlog,
+                    &proto,
+                    &p.to_string(),
+                    addr,
+                ]
+                .map(str::to_string)
+                .to_vec()
+            })
+            .collect();
+        assert_eq!(rows, expected, "IPv{family} solisten -t:\n{listens:?}");
+    }
 }
