@@ -33,6 +33,7 @@ const PROGRAMS: &[&str] = &[
     "drsnoop",
     "capable",
     "sockcall",
+    "oncpu",
 ];
 
 fn main() {

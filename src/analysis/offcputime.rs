@@ -62,10 +62,14 @@ fn own_frame(name: &str) -> bool {
         || name.starts_with("__traceiter_")
 }
 
+/// bpf_get_stackid's answer for a stack that is not there: a task
+/// without a user stack, or a sample taken in user mode (no kernel one).
+const EFAULT: i32 = -14;
+
 /// A user stack id that says the kernel missed the stack (not -1, a
 /// kernel thread, nor -EFAULT, a task without a user stack).
 fn missed_user(id: i32) -> bool {
-    id < 0 && id != -1 && id != -14
+    id < 0 && id != -1 && id != EFAULT
 }
 
 /// A named stack's function names, innermost first: (kernel, user), the
@@ -92,6 +96,9 @@ struct TakenStacks {
     kernel: bool,
     user: bool,
     user_stack_id: i32,
+    /// A sample taken in user mode (its kernel stack id -EFAULT): no
+    /// kernel stack to miss.
+    kernel_in_user_mode: bool,
 }
 
 /// A named stack's (kernel, user) parts, as `halves` asks.
@@ -104,6 +111,7 @@ fn stack_parts(
     let (kernel, user) = frame_names(sample, named);
     let kernel = match (taken.kernel, halves.kernel) {
         (_, false) => StackPart::Absent,
+        (false, true) if taken.kernel_in_user_mode => StackPart::Absent,
         (false, true) => StackPart::Missed,
         (true, true) => StackPart::Frames(kernel),
     };
@@ -185,6 +193,7 @@ pub fn offwake_entries(
             kernel: t.kernel.is_some(),
             user: t.user.is_some(),
             user_stack_id: t.user_stack_id,
+            kernel_in_user_mode: false,
         };
         let (kernel, user) = stack_parts(sample, named, taken, halves);
         TaskSide {
@@ -264,6 +273,7 @@ pub fn offcpu_entries(sums: &[OffcpuSum], named: &Named, halves: StackHalves) ->
             kernel: sum.kernel.is_some(),
             user: sum.user.is_some(),
             user_stack_id: sum.user_stack_id,
+            kernel_in_user_mode: sum.kernel_stack_id == EFAULT,
         };
         let (kernel, user) = stack_parts(sample, named, taken, halves);
         let key = (sum.tid, sum.comm.clone(), kernel.clone(), user.clone());
@@ -353,6 +363,7 @@ mod tests {
             user: None,
             kernel: None,
             user_stack_id,
+            kernel_stack_id: -17,
             state: 1,
         }
     }
@@ -361,7 +372,12 @@ mod tests {
     fn sums_alike_entries_and_orders_smallest_first() {
         let mut preempted = sum(1, 12, -1);
         preempted.state = 0;
-        let sums = vec![sum(1, 30, -1), sum(2, 5, -17), preempted];
+        // A sample taken in user mode has no kernel stack (-EFAULT): not a miss.
+        let user_mode = OffcpuSum {
+            kernel_stack_id: -14,
+            ..sum(3, 90, -17)
+        };
+        let sums = vec![sum(1, 30, -1), sum(2, 5, -17), preempted, user_mode];
         let mut raw = RawStackResolver::new(&ResolveOptions::default());
         for s in &sums {
             raw.add(&RawStack {
@@ -380,14 +396,18 @@ mod tests {
             kernel: true,
         };
         let entries = offcpu_entries(&sums, &named, all);
-        assert_eq!(entries.len(), 2);
+        assert_eq!(entries.len(), 3);
+        assert_eq!(
+            (entries[2].tid, entries[2].kernel.clone()),
+            (3, StackPart::Absent)
+        );
         assert_eq!((entries[0].tid, entries[0].us), (2, 5));
         assert_eq!(entries[0].user, StackPart::Missed);
         assert_eq!((entries[1].tid, entries[1].us), (1, 42));
         assert_eq!(entries[1].user, StackPart::Absent);
         assert_eq!(entries[1].kernel, StackPart::Missed);
         assert_eq!(entries[1].states, BTreeMap::from([(0, 12), (1, 30)]));
-        assert_eq!(state_totals(&entries), BTreeMap::from([(0, 12), (1, 35)]));
+        assert_eq!(state_totals(&entries), BTreeMap::from([(0, 12), (1, 125)]));
         assert_eq!(state_name(2), "uninterruptible");
         assert_eq!(state_name(0x2001), "interruptible|freezable");
         assert_eq!(state_name(0x4002), "uninterruptible|0x4000");

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0)
 // `drops`: a per-CPU count of what a program could not keep (events that
 // did not fit the ring of ring.bpf.h, allocations that did not fit
-// memleak's map), read by the engine (`bpf_engine::dropped`) and printed
-// by the tool at the end.
+// memleak's map, samples that did not fit oncpu's counts), read by the
+// engine (`bpf_engine::dropped`) and printed by the tool at the end.
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

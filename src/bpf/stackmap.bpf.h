@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0)
-// The stack map of the tools that sum time per stack (offcputime,
-// wakeuptime): up to MAX_DEPTH addresses per stack, its number of
+// The stack map of the tools that sum per stack (offcputime,
+// wakeuptime, oncpu): up to MAX_DEPTH addresses per stack, its number of
 // stacks set by user space before load (bcc's --stack-storage-size,
 // `bpf_engine::size_stack_map`), read by `bpf_engine::stack_ips`.
 

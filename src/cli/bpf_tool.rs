@@ -92,6 +92,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each open with its descriptor or error, streamed",
     ),
     (
+        "profile-bpf",
+        "on-CPU stacks sampled at -F HZ, counted in the kernel (bcc's profile; also oncpu)",
+    ),
+    (
         "runqlat",
         "run-queue latency (wakeup or preemption to running) as a histogram",
     ),
@@ -156,6 +160,11 @@ pub const TOOLS: &[(&str, &str)] = &[
         "blocked time by the waker's kernel stack, summed in the kernel",
     ),
 ];
+
+/// Symlink names that run a tool of another name: bcc's `profile` (as
+/// bcc and Debian install it) is `profile-bpf`, since `scry profile` is
+/// trace-cmd's. Only a symlink's name (argv0) maps: `scry profile` stays.
+const ALIASES: &[(&str, &str)] = &[("profile", "profile-bpf"), ("profile-bpfcc", "profile-bpf")];
 
 /// `-v` and `--json`, as the tools that print tables take them.
 #[derive(clap::Args, Clone, Copy, Debug)]
@@ -276,6 +285,12 @@ pub fn busybox_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::
         .and_then(|a| std::path::Path::new(a).file_name())
         .and_then(|n| n.to_str())
         .map(str::to_string);
+    let called = called.map(
+        |name| match ALIASES.iter().find(|(alias, _)| *alias == name) {
+            Some((_, tool)) => tool.to_string(),
+            None => name,
+        },
+    );
     if let Some(name) = called
         && TOOLS.iter().any(|(tool, _)| *tool == name)
     {

@@ -29,6 +29,7 @@ mod memsnoop;
 mod offcpu;
 mod offcputime;
 mod offwaketime;
+mod oncpu;
 mod opensnoop;
 mod probe;
 mod probe_kernel;
@@ -120,6 +121,9 @@ enum Command {
     Futexctn(futexctn::FutexctnArgs),
     /// Blocked time by the blocked stack joined to the waker's stack, summed in the kernel (bcc offwaketime)
     Offwaketime(offcputime::OffcputimeArgs),
+    /// On-CPU stacks sampled at -F HZ, counted in the kernel (bcc profile; `scry profile` is trace-cmd's)
+    #[command(name = "profile-bpf", visible_alias = "oncpu")]
+    ProfileBpf(oncpu::OncpuArgs),
     /// Blocked time by the waker's kernel stack, summed in the kernel (bcc wakeuptime)
     Wakeuptime(wakeuptime::WakeuptimeArgs),
     /// Each CPU's run-queue length, sampled in the kernel (bcc runqlen)
@@ -263,6 +267,7 @@ pub fn main() -> ExitCode {
         Command::Offcputime(args) => offcputime::run(args),
         Command::Futexctn(args) => futexctn::run(args),
         Command::Offwaketime(args) => offwaketime::run(args),
+        Command::ProfileBpf(args) => oncpu::run(args),
         Command::Wakeuptime(args) => wakeuptime::run(args),
         Command::Runqlen(args) => runqlen::run(args),
         Command::Hardirqs(args) => irqs::run(scry::sys::bpf_irqs::IrqKind::Hard, args),

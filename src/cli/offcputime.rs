@@ -17,12 +17,12 @@ use std::time::Duration;
 use anyhow::bail;
 use clap::Args;
 
-use scry::analysis::offcputime::{StackHalves, offcpu_entries};
+use scry::analysis::offcputime::{OffcpuEntry, StackHalves, offcpu_entries};
 use scry::capture::bpf_run::{self, RunOptions};
 use scry::render::offcputime::{write_offcpu_folded, write_offcpu_json, write_offcpu_stacks};
 use scry::symbol::ResolveOptions;
 use scry::symbol::raw_stacks::{Named, RawStack, RawStackResolver};
-use scry::sys::bpf_offcputime::{OffcputimeBpf, OffcputimeSettings};
+use scry::sys::bpf_offcputime::{OffcpuSum, OffcputimeBpf, OffcputimeSettings};
 
 use super::bpf_tool;
 
@@ -47,22 +47,8 @@ pub struct OffcputimeArgs {
     /// Kernel threads only (no user threads).
     #[arg(short = 'k', long = "kernel-threads-only")]
     pub(super) kernel_threads_only: bool,
-    /// User stacks only (no kernel frames).
-    #[arg(
-        short = 'U',
-        long = "user-stacks-only",
-        conflicts_with = "kernel_stacks_only"
-    )]
-    pub(super) user_stacks_only: bool,
-    /// Kernel stacks only (no user frames).
-    #[arg(short = 'K', long = "kernel-stacks-only")]
-    pub(super) kernel_stacks_only: bool,
-    /// A `--` (folded: `-`) between kernel and user frames.
-    #[arg(short = 'd', long = "delimited")]
-    pub(super) delimited: bool,
-    /// Folded stacks, one line each (for flame graphs).
-    #[arg(short = 'f', long = "folded")]
-    pub(super) folded: bool,
+    #[command(flatten)]
+    pub(super) stacks: StackArgs,
     /// One JSON document at the end: the entries (largest first) and the
     /// time per state blocked in (no banner).
     #[arg(long, conflicts_with = "folded")]
@@ -81,6 +67,56 @@ pub struct OffcputimeArgs {
     /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
     #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
     pub(super) duration: Option<u64>,
+}
+
+/// bcc's stack flags, as offcputime, offwaketime and profile take them.
+#[derive(Args, Clone, Copy, Debug)]
+pub struct StackArgs {
+    /// User stacks only (no kernel frames).
+    #[arg(
+        short = 'U',
+        long = "user-stacks-only",
+        conflicts_with = "kernel_stacks_only"
+    )]
+    pub(super) user_stacks_only: bool,
+    /// Kernel stacks only (no user frames).
+    #[arg(short = 'K', long = "kernel-stacks-only")]
+    pub(super) kernel_stacks_only: bool,
+    /// A `--` (folded: `-`) between kernel and user frames.
+    #[arg(short = 'd', long = "delimited")]
+    pub(super) delimited: bool,
+    /// Folded stacks, one line each (for flame graphs).
+    #[arg(short = 'f', long = "folded")]
+    pub(super) folded: bool,
+}
+
+impl StackArgs {
+    /// The stacks shown, as bcc's first line names them.
+    pub(super) fn label(&self) -> &'static str {
+        if self.user_stacks_only {
+            "user"
+        } else if self.kernel_stacks_only {
+            "kernel"
+        } else {
+            "user + kernel"
+        }
+    }
+
+    /// The stack halves printed (`-U`, `-K`).
+    pub(super) fn halves(&self) -> StackHalves {
+        StackHalves {
+            user: !self.kernel_stacks_only,
+            kernel: !self.user_stacks_only,
+        }
+    }
+}
+
+/// How bcc's first line ends: the duration, or Ctrl-C.
+pub(super) fn until(duration: Option<u64>) -> String {
+    match duration {
+        Some(secs) => format!(" for {secs} secs."),
+        None => "... Hit Ctrl-C to end.".to_string(),
+    }
 }
 
 /// What offcputime and wakeuptime share: the blocks' bounds and the stack
@@ -151,21 +187,12 @@ fn banner(args: &OffcputimeArgs) -> String {
 impl OffcputimeArgs {
     /// The stacks shown, as bcc's first line names them.
     pub(super) fn stacks_label(&self) -> &'static str {
-        if self.user_stacks_only {
-            "user"
-        } else if self.kernel_stacks_only {
-            "kernel"
-        } else {
-            "user + kernel"
-        }
+        self.stacks.label()
     }
 
     /// How bcc's first line ends: the duration, or Ctrl-C.
     pub(super) fn until(&self) -> String {
-        match self.duration {
-            Some(secs) => format!(" for {secs} secs."),
-            None => "... Hit Ctrl-C to end.".to_string(),
-        }
+        until(self.duration)
     }
 
     /// The programs' settings (offcputime's and offwaketime's).
@@ -184,10 +211,7 @@ impl OffcputimeArgs {
 
     /// The stack halves printed (`-U`, `-K`).
     pub(super) fn halves(&self) -> StackHalves {
-        StackHalves {
-            user: !self.kernel_stacks_only,
-            kernel: !self.user_stacks_only,
-        }
+        self.stacks.halves()
     }
 
     /// The flags checked (`-m` below `-M`, `-p`/`-t` running).
@@ -236,13 +260,51 @@ pub(super) fn run_seeing<B>(
     Ok(())
 }
 
+/// The sums as bcc's entries: each stack added to `resolver` (the maps
+/// of the processes still living read first), named, alike ones summed.
+pub(super) fn sum_entries(
+    tool: &str,
+    mut resolver: RawStackResolver,
+    sums: &[OffcpuSum],
+    halves: StackHalves,
+) -> Vec<OffcpuEntry> {
+    resolver.see(sums.iter().map(|s| s.tgid as i32));
+    for s in sums {
+        resolver.add(&RawStack {
+            pid: s.tgid as i32,
+            tid: s.tid as i32,
+            comm: &s.comm,
+            kernel: s.kernel.as_deref().unwrap_or_default(),
+            user: s.user.as_deref().unwrap_or_default(),
+            weight: s.us,
+            top: None,
+        });
+    }
+    let named = finish_naming(tool, resolver);
+    offcpu_entries(sums, &named, halves)
+}
+
+/// bcc's stacks, or folded lines (`-f`); `-d` delimits kernel from user.
+pub(super) fn write_entries(
+    out: &mut impl Write,
+    entries: &[OffcpuEntry],
+    stacks: StackArgs,
+) -> io::Result<()> {
+    if stacks.folded {
+        write_offcpu_folded(out, entries, stacks.delimited)?;
+    } else {
+        write_offcpu_stacks(out, entries, stacks.delimited)?;
+    }
+    out.flush()
+}
+
 pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
     args.check("offcputime")?;
     let settings = args.settings();
     let mut bpf = bpf_tool::load("offcputime", || OffcputimeBpf::load(settings))?;
     bpf_tool::print_hooks("offcputime", &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();
-    if !args.folded && !args.json {
+    if !args.stacks.folded && !args.json {
         writeln!(out, "{}", banner(&args))?;
     }
     out.flush()?;
@@ -251,31 +313,15 @@ pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
         &args.run_options(),
         &mut bpf,
         OffcputimeBpf::tgids,
-        |bpf, mut resolver| {
+        |bpf, resolver| {
             bpf.detach();
             let sums = bpf.read()?;
-            resolver.see(sums.iter().map(|s| s.tgid as i32));
-            for s in &sums {
-                resolver.add(&RawStack {
-                    pid: s.tgid as i32,
-                    tid: s.tid as i32,
-                    comm: &s.comm,
-                    kernel: s.kernel.as_deref().unwrap_or_default(),
-                    user: s.user.as_deref().unwrap_or_default(),
-                    weight: s.us,
-                    top: None,
-                });
-            }
-            let named = finish_naming("offcputime", resolver);
-            let entries = offcpu_entries(&sums, &named, halves);
+            let entries = sum_entries("offcputime", resolver, &sums, halves);
             if args.json {
                 write_offcpu_json(&mut out, &entries)?;
-            } else if args.folded {
-                write_offcpu_folded(&mut out, &entries, args.delimited)?;
-            } else {
-                write_offcpu_stacks(&mut out, &entries, args.delimited)?;
+                return out.flush();
             }
-            out.flush()
+            write_entries(&mut out, &entries, args.stacks)
         },
     )
 }

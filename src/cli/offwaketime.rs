@@ -25,7 +25,7 @@ pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load("offwaketime", || OffwaketimeBpf::load(settings))?;
     bpf_tool::print_hooks("offwaketime", &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();
-    if !args.folded && !args.json {
+    if !args.stacks.folded && !args.json {
         writeln!(
             out,
             "Tracing blocked time (us) by {} off-CPU and waker stack{}",
@@ -51,10 +51,10 @@ pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
             let entries = offwake_entries(&sums, &named, halves);
             if args.json {
                 write_offwake_json(&mut out, &entries)?;
-            } else if args.folded {
-                write_offwake_folded(&mut out, &entries, args.delimited)?;
+            } else if args.stacks.folded {
+                write_offwake_folded(&mut out, &entries, args.stacks.delimited)?;
             } else {
-                write_offwake_stacks(&mut out, &entries, args.delimited)?;
+                write_offwake_stacks(&mut out, &entries, args.stacks.delimited)?;
             }
             out.flush()
         },

@@ -37,6 +37,9 @@ pub enum HookKind {
     RawTp,
     Tracepoint,
     Kprobe,
+    /// A program run by a perf event (a sampling clock): attached by
+    /// [`Loaded::attach_perf_events`], never by `attach`.
+    PerfEvent,
     Other,
 }
 
@@ -50,6 +53,7 @@ impl HookKind {
             "raw_tp" | "raw_tracepoint" => HookKind::RawTp,
             "tp" | "tracepoint" => HookKind::Tracepoint,
             "kprobe" | "kretprobe" | "ksyscall" | "kretsyscall" => HookKind::Kprobe,
+            "perf_event" => HookKind::PerfEvent,
             _ => HookKind::Other,
         }
     }
@@ -62,6 +66,7 @@ impl HookKind {
             HookKind::RawTp => "raw_tp",
             HookKind::Tracepoint => "tp",
             HookKind::Kprobe => "kprobe",
+            HookKind::PerfEvent => "perf_event",
             HookKind::Other => "other",
         }
     }
@@ -328,11 +333,14 @@ impl<S: Skel<'static>> Loaded<S> {
         self.links.clear();
     }
 
-    /// (program, group) of the variants in use.
+    /// (program, group) of the variants in use that attach to a hook
+    /// (not the perf-event programs: `attach_perf_events` attaches those).
     fn loaded_programs(&self) -> Vec<(String, String)> {
         self.groups
             .iter()
-            .filter_map(|(name, g)| Some((g.chosen()?.prog.clone(), name.clone())))
+            .filter_map(|(name, g)| Some((g.chosen()?, name)))
+            .filter(|(v, _)| v.kind != HookKind::PerfEvent)
+            .map(|(v, name)| (v.prog.clone(), name.clone()))
             .collect()
     }
 }
@@ -641,6 +649,24 @@ pub fn stack_ips<M: MapCore>(map: &M, id: i32, what: &str) -> io::Result<Option<
             .take_while(|&ip| ip != 0)
             .collect()
     }))
+}
+
+/// `targets` values (src/bpf/targets.bpf.h).
+const TARGET_WATCHED: u8 = 1;
+const TARGET_AT_EXEC: u8 = 2;
+
+/// Puts process `tgid` in a program's `targets` map (targets.bpf.h): it
+/// and what it forks count from now on; `from_exec`: only from its next
+/// exec on (a workload forked and waiting to exec).
+pub fn add_target<M: MapCore>(targets: &M, tgid: i32, from_exec: bool) -> io::Result<()> {
+    let value = if from_exec {
+        TARGET_AT_EXEC
+    } else {
+        TARGET_WATCHED
+    };
+    targets
+        .update(&tgid.to_ne_bytes(), &[value], MapFlags::ANY)
+        .map_err(|e| io_error("adding a process to the BPF targets", e))
 }
 
 /// Empties a hash map (for interval output: each interval starts at 0).

@@ -68,6 +68,9 @@ pub struct OffcpuSum {
     /// The task's state when it left the CPU (`__state`: 0 preempted, 1
     /// TASK_INTERRUPTIBLE, 2 TASK_UNINTERRUPTIBLE, ...).
     pub state: u32,
+    /// The key's kernel stack id: -EFAULT for a sample taken in user mode
+    /// (no kernel stack to miss), another negative one for a miss.
+    pub kernel_stack_id: i32,
 }
 
 #[derive(Debug)]
@@ -128,6 +131,7 @@ impl OffcputimeBpf {
                 kernel: bpf_engine::stack_ips(&maps.stacks, kern_id as i32, what)?,
                 user_stack_id: user_id as i32,
                 state,
+                kernel_stack_id: kern_id as i32,
             });
         }
         Ok(sums)

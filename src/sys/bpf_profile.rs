@@ -43,9 +43,6 @@ const COUNTER_STARTS_FULL: u32 = 2;
 const STAT_SLOTS: u32 = 65536;
 /// Slots of the program's `starts` array (its START_SLOTS).
 const START_SLOTS: u32 = 65536;
-/// `targets` values.
-const TARGET_WATCHED: u8 = 1;
-const TARGET_AT_EXEC: u8 = 2;
 
 /// Which of the program's hooks are attached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -161,17 +158,7 @@ impl ProfileBpf {
     /// Watch process `tgid` and what it forks from now on; `from_exec`:
     /// only from its next exec on (a workload forked and waiting to exec).
     pub fn watch(&mut self, tgid: i32, from_exec: bool) -> io::Result<()> {
-        let value = if from_exec {
-            TARGET_AT_EXEC
-        } else {
-            TARGET_WATCHED
-        };
-        self.loaded
-            .skel
-            .maps
-            .targets
-            .update(&tgid.to_ne_bytes(), &[value], MapFlags::ANY)
-            .map_err(|e| io_error("adding a process to the BPF targets", e))
+        bpf_engine::add_target(&self.loaded.skel.maps.targets, tgid, from_exec)
     }
 
     /// Detaches every hook: the sums stop moving.

@@ -12,7 +12,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use super::bpf::io_error;
 use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, u64_at};
-use super::perf_event::{self, PerfEventFd};
+use super::perf_event;
 
 super::bpf::bpf_skeleton!("runqlen.skel.rs");
 
@@ -57,19 +57,7 @@ impl RunqlenBpf {
             GroupRules::default(),
             Attach::Later,
         )?;
-        let mut attr = perf_event::new_attr();
-        attr.type_ = perf_event::PERF_TYPE_SOFTWARE;
-        attr.config = perf_event::PERF_COUNT_SW_CPU_CLOCK;
-        attr.set_freq(1);
-        attr.__bindgen_anon_1.sample_freq = settings.frequency;
-        let events = cpus
-            .iter()
-            .map(|&cpu| {
-                PerfEventFd::open(&attr, -1, cpu as i32).map_err(|e| {
-                    io::Error::new(e.kind(), format!("opening cpu-clock on CPU {cpu}: {e}"))
-                })
-            })
-            .collect::<io::Result<Vec<_>>>()?;
+        let events = perf_event::cpu_clocks(&cpus, settings.frequency)?;
         loaded.attach_perf_events("scry_rl_sample", events)?;
         Ok(RunqlenBpf { loaded, cpus })
     }

@@ -170,13 +170,7 @@ impl TraceArgsBpf {
     /// Copy for process `tgid` and what it forks from now on; `from_exec`:
     /// only from its next exec on (a workload waiting to exec).
     pub fn watch(&mut self, tgid: i32, from_exec: bool) -> io::Result<()> {
-        let value: u8 = if from_exec { 2 } else { 1 };
-        self.loaded
-            .skel
-            .maps
-            .targets
-            .update(&tgid.to_ne_bytes(), &[value], MapFlags::ANY)
-            .map_err(|e| io_error("adding a process to the BPF targets", e))
+        bpf_engine::add_target(&self.loaded.skel.maps.targets, tgid, from_exec)
     }
 
     /// Records of `cpu` go to the bpf-output perf event `fd` (opened on

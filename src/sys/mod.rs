@@ -19,6 +19,7 @@ pub mod bpf_memleak;
 pub mod bpf_offcputime;
 pub mod bpf_offwaketime;
 pub mod bpf_oomkill;
+pub mod bpf_oncpu;
 pub mod bpf_opensnoop;
 pub mod bpf_profile;
 pub mod bpf_raw;

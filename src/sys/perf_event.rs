@@ -91,6 +91,24 @@ pub fn attr_bytes(attr: &perf_event_attr) -> Vec<u8> {
 #[derive(Debug)]
 pub struct PerfEventFd(OwnedFd);
 
+/// A software clock (`cpu-clock`) sampling `frequency` times a second on
+/// each of `cpus`, counting every task: the events a BPF program that
+/// samples (runqlen, oncpu) is attached to.
+pub fn cpu_clocks(cpus: &[u32], frequency: u64) -> io::Result<Vec<PerfEventFd>> {
+    let mut attr = new_attr();
+    attr.type_ = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_CPU_CLOCK;
+    attr.set_freq(1);
+    attr.__bindgen_anon_1.sample_freq = frequency;
+    cpus.iter()
+        .map(|&cpu| {
+            PerfEventFd::open(&attr, -1, cpu as i32).map_err(|e| {
+                io::Error::new(e.kind(), format!("opening cpu-clock on CPU {cpu}: {e}"))
+            })
+        })
+        .collect()
+}
+
 impl PerfEventFd {
     /// perf_event_open(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC).
     pub fn open(attr: &perf_event_attr, pid: i32, cpu: i32) -> io::Result<Self> {

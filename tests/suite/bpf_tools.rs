@@ -286,6 +286,7 @@ fn sigkill_leaves_no_program_or_link_attached() {
         &["wakeuptime"][..],
         &["offwaketime"][..],
         &["futexctn"][..],
+        &["profile-bpf"][..],
     ] {
         let pinned = pinned_bpf();
         let mut cmd = common::scry();

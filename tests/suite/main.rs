@@ -27,6 +27,7 @@ mod list;
 mod mem;
 mod net;
 mod offcpu;
+mod oncpu;
 mod oneliners;
 mod oneliners_events;
 mod perf_spellings;

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+// scry profile-bpf (bcc's profile), and the stack counts of `scry
+// flamegraph` and `scry top`: on-CPU stacks sampled by a clock on each CPU
+// (user space opens cpu-clock at -F HZ per CPU and attaches `scry_oc_sample`
+// to each), counted in the kernel per (process, comm, user stack, kernel
+// stack), the stacks kept in a BPF_MAP_TYPE_STACK_TRACE map. Nothing is
+// streamed: user space reads the counts at the end (or at each refresh).
+//
+// Which samples count, bcc's rules: not the idle task (tid 0) unless
+// `include_idle`; `filter_tgid`/`filter_tid` one process or thread (0:
+// any); with `use_targets`, only the processes in `targets` (a workload
+// from its exec on, and what it forks: targets.bpf.h, the fork and exec
+// hooks attached only then). The stacks come from the interrupted
+// registers, so no frame of this program is in them; a stack not asked
+// for (-U, -K) has the id -1, and a kernel thread's user stack -EFAULT.
+
+#include <stdbool.h>
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#include "targets.bpf.h"
+#include "stackmap.bpf.h"
+// Samples not counted because `counts` was full.
+#include "drops.bpf.h"
+
+#define TASK_COMM_LEN 16
+
+const volatile __u32 filter_tgid = 0;
+const volatile __u32 filter_tid = 0;
+const volatile bool use_targets = false;
+const volatile bool include_idle = false;
+const volatile bool user_stacks = true;
+const volatile bool kernel_stacks = true;
+
+struct key_t {
+	__u32 tgid;
+	__s32 user_stack_id;
+	__s32 kern_stack_id;
+	char comm[TASK_COMM_LEN];
+};
+
+// Sized by user space before load (bcc's --hash-storage-size).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 40960);
+	__type(key, struct key_t);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+
+SEC("perf_event")
+int scry_oc_sample(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = id;
+	if (tid == 0 && !include_idle)
+		return 0;
+	if (filter_tgid != 0 && filter_tgid != tgid)
+		return 0;
+	if (filter_tid != 0 && filter_tid != tid)
+		return 0;
+	if (use_targets) {
+		__u8 *t = bpf_map_lookup_elem(&targets, &tgid);
+		if (!t || *t != TARGET_WATCHED)
+			return 0;
+	}
+	struct key_t key = {.tgid = tgid};
+	bpf_get_current_comm(&key.comm, sizeof(key.comm));
+	key.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+	key.kern_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+	__u64 *count = bpf_map_lookup_elem(&counts, &key);
+	if (!count) {
+		__u64 zero = 0;
+		bpf_map_update_elem(&counts, &key, &zero, BPF_NOEXIST);
+		count = bpf_map_lookup_elem(&counts, &key);
+	}
+	if (count) {
+		__sync_fetch_and_add(count, 1);
+		return 0;
+	}
+	count_drop();
+	return 0;
+}
+
+// Forks of watched processes are watched (use_targets only).
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(scry_oc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	targets_fork(child);
+	return 0;
+}
+
+// A workload is watched from its exec on (use_targets only).
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(scry_oc_exec)
+{
+	targets_exec();
+	return 0;
+}

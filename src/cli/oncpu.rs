@@ -1,0 +1,150 @@
+//! `scry profile-bpf` (alias `scry oncpu`; a symlink named `profile` or
+//! `profile-bpfcc` runs it too): bcc's profile, its flags and layout.
+//! On-CPU stacks sampled at `-F HZ` on each CPU (`-C` some only) and
+//! counted in the kernel per process, comm and stack pair, printed at the
+//! end (Ctrl-C, the duration, or the `-p` process's exit) as bcc's stacks
+//! or folded (`-f`, readable by `scry flamegraph`). `-p`/`-L` (`-t`) one
+//! process or thread, `-U`/`-K` user or kernel stacks only, `-I` the idle
+//! task too, `-d` a delimiter between kernel and user frames, `-a` bcc's
+//! `_[k]` annotations on kernel frames (every CPU is the default: `-a` is
+//! not perf's system-wide flag here). `scry profile` stays trace-cmd's.
+//! Wiring only: `sys::bpf_oncpu` → `symbol::raw_stacks` →
+//! `analysis::offcputime` → `render::offcputime`.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use clap::Args;
+
+use scry::analysis::offcputime::StackPart;
+use scry::capture::bpf_run::RunOptions;
+use scry::sys::bpf_oncpu::{OncpuBpf, OncpuSettings};
+
+use super::bpf_tool;
+use super::offcputime::{SEE_EVERY, StackArgs, run_seeing, sum_entries, until, write_entries};
+
+#[derive(Args, Debug)]
+pub struct OncpuArgs {
+    /// Only this process.
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    /// Only this thread (bcc's -L; -t as perf spells it).
+    #[arg(short = 'L', long = "tid", short_alias = 't', value_name = "TID", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "pid")]
+    tid: Option<u32>,
+    #[command(flatten)]
+    stacks: StackArgs,
+    /// Count the idle task too (CPU idle in swapper).
+    #[arg(short = 'I', long = "include-idle")]
+    include_idle: bool,
+    /// Samples per second on each CPU (default 49, bcc's).
+    #[arg(short = 'F', long = "frequency", value_name = "HZ", default_value_t = 49, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    frequency: u64,
+    /// Only these CPUs (0-3,5; default: every CPU).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    cpu: Option<String>,
+    /// `_[k]` after kernel frames (bcc's annotations, for flamegraph's java palette).
+    #[arg(short = 'a', long = "annotations")]
+    annotations: bool,
+    /// Distinct stacks kept (default 16384, bcc's).
+    #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 16384, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    stack_storage_size: u32,
+    /// Distinct (process, stacks) counts kept (default 40960, bcc's).
+    #[arg(long = "hash-storage-size", value_name = "N", default_value_t = 40960, value_parser = clap::value_parser!(u32).range(1..=4_194_304))]
+    hash_storage_size: u32,
+    /// Say which kernel hooks the programs use.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// Sample this many seconds (default: until Ctrl-C or the -p process's exit).
+    #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
+    duration: Option<u64>,
+}
+
+/// bcc's first line: the frequency, what is sampled, until when.
+fn banner(args: &OncpuArgs) -> String {
+    let threads = match (args.pid, args.tid) {
+        (Some(pid), _) => format!("PID {pid}"),
+        (None, Some(tid)) => format!("TID {tid}"),
+        _ => "all threads".to_string(),
+    };
+    format!(
+        "Sampling at {} Hertz of {threads} by {} stack{}",
+        args.frequency,
+        args.stacks.label(),
+        until(args.duration)
+    )
+}
+
+/// The CPUs of `-C`, each online, or a one-line error.
+fn cpus(text: Option<&str>) -> anyhow::Result<Option<Vec<u32>>> {
+    let Some(cpus) = super::target::parse_cpus(text)? else {
+        return Ok(None);
+    };
+    let online = scry::sys::proc::online_cpus()?;
+    if let Some(cpu) = cpus.iter().find(|c| !online.contains(c)) {
+        anyhow::bail!("profile-bpf: -C: CPU {cpu} is not online (online: {online:?})");
+    }
+    Ok(Some(cpus))
+}
+
+pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
+    const TOOL: &str = "profile-bpf";
+    let settings = OncpuSettings {
+        frequency: args.frequency,
+        cpus: cpus(args.cpu.as_deref())?,
+        pid: args.pid,
+        tid: args.tid,
+        targets: false,
+        include_idle: args.include_idle,
+        user_stacks: !args.stacks.kernel_stacks_only,
+        kernel_stacks: !args.stacks.user_stacks_only,
+        stack_storage: args.stack_storage_size,
+        hash_storage: args.hash_storage_size,
+    };
+    let run_opts = RunOptions {
+        interval: Some(SEE_EVERY),
+        duration: args.duration.map(Duration::from_secs),
+        pid: args.pid.map(|p| p as i32),
+        ..RunOptions::default()
+    };
+    bpf_tool::check_pid(TOOL, "-p", args.pid)?;
+    bpf_tool::check_pid(TOOL, "-L", args.tid)?;
+    let mut bpf = bpf_tool::load(TOOL, || OncpuBpf::load(&settings))?;
+    bpf_tool::print_hooks(TOOL, &bpf.hooks(), args.verbose);
+    let mut out = io::stdout().lock();
+    if !args.stacks.folded {
+        writeln!(out, "{}", banner(&args))?;
+    }
+    out.flush()?;
+    let halves = args.stacks.halves();
+    run_seeing(&run_opts, &mut bpf, OncpuBpf::tgids, |bpf, resolver| {
+        bpf.detach();
+        let counts = bpf.read()?;
+        let dropped = bpf.dropped()?;
+        if dropped > 0 {
+            eprintln!(
+                "WARNING: {dropped} samples not counted (the counts map was full). \
+                 Consider increasing --hash-storage-size."
+            );
+        }
+        let mut entries = sum_entries(TOOL, resolver, &counts, halves);
+        let missed = entries
+            .iter()
+            .filter(|e| e.kernel == StackPart::Missed || e.user == StackPart::Missed)
+            .count();
+        if missed > 0 {
+            eprintln!(
+                "WARNING: {missed} stack traces could not be displayed. \
+                 Consider increasing --stack-storage-size."
+            );
+        }
+        if args.annotations {
+            for e in &mut entries {
+                if let StackPart::Frames(frames) = &mut e.kernel {
+                    frames.iter_mut().for_each(|f| f.push_str("_[k]"));
+                }
+            }
+        }
+        write_entries(&mut out, &entries, args.stacks)
+    })?;
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! On-CPU stacks counted in the kernel (bcc's profile; the stack counts of
+//! `scry flamegraph` and `scry top`): loads `src/bpf/oncpu.bpf.c` through
+//! the engine, attaches its sampling program to a `cpu-clock` at the
+//! frequency asked on each CPU watched (`perf_event::cpu_clocks`), and
+//! reads its counts with the stacks' addresses. Which samples count is in
+//! the program's header comment.
+//!
+//! The counts come back as offcputime's sums (`OffcpuSum`), which bcc
+//! prints alike: `us` holds the samples, `tid` the process (bcc's profile
+//! keys by process), `state` 0 (running). The fork and exec hooks are loaded only for a
+//! `targets` run (a workload, a list of processes).
+
+use std::io;
+
+use super::bpf::io_error;
+use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, comm_at, u32_at, u64_at};
+use super::bpf_offcputime::OffcpuSum;
+use super::perf_event;
+
+super::bpf::bpf_skeleton!("oncpu.skel.rs");
+
+use skel::{OncpuSkel, OncpuSkelBuilder};
+
+/// The program's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OncpuSettings {
+    /// Samples per second on each CPU.
+    pub frequency: u64,
+    /// The CPUs sampled (`None`: every online CPU).
+    pub cpus: Option<Vec<u32>>,
+    /// Only this process (bcc's -p).
+    pub pid: Option<u32>,
+    /// Only this thread (bcc's -L).
+    pub tid: Option<u32>,
+    /// Only the processes given to `watch`, and what they fork.
+    pub targets: bool,
+    /// Count the idle task too (bcc's -I).
+    pub include_idle: bool,
+    pub user_stacks: bool,
+    pub kernel_stacks: bool,
+    /// Distinct stacks the stack map holds.
+    pub stack_storage: u32,
+    /// Distinct (process, comm, stacks) keys the counts map holds.
+    pub hash_storage: u32,
+}
+
+#[derive(Debug)]
+pub struct OncpuBpf {
+    loaded: Loaded<OncpuSkel<'static>>,
+}
+
+impl OncpuBpf {
+    /// Loads the program and starts sampling.
+    pub fn load(settings: &OncpuSettings) -> io::Result<OncpuBpf> {
+        let cpus = match &settings.cpus {
+            Some(cpus) => cpus.clone(),
+            None => super::proc::online_cpus()?,
+        };
+        let skip: &[&str] = if settings.targets {
+            &[]
+        } else {
+            &["scry_oc_fork", "scry_oc_exec"]
+        };
+        let mut loaded = bpf_engine::load(
+            OncpuSkelBuilder::default,
+            |open: &mut skel::OpenOncpuSkel<'static>| {
+                bpf_engine::size_stack_map(&mut open.maps.stacks, settings.stack_storage)?;
+                open.maps
+                    .counts
+                    .set_max_entries(settings.hash_storage)
+                    .map_err(|e| io_error("sizing the BPF counts map", e))?;
+                let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+                rodata.filter_tgid = settings.pid.unwrap_or(0);
+                rodata.filter_tid = settings.tid.unwrap_or(0);
+                rodata.use_targets = settings.targets;
+                rodata.include_idle = settings.include_idle;
+                rodata.user_stacks = settings.user_stacks;
+                rodata.kernel_stacks = settings.kernel_stacks;
+                Ok(())
+            },
+            GroupRules {
+                optional: &[],
+                skip,
+            },
+            Attach::Now,
+        )?;
+        let events = perf_event::cpu_clocks(&cpus, settings.frequency)?;
+        loaded.attach_perf_events("scry_oc_sample", events)?;
+        Ok(OncpuBpf { loaded })
+    }
+
+    pub fn hooks(&self) -> Vec<Hook> {
+        self.loaded.hooks()
+    }
+
+    /// Count process `tgid` and what it forks from now on (a `targets`
+    /// run); `from_exec`: only from its next exec on (a workload forked
+    /// and waiting to exec).
+    pub fn watch(&self, tgid: i32, from_exec: bool) -> io::Result<()> {
+        bpf_engine::add_target(&self.loaded.skel.maps.targets, tgid, from_exec)
+    }
+
+    /// The processes (tgids) sampled so far.
+    pub fn tgids(&self) -> io::Result<Vec<u32>> {
+        let entries =
+            bpf_engine::hash_entries(&self.loaded.skel.maps.counts, "reading the BPF counts")?;
+        let mut tgids: Vec<u32> = entries.iter().filter_map(|(k, _)| u32_at(k, 0)).collect();
+        tgids.sort_unstable();
+        tgids.dedup();
+        Ok(tgids)
+    }
+
+    /// Every count so far, with its stacks (see the module doc for the
+    /// fields' meaning).
+    pub fn read(&self) -> io::Result<Vec<OffcpuSum>> {
+        let maps = &self.loaded.skel.maps;
+        let entries = bpf_engine::hash_entries(&maps.counts, "reading the BPF counts")?;
+        let what = "reading the BPF stack map";
+        let mut counts = Vec::with_capacity(entries.len());
+        for (key, value) in &entries {
+            let (Some(tgid), Some(user_id), Some(kern_id), Some(count)) = (
+                u32_at(key, 0),
+                u32_at(key, 4),
+                u32_at(key, 8),
+                u64_at(value, 0),
+            ) else {
+                continue;
+            };
+            if count == 0 {
+                continue;
+            }
+            counts.push(OffcpuSum {
+                tid: tgid,
+                tgid,
+                comm: comm_at(key, 12, 16),
+                us: count,
+                user: bpf_engine::stack_ips(&maps.stacks, user_id as i32, what)?,
+                kernel: bpf_engine::stack_ips(&maps.stacks, kern_id as i32, what)?,
+                user_stack_id: user_id as i32,
+                kernel_stack_id: kern_id as i32,
+                state: 0,
+            });
+        }
+        Ok(counts)
+    }
+
+    /// Samples not counted: the counts map was full.
+    pub fn dropped(&self) -> io::Result<u64> {
+        bpf_engine::dropped(&self.loaded.skel.maps.drops)
+    }
+
+    /// Stops sampling: the counts stop moving.
+    pub fn detach(&mut self) {
+        self.loaded.detach();
+    }
+}
