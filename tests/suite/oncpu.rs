@@ -157,9 +157,9 @@ fn cpu7525_splits_75_25_with_perfs_chains() {
     );
     let mut scry = BTreeMap::new();
     for e in entries(&lines) {
-        assert_eq!(
-            (e.comm.as_str(), e.pid.to_string()),
-            ("cpu7525", pid.clone()),
+        // The same pid runs sh until its exec: a sample may land there.
+        assert!(
+            ["cpu7525", "sh"].contains(&e.comm.as_str()) && e.pid.to_string() == pid,
             "{e:?}"
         );
         if let Some(chain) = main_chain(e.frames.iter().map(String::as_str)) {
@@ -305,7 +305,13 @@ fn folded_reads_back_into_scry_flamegraph() {
     common::signal(workload.id(), "CONT");
     assert!(workload.wait().expect("workload ends").success());
     let (lines, _) = tracer.finish();
-    assert!(lines.iter().all(|l| l.starts_with("cpu7525;")), "{lines:?}");
+    // The same pid runs sh until its exec: a sample may land there.
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("cpu7525;") || l.starts_with("sh;")),
+        "{lines:?}"
+    );
     assert!(
         lines.iter().any(|l| l.contains(";main;outer_a;hot_a ")),
         "{lines:?}"
