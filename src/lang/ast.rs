@@ -38,6 +38,20 @@ pub enum Stmt {
         then: Vec<Stmt>,
         otherwise: Vec<Stmt>,
     },
+    /// `while (cond) { ... }`: a loop the verifier must see end.
+    While {
+        cond: Expr,
+        body: Vec<Stmt>,
+    },
+    /// `unroll (N) { ... }`: the block N times (1-100).
+    Unroll {
+        count: i64,
+        body: Vec<Stmt>,
+        span: Span,
+    },
+    /// `break` and `continue` in a `while`.
+    Break(Span),
+    Continue(Span),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

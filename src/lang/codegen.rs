@@ -142,6 +142,8 @@ pub struct Gen<'a> {
     pub stack: usize,
     /// Set when a `kstack`/`ustack` is taken.
     pub exit_label: Option<Label>,
+    /// The innermost `while`'s (continue, break) labels.
+    pub loops: Vec<(Label, Label)>,
 }
 
 /// Compiles one probe's predicate and block.
@@ -163,6 +165,7 @@ pub fn compile_probe(
         // The top 8 bytes are scratch for the lost-record count's key.
         stack: 8,
         exit_label: None,
+        loops: Vec::new(),
     };
     let end = g.asm.label();
     g.exit_label = Some(end);
@@ -349,6 +352,50 @@ impl Gen<'_> {
                 self.asm.bind(other);
                 self.block(otherwise)?;
                 self.asm.bind(end);
+                Ok(())
+            }
+            Stmt::While { cond, body } => {
+                // The verifier walks the loop (kernels from 5.3 take
+                // bounded loops) and refuses it if it does not end.
+                let top = self.asm.label();
+                let end = self.asm.label();
+                self.asm.bind(top);
+                self.asm.span = cond.span;
+                let mark = self.stack;
+                let v = self.expr(cond)?;
+                self.want_int(v, cond)?;
+                self.stack = mark;
+                self.asm.jump_if_imm(Jmp::Eq, R0, 0, end);
+                self.loops.push((top, end));
+                let result = self.block(body);
+                self.loops.pop();
+                result?;
+                self.asm.span = cond.span;
+                self.asm.jump(top);
+                self.asm.bind(end);
+                Ok(())
+            }
+            Stmt::Unroll { count, body, span } => {
+                self.asm.span = *span;
+                for _ in 0..*count {
+                    self.block(body)?;
+                }
+                Ok(())
+            }
+            Stmt::Break(span) | Stmt::Continue(span) => {
+                let Some(&(top, end)) = self.loops.last() else {
+                    return Err(LangError::new(
+                        *span,
+                        "break and continue are only allowed in a while loop",
+                    ));
+                };
+                self.asm.span = *span;
+                let to = if matches!(stmt, Stmt::Break(_)) {
+                    end
+                } else {
+                    top
+                };
+                self.asm.jump(to);
                 Ok(())
             }
         }

@@ -257,7 +257,18 @@ impl Asm {
         self.labels[label.0] = Some(self.insns.len());
     }
 
+    /// An unconditional jump; none right after another unconditional
+    /// jump or an exit where no label points (the verifier refuses
+    /// unreachable instructions: `if (c) { exit(); }`, `continue`).
     pub fn jump(&mut self, to: Label) {
+        let here = self.insns.len();
+        let after_jump = self
+            .insns
+            .last()
+            .is_some_and(|i| i.code == BPF_JMP | BPF_JA || i.code == BPF_JMP | BPF_EXIT);
+        if after_jump && !self.labels.contains(&Some(here)) {
+            return;
+        }
         self.fixups.push((self.insns.len(), to));
         self.emit(Insn::new(BPF_JMP | BPF_JA, Reg(0), Reg(0), 0, 0));
     }
@@ -347,6 +358,21 @@ mod tests {
         assert_eq!(insns[0].code, 0x15);
         assert_eq!(insns[2].off, -3);
         assert_eq!(spans.len(), 4);
+    }
+
+    #[test]
+    fn no_jump_right_after_a_jump() {
+        let mut asm = Asm::default();
+        let a = asm.label();
+        let b = asm.label();
+        asm.jump(a);
+        asm.jump(b); // unreachable: dropped
+        asm.bind(a);
+        asm.jump(b); // a label points here: kept
+        asm.bind(b);
+        asm.emit(exit());
+        let (insns, _) = asm.finish().expect("resolves");
+        assert_eq!(insns.len(), 3);
     }
 
     #[test]

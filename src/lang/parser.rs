@@ -170,7 +170,10 @@ impl<'a> Parser<'a> {
                 continue;
             }
             let stmt = self.stmt()?;
-            let ends_in_block = matches!(stmt, Stmt::If { .. });
+            let ends_in_block = matches!(
+                stmt,
+                Stmt::If { .. } | Stmt::While { .. } | Stmt::Unroll { .. }
+            );
             stmts.push(stmt);
             if !ends_in_block && !self.is("}") {
                 self.expect(";")?;
@@ -179,6 +182,42 @@ impl<'a> Parser<'a> {
     }
 
     fn stmt(&mut self) -> Result<Stmt, LangError> {
+        let word = match &self.tok {
+            Tok::Ident(w) => w.clone(),
+            _ => String::new(),
+        };
+        match word.as_str() {
+            "while" | "unroll" => {
+                let start = self.span;
+                self.bump()?;
+                self.expect("(")?;
+                let cond = self.expr()?;
+                let end = self.expect(")")?;
+                let body = self.block()?;
+                if word == "while" {
+                    return Ok(Stmt::While { cond, body });
+                }
+                let span = start.to(end);
+                return match cond.kind {
+                    ExprKind::Int(count) if (1..=100).contains(&count) => {
+                        Ok(Stmt::Unroll { count, body, span })
+                    }
+                    _ => Err(LangError::new(
+                        cond.span,
+                        "unroll takes an integer literal from 1 to 100",
+                    )),
+                };
+            }
+            "break" | "continue" => {
+                let (_, span) = self.bump()?;
+                return Ok(if word == "break" {
+                    Stmt::Break(span)
+                } else {
+                    Stmt::Continue(span)
+                });
+            }
+            _ => {}
+        }
         if self.tok == Tok::Ident("if".into()) {
             self.bump()?;
             self.expect("(")?;

@@ -99,11 +99,18 @@ pub fn load_program(
     };
     match attempt(None) {
         Ok(fd) => Ok(fd),
-        Err(_) => {
+        Err(first) => {
             let mut buf = vec![0u8; LOG_SIZE];
             match attempt(Some(&mut buf)) {
                 Ok(fd) => Ok(fd),
                 Err(error) => {
+                    // A log too long for the buffer fails with ENOSPC
+                    // (its end is kept): the reason is the first error.
+                    let error = if error.raw_os_error() == Some(libc::ENOSPC) {
+                        first
+                    } else {
+                        error
+                    };
                     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
                     Err(LoadError {
                         error,

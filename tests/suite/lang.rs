@@ -730,3 +730,61 @@ fn runqlat_tool_runs_unchanged() {
     assert!(out.contains("\n@usecs: \n["), "{out}");
     assert!(!out.contains("@qtime"), "{out}");
 }
+
+/// `while` with `break` and `continue`, and `unroll`: the same output as
+/// bpftrace's, byte for byte.
+#[test]
+fn loops_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let prog = "BEGIN { $i = 0; $s = 0; while ($i < 10) { $i++; if ($i == 3) { continue; } \
+                if ($i == 8) { break; } $s += $i; } unroll(3) { @u++; } \
+                if ($s > 0) { printf(\"%d %d\\n\", $i, $s); exit(); } }";
+    let ours = common::run_ok(&mut scry_run(prog));
+    assert!(ours.contains("\n8 25\n"), "{ours}");
+    assert_eq!(ours, common::run_ok(&mut bpftrace(prog)));
+}
+
+/// A program the verifier refuses: its message names the line the
+/// refused instruction came from, with the verifier's reason; exit 2.
+#[test]
+fn verifier_refusal_names_the_source_line() {
+    if !common::require_tracefs() {
+        return;
+    }
+    let out = common::output(&mut scry_run(
+        "BEGIN { $x = 0;\n  while (1) {\n    $x = 1; } }",
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("stdin:2:10-11: ERROR: the BPF verifier refused the program of BEGIN"),
+        "{err}"
+    );
+    assert!(err.contains("infinite loop detected"), "{err}");
+    assert!(err.contains("\n  while (1) {\n         ~"), "{err}");
+}
+
+/// Records the ring buffer has no room for are counted and reported as
+/// bpftrace reports its lost events: 300 joins of 16 KiB from BEGIN
+/// overflow the 4 MiB ring before anything reads it.
+#[test]
+fn lost_records_are_reported() {
+    if !common::require_tracefs() {
+        return;
+    }
+    let out = common::run_ok(&mut scry_run(
+        "BEGIN { $i = 0; while ($i < 300) { join(0); $i++; } } interval:ms:100 { exit(); }",
+    ));
+    let lost: u64 = out
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Lost ")?
+                .strip_suffix(" events")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0);
+    assert!((1..300).contains(&lost), "{out}");
+}
