@@ -34,6 +34,7 @@ const PROGRAMS: &[&str] = &[
     "capable",
     "sockcall",
     "oncpu",
+    "filelife",
 ];
 
 fn main() {

@@ -1,5 +1,6 @@
 //! The streaming tools' events (execsnoop, exitsnoop, opensnoop, killsnoop,
-//! sigsnoop, statsnoop, threadsnoop, oomkill, drsnoop, capable) as the kernel side
+//! sigsnoop, statsnoop, threadsnoop, oomkill, drsnoop, capable,
+//! filelife) as the kernel side
 //! decodes them, and the filters libbpf-tools applies in user space
 //! (`-n NAME`, `-l LINE`, `--ppid`): kept here so the renderers and the
 //! command lines name one set of types.
@@ -8,6 +9,7 @@ pub use crate::sys::bpf_capable::CapEvent;
 pub use crate::sys::bpf_drsnoop::ReclaimEvent;
 pub use crate::sys::bpf_execsnoop::ExecEvent;
 pub use crate::sys::bpf_exitsnoop::ExitEvent;
+pub use crate::sys::bpf_filelife::LifeEvent;
 pub use crate::sys::bpf_oomkill::OomEvent;
 pub use crate::sys::bpf_opensnoop::OpenEvent;
 pub use crate::sys::bpf_sigsnoop::{SigEvent, SigSource};

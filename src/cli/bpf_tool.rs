@@ -60,6 +60,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each process exit with its age and exit code or signal, streamed",
     ),
     (
+        "filelife",
+        "each file deleted, with its age since its creation, streamed",
+    ),
+    (
         "futexctn",
         "user lock contention: futex waits per thread, lock and stack, in the kernel",
     ),

@@ -180,6 +180,8 @@ enum Command {
     Drsnoop(memsnoop::DrsnoopArgs),
     /// Each capability check with its verdict, streamed (bcc capable)
     Capable(memsnoop::CapableArgs),
+    /// Each file deleted, with its age since its creation, streamed (bcc filelife)
+    Filelife(statsnoop::FilelifeArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -296,6 +298,7 @@ pub fn main() -> ExitCode {
         Command::Oomkill(args) => memsnoop::run_oomkill(args),
         Command::Drsnoop(args) => memsnoop::run_drsnoop(args),
         Command::Capable(args) => memsnoop::run_capable(args),
+        Command::Filelife(args) => statsnoop::run_filelife(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

@@ -1,11 +1,13 @@
 //! `scry statsnoop` (bcc's statsnoop, libbpf-tools' flags and layout):
 //! each statfs, stat, lstat, statx and newfstatat call with its path and
-//! result, streamed from the kernel's ring buffer. Wiring only:
-//! `sys::bpf_statsnoop` → `render::statsnoop`.
+//! result, streamed from the kernel's ring buffer; and `scry filelife`
+//! (bcc's filelife): each file deleted with its age. Wiring only:
+//! `sys::bpf_statsnoop` / `sys::bpf_filelife` → `render::statsnoop`.
 
 use clap::Args;
 
-use scry::render::statsnoop::StatLayout;
+use scry::render::statsnoop::{LifeLayout, StatLayout};
+use scry::sys::bpf_filelife;
 use scry::sys::bpf_statsnoop::{self, StatSettings};
 
 use super::bpf_tool;
@@ -39,4 +41,24 @@ pub fn run(args: StatsnoopArgs) -> anyhow::Result<()> {
         syscall: args.syscall,
     };
     snoop::run(&how, &args.common, &bpf, &layout, |_| true)
+}
+
+#[derive(Args, Debug)]
+pub struct FilelifeArgs {
+    /// Only files this process deletes (ends when it exits).
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    #[command(flatten)]
+    common: snoop::StreamFlags,
+}
+
+pub fn run_filelife(args: FilelifeArgs) -> anyhow::Result<()> {
+    bpf_tool::check_pid("filelife", "-p", args.pid)?;
+    let bpf = bpf_tool::load("filelife", || bpf_filelife::load(args.pid))?;
+    eprintln!(
+        "filelife: from the open/creat and unlink system calls: a file is matched by the name it \
+         was created and deleted under (relative names not resolved, renames not followed)"
+    );
+    let how = snoop::Stream::new("filelife", &args.common, args.pid);
+    snoop::run(&how, &args.common, &bpf, &LifeLayout, |_| true)
 }

@@ -1,13 +1,14 @@
 //! statsnoop's lines, in libbpf-tools' layout (`PID COMM RET ERR PATH`;
 //! `-t`: a leading `TIME(s)`, seconds since the tool started; `-s`: the
-//! call's name before the path), and their JSON fields.
+//! call's name before the path), and filelife's (`TIME PID COMM AGE(s)
+//! FILE`), the other tool of paths; their JSON fields.
 
 use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
 use super::snoop::{Clock, SnoopFormat, fd_err};
-use crate::analysis::snoop::StatEvent;
+use crate::analysis::snoop::{LifeEvent, StatEvent};
 
 /// statsnoop's optional columns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,6 +50,41 @@ impl SnoopFormat for StatLayout {
         json!({
             "pid": e.pid, "tid": e.tid, "comm": e.comm, "ret": ret,
             "err": err, "syscall": e.call, "path": e.path,
+        })
+    }
+}
+
+/// filelife's layout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LifeLayout;
+
+impl SnoopFormat for LifeLayout {
+    type Event = LifeEvent;
+
+    fn header<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        writeln!(
+            w,
+            "{:<8} {:<6} {:<16} {:<7} FILE",
+            "TIME", "PID", "COMM", "AGE(s)"
+        )
+    }
+
+    fn line<W: Write>(&self, w: &mut W, e: &LifeEvent, clock: Clock) -> io::Result<()> {
+        writeln!(
+            w,
+            "{:<8} {:<6} {:<16} {:<7.2} {}",
+            super::snoop::hms(clock.hms),
+            e.pid,
+            e.comm,
+            e.age_ns as f64 / 1e9,
+            e.path
+        )
+    }
+
+    fn fields(&self, e: &LifeEvent) -> Value {
+        json!({
+            "pid": e.pid, "tid": e.tid, "comm": e.comm,
+            "age_s": e.age_ns as f64 / 1e9, "file": e.path,
         })
     }
 }

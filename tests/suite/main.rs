@@ -18,6 +18,7 @@ mod error_messages;
 mod export;
 mod export_live;
 mod file_goldens;
+mod files;
 mod flamegraph;
 mod heatmap;
 mod kernel_matrix;
