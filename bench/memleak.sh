@@ -9,7 +9,7 @@
 # Workload: workloads/mallocs N wait (N malloc/free pairs once it reads a
 # line: the tracer attaches to the program itself, past its exec). Each tracer
 # watches -p PID, writes to a file, and counts as attached once it printed
-# its first line (scry: "Attaching to pid ..."; bpftrace: its BEGIN
+# its line saying so (scry: "Attaching to pid ..."; bpftrace: its BEGIN
 # probe's line, printed after every probe attached). Timed: from the line
 # written to the workload's exit. For each: the median wall time of REPS
 # interleaved runs; slowdown = traced / bare; the last line prints scry's
@@ -40,9 +40,11 @@ uretprobe:'"$libc"':malloc /@size[tid]/ {
 uprobe:'"$libc"':free { delete(@bytes[arg0]); delete(@when[arg0]); delete(@stack[arg0]); }
 END { clear(@size); clear(@bytes); clear(@when); clear(@stack); }'
 
-# run NAME [TRACER ARGS...]: one timed run, traced by TRACER -p PID.
+# run NAME READY [TRACER ARGS...]: one timed run, traced by TRACER -p
+# PID, attached once its output holds READY (bpftrace prints "Attaching N
+# probes..." before it attaches: its BEGIN line is the sign).
 run() {
-    local name=$1; shift
+    local name=$1 attached=$2; shift 2
     local fifo="$out/go" ready="$out/ready"
     rm -f "$fifo"; mkfifo "$fifo"
     "$mallocs" "$PAIRS" wait <"$fifo" >"$ready" &
@@ -52,7 +54,10 @@ run() {
     if [ $# -gt 0 ]; then
         "$@" -p "$pid" >"$log" 2>>"$out/$name.err" &
         tracer=$!
-        until [ -s "$log" ]; do sleep 0.01; done
+        until grep -q "$attached" "$log" 2>/dev/null; do
+            kill -0 "$tracer" 2>/dev/null || { echo "bench/memleak.sh: $name did not start" >&2; cat "$out/$name.err" >&2; exit 2; }
+            sleep 0.01
+        done
     fi
     local t0=$EPOCHREALTIME
     echo go >&3
@@ -66,9 +71,9 @@ run() {
 }
 
 for _ in $(seq "$REPS"); do
-    run bare
-    run bpftrace bpftrace -e "$program"
-    run scry "$scry" memleak
+    run bare ""
+    run bpftrace '^attached' bpftrace -e "$program"
+    run scry '^Attaching to pid' "$scry" memleak
 done
 
 echo "memleak on $PAIRS malloc/free pairs:"
