@@ -3,7 +3,8 @@
 //!
 //! - `process`: per-process maps and thread names from COMM/FORK/MMAP2.
 //! - `unwind`: DWARF unwinding (framehop) of `--call-graph dwarf` samples
-//!   and of the stack tops of `-g` samples;
+//!   and of the stack tops of `-g` samples; `stub_frames`: out of JIT
+//!   stubs that have neither tables nor a frame (CPython's trampolines);
 //! - `stack_join`: `-g`'s frame-pointer chain joined to the frames unwound
 //!   from the top of the stack (`--call-graph fp` chains are used as the
 //!   kernel gave them).
@@ -49,6 +50,7 @@ pub mod raw_stacks;
 mod resolver;
 mod stack_join;
 mod stacks;
+mod stub_frames;
 mod unwind;
 
 use std::collections::BTreeMap;

@@ -15,7 +15,8 @@
 //! Output: absolute addresses, leaf first (the first is the sampled IP, the
 //! rest are return addresses), and whether framehop reached the stack's root;
 //! `unwind_frames` also gives the stack slot each return address was read
-//! from, for `stack_join`.
+//! from, for `stack_join`. Where framehop cannot step out of code without
+//! tables (a JIT trampoline), `stub_frames` may.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use object::{Object, ObjectSection};
 
 use super::binary::{Binary, Load};
 use super::process::{AddressSpace, DsoId};
+use super::stub_frames::{CallSites, TabledCode};
 
 /// x86_64 perf register numbers (arch/x86/include/uapi/asm/perf_regs.h).
 pub const PERF_REG_X86_BP: u64 = 6;
@@ -107,7 +109,7 @@ pub fn base_avma(loads: &[Load], start: u64, pgoff: u64) -> Option<u64> {
 struct ProcessUnwinder {
     generation: u64,
     unwinder: UnwinderX86_64<Data>,
-    with_tables: Vec<std::ops::Range<u64>>,
+    with_tables: Vec<TabledCode>,
 }
 
 /// A frame the unwinder found: its address, and the stack address its
@@ -133,6 +135,8 @@ pub struct DwarfUnwinder {
     processes: HashMap<i32, ProcessUnwinder>,
     sections: HashMap<DsoId, Option<Arc<UnwindSections>>>,
     cache: CacheX86_64,
+    /// Return-address checks for stepping out of stubs (`stub_frames`).
+    call_sites: CallSites,
 }
 
 impl std::fmt::Debug for DwarfUnwinder {
@@ -189,7 +193,10 @@ impl DwarfUnwinder {
         let Some(process) = self.processes.get(&pid) else {
             return Unwound::default();
         };
-        let leaf_has_tables = process.with_tables.iter().any(|r| r.contains(&state.ip));
+        let leaf_has_tables = process
+            .with_tables
+            .iter()
+            .any(|c| c.range.contains(&state.ip));
         let stack = state.stack;
         let sp = state.sp;
         let mut read_stack = |addr: u64| -> Result<u64, ()> {
@@ -227,6 +234,32 @@ impl DwarfUnwinder {
                     }
                 }
                 Ok(None) => break true,
+                // Code without tables whose %rbp led nowhere: a stub
+                // without a frame (a JIT trampoline), if a return address
+                // for certain sits just above the stack pointer.
+                Err(_)
+                    if !process
+                        .with_tables
+                        .iter()
+                        .any(|c| c.range.contains(&address.address())) =>
+                {
+                    let Some((ret, slot)) =
+                        self.call_sites
+                            .step(&process.with_tables, regs.sp(), &mut read_stack)
+                    else {
+                        break false;
+                    };
+                    out.push(UnwoundFrame {
+                        addr: ret,
+                        slot: Some(slot),
+                    });
+                    regs.set_ip(ret);
+                    regs.set_sp(slot + 8);
+                    match FrameAddress::from_return_address(ret) {
+                        Some(next) => address = next,
+                        None => break false,
+                    }
+                }
                 Err(_) => break false,
             }
         };
@@ -267,7 +300,11 @@ impl DwarfUnwinder {
                 continue;
             };
             if sections.eh_frame.is_some() || sections.debug_frame.is_some() {
-                with_tables.push(m.start..m.end);
+                with_tables.push(TabledCode {
+                    range: m.start..m.end,
+                    binary: Arc::clone(&binary),
+                    base,
+                });
             }
             let module = Module::new(
                 binary.path.display().to_string(),

@@ -35,6 +35,7 @@ mod perf_spellings;
 mod pipe_output;
 mod probe;
 mod profile;
+mod python_jit;
 mod record;
 mod record_privileges;
 mod recovery;
