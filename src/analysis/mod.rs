@@ -12,6 +12,7 @@ mod calltrie;
 pub mod decay;
 pub mod feed;
 pub mod folded;
+pub mod funcgraph;
 pub mod futexctn;
 pub mod heatmap;
 pub mod hist;

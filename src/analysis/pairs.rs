@@ -70,7 +70,7 @@ pub struct PairStat {
 }
 
 impl PairStat {
-    fn add(&mut self, duration: u64, ts: u64, stack: Option<usize>) {
+    pub(crate) fn add(&mut self, duration: u64, ts: u64, stack: Option<usize>) {
         if self.count == 0 || duration > self.max {
             self.max = duration;
             self.max_ts = ts;
@@ -513,6 +513,17 @@ impl PairEngine {
             .entry(Scope::Task(tid))
             .or_default()
             .entry(label)
+            .or_default()
+            .merge(stat);
+    }
+
+    /// A kernel function's calls by task `tid` (the function tracers of
+    /// `scry profile`): the row trace-cmd labels `func: NAME()`.
+    pub fn add_function(&mut self, tid: i32, func: &str, stat: &PairStat) {
+        self.stats
+            .entry(Scope::Task(tid))
+            .or_default()
+            .entry(format!("func: {func}()"))
             .or_default()
             .merge(stat);
     }

@@ -99,8 +99,11 @@ enum Command {
     Top(top::TopArgs),
     /// Trace system calls and events of a command, process or the system, live (perf trace, strace)
     Trace(trace::TraceArgs),
-    /// Define, list and delete uprobes: probe_BINARY:FUNC events usable by record, stat and trace (perf probe)
+    /// Define, list and delete probes on user (-x BINARY) and kernel functions: probe_BINARY:FUNC and probe:FUNC events usable by record, stat and trace (perf probe)
     Probe(probe::ProbeArgs),
+    /// scry profile's watchdog: restores the function tracer of tracefs ROOT when its stdin closes
+    #[command(name = "__ftrace-restore", hide = true)]
+    FtraceRestore { root: std::path::PathBuf },
     /// Off-CPU time by stack: where tasks waited, and who woke them (offcputime, offwaketime)
     Offcpu(offcpu::OffcpuArgs),
     /// Latency between paired events per task, with stacks (trace-cmd profile)
@@ -259,6 +262,12 @@ pub fn main() -> ExitCode {
         Command::Top(args) => top::run(args),
         Command::Offcpu(args) => offcpu::run(args),
         Command::Profile(args) => profile::run(args),
+        Command::FtraceRestore { root } => {
+            // Ctrl-C reaches the whole process group: outlive it, as scry may.
+            let _signals = scry::sys::signal::SignalPipe::install(&scry::sys::signal::STOP_SIGNALS);
+            scry::sys::ftrace::watchdog(&root);
+            Ok(())
+        }
         Command::Sched(args) => sched::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Probe(args) => probe::run(args),

@@ -14,6 +14,14 @@
 //! only the scheduler events, which need stacks and matching across tasks,
 //! go through the perf rings. Where BPF cannot load (no CAP_BPF, an old
 //! kernel) one line says so and everything is streamed, as `--no-bpf` does.
+//!
+//! Kernel functions: trace-cmd profile's default, the `function_graph`
+//! tracer at depth 1 (each task's outermost kernel functions: system calls,
+//! faults, interrupts) for the profiled tasks, summed per task and function
+//! (`analysis::funcgraph`) into `func: NAME()` rows; `-l`/`-n` pick the
+//! functions, `--tracer function` counts calls instead. The tracer is the
+//! kernel's global one (`sys::ftrace`: restored after the run, even after a
+//! SIGKILL); where the kernel lacks it one line says so and the rest runs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
@@ -35,6 +43,7 @@ use scry::render::profile::{
 };
 use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::bpf_profile::{self, Covered, KernelSums, ProfileBpf};
+use scry::sys::ftrace::{FunctionTracer, TracerOptions};
 
 use super::feed_consumer::capture_feed;
 use super::target::WatchArgs;
@@ -63,6 +72,20 @@ pub struct ProfileArgs {
     /// where it loads; this is also the fallback where it does not).
     #[arg(long)]
     no_bpf: bool,
+    /// The kernel's function tracer: function_graph (durations; the default,
+    /// as trace-cmd profile), function (counts), or nop (none).
+    #[arg(long, value_name = "TRACER", default_value = "function_graph")]
+    tracer: String,
+    /// function_graph's depth: 1 (the default) times each task's outermost
+    /// kernel functions; 0 is no limit.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    graph_depth: u32,
+    /// Trace only the kernel functions matching GLOB (set_ftrace_filter; repeatable).
+    #[arg(short = 'l', long = "func", value_name = "GLOB")]
+    funcs: Vec<String>,
+    /// Do not trace the kernel functions matching GLOB (set_ftrace_notrace; repeatable).
+    #[arg(short = 'n', long = "notrace", value_name = "GLOB")]
+    notrace: Vec<String>,
     /// The command to run and profile (`--` before it is optional, as with perf).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -431,6 +454,43 @@ fn covered_by(covered: Covered, role: Builtin) -> bool {
 
 /// The engine's results (with the kernel's sums, when BPF ran), grouped
 /// and printed (text or JSON).
+/// The kernel's function tracer on the profiled tasks, or None (and one
+/// line saying why) where it cannot run.
+fn start_function_tracer(
+    args: &ProfileArgs,
+    root: &std::path::Path,
+    pids: &[i32],
+    workload: Option<i32>,
+) -> Option<FunctionTracer> {
+    if args.tracer == "nop" {
+        return None;
+    }
+    let pids = match workload {
+        Some(pid) if pids.is_empty() => vec![pid],
+        _ if args.watch.all_cpus => Vec::new(),
+        _ => pids.to_vec(),
+    };
+    let opts = TracerOptions {
+        tracer: args.tracer.clone(),
+        depth: args.graph_depth,
+        filters: args.funcs.clone(),
+        notrace: args.notrace.clone(),
+        pids,
+    };
+    let watchdog = std::env::current_exe().ok().map(|exe| {
+        let mut cmd = std::process::Command::new(exe);
+        cmd.arg("__ftrace-restore").arg(root);
+        cmd
+    });
+    match FunctionTracer::start(root, &opts, watchdog) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("scry: kernel functions not profiled: {e}");
+            None
+        }
+    }
+}
+
 fn write_report(
     feed: PairsFeed,
     cpus: Vec<CpuStat>,
@@ -605,6 +665,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
     engine.all = args.watch.all_cpus;
     engine.pids.extend(pids.iter().copied());
 
+    let mut tracer = None;
     let (feed, outcome) = capture_feed(&opts, true, |workload| {
         // With -p the command only times the capture, as in perf.
         if let Some(pid) = workload.filter(|_| pids.is_empty()) {
@@ -614,6 +675,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
                     .context("watching the workload in BPF")?;
             }
         }
+        tracer = start_function_tracer(&args, root, &pids, workload);
         let mut feed = PairsFeed::new(
             engine,
             Resolver::new(&ResolveOptions::default()),
@@ -625,6 +687,17 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
         }
         Ok(feed)
     })?;
+    let mut feed = feed;
+    if let Some(tracer) = tracer {
+        let text = tracer
+            .finish()
+            .context("reading the function tracer's trace")?;
+        for ((tid, func), stat) in scry::analysis::funcgraph::sum_trace(&text) {
+            if feed.engine.watched(tid) {
+                feed.engine.add_function(tid, &func, &stat);
+            }
+        }
+    }
     let kernel = match &mut bpf {
         Some(bpf) => {
             bpf.detach();

@@ -218,6 +218,20 @@ fn guest_offcpu_profile_runqlat() {
     );
 }
 
+/// `scry profile`'s kernel functions: function_graph at depth 1 gives
+/// getppid's function one row of N calls with count, total, avg, max and
+/// min; `--tracer function` counts them; a SIGKILL of scry leaves the
+/// tracer off (its watchdog restores it).
+#[test]
+fn guest_profile_kernel_functions() {
+    let names = [
+        "profile_funcgraph",
+        "profile_func_filter",
+        "profile_funcgraph_sigkill",
+    ];
+    assert_passed(|n| names.contains(&n), &names);
+}
+
 #[test]
 fn guest_leaves_no_kprobe_nor_tracer() {
     assert_passed(
@@ -232,6 +246,7 @@ fn guest_leaves_no_kprobe_nor_tracer() {
             "clean_after_trace_summary",
             "clean_after_offcpu",
             "clean_after_profile",
+            "clean_after_profile_functions",
             "clean_after_runqlat",
         ],
     );

@@ -9,6 +9,7 @@
 //! page faults and irqs are summed in the kernel by BPF: the same fsync
 //! count through BPF and streamed (`--no-bpf`), with a command and with
 //! `-p`; BPF missing fails the tests under `SCRY_KERNEL_TESTS=required`.
+//! Without the function_graph tracer, one line says so and the rest runs.
 
 use crate::common;
 
@@ -594,4 +595,31 @@ fn sleeps_without_wakeup_events_end_at_the_switch_in() {
         report["ended_at_switch_in"].as_u64() >= Some(20),
         "{report:#}"
     );
+}
+
+/// Where the kernel has no function_graph tracer (this machine; the guest
+/// of kernel_matrix has one and checks its rows), the profile's other hooks
+/// still run and one line says what is missing; the tracer settings are as
+/// they were after the run.
+#[test]
+fn no_function_tracer_is_one_line_and_the_rest_runs() {
+    require_kernel!();
+    require_tracefs!();
+    let root = scry::sys::tracefs::root().expect("tracefs");
+    let tracers = std::fs::read_to_string(root.join("available_tracers")).unwrap_or_default();
+    if tracers.split_whitespace().any(|t| t == "function_graph") {
+        eprintln!("skipping: this kernel has function_graph (checked in the kernel matrix)");
+        return;
+    }
+    let calls = common::workload("calls");
+    let (report, stderr) = profile_json(&[], &[calls.as_os_str(), "40".as_ref()]);
+    let notes: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("kernel functions not profiled"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(notes[0].contains("function_graph"), "{stderr}");
+    assert_eq!(count_in(&report, "calls", "sys_getppid"), 40, "{report:#}");
+    let current = std::fs::read_to_string(root.join("current_tracer")).unwrap_or_default();
+    assert_eq!(current.trim(), "nop");
 }
