@@ -47,6 +47,34 @@ pub struct AnnotateArgs {
 }
 
 pub fn run(args: AnnotateArgs) -> anyhow::Result<()> {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    write_annotation(&args, &mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `scry annotate -i INPUT --event EVENT SYMBOL`'s text, as lines: what
+/// `a` in the report browser shows (an error is its one line).
+pub fn annotation_lines(input: &Path, symbol: &str, event: &str, demangle: bool) -> Vec<String> {
+    let args = AnnotateArgs {
+        input: input.to_path_buf(),
+        symbol: Some(symbol.to_string()),
+        stdio: true,
+        event: Some(event.to_string()),
+        top: 0,
+        no_demangle: !demangle,
+    };
+    let mut text = Vec::new();
+    match write_annotation(&args, &mut text) {
+        Ok(()) => String::from_utf8_lossy(&text)
+            .lines()
+            .map(str::to_string)
+            .collect(),
+        Err(e) => vec![format!("scry: {e:#}")],
+    }
+}
+
+fn write_annotation(args: &AnnotateArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let path = &args.input;
     // The reader's errors name the file.
     let mut reader = PerfReader::open(path)?;
@@ -113,7 +141,6 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<()> {
     }
     let mut kallsyms = None;
     let mut sources = SourceCache::default();
-    let mut out = BufWriter::new(std::io::stdout().lock());
     for hits in functions {
         let code = read_code(hits, &build_ids, &mut kallsyms);
         let listing = FunctionListing {
@@ -121,7 +148,7 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<()> {
             code: code.as_ref().map_err(Clone::clone),
             event: &event_name,
         };
-        write_function(&mut out, &listing, &mut sources)?;
+        write_function(out, &listing, &mut sources)?;
     }
     if profile.unnamed > 0 {
         writeln!(
@@ -130,7 +157,6 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<()> {
             profile.unnamed, profile.samples
         )?;
     }
-    out.flush()?;
     Ok(())
 }
 

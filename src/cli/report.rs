@@ -301,8 +301,23 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
 
     let stdout = std::io::stdout();
     if args.format == Format::Text && !args.stdio && stdout.is_terminal() {
-        scry::render::tui::browse(&resolved.samples, &resolved.frames, &meta, options)
-            .context("interactive browser")?;
+        let demangle = !args.no_demangle;
+        let mut annotate = |request: &scry::render::tui::AnnotateRequest| {
+            super::annotate::annotation_lines(
+                &args.input,
+                &request.symbol,
+                &request.event,
+                demangle,
+            )
+        };
+        scry::render::tui::browse(
+            &resolved.samples,
+            &resolved.frames,
+            &meta,
+            options,
+            &mut annotate,
+        )
+        .context("interactive browser")?;
         return Ok(());
     }
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());

@@ -11,7 +11,10 @@
 //! expanded (one pass over the samples for that entry), so opening the
 //! browser costs no more than a flat report; zooming into a thread or a
 //! binary rebuilds the flat profile with a filter, keeping percentages
-//! absolute (shares of the whole file, as the text report prints).
+//! absolute (shares of the whole file, as the text report prints). `a`
+//! asks for the selected function's annotation: the browser cannot read
+//! code (render reads no files), so `browse`'s caller makes the text
+//! (`scry annotate`'s) and the browser shows it until Esc.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -25,7 +28,7 @@ use ratatui::widgets::{List, ListItem, ListState, Paragraph};
 
 use crate::analysis::calltree::{CallTree, GraphOrder, build_trees};
 use crate::analysis::profile::{Profile, ProfileOptions, SortKey};
-use crate::analysis::sample::{FrameTable, ResolvedSample};
+use crate::analysis::sample::{FrameId, FrameTable, ResolvedSample};
 
 use super::report::{ReportMeta, key_cell};
 
@@ -37,6 +40,21 @@ struct Row {
     node: u32,
     expandable: bool,
     text: String,
+}
+
+/// A text shown over the list (annotate's listing of a symbol) until Esc.
+#[derive(Clone, Debug)]
+struct TextView {
+    title: String,
+    lines: Vec<String>,
+    scroll: usize,
+}
+
+/// What `a` asked for: a symbol's annotation, of one event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnnotateRequest {
+    pub symbol: String,
+    pub event: String,
 }
 
 /// What the view is narrowed to.
@@ -64,6 +82,10 @@ pub struct Browser<'a> {
     rows: Vec<Row>,
     state: ListState,
     quit: bool,
+    view: Option<TextView>,
+    annotate: Option<AnnotateRequest>,
+    /// A line for the footer after a key that could not act.
+    note: Option<String>,
 }
 
 impl<'a> Browser<'a> {
@@ -95,6 +117,9 @@ impl<'a> Browser<'a> {
             rows: Vec::new(),
             state: ListState::default(),
             quit: false,
+            view: None,
+            annotate: None,
+            note: None,
         };
         browser.rebuild_rows();
         browser
@@ -316,15 +341,71 @@ impl<'a> Browser<'a> {
             .map(|(tid, (_, comm))| (tid, comm.to_string()))
     }
 
-    fn dso_of_selection(&self) -> Option<String> {
+    /// The frame of the selected line: its entry's, or its call-tree node's.
+    fn frame_of_selection(&self) -> Option<FrameId> {
         let row = self.state.selected().and_then(|i| self.rows.get(i))?;
         let ev = self.profile.events.get(self.section)?;
         let entry = ev.entries.get(row.entry)?;
-        let frame = match row.node {
-            0 => entry.frame?,
-            n => self.trees.get(&row.entry)?.node(n)?.frame,
-        };
+        match row.node {
+            0 => entry.frame,
+            n => Some(self.trees.get(&row.entry)?.node(n)?.frame),
+        }
+    }
+
+    fn dso_of_selection(&self) -> Option<String> {
+        let frame = self.frame_of_selection()?;
         Some(self.frames.get(frame).dso.to_string())
+    }
+
+    /// The annotation `a` asked for, once (the caller reads the file and
+    /// hands the text back with [`Browser::show_text`]).
+    pub fn take_annotate_request(&mut self) -> Option<AnnotateRequest> {
+        self.annotate.take()
+    }
+
+    /// Shows `lines` over the list until Esc (tabs as spaces).
+    pub fn show_text(&mut self, title: String, lines: Vec<String>) {
+        let lines = lines.into_iter().map(|l| l.replace('\t', "    ")).collect();
+        self.view = Some(TextView {
+            title,
+            lines,
+            scroll: 0,
+        });
+    }
+
+    fn request_annotate(&mut self) {
+        let symbol = self
+            .frame_of_selection()
+            .and_then(|f| self.frames.get(f).sym.as_deref().map(str::to_string));
+        let event = self
+            .profile
+            .events
+            .get(self.section)
+            .map(|ev| self.meta.event_name(ev.event).to_string());
+        match (symbol, event) {
+            (Some(symbol), Some(event)) => self.annotate = Some(AnnotateRequest { symbol, event }),
+            _ => self.note = Some("a: the selected line names no function".to_string()),
+        }
+    }
+
+    /// Keys of the text view: scroll, or leave.
+    fn handle_view_key(&mut self, code: KeyCode) {
+        let Some(view) = &mut self.view else {
+            return;
+        };
+        let last = view.lines.len().saturating_sub(1);
+        match code {
+            KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('a') | KeyCode::Left => {
+                self.view = None
+            }
+            KeyCode::Down | KeyCode::Char('j') => view.scroll = (view.scroll + 1).min(last),
+            KeyCode::Up | KeyCode::Char('k') => view.scroll = view.scroll.saturating_sub(1),
+            KeyCode::PageDown => view.scroll = (view.scroll + 20).min(last),
+            KeyCode::PageUp => view.scroll = view.scroll.saturating_sub(20),
+            KeyCode::Home => view.scroll = 0,
+            KeyCode::End => view.scroll = last,
+            _ => {}
+        }
     }
 
     fn move_by(&mut self, delta: isize) {
@@ -339,6 +420,11 @@ impl<'a> Browser<'a> {
 
     /// Applies one key press.
     pub fn handle_key(&mut self, code: KeyCode) {
+        self.note = None;
+        if self.view.is_some() {
+            self.handle_view_key(code);
+            return;
+        }
         if let Some(text) = &mut self.typing {
             match code {
                 KeyCode::Enter => {
@@ -381,6 +467,7 @@ impl<'a> Browser<'a> {
                 }
             }
             KeyCode::Char('/') => self.typing = Some(String::new()),
+            KeyCode::Char('a') => self.request_annotate(),
             KeyCode::Char('t') => {
                 self.zoom.thread = match self.zoom.thread {
                     Some(_) => None,
@@ -424,6 +511,18 @@ impl<'a> Browser<'a> {
             Constraint::Length(1),
         ])
         .areas(frame.area());
+        if let Some(view) = &self.view {
+            let title =
+                Line::from(view.title.as_str()).style(Style::new().add_modifier(Modifier::BOLD));
+            frame.render_widget(Paragraph::new(vec![title]), head);
+            let lines: Vec<Line> = view.lines[view.scroll.min(view.lines.len())..]
+                .iter()
+                .map(|l| Line::from(l.as_str()))
+                .collect();
+            frame.render_widget(Paragraph::new(lines), body);
+            frame.render_widget(Paragraph::new("Esc back  ↑↓ PgUp PgDn scroll"), foot);
+            return;
+        }
 
         let mut title = match self.profile.events.get(self.section) {
             Some(ev) => format!(
@@ -494,9 +593,10 @@ impl<'a> Browser<'a> {
         let list = List::new(items).highlight_style(Style::new().add_modifier(Modifier::REVERSED));
         frame.render_stateful_widget(list, body, &mut self.state);
 
-        let footer = match &self.typing {
-            Some(text) => format!("/{text}"),
-            None => "q quit  ↑↓ move  ⏎ expand/collapse  t thread  d dso  / search  Esc unzoom  Tab event"
+        let footer = match (&self.typing, &self.note) {
+            (Some(text), _) => format!("/{text}"),
+            (None, Some(note)) => note.clone(),
+            (None, None) => "q quit  ↑↓ move  ⏎ expand/collapse  a annotate  t thread  d dso  / search  Esc unzoom  Tab event"
                 .to_string(),
         };
         frame.render_widget(Paragraph::new(footer), foot);
@@ -510,6 +610,7 @@ pub fn browse(
     frames: &FrameTable,
     meta: &ReportMeta,
     options: ProfileOptions,
+    annotate: &mut dyn FnMut(&AnnotateRequest) -> Vec<String>,
 ) -> io::Result<()> {
     let mut browser = Browser::new(samples, frames, meta, options);
     let mut terminal = ratatui::try_init()?;
@@ -526,6 +627,13 @@ pub fn browse(
             && key.kind == KeyEventKind::Press
         {
             browser.handle_key(key.code);
+        }
+        if let Some(request) = browser.take_annotate_request() {
+            let lines = annotate(&request);
+            browser.show_text(
+                format!("annotate {} ({})", request.symbol, request.event),
+                lines,
+            );
         }
     }
     Ok(())
@@ -595,6 +703,45 @@ mod tests {
         browser.handle_key(KeyCode::Up);
         browser.handle_key(KeyCode::Left);
         assert!(!screen(&mut browser).contains("60.00%  hot"));
+    }
+
+    #[test]
+    fn a_asks_for_the_selected_function_and_shows_its_text_until_esc() {
+        let (b, meta) = fixture();
+        let mut browser = Browser::new(&b.samples, &b.frames, &meta, ProfileOptions::default());
+        let hot = browser
+            .row_texts()
+            .iter()
+            .position(|r| r.contains("[.] hot"))
+            .unwrap();
+        for _ in 0..hot {
+            browser.handle_key(KeyCode::Down);
+        }
+        assert!(screen(&mut browser).contains("a annotate"));
+        browser.handle_key(KeyCode::Char('a'));
+        let request = browser.take_annotate_request().expect("a request");
+        assert_eq!(request.symbol, "hot");
+        assert!(browser.take_annotate_request().is_none(), "asked once");
+        browser.show_text(
+            format!("annotate {}", request.symbol),
+            vec![
+                " Percent |\tdisassembly".into(),
+                "  100.00 :   1000:   divl %ecx".into(),
+            ],
+        );
+        let text = screen(&mut browser);
+        assert!(
+            text.contains("annotate hot") && text.contains("divl %ecx"),
+            "{text}"
+        );
+        assert!(
+            text.contains(" Percent |    disassembly"),
+            "tabs as spaces: {text}"
+        );
+        // q in the text leaves the text, not the browser.
+        browser.handle_key(KeyCode::Char('q'));
+        assert!(!browser.done());
+        assert!(screen(&mut browser).contains("[.] hot"));
     }
 
     #[test]

@@ -543,6 +543,17 @@ fn interactive_browser_under_tmux() {
     tmux(&["send-keys", "-t", &session, "Enter"]);
     let pane = wait_for_pane(&session, "middle_b");
     assert!(pane.contains("middle_b"), "expanded hot_b:\n{pane}");
+    // a: hot_b's annotation (scry annotate's text) over the list; Esc back.
+    tmux(&["send-keys", "-t", &session, "a"]);
+    let pane = wait_for_pane(&session, "Esc back");
+    assert!(pane.contains("annotate hot_b (cpu-clock"), "{pane}");
+    assert!(
+        pane.contains("Source code & Disassembly of cpu7525 for cpu-clock"),
+        "{pane}"
+    );
+    tmux(&["send-keys", "-t", &session, "Escape"]);
+    let pane = wait_for_pane(&session, "q quit");
+    assert!(pane.contains("[.] hot_b"), "back to the list:\n{pane}");
     // q leaves and restores the terminal: the shell's line is back.
     tmux(&["send-keys", "-t", &session, "q"]);
     let pane = wait_for_pane(&session, "SCRY-EXITED-");
