@@ -129,3 +129,60 @@ fn annotate_bad_input_is_one_line() {
     );
     common::assert_bad_input(&out, "missing.data", &"missing");
 }
+
+/// Kernel functions: disassembled from /proc/kcore when it can be read
+/// (root, CONFIG_PROC_KCORE); otherwise each says, in one line, what is
+/// needed, and lists no instruction.
+#[test]
+fn kernel_functions_are_read_from_kcore_or_say_what_is_needed() {
+    require_kernel!();
+    let dir = common::tempdir();
+    std::fs::write(dir.path().join("present"), b"").expect("present");
+    let data = dir.path().join("opens.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-F", "4999", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(common::workload("opens"))
+            .args(["200000", "0"])
+            .arg(dir.path()),
+    );
+    let text = common::run_ok(
+        common::scry()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&data),
+    );
+    let kernel: Vec<&str> = text
+        .split(" Percent |")
+        .filter(|listing| listing.contains("Disassembly of [kernel.kallsyms]"))
+        .collect();
+    assert!(!kernel.is_empty(), "no kernel function sampled:\n{text}");
+    match std::fs::File::open("/proc/kcore") {
+        Ok(_) => {
+            for listing in &kernel {
+                assert!(!instructions(listing).is_empty(), "{listing}");
+            }
+        }
+        Err(e) => {
+            let needed = match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    "which this kernel does not have (CONFIG_PROC_KCORE)"
+                }
+                _ => "which needs root",
+            };
+            for listing in &kernel {
+                let lines: Vec<&str> = listing
+                    .lines()
+                    .filter(|l| l.contains("/proc/kcore"))
+                    .collect();
+                assert_eq!(lines.len(), 1, "{listing}");
+                assert!(
+                    lines[0].contains(&format!("kernel code is read from /proc/kcore, {needed}")),
+                    "{listing}"
+                );
+                assert!(instructions(listing).is_empty(), "{listing}");
+            }
+        }
+    }
+}
