@@ -5,8 +5,10 @@
 //! exporter.
 //!
 //! `convert_file` and `write_export` are also the `--to` of `scry
-//! flamegraph` (a file, or a command it records) and `scry offcpu` (its
-//! off-CPU samples, as `EventKind::OffCpu`).
+//! flamegraph` (a file, or a command it records); `ToArgs` and
+//! `export_stacks` are the `--to`/`-o` of the live tools that name stacks
+//! themselves (`scry offcpu`, the BPF stack tools `offcputime` and
+//! `wakeuptime`): their samples exported as one event.
 //!
 //! The output is created 0600 (it holds other processes' stacks and names);
 //! `-o -` writes to standard output. What a format had to leave out is said
@@ -42,6 +44,61 @@ pub struct ConvertArgs {
     /// Keep raw (mangled) symbol names.
     #[arg(long = "no-demangle")]
     no_demangle: bool,
+}
+
+/// `--to FORMAT [-o FILE]` of a live tool that makes stacks, flattened
+/// into its flags (the BPF stack tools': one helper for all).
+#[derive(Args, Clone, Debug, Default)]
+pub struct ToArgs {
+    /// Write the stacks as this export instead of the report: pprof,
+    /// firefox, speedscope, chrome-trace, folded (times in nanoseconds).
+    #[arg(long = "to", value_name = "FORMAT", value_parser = parse_format)]
+    pub to: Option<Format>,
+    /// With --to: the file (`-`: standard output). Default per format.
+    #[arg(short = 'o', long = "output", requires = "to")]
+    pub output: Option<PathBuf>,
+}
+
+/// Stacks a live tool named, as one event of an export.
+pub struct LiveStacks {
+    pub samples: Vec<scry::analysis::sample::ResolvedSample>,
+    pub frames: scry::analysis::sample::FrameTable,
+    /// Events the kernel reported lost.
+    pub lost: u64,
+    /// The event's name in the export (`off-cpu`, `wakeup`).
+    pub event: &'static str,
+    /// What a sample's period is (`EventKind::OffCpu`: nanoseconds).
+    pub kind: EventKind,
+}
+
+/// Writes `stacks` as `format` to `output` (default: the format's file
+/// name; `-` standard output), created 0600, through [`write_export`];
+/// `tool` names the source in errors.
+pub fn export_stacks(
+    format: Format,
+    output: Option<&Path>,
+    stacks: LiveStacks,
+    tool: &str,
+) -> anyhow::Result<()> {
+    let resolved = scry::symbol::Resolved {
+        samples: stacks.samples,
+        frames: stacks.frames,
+        events: vec![scry::symbol::EventInfo {
+            name: stacks.event.into(),
+        }],
+        stats: Default::default(),
+        lost: stacks.lost,
+    };
+    let input = ExportInput {
+        resolved: &resolved,
+        events: vec![ExportEvent {
+            name: stacks.event.into(),
+            kind: stacks.kind,
+        }],
+        build_ids: Vec::new(),
+        runs: &[],
+    };
+    write_export(format, &input, output, Path::new(tool))
 }
 
 pub(super) fn parse_format(name: &str) -> Result<Format, String> {

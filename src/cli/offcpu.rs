@@ -19,7 +19,7 @@ use scry::analysis::quality::QualitySummary;
 use scry::capture::{CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, StopReason};
 use scry::event::format::load_format;
 use scry::event::name;
-use scry::render::export::{EventKind, ExportEvent, ExportInput, Format};
+use scry::render::export::{EventKind, Format};
 use scry::render::flamegraph::{FlameOptions, write_svg};
 use scry::render::folded::{FoldedOptions, folded_lines, write_folded};
 use scry::render::offcpu::{OffCpuSummary, write_report};
@@ -180,28 +180,12 @@ fn export(
     frames: scry::analysis::sample::FrameTable,
     lost: u64,
 ) -> anyhow::Result<()> {
-    let resolved = scry::symbol::Resolved {
+    let stacks = super::convert::LiveStacks {
         samples,
         frames,
-        events: vec![scry::symbol::EventInfo {
-            name: "off-cpu".into(),
-        }],
-        stats: Default::default(),
         lost,
+        event: "off-cpu",
+        kind: EventKind::OffCpu,
     };
-    let input = ExportInput {
-        resolved: &resolved,
-        events: vec![ExportEvent {
-            name: "off-cpu".into(),
-            kind: EventKind::OffCpu,
-        }],
-        build_ids: Vec::new(),
-        runs: &[],
-    };
-    super::convert::write_export(
-        format,
-        &input,
-        output,
-        std::path::Path::new("off-CPU samples"),
-    )
+    super::convert::export_stacks(format, output, stacks, "off-CPU samples")
 }

@@ -67,6 +67,8 @@ pub struct OffcputimeArgs {
     /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
     #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
     pub(super) duration: Option<u64>,
+    #[command(flatten)]
+    pub(super) export: super::convert::ToArgs,
 }
 
 /// bcc's stack flags, as offcputime, offwaketime and profile take them.
@@ -264,10 +266,17 @@ pub(super) fn run_seeing<B>(
 /// of the processes still living read first), named, alike ones summed.
 pub(super) fn sum_entries(
     tool: &str,
-    mut resolver: RawStackResolver,
+    resolver: RawStackResolver,
     sums: &[OffcpuSum],
     halves: StackHalves,
 ) -> Vec<OffcpuEntry> {
+    let named = name_sums(tool, resolver, sums);
+    offcpu_entries(sums, &named, halves)
+}
+
+/// The sums' stacks added to `resolver` (the maps of the processes still
+/// living read first) and named.
+pub(super) fn name_sums(tool: &str, mut resolver: RawStackResolver, sums: &[OffcpuSum]) -> Named {
     resolver.see(sums.iter().map(|s| s.tgid as i32));
     for s in sums {
         resolver.add(&RawStack {
@@ -280,8 +289,7 @@ pub(super) fn sum_entries(
             top: None,
         });
     }
-    let named = finish_naming(tool, resolver);
-    offcpu_entries(sums, &named, halves)
+    finish_naming(tool, resolver)
 }
 
 /// bcc's stacks, or folded lines (`-f`); `-d` delimits kernel from user.
@@ -304,11 +312,12 @@ pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load("offcputime", || OffcputimeBpf::load(settings))?;
     bpf_tool::print_hooks("offcputime", &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();
-    if !args.stacks.folded && !args.json {
+    if !args.stacks.folded && !args.json && args.export.to.is_none() {
         writeln!(out, "{}", banner(&args))?;
     }
     out.flush()?;
     let halves = args.halves();
+    let mut exported = None;
     run_seeing(
         &args.run_options(),
         &mut bpf,
@@ -316,12 +325,43 @@ pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
         |bpf, resolver| {
             bpf.detach();
             let sums = bpf.read()?;
-            let entries = sum_entries("offcputime", resolver, &sums, halves);
+            let named = name_sums("offcputime", resolver, &sums);
+            if args.export.to.is_some() {
+                exported = Some(named);
+                return Ok(());
+            }
+            let entries = offcpu_entries(&sums, &named, halves);
             if args.json {
                 write_offcpu_json(&mut out, &entries)?;
                 return out.flush();
             }
             write_entries(&mut out, &entries, args.stacks)
         },
-    )
+    )?;
+    export_blocked(&args.export, exported, "off-cpu", "offcputime")
+}
+
+/// `--to`: the stacks summed in the kernel (microseconds) as an export
+/// of one off-CPU event in nanoseconds, each stack a sample (kernel and
+/// user frames both, whatever -U/-K print). Also wakeuptime's.
+pub(super) fn export_blocked(
+    export: &super::convert::ToArgs,
+    named: Option<Named>,
+    event: &'static str,
+    tool: &str,
+) -> anyhow::Result<()> {
+    let (Some(format), Some(mut named)) = (export.to, named) else {
+        return Ok(());
+    };
+    for sample in &mut named.samples {
+        sample.period = sample.period.saturating_mul(1000);
+    }
+    let stacks = super::convert::LiveStacks {
+        samples: named.samples,
+        frames: named.frames,
+        lost: 0,
+        event,
+        kind: scry::render::export::EventKind::OffCpu,
+    };
+    super::convert::export_stacks(format, export.output.as_deref(), stacks, tool)
 }

@@ -19,7 +19,7 @@ use scry::symbol::raw_stacks::{RawStack, RawStackResolver};
 use scry::sys::bpf_wakeuptime::{WakeuptimeBpf, WakeuptimeSettings};
 
 use super::bpf_tool;
-use super::offcputime::{BlockArgs, finish_naming};
+use super::offcputime::{BlockArgs, export_blocked, finish_naming};
 
 #[derive(Args, Debug)]
 pub struct WakeuptimeArgs {
@@ -40,6 +40,8 @@ pub struct WakeuptimeArgs {
     /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
     #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
     duration: Option<u64>,
+    #[command(flatten)]
+    export: super::convert::ToArgs,
 }
 
 pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
@@ -61,7 +63,7 @@ pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load("wakeuptime", || WakeuptimeBpf::load(settings))?;
     bpf_tool::print_hooks("wakeuptime", &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();
-    if !args.folded {
+    if !args.folded && args.export.to.is_none() {
         let until = match args.duration {
             Some(secs) => format!(" for {secs} secs."),
             None => "... Hit Ctrl-C to end.".to_string(),
@@ -69,6 +71,7 @@ pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
         writeln!(out, "Tracing blocked time (us) by kernel stack{until}")?;
     }
     out.flush()?;
+    let mut exported = None;
     bpf_run::run(&run_opts, |last| {
         if !last {
             return Ok(());
@@ -87,7 +90,12 @@ pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
                 top: None,
             });
         }
-        let entries = wakeup_entries(&sums, &finish_naming("wakeuptime", resolver));
+        let named = finish_naming("wakeuptime", resolver);
+        if args.export.to.is_some() {
+            exported = Some(named);
+            return Ok(());
+        }
+        let entries = wakeup_entries(&sums, &named);
         if args.folded {
             write_wakeup_folded(&mut out, &entries)?;
         } else {
@@ -95,5 +103,5 @@ pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
         }
         out.flush()
     })?;
-    Ok(())
+    export_blocked(&args.export, exported, "wakeup", "wakeuptime")
 }

@@ -1,6 +1,7 @@
 //! `--to FORMAT` on the commands that make profiles: `scry flamegraph`
-//! (of a file: the same bytes as `scry convert`; of a command it records)
-//! and `scry offcpu` (its off-CPU samples, weights in nanoseconds), read
+//! (of a file: the same bytes as `scry convert`; of a command it records),
+//! `scry offcpu`, `scry offcputime` and `scry wakeuptime` (their blocked
+//! stacks, weights in nanoseconds), read
 //! back by `go tool pprof` and as speedscope JSON.
 
 use crate::common;
@@ -147,4 +148,76 @@ fn to_bad_input_is_one_line() {
             .stdin(std::process::Stdio::null()),
     );
     common::assert_bad_input(&out, "not standard input", &"--to from stdin");
+}
+
+/// The summed blocked nanoseconds of a speedscope export, and its frame
+/// names.
+fn speedscope_ns_and_frames(path: &Path) -> (u64, Vec<String>) {
+    let file: Value = serde_json::from_slice(&std::fs::read(path).expect("read")).expect("JSON");
+    let ns = file["profiles"]
+        .as_array()
+        .expect("profiles")
+        .iter()
+        .inspect(|p| assert_eq!(p["unit"], "nanoseconds", "{p}"))
+        .flat_map(|p| p["weights"].as_array().expect("weights").clone())
+        .map(|w| w.as_u64().expect("weight"))
+        .sum();
+    let frames = file["shared"]["frames"]
+        .as_array()
+        .expect("frames")
+        .iter()
+        .filter_map(|f| f["name"].as_str().map(str::to_string))
+        .collect();
+    (ns, frames)
+}
+
+/// offcputime and wakeuptime (the BPF stack tools) `--to speedscope -o`:
+/// sleeper's 2 s of 5 ms sleeps, watched for 1 s with -p, are at least
+/// half a second blocked under clock_nanosleep (offcputime) and woken by
+/// the timer (wakeuptime), in nanoseconds, in files made 0600.
+#[test]
+fn bpf_stack_tools_to_export_their_stacks() {
+    require_kernel!();
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    });
+    if !common::gate(if root {
+        Ok(())
+    } else {
+        Err("BPF tools need root (CAP_BPF and CAP_PERFMON)".into())
+    }) {
+        return;
+    }
+    let dir = common::tempdir();
+    for (tool, want) in [("offcputime", "nanosleep"), ("wakeuptime", "hrtimer")] {
+        let mut sleeper = std::process::Command::new(common::workload("sleeper"))
+            .args(["400", "5"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("sleeper");
+        let out = dir.path().join(format!("{tool}.json"));
+        let pid = sleeper.id().to_string();
+        let result = common::output(
+            common::scry()
+                .args([tool, "-p", &pid, "--to", "speedscope", "-o"])
+                .arg(&out)
+                .arg("1"),
+        );
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        assert!(
+            result.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        assert!(result.stdout.is_empty(), "{tool} printed its report too");
+        assert_private(&out);
+        let (ns, frames) = speedscope_ns_and_frames(&out);
+        assert!(ns >= 500_000_000, "{tool}: {ns} ns blocked");
+        assert!(
+            frames.iter().any(|f| f.contains(want)),
+            "{tool}: no {want} frame in {frames:?}"
+        );
+    }
 }
