@@ -35,6 +35,7 @@ const PROGRAMS: &[&str] = &[
     "sockcall",
     "oncpu",
     "filelife",
+    "tcptop",
 ];
 
 fn main() {

@@ -9,6 +9,33 @@ use std::net::IpAddr;
 
 pub use crate::sys::bpf_sockcall::SockcallEvent;
 pub use crate::sys::bpf_tcp::TcpEvent;
+pub use crate::sys::bpf_tcptop::FlowBytes;
+
+/// tcptop's sort orders (`-s`): sent + received, sent, received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FlowSort {
+    #[default]
+    All,
+    Sent,
+    Received,
+}
+
+/// tcptop's rows: the largest first by `sort` (ties by process and
+/// ports, so the order is stable), at most `rows`.
+pub fn top_flows(mut flows: Vec<FlowBytes>, sort: FlowSort, rows: usize) -> Vec<FlowBytes> {
+    let weight = |f: &FlowBytes| match sort {
+        FlowSort::All => f.sent + f.received,
+        FlowSort::Sent => f.sent,
+        FlowSort::Received => f.received,
+    };
+    flows.sort_by(|a, b| {
+        weight(b)
+            .cmp(&weight(a))
+            .then((a.pid, a.lport, a.dport).cmp(&(b.pid, b.lport, b.dport)))
+    });
+    flows.truncate(rows);
+    flows
+}
 
 /// One row of the connect counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

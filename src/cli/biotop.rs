@@ -17,10 +17,10 @@ use scry::analysis::bio::{BioTop, TopSort};
 use scry::capture::bpf_run::{self, RunOptions, Wake};
 use scry::render::bio::{top_json, top_table};
 use scry::sys::bpf_bio::{self, BioSettings};
-use scry::sys::localtime::now_hms;
 
 use super::biolatency::disk_filter;
 use super::bpf_tool;
+use super::tcptop::summary;
 
 /// libbpf-tools' bound on the rows.
 const ROWS_LIMIT: usize = 10240;
@@ -64,13 +64,6 @@ fn sort_of(name: &str) -> TopSort {
     }
 }
 
-/// libbpf-tools' head: `HH:MM:SS loadavg: ...` (/proc/loadavg's text).
-fn head() -> String {
-    let (h, m, s) = now_hms();
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    format!("{h:02}:{m:02}:{s:02} loadavg: {}", load.trim_end())
-}
-
 pub fn run(args: BiotopArgs) -> anyhow::Result<()> {
     let _ = args.noclear;
     bpf_tool::check_pid("biotop", "-p", args.pid)?;
@@ -108,7 +101,7 @@ pub fn run(args: BiotopArgs) -> anyhow::Result<()> {
         if args.json {
             top_json(&mut out, &rows, &disks)?;
         } else {
-            top_table(&mut out, Some(&head()), &rows, &disks)?;
+            top_table(&mut out, Some(&summary()), &rows, &disks)?;
         }
         out.flush()
     })?;

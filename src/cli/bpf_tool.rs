@@ -152,6 +152,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each TCP state change with the time in the state left, streamed",
     ),
     (
+        "tcptop",
+        "the TCP connections moving the most bytes, per process, every interval",
+    ),
+    (
         "threadsnoop",
         "each thread created, with its start function, streamed",
     ),

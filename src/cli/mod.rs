@@ -56,6 +56,7 @@ mod tcpconnect;
 mod tcplife;
 mod tcpretrans;
 mod tcpstates;
+mod tcptop;
 mod threadsnoop;
 mod top;
 mod trace;
@@ -157,6 +158,8 @@ enum Command {
     Tcpaccept(tcpaccept::TcpacceptArgs),
     /// Each TCP state change, with the time spent in the state left (bcc tcpstates)
     Tcpstates(tcpstates::TcpstatesArgs),
+    /// The TCP connections moving the most bytes, per process, every interval (bcc tcptop)
+    Tcptop(tcptop::TcptopArgs),
     /// Each retransmitted TCP segment, or counts per connection with -c (bcc tcpretrans)
     Tcpretrans(tcpretrans::TcpretransArgs),
     /// Each thread created, with its start function, streamed (bcc threadsnoop)
@@ -295,6 +298,7 @@ pub fn main() -> ExitCode {
         Command::Tcpaccept(args) => tcpaccept::run(args),
         Command::Tcpstates(args) => tcpstates::run(args),
         Command::Tcpretrans(args) => tcpretrans::run(args),
+        Command::Tcptop(args) => tcptop::run(args),
         Command::Threadsnoop(args) => threadsnoop::run(args),
         Command::Biolatency(args) => biolatency::run(args),
         Command::Biosnoop(args) => biosnoop::run(args),

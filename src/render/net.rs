@@ -16,7 +16,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use crate::analysis::net::{ConnectCounts, TcpEvent};
+use crate::analysis::net::{ConnectCounts, FlowBytes, TcpEvent};
 use crate::render::snoop::{Clock, SnoopFormat, hms};
 
 /// The optional time columns.
@@ -309,6 +309,61 @@ pub fn retrans_counts(w: &mut impl Write, counts: &ConnectCounts) -> io::Result<
         writeln!(w, "{local:<20} <-> {remote:<20} {n:>10}")?;
     }
     Ok(())
+}
+
+/// One tcptop interval as libbpf-tools prints it: the head (`HH:MM:SS
+/// loadavg: ...`, when given), `PID COMM LADDR RADDR RX_KB TX_KB`, the
+/// IPv6 rows under their own header, a blank line. KB are whole (bytes /
+/// 1024, rounded down).
+pub fn tcptop_table(w: &mut impl Write, head: Option<&str>, flows: &[FlowBytes]) -> io::Result<()> {
+    if let Some(head) = head {
+        writeln!(w, "{head}")?;
+    }
+    writeln!(
+        w,
+        "{:<6} {:<12} {:<21} {:<21} {:>6} {:>6}",
+        "PID", "COMM", "LADDR", "RADDR", "RX_KB", "TX_KB"
+    )?;
+    let mut v6_header = false;
+    for f in flows {
+        let width = if f.saddr.is_ipv6() { 51 } else { 21 };
+        if f.saddr.is_ipv6() && !v6_header {
+            writeln!(
+                w,
+                "\n{:<6} {:<12} {:<51} {:<51} {:>6} {:>6}",
+                "PID", "COMM", "LADDR6", "RADDR6", "RX_KB", "TX_KB"
+            )?;
+            v6_header = true;
+        }
+        writeln!(
+            w,
+            "{:<6} {:<12.12} {:<width$} {:<width$} {:>6} {:>6}",
+            f.pid,
+            f.comm,
+            endpoint(f.saddr, f.lport),
+            endpoint(f.daddr, f.dport),
+            f.received / 1024,
+            f.sent / 1024
+        )?;
+    }
+    writeln!(w)
+}
+
+/// One tcptop interval as one JSON line: an array of rows, bytes exact.
+pub fn tcptop_json(w: &mut impl Write, flows: &[FlowBytes]) -> io::Result<()> {
+    let rows: Vec<Value> = flows
+        .iter()
+        .map(|f| {
+            json!({
+                "pid": f.pid, "comm": f.comm, "ip": if f.saddr.is_ipv6() { 6 } else { 4 },
+                "laddr": f.saddr.to_string(), "lport": f.lport,
+                "raddr": f.daddr.to_string(), "rport": f.dport,
+                "rx_bytes": f.received, "tx_bytes": f.sent,
+            })
+        })
+        .collect();
+    serde_json::to_writer(&mut *w, &rows)?;
+    writeln!(w)
 }
 
 /// tcpconnect -c as one JSON document: a row per key.

@@ -1,5 +1,5 @@
 //! The TCP tools (tcplife, tcpconnect, tcpaccept, tcpstates, tcpretrans,
-//! bindsnoop, solisten) on the real
+//! bindsnoop, solisten, tcptop) on the real
 //! kernel: `workloads/conns` makes N loopback connections (IPv4 and IPv6)
 //! on a port of the test's choosing, each moving known byte counts, traced
 //! at once by scry (table and --json) and by Debian's libbpf-tools
@@ -321,7 +321,7 @@ fn bad_input_is_one_line_and_exit_2() {
     if !require_root_and("tcplife") {
         return;
     }
-    let cases: [(&[&str], Option<&str>, &str); 9] = [
+    let cases: [(&[&str], Option<&str>, &str); 10] = [
         (&["tcplife", "-L", "0"], None, "not a port"),
         (
             &["tcplife", "-D", "1,2,3,4,5,6,7,8,9"],
@@ -342,6 +342,7 @@ fn bad_input_is_one_line_and_exit_2() {
             "--cgroup /sys/fs/cgroup/scry-none",
         ),
         (&["solisten", "-p", "4194304"], None, "no such process"),
+        (&["tcptop", "-p", "4194304"], None, "no such process"),
         // A kernel without the hooks: none of the kinds the programs come in.
         (&["tcplife"], Some("kprobe"), "no hook"),
     ];
@@ -377,6 +378,7 @@ fn sigkill_leaves_no_program_or_link() {
         (&["tcpretrans"][..], 1),
         (&["bindsnoop"][..], 2),
         (&["solisten"][..], 2),
+        (&["tcptop"][..], 2),
     ] {
         sigkill_frees_everything(args, links);
     }
@@ -656,5 +658,79 @@ fn bindsnoop_and_solisten_list_each_bind_and_listen() {
             })
             .collect();
         assert_eq!(rows, expected, "IPv{family} solisten -t:\n{listens:?}");
+    }
+}
+
+/// libbpf-tools' tcptop needs kprobes (tcp_sendmsg, tcp_cleanup_rbuf) and
+/// cannot load here: the workload's known answer is the oracle. N
+/// connections, each sending TX bytes and receiving RX: per connection,
+/// the client side received RX and sent TX, the server side the reverse,
+/// to the byte in --json, to the KB in the table (one interval, ended by
+/// SIGINT, so no connection is split across two).
+#[test]
+fn tcptop_counts_each_connections_bytes() {
+    if !require_root_and("tcplife") {
+        return;
+    }
+    let n = 4;
+    for (family, tx, rx, addr) in [
+        (4u8, 100_000u64, 30_000u64, "127.0.0.1"),
+        (6, 5_000, 70_000, "::1"),
+    ] {
+        let port = free_port();
+        let json = Tracer::start(scry_tool(&["tcptop", "--json", "60"]), 2);
+        let text = Tracer::start(scry_tool(&["tcptop", "-S", "-r", "100", "60"]), 2);
+        let pid = run_conns(n, tx, rx, family, port);
+        let (json, _) = json.stop();
+        let (text, _) = text.stop();
+
+        let rows: Vec<serde_json::Value> = json
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Vec<serde_json::Value>>(l).ok())
+            .flatten()
+            .filter(|r| r["pid"] == pid)
+            .collect();
+        let side = |server: bool| -> Vec<(u64, u64)> {
+            let key = if server { "lport" } else { "rport" };
+            rows.iter()
+                .filter(|r| r[key] == port)
+                .map(|r| {
+                    assert_eq!(
+                        (r["laddr"].as_str(), r["raddr"].as_str()),
+                        (Some(addr), Some(addr)),
+                        "{r}"
+                    );
+                    assert_eq!(r["ip"], family, "{r}");
+                    (
+                        r["rx_bytes"].as_u64().unwrap_or(0),
+                        r["tx_bytes"].as_u64().unwrap_or(0),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(
+            side(false),
+            vec![(rx, tx); n],
+            "IPv{family} clients: {json:?}"
+        );
+        assert_eq!(
+            side(true),
+            vec![(tx, rx); n],
+            "IPv{family} servers: {json:?}"
+        );
+
+        let kb = |rx: u64, tx: u64| ((rx / 1024).to_string(), (tx / 1024).to_string());
+        let text_rows: Vec<(String, String)> = text
+            .iter()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|f| f.len() == 6 && f[0] == pid.to_string())
+            .map(|f| (f[4].to_string(), f[5].to_string()))
+            .collect();
+        let mut expected = vec![kb(rx, tx); n];
+        expected.extend(vec![kb(tx, rx); n]);
+        let mut got = text_rows.clone();
+        got.sort();
+        expected.sort();
+        assert_eq!(got, expected, "IPv{family}: {text:?}");
     }
 }

@@ -1,0 +1,114 @@
+//! `scry tcptop` (bcc's tcptop, libbpf-tools' flags and layout): every
+//! interval (1 s by default), the TCP connections that moved the most
+//! bytes, per process: received and sent KB, summed in the kernel from
+//! sock:sock_send_length and sock:sock_recv_length (libbpf-tools' own
+//! needs kprobes on tcp_sendmsg and tcp_cleanup_rbuf; what the
+//! tracepoints miss is in the program's header). The screen is not
+//! cleared (`-C` is accepted for bcc's command lines). Wiring only:
+//! `sys::bpf_tcptop` → `analysis::net` → `render::net`.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use scry::analysis::net::{FlowSort, top_flows};
+use scry::capture::bpf_run::{self, RunOptions};
+use scry::render::net::{tcptop_json, tcptop_table};
+use scry::sys::bpf_tcptop::{TcptopBpf, TcptopSettings};
+use scry::sys::localtime::now_hms;
+
+use super::bpf_tool;
+use super::tcp::FamilyFlags;
+
+#[derive(Args, Debug)]
+pub struct TcptopArgs {
+    /// Only this process.
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    /// Only processes in this cgroup (a directory under /sys/fs/cgroup).
+    #[arg(short = 'c', long = "cgroup", value_name = "PATH")]
+    cgroup: Option<PathBuf>,
+    #[command(flatten)]
+    family: FamilyFlags,
+    /// Skip the summary line (time and load average).
+    #[arg(short = 'S', long = "nosummary")]
+    nosummary: bool,
+    /// Don't clear the screen (scry never does).
+    #[arg(short = 'C', long = "noclear")]
+    noclear: bool,
+    /// Sort by all (sent + received), sent or received.
+    #[arg(short = 's', long = "sort", value_name = "SORT", default_value = "all",
+          value_parser = ["all", "sent", "received"])]
+    sort: String,
+    /// At most ROWS rows per interval.
+    #[arg(short = 'r', long = "rows", value_name = "ROWS", default_value_t = 20,
+          value_parser = clap::value_parser!(u64).range(1..=10240))]
+    rows: u64,
+    /// Say which kernel hooks the programs use.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// One JSON array of rows per interval instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Print every INTERVAL seconds.
+    #[arg(value_name = "INTERVAL", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    interval: u64,
+    /// Stop after COUNT intervals.
+    #[arg(value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
+    count: Option<u64>,
+}
+
+/// libbpf-tools' summary: `HH:MM:SS loadavg: ...` (/proc/loadavg's text).
+pub fn summary() -> String {
+    let (h, m, s) = now_hms();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    format!("{h:02}:{m:02}:{s:02} loadavg: {}", load.trim_end())
+}
+
+pub fn run(args: TcptopArgs) -> anyhow::Result<()> {
+    let _ = args.noclear;
+    bpf_tool::check_pid("tcptop", "-p", args.pid)?;
+    let settings = TcptopSettings {
+        pid: args.pid,
+        family: args.family.family(),
+        cgroup: args.cgroup.clone(),
+    };
+    let mut bpf = bpf_tool::load("tcptop", || TcptopBpf::load(&settings))?;
+    bpf_tool::print_hooks("tcptop", &bpf.hooks(), args.verbose);
+    let sort = match args.sort.as_str() {
+        "sent" => FlowSort::Sent,
+        "received" => FlowSort::Received,
+        _ => FlowSort::All,
+    };
+    let opts = RunOptions {
+        interval: Some(Duration::from_secs(args.interval)),
+        count: args.count,
+        duration: None,
+        pid: args.pid.map(|p| p as i32),
+    };
+    let mut out = io::stdout().lock();
+    if !args.json {
+        writeln!(
+            out,
+            "Tracing... Output every {} secs. Hit Ctrl-C to end",
+            args.interval
+        )?;
+    }
+    out.flush()?;
+    bpf_run::run(&opts, |last| {
+        if last {
+            bpf.detach();
+        }
+        let flows = top_flows(bpf.take()?, sort, args.rows as usize);
+        if args.json {
+            tcptop_json(&mut out, &flows)?;
+        } else {
+            let head = (!args.nosummary).then(summary);
+            tcptop_table(&mut out, head.as_deref(), &flows)?;
+        }
+        out.flush()
+    })?;
+    Ok(())
+}
