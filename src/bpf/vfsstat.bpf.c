@@ -15,6 +15,13 @@
 // these kernels call for mknod, not for open).
 // Filter in the kernel: one process (-p). Every call is its own group,
 // optional (open and creat do not exist on every architecture).
+//
+// bcc's own hooks come first where the kernel allows them: vfs_read,
+// vfs_write, vfs_fsync_range, vfs_open and vfs_create, each by fentry,
+// else by kprobe. They count only when user space sets use_vfs after
+// all five attached (sys::bpf_vfsstat), and the tracepoints then count
+// nothing; where one does not attach (no fentry, no kprobes: this
+// project's CI host) use_vfs stays 0 and the tracepoints count.
 
 #include <stdbool.h>
 #include <linux/types.h>
@@ -40,7 +47,11 @@ struct {
 
 #include "syscall_records.bpf.h"
 
-static __always_inline int count(__u32 stat)
+// Set by user space once attached: the VFS functions count (1) or the
+// system-call tracepoints do (0).
+__u32 use_vfs = 0;
+
+static __always_inline int add(__u32 stat)
 {
 	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
 		return 0;
@@ -49,6 +60,30 @@ static __always_inline int count(__u32 stat)
 		__sync_fetch_and_add(c, 1);
 	return 0;
 }
+
+static __always_inline int count(__u32 stat)
+{
+	return use_vfs ? 0 : add(stat);
+}
+
+// bcc's hook on FUNC, counted as STAT: fentry, else kprobe.
+#define ON_VFS(FUNC, STAT)                                           \
+	SEC("fentry/" #FUNC)                                         \
+	int scry_k_##FUNC##__fentry(void *ctx)                       \
+	{                                                            \
+		return use_vfs ? add(STAT) : 0;                      \
+	}                                                            \
+	SEC("kprobe/" #FUNC)                                         \
+	int scry_k_##FUNC##__kprobe(void *ctx)                       \
+	{                                                            \
+		return use_vfs ? add(STAT) : 0;                      \
+	}
+
+ON_VFS(vfs_read, S_READ)
+ON_VFS(vfs_write, S_WRITE)
+ON_VFS(vfs_fsync_range, S_FSYNC)
+ON_VFS(vfs_open, S_OPEN)
+ON_VFS(vfs_create, S_CREATE)
 
 // A call counted as STAT when entered.
 #define ON_ENTER(NAME, STAT)                                         \

@@ -1,6 +1,8 @@
 //! `scry vfsstat`'s kernel side: loads `src/bpf/vfsstat.bpf.c` through the
 //! engine (each call's program optional: one must attach) and reads its
-//! counters (what each counts is in the program's header).
+//! counters (what each counts is in the program's header). bcc's hooks
+//! (the VFS functions by fentry, else kprobe) count when all five attach;
+//! else the system-call tracepoints do (`VfsstatBpf::on_vfs_functions`).
 
 use std::io;
 
@@ -13,8 +15,22 @@ use skel::{VfsstatSkel, VfsstatSkelBuilder};
 /// The counters, in the program's order (`enum vfs_stat`).
 pub const COLUMNS: [&str; 5] = ["READ", "WRITE", "FSYNC", "OPEN", "CREATE"];
 
+/// bcc's hooks: the VFS functions (fentry or kprobe variants).
+const VFS_GROUPS: &[&str] = &[
+    "scry_k_vfs_read",
+    "scry_k_vfs_write",
+    "scry_k_vfs_fsync_range",
+    "scry_k_vfs_open",
+    "scry_k_vfs_create",
+];
+
 /// Every program's group: all optional.
 const GROUPS: &[&str] = &[
+    "scry_k_vfs_read",
+    "scry_k_vfs_write",
+    "scry_k_vfs_fsync_range",
+    "scry_k_vfs_open",
+    "scry_k_vfs_create",
     "scry_vfs_read",
     "scry_vfs_readv",
     "scry_vfs_pread64",
@@ -41,6 +57,7 @@ const GROUPS: &[&str] = &[
 #[derive(Debug)]
 pub struct VfsstatBpf {
     loaded: Loaded<VfsstatSkel<'static>>,
+    on_vfs: bool,
 }
 
 impl VfsstatBpf {
@@ -64,7 +81,23 @@ impl VfsstatBpf {
                 "none of the syscalls tracepoints vfsstat counts attached here",
             ));
         }
-        Ok(VfsstatBpf { loaded })
+        let mut loaded = loaded;
+        let on_vfs = VFS_GROUPS.iter().all(|g| loaded.has(g));
+        if on_vfs {
+            let bss = loaded
+                .skel
+                .maps
+                .bss_data
+                .as_deref_mut()
+                .ok_or_else(|| io::Error::other("vfsstat's object has no .bss"))?;
+            bss.use_vfs = 1;
+        }
+        Ok(VfsstatBpf { loaded, on_vfs })
+    }
+
+    /// Whether bcc's hooks (the VFS functions) count, not the tracepoints.
+    pub fn on_vfs_functions(&self) -> bool {
+        self.on_vfs
     }
 
     pub fn hooks(&self) -> Vec<Hook> {

@@ -76,7 +76,7 @@ fn boot() -> Run {
     cmd.arg(&script)
         .arg("--scry")
         .arg(env!("CARGO_BIN_EXE_scry"));
-    for w in ["calls", "cpu7525", "sleeper"] {
+    for w in ["calls", "cpu7525", "sleeper", "vfsops"] {
         cmd.arg("--workload").arg(common::workload(w));
     }
     let started = std::time::Instant::now();
@@ -232,6 +232,14 @@ fn guest_profile_kernel_functions() {
     assert_passed(|n| names.contains(&n), &names);
 }
 
+/// vfsstat on bcc's hooks (the VFS functions by fentry, else kprobe)
+/// counts the workload's reads, writes, fsyncs and opens as its
+/// tracepoint path does.
+#[test]
+fn guest_vfsstat_on_vfs_functions_agrees_with_tracepoints() {
+    assert_passed(|n| n == "vfsstat_vfs_functions", &["vfsstat_vfs_functions"]);
+}
+
 #[test]
 fn guest_leaves_no_kprobe_nor_tracer() {
     assert_passed(
@@ -247,6 +255,7 @@ fn guest_leaves_no_kprobe_nor_tracer() {
             "clean_after_offcpu",
             "clean_after_profile",
             "clean_after_profile_functions",
+            "clean_after_vfsstat",
             "clean_after_runqlat",
         ],
     );
