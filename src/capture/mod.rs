@@ -11,6 +11,7 @@ pub mod counting;
 pub mod hidden_binaries;
 pub mod inventory;
 pub mod live;
+pub mod options;
 pub mod session;
 pub mod synth;
 pub mod to_file;
