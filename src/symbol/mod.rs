@@ -10,8 +10,9 @@
 //!   kernel gave them).
 //! - `binary`: finding each mapped file, build-id checks, debug files;
 //!   `function_ranges`: a stripped binary's functions from `.eh_frame`.
-//! - `names`, `kallsyms`, `perf_map`: addresses to names for ELF files
-//!   (blazesym), the kernel, JIT code and the vDSO; demangling.
+//! - `names`, `kallsyms`, `perf_map`, `jitdump`: addresses to names for ELF
+//!   files (blazesym), the kernel, JIT code (perf-PID.map, jit-PID.dump)
+//!   and the vDSO; demangling.
 //! - `raw_stacks`: stacks a BPF program took (raw addresses) named by the
 //!   resolver, each process's maps read from /proc when first seen.
 //! - `code`: a function's bytes and DWARF lines (ELF files, /proc/kcore),
@@ -38,6 +39,7 @@ pub mod allocator;
 mod binary;
 pub mod code;
 mod function_ranges;
+mod jitdump;
 mod kallsyms;
 pub mod kprobe_spec;
 pub mod live_names;

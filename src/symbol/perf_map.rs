@@ -77,6 +77,25 @@ impl PerfMap {
         map
     }
 
+    /// Adds a jitdump's code loads (`symbol::jitdump`); at a start both
+    /// name, the jitdump's wins.
+    pub fn extend(&mut self, codes: impl IntoIterator<Item = super::jitdump::JitCode>) {
+        for c in codes {
+            if let Some(end) = c.start.checked_add(c.size) {
+                self.syms.push(JitSym {
+                    start: c.start,
+                    end,
+                    name: c.name,
+                });
+            }
+        }
+        // Stable: at equal starts the later one stays after; keep it.
+        self.syms.sort_by_key(|s| s.start);
+        self.syms.reverse();
+        self.syms.dedup_by_key(|s| s.start);
+        self.syms.reverse();
+    }
+
     /// Read `/tmp/perf-PID.map`; a missing file is an empty map.
     pub fn for_pid(pid: i32) -> Option<Self> {
         let file = std::fs::File::open(Self::path(pid)).ok()?;

@@ -2,7 +2,9 @@
 //! `--call-graph dwarf` stacks go through each `py::` trampoline (no
 //! unwind tables, no frame pointer) to the Python callers and on to
 //! `main`. perf on the same file is the oracle for the `py::` frames; it
-//! stops at the first trampoline, scry must not.
+//! stops at the first trampoline, scry must not. `-X perf_jit` (3.13)
+//! names them in a jitdump file only: perf after `perf inject --jit` is
+//! the oracle there, scry reads the file as recorded.
 
 use crate::common;
 
@@ -67,7 +69,9 @@ fn perf_counts(data: &Path, frame: &str, callers: &[&str]) -> (usize, usize, usi
     (blocks.len(), with.len(), through)
 }
 
-fn check(version: &str) {
+/// `python -X <x_option>` recorded by perf with DWARF stacks; with
+/// `inject`, perf's oracle reads the file after `perf inject --jit`.
+fn check(version: &str, x_option: &str, inject: bool) {
     let Some(python) = pyenv_python(version) else {
         // A runtime, not a kernel facility: its absence is no failure.
         eprintln!("skipped: no pyenv Python {version}");
@@ -79,17 +83,30 @@ fn check(version: &str) {
     let data = dir.path().join("py.data");
     common::run_ok(
         common::perf()
-            .args(["record", "-q", "-e", "cpu-clock", "-F", "999"])
+            .args(["record", "-q", "-e", "cpu-clock", "-F", "999", "-k", "1"])
             .args(["--call-graph", "dwarf", "-o"])
             .arg(&data)
             .arg("--")
             .arg(&python)
-            .args(["-X", "perf"])
+            .args(["-X", x_option])
             .arg(&script),
     );
+    let oracle = if inject {
+        let injected = dir.path().join("injected.data");
+        common::run_ok(
+            common::perf()
+                .args(["inject", "--jit", "-i"])
+                .arg(&data)
+                .arg("-o")
+                .arg(&injected),
+        );
+        injected
+    } else {
+        data.clone()
+    };
     let hot = "py::hot_python_function:";
     let callers = ["py::main:", "py::<module>:"];
-    let (perf_total, perf_hot, perf_through) = perf_counts(&data, hot, &callers);
+    let (perf_total, perf_hot, perf_through) = perf_counts(&oracle, hot, &callers);
     let r = resolve_file(&data, &ResolveOptions::default()).expect("resolve");
     let names = |s: &scry::analysis::sample::ResolvedSample| -> Vec<String> {
         s.stack
@@ -118,7 +135,7 @@ fn check(version: &str) {
         }
     }
     eprintln!(
-        "python {version}: perf {perf_hot}/{perf_total} samples with {hot}, {perf_through} of them through its callers; \
+        "python {version} -X {x_option}: perf {perf_hot}/{perf_total} samples with {hot}, {perf_through} of them through its callers; \
          scry {ours_hot}/{} with it, {ours_through} through, {reach_main} to main; {}",
         r.samples.len(),
         r.stats.summary()
@@ -146,7 +163,7 @@ fn python_3_12_trampolines_are_unwound_through() {
     if !common::require_perf_events() || !common::require_perf() {
         return;
     }
-    check("3.12");
+    check("3.12", "perf", false);
 }
 
 #[test]
@@ -154,5 +171,15 @@ fn python_3_13_trampolines_are_unwound_through() {
     if !common::require_perf_events() || !common::require_perf() {
         return;
     }
-    check("3.13");
+    check("3.13", "perf", false);
+}
+
+/// 3.13's `-X perf_jit` writes a jitdump (and no perf-PID.map): scry
+/// names its code from the file as perf does after `perf inject --jit`.
+#[test]
+fn python_3_13_jitdump_names_jit_code() {
+    if !common::require_perf_events() || !common::require_perf() {
+        return;
+    }
+    check("3.13", "perf_jit", true);
 }

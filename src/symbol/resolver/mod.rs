@@ -176,6 +176,8 @@ pub struct Resolver {
     kallsyms_loader: Option<std::thread::JoinHandle<Kallsyms>>,
     vdso: Option<VdsoSymbols>,
     perf_maps: HashMap<i32, Option<PerfMap>>,
+    /// The jitdump file each process mapped as its marker (`jit-PID.dump`).
+    jitdumps: HashMap<i32, std::path::PathBuf>,
     names: ElfNames,
     unwinder: DwarfUnwinder,
     loc_index: FxMap<LocKey, u32>,
@@ -251,6 +253,7 @@ impl Resolver {
             kallsyms_loader: None,
             vdso: None,
             perf_maps: HashMap::new(),
+            jitdumps: HashMap::new(),
             names: if options.srcline {
                 ElfNames::new(options.inline, options.demangle).with_srcline()
             } else {
@@ -309,6 +312,9 @@ impl Resolver {
         }
         let (pid, path) = (m.pid, m.path);
         let name = String::from_utf8_lossy(path);
+        if super::jitdump::is_jitdump(&name) {
+            self.jitdumps.insert(pid, std::path::PathBuf::from(&*name));
+        }
         let (kind, name) = classify(pid, &name);
         let build_id = match kind {
             DsoKind::File => m

@@ -1,7 +1,8 @@
 //! Locations into frames: every location not named yet, grouped by dso and
 //! named in bulk — ELF files through one sorted blazesym batch each (the
 //! biggest on two threads for the last batch), kernel addresses from
-//! kallsyms, the vDSO from scry's own, JIT code from perf-PID.map — and then
+//! kallsyms, the vDSO from scry's own, JIT code from perf-PID.map and the
+//! process's jitdump file — and then
 //! the frames of each new location stack.
 
 use std::collections::HashMap;
@@ -12,6 +13,7 @@ use crate::model::sample::{Frame, FrameId, FrameKind};
 use crate::symbol::UnresolvedReason;
 use crate::symbol::binary::{Binary, BinaryMiss};
 use crate::symbol::function_ranges::range_name;
+use crate::symbol::jitdump;
 use crate::symbol::kallsyms::Kallsyms;
 use crate::symbol::names::{ElfNames, Names, VdsoSymbols};
 use crate::symbol::perf_map::PerfMap;
@@ -391,10 +393,14 @@ impl Resolver {
 
     fn name_jit(&mut self, dso: DsoId, pid: i32, ids: &[u32]) {
         let fresh = !self.perf_maps.contains_key(&pid);
-        let map = self
-            .perf_maps
-            .entry(pid)
-            .or_insert_with(|| PerfMap::for_pid(pid));
+        let jitdump = self.jitdumps.get(&pid);
+        let map = self.perf_maps.entry(pid).or_insert_with(|| {
+            let mut map = PerfMap::for_pid(pid);
+            if let Some(codes) = jitdump.and_then(|p| jitdump::read(p)) {
+                map.get_or_insert_default().extend(codes);
+            }
+            map
+        });
         if fresh && let Some(m) = map {
             self.stats.malformed_perf_map_lines += m.malformed_lines;
         }
