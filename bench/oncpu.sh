@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# bench/oncpu.sh: on-CPU stack sampling of the whole machine at 99 Hz for
+# SECS seconds while two spinners keep both CPUs busy, side by side in one
+# run, ratios printed:
+#
+#   scry      `scry profile-bpf -F 99 -f SECS` (counted in the kernel,
+#             folded stacks at the end)
+#   perf      `perf record -F 99 -a -g -- sleep SECS`, then
+#             `perf script | inferno-collapse-perf` (the same folded answer;
+#             the three processes' CPU time summed, the largest peak RSS)
+#   bpftrace  `bpftrace -e 'profile:hz:99 { @[kstack, ustack, comm] =
+#             count(); }'` stopped by SIGINT after SECS
+#
+# CPU time is the tool's own (user + system, /usr/bin/time, children
+# included): the BPF programs run in the sampled tasks, not in the tool, in
+# scry's and bpftrace's case alike. Peak RSS is /usr/bin/time's %M.
+#
+# Start: the wall time from the command to its ready line, median of REPS:
+# scry's banner (printed once the sampling program is attached to every
+# CPU: its first sample follows within 1/99 s) against bpftrace's
+# `BEGIN { printf("ready\n") }` with the same profile probe (printed once
+# every probe is attached), and against bpftrace's first sample itself
+# (`profile:hz:99 { printf("sample\n"); exit(); }`).
+#
+# inferno-collapse-perf comes from `cargo install inferno --locked`
+# (installed here when missing; without it, scry's own collapse of the
+# perf.data, `scry flamegraph --folded -i`, stands in and the line says so).
+#
+# Usage: bench/oncpu.sh   (env SECS=10, REPS=5, SCRY_BIN=path to skip the build)
+# Needs: root, perf, bpftrace (scripts/deps), cc, /usr/bin/time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${SECS:-10} REPS=${REPS:-5}
+for tool in perf bpftrace stdbuf cc /usr/bin/time; do
+    command -v "$tool" >/dev/null || { echo "bench/oncpu.sh: no $tool (scripts/deps)" >&2; exit 2; }
+done
+. bench/common.sh
+bench_scry oncpu.sh
+spinner=$(scripts/workload spinner)
+
+collapse=$(command -v inferno-collapse-perf || echo "$HOME/.cargo/bin/inferno-collapse-perf")
+if [ ! -x "$collapse" ]; then
+    PATH="$HOME/.cargo/bin:$PATH" cargo install inferno --locked --quiet >&2 || true
+fi
+if [ -x "$collapse" ]; then
+    collapse_name=inferno-collapse-perf
+    collapse_cmd="'$collapse'"
+else
+    collapse_name="scry flamegraph --folded (inferno not installable)"
+    collapse_cmd="'$scry' flamegraph --folded -i -"
+fi
+
+"$spinner" >/dev/null & spin1=$!
+"$spinner" >/dev/null & spin2=$!
+trap 'kill $spin1 $spin2 2>/dev/null; rm -rf "$out"' EXIT
+
+# timed NAME CMD...: runs CMD under /usr/bin/time; appends "cpu_s rss_kb"
+# to $out/NAME.
+timed() {
+    local name=$1; shift
+    /usr/bin/time -f "%U %S %M" -o "$out/$name.time" "$@"
+    awk '{printf "%.3f %d\n", $1 + $2, $3}' "$out/$name.time" >>"$out/$name"
+}
+
+echo "bench/oncpu.sh: ${SECS} s at 99 Hz, every CPU, two spinners busy"
+timed scry "$scry" profile-bpf -F 99 -f "$SECS" >"$out/scry.folded"
+timed perf_record perf record -q -F 99 -a -g -o "$out/perf.data" -- sleep "$SECS"
+timed perf_script sh -c "perf script -i '$out/perf.data' > '$out/perf.script' 2>/dev/null"
+timed collapse sh -c "$collapse_cmd < '$out/perf.script' > '$out/perf.folded'"
+timeout -s INT "$SECS" /usr/bin/time -f "%U %S %M" -o "$out/bpftrace.time" \
+    bpftrace -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }' >"$out/bpftrace.out" 2>&1 || true
+awk '{printf "%.3f %d\n", $1 + $2, $3}' "$out/bpftrace.time" >>"$out/bpftrace"
+
+read -r s_cpu s_rss <"$out/scry"
+read -r r_cpu r_rss <"$out/perf_record"
+read -r p_cpu p_rss <"$out/perf_script"
+read -r c_cpu c_rss <"$out/collapse"
+read -r b_cpu b_rss <"$out/bpftrace"
+perf_cpu=$(awk -v a="$r_cpu" -v b="$p_cpu" -v c="$c_cpu" 'BEGIN {printf "%.3f", a + b + c}')
+perf_rss=$(printf '%s\n' "$r_rss" "$p_rss" "$c_rss" | sort -n | tail -1)
+samples() { awk '{s += $NF} END {print s + 0}' "$1"; }
+# perf's folded lines weigh by period (ns of cpu-clock): count its samples
+# in the script instead (one header line, not indented, each).
+perf_samples=$(grep -c '^[^[:space:]]' "$out/perf.script" || true)
+cpus=$(nproc)
+share() { awk -v c="$1" -v s="$SECS" -v n="$cpus" 'BEGIN {printf "%.3f%%", c / (s * n) * 100}'; }
+printf '%-40s %9s %8s %10s %9s\n' tool cpu_s machine peak_rss_kb samples
+printf '%-40s %9s %8s %10s %9s\n' "scry profile-bpf" "$s_cpu" "$(share "$s_cpu")" "$s_rss" "$(samples "$out/scry.folded")"
+printf '%-40s %9s %8s %10s %9s\n' "perf record + script + $collapse_name" "$perf_cpu" "$(share "$perf_cpu")" "$perf_rss" "$perf_samples"
+printf '%-40s %9s %8s %10s %9s\n' "  perf record" "$r_cpu" "" "$r_rss" ""
+printf '%-40s %9s %8s %10s %9s\n' "  perf script" "$p_cpu" "" "$p_rss" ""
+printf '%-40s %9s %8s %10s %9s\n' "  $collapse_name" "$c_cpu" "" "$c_rss" ""
+b_samples=$({ grep -o ']: [0-9]*$' "$out/bpftrace.out" || true; } | awk '{s += $2} END {print s + 0}')
+printf '%-40s %9s %8s %10s %9s\n' "bpftrace" "$b_cpu" "$(share "$b_cpu")" "$b_rss" "$b_samples"
+echo "cpu   scry / perf pipeline $(ratio "$s_cpu" "$perf_cpu")   scry / bpftrace $(ratio "$s_cpu" "$b_cpu")"
+echo "rss   scry / perf pipeline $(ratio "$s_rss" "$perf_rss")   scry / bpftrace $(ratio "$s_rss" "$b_rss")"
+
+# ready NAME WORD CMD...: the wall time from the start to the first line
+# holding WORD; the tool is then stopped (SIGTERM: a background job of a
+# script ignores SIGINT, which bpftrace keeps).
+ready() {
+    local name=$1 word=$2; shift 2
+    rm -f "$out/fifo"; mkfifo "$out/fifo"
+    local t0=$EPOCHREALTIME
+    stdbuf -oL "$@" >"$out/fifo" 2>>"$out/$name.err" &
+    local tool=$!
+    exec 3<"$out/fifo"
+    while read -r line <&3; do [[ $line == *"$word"* ]] && break; done
+    awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.6f\n", b - a}' >>"$out/$name"
+    kill -TERM "$tool" 2>/dev/null || true
+    cat <&3 >/dev/null
+    exec 3<&-
+    wait "$tool" || true
+}
+for _ in $(seq "$REPS"); do
+    ready scry_start "Sampling at" "$scry" profile-bpf -F 99
+    ready bpftrace_ready ready bpftrace -e 'BEGIN { printf("ready\n"); } profile:hz:99 { @[kstack, ustack, comm] = count(); }'
+    ready bpftrace_first sample bpftrace -e 'profile:hz:99 { printf("sample\n"); exit(); }'
+done
+s_start=$(median scry_start) b_ready=$(median bpftrace_ready) b_first=$(median bpftrace_first)
+echo "start (median of $REPS): scry ${s_start} s to attached (first sample within 1/99 s more), bpftrace ${b_ready} s to attached, ${b_first} s to its first sample"
+echo "start scry / bpftrace attached $(ratio "$s_start" "$b_ready")   scry / bpftrace first sample $(ratio "$s_start" "$b_first")"
