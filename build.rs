@@ -36,6 +36,7 @@ const PROGRAMS: &[&str] = &[
     "oncpu",
     "filelife",
     "tcptop",
+    "tcprtt",
 ];
 
 fn main() {

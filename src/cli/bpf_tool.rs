@@ -147,6 +147,7 @@ pub const TOOLS: &[(&str, &str)] = &[
         "tcpretrans",
         "each retransmitted TCP segment with its state, streamed (or counted, -c)",
     ),
+    ("tcprtt", "smoothed TCP round-trip times, as a histogram"),
     (
         "tcpstates",
         "each TCP state change with the time in the state left, streamed",

@@ -55,6 +55,7 @@ mod tcpaccept;
 mod tcpconnect;
 mod tcplife;
 mod tcpretrans;
+mod tcprtt;
 mod tcpstates;
 mod tcptop;
 mod threadsnoop;
@@ -160,6 +161,8 @@ enum Command {
     Tcpstates(tcpstates::TcpstatesArgs),
     /// The TCP connections moving the most bytes, per process, every interval (bcc tcptop)
     Tcptop(tcptop::TcptopArgs),
+    /// Smoothed TCP round-trip times as a histogram, counted in the kernel (bcc tcprtt)
+    Tcprtt(tcprtt::TcprttArgs),
     /// Each retransmitted TCP segment, or counts per connection with -c (bcc tcpretrans)
     Tcpretrans(tcpretrans::TcpretransArgs),
     /// Each thread created, with its start function, streamed (bcc threadsnoop)
@@ -299,6 +302,7 @@ pub fn main() -> ExitCode {
         Command::Tcpstates(args) => tcpstates::run(args),
         Command::Tcpretrans(args) => tcpretrans::run(args),
         Command::Tcptop(args) => tcptop::run(args),
+        Command::Tcprtt(args) => tcprtt::run(args),
         Command::Threadsnoop(args) => threadsnoop::run(args),
         Command::Biolatency(args) => biolatency::run(args),
         Command::Biosnoop(args) => biosnoop::run(args),

@@ -32,6 +32,7 @@ pub mod bpf_sockcall;
 pub mod bpf_statsnoop;
 pub mod bpf_syscount;
 pub mod bpf_tcp;
+pub mod bpf_tcprtt;
 pub mod bpf_tcptop;
 pub mod bpf_threadsnoop;
 pub mod bpf_trace;

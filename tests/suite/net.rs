@@ -1,5 +1,5 @@
 //! The TCP tools (tcplife, tcpconnect, tcpaccept, tcpstates, tcpretrans,
-//! bindsnoop, solisten, tcptop) on the real
+//! bindsnoop, solisten, tcptop, tcprtt) on the real
 //! kernel: `workloads/conns` makes N loopback connections (IPv4 and IPv6)
 //! on a port of the test's choosing, each moving known byte counts, traced
 //! at once by scry (table and --json) and by Debian's libbpf-tools
@@ -379,6 +379,7 @@ fn sigkill_leaves_no_program_or_link() {
         (&["bindsnoop"][..], 2),
         (&["solisten"][..], 2),
         (&["tcptop"][..], 2),
+        (&["tcprtt"][..], 1),
     ] {
         sigkill_frees_everything(args, links);
     }
@@ -733,4 +734,41 @@ fn tcptop_counts_each_connections_bytes() {
         expected.sort();
         assert_eq!(got, expected, "IPv{family}: {text:?}");
     }
+}
+
+/// libbpf-tools' tcprtt needs fentry or a kprobe on tcp_rcv_established
+/// and cannot load here: the oracle is bpftrace counting the same
+/// tracepoint (tcp:tcp_probe) for the port. The histogram holds one RTT
+/// per segment received by the port's sockets: the same count.
+#[test]
+fn tcprtt_counts_each_segment_the_tracepoint_sees() {
+    if !require_root_and("tcplife")
+        || !common::require_tool("bpftrace", "bpftrace is not installed (scripts/deps)")
+    {
+        return;
+    }
+    let port = free_port();
+    let p = port.to_string();
+    let ours = Tracer::start(scry_tool(&["tcprtt", "-l", &p]), 1);
+    let json = Tracer::start(scry_tool(&["tcprtt", "-l", &p, "-m", "--json"]), 1);
+    let program = format!("tracepoint:tcp:tcp_probe /args->sport == {port}/ {{ @n = count(); }}");
+    let oracle = Tracer::start(peer(&["bpftrace", "-e", &program]), 0);
+    run_conns(6, 200_000, 50_000, 4, port);
+    let (ours, _) = ours.stop();
+    let (json, _) = json.stop();
+    let (theirs, _) = oracle.stop();
+    let count: u64 = theirs
+        .iter()
+        .find_map(|l| l.strip_prefix("@n: ")?.trim().parse().ok())
+        .expect("bpftrace's count");
+    assert!(count >= 6, "{theirs:?}");
+    assert_eq!(common::hist_total(&ours.join("\n")), count, "{ours:?}");
+    assert!(
+        ours.iter()
+            .any(|l| l == "     usecs               : count    distribution"),
+        "{ours:?}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&json.join("\n")).expect("one JSON document");
+    assert_eq!(doc[0]["total"], count, "{doc}");
+    assert_eq!(doc[0]["unit"], "msecs", "{doc}");
 }

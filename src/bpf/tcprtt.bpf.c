@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+// scry's tcprtt (bcc's): the smoothed RTT of TCP sockets as a log2
+// histogram counted in the kernel, on tcp:tcp_probe (tp_btf, then
+// raw_tp), which the kernel calls from tcp_rcv_established for each
+// segment an established socket receives: the hook libbpf-tools' tcprtt
+// takes with fentry or a kprobe. The value is tcp_sock's srtt_us >> 3
+// (µs, or ms), as libbpf-tools reads it. Filters: local and remote port.
+// Key (u32)-1: one histogram (task_hist.bpf.h).
+
+#include <stdbool.h>
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#include "hooks.bpf.h"
+#include "sock.bpf.h"
+#include "task.bpf.h"
+#include "task_hist.bpf.h"
+
+struct sock;
+struct sk_buff;
+
+const volatile __u16 filter_lport = 0;
+const volatile __u16 filter_rport = 0;
+const volatile bool milliseconds = false;
+
+struct tcp_sock___scry_rtt {
+	__u32 srtt_us;
+} __attribute__((preserve_access_index));
+
+static __always_inline void on_probe(const void *sk)
+{
+	struct sock_ends ends = {};
+	sock_ends(sk, &ends);
+	if (ends.protocol != IPPROTO_TCP)
+		return;
+	if (filter_lport && ends.sport != filter_lport)
+		return;
+	if (filter_rport && ends.dport != filter_rport)
+		return;
+	__u64 srtt = BPF_CORE_READ((const struct tcp_sock___scry_rtt *)sk, srtt_us) >> 3;
+	if (milliseconds)
+		srtt /= 1000;
+	hist_add((__u32)-1, (void *)bpf_get_current_task(), srtt);
+}
+
+BTF_OR_RAW(scry_tcprtt_probe, "tcp_probe", on_probe(sk), struct sock *sk, struct sk_buff *skb)

@@ -1,0 +1,72 @@
+//! `scry tcprtt` (bcc's tcprtt, libbpf-tools' flags and layout): the
+//! smoothed round-trip time of TCP sockets as a log2 histogram, counted in
+//! the kernel at tcp:tcp_probe (each segment an established socket
+//! receives; libbpf-tools' own needs fentry or a kprobe on
+//! tcp_rcv_established). `-i` interval, `-d` duration, `-l`/`-r` one local
+//! or remote port. Not here yet: libbpf-tools' per-address histograms
+//! (`-b`/`-B`), address filters (`-a`/`-A`) and averages (`-e`). Wiring
+//! only: `sys::bpf_tcprtt` → `analysis::hist` → `render::hist`.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use clap::Args;
+
+use scry::capture::bpf_run::{self, RunOptions};
+use scry::sys::bpf_tcprtt::{self, TcprttSettings};
+
+use super::bpf_tool::{self, TableArgs};
+
+#[derive(Args, Debug)]
+pub struct TcprttArgs {
+    /// Print every INTERVAL seconds (default: once, at the end).
+    #[arg(short = 'i', long = "interval", value_name = "INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
+    interval: Option<u64>,
+    /// Stop after DURATION seconds.
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
+    duration: Option<u64>,
+    /// Print a timestamp with each interval.
+    #[arg(short = 'T', long = "timestamp")]
+    timestamp: bool,
+    /// Milliseconds (default: microseconds).
+    #[arg(short = 'm', long = "millisecond")]
+    milliseconds: bool,
+    /// Only this local port.
+    #[arg(short = 'l', long = "lport", value_name = "LPORT", value_parser = clap::value_parser!(u16).range(1..))]
+    lport: Option<u16>,
+    /// Only this remote port.
+    #[arg(short = 'r', long = "rport", value_name = "RPORT", value_parser = clap::value_parser!(u16).range(1..))]
+    rport: Option<u16>,
+    #[command(flatten)]
+    table: TableArgs,
+}
+
+pub fn run(args: TcprttArgs) -> anyhow::Result<()> {
+    let settings = TcprttSettings {
+        lport: args.lport,
+        rport: args.rport,
+        milliseconds: args.milliseconds,
+    };
+    let mut bpf = bpf_tool::load("tcprtt", || bpf_tcprtt::load(settings))?;
+    bpf_tool::print_hooks("tcprtt", &bpf.hooks(), args.table.verbose);
+    let mut out = io::stdout().lock();
+    if !args.table.json {
+        writeln!(out, "Tracing TCP RTT... Hit Ctrl-C to end.")?;
+    }
+    out.flush()?;
+    let opts = RunOptions {
+        interval: args.interval.map(Duration::from_secs),
+        count: None,
+        duration: args.duration.map(Duration::from_secs),
+        pid: None,
+    };
+    let unit = if args.milliseconds { "msecs" } else { "usecs" };
+    bpf_run::run(&opts, |last| {
+        if last {
+            bpf.detach();
+        }
+        let hists = bpf_tool::keyed_hists(&bpf.read()?, None, unit);
+        bpf_tool::write_hists(&mut out, &hists, &args.table, args.timestamp)
+    })?;
+    Ok(())
+}
