@@ -19,6 +19,7 @@ use clap::Args;
 
 use scry::analysis::offcputime::{OffcpuEntry, StackHalves, offcpu_entries};
 use scry::capture::bpf_run::{self, RunOptions};
+use scry::render::export::EventKind;
 use scry::render::offcputime::{write_offcpu_folded, write_offcpu_json, write_offcpu_stacks};
 use scry::symbol::ResolveOptions;
 use scry::symbol::raw_stacks::{Named, RawStack, RawStackResolver};
@@ -262,18 +263,6 @@ pub(super) fn run_seeing<B>(
     Ok(())
 }
 
-/// The sums as bcc's entries: each stack added to `resolver` (the maps
-/// of the processes still living read first), named, alike ones summed.
-pub(super) fn sum_entries(
-    tool: &str,
-    resolver: RawStackResolver,
-    sums: &[OffcpuSum],
-    halves: StackHalves,
-) -> Vec<OffcpuEntry> {
-    let named = name_sums(tool, resolver, sums);
-    offcpu_entries(sums, &named, halves)
-}
-
 /// The sums' stacks added to `resolver` (the maps of the processes still
 /// living read first) and named.
 pub(super) fn name_sums(tool: &str, mut resolver: RawStackResolver, sums: &[OffcpuSum]) -> Named {
@@ -350,18 +339,30 @@ pub(super) fn export_blocked(
     event: &'static str,
     tool: &str,
 ) -> anyhow::Result<()> {
+    export_named(export, named, (event, EventKind::OffCpu, 1000), tool)
+}
+
+/// `--to` of a BPF stack tool: its named stacks as an export of one
+/// event (`(name, kind, nanoseconds per unit of a stack's weight)`),
+/// each stack a sample.
+pub(super) fn export_named(
+    export: &super::convert::ToArgs,
+    named: Option<Named>,
+    (event, kind, ns_each): (&'static str, EventKind, u64),
+    tool: &str,
+) -> anyhow::Result<()> {
     let (Some(format), Some(mut named)) = (export.to, named) else {
         return Ok(());
     };
     for sample in &mut named.samples {
-        sample.period = sample.period.saturating_mul(1000);
+        sample.period = sample.period.saturating_mul(ns_each);
     }
     let stacks = super::convert::LiveStacks {
         samples: named.samples,
         frames: named.frames,
         lost: 0,
         event,
-        kind: scry::render::export::EventKind::OffCpu,
+        kind,
     };
     super::convert::export_stacks(format, export.output.as_deref(), stacks, tool)
 }

@@ -8,6 +8,8 @@
 //! task too, `-d` a delimiter between kernel and user frames, `-a` bcc's
 //! `_[k]` annotations on kernel frames (every CPU is the default: `-a` is
 //! not perf's system-wide flag here). `scry profile` stays trace-cmd's.
+//! `--to FORMAT [-o FILE]` writes the stacks as an export instead
+//! (cpu-clock, a sample 1/HZ s), through offcputime's `export_named`.
 //! Wiring only: `sys::bpf_oncpu` → `symbol::raw_stacks` →
 //! `analysis::offcputime` → `render::offcputime`.
 
@@ -16,12 +18,15 @@ use std::time::Duration;
 
 use clap::Args;
 
-use scry::analysis::offcputime::StackPart;
+use scry::analysis::offcputime::{StackPart, offcpu_entries};
 use scry::capture::bpf_run::RunOptions;
+use scry::render::export::EventKind;
 use scry::sys::bpf_oncpu::{OncpuBpf, OncpuSettings};
 
 use super::bpf_tool;
-use super::offcputime::{SEE_EVERY, StackArgs, run_seeing, sum_entries, until, write_entries};
+use super::offcputime::{
+    SEE_EVERY, StackArgs, export_named, name_sums, run_seeing, until, write_entries,
+};
 
 #[derive(Args, Debug)]
 pub struct OncpuArgs {
@@ -57,6 +62,8 @@ pub struct OncpuArgs {
     /// Sample this many seconds (default: until Ctrl-C or the -p process's exit).
     #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
     duration: Option<u64>,
+    #[command(flatten)]
+    export: super::convert::ToArgs,
 }
 
 /// bcc's first line: the frequency, what is sampled, until when.
@@ -111,11 +118,12 @@ pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load(TOOL, || OncpuBpf::load(&settings))?;
     bpf_tool::print_hooks(TOOL, &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();
-    if !args.stacks.folded {
+    if !args.stacks.folded && args.export.to.is_none() {
         writeln!(out, "{}", banner(&args))?;
     }
     out.flush()?;
     let halves = args.stacks.halves();
+    let mut exported = None;
     run_seeing(&run_opts, &mut bpf, OncpuBpf::tgids, |bpf, resolver| {
         bpf.detach();
         let counts = bpf.read()?;
@@ -126,7 +134,12 @@ pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
                  Consider increasing --hash-storage-size."
             );
         }
-        let mut entries = sum_entries(TOOL, resolver, &counts, halves);
+        let named = name_sums(TOOL, resolver, &counts);
+        if args.export.to.is_some() {
+            exported = Some(named);
+            return Ok(());
+        }
+        let mut entries = offcpu_entries(&counts, &named, halves);
         let missed = entries
             .iter()
             .filter(|e| e.kernel == StackPart::Missed || e.user == StackPart::Missed)
@@ -146,5 +159,11 @@ pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
         }
         write_entries(&mut out, &entries, args.stacks)
     })?;
-    Ok(())
+    // A sample stands for 1/HZ s of CPU.
+    let event = (
+        "cpu-clock",
+        EventKind::Clock,
+        1_000_000_000 / args.frequency,
+    );
+    export_named(&args.export, exported, event, TOOL)
 }
