@@ -8,10 +8,8 @@
 #   RUNS=N                 runs per command (default 3; medians printed)
 #   SCRY_BIN=PATH          time this scry binary instead of building a release one
 #
-# The recording: `scry record -a -F FREQ -g -e cpu-clock -e
-# sched:sched_switch -- sleep SECONDS` with WORKLOAD busy on every CPU:
-# about FREQ x CPUs x SECONDS samples (400k with the defaults on 2 CPUs),
-# plus the switches, so chrome-trace has a timeline to write. Output goes
+# The recording: bench/bench_data.sh's (400k samples with the defaults on
+# 2 CPUs, plus the switches, so chrome-trace has a timeline to write). Output goes
 # to standard output (`-o -`), sent to /dev/null.
 set -eu
 
@@ -20,7 +18,7 @@ freq=${2:-10000}
 workload=${3:-deep}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/scry-bench-export.XXXXXX)
-trap 'kill $(cat "$work/pids" 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT INT TERM
 [ -x /usr/bin/time ] || { echo "bench/export.sh: /usr/bin/time is missing (apt-get install time)" >&2; exit 2; }
 
 scry=${SCRY_BIN:-}
@@ -33,18 +31,7 @@ fi
 data=${SCRY_BENCH_DATA:-}
 if [ -z "$data" ]; then
     data="$work/perf.data"
-    cc -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
-        -o "$work/$workload" "$repo/workloads/$workload.c"
-    : > "$work/pids"
-    i=0
-    while [ "$i" -lt "$(nproc)" ]; do
-        "$work/$workload" 1000000000 & echo $! >> "$work/pids"
-        i=$((i + 1))
-    done
-    echo "recording $seconds s system-wide at $freq Hz..." >&2
-    "$scry" record -q -a -F "$freq" -g -e cpu-clock -e sched:sched_switch -o "$data" -- sleep "$seconds"
-    kill $(cat "$work/pids") 2>/dev/null || true
-    : > "$work/pids"
+    "$repo/bench/bench_data.sh" "$scry" "$data" "$seconds" "$freq" "$workload"
 fi
 echo "file: $data ($(du -h "$data" | cut -f1))"
 "$scry" report -i "$data" --stdio --no-children -g none 2>/dev/null | sed -n 's/^# Samples: /samples: /p'
