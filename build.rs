@@ -26,6 +26,7 @@ const PROGRAMS: &[&str] = &[
     "wakeuptime",
     "offwaketime",
     "futexctn",
+    "klockstat",
     "bio",
     "vfsstat",
     "memleak",

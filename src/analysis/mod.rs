@@ -17,6 +17,7 @@ pub mod futexctn;
 pub mod heatmap;
 pub mod hist;
 pub mod irqs;
+pub mod klockstat;
 pub mod memleak;
 pub mod net;
 pub mod offcpu;

@@ -76,6 +76,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each kill, tkill and tgkill call with its result, streamed",
     ),
     (
+        "klockstat",
+        "kernel lock contention per caller and type, as perf lock contention -b",
+    ),
+    (
         "memleak",
         "allocations not freed, by the user (or kernel) stack that made them",
     ),
@@ -306,6 +310,12 @@ pub fn busybox_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::
         args.insert(1, name.into());
     }
     args
+}
+
+/// `-p PID` and `-t TID` name a running process and thread.
+pub fn check_pid_tid(tool: &str, pid: Option<u32>, tid: Option<u32>) -> anyhow::Result<()> {
+    check_pid(tool, "-p", pid)?;
+    check_pid(tool, "-t", tid)
 }
 
 /// `FLAG ID` (`-p PID`, `-t TID`, `--ppid PID`) names a running process or

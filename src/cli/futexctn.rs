@@ -21,7 +21,7 @@ use scry::render::futexctn::{write_futex_json, write_futex_text};
 use scry::sys::bpf_futexctn::{FutexctnBpf, FutexctnSettings};
 
 use super::bpf_tool;
-use super::offcputime::{SEE_EVERY, finish_naming, run_seeing};
+use super::offcputime::{SEE_EVERY, finish_naming, run_seeing, until};
 
 #[derive(Args, Debug)]
 pub struct FutexctnArgs {
@@ -53,8 +53,7 @@ fn parse_lock(text: &str) -> Result<u64, String> {
 }
 
 pub fn run(args: FutexctnArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("futexctn", "-p", args.pid)?;
-    bpf_tool::check_pid("futexctn", "-t", args.tid)?;
+    bpf_tool::check_pid_tid("futexctn", args.pid, args.tid)?;
     let settings = FutexctnSettings {
         pid: args.pid,
         tid: args.tid,
@@ -65,11 +64,11 @@ pub fn run(args: FutexctnArgs) -> anyhow::Result<()> {
     bpf_tool::print_hooks("futexctn", &bpf.hooks(), args.table.verbose);
     let mut out = io::stdout().lock();
     if !args.table.json {
-        let until = match args.duration {
-            Some(secs) => format!(" for {secs} secs."),
-            None => "... Hit Ctrl-C to end.".to_string(),
-        };
-        writeln!(out, "Tracing futex contention latency (us){until}")?;
+        writeln!(
+            out,
+            "Tracing futex contention latency (us){}",
+            until(args.duration)
+        )?;
     }
     out.flush()?;
     let opts = RunOptions {

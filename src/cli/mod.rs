@@ -23,6 +23,7 @@ mod futexctn;
 mod header;
 mod heatmap;
 mod irqs;
+mod klockstat;
 mod list;
 mod memleak;
 mod memsnoop;
@@ -124,6 +125,8 @@ enum Command {
     Offcputime(offcputime::OffcputimeArgs),
     /// User lock contention: time in futex waits per thread, lock and stack, summed in the kernel (libbpf-tools futexctn)
     Futexctn(futexctn::FutexctnArgs),
+    /// Kernel lock contention from the lock:contention_* tracepoints, per caller and type, summed in the kernel (as perf lock contention -b)
+    Klockstat(klockstat::KlockstatArgs),
     /// Blocked time by the blocked stack joined to the waker's stack, summed in the kernel (bcc offwaketime)
     Offwaketime(offcputime::OffcputimeArgs),
     /// On-CPU stacks sampled at -F HZ, counted in the kernel (bcc profile; `scry profile` is trace-cmd's)
@@ -283,6 +286,7 @@ pub fn main() -> ExitCode {
         Command::Runqslower(args) => runqslower::run(args),
         Command::Offcputime(args) => offcputime::run(args),
         Command::Futexctn(args) => futexctn::run(args),
+        Command::Klockstat(args) => klockstat::run(args),
         Command::Offwaketime(args) => offwaketime::run(args),
         Command::ProfileBpf(args) => oncpu::run(args),
         Command::Wakeuptime(args) => wakeuptime::run(args),

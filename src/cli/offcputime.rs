@@ -220,8 +220,7 @@ impl OffcputimeArgs {
     /// The flags checked (`-m` below `-M`, `-p`/`-t` running).
     pub(super) fn check(&self, tool: &str) -> anyhow::Result<()> {
         self.blocks.check(tool)?;
-        bpf_tool::check_pid(tool, "-p", self.pid)?;
-        bpf_tool::check_pid(tool, "-t", self.tid)
+        bpf_tool::check_pid_tid(tool, self.pid, self.tid)
     }
 
     /// Until the duration, Ctrl-C or the `-p` process's exit, waking

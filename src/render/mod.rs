@@ -16,6 +16,7 @@ mod golden;
 pub mod heatmap;
 pub mod hist;
 pub mod irqs;
+pub mod klockstat;
 pub mod list;
 pub mod memleak;
 pub mod memsnoop;

@@ -287,6 +287,7 @@ fn sigkill_leaves_no_program_or_link_attached() {
         &["offwaketime"][..],
         &["futexctn"][..],
         &["profile-bpf"][..],
+        &["klockstat"][..],
     ] {
         let pinned = pinned_bpf();
         let mut cmd = common::scry();

@@ -1,0 +1,86 @@
+//! `scry klockstat`: kernel lock contention from the lock:contention_begin
+//! and contention_end tracepoints, summed in the kernel, printed at the end
+//! (Ctrl-C, the duration, or the `-p` process's exit) as `perf lock
+//! contention -b` prints it (contended, total, max and average wait, lock
+//! type, caller), or `--json`. libbpf-tools' klockstat needs fentry, which
+//! this tool does without; it keeps its name and `-p`/`-t`. Wiring only:
+//! `sys::bpf_klockstat` → `symbol::raw_stacks` → `analysis::klockstat` →
+//! `render::klockstat`.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use clap::Args;
+
+use scry::analysis::klockstat::{lock_raw_stacks, lock_rows};
+use scry::capture::bpf_run::{self, RunOptions};
+use scry::render::klockstat::{write_lock_json, write_lock_table};
+use scry::symbol::ResolveOptions;
+use scry::symbol::raw_stacks::RawStackResolver;
+use scry::sys::bpf_klockstat::{KlockstatBpf, KlockstatSettings};
+
+use super::bpf_tool;
+use super::offcputime::{finish_naming, until};
+
+#[derive(Args, Debug)]
+pub struct KlockstatArgs {
+    /// Only this process.
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pid: Option<u32>,
+    /// Only this thread.
+    #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
+    tid: Option<u32>,
+    /// Distinct stacks kept (default 1024).
+    #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    stack_storage_size: u32,
+    #[command(flatten)]
+    table: bpf_tool::TableArgs,
+    /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
+    #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
+    duration: Option<u64>,
+}
+
+pub fn run(args: KlockstatArgs) -> anyhow::Result<()> {
+    bpf_tool::check_pid_tid("klockstat", args.pid, args.tid)?;
+    let settings = KlockstatSettings {
+        pid: args.pid,
+        tid: args.tid,
+        stack_storage: args.stack_storage_size,
+    };
+    let mut bpf = bpf_tool::load("klockstat", || KlockstatBpf::load(settings))?;
+    bpf_tool::print_hooks("klockstat", &bpf.hooks(), args.table.verbose);
+    let mut out = io::stdout().lock();
+    if !args.table.json {
+        writeln!(
+            out,
+            "Tracing kernel lock contention{}",
+            until(args.duration)
+        )?;
+    }
+    out.flush()?;
+    let opts = RunOptions {
+        interval: None,
+        count: None,
+        duration: args.duration.map(Duration::from_secs),
+        pid: args.pid.map(|p| p as i32),
+    };
+    bpf_run::run(&opts, |last| {
+        if !last {
+            return Ok(());
+        }
+        bpf.detach();
+        let waits = bpf.read()?;
+        let mut resolver = RawStackResolver::new(&ResolveOptions::default());
+        for stack in &lock_raw_stacks(&waits) {
+            resolver.add(stack);
+        }
+        let rows = lock_rows(&waits, &finish_naming("klockstat", resolver));
+        if args.table.json {
+            write_lock_json(&mut out, &rows)?;
+        } else {
+            write_lock_table(&mut out, &rows)?;
+        }
+        out.flush()
+    })?;
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! klockstat's table as `perf lock contention -b` prints it: `contended`,
+//! `total wait`, `max wait`, `avg wait` (each time with its unit, ns, us,
+//! ms or s, as perf scales it), `type` and `caller`, one row per caller
+//! and lock type; or one JSON document (`--json`), times in ns.
+
+use std::io::{self, Write};
+
+use serde_json::json;
+
+use crate::analysis::klockstat::LockRow;
+
+/// A time as perf prints it: `123 ns`, `1.23 us`, `45.67 ms`, `1.02 s`.
+pub fn perf_time(ns: u64) -> String {
+    let ns_f = ns as f64;
+    if ns < 1_000 {
+        format!("{ns} ns")
+    } else if ns < 1_000_000 {
+        format!("{:.2} us", ns_f / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.2} ms", ns_f / 1e6)
+    } else {
+        format!("{:.2} s", ns_f / 1e9)
+    }
+}
+
+/// The header and one line per row.
+pub fn write_lock_table(w: &mut impl Write, rows: &[LockRow]) -> io::Result<()> {
+    writeln!(
+        w,
+        " contended   total wait     max wait     avg wait         type   caller\n"
+    )?;
+    for r in rows {
+        writeln!(
+            w,
+            "{:>10}   {:>10}   {:>10}   {:>10}   {:>10}   {}",
+            r.count,
+            perf_time(r.total_ns),
+            perf_time(r.max_ns),
+            perf_time(r.total_ns / r.count.max(1)),
+            r.kind,
+            r.caller
+        )?;
+    }
+    Ok(())
+}
+
+/// One JSON document: the rows, largest total first.
+pub fn write_lock_json(w: &mut impl Write, rows: &[LockRow]) -> io::Result<()> {
+    let rows: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "caller": r.caller, "type": r.kind, "contended": r.count,
+                "total_ns": r.total_ns, "max_ns": r.max_ns, "min_ns": r.min_ns,
+                "stack": r.stack,
+            })
+        })
+        .collect();
+    serde_json::to_writer_pretty(&mut *w, &rows).map_err(io::Error::other)?;
+    writeln!(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::golden::text;
+
+    #[test]
+    fn rows_are_perfs_layout() {
+        let rows = [LockRow {
+            caller: "anon_pipe_write".into(),
+            kind: "mutex".into(),
+            count: 4,
+            total_ns: 45_670_000,
+            max_ns: 20_000_000,
+            min_ns: 999,
+            stack: vec![],
+        }];
+        assert_eq!(
+            text(|w| write_lock_table(w, &rows)),
+            " contended   total wait     max wait     avg wait         type   caller\n\n         \
+             4     45.67 ms     20.00 ms     11.42 ms        mutex   anon_pipe_write\n"
+        );
+        assert_eq!(perf_time(999), "999 ns");
+    }
+}

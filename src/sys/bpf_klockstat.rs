@@ -1,0 +1,92 @@
+//! `scry klockstat`'s kernel side: loads `src/bpf/klockstat.bpf.c`
+//! through the engine and reads its sums: per (kernel stack, lock type
+//! flags) the contentions' count, total, max and min in ns, with the
+//! stack's addresses. The rules are in the program's header comment.
+
+use std::io;
+
+use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, u32_at, u64_at};
+
+super::bpf::bpf_skeleton!("klockstat.skel.rs");
+
+use skel::{KlockstatSkel, KlockstatSkelBuilder};
+
+/// The program's settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KlockstatSettings {
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    /// Distinct stacks the stack map holds.
+    pub stack_storage: u32,
+}
+
+/// The contentions from one kernel stack on one type of lock.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockWaits {
+    /// `LCB_F_*` of lock:contention_begin (spin, read, write, rt, percpu,
+    /// mutex).
+    pub flags: u32,
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub min_ns: u64,
+    /// The kernel stack, innermost first (`None`: not taken).
+    pub stack: Option<Vec<u64>>,
+}
+
+#[derive(Debug)]
+pub struct KlockstatBpf {
+    loaded: Loaded<KlockstatSkel<'static>>,
+}
+
+impl KlockstatBpf {
+    pub fn load(settings: KlockstatSettings) -> io::Result<KlockstatBpf> {
+        let loaded = bpf_engine::load(
+            KlockstatSkelBuilder::default,
+            |open: &mut skel::OpenKlockstatSkel<'static>| {
+                bpf_engine::size_stack_map(&mut open.maps.stacks, settings.stack_storage)?;
+                let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+                rodata.filter_tgid = settings.pid.unwrap_or(0);
+                rodata.filter_tid = settings.tid.unwrap_or(0);
+                Ok(())
+            },
+            GroupRules::default(),
+            Attach::Now,
+        )?;
+        Ok(KlockstatBpf { loaded })
+    }
+
+    pub fn hooks(&self) -> Vec<Hook> {
+        self.loaded.hooks()
+    }
+
+    /// Every sum, with its stack.
+    pub fn read(&self) -> io::Result<Vec<LockWaits>> {
+        let maps = &self.loaded.skel.maps;
+        let entries = bpf_engine::hash_entries(&maps.waits, "reading the BPF lock waits")?;
+        let mut waits = Vec::with_capacity(entries.len());
+        for (key, value) in &entries {
+            let (Some(stack_id), Some(flags)) = (u32_at(key, 0), u32_at(key, 4)) else {
+                continue;
+            };
+            let field = |i: usize| u64_at(value, 8 * i).unwrap_or(0);
+            waits.push(LockWaits {
+                flags,
+                count: field(0),
+                total_ns: field(1),
+                max_ns: field(2),
+                min_ns: field(3),
+                stack: bpf_engine::stack_ips(
+                    &maps.stacks,
+                    stack_id as i32,
+                    "reading the BPF stack map",
+                )?,
+            });
+        }
+        Ok(waits)
+    }
+
+    pub fn detach(&mut self) {
+        self.loaded.detach();
+    }
+}
