@@ -36,7 +36,7 @@ while [ -z "$url" ]; do
 done
 ready=$(date +%s.%N)
 printf '%-44s %8.3f s\n' "loading the file (before serving)" "$(awk -v a="$ready" -v b="$start" 'BEGIN {print a - b}')"
-samples=$(curl -sf "${url}api/files" | sed -n 's/.*"samples":\([0-9]*\).*/\1/p' | head -1)
+samples=$(curl -sf "${url}api/files" | sed -n 's/^\[{"event":[0-9]*,"events":\[[^]]*\],"index":0,"name":"[^"]*","samples":\([0-9]*\).*/\1/p')
 echo "samples: $samples"
 
 runs=${RUNS:-5}
