@@ -101,13 +101,13 @@ pub fn export_stacks(
     write_export(format, &input, output, Path::new(tool))
 }
 
-pub(super) fn parse_format(name: &str) -> Result<Format, String> {
-    Format::parse(name).ok_or_else(|| {
-        format!(
-            "unknown format '{name}' (known: {})",
-            Format::NAMES.join(", ")
-        )
-    })
+/// A `--to` that names no export.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown format '{0}' (known: {known})", known = Format::NAMES.join(", "))]
+pub(super) struct UnknownFormat(String);
+
+pub(super) fn parse_format(name: &str) -> Result<Format, UnknownFormat> {
+    Format::parse(name).ok_or_else(|| UnknownFormat(name.to_owned()))
 }
 
 fn event_kind(kind: &PerfEventType) -> EventKind {

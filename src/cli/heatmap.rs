@@ -52,13 +52,16 @@ pub struct HeatmapArgs {
     no_demangle: bool,
 }
 
+/// A bucket width that is no number of milliseconds in range.
+#[derive(Debug, thiserror::Error)]
+#[error("'{0}' is not a number of milliseconds in (0, 3600000]")]
+struct BadMilliseconds(String);
+
 /// Milliseconds (`50`, `0.5`) → nanoseconds, positive.
-fn parse_ms(text: &str) -> Result<u64, String> {
+fn parse_ms(text: &str) -> Result<u64, BadMilliseconds> {
     match text.parse::<f64>() {
         Ok(ms) if ms > 0.0 && ms <= 3_600_000.0 => Ok((ms * 1e6) as u64),
-        _ => Err(format!(
-            "'{text}' is not a number of milliseconds in (0, 3600000]"
-        )),
+        _ => Err(BadMilliseconds(text.to_owned())),
     }
 }
 

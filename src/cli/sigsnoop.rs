@@ -48,7 +48,7 @@ fn run_as(tool: &str, args: SigsnoopArgs) -> anyhow::Result<()> {
     let FailedPidFlags { failed, pid } = args.filter;
     bpf_tool::check_pid(tool, "-p", pid)?;
     let signals = match &args.signal {
-        Some(list) => signal_mask(list).map_err(|bad| {
+        Some(list) => signal_mask(list).map_err(|NotASignal(bad)| {
             anyhow!("{tool}: -s {bad}: not a signal (a number 1-64 or a name: USR1, SIGTERM)")
         })?,
         None => 0,
@@ -65,10 +65,14 @@ fn run_as(tool: &str, args: SigsnoopArgs) -> anyhow::Result<()> {
     snoop::run(&how, &args.common, &bpf, &layout, |_| true)
 }
 
+/// An item of `-s`'s list that is no signal.
+#[derive(Debug, PartialEq, Eq)]
+struct NotASignal(String);
+
 /// `-s`'s list as a mask (bit `sig - 1`), or the item that is no signal.
-fn signal_mask(list: &str) -> Result<u64, String> {
+fn signal_mask(list: &str) -> Result<u64, NotASignal> {
     list.split(',').try_fold(0u64, |mask, item| {
-        let sig = signal_number(item.trim()).ok_or_else(|| item.to_string())?;
+        let sig = signal_number(item.trim()).ok_or_else(|| NotASignal(item.to_string()))?;
         Ok(mask | 1u64 << (sig - 1))
     })
 }
@@ -82,6 +86,6 @@ mod tests {
         assert_eq!(signal_mask("1"), Ok(1));
         assert_eq!(signal_mask("9, USR1"), Ok(1 << 8 | 1 << 9));
         assert_eq!(signal_mask("64"), Ok(1 << 63));
-        assert_eq!(signal_mask("9,nope"), Err("nope".to_string()));
+        assert_eq!(signal_mask("9,nope"), Err(NotASignal("nope".to_string())));
     }
 }

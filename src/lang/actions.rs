@@ -192,7 +192,8 @@ impl Gen<'_> {
                 "printf() expects a format string first",
             ));
         };
-        let specs = super::printf::conversions(format).map_err(|m| LangError::new(e.span, m))?;
+        let specs = super::printf::conversions(format)
+            .map_err(|m| LangError::new(e.span, m.to_string()))?;
         let values = &args[1..];
         if specs.len() != values.len() {
             let why = if specs.len() > values.len() {

@@ -185,7 +185,7 @@ pub fn compile_probe(
     let (body_insns, body_spans) = g
         .asm
         .finish()
-        .map_err(|e| LangError::new(Span::default(), e))?;
+        .map_err(|e| LangError::new(Span::default(), e.to_string()))?;
     // The prologue, placed once the variables are known: the context in
     // r6, every variable zeroed (a variable set in one branch of an `if`
     // is still initialized for the verifier on the other).

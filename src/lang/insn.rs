@@ -285,15 +285,24 @@ impl Asm {
 
     /// Resolves the jumps; a label never bound, or a jump out of `i16`
     /// range, is an error naming it.
-    pub fn finish(self) -> Result<(Vec<Insn>, Vec<Span>), String> {
+    pub fn finish(self) -> Result<(Vec<Insn>, Vec<Span>), JumpError> {
         let mut insns = self.insns;
         for (at, label) in self.fixups {
-            let target = self.labels[label.0].ok_or("a jump to a label never placed")?;
+            let target = self.labels[label.0].ok_or(JumpError::Unplaced)?;
             let off = target as i64 - at as i64 - 1;
-            insns[at].off = i16::try_from(off).map_err(|_| "a jump too far for BPF")?;
+            insns[at].off = i16::try_from(off).map_err(|_| JumpError::TooFar)?;
         }
         Ok((insns, self.spans))
     }
+}
+
+/// A jump the assembler cannot resolve.
+#[derive(Debug, thiserror::Error)]
+pub enum JumpError {
+    #[error("a jump to a label never placed")]
+    Unplaced,
+    #[error("a jump too far for BPF")]
+    TooFar,
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ pub enum Arg {
 }
 
 /// The conversion letters of `format`, one per argument it takes.
-pub fn conversions(format: &str) -> Result<Vec<char>, String> {
+pub fn conversions(format: &str) -> Result<Vec<char>, FormatError> {
     Ok(pieces(format)?
         .into_iter()
         .filter_map(|p| match p {
@@ -35,7 +35,16 @@ enum Piece<'a> {
     },
 }
 
-fn pieces(format: &str) -> Result<Vec<Piece<'_>>, String> {
+/// A `printf` format scry cannot print.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    #[error("printf: the format ends inside a conversion")]
+    Unterminated,
+    #[error("printf: unknown conversion %{0}")]
+    Unknown(char),
+}
+
+fn pieces(format: &str) -> Result<Vec<Piece<'_>>, FormatError> {
     let mut out = Vec::new();
     let mut rest = format;
     while let Some(i) = rest.find('%') {
@@ -83,10 +92,10 @@ fn pieces(format: &str) -> Result<Vec<Piece<'_>>, String> {
             chars.next();
         }
         let Some((at, conv)) = chars.next() else {
-            return Err("printf: the format ends inside a conversion".into());
+            return Err(FormatError::Unterminated);
         };
         if !matches!(conv, 'd' | 'i' | 'u' | 'x' | 'X' | 'o' | 's' | 'c' | 'p') {
-            return Err(format!("printf: unknown conversion %{conv}"));
+            return Err(FormatError::Unknown(conv));
         }
         out.push(Piece::Conv {
             left,
