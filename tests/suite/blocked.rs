@@ -104,8 +104,11 @@ fn offwaketime_joins_piper_blocked_stack_to_the_writer() {
     }
     let piper = stopped_to(&common::workload("piper"), &["50", "10"], Stdio::piped());
     let pid = piper.id().to_string();
-    let json = Tracer::start(scry_tool(&["offwaketime", "--json", "-p", &pid]), 2);
-    let folded = Tracer::start(scry_tool(&["offwaketime", "-f", "-p", &pid]), 2);
+    // bcc's default stack map size: the wakers are any task on the
+    // system, and a stack id whose bucket is taken is a missed stack.
+    let args = |out: &'static str| ["offwaketime", out, "--stack-storage-size", "16384", "-p"];
+    let json = Tracer::start(scry_tool(&[&args("--json")[..], &[&pid]].concat()), 2);
+    let folded = Tracer::start(scry_tool(&[&args("-f")[..], &[&pid]].concat()), 2);
     let (tid, blocked_us, said) = run_piper(piper);
     let (lines, err) = json.finish();
     let doc = document(&lines);

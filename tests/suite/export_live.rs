@@ -256,6 +256,9 @@ fn bpf_stack_tools_to_export_their_stacks() {
     assert_private(&out);
     let (ns, frames) = speedscope_ns_and_frames(&out);
     // At least 5 samples, however loaded the machine.
-    assert!(ns >= 5 * (1_000_000_000 / 99), "profile-bpf: {ns} ns on CPU");
+    assert!(
+        ns >= 5 * (1_000_000_000 / 99),
+        "profile-bpf: {ns} ns on CPU"
+    );
     assert!(frames.iter().any(|f| f == "spin_forever"), "{frames:?}");
 }
