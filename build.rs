@@ -38,6 +38,7 @@ const PROGRAMS: &[&str] = &[
     "filelife",
     "tcptop",
     "tcprtt",
+    "cachestat",
 ];
 
 fn main() {

@@ -7,6 +7,7 @@
 //! (`FrameId`, comm ids), hashed with `hash::FxHasher`.
 pub mod annotate;
 pub mod bio;
+pub mod cachestat;
 pub mod calltree;
 mod calltrie;
 pub mod decay;

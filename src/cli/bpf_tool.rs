@@ -40,6 +40,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "block I/O request sizes per process name, as histograms",
     ),
     (
+        "cachestat",
+        "page-cache hits, misses and dirtied pages, every interval",
+    ),
+    (
         "capable",
         "each capability check with its verdict, streamed",
     ),

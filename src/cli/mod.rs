@@ -13,6 +13,7 @@ mod biosnoop;
 mod biotop;
 mod bitesize;
 mod bpf_tool;
+mod cachestat;
 mod convert;
 mod cpudist;
 mod execsnoop;
@@ -182,6 +183,8 @@ enum Command {
     Biotop(biotop::BiotopArgs),
     /// Block I/O request sizes per process name, as histograms counted in the kernel (bcc bitesize)
     Bitesize(bitesize::BitesizeArgs),
+    /// Page-cache hits, misses and dirtied pages every interval (bcc cachestat)
+    Cachestat(cachestat::CachestatArgs),
     /// Reads, writes, fsyncs, opens and creations per second, counted in the kernel (bcc vfsstat)
     Vfsstat(vfsstat::VfsstatArgs),
     /// Allocations not freed, by the stack that made them (bcc memleak)
@@ -314,6 +317,7 @@ pub fn main() -> ExitCode {
         Command::Solisten(args) => solisten::run(args),
         Command::Biotop(args) => biotop::run(args),
         Command::Bitesize(args) => bitesize::run(args),
+        Command::Cachestat(args) => cachestat::run(args),
         Command::Vfsstat(args) => vfsstat::run(args),
         Command::Memleak(args) => memleak::run(args),
         Command::Oomkill(args) => memsnoop::run_oomkill(args),

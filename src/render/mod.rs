@@ -7,6 +7,7 @@
 //! quietly in `main`).
 pub mod annotate;
 pub mod bio;
+pub mod cachestat;
 pub mod export;
 pub mod flamegraph;
 pub mod folded;

@@ -5,6 +5,7 @@
 pub mod block;
 pub mod bpf;
 pub mod bpf_bio;
+pub mod bpf_cachestat;
 pub mod bpf_capable;
 pub mod bpf_cpudist;
 pub mod bpf_drsnoop;

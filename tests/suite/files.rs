@@ -1,6 +1,7 @@
-//! The file tools on the real kernel (filelife): workloads with known
-//! answers (`workloads/lifes`: N files created, kept MS ms, deleted),
-//! SIGKILL leaving no program or link. libbpf-tools' filelife probes
+//! The file tools on the real kernel (filelife, cachestat): workloads
+//! with known answers (`workloads/lifes`: N files created, kept MS ms,
+//! deleted; a file of N pages read after its cache is dropped), SIGKILL
+//! leaving no program or link. libbpf-tools' filelife and cachestat probe
 //! kernel functions (refused here): the workload's own answer is
 //! asserted.
 
@@ -76,4 +77,50 @@ fn sigkill_leaves_no_program_or_link() {
         return;
     }
     sigkill_frees_everything(&["filelife"], 12);
+    sigkill_frees_everything(&["cachestat", "1"], 5);
+}
+
+/// A file of N pages, written, synced and dropped from the cache (dd's
+/// `iflag=nocache count=0`: posix_fadvise DONTNEED on the whole file),
+/// then read twice: its N pages are added to the cache on the first read,
+/// so cachestat's misses over the run are at least N (the machine's
+/// other I/O only adds to them).
+#[test]
+fn cachestat_counts_the_pages_a_dropped_file_reads_back_as_misses() {
+    if !require_root() {
+        return;
+    }
+    let dir = common::tempdir();
+    let path = dir.path().join("pages");
+    let pages = 2048usize;
+    let mut file = std::fs::File::create(&path).expect("create");
+    let chunk: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+    for _ in 0..pages {
+        file.write_all(&chunk).expect("write");
+    }
+    file.sync_all().expect("fsync");
+    drop(file);
+    let tracer = Tracer::start(scry_tool(&["cachestat", "--json", "1"]), 5);
+    let dropped = Command::new("dd")
+        .arg(format!("if={}", path.display()))
+        .args(["iflag=nocache", "count=0", "status=none"])
+        .status()
+        .expect("dd runs");
+    assert!(dropped.success());
+    for _ in 0..2 {
+        assert_eq!(std::fs::read(&path).expect("read").len(), pages * 4096);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let (lines, err) = tracer.stop();
+    let mut misses = 0;
+    for l in &lines {
+        let v: serde_json::Value = serde_json::from_str(l).expect("JSON");
+        misses += v["misses"].as_u64().expect("misses");
+        assert!(v["cached_mb"].as_u64().expect("cached_mb") > 0, "{l}");
+    }
+    assert!(
+        misses >= pages as u64,
+        "{misses} < {pages}: {lines:?}\n{err}"
+    );
+    assert!(err.contains("cachestat: HITS are"), "{err}");
 }

@@ -1,0 +1,68 @@
+//! `scry cachestat` (bcc's cachestat and its layout): page-cache hits,
+//! misses and dirtied pages every `interval` seconds (default 1) `count`
+//! times, with bcc's buffer and cache sizes; `-T` a time column, `--json`
+//! one object per interval. Counted from the filemap and writeback
+//! tracepoints (bcc's kprobes do not load everywhere); what those cannot
+//! see is said once, on stderr. Wiring only: `sys::bpf_cachestat` →
+//! `analysis::cachestat` → `render::cachestat`.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use clap::Args;
+
+use scry::analysis::cachestat::CacheInterval;
+use scry::capture::bpf_run::{self, RunOptions};
+use scry::render::cachestat;
+use scry::sys::bpf_cachestat::CachestatBpf;
+use scry::sys::localtime::now_hms;
+
+use super::bpf_tool;
+
+#[derive(Args, Debug)]
+pub struct CachestatArgs {
+    /// Start each line with the time (HH:MM:SS).
+    #[arg(short = 'T', long = "timestamp")]
+    timestamp: bool,
+    #[command(flatten)]
+    table: bpf_tool::TableArgs,
+    #[command(flatten)]
+    intervals: bpf_tool::IntervalArgs,
+}
+
+pub fn run(args: CachestatArgs) -> anyhow::Result<()> {
+    let bpf = bpf_tool::load("cachestat", CachestatBpf::load)?;
+    bpf_tool::print_hooks("cachestat", &bpf.hooks(), args.table.verbose);
+    eprintln!(
+        "cachestat: HITS are the pages read() and mmap faults ask of the page cache less the \
+         misses (this kernel has no tracepoint on mark_page_accessed, bcc's hook): writes \
+         into cached pages are not counted as hits"
+    );
+    for what in bpf.missing() {
+        eprintln!("cachestat: not counted here: {what}");
+    }
+    let opts = RunOptions {
+        interval: Some(Duration::from_secs(args.intervals.interval.unwrap_or(1))),
+        ..args.intervals.run_options(None)
+    };
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if !args.table.json {
+        cachestat::header(&mut out, args.timestamp)?;
+    }
+    out.flush()?;
+    let mut before = bpf.read()?;
+    bpf_run::run(&opts, |_last| {
+        let now = bpf.read()?;
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let interval = CacheInterval::between(&before, &now, &meminfo);
+        before = now;
+        if args.table.json {
+            cachestat::json(&mut out, now_hms(), &interval)?;
+        } else {
+            let time = args.timestamp.then(now_hms);
+            cachestat::line(&mut out, time, &interval)?;
+        }
+        out.flush()
+    })?;
+    Ok(())
+}
