@@ -20,7 +20,7 @@ use scry::analysis::annotate::{AddressCollector, FunctionHits};
 use scry::data::reader::{PerfReader, Record};
 use scry::model::sample::FrameKind;
 use scry::render::annotate::{FunctionListing, SourceCache, write_function};
-use scry::symbol::code::{CodeError, FunctionCode, function_code, kernel_code};
+use scry::symbol::code::{CodeError, FunctionCode, Unavailable, function_code, kernel_code};
 use scry::symbol::{Kallsyms, ResolveOptions, build_id_matches, read_build_id};
 
 #[derive(Args, Debug)]
@@ -145,7 +145,7 @@ fn write_annotation(args: &AnnotateArgs, out: &mut dyn Write) -> anyhow::Result<
         let code = read_code(hits, &build_ids, &mut kallsyms);
         let listing = FunctionListing {
             hits,
-            code: code.as_ref().map_err(Clone::clone),
+            code: code.as_ref(),
             event: &event_name,
         };
         write_function(out, &listing, &mut sources)?;
@@ -171,7 +171,7 @@ fn read_code(
     hits: &FunctionHits,
     build_ids: &[(Vec<u8>, Vec<u8>)],
     kallsyms: &mut Option<Option<Kallsyms>>,
-) -> Result<FunctionCode, String> {
+) -> Result<FunctionCode, Unavailable> {
     let dso = &*hits.frame.dso;
     if hits.frame.kind == FrameKind::Kernel {
         let table = kallsyms.get_or_insert_with(|| Kallsyms::from_proc().ok());
@@ -186,22 +186,23 @@ fn read_code(
                 bytes,
                 lines: Vec::new(),
             }),
-            Err(CodeError::Open { source, .. }) => Err(match source.kind() {
-                std::io::ErrorKind::NotFound => {
-                    "kernel code is read from /proc/kcore, which this kernel does not have (CONFIG_PROC_KCORE)".into()
-                }
-                std::io::ErrorKind::PermissionDenied => {
-                    "kernel code is read from /proc/kcore, which needs root".into()
-                }
-                _ => format!("kernel code: cannot read /proc/kcore: {source}"),
-            }),
-            Err(e) => Err(format!("kernel code: {e}")),
+            Err(CodeError::Open { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                Err(Unavailable::NoKcore)
+            }
+            Err(CodeError::Open { source, .. })
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                Err(Unavailable::KcoreNeedsRoot)
+            }
+            Err(e) => Err(Unavailable::Kernel(e)),
         };
     }
     if dso.starts_with('[') || dso.starts_with("/tmp/perf-") || dso.starts_with("//anon") {
-        return Err(format!(
-            "{dso}: the code is not in a file (JIT or vDSO code is gone with its process)"
-        ));
+        return Err(Unavailable::NotInAFile {
+            dso: dso.to_owned(),
+        });
     }
     let path = Path::new(dso);
     if let Some((_, recorded)) = build_ids.iter().find(|(file, _)| file == dso.as_bytes())
@@ -211,14 +212,18 @@ fn read_code(
         match read_build_id(path) {
             Some(actual) if build_id_matches(recorded, &actual) => {}
             Some(actual) => {
-                return Err(format!(
-                    "{dso} was rebuilt since the recording (build id {}, recorded {})",
-                    hex(&actual),
-                    hex(recorded).trim_end_matches('0')
-                ));
+                return Err(Unavailable::Rebuilt {
+                    dso: dso.to_owned(),
+                    now: hex(&actual),
+                    recorded: hex(recorded).trim_end_matches('0').to_owned(),
+                });
             }
-            None => return Err(format!("{dso} is missing or unreadable")),
+            None => {
+                return Err(Unavailable::Missing {
+                    dso: dso.to_owned(),
+                });
+            }
         }
     }
-    function_code(path, hits.start).map_err(|e| format!("{e:#}"))
+    function_code(path, hits.start).map_err(Unavailable::Code)
 }

@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use iced_x86::{Decoder, DecoderOptions, Formatter, GasFormatter, Instruction};
 
 use crate::analysis::annotate::FunctionHits;
-use crate::symbol::code::FunctionCode;
+use crate::symbol::code::{FunctionCode, Unavailable};
 use crate::symbol::dso_short_name;
 
 /// Source files read so far (`None`: unreadable), by path.
@@ -103,7 +103,7 @@ pub fn samples_per_instruction(hits: &FunctionHits, code: &[Disassembled]) -> Ve
 pub struct FunctionListing<'a> {
     pub hits: &'a FunctionHits,
     /// The function's code, or why it could not be read.
-    pub code: Result<&'a FunctionCode, String>,
+    pub code: Result<&'a FunctionCode, &'a Unavailable>,
     /// The event's name (`cpu-clock:ppp`).
     pub event: &'a str,
 }
@@ -221,12 +221,14 @@ mod tests {
         }
         let missing = FunctionListing {
             hits: &hits,
-            code: Err("needs /proc/kcore and root".into()),
+            code: Err(&Unavailable::KcoreNeedsRoot),
             event: "cpu-clock",
         };
         let mut out = Vec::new();
         write_function(&mut out, &missing, &mut SourceCache::default()).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert!(text.contains("         : div_hot: needs /proc/kcore and root"));
+        assert!(text.contains(
+            "         : div_hot: kernel code is read from /proc/kcore, which needs root"
+        ));
     }
 }

@@ -43,6 +43,32 @@ pub enum CodeError {
     NotInKcore { addr: u64 },
 }
 
+/// Why annotate shows no code for a sampled function (printed under its
+/// header).
+#[derive(Debug, thiserror::Error)]
+pub enum Unavailable {
+    #[error(
+        "kernel code is read from /proc/kcore, which this kernel does not have (CONFIG_PROC_KCORE)"
+    )]
+    NoKcore,
+    #[error("kernel code is read from /proc/kcore, which needs root")]
+    KcoreNeedsRoot,
+    #[error("kernel code: {0}")]
+    Kernel(CodeError),
+    #[error("{dso}: the code is not in a file (JIT or vDSO code is gone with its process)")]
+    NotInAFile { dso: String },
+    #[error("{dso} was rebuilt since the recording (build id {now}, recorded {recorded})")]
+    Rebuilt {
+        dso: String,
+        now: String,
+        recorded: String,
+    },
+    #[error("{dso} is missing or unreadable")]
+    Missing { dso: String },
+    #[error("{0}")]
+    Code(CodeError),
+}
+
 /// `(svma, source file, line)`: an address DWARF gives a line.
 pub type LineRow = (u64, String, u64);
 
