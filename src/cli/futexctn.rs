@@ -44,12 +44,17 @@ pub struct FutexctnArgs {
     duration: Option<u64>,
 }
 
-fn parse_lock(text: &str) -> Result<u64, String> {
+/// A `-l` that is no lock address.
+#[derive(Debug, thiserror::Error)]
+#[error("not a lock address (hex): {0}")]
+struct NotALock(String);
+
+fn parse_lock(text: &str) -> Result<u64, NotALock> {
     let hex = text.strip_prefix("0x").unwrap_or(text);
     u64::from_str_radix(hex, 16)
         .ok()
         .filter(|&a| a != 0)
-        .ok_or_else(|| format!("not a lock address (hex): {text}"))
+        .ok_or_else(|| NotALock(text.to_owned()))
 }
 
 pub fn run(args: FutexctnArgs) -> anyhow::Result<()> {
