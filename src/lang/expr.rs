@@ -174,7 +174,7 @@ impl Gen<'_> {
                 let Some(func) = self.env.func else {
                     return Err(LangError::new(
                         e.span,
-                        "The func builtin can only be used with 'uprobe' and 'uretprobe' probes",
+                        "The func builtin can only be used with kprobe and uprobe probes",
                     ));
                 };
                 return self.expr(&Expr {
@@ -203,7 +203,7 @@ impl Gen<'_> {
                 if !(self.env.kind == ProgKind::Kprobe && self.env.is_return) {
                     return Err(LangError::new(
                         e.span,
-                        "The retval builtin can only be used with 'uretprobe' probes",
+                        "The retval builtin can only be used with kretprobe and uretprobe probes",
                     ));
                 }
                 self.asm.emit(load(Size::DW, R0, R6, PT_REGS_RAX));
@@ -224,7 +224,7 @@ impl Gen<'_> {
                         return Err(LangError::new(
                             e.span,
                             format!(
-                                "The {name} builtin can only be used with 'uprobe' probes (arg0-arg5)"
+                                "The {name} builtin can only be used with kprobe and uprobe probes (arg0-arg5)"
                             ),
                         ));
                     }

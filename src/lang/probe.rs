@@ -1,8 +1,10 @@
 //! Probe names: `BEGIN`, `END`, `tracepoint:SUB:NAME` (`t:`), `interval:s:N`
 //! and `interval:ms:N` (`i:`), `profile:hz:N` (`p:`), `uprobe:BIN:FUNC`
-//! and `uretprobe:BIN:FUNC` (`u:`, `ur:`), `rawtracepoint:NAME` (`rt:`),
-//! `software:EVENT:N` (`s:`). Parsing is text only; wildcards are expanded
-//! against the kernel by the runner.
+//! and `uretprobe:BIN:FUNC` (`u:`, `ur:`), `kprobe:FUNC` and
+//! `kretprobe:FUNC` (`k:`, `kr:`, through the kprobe PMU where the kernel
+//! has one), `rawtracepoint:NAME` (`rt:`), `software:EVENT:N` (`s:`).
+//! Parsing is text only; wildcards are expanded against the kernel by the
+//! runner.
 
 use super::error::{LangError, Span};
 
@@ -35,6 +37,11 @@ pub enum ProbeSpec {
         function: String,
         ret: bool,
     },
+    /// A kernel function's entry, or its return with `ret`.
+    Kprobe {
+        function: String,
+        ret: bool,
+    },
 }
 
 impl ProbeSpec {
@@ -62,6 +69,9 @@ impl ProbeSpec {
                 "{}:{binary}:{function}",
                 if *ret { "uretprobe" } else { "uprobe" }
             ),
+            ProbeSpec::Kprobe { function, ret } => {
+                format!("{}:{function}", if *ret { "kretprobe" } else { "kprobe" })
+            }
         }
     }
 }
@@ -155,9 +165,20 @@ pub fn parse_probe(text: &str, span: Span) -> Result<ProbeSpec, LangError> {
                 ret: kind.starts_with("uret") || kind == "ur",
             })
         }
-        "kprobe" | "k" | "kretprobe" | "kr" | "fentry" | "f" | "fexit" | "fr" => Err(bad(
-            &format!("{kind} probes are not supported by scry run on this kernel"),
-        )),
+        "kprobe" | "k" | "kretprobe" | "kr" => {
+            if rest.is_empty() || rest.contains([':', '*', '+']) {
+                return Err(bad(&format!(
+                    "{kind} probe must be {kind}:FUNCTION (one kernel function, no wildcard or offset)"
+                )));
+            }
+            Ok(ProbeSpec::Kprobe {
+                function: rest.into(),
+                ret: kind.starts_with("kret") || kind == "kr",
+            })
+        }
+        "fentry" | "f" | "fexit" | "fr" => Err(bad(&format!(
+            "{kind} probes are not supported by scry run: use kprobe:/kretprobe:"
+        ))),
         _ => Err(bad(&format!("Invalid probe type: {kind}"))),
     }
 }
@@ -193,6 +214,24 @@ mod tests {
                 ret: true
             })
         );
+    }
+
+    #[test]
+    fn kernel_function_probes() {
+        assert_eq!(
+            p("kr:do_sys_openat2"),
+            Ok(ProbeSpec::Kprobe {
+                function: "do_sys_openat2".into(),
+                ret: true
+            })
+        );
+        assert_eq!(
+            p("kprobe:vfs_read").map(|s| s.name()),
+            Ok("kprobe:vfs_read".into())
+        );
+        assert!(p("kprobe:vfs_*").is_err());
+        assert!(p("kprobe:").is_err());
+        assert!(p("fentry:vfs_read").is_err());
     }
 
     #[test]

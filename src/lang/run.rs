@@ -107,6 +107,19 @@ fn resolve_probes(program: &Program) -> Result<Vec<Concrete>, RunError> {
                             )
                         })?)
                     }
+                    ProbeSpec::Kprobe { .. } => {
+                        crate::sys::uprobe::UprobePmu::detect_kprobe().map_err(|e| {
+                            LangError::new(
+                                ap.span,
+                                format!(
+                                    "{}: this kernel has no kprobes (the kprobe PMU, \
+                                     /sys/bus/event_source/devices/kprobe: {e}; CONFIG_KPROBE_EVENTS)",
+                                    spec.name()
+                                ),
+                            )
+                        })?;
+                        None
+                    }
                     _ => None,
                 };
                 out.push(Concrete {
@@ -127,7 +140,7 @@ fn prog_kind(spec: &ProbeSpec) -> ProgKind {
             ProgKind::RawTracepoint
         }
         ProbeSpec::Tracepoint { .. } => ProgKind::Tracepoint,
-        ProbeSpec::Uprobe { .. } => ProgKind::Kprobe,
+        ProbeSpec::Uprobe { .. } | ProbeSpec::Kprobe { .. } => ProgKind::Kprobe,
         _ => ProgKind::PerfEvent,
     }
 }
@@ -148,10 +161,15 @@ fn compile_all(
             kind: prog_kind(&c.spec),
             format: c.format.as_ref(),
             probe_id: id as u64,
-            is_return: matches!(c.spec, ProbeSpec::Uprobe { ret: true, .. }),
+            is_return: matches!(
+                c.spec,
+                ProbeSpec::Uprobe { ret: true, .. } | ProbeSpec::Kprobe { ret: true, .. }
+            ),
             start_ns,
             func: match &c.spec {
-                ProbeSpec::Uprobe { function, .. } => Some(function.as_str()),
+                ProbeSpec::Uprobe { function, .. } | ProbeSpec::Kprobe { function, .. } => {
+                    Some(function.as_str())
+                }
                 _ => None,
             },
             types,
@@ -588,6 +606,22 @@ fn attach(c: &Concrete, prog: &OwnedFd, attached: &mut Vec<Attached>) -> io::Res
             // One event for every process (the program runs for each hit,
             // on whichever CPU).
             let fd = crate::sys::uprobe::open_at(&attr, &path, |a| PerfEventFd::open(a, -1, 0))?;
+            bpf_raw::attach_perf_event(&fd, prog)?;
+            attached.push(Ok(fd));
+            return Ok(());
+        }
+        ProbeSpec::Kprobe { function, ret } => {
+            // The kprobe PMU: `config1` names the function, `config2` the
+            // offset in it. One event: its program runs for every hit, on
+            // whichever CPU; the probe goes with the descriptor.
+            let pmu = crate::sys::uprobe::UprobePmu::detect_kprobe()?;
+            attr.type_ = pmu.type_;
+            attr.config = pmu.config(*ret);
+            attr.__bindgen_anon_4.config2 = 0;
+            attr.__bindgen_anon_1.sample_period = 1;
+            let fd = crate::sys::uprobe::open_at(&attr, std::path::Path::new(function), |a| {
+                PerfEventFd::open(a, -1, 0)
+            })?;
             bpf_raw::attach_perf_event(&fd, prog)?;
             attached.push(Ok(fd));
             return Ok(());

@@ -292,3 +292,11 @@ fn guest_known_gaps_and_other_checks() {
         failed.join("\n")
     );
 }
+
+/// `scry run` on kernel functions: `kprobe:__do_sys_getppid` counts
+/// exactly the N calls of `calls N`, and `kretprobe:do_sys_openat2`'s
+/// `retval` is cat's -2 for a missing file.
+#[test]
+fn guest_run_kprobe_and_kretprobe() {
+    assert_passed(|n| n == "run_kprobe", &["run_kprobe"]);
+}
