@@ -71,8 +71,6 @@ pub struct Lost {
 /// recorders, live rings) counts those.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LostTally {
-    /// Loss reports of either kind.
-    pub reports: u64,
     records: u64,
     samples: u64,
 }
@@ -80,7 +78,6 @@ pub struct LostTally {
 impl LostTally {
     /// One loss report.
     pub fn add(&mut self, lost: &Lost) {
-        self.reports += 1;
         match lost.kind {
             LostKind::Records => self.records += lost.count,
             LostKind::Samples => self.samples += lost.count,
