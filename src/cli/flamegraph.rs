@@ -1,6 +1,8 @@
-//! `scry flamegraph`: a perf.data file (or a command, recorded first with
-//! `scry record -F 999 -g`) → `symbol::resolve_file` → `analysis::folded`
-//! → `render::folded` / `render::flamegraph`.
+//! `scry flamegraph`: a perf.data file → `symbol::resolve_file` →
+//! `analysis::folded` → `render::folded` / `render::flamegraph`. Live (`-a`,
+//! `-p PID`, `-- COMMAND`), the stacks are counted in the kernel with BPF
+//! (`cli::flamegraph_live`), or with `--no-bpf` (and where BPF does not
+//! load) recorded first with `scry record -F 999 -g`.
 //!
 //! `--folded` writes the collapsed stacks `perf script | inferno-collapse-perf`
 //! would (to standard output unless `-o` is given); otherwise an SVG goes to
@@ -25,10 +27,13 @@ use clap::{Args, Parser};
 use scry::analysis::folded::{FoldOptions, FoldedStacks};
 use scry::analysis::stack_text::{self, ScriptFoldOptions, StackInput};
 use scry::data::reader::PerfReader;
-use scry::render::export::Format;
+use scry::render::export::{EventKind, Format};
 use scry::render::flamegraph::{FlameOptions, parse_palette, write_diff_svg, write_svg};
 use scry::render::folded::{FoldedOptions, folded_lines};
 use scry::symbol::{ResolveOptions, Resolved, resolve_file, resolve_reader};
+
+use super::flamegraph_live::{self, LiveOptions};
+use super::offcputime::export_named;
 
 #[derive(Args, Debug)]
 pub struct FlamegraphArgs {
@@ -75,12 +80,27 @@ pub struct FlamegraphArgs {
     /// switched out (as `scry offcpu --svg`), of the command, -p or -a.
     #[arg(long)]
     offcpu: bool,
-    /// With --offcpu: watch every task.
-    #[arg(short = 'a', long = "all-cpus", requires = "offcpu")]
+    /// Sample every CPU (the idle task too) until Ctrl-C, or until the
+    /// command exits; with --offcpu, watch every task.
+    #[arg(short = 'a', long = "all-cpus")]
     all_cpus: bool,
-    /// With --offcpu: watch these processes: PID[,PID...].
-    #[arg(short = 'p', long = "pid", value_name = "PID", requires = "offcpu")]
+    /// Sample these processes (and what they fork) until Ctrl-C or the
+    /// process's exit: PID[,PID...]. With --offcpu, watch them.
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
     pid: Option<String>,
+    /// Live samples per second on each CPU (-a, -p, a command). Default 999.
+    #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 999,
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    freq: u64,
+    /// Live: stream the samples through the perf rings into a temporary
+    /// recording (`scry record -F HZ -g`) instead of counting stacks in the
+    /// kernel with BPF (default: BPF where it loads; this is also the
+    /// fallback where it does not).
+    #[arg(long = "no-bpf")]
+    no_bpf: bool,
+    /// Live: say which kernel hooks count the stacks, and when they were attached.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
     /// With --offcpu: join each blocked stack with its waker's (offwaketime).
     #[arg(long, requires = "offcpu")]
     wakeup: bool,
@@ -143,15 +163,9 @@ struct RecordWrap {
     record: super::record::RecordArgs,
 }
 
-fn record_command(command: &[OsString], output: &Path) -> anyhow::Result<()> {
-    let mut argv: Vec<OsString> = ["record", "-F", "999", "-g", "-q", "-o"]
-        .iter()
-        .map(OsString::from)
-        .collect();
-    argv.push(output.as_os_str().to_owned());
-    argv.push("--".into());
-    argv.extend(command.iter().cloned());
-    let wrap = RecordWrap::try_parse_from(argv).context("recording the command")?;
+fn record_live(live: &LiveOptions<'_>, output: &Path) -> anyhow::Result<()> {
+    let argv = super::flamegraph_live::record_argv(live, output);
+    let wrap = RecordWrap::try_parse_from(argv).context("recording")?;
     super::record::run(wrap.record)
 }
 
@@ -263,17 +277,37 @@ pub fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
         anyhow::bail!("--folded and --diff cannot be combined");
     }
 
-    // A command is recorded into a temporary file first.
+    // Live (-a, -p, a command): the stacks counted in the kernel where
+    // only they are needed (no --event) and BPF loads, else recorded into
+    // a temporary file first.
+    let pids = super::target::parse_id_list(args.pid.as_deref(), "-p")?;
+    if let Some(pid) = pids.iter().find(|&&pid| !scry::sys::proc::exists(pid)) {
+        anyhow::bail!("-p: no such process: {pid}");
+    }
+    let live = LiveOptions {
+        all_cpus: args.all_cpus,
+        pids,
+        command: &args.command,
+        frequency: args.freq,
+        verbose: args.verbose,
+    };
+    let is_live = !args.command.is_empty() || args.all_cpus || !live.pids.is_empty();
+    let kernel = match is_live && !args.no_bpf && args.event.is_none() {
+        true => flamegraph_live::count_in_kernel(&live, &resolve_options(&args))?,
+        false => None,
+    };
     let tempdir;
-    let from_stdin = args.command.is_empty()
+    let from_stdin = !is_live
         && match &args.input {
             Some(path) => path.as_os_str() == "-",
             None => stdin_is_data(),
         };
-    let input = if !args.command.is_empty() {
+    let input = if kernel.is_some() {
+        PathBuf::from("the run")
+    } else if is_live {
         tempdir = tempfile_dir()?;
         let path = tempdir.join("perf.data");
-        record_command(&args.command, &path)?;
+        record_live(&live, &path)?;
         path
     } else if from_stdin {
         PathBuf::from("<stdin>")
@@ -287,6 +321,15 @@ pub fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
         if from_stdin {
             anyhow::bail!("--to reads a perf.data file or records a command, not standard input");
         }
+        if let Some(kernel) = kernel {
+            let to = super::convert::ToArgs {
+                to: Some(format),
+                output: args.output.clone(),
+            };
+            // The periods are nanoseconds already.
+            let event = ("cpu-clock", EventKind::Clock, 1);
+            return export_named(&to, Some(kernel.named), event, "flamegraph");
+        }
         return super::convert::convert_file(
             &input,
             format,
@@ -294,7 +337,9 @@ pub fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
             !args.no_demangle,
         );
     }
-    let after = if from_stdin {
+    let after = if let Some(kernel) = &kernel {
+        kernel.folded(!args.folded)
+    } else if from_stdin {
         fold_stdin(&args, !args.folded)?
     } else {
         fold(&input, &args, !args.folded)?

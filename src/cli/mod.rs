@@ -20,6 +20,7 @@ mod execsnoop;
 mod exitsnoop;
 mod feed_consumer;
 mod flamegraph;
+mod flamegraph_live;
 mod futexctn;
 mod header;
 mod heatmap;

@@ -20,6 +20,7 @@ mod export_live;
 mod file_goldens;
 mod files;
 mod flamegraph;
+mod flamegraph_live;
 mod heatmap;
 mod kernel_matrix;
 mod lang;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use common::tracer::{Tracer, bpf_fd_ids, scry_tool, stopped_to};
 
 /// Root (CAP_BPF and CAP_PERFMON), or skip.
-fn require_root() -> bool {
+pub(crate) fn require_root() -> bool {
     common::gate(
         if std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0) {
             Ok(())
@@ -27,7 +27,7 @@ fn require_root() -> bool {
 }
 
 /// The online CPUs: profile-bpf holds one link per CPU once sampling.
-fn online_cpus() -> usize {
+pub(crate) fn online_cpus() -> usize {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online CPUs");
     text.trim()
         .split(',')
@@ -85,7 +85,9 @@ fn entries(lines: &[String]) -> Vec<Entry> {
 
 /// A stack's user chain from `main` to the leaf (`main;outer_a;hot_a`),
 /// if it has one.
-fn main_chain<'a>(innermost_first: impl DoubleEndedIterator<Item = &'a str>) -> Option<String> {
+pub(crate) fn main_chain<'a>(
+    innermost_first: impl DoubleEndedIterator<Item = &'a str>,
+) -> Option<String> {
     let outer_first: Vec<&str> = innermost_first.rev().collect();
     let at = outer_first.iter().position(|f| *f == "main")?;
     let user: Vec<&str> = outer_first[at..]
@@ -102,7 +104,7 @@ fn main_chain<'a>(innermost_first: impl DoubleEndedIterator<Item = &'a str>) -> 
 }
 
 /// Chains holding at least 2% of the samples, with their shares.
-fn major_chains(counts: &BTreeMap<String, u64>) -> BTreeMap<String, f64> {
+pub(crate) fn major_chains(counts: &BTreeMap<String, u64>) -> BTreeMap<String, f64> {
     let total: u64 = counts.values().sum();
     counts
         .iter()
@@ -112,7 +114,7 @@ fn major_chains(counts: &BTreeMap<String, u64>) -> BTreeMap<String, f64> {
 }
 
 /// `perf record -F 999 -g` of cpu7525: samples per main chain.
-fn perf_chains(dir: &Path) -> BTreeMap<String, u64> {
+pub(crate) fn perf_chains(dir: &Path) -> BTreeMap<String, u64> {
     let data = common::perf_record_g(dir, "cpu7525", &common::workload("cpu7525"), &["1s"]);
     let out = common::run_ok(
         common::perf()
@@ -181,14 +183,14 @@ fn cpu7525_splits_75_25_with_perfs_chains() {
 
 /// A running `spinner`, its pid, and its CPU time so far (utime + stime,
 /// in clock ticks).
-fn spinner() -> Child {
+pub(crate) fn spinner() -> Child {
     Command::new(common::workload("spinner"))
         .stdout(Stdio::null())
         .spawn()
         .expect("spinner runs")
 }
 
-fn cpu_ticks(pid: u32) -> u64 {
+pub(crate) fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
     let fields: Vec<&str> = stat
         .rsplit(')')
