@@ -2,7 +2,8 @@
 // threads [N] [ROUNDS]: starts N threads (1..8, default 4); thread i burns
 // ROUNDS work units (default 30, about 10 ms each) in its own function
 // worker_<i>. Each thread prints "thread <i> tid <tid>" on stdout first, so
-// a test can match the tid it sees in the samples with the function.
+// a test can match the tid it sees in the samples with the function, and
+// "done <i> tid <tid> cpu_ms <ms>" when its work is done.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,12 @@ static void *thread_main(void *arg) {
     fflush(stdout);
     pthread_mutex_unlock(&out_lock);
     workers[i]();
+    /* The CPU time the thread had, for tests that add up its runs. */
+    double cpu = work_thread_seconds();
+    pthread_mutex_lock(&out_lock);
+    printf("done %ld tid %ld cpu_ms %.3f\n", i, (long)syscall(SYS_gettid), cpu * 1e3);
+    fflush(stdout);
+    pthread_mutex_unlock(&out_lock);
     return NULL;
 }
 

@@ -396,29 +396,29 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
     let oracle = perf_timehist_run_ms(&data);
     let mut workers = 0;
     for line in stdout.lines() {
-        let Some(tid) = line
-            .strip_prefix("thread ")
-            .and_then(|l| l.split_whitespace().nth(2))
-        else {
+        // "done I tid TID cpu_ms MS": the CPU time the thread measured.
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let ["done", _, "tid", tid, "cpu_ms", cpu] = words.as_slice() else {
             continue;
         };
         workers += 1;
-        let ours = slices.get(tid).copied().unwrap_or(0.0);
-        let want = oracle.get(tid).copied().unwrap_or(0.0);
-        assert!(want > 50.0, "tid {tid}: perf sched timehist says {want} ms");
-        // Each worker runs whole rounds until its thread has had 300 ms of
-        // CPU. A slice is drawn only where its switch-in is in the file; on
+        let cpu: f64 = cpu.parse().expect("cpu_ms");
+        let ours = slices.get(*tid).copied().unwrap_or(0.0);
+        let want = oracle.get(*tid).copied().unwrap_or(0.0);
+        eprintln!(
+            "tid {tid}: slices {ours:.3} ms, perf sched timehist {want:.3} ms, the thread measured {cpu:.3} ms"
+        );
+        // A slice is drawn only where its switch-in is in the file; on
         // this 6.18 VM the switch from the idle task is sometimes delivered
         // to no perf ring for a whole run (perf record's too), and then
-        // perf sched timehist counts runs from the CPU's previous switch
-        // (230 ms and 304 ms were seen for such 300 ms threads), while
-        // scry's slices can only come out short. Both are bounded by the
-        // CPU time the workload was asked for.
+        // perf sched timehist counts runs from the CPU's previous switch,
+        // while scry's slices can only come out short by that run. The
+        // slices never hold more than the thread's CPU time.
         assert!(
-            (150.0..=375.0).contains(&ours),
-            "tid {tid}: slices add up to {ours:.3} ms for 300 ms of CPU (perf sched timehist {want:.3} ms)"
+            (cpu * 0.5..=cpu * 1.05 + 1.0).contains(&ours),
+            "tid {tid}: slices add up to {ours:.3} ms for the {cpu:.3} ms of CPU the thread measured (perf sched timehist {want:.3} ms)"
         );
-        assert_eq!(names.get(tid).map(String::as_str), Some("threads"));
+        assert_eq!(names.get(*tid).map(String::as_str), Some("threads"));
     }
     assert_eq!(workers, 2, "{stdout}");
 }

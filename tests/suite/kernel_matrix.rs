@@ -87,6 +87,11 @@ fn boot() -> Run {
         "kernel matrix: guest ran in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    let times: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.find("SCRY-TIME ").map(|at| &l[at + "SCRY-TIME ".len()..]))
+        .collect();
+    eprintln!("kernel matrix: seconds per check: {}", times.join(", "));
     match out.status.code() {
         Some(0) => Ok(parse(&stdout)),
         Some(3) => Err(NoRun::Unavailable(stderr.trim().to_string())),
@@ -129,10 +134,20 @@ fn assert_passed(pick: impl Fn(&str) -> bool, expected: &[&str]) {
         eprintln!("guest check {} {} {}", c.name, c.status, c.details);
     }
     let mut problems = Vec::new();
+    // A check whose shell hung or died is named by the guest's driver
+    // (`check_NAME FAIL`): say it beside the results it did not give.
+    let driver: Vec<String> = all
+        .iter()
+        .filter(|c| c.name.starts_with("check_") && c.status == "FAIL")
+        .map(|c| format!("{}: {}\n    {}", c.name, c.details, c.log.join("\n    ")))
+        .collect();
     for name in expected {
         if !mine.iter().any(|c| c.name == *name) {
             problems.push(format!("{name}: did not run in the guest"));
         }
+    }
+    if !problems.is_empty() && !driver.is_empty() {
+        problems.push(format!("the guest's driver said:\n{}", driver.join("\n")));
     }
     for c in mine.iter().filter(|c| c.status == "FAIL") {
         problems.push(format!(
