@@ -22,6 +22,7 @@ mod files;
 mod flamegraph;
 mod flamegraph_live;
 mod heatmap;
+mod jit_runtimes;
 mod kernel_matrix;
 mod lang;
 mod lifecycle;
