@@ -39,6 +39,7 @@ const PROGRAMS: &[&str] = &[
     "tcptop",
     "tcprtt",
     "cachestat",
+    "funcs",
 ];
 
 fn main() {

@@ -14,6 +14,7 @@ pub mod decay;
 pub mod feed;
 pub mod folded;
 pub mod funcgraph;
+pub mod funcs;
 pub mod futexctn;
 pub mod heatmap;
 pub mod hist;

@@ -68,6 +68,14 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each file deleted, with its age since its creation, streamed",
     ),
     (
+        "funccount",
+        "calls of user functions matching a pattern (uprobes), counted in the kernel",
+    ),
+    (
+        "funclatency",
+        "latency of user functions matching a pattern (uprobes), as a histogram",
+    ),
+    (
         "futexctn",
         "user lock contention: futex waits per thread, lock and stack, in the kernel",
     ),
@@ -212,6 +220,29 @@ impl IntervalArgs {
             interval: self.interval.map(Duration::from_secs),
             count: self.count,
             duration: None,
+            pid: pid.map(|p| p as i32),
+        }
+    }
+}
+
+/// libbpf-tools' `-i INTERVAL` and `-d DURATION`.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct TimedArgs {
+    /// Print every INTERVAL seconds (default: once, at the end).
+    #[arg(short = 'i', long = "interval", value_name = "INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
+    pub interval: Option<u64>,
+    /// Stop after DURATION seconds (default: Ctrl-C, or the traced process's exit).
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
+    pub duration: Option<u64>,
+}
+
+impl TimedArgs {
+    /// The run loop's options: these times, ending with process `pid`.
+    pub fn run_options(&self, pid: Option<u32>) -> RunOptions {
+        RunOptions {
+            interval: self.interval.map(Duration::from_secs),
+            count: None,
+            duration: self.duration.map(Duration::from_secs),
             pid: pid.map(|p| p as i32),
         }
     }

@@ -21,6 +21,9 @@ mod exitsnoop;
 mod feed_consumer;
 mod flamegraph;
 mod flamegraph_live;
+mod func_probe;
+mod funccount;
+mod funclatency;
 mod futexctn;
 mod header;
 mod heatmap;
@@ -121,6 +124,10 @@ enum Command {
     Runqlat(runqlat::RunqlatArgs),
     /// On-CPU or off-CPU time per stretch as a histogram, counted in the kernel (bcc cpudist)
     Cpudist(cpudist::CpudistArgs),
+    /// Calls of user functions matching a pattern, counted in the kernel by uprobes (bcc funccount)
+    Funccount(funccount::FunccountArgs),
+    /// Latency of user functions matching a pattern as a histogram, timed in the kernel by uprobes (bcc funclatency)
+    Funclatency(funclatency::FunclatencyArgs),
     /// Each run-queue wait longer than a threshold, streamed from the kernel (bcc runqslower)
     Runqslower(runqslower::RunqslowerArgs),
     /// Off-CPU time by stack (kernel and user), summed in the kernel (bcc offcputime)
@@ -286,6 +293,8 @@ pub fn main() -> ExitCode {
         Command::Probe(args) => probe::run(args),
         Command::Syscount(args) => syscount::run(args),
         Command::Cpudist(args) => cpudist::run(args),
+        Command::Funccount(args) => funccount::run(args),
+        Command::Funclatency(args) => funclatency::run(args),
         Command::Runqlat(args) => runqlat::run(args),
         Command::Runqslower(args) => runqslower::run(args),
         Command::Offcputime(args) => offcputime::run(args),

@@ -6,12 +6,11 @@
 //! `analysis::syscount` → `render::syscount`.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use clap::Args;
 
 use scry::analysis::syscount::{Interval, top_rows};
-use scry::capture::bpf_run::{self, RunOptions};
+use scry::capture::bpf_run;
 use scry::render::syscount::{SyscountLayout, write_json, write_table};
 use scry::sys::bpf_syscount::{SyscountBpf, SyscountSettings};
 use scry::sys::localtime::now_hms;
@@ -23,12 +22,8 @@ pub struct SyscountArgs {
     /// Only this process.
     #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
     pid: Option<u32>,
-    /// Print every INTERVAL seconds (default: once, at the end).
-    #[arg(short = 'i', long = "interval", value_name = "INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
-    interval: Option<u64>,
-    /// Stop after DURATION seconds (default: Ctrl-C, or the -p process's exit).
-    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    duration: Option<u64>,
+    #[command(flatten)]
+    times: bpf_tool::TimedArgs,
     /// Print only the top TOP rows.
     #[arg(short = 'T', long = "top", value_name = "TOP", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     top: u64,
@@ -59,12 +54,7 @@ pub fn run(args: SyscountArgs) -> anyhow::Result<()> {
         by_process: args.process,
         pid: args.pid,
     };
-    let run_opts = RunOptions {
-        interval: args.interval.map(Duration::from_secs),
-        count: None,
-        duration: args.duration.map(Duration::from_secs),
-        pid: args.pid.map(|p| p as i32),
-    };
+    let run_opts = args.times.run_options(args.pid);
     let layout = SyscountLayout {
         by_process: args.process,
         latency: args.latency,

@@ -8,23 +8,18 @@
 //! only: `sys::bpf_tcprtt` → `analysis::hist` → `render::hist`.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use clap::Args;
 
-use scry::capture::bpf_run::{self, RunOptions};
+use scry::capture::bpf_run;
 use scry::sys::bpf_tcprtt::{self, TcprttSettings};
 
 use super::bpf_tool::{self, TableArgs};
 
 #[derive(Args, Debug)]
 pub struct TcprttArgs {
-    /// Print every INTERVAL seconds (default: once, at the end).
-    #[arg(short = 'i', long = "interval", value_name = "INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
-    interval: Option<u64>,
-    /// Stop after DURATION seconds.
-    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    duration: Option<u64>,
+    #[command(flatten)]
+    times: bpf_tool::TimedArgs,
     /// Print a timestamp with each interval.
     #[arg(short = 'T', long = "timestamp")]
     timestamp: bool,
@@ -54,12 +49,7 @@ pub fn run(args: TcprttArgs) -> anyhow::Result<()> {
         writeln!(out, "Tracing TCP RTT... Hit Ctrl-C to end.")?;
     }
     out.flush()?;
-    let opts = RunOptions {
-        interval: args.interval.map(Duration::from_secs),
-        count: None,
-        duration: args.duration.map(Duration::from_secs),
-        pid: None,
-    };
+    let opts = args.times.run_options(None);
     let unit = if args.milliseconds { "msecs" } else { "usecs" };
     bpf_run::run(&opts, |last| {
         if last {

@@ -11,6 +11,7 @@ pub mod cachestat;
 pub mod export;
 pub mod flamegraph;
 pub mod folded;
+pub mod funcs;
 pub mod futexctn;
 #[cfg(test)]
 mod golden;

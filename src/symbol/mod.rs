@@ -38,6 +38,7 @@
 pub mod allocator;
 mod binary;
 pub mod code;
+pub mod func_sites;
 mod function_ranges;
 mod jitdump;
 mod kallsyms;

@@ -301,23 +301,28 @@ impl<S: Skel<'static>> Loaded<S> {
     }
 
     /// Attaches program `prog` as a uprobe (or, `retprobe`, a return
-    /// probe) at `file_offset` of `path`, in process `pid` only: the
-    /// uprobe PMU's descriptor belongs to the link, so it goes with scry
-    /// however it ends. The caller found the offset (nothing here reads
-    /// ELF).
+    /// probe) at `file_offset` of `path`, in process `pid` only (-1: all):
+    /// the uprobe PMU's descriptor belongs to the link, so it goes with
+    /// scry however it ends. The caller found the offset (nothing here
+    /// reads ELF). The program reads `cookie` with `bpf_get_attach_cookie`.
     pub fn attach_uprobe(
         &mut self,
         prog: &str,
         retprobe: bool,
         pid: i32,
-        path: &std::path::Path,
-        file_offset: u64,
+        (path, file_offset): (&std::path::Path, u64),
+        cookie: u64,
     ) -> io::Result<()> {
         let found = find_program(&self.skel, prog)?;
         let offset = usize::try_from(file_offset)
             .map_err(|_| io::Error::other(format!("{prog}: offset {file_offset:#x} too large")))?;
+        let opts = libbpf_rs::UprobeOpts {
+            cookie,
+            retprobe,
+            ..libbpf_rs::UprobeOpts::default()
+        };
         let link = found
-            .attach_uprobe(retprobe, pid, path, offset)
+            .attach_uprobe_with_opts(pid, path, offset, opts)
             .map_err(|e| {
                 io_error(
                     &format!("attaching {prog} to {}:{file_offset:#x}", path.display()),

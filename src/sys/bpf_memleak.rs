@@ -105,9 +105,10 @@ impl MemleakBpf {
             .map_err(|_| io::Error::other(format!("pid {} out of range", probes.pid)))?;
         for &(function, offset) in &probes.sites {
             let prog = format!("scry_ml_{function}");
-            loaded.attach_uprobe(&prog, false, pid, probes.path, offset)?;
+            loaded.attach_uprobe(&prog, false, pid, (probes.path, offset), 0)?;
             if !RELEASES.contains(&function) {
-                loaded.attach_uprobe(&format!("{prog}_ret"), true, pid, probes.path, offset)?;
+                let ret = format!("{prog}_ret");
+                loaded.attach_uprobe(&ret, true, pid, (probes.path, offset), 0)?;
             }
         }
         Ok(MemleakBpf { loaded })

@@ -14,6 +14,7 @@ pub mod bpf_events;
 pub mod bpf_execsnoop;
 pub mod bpf_exitsnoop;
 pub mod bpf_filelife;
+pub mod bpf_funcs;
 pub mod bpf_futexctn;
 pub mod bpf_hists;
 pub mod bpf_irqs;

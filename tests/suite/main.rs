@@ -21,6 +21,7 @@ mod file_goldens;
 mod files;
 mod flamegraph;
 mod flamegraph_live;
+mod funcs;
 mod heatmap;
 mod jit_runtimes;
 mod kernel_matrix;

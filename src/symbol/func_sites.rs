@@ -1,0 +1,288 @@
+//! Where funccount's and funclatency's uprobes go: bcc's pattern forms
+//! (`LIB:PATTERN`, `/path/bin:PATTERN`, `p:LIB:PATTERN`, `:PATTERN` for
+//! the traced process's own binary, a bare `PATTERN` for the binary given
+//! with `-x`) parsed, the binary found, and every function whose name the
+//! glob (`*`, `?`) matches located in it.
+//!
+//! Decisions:
+//! - With `-x BINARY` the whole argument is the pattern, never split at
+//!   `:`, so C++ names (`ns::Class::*`) can be given.
+//! - A library named without a path in a `-p` run is the file the
+//!   process has mapped under that name (as libbpf-tools), else the one
+//!   the library directories hold.
+//! - As bcc, an address is probed once however many names it has, and a
+//!   name once however many addresses; of aliases (`_IO_printf` and
+//!   `printf`), the plainest name is shown (fewest leading underscores,
+//!   then shortest).
+//! - A bare pattern without `-x` names kernel functions, `t:` tracepoints
+//!   and `u:` USDT probes: those are answered with what they would need,
+//!   not probed here.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+
+use super::probe_target::{self, FunctionSite};
+use crate::event::name::matches_glob;
+
+/// What a pattern names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FuncPattern {
+    /// User functions of a binary: `binary` as written (a path, a library
+    /// name; empty: the traced process's own binary), the glob.
+    User { binary: String, glob: String },
+    /// Kernel functions (a bare pattern, `p::PATTERN`).
+    Kernel { glob: String },
+    /// `t:CATEGORY:EVENT`.
+    Tracepoint(String),
+    /// `u:LIB:PROBE`.
+    Usdt(String),
+}
+
+/// Why a pattern found nothing to probe.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FuncSitesError {
+    #[error("'{0}': unknown probe type '{1}' (p, t or u)")]
+    BadType(String, String),
+    #[error("'{0}': too many ':'-separated parts")]
+    TooManyParts(String),
+    #[error("'{0}': no function pattern")]
+    Empty(String),
+    #[error("'{pattern}': the binary of the traced process is meant, and no process is (-p PID)")]
+    NoProcess { pattern: String },
+    #[error("process {pid}: {what}")]
+    Process { pid: u32, what: String },
+    #[error(transparent)]
+    Target(#[from] probe_target::ProbeTargetError),
+    #[error("{path}: {what}")]
+    Read { path: String, what: String },
+    #[error("{path}: no function matches '{glob}'")]
+    NoMatch { path: String, glob: String },
+}
+
+/// Parses bcc's forms; `binary` is `-x BINARY`.
+pub fn parse(pattern: &str, binary: Option<&str>) -> Result<FuncPattern, FuncSitesError> {
+    if let Some(binary) = binary {
+        return user(pattern, binary, pattern);
+    }
+    let parts: Vec<&str> = pattern.split(':').collect();
+    match parts.as_slice() {
+        [glob] => nonempty(pattern, glob).map(|glob| FuncPattern::Kernel { glob }),
+        [lib, glob] => user(pattern, lib, glob),
+        ["p", "", glob] => nonempty(pattern, glob).map(|glob| FuncPattern::Kernel { glob }),
+        ["p", lib, glob] => user(pattern, lib, glob),
+        ["t", category, event] => Ok(FuncPattern::Tracepoint(format!("{category}:{event}"))),
+        ["u", lib, probe] => Ok(FuncPattern::Usdt(format!("{lib}:{probe}"))),
+        [kind, _, _] => Err(FuncSitesError::BadType(
+            pattern.to_string(),
+            kind.to_string(),
+        )),
+        _ => Err(FuncSitesError::TooManyParts(pattern.to_string())),
+    }
+}
+
+fn nonempty(pattern: &str, glob: &str) -> Result<String, FuncSitesError> {
+    if glob.is_empty() {
+        return Err(FuncSitesError::Empty(pattern.to_string()));
+    }
+    Ok(glob.to_string())
+}
+
+fn user(pattern: &str, binary: &str, glob: &str) -> Result<FuncPattern, FuncSitesError> {
+    Ok(FuncPattern::User {
+        binary: binary.to_string(),
+        glob: nonempty(pattern, glob)?,
+    })
+}
+
+/// The functions of one binary a glob matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FuncSites {
+    pub path: PathBuf,
+    /// By name.
+    pub functions: Vec<FunctionSite>,
+}
+
+/// The file `binary` names for a run on process `pid` (or, `program`, a
+/// command about to run): empty is the process's (or command's) own
+/// executable; a bare library name is looked up in the process's maps
+/// first.
+pub fn find_binary(
+    binary: &str,
+    pattern: &str,
+    pid: Option<u32>,
+    program: Option<&Path>,
+) -> Result<PathBuf, FuncSitesError> {
+    if binary.is_empty() {
+        if let Some(program) = program {
+            return Ok(probe_target::find_binary(&program.to_string_lossy())?);
+        }
+        let pid = pid.ok_or_else(|| FuncSitesError::NoProcess {
+            pattern: pattern.to_string(),
+        })?;
+        return std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| {
+            FuncSitesError::Process {
+                pid,
+                what: format!("reading its executable: {e}"),
+            }
+        });
+    }
+    if !binary.contains('/')
+        && let Some(pid) = pid
+        && let Ok(maps) = crate::sys::proc::maps(pid as i32)
+    {
+        let stem = binary.strip_prefix("lib").unwrap_or(binary);
+        let lib = format!("lib{stem}.so");
+        let mapped = maps.iter().find(|m| {
+            let name = m.path.rsplit('/').next().unwrap_or("");
+            name == binary || name.starts_with(&lib) || name.starts_with(&format!("lib{stem}-"))
+        });
+        if let Some(m) = mapped {
+            return Ok(PathBuf::from(&m.path));
+        }
+    }
+    Ok(probe_target::find_binary(binary)?)
+}
+
+/// Every function of the file at `path` whose name `glob` matches.
+pub fn find(path: &Path, glob: &str) -> Result<FuncSites, FuncSitesError> {
+    let data = std::fs::read(path).map_err(|e| FuncSitesError::Read {
+        path: path.display().to_string(),
+        what: e.to_string(),
+    })?;
+    let functions = matching(&data, &path.to_string_lossy(), glob)?;
+    Ok(FuncSites {
+        path: path.to_path_buf(),
+        functions,
+    })
+}
+
+/// The functions of the ELF `data` whose names `glob` matches, each
+/// address once, by name; none is an error.
+pub fn matching(data: &[u8], path: &str, glob: &str) -> Result<Vec<FunctionSite>, FuncSitesError> {
+    let file = object::File::parse(data).map_err(|e| probe_target::ProbeTargetError::NotElf {
+        path: path.to_string(),
+        what: e.to_string(),
+    })?;
+    let mut found: Vec<(String, u64, u64)> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Text && !s.is_undefined() && s.address() != 0)
+        .filter_map(|s| Some((s.name().ok()?.to_string(), s.address(), s.size())))
+        .filter(|(name, _, _)| !name.is_empty() && matches_glob(glob, name))
+        .collect();
+    // Aliases of one address: the plainest name first (fewest leading
+    // underscores, then shortest), so `printf` wins over `_IO_printf`.
+    found.sort_by_key(|(name, svma, _)| {
+        let underscores = name.len() - name.trim_start_matches('_').len();
+        (*svma, underscores, name.len(), name.clone())
+    });
+    let segments: Vec<(u64, u64, u64)> = file
+        .segments()
+        .map(|seg| {
+            let (offset, filesz) = seg.file_range();
+            (seg.address(), filesz, offset)
+        })
+        .collect();
+    let (mut names, mut addresses) = (BTreeSet::new(), BTreeSet::new());
+    let mut sites = Vec::new();
+    for (name, svma, size) in found {
+        if names.contains(&name) || addresses.contains(&svma) {
+            continue;
+        }
+        let Some(file_offset) = segments
+            .iter()
+            .find(|(start, filesz, _)| svma >= *start && svma < start + filesz)
+            .map(|(start, _, offset)| svma - start + offset)
+        else {
+            continue;
+        };
+        names.insert(name.clone());
+        addresses.insert(svma);
+        sites.push(FunctionSite {
+            symbol: name,
+            svma,
+            size,
+            file_offset,
+        });
+    }
+    sites.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+    if sites.is_empty() {
+        return Err(FuncSitesError::NoMatch {
+            path: path.to_string(),
+            glob: glob.to_string(),
+        });
+    }
+    Ok(sites)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bccs_forms() {
+        let user = |b: &str, g: &str| FuncPattern::User {
+            binary: b.to_string(),
+            glob: g.to_string(),
+        };
+        assert_eq!(parse("c:malloc", None).unwrap(), user("c", "malloc"));
+        assert_eq!(
+            parse("/bin/x:read*", None).unwrap(),
+            user("/bin/x", "read*")
+        );
+        assert_eq!(parse("p:c:*printf", None).unwrap(), user("c", "*printf"));
+        assert_eq!(parse(":foo", None).unwrap(), user("", "foo"));
+        assert_eq!(
+            parse("vfs_*", None).unwrap(),
+            FuncPattern::Kernel {
+                glob: "vfs_*".to_string()
+            }
+        );
+        assert_eq!(
+            parse("p::vfs_read", None).unwrap(),
+            FuncPattern::Kernel {
+                glob: "vfs_read".to_string()
+            }
+        );
+        assert_eq!(
+            parse("t:sched:sched_fork", None).unwrap(),
+            FuncPattern::Tracepoint("sched:sched_fork".to_string())
+        );
+        assert_eq!(
+            parse("ns::Hot*", Some("./bin")).unwrap(),
+            user("./bin", "ns::Hot*")
+        );
+        assert!(matches!(
+            parse("x:a:b", None),
+            Err(FuncSitesError::BadType(..))
+        ));
+        assert!(matches!(
+            parse("a:b:c:d", None),
+            Err(FuncSitesError::TooManyParts(_))
+        ));
+        assert!(matches!(parse("c:", None), Err(FuncSitesError::Empty(_))));
+    }
+
+    #[test]
+    fn matches_libc_functions_each_address_once() {
+        let Ok(path) = probe_target::find_binary("libc") else {
+            return;
+        };
+        let sites = find(&path, "*printf").unwrap();
+        assert!(sites.functions.iter().any(|f| f.symbol == "printf"));
+        assert!(sites.functions.iter().all(|f| f.symbol.ends_with("printf")));
+        let addresses: BTreeSet<u64> = sites.functions.iter().map(|f| f.svma).collect();
+        assert_eq!(addresses.len(), sites.functions.len());
+        assert!(matches!(
+            find(&path, "no_such_function_*"),
+            Err(FuncSitesError::NoMatch { .. })
+        ));
+        assert!(matches!(
+            matching(b"junk", "x", "*"),
+            Err(FuncSitesError::Target(_))
+        ));
+    }
+}

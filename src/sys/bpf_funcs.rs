@@ -1,0 +1,129 @@
+//! `scry funccount` and `scry funclatency`'s kernel side: loads
+//! `src/bpf/funcs.bpf.c` through the engine and attaches its program (or,
+//! for latency, its entry and return pair) as uprobes at each function
+//! site the caller found, the function's index as each link's cookie;
+//! reads the counts, the latency histograms and the totals. How the
+//! program counts is in its header.
+
+use std::io;
+use std::path::PathBuf;
+
+use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, u64_at};
+use super::bpf_hists::{self, KeyedSlots};
+
+super::bpf::bpf_skeleton!("funcs.skel.rs");
+
+use skel::{FuncsSkel, FuncsSkelBuilder};
+
+/// The most functions one run probes: the program's MAX_FUNCS.
+pub const MAX_FUNCS: usize = 1024;
+
+/// What to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FuncsMode {
+    /// Calls per function (funccount), on one CPU only if given.
+    Count { cpu: Option<u32> },
+    /// Time from entry to return, in units of `unit_div` nanoseconds.
+    Latency { unit_div: u64 },
+}
+
+/// Where the probes go: each site's file and file offset; a site's index
+/// in the list is its function's index in the maps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FuncSites {
+    /// -1: every process.
+    pub pid: i32,
+    pub sites: Vec<(PathBuf, u64)>,
+}
+
+#[derive(Debug)]
+pub struct FuncsBpf {
+    loaded: Loaded<FuncsSkel<'static>>,
+    functions: usize,
+}
+
+impl FuncsBpf {
+    pub fn load(mode: FuncsMode, sites: &FuncSites) -> io::Result<FuncsBpf> {
+        if sites.sites.len() > MAX_FUNCS {
+            return Err(io::Error::other(format!(
+                "{} functions match: at most {MAX_FUNCS} can be probed",
+                sites.sites.len()
+            )));
+        }
+        let skip: &[&str] = match mode {
+            FuncsMode::Count { .. } => &["scry_fl_entry", "scry_fl_return"],
+            FuncsMode::Latency { .. } => &["scry_fc_count"],
+        };
+        let mut loaded = bpf_engine::load(
+            FuncsSkelBuilder::default,
+            |open: &mut skel::OpenFuncsSkel<'static>| {
+                let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+                match mode {
+                    FuncsMode::Count { cpu } => {
+                        rodata.filter_cpu = cpu.map_or(-1, |c| i32::try_from(c).unwrap_or(-1));
+                    }
+                    FuncsMode::Latency { unit_div } => rodata.unit_div = unit_div.max(1),
+                }
+                Ok(())
+            },
+            GroupRules {
+                skip,
+                ..GroupRules::default()
+            },
+            Attach::Later,
+        )?;
+        for (index, (path, offset)) in sites.sites.iter().enumerate() {
+            let site = (path.as_path(), *offset);
+            let cookie = index as u64;
+            match mode {
+                FuncsMode::Count { .. } => {
+                    loaded.attach_uprobe("scry_fc_count", false, sites.pid, site, cookie)?;
+                }
+                FuncsMode::Latency { .. } => {
+                    loaded.attach_uprobe("scry_fl_entry", false, sites.pid, site, cookie)?;
+                    loaded.attach_uprobe("scry_fl_return", true, sites.pid, site, cookie)?;
+                }
+            }
+        }
+        Ok(FuncsBpf {
+            loaded,
+            functions: sites.sites.len(),
+        })
+    }
+
+    pub fn hooks(&self) -> Vec<Hook> {
+        self.loaded.hooks()
+    }
+
+    /// Each function's calls since the start, by index.
+    pub fn counts(&self) -> io::Result<Vec<u64>> {
+        let values = bpf_engine::array_values(
+            &self.loaded.skel.maps.counts,
+            MAX_FUNCS as u32,
+            "reading the BPF call counts",
+        )?;
+        Ok(values
+            .iter()
+            .take(self.functions)
+            .map(|v| u64_at(v, 0).unwrap_or(0))
+            .collect())
+    }
+
+    /// The latency histograms since the last read (they are deleted), by
+    /// key (function index << 32 | tgid).
+    pub fn hists(&self) -> io::Result<Vec<KeyedSlots>> {
+        bpf_hists::drain(&self.loaded.skel.maps.hists)
+    }
+
+    /// (nanoseconds timed, calls timed) since the start.
+    pub fn totals(&self) -> io::Result<(u64, u64)> {
+        let values =
+            bpf_engine::array_values(&self.loaded.skel.maps.totals, 2, "reading the BPF totals")?;
+        let at = |i: usize| values.get(i).and_then(|v| u64_at(v, 0)).unwrap_or(0);
+        Ok((at(0), at(1)))
+    }
+
+    pub fn detach(&mut self) {
+        self.loaded.detach();
+    }
+}
