@@ -53,10 +53,7 @@ impl CachestatBpf {
         let loaded = bpf_engine::load(
             CachestatSkelBuilder::default,
             |_open: &mut skel::OpenCachestatSkel<'static>| Ok(()),
-            GroupRules {
-                optional: &optional,
-                ..GroupRules::default()
-            },
+            GroupRules::optional(&optional),
             Attach::Now,
         )?;
         Ok(CachestatBpf { loaded })

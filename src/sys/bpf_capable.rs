@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, u32_at};
+use super::bpf_engine::{GroupRules, u32_at};
 use super::bpf_events::{EventStream, c_string_at, i32_at};
 
 super::bpf::bpf_skeleton!("capable.skel.rs");
@@ -42,7 +42,7 @@ pub type CapableBpf = EventStream<CapEvent>;
 
 /// `pid`: only this process's checks.
 pub fn load(pid: Option<u32>) -> io::Result<CapableBpf> {
-    let loaded = bpf_engine::load(
+    EventStream::load(
         CapableSkelBuilder::default,
         |open: &mut skel::OpenCapableSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -50,11 +50,7 @@ pub fn load(pid: Option<u32>) -> io::Result<CapableBpf> {
             Ok(())
         },
         GroupRules::default(),
-        Attach::Now,
-    )?;
-    Ok(EventStream::new(
-        loaded,
         |s: &skel::CapableSkel<'static>| (&s.maps.events, &s.maps.drops),
         CapEvent::decode,
-    ))
+    )
 }

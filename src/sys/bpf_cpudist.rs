@@ -6,7 +6,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded};
+use super::bpf_engine::{self, Hook, Loaded};
 use super::bpf_hists::{self, KeyedSlots};
 
 super::bpf::bpf_skeleton!("cpudist.skel.rs");
@@ -30,7 +30,7 @@ pub struct CpudistBpf {
 
 impl CpudistBpf {
     pub fn load(settings: CpudistSettings) -> io::Result<CpudistBpf> {
-        let loaded = bpf_engine::load(
+        let loaded = bpf_engine::load_now(
             CpudistSkelBuilder::default,
             |open: &mut skel::OpenCpudistSkel<'static>| {
                 let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -41,8 +41,6 @@ impl CpudistBpf {
                 rodata.filter_tgid = settings.pid.unwrap_or(0);
                 Ok(())
             },
-            GroupRules::default(),
-            Attach::Now,
         )?;
         Ok(CpudistBpf { loaded })
     }

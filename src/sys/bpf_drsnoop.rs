@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, u32_at, u64_at};
+use super::bpf_engine::{GroupRules, u32_at, u64_at};
 use super::bpf_events::{EventStream, c_string_at};
 
 super::bpf::bpf_skeleton!("drsnoop.skel.rs");
@@ -52,7 +52,7 @@ pub type DrsnoopBpf = EventStream<ReclaimEvent>;
 
 pub fn load(settings: ReclaimSettings) -> io::Result<DrsnoopBpf> {
     let skip: &[&str] = if settings.memcg { &[] } else { &MEMCG_GROUPS };
-    let loaded = bpf_engine::load(
+    EventStream::load(
         DrsnoopSkelBuilder::default,
         |open: &mut skel::OpenDrsnoopSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -60,15 +60,8 @@ pub fn load(settings: ReclaimSettings) -> io::Result<DrsnoopBpf> {
             rodata.filter_tid = settings.tid.unwrap_or(0);
             Ok(())
         },
-        GroupRules {
-            skip,
-            ..GroupRules::default()
-        },
-        Attach::Now,
-    )?;
-    Ok(EventStream::new(
-        loaded,
+        GroupRules::skipping(skip),
         |s: &skel::DrsnoopSkel<'static>| (&s.maps.events, &s.maps.drops),
         ReclaimEvent::decode,
-    ))
+    )
 }

@@ -164,6 +164,24 @@ pub struct GroupRules<'a> {
     pub skip: &'a [&'a str],
 }
 
+impl<'a> GroupRules<'a> {
+    /// These groups may end without a hook; every group is wanted.
+    pub(crate) fn optional(optional: &'a [&'a str]) -> GroupRules<'a> {
+        GroupRules {
+            optional,
+            skip: &[],
+        }
+    }
+
+    /// These groups are not wanted this run; every other one needs a hook.
+    pub(crate) fn skipping(skip: &'a [&'a str]) -> GroupRules<'a> {
+        GroupRules {
+            optional: &[],
+            skip,
+        }
+    }
+}
+
 /// libbpf's warnings of the current load, to learn which program failed.
 static LIBBPF_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
@@ -402,6 +420,19 @@ where
         }
         groups = Some(std::mem::take(&mut loaded.groups));
     }
+}
+
+/// [`load`] with every group wanted and needed, attached at once: what
+/// most tools' objects ask.
+pub(crate) fn load_now<B, C>(
+    builder: impl Fn() -> B,
+    configure: C,
+) -> io::Result<Loaded<<B::Output as OpenSkel<'static>>::Output>>
+where
+    B: SkelBuilder<'static>,
+    C: FnMut(&mut B::Output) -> io::Result<()>,
+{
+    load(builder, configure, GroupRules::default(), Attach::Now)
 }
 
 fn load_with<B, C>(

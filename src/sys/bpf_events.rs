@@ -10,9 +10,9 @@
 use std::io;
 
 use libbpf_rs::MapMut;
-use libbpf_rs::skel::Skel;
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 
-use super::bpf_engine::{self, Hook, Loaded, RingReader};
+use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, RingReader};
 
 /// A loaded object, whatever its skeleton.
 trait Streaming {
@@ -66,6 +66,26 @@ impl<E> EventStream<E> {
             source: Box::new(Source { loaded, maps }),
             decode,
         }
+    }
+
+    /// Loads `builder`'s object (`configure` sets its `.rodata`, `rules`
+    /// its groups) and attaches it at once: [`bpf_engine::load`] then
+    /// [`EventStream::new`], the whole loader of most streaming tools.
+    pub(crate) fn load<B, C, S>(
+        builder: impl Fn() -> B,
+        configure: C,
+        rules: GroupRules<'_>,
+        maps: MapsOf<S>,
+        decode: fn(&[u8]) -> Option<E>,
+    ) -> io::Result<EventStream<E>>
+    where
+        B: SkelBuilder<'static>,
+        B::Output: OpenSkel<'static, Output = S>,
+        S: Skel<'static> + 'static,
+        C: FnMut(&mut B::Output) -> io::Result<()>,
+    {
+        let loaded = bpf_engine::load(builder, configure, rules, Attach::Now)?;
+        Ok(EventStream::new(loaded, maps, decode))
     }
 
     /// Which hooks are in use (for `-v`).

@@ -87,8 +87,12 @@ pub(crate) fn open_cgroup(path: Option<&std::path::Path>) -> io::Result<Option<s
     .transpose()
 }
 
-/// Puts the cgroup `dir` in a program's one-slot cgroup array.
-pub(crate) fn fill_cgroup<M: MapCore>(map: &M, dir: &std::fs::File) -> io::Result<()> {
+/// Puts the cgroup `dir` of `--cgroup` (when given) in a program's
+/// one-slot cgroup array.
+pub(crate) fn fill_cgroup<M: MapCore>(map: &M, dir: Option<&std::fs::File>) -> io::Result<()> {
+    let Some(dir) = dir else {
+        return Ok(());
+    };
     let fd = dir.as_raw_fd() as u32;
     map.update(&0u32.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
         .map_err(|e| super::bpf::io_error("filling the cgroup filter", e))
@@ -113,9 +117,7 @@ pub fn load(settings: &ExecSettings) -> io::Result<ExecsnoopBpf> {
         GroupRules::default(),
         Attach::Later,
     )?;
-    if let Some(dir) = &cgroup {
-        fill_cgroup(&loaded.skel.maps.cgroup_map, dir)?;
-    }
+    fill_cgroup(&loaded.skel.maps.cgroup_map, cgroup.as_ref())?;
     loaded.attach()?;
     Ok(EventStream::new(
         loaded,

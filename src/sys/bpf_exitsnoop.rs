@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, u32_at, u64_at};
+use super::bpf_engine::{GroupRules, u32_at, u64_at};
 use super::bpf_events::{EventStream, c_string_at};
 
 super::bpf::bpf_skeleton!("exitsnoop.skel.rs");
@@ -65,7 +65,7 @@ impl ExitEvent {
 pub type ExitsnoopBpf = EventStream<ExitEvent>;
 
 pub fn load(settings: ExitSettings) -> io::Result<ExitsnoopBpf> {
-    let loaded = bpf_engine::load(
+    EventStream::load(
         ExitsnoopSkelBuilder::default,
         |open: &mut skel::OpenExitsnoopSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -75,11 +75,7 @@ pub fn load(settings: ExitSettings) -> io::Result<ExitsnoopBpf> {
             Ok(())
         },
         GroupRules::default(),
-        Attach::Now,
-    )?;
-    Ok(EventStream::new(
-        loaded,
         |s: &skel::ExitsnoopSkel<'static>| (&s.maps.events, &s.maps.drops),
         ExitEvent::decode,
-    ))
+    )
 }

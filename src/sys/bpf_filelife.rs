@@ -68,10 +68,7 @@ pub fn load(pid: Option<u32>) -> io::Result<FilelifeBpf> {
             rodata.filter_tgid = pid.unwrap_or(0);
             Ok(())
         },
-        GroupRules {
-            optional: &optional,
-            ..GroupRules::default()
-        },
+        GroupRules::optional(&optional),
         Attach::Now,
     )?;
     for (what, groups) in [("creating", &CREATES[..]), ("deleting", &DELETES[..])] {

@@ -11,7 +11,7 @@ use std::io;
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::bpf::io_error;
-use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, comm_at, u32_at, u64_at};
+use super::bpf_engine::{self, Hook, Loaded, comm_at, u32_at, u64_at};
 
 super::bpf::bpf_skeleton!("futexctn.skel.rs");
 
@@ -67,7 +67,7 @@ pub struct FutexctnBpf {
 
 impl FutexctnBpf {
     pub fn load(settings: FutexctnSettings) -> io::Result<FutexctnBpf> {
-        let loaded = bpf_engine::load(
+        let loaded = bpf_engine::load_now(
             FutexctnSkelBuilder::default,
             |open: &mut skel::OpenFutexctnSkel<'static>| {
                 bpf_engine::size_stack_map(&mut open.maps.stacks, settings.stack_storage)?;
@@ -77,8 +77,6 @@ impl FutexctnBpf {
                 rodata.filter_lock = settings.lock.unwrap_or(0);
                 Ok(())
             },
-            GroupRules::default(),
-            Attach::Now,
         )?;
         Ok(FutexctnBpf { loaded })
     }

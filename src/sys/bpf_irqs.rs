@@ -80,10 +80,7 @@ impl IrqsBpf {
                 rodata.nanoseconds = settings.nanoseconds;
                 Ok(())
             },
-            GroupRules {
-                optional: &[],
-                skip,
-            },
+            GroupRules::skipping(skip),
             Attach::Now,
         )?;
         Ok(IrqsBpf { loaded })

@@ -5,7 +5,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, u32_at, u64_at};
+use super::bpf_engine::{self, Hook, Loaded, u32_at, u64_at};
 
 super::bpf::bpf_skeleton!("klockstat.skel.rs");
 
@@ -41,7 +41,7 @@ pub struct KlockstatBpf {
 
 impl KlockstatBpf {
     pub fn load(settings: KlockstatSettings) -> io::Result<KlockstatBpf> {
-        let loaded = bpf_engine::load(
+        let loaded = bpf_engine::load_now(
             KlockstatSkelBuilder::default,
             |open: &mut skel::OpenKlockstatSkel<'static>| {
                 bpf_engine::size_stack_map(&mut open.maps.stacks, settings.stack_storage)?;
@@ -50,8 +50,6 @@ impl KlockstatBpf {
                 rodata.filter_tid = settings.tid.unwrap_or(0);
                 Ok(())
             },
-            GroupRules::default(),
-            Attach::Now,
         )?;
         Ok(KlockstatBpf { loaded })
     }

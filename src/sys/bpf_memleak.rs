@@ -95,10 +95,7 @@ impl MemleakBpf {
         let mut loaded = bpf_engine::load(
             MemleakSkelBuilder::default,
             configure(settings),
-            GroupRules {
-                skip: &KERNEL_GROUPS,
-                ..GroupRules::default()
-            },
+            GroupRules::skipping(&KERNEL_GROUPS),
             Attach::Later,
         )?;
         let pid = i32::try_from(probes.pid)
@@ -124,10 +121,7 @@ impl MemleakBpf {
         let loaded = bpf_engine::load(
             MemleakSkelBuilder::default,
             configure(settings),
-            GroupRules {
-                skip: &user,
-                ..GroupRules::default()
-            },
+            GroupRules::skipping(&user),
             Attach::Now,
         )?;
         Ok(MemleakBpf { loaded })

@@ -9,7 +9,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, comm_at, u32_at, u64_at};
+use super::bpf_engine::{self, Hook, Loaded, comm_at, u32_at, u64_at};
 
 super::bpf::bpf_skeleton!("offcputime.skel.rs");
 
@@ -80,11 +80,9 @@ pub struct OffcputimeBpf {
 
 impl OffcputimeBpf {
     pub fn load(settings: OffcputimeSettings) -> io::Result<OffcputimeBpf> {
-        let loaded = bpf_engine::load(
+        let loaded = bpf_engine::load_now(
             OffcputimeSkelBuilder::default,
             |open: &mut skel::OpenOffcputimeSkel<'static>| configure_blocked!(open, settings),
-            GroupRules::default(),
-            Attach::Now,
         )?;
         Ok(OffcputimeBpf { loaded })
     }

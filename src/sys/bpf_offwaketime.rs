@@ -7,7 +7,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, comm_at, u32_at, u64_at};
+use super::bpf_engine::{self, Hook, Loaded, comm_at, u32_at, u64_at};
 use super::bpf_offcputime::{OffcputimeSettings, configure_blocked};
 
 super::bpf::bpf_skeleton!("offwaketime.skel.rs");
@@ -73,11 +73,9 @@ fn half<M: libbpf_rs::MapCore>(
 
 impl OffwaketimeBpf {
     pub fn load(settings: OffcputimeSettings) -> io::Result<OffwaketimeBpf> {
-        let loaded = bpf_engine::load(
+        let loaded = bpf_engine::load_now(
             OffwaketimeSkelBuilder::default,
             |open: &mut skel::OpenOffwaketimeSkel<'static>| configure_blocked!(open, settings),
-            GroupRules::default(),
-            Attach::Now,
         )?;
         Ok(OffwaketimeBpf { loaded })
     }

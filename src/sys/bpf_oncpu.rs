@@ -78,10 +78,7 @@ impl OncpuBpf {
                 rodata.kernel_stacks = settings.kernel_stacks;
                 Ok(())
             },
-            GroupRules {
-                optional: &[],
-                skip,
-            },
+            GroupRules::skipping(skip),
             Attach::Now,
         )?;
         let events = perf_event::cpu_clocks(&cpus, settings.frequency)?;

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, u32_at, u64_at};
+use super::bpf_engine::{GroupRules, u32_at, u64_at};
 use super::bpf_events::{EventStream, c_string_at};
 
 super::bpf::bpf_skeleton!("oomkill.skel.rs");
@@ -40,15 +40,11 @@ impl OomEvent {
 pub type OomkillBpf = EventStream<OomEvent>;
 
 pub fn load() -> io::Result<OomkillBpf> {
-    let loaded = bpf_engine::load(
+    EventStream::load(
         OomkillSkelBuilder::default,
         |_: &mut skel::OpenOomkillSkel<'static>| Ok(()),
         GroupRules::default(),
-        Attach::Now,
-    )?;
-    Ok(EventStream::new(
-        loaded,
         |s: &skel::OomkillSkel<'static>| (&s.maps.events, &s.maps.drops),
         OomEvent::decode,
-    ))
+    )
 }

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, u32_at, u64_at};
+use super::bpf_engine::{GroupRules, u32_at, u64_at};
 use super::bpf_events::{EventStream, c_string_at, i32_at};
 
 super::bpf::bpf_skeleton!("opensnoop.skel.rs");
@@ -57,7 +57,7 @@ pub type OpensnoopBpf = EventStream<OpenEvent>;
 
 /// Loads and attaches the program.
 pub fn load(settings: OpenSettings) -> io::Result<OpensnoopBpf> {
-    let loaded = bpf_engine::load(
+    EventStream::load(
         OpensnoopSkelBuilder::default,
         |open: &mut skel::OpenOpensnoopSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -68,11 +68,7 @@ pub fn load(settings: OpenSettings) -> io::Result<OpensnoopBpf> {
             Ok(())
         },
         GroupRules::default(),
-        Attach::Now,
-    )?;
-    Ok(EventStream::new(
-        loaded,
         |s: &skel::OpensnoopSkel<'static>| (&s.maps.events, &s.maps.drops),
         OpenEvent::decode,
-    ))
+    )
 }

@@ -134,10 +134,7 @@ impl ProfileBpf {
                 rodata.all_tasks = all_tasks;
                 Ok(())
             },
-            GroupRules {
-                optional: &optional,
-                skip: &[],
-            },
+            GroupRules::optional(&optional),
             Attach::Now,
         )?;
         let all = |hooks: &[&str]| hooks.iter().all(|h| loaded.has(h));

@@ -9,7 +9,7 @@ use std::io;
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::bpf::io_error;
-use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded};
+use super::bpf_engine::{self, Hook, Loaded};
 use super::bpf_hists::{self, KeyedSlots};
 
 super::bpf::bpf_skeleton!("runqlat.skel.rs");
@@ -44,7 +44,7 @@ pub struct RunqlatBpf {
 
 impl RunqlatBpf {
     pub fn load(settings: RunqlatSettings) -> io::Result<RunqlatBpf> {
-        let loaded = bpf_engine::load(
+        let loaded = bpf_engine::load_now(
             RunqlatSkelBuilder::default,
             |open: &mut skel::OpenRunqlatSkel<'static>| {
                 let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -55,8 +55,6 @@ impl RunqlatBpf {
                 rodata.filter_on = settings.filter;
                 Ok(())
             },
-            GroupRules::default(),
-            Attach::Now,
         )?;
         Ok(RunqlatBpf { loaded })
     }

@@ -5,9 +5,7 @@
 
 use std::io;
 
-use super::bpf_engine::{
-    self, Attach, GroupRules, Hook, Loaded, RingReader, comm_at, u32_at, u64_at,
-};
+use super::bpf_engine::{self, Hook, Loaded, RingReader, comm_at, u32_at, u64_at};
 
 super::bpf::bpf_skeleton!("runqslower.skel.rs");
 
@@ -56,7 +54,7 @@ pub struct RunqslowerBpf {
 
 impl RunqslowerBpf {
     pub fn load(settings: RunqslowerSettings) -> io::Result<RunqslowerBpf> {
-        let loaded = bpf_engine::load(
+        let loaded = bpf_engine::load_now(
             RunqslowerSkelBuilder::default,
             |open: &mut skel::OpenRunqslowerSkel<'static>| {
                 let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -65,8 +63,6 @@ impl RunqslowerBpf {
                 rodata.filter_tid = settings.tid.unwrap_or(0);
                 Ok(())
             },
-            GroupRules::default(),
-            Attach::Now,
         )?;
         Ok(RunqslowerBpf { loaded })
     }

@@ -6,7 +6,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, u32_at};
+use super::bpf_engine::{GroupRules, u32_at};
 use super::bpf_events::{EventStream, c_string_at, i32_at};
 
 super::bpf::bpf_skeleton!("sigsnoop.skel.rs");
@@ -107,7 +107,7 @@ pub fn load(settings: SigSettings) -> io::Result<SigsnoopBpf> {
     } else {
         KILL_GROUPS
     };
-    let loaded = bpf_engine::load(
+    EventStream::load(
         SigsnoopSkelBuilder::default,
         |open: &mut skel::OpenSigsnoopSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -116,15 +116,8 @@ pub fn load(settings: SigSettings) -> io::Result<SigsnoopBpf> {
             rodata.failed_only = settings.failed_only;
             Ok(())
         },
-        GroupRules {
-            skip,
-            ..GroupRules::default()
-        },
-        Attach::Now,
-    )?;
-    Ok(EventStream::new(
-        loaded,
+        GroupRules::skipping(skip),
         |s: &skel::SigsnoopSkel<'static>| (&s.maps.events, &s.maps.drops),
         SigEvent::decode,
-    ))
+    )
 }

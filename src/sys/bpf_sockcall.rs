@@ -119,15 +119,10 @@ pub fn load(settings: &SockcallSettings) -> io::Result<SockcallBpf> {
             }
             Ok(())
         },
-        GroupRules {
-            optional: &[],
-            skip,
-        },
+        GroupRules::skipping(skip),
         Attach::Later,
     )?;
-    if let Some(dir) = &cgroup {
-        fill_cgroup(&loaded.skel.maps.cgroup_map, dir)?;
-    }
+    fill_cgroup(&loaded.skel.maps.cgroup_map, cgroup.as_ref())?;
     loaded.attach()?;
     Ok(EventStream::new(
         loaded,

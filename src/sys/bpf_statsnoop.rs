@@ -77,10 +77,7 @@ pub fn load(settings: StatSettings) -> io::Result<StatsnoopBpf> {
             rodata.failed_only = settings.failed_only;
             Ok(())
         },
-        GroupRules {
-            optional: &GROUPS,
-            ..GroupRules::default()
-        },
+        GroupRules::optional(&GROUPS),
         Attach::Now,
     )?;
     if !GROUPS.iter().any(|g| loaded.has(g)) {

@@ -59,10 +59,7 @@ impl SyscountBpf {
                 rodata.filter_tgid = settings.pid.unwrap_or(0);
                 Ok(())
             },
-            GroupRules {
-                optional: &[],
-                skip,
-            },
+            GroupRules::skipping(skip),
             Attach::Now,
         )?;
         Ok(SyscountBpf { loaded, settings })

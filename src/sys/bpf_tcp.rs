@@ -7,7 +7,7 @@
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::bpf_engine::{self, Attach, GroupRules, u32_at, u64_at};
+use super::bpf_engine::{GroupRules, u32_at, u64_at};
 use super::bpf_events::{EventStream, c_string_at, u16_at};
 
 super::bpf::bpf_skeleton!("tcp.skel.rs");
@@ -175,7 +175,7 @@ pub fn load(settings: &TcpSettings) -> io::Result<TcpBpf> {
             format!("at most {MAX_PORTS} ports per list"),
         ));
     }
-    let loaded = bpf_engine::load(
+    EventStream::load(
         TcpSkelBuilder::default,
         |open: &mut skel::OpenTcpSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -187,17 +187,10 @@ pub fn load(settings: &TcpSettings) -> io::Result<TcpBpf> {
             rodata.rports = port_array(&settings.rports);
             Ok(())
         },
-        GroupRules {
-            optional: &[],
-            skip: settings.mode.skipped(),
-        },
-        Attach::Now,
-    )?;
-    Ok(EventStream::new(
-        loaded,
+        GroupRules::skipping(settings.mode.skipped()),
         |s: &skel::TcpSkel<'static>| (&s.maps.events, &s.maps.drops),
         TcpEvent::decode,
-    ))
+    )
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules};
+use super::bpf_engine::{self};
 use super::bpf_hists::HistBpf;
 
 super::bpf::bpf_skeleton!("tcprtt.skel.rs");
@@ -24,7 +24,7 @@ pub struct TcprttSettings {
 pub type TcprttBpf = HistBpf<TcprttSkel<'static>>;
 
 pub fn load(settings: TcprttSettings) -> io::Result<TcprttBpf> {
-    let loaded = bpf_engine::load(
+    let loaded = bpf_engine::load_now(
         TcprttSkelBuilder::default,
         |open: &mut skel::OpenTcprttSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -33,8 +33,6 @@ pub fn load(settings: TcprttSettings) -> io::Result<TcprttBpf> {
             rodata.milliseconds = settings.milliseconds;
             Ok(())
         },
-        GroupRules::default(),
-        Attach::Now,
     )?;
     Ok(HistBpf::new(loaded, |s: &TcprttSkel<'static>| {
         &s.maps.hists

@@ -88,9 +88,7 @@ impl TcptopBpf {
             GroupRules::default(),
             Attach::Later,
         )?;
-        if let Some(dir) = &cgroup {
-            fill_cgroup(&loaded.skel.maps.cgroup_map, dir)?;
-        }
+        fill_cgroup(&loaded.skel.maps.cgroup_map, cgroup.as_ref())?;
         loaded.attach()?;
         Ok(TcptopBpf { loaded })
     }

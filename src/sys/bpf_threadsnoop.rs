@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, u32_at, u64_at};
+use super::bpf_engine::{GroupRules, u32_at, u64_at};
 use super::bpf_events::{EventStream, c_string_at};
 
 super::bpf::bpf_skeleton!("threadsnoop.skel.rs");
@@ -46,22 +46,15 @@ pub type ThreadsnoopBpf = EventStream<ThreadEvent>;
 
 /// Loads and attaches the programs; `pid`: only this process's threads.
 pub fn load(pid: Option<u32>) -> io::Result<ThreadsnoopBpf> {
-    let loaded = bpf_engine::load(
+    EventStream::load(
         ThreadsnoopSkelBuilder::default,
         |open: &mut skel::OpenThreadsnoopSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
             rodata.filter_tgid = pid.unwrap_or(0);
             Ok(())
         },
-        GroupRules {
-            optional: &[START_FUNCTIONS],
-            ..GroupRules::default()
-        },
-        Attach::Now,
-    )?;
-    Ok(EventStream::new(
-        loaded,
+        GroupRules::optional(&[START_FUNCTIONS]),
         |s: &skel::ThreadsnoopSkel<'static>| (&s.maps.events, &s.maps.drops),
         ThreadEvent::decode,
-    ))
+    )
 }

@@ -70,10 +70,7 @@ impl VfsstatBpf {
                 rodata.filter_tgid = pid.unwrap_or(0);
                 Ok(())
             },
-            GroupRules {
-                optional: GROUPS,
-                ..GroupRules::default()
-            },
+            GroupRules::optional(GROUPS),
             Attach::Now,
         )?;
         if !GROUPS.iter().any(|g| loaded.has(g)) {

@@ -6,7 +6,7 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, comm_at, u32_at, u64_at};
+use super::bpf_engine::{self, Hook, Loaded, comm_at, u32_at, u64_at};
 
 super::bpf::bpf_skeleton!("wakeuptime.skel.rs");
 
@@ -41,7 +41,7 @@ pub struct WakeuptimeBpf {
 
 impl WakeuptimeBpf {
     pub fn load(settings: WakeuptimeSettings) -> io::Result<WakeuptimeBpf> {
-        let loaded = bpf_engine::load(
+        let loaded = bpf_engine::load_now(
             WakeuptimeSkelBuilder::default,
             |open: &mut skel::OpenWakeuptimeSkel<'static>| {
                 bpf_engine::size_stack_map(&mut open.maps.stacks, settings.stack_storage)?;
@@ -52,8 +52,6 @@ impl WakeuptimeBpf {
                 rodata.max_us = settings.max_us;
                 Ok(())
             },
-            GroupRules::default(),
-            Attach::Now,
         )?;
         Ok(WakeuptimeBpf { loaded })
     }
