@@ -239,16 +239,7 @@ impl CounterSet {
         process::raise_fd_limit();
         let target = &opts.target;
         let system_wide = target.system_wide || target.cpus.is_some() || opts.cgroup.is_some();
-        let online = proc::online_cpus().map_err(CaptureError::System)?;
-        let cpus: Vec<u32> = match &target.cpus {
-            Some(list) => {
-                if let Some(bad) = list.iter().find(|c| !online.contains(c)) {
-                    return Err(CaptureError::NoSuchCpu(*bad));
-                }
-                list.clone()
-            }
-            None => online,
-        };
+        let cpus = target.online_cpus()?;
         let cgroup = match &opts.cgroup {
             Some(name) => {
                 let dir = cgroup_dir(name)?;

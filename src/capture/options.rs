@@ -24,6 +24,21 @@ pub struct Target {
     pub cpus: Option<Vec<u32>>,
 }
 
+impl Target {
+    /// The CPUs to open counters on: `-C`'s, each checked to be online,
+    /// else every online CPU.
+    pub(crate) fn online_cpus(&self) -> Result<Vec<u32>, super::CaptureError> {
+        let online = crate::sys::proc::online_cpus().map_err(super::CaptureError::System)?;
+        match &self.cpus {
+            Some(list) => match list.iter().find(|c| !online.contains(c)) {
+                Some(bad) => Err(super::CaptureError::NoSuchCpu(*bad)),
+                None => Ok(list.clone()),
+            },
+            None => Ok(online),
+        }
+    }
+}
+
 /// How samples are taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sampling {

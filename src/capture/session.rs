@@ -291,16 +291,7 @@ impl Session {
             return Err(CaptureError::BadMmapPages(plan.mmap_pages));
         }
 
-        let online = proc::online_cpus().map_err(CaptureError::System)?;
-        let cpus: Vec<u32> = match &target.cpus {
-            Some(list) => {
-                if let Some(bad) = list.iter().find(|c| !online.contains(c)) {
-                    return Err(CaptureError::NoSuchCpu(*bad));
-                }
-                list.clone()
-            }
-            None => online,
-        };
+        let cpus = target.online_cpus()?;
 
         // (pid, tid) list for per-task counting.
         let mut tasks: Vec<i32> = Vec::new();

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::render::sockcall::BindLayout;
 use scry::sys::bpf_sockcall::{self, SockCall, SockcallSettings};
 
@@ -25,9 +26,8 @@ pub struct BindsnoopArgs {
     /// Failed binds too.
     #[arg(short = 'x', long = "failed")]
     failed: bool,
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Only these ports (comma-separated, at most 8).
     #[arg(short = 'P', long = "ports", value_name = "PORTS")]
     ports: Option<String>,
@@ -36,17 +36,17 @@ pub struct BindsnoopArgs {
 }
 
 pub fn run(args: BindsnoopArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("bindsnoop", "-p", args.pid)?;
+    bpf_tool::check_pid("bindsnoop", "-p", args.target.pid)?;
     let ports = tcp::port_lists("bindsnoop", ("-P", args.ports.as_deref()), ("", None))?;
     let settings = SockcallSettings {
         call: SockCall::Bind,
-        pid: args.pid,
+        pid: args.target.pid,
         include_failed: args.failed,
         cgroup: args.cgroup,
         ports: ports.local,
     };
     let bpf = bpf_tool::load("bindsnoop", || bpf_sockcall::load(&settings))?;
-    let how = snoop::Stream::new("bindsnoop", &args.common, args.pid);
+    let how = snoop::Stream::new("bindsnoop", &args.common, args.target.pid);
     let layout = BindLayout {
         time: args.timestamp,
     };

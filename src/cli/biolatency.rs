@@ -89,10 +89,11 @@ pub fn run(args: BiolatencyArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load("biolatency", || bpf_bio::load_latency(settings))?;
     bpf_tool::print_hooks("biolatency", &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();
-    if !args.json {
-        writeln!(out, "Tracing block device I/O... Hit Ctrl-C to end.")?;
-    }
-    out.flush()?;
+    bpf_tool::write_banner(
+        &mut out,
+        args.json,
+        format_args!("Tracing block device I/O... Hit Ctrl-C to end."),
+    )?;
     let unit = if args.milliseconds { "msecs" } else { "usecs" };
     let label = |key: u64| {
         let (dev, flags) = split_key(key);

@@ -9,12 +9,12 @@
 
 use std::cell::RefCell;
 use std::io::{self, Write};
-use std::time::Duration;
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::bio::{BioTop, TopSort};
-use scry::capture::bpf_run::{self, RunOptions, Wake};
+use scry::capture::bpf_run::{self, Wake};
 use scry::render::bio::{top_json, top_table};
 use scry::sys::bpf_bio::{self, BioSettings};
 
@@ -26,6 +26,10 @@ use super::tcptop::summary;
 const ROWS_LIMIT: usize = 10240;
 
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("pid", |a| a.help("Only I/O started by this process")),
+    mut_arg("json", |a| a.help("One JSON array of rows per interval instead of the table")),
+)]
 pub struct BiotopArgs {
     /// Don't clear the screen (scry never does).
     #[arg(short = 'C', long = "noclear")]
@@ -38,21 +42,12 @@ pub struct BiotopArgs {
     #[arg(short = 'r', long = "rows", value_name = "ROWS", default_value_t = 20,
           value_parser = clap::value_parser!(u64).range(1..))]
     rows: u64,
-    /// Only I/O started by this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
-    /// Say which kernel hooks the programs use.
-    #[arg(short = 'v', long = "verbose")]
-    verbose: bool,
-    /// One JSON array of rows per interval instead of the table.
-    #[arg(long)]
-    json: bool,
-    /// Print every INTERVAL seconds.
-    #[arg(value_name = "INTERVAL", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
-    interval: u64,
-    /// Stop after COUNT intervals.
-    #[arg(value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
-    count: Option<u64>,
+    #[command(flatten)]
+    target: PidArg,
+    #[command(flatten)]
+    table: bpf_tool::TableArgs,
+    #[command(flatten)]
+    every: bpf_tool::EveryArgs,
 }
 
 fn sort_of(name: &str) -> TopSort {
@@ -66,31 +61,26 @@ fn sort_of(name: &str) -> TopSort {
 
 pub fn run(args: BiotopArgs) -> anyhow::Result<()> {
     let _ = args.noclear;
-    bpf_tool::check_pid("biotop", "-p", args.pid)?;
+    bpf_tool::check_pid("biotop", "-p", args.target.pid)?;
     let (disks, _) = disk_filter("biotop", None)?;
     let bpf = bpf_tool::load("biotop", || bpf_bio::load_snoop(BioSettings::default()))?;
-    bpf_tool::print_hooks("biotop", &bpf.hooks(), args.verbose);
+    bpf_tool::print_hooks("biotop", &bpf.hooks(), args.table.verbose);
     let mut out = io::BufWriter::new(io::stdout().lock());
-    if !args.json {
-        writeln!(
-            out,
+    bpf_tool::write_banner(
+        &mut out,
+        args.table.json,
+        format_args!(
             "Tracing... Output every {} secs. Hit Ctrl-C to end\n",
-            args.interval
-        )?;
-    }
-    out.flush()?;
+            args.every.interval
+        ),
+    )?;
     let top = RefCell::new(BioTop::default());
     let ring = bpf.reader(|e| {
-        if args.pid.is_none_or(|p| p == e.pid) {
+        if args.target.pid.is_none_or(|p| p == e.pid) {
             top.borrow_mut().add(&e);
         }
     })?;
-    let opts = RunOptions {
-        interval: Some(Duration::from_secs(args.interval)),
-        count: args.count,
-        duration: None,
-        pid: None,
-    };
+    let opts = args.every.run_options(None);
     let (sort, limit) = (sort_of(&args.sort), (args.rows as usize).min(ROWS_LIMIT));
     bpf_run::run_events(&opts, &[ring.fd()], |wake| {
         ring.consume()?;
@@ -98,7 +88,7 @@ pub fn run(args: BiotopArgs) -> anyhow::Result<()> {
             return Ok(());
         }
         let rows = top.borrow_mut().take(sort, limit);
-        if args.json {
+        if args.table.json {
             top_json(&mut out, &rows, &disks)?;
         } else {
             top_table(&mut out, Some(&summary()), &rows, &disks)?;

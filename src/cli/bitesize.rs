@@ -5,7 +5,7 @@
 //! `interval [count]` as bcc. Wiring only: `sys::bpf_bio` (mode Size) →
 //! `analysis::bio` → `render::hist`.
 
-use std::io::{self, Write};
+use std::io::{self};
 
 use clap::Args;
 
@@ -50,10 +50,11 @@ pub fn run(args: BitesizeArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load("bitesize", || bpf_bio::load_size(settings))?;
     bpf_tool::print_hooks("bitesize", &bpf.hooks(), args.table.verbose);
     let mut out = io::stdout().lock();
-    if !args.table.json {
-        writeln!(out, "Tracing block device I/O... Hit Ctrl-C to end.")?;
-    }
-    out.flush()?;
+    bpf_tool::write_banner(
+        &mut out,
+        args.table.json,
+        format_args!("Tracing block device I/O... Hit Ctrl-C to end."),
+    )?;
     let run_opts = args.intervals.run_options(None);
     bpf_run::run(&run_opts, |last| {
         if last {

@@ -248,6 +248,30 @@ impl TimedArgs {
     }
 }
 
+/// `interval [count]` of the tools that print every interval, as top
+/// does (biotop, tcptop): every second by default.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub(crate) struct EveryArgs {
+    /// Print every INTERVAL seconds.
+    #[arg(value_name = "INTERVAL", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) interval: u64,
+    /// Stop after COUNT intervals.
+    #[arg(value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) count: Option<u64>,
+}
+
+impl EveryArgs {
+    /// The run loop's options: these intervals, ending with process `pid`.
+    pub(crate) fn run_options(&self, pid: Option<u32>) -> RunOptions {
+        RunOptions {
+            interval: Some(Duration::from_secs(self.interval)),
+            count: self.count,
+            duration: None,
+            pid: pid.map(|p| p as i32),
+        }
+    }
+}
+
 /// What each interval's text starts with in libbpf-tools: a blank line,
 /// then with `-T` the time (`%-8s` of `HH:MM:SS`).
 pub fn write_interval_head(out: &mut impl Write, timestamp: bool) -> io::Result<()> {
@@ -285,6 +309,19 @@ pub fn write_hists(
     } else {
         write_interval_head(out, timestamp)?;
         write_keyed(out, hists)?;
+    }
+    out.flush()
+}
+
+/// The line a tool starts with (bcc's `Tracing ... Hit Ctrl-C to end.`),
+/// unless it writes JSON; flushed, so it shows before the first interval.
+pub(crate) fn write_banner(
+    out: &mut impl Write,
+    json: bool,
+    banner: std::fmt::Arguments<'_>,
+) -> io::Result<()> {
+    if !json {
+        writeln!(out, "{banner}")?;
     }
     out.flush()
 }

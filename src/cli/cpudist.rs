@@ -8,6 +8,7 @@ use std::io::{self, Write};
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::capture::bpf_run;
 use scry::sys::bpf_cpudist::{CpudistBpf, CpudistSettings};
 
@@ -30,9 +31,8 @@ pub struct CpudistArgs {
     /// A histogram per thread.
     #[arg(short = 'L', long = "tids")]
     tids: bool,
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     #[command(flatten)]
     table: bpf_tool::TableArgs,
     #[command(flatten)]
@@ -45,10 +45,10 @@ pub fn run(args: CpudistArgs) -> anyhow::Result<()> {
         per_process: args.pids,
         per_thread: args.tids,
         milliseconds: args.milliseconds,
-        pid: args.pid,
+        pid: args.target.pid,
     };
-    let run_opts = args.intervals.run_options(args.pid);
-    bpf_tool::check_pid("cpudist", "-p", args.pid)?;
+    let run_opts = args.intervals.run_options(args.target.pid);
+    bpf_tool::check_pid("cpudist", "-p", args.target.pid)?;
     let mut bpf = bpf_tool::load("cpudist", || CpudistBpf::load(settings))?;
     bpf_tool::print_hooks("cpudist", &bpf.hooks(), args.table.verbose);
     let mut out = io::stdout().lock();

@@ -5,6 +5,7 @@
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::render::snoop::ExitLayout;
 use scry::sys::bpf_exitsnoop::{self, ExitSettings};
 
@@ -18,9 +19,8 @@ pub struct ExitsnoopArgs {
     /// Failed exits only (a non-zero code or a signal).
     #[arg(short = 'x', long = "failed")]
     failed: bool,
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Each thread's exit, not only the process's.
     #[arg(short = 'T', long = "threaded")]
     threaded: bool,
@@ -29,9 +29,9 @@ pub struct ExitsnoopArgs {
 }
 
 pub fn run(args: ExitsnoopArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("exitsnoop", "-p", args.pid)?;
+    bpf_tool::check_pid("exitsnoop", "-p", args.target.pid)?;
     let settings = ExitSettings {
-        pid: args.pid,
+        pid: args.target.pid,
         failed_only: args.failed,
         threads: args.threaded,
     };

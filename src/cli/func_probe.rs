@@ -18,8 +18,10 @@ use scry::sys::bpf_funcs::{FuncSites, FuncsBpf, FuncsMode};
 use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::bpf_tool::{self, TableArgs};
+use super::target::PidArg;
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
 pub struct FuncProbeArgs {
     /// Functions: `LIB:PATTERN` (`c:malloc`, `/path/bin:read*`), `:PATTERN`
     /// (the traced process's binary), or PATTERN with -x. `*` and `?` are
@@ -30,9 +32,8 @@ pub struct FuncProbeArgs {
     /// are in; the whole PATTERN is then the function glob.
     #[arg(short = 'x', long = "binary", value_name = "BINARY")]
     binary: Option<String>,
-    /// Only this process (ends when it exits).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     #[command(flatten)]
     times: bpf_tool::TimedArgs,
     /// Print the time with each interval.
@@ -59,10 +60,10 @@ pub struct Probed {
 /// Parses and finds the functions, forks the command (if any) and loads
 /// the probes on them.
 pub fn load(tool: &str, args: &FuncProbeArgs, mode: FuncsMode) -> anyhow::Result<Probed> {
-    if args.pid.is_some() && !args.command.is_empty() {
+    if args.target.pid.is_some() && !args.command.is_empty() {
         bail!("{tool}: -p and a command exclude each other");
     }
-    bpf_tool::check_pid(tool, "-p", args.pid)?;
+    bpf_tool::check_pid(tool, "-p", args.target.pid)?;
     let parsed = func_sites::parse(&args.pattern, args.binary.as_deref())
         .map_err(|e| anyhow!("{tool}: {e}"))?;
     let (binary, glob) = match parsed {
@@ -70,7 +71,7 @@ pub fn load(tool: &str, args: &FuncProbeArgs, mode: FuncsMode) -> anyhow::Result
         other => bail!("{tool}: {}", refusal(&other)),
     };
     let program = args.command.first().map(Path::new);
-    let path = func_sites::find_binary(&binary, &args.pattern, args.pid, program)
+    let path = func_sites::find_binary(&binary, &args.pattern, args.target.pid, program)
         .map_err(|e| anyhow!("{tool}: {e}"))?;
     let found = func_sites::find(&path, &glob).map_err(|e| anyhow!("{tool}: {e}"))?;
     let signals = SignalPipe::install(&STOP_SIGNALS)?;
@@ -78,7 +79,10 @@ pub fn load(tool: &str, args: &FuncProbeArgs, mode: FuncsMode) -> anyhow::Result
         true => None,
         false => Some(Workload::fork(&args.command)?),
     };
-    let pid = args.pid.or(workload.as_ref().map(|w| w.pid() as u32));
+    let pid = args
+        .target
+        .pid
+        .or(workload.as_ref().map(|w| w.pid() as u32));
     let sites = FuncSites {
         pid: pid.map_or(-1, |p| p as i32),
         sites: found

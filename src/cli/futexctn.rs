@@ -11,10 +11,10 @@
 //! `render::futexctn`.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::futexctn::{by_lock, futex_entries, futex_raw_stacks};
 use scry::capture::bpf_run::RunOptions;
 use scry::render::futexctn::{write_futex_json, write_futex_text};
@@ -25,9 +25,8 @@ use super::offcputime::{SEE_EVERY, finish_naming, run_seeing, until};
 
 #[derive(Args, Debug)]
 pub struct FutexctnArgs {
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Only this thread.
     #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
     tid: Option<u32>,
@@ -58,9 +57,9 @@ fn parse_lock(text: &str) -> Result<u64, NotALock> {
 }
 
 pub fn run(args: FutexctnArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid_tid("futexctn", args.pid, args.tid)?;
+    bpf_tool::check_pid_tid("futexctn", args.target.pid, args.tid)?;
     let settings = FutexctnSettings {
-        pid: args.pid,
+        pid: args.target.pid,
         tid: args.tid,
         lock: args.lock,
         stack_storage: args.stack_storage_size,
@@ -68,19 +67,17 @@ pub fn run(args: FutexctnArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load("futexctn", || FutexctnBpf::load(settings))?;
     bpf_tool::print_hooks("futexctn", &bpf.hooks(), args.table.verbose);
     let mut out = io::stdout().lock();
-    if !args.table.json {
-        writeln!(
-            out,
+    bpf_tool::write_banner(
+        &mut out,
+        args.table.json,
+        format_args!(
             "Tracing futex contention latency (us){}",
             until(args.duration)
-        )?;
-    }
-    out.flush()?;
+        ),
+    )?;
     let opts = RunOptions {
         interval: Some(SEE_EVERY),
-        count: None,
-        duration: args.duration.map(Duration::from_secs),
-        pid: args.pid.map(|p| p as i32),
+        ..args.target.run_until(args.duration)
     };
     run_seeing(&opts, &mut bpf, FutexctnBpf::tgids, |bpf, mut resolver| {
         bpf.detach();

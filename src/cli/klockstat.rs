@@ -8,12 +8,12 @@
 //! `render::klockstat`.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::klockstat::{lock_raw_stacks, lock_rows};
-use scry::capture::bpf_run::{self, RunOptions};
+use scry::capture::bpf_run::{self};
 use scry::render::klockstat::{write_lock_json, write_lock_table};
 use scry::symbol::ResolveOptions;
 use scry::symbol::raw_stacks::RawStackResolver;
@@ -24,9 +24,8 @@ use super::offcputime::{finish_naming, until};
 
 #[derive(Args, Debug)]
 pub struct KlockstatArgs {
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Only this thread.
     #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
     tid: Option<u32>,
@@ -41,29 +40,21 @@ pub struct KlockstatArgs {
 }
 
 pub fn run(args: KlockstatArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid_tid("klockstat", args.pid, args.tid)?;
+    bpf_tool::check_pid_tid("klockstat", args.target.pid, args.tid)?;
     let settings = KlockstatSettings {
-        pid: args.pid,
+        pid: args.target.pid,
         tid: args.tid,
         stack_storage: args.stack_storage_size,
     };
     let mut bpf = bpf_tool::load("klockstat", || KlockstatBpf::load(settings))?;
     bpf_tool::print_hooks("klockstat", &bpf.hooks(), args.table.verbose);
     let mut out = io::stdout().lock();
-    if !args.table.json {
-        writeln!(
-            out,
-            "Tracing kernel lock contention{}",
-            until(args.duration)
-        )?;
-    }
-    out.flush()?;
-    let opts = RunOptions {
-        interval: None,
-        count: None,
-        duration: args.duration.map(Duration::from_secs),
-        pid: args.pid.map(|p| p as i32),
-    };
+    bpf_tool::write_banner(
+        &mut out,
+        args.table.json,
+        format_args!("Tracing kernel lock contention{}", until(args.duration)),
+    )?;
+    let opts = args.target.run_until(args.duration);
     bpf_run::run(&opts, |last| {
         if !last {
             return Ok(());

@@ -19,6 +19,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail};
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::memleak::{self, LeakStack};
 use scry::capture::bpf_run::{self, EndReason, RunOptions, Workload};
 use scry::render::memleak as render;
@@ -36,11 +37,10 @@ use super::bpf_tool;
 const TICK: Duration = Duration::from_millis(250);
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("The process to follow (ends when it exits); none and no command: the kernel's allocations")))]
 pub struct MemleakArgs {
-    /// The process to follow (ends when it exits); none and no command:
-    /// the kernel's allocations.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Show each allocation's address, size and age (oldest first).
     #[arg(short = 'a', long = "show-allocs")]
     show_allocs: bool,
@@ -74,7 +74,7 @@ pub struct MemleakArgs {
 }
 
 pub fn run(args: MemleakArgs) -> anyhow::Result<()> {
-    if args.pid.is_some() && !args.command.is_empty() {
+    if args.target.pid.is_some() && !args.command.is_empty() {
         bail!("memleak: -p and a command exclude each other");
     }
     if let (Some(min), Some(max)) = (args.min_size, args.max_size)
@@ -82,13 +82,13 @@ pub fn run(args: MemleakArgs) -> anyhow::Result<()> {
     {
         bail!("memleak: -z {min} is above -Z {max}");
     }
-    bpf_tool::check_pid("memleak", "-p", args.pid)?;
+    bpf_tool::check_pid("memleak", "-p", args.target.pid)?;
     let settings = MemleakSettings {
         min_size: args.min_size.unwrap_or(0),
         max_size: args.max_size.unwrap_or(0),
         stack_storage: args.stack_storage_size,
     };
-    let found = if let Some(pid) = args.pid {
+    let found = if let Some(pid) = args.target.pid {
         Some(allocator::of_process(pid, &USER_FUNCTIONS))
     } else {
         args.command
@@ -100,7 +100,10 @@ pub fn run(args: MemleakArgs) -> anyhow::Result<()> {
         true => None,
         false => Some(Workload::fork(&args.command)?),
     };
-    let target = args.pid.or(workload.as_ref().map(|w| w.pid() as u32));
+    let target = args
+        .target
+        .pid
+        .or(workload.as_ref().map(|w| w.pid() as u32));
     let bpf = bpf_tool::load("memleak", || match (&found, target) {
         (Some(found), Some(pid)) => MemleakBpf::load_user(
             settings,

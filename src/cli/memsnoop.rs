@@ -8,6 +8,7 @@
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::render::memsnoop::{CapLayout, OomLayout, ReclaimLayout};
 use scry::sys::bpf_drsnoop::ReclaimSettings;
 use scry::sys::{bpf_capable, bpf_drsnoop, bpf_oomkill};
@@ -38,10 +39,10 @@ pub fn run_oomkill(args: OomkillArgs) -> anyhow::Result<()> {
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
 pub struct DrsnoopArgs {
-    /// Only this process (ends when it exits).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Only this thread.
     #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
     tid: Option<u32>,
@@ -54,24 +55,24 @@ pub struct DrsnoopArgs {
 }
 
 pub fn run_drsnoop(args: DrsnoopArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("drsnoop", "-p", args.pid)?;
+    bpf_tool::check_pid("drsnoop", "-p", args.target.pid)?;
     bpf_tool::check_pid("drsnoop", "-t", args.tid)?;
     let settings = ReclaimSettings {
-        pid: args.pid,
+        pid: args.target.pid,
         tid: args.tid,
         memcg: args.memcg,
     };
     let bpf = bpf_tool::load("drsnoop", || bpf_drsnoop::load(settings))?;
-    let how = snoop::Stream::new("drsnoop", &args.common, args.pid);
+    let how = snoop::Stream::new("drsnoop", &args.common, args.target.pid);
     let layout = ReclaimLayout { kind: args.memcg };
     snoop::run(&how, &args.common, &bpf, &layout, |_| true)
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
 pub struct CapableArgs {
-    /// Only this process (ends when it exits).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Extra column: the thread id (bcc's -x; INSETID is not visible).
     #[arg(short = 'x', long = "extra")]
     extra: bool,
@@ -80,13 +81,13 @@ pub struct CapableArgs {
 }
 
 pub fn run_capable(args: CapableArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("capable", "-p", args.pid)?;
-    let bpf = bpf_tool::load("capable", || bpf_capable::load(args.pid))?;
+    bpf_tool::check_pid("capable", "-p", args.target.pid)?;
+    let bpf = bpf_tool::load("capable", || bpf_capable::load(args.target.pid))?;
     eprintln!(
         "capable: from capability:cap_capable: AUDIT and INSETID (the check's options) are not \
          in the tracepoint: AUDIT shows -"
     );
-    let how = snoop::Stream::new("capable", &args.common, args.pid);
+    let how = snoop::Stream::new("capable", &args.common, args.target.pid);
     let layout = CapLayout { tid: args.extra };
     snoop::run(&how, &args.common, &bpf, &layout, |_| true)
 }

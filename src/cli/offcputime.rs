@@ -17,6 +17,7 @@ use std::time::Duration;
 use anyhow::bail;
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::offcputime::{OffcpuEntry, StackHalves, offcpu_entries};
 use scry::capture::bpf_run::{self, RunOptions};
 use scry::render::export::EventKind;
@@ -32,9 +33,8 @@ pub(super) const SEE_EVERY: Duration = Duration::from_millis(250);
 
 #[derive(Args, Debug)]
 pub struct OffcputimeArgs {
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pub(super) pid: Option<u32>,
+    #[command(flatten)]
+    pub(super) target: PidArg,
     /// Only this thread.
     #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "pid")]
     pub(super) tid: Option<u32>,
@@ -173,7 +173,7 @@ pub fn finish_naming(tool: &str, resolver: RawStackResolver) -> Named {
 
 /// bcc's first line: what is traced, by which stacks, until when.
 fn banner(args: &OffcputimeArgs) -> String {
-    let threads = match (args.pid, args.tid) {
+    let threads = match (args.target.pid, args.tid) {
         (Some(pid), _) => format!("PID {pid}"),
         (None, Some(tid)) => format!("TID {tid}"),
         _ if args.user_threads_only => "user threads".to_string(),
@@ -201,7 +201,7 @@ impl OffcputimeArgs {
     /// The programs' settings (offcputime's and offwaketime's).
     pub(super) fn settings(&self) -> OffcputimeSettings {
         OffcputimeSettings {
-            pid: self.pid,
+            pid: self.target.pid,
             tid: self.tid,
             user_threads_only: self.user_threads_only,
             kernel_threads_only: self.kernel_threads_only,
@@ -220,7 +220,7 @@ impl OffcputimeArgs {
     /// The flags checked (`-m` below `-M`, `-p`/`-t` running).
     pub(super) fn check(&self, tool: &str) -> anyhow::Result<()> {
         self.blocks.check(tool)?;
-        bpf_tool::check_pid_tid(tool, self.pid, self.tid)
+        bpf_tool::check_pid_tid(tool, self.target.pid, self.tid)
     }
 
     /// Until the duration, Ctrl-C or the `-p` process's exit, waking
@@ -228,9 +228,7 @@ impl OffcputimeArgs {
     pub(super) fn run_options(&self) -> RunOptions {
         RunOptions {
             interval: Some(SEE_EVERY),
-            count: None,
-            duration: self.duration.map(Duration::from_secs),
-            pid: self.pid.map(|p| p as i32),
+            ..self.target.run_until(self.duration)
         }
     }
 }

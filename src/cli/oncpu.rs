@@ -14,10 +14,10 @@
 //! `analysis::offcputime` → `render::offcputime`.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::offcputime::{StackPart, offcpu_entries};
 use scry::capture::bpf_run::RunOptions;
 use scry::render::export::EventKind;
@@ -30,9 +30,8 @@ use super::offcputime::{
 
 #[derive(Args, Debug)]
 pub struct OncpuArgs {
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Only this thread (bcc's -L; -t as perf spells it).
     #[arg(short = 'L', long = "tid", short_alias = 't', value_name = "TID", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "pid")]
     tid: Option<u32>,
@@ -68,7 +67,7 @@ pub struct OncpuArgs {
 
 /// bcc's first line: the frequency, what is sampled, until when.
 fn banner(args: &OncpuArgs) -> String {
-    let threads = match (args.pid, args.tid) {
+    let threads = match (args.target.pid, args.tid) {
         (Some(pid), _) => format!("PID {pid}"),
         (None, Some(tid)) => format!("TID {tid}"),
         _ => "all threads".to_string(),
@@ -98,7 +97,7 @@ pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
     let settings = OncpuSettings {
         frequency: args.frequency,
         cpus: cpus(args.cpu.as_deref())?,
-        pid: args.pid,
+        pid: args.target.pid,
         tid: args.tid,
         targets: false,
         include_idle: args.include_idle,
@@ -109,11 +108,9 @@ pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
     };
     let run_opts = RunOptions {
         interval: Some(SEE_EVERY),
-        duration: args.duration.map(Duration::from_secs),
-        pid: args.pid.map(|p| p as i32),
-        ..RunOptions::default()
+        ..args.target.run_until(args.duration)
     };
-    bpf_tool::check_pid(TOOL, "-p", args.pid)?;
+    bpf_tool::check_pid(TOOL, "-p", args.target.pid)?;
     bpf_tool::check_pid(TOOL, "-L", args.tid)?;
     let mut bpf = bpf_tool::load(TOOL, || OncpuBpf::load(&settings))?;
     bpf_tool::print_hooks(TOOL, &bpf.hooks(), args.verbose);

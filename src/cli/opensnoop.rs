@@ -5,6 +5,7 @@
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::snoop::open_kept;
 use scry::render::snoop::OpenLayout;
 use scry::sys::bpf_opensnoop::{self, OpenSettings};
@@ -12,6 +13,7 @@ use scry::sys::bpf_opensnoop::{self, OpenSettings};
 use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
 pub struct OpensnoopArgs {
     /// Include the time (HH:MM:SS).
     #[arg(short = 'T', long = "timestamp")]
@@ -22,9 +24,8 @@ pub struct OpensnoopArgs {
     /// Failed opens only.
     #[arg(short = 'x', long = "failed")]
     failed: bool,
-    /// Only this process (ends when it exits).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Only this thread.
     #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
     tid: Option<u32>,
@@ -42,10 +43,10 @@ pub struct OpensnoopArgs {
 }
 
 pub fn run(args: OpensnoopArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("opensnoop", "-p", args.pid)?;
+    bpf_tool::check_pid("opensnoop", "-p", args.target.pid)?;
     bpf_tool::check_pid("opensnoop", "-t", args.tid)?;
     let settings = OpenSettings {
-        pid: args.pid,
+        pid: args.target.pid,
         tid: args.tid,
         uid: args.uid,
         failed_only: args.failed,
@@ -59,7 +60,7 @@ pub fn run(args: OpensnoopArgs) -> anyhow::Result<()> {
     let how = snoop::Stream {
         tool: "opensnoop",
         duration: args.common.duration,
-        pid: args.pid,
+        pid: args.target.pid,
         filters: args.name.iter().map(|n| format!("-n {n}")).collect(),
     };
     snoop::run(&how, &args.common, &bpf, &layout, |e| {

@@ -11,6 +11,7 @@ use std::io;
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::hist::KeyedHistogram;
 use scry::capture::bpf_run::{self, EndReason, RunOptions, Workload};
 use scry::sys::bpf_runqlat::{RunqlatBpf, RunqlatKey, RunqlatSettings};
@@ -20,15 +21,15 @@ use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 use super::bpf_tool;
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Only this process (and the children it forks from now on)")))]
 pub struct RunqlatArgs {
     /// Milliseconds (default: microseconds).
     #[arg(short = 'm', long = "milliseconds")]
     milliseconds: bool,
     #[command(flatten)]
     per: PerArgs,
-    /// Only this process (and the children it forks from now on).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Print a timestamp with each interval.
     #[arg(short = 'T', long = "timestamp")]
     timestamp: bool,
@@ -83,24 +84,24 @@ fn unit(milliseconds: bool) -> &'static str {
 }
 
 pub fn run(args: RunqlatArgs) -> anyhow::Result<()> {
-    use std::io::Write;
     let settings = RunqlatSettings {
         key: args.per.key(),
         milliseconds: args.milliseconds,
-        filter: args.pid.is_some(),
+        filter: args.target.pid.is_some(),
     };
-    bpf_tool::check_pid("runqlat", "-p", args.pid)?;
+    bpf_tool::check_pid("runqlat", "-p", args.target.pid)?;
     let mut bpf = bpf_tool::load("runqlat", || RunqlatBpf::load(settings))?;
-    if let Some(pid) = args.pid {
+    if let Some(pid) = args.target.pid {
         bpf.watch(pid)?;
     }
     bpf_tool::print_hooks("runqlat", &bpf.hooks(), args.table.verbose);
     let mut out = io::stdout().lock();
-    if !args.table.json {
-        writeln!(out, "Tracing run queue latency... Hit Ctrl-C to end.")?;
-    }
-    out.flush()?;
-    let run_opts = args.intervals.run_options(args.pid);
+    bpf_tool::write_banner(
+        &mut out,
+        args.table.json,
+        format_args!("Tracing run queue latency... Hit Ctrl-C to end."),
+    )?;
+    let run_opts = args.intervals.run_options(args.target.pid);
     let (label, unit) = (args.per.label(), unit(args.milliseconds));
     bpf_run::run(&run_opts, |last| {
         if last {

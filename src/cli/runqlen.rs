@@ -46,10 +46,11 @@ pub fn run(args: RunqlenArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load("runqlen", || RunqlenBpf::load(settings))?;
     bpf_tool::print_hooks("runqlen", &bpf.hooks(), args.table.verbose);
     let mut out = io::stdout().lock();
-    if !args.table.json {
-        writeln!(out, "Sampling run queue length... Hit Ctrl-C to end.")?;
-    }
-    out.flush()?;
+    bpf_tool::write_banner(
+        &mut out,
+        args.table.json,
+        format_args!("Sampling run queue length... Hit Ctrl-C to end."),
+    )?;
     let mut print = |bpf: &mut RunqlenBpf, last: bool| -> io::Result<()> {
         if last {
             bpf.detach();

@@ -10,7 +10,8 @@ use std::io::{self, Write};
 
 use clap::Args;
 
-use scry::capture::bpf_run::{self, RunOptions, Wake};
+use super::target::PidArg;
+use scry::capture::bpf_run::{self, Wake};
 use scry::sys::bpf_runqslower::{RunqslowerBpf, RunqslowerSettings, SlowWait};
 use scry::sys::localtime::now_hms;
 
@@ -18,9 +19,8 @@ use super::bpf_tool;
 
 #[derive(Args, Debug)]
 pub struct RunqslowerArgs {
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Only this thread.
     #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
     tid: Option<u32>,
@@ -52,10 +52,10 @@ fn write_wait(w: &mut impl Write, wait: &SlowWait, previous: bool) -> io::Result
 pub fn run(args: RunqslowerArgs) -> anyhow::Result<()> {
     let settings = RunqslowerSettings {
         min_us: args.min_us,
-        pid: args.pid,
+        pid: args.target.pid,
         tid: args.tid,
     };
-    bpf_tool::check_pid("runqslower", "-p", args.pid)?;
+    bpf_tool::check_pid("runqslower", "-p", args.target.pid)?;
     bpf_tool::check_pid("runqslower", "-t", args.tid)?;
     let bpf = bpf_tool::load("runqslower", || RunqslowerBpf::load(settings))?;
     bpf_tool::print_hooks("runqslower", &bpf.hooks(), args.verbose);
@@ -85,10 +85,7 @@ pub fn run(args: RunqslowerArgs) -> anyhow::Result<()> {
             failed.set(Some(e));
         }
     })?;
-    let run_opts = RunOptions {
-        pid: args.pid.map(|p| p as i32),
-        ..RunOptions::default()
-    };
+    let run_opts = args.target.run_until(None);
     bpf_run::run_events(&run_opts, &[ring.fd()], |wake| {
         if matches!(wake, Wake::Ready | Wake::Last) {
             ring.consume()?;

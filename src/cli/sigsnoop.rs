@@ -12,7 +12,7 @@ use scry::render::sigsnoop::{SigLayout, signal_number};
 use scry::sys::bpf_sigsnoop::{self, SigSettings};
 
 use super::bpf_tool;
-use super::snoop::{self, FailedPidFlags};
+use super::snoop;
 
 #[derive(Args, Debug)]
 pub struct SigsnoopArgs {
@@ -45,7 +45,7 @@ pub fn run_kill(args: SigsnoopArgs) -> anyhow::Result<()> {
 }
 
 fn run_as(tool: &str, args: SigsnoopArgs) -> anyhow::Result<()> {
-    let FailedPidFlags { failed, pid } = args.filter;
+    let (failed, pid) = (args.filter.failed, args.filter.target.pid);
     bpf_tool::check_pid(tool, "-p", pid)?;
     let signals = match &args.signal {
         Some(list) => signal_mask(list).map_err(|NotASignal(bad)| {

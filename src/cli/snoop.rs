@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
+use super::target::PidArg;
 use scry::capture::bpf_run::{self, RunOptions, Wake};
 use scry::render::snoop::{Clock, SnoopFormat, json_line};
 use scry::sys::bpf_events::EventStream;
@@ -32,13 +33,13 @@ pub struct StreamFlags {
 
 /// `-x` and `-p` as most streaming tools take them.
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
 pub struct FailedPidFlags {
     /// Failed ones only.
     #[arg(short = 'x', long = "failed")]
     pub failed: bool,
-    /// Only this process (ends when it exits).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pub pid: Option<u32>,
+    #[command(flatten)]
+    pub target: PidArg,
 }
 
 /// How a streaming tool runs.

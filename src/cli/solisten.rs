@@ -6,6 +6,7 @@
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::render::sockcall::ListenLayout;
 use scry::sys::bpf_sockcall::{self, SockCall, SockcallSettings};
 
@@ -13,9 +14,8 @@ use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
 pub struct SolistenArgs {
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Include the time (HH:MM:SS).
     #[arg(short = 't', long = "timestamp")]
     timestamp: bool,
@@ -24,15 +24,15 @@ pub struct SolistenArgs {
 }
 
 pub fn run(args: SolistenArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("solisten", "-p", args.pid)?;
+    bpf_tool::check_pid("solisten", "-p", args.target.pid)?;
     let settings = SockcallSettings {
         call: SockCall::Listen,
-        pid: args.pid,
+        pid: args.target.pid,
         include_failed: true,
         ..SockcallSettings::default()
     };
     let bpf = bpf_tool::load("solisten", || bpf_sockcall::load(&settings))?;
-    let how = snoop::Stream::new("solisten", &args.common, args.pid);
+    let how = snoop::Stream::new("solisten", &args.common, args.target.pid);
     let layout = ListenLayout {
         time: args.timestamp,
     };

@@ -6,12 +6,13 @@
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::render::statsnoop::{LifeLayout, StatLayout};
 use scry::sys::bpf_filelife;
 use scry::sys::bpf_statsnoop::{self, StatSettings};
 
 use super::bpf_tool;
-use super::snoop::{self, FailedPidFlags};
+use super::snoop;
 
 #[derive(Args, Debug)]
 pub struct StatsnoopArgs {
@@ -28,7 +29,7 @@ pub struct StatsnoopArgs {
 }
 
 pub fn run(args: StatsnoopArgs) -> anyhow::Result<()> {
-    let FailedPidFlags { failed, pid } = args.filter;
+    let (failed, pid) = (args.filter.failed, args.filter.target.pid);
     bpf_tool::check_pid("statsnoop", "-p", pid)?;
     let settings = StatSettings {
         pid,
@@ -44,21 +45,21 @@ pub fn run(args: StatsnoopArgs) -> anyhow::Result<()> {
 }
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Only files this process deletes (ends when it exits)")))]
 pub struct FilelifeArgs {
-    /// Only files this process deletes (ends when it exits).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     #[command(flatten)]
     common: snoop::StreamFlags,
 }
 
 pub fn run_filelife(args: FilelifeArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("filelife", "-p", args.pid)?;
-    let bpf = bpf_tool::load("filelife", || bpf_filelife::load(args.pid))?;
+    bpf_tool::check_pid("filelife", "-p", args.target.pid)?;
+    let bpf = bpf_tool::load("filelife", || bpf_filelife::load(args.target.pid))?;
     eprintln!(
         "filelife: from the open/creat and unlink system calls: a file is matched by the name it \
          was created and deleted under (relative names not resolved, renames not followed)"
     );
-    let how = snoop::Stream::new("filelife", &args.common, args.pid);
+    let how = snoop::Stream::new("filelife", &args.common, args.target.pid);
     snoop::run(&how, &args.common, &bpf, &LifeLayout, |_| true)
 }

@@ -9,6 +9,7 @@ use std::io::{self, Write};
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::syscount::{Interval, top_rows};
 use scry::capture::bpf_run;
 use scry::render::syscount::{SyscountLayout, write_json, write_table};
@@ -19,9 +20,8 @@ use super::bpf_tool;
 
 #[derive(Args, Debug)]
 pub struct SyscountArgs {
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     #[command(flatten)]
     times: bpf_tool::TimedArgs,
     /// Print only the top TOP rows.
@@ -52,26 +52,26 @@ pub fn run(args: SyscountArgs) -> anyhow::Result<()> {
         failed_only: args.failures,
         latency: args.latency,
         by_process: args.process,
-        pid: args.pid,
+        pid: args.target.pid,
     };
-    let run_opts = args.times.run_options(args.pid);
+    let run_opts = args.times.run_options(args.target.pid);
     let layout = SyscountLayout {
         by_process: args.process,
         latency: args.latency,
         milliseconds: args.milliseconds,
     };
-    bpf_tool::check_pid("syscount", "-p", args.pid)?;
+    bpf_tool::check_pid("syscount", "-p", args.target.pid)?;
     let mut bpf = bpf_tool::load("syscount", || SyscountBpf::load(settings))?;
     bpf_tool::print_hooks("syscount", &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();
-    if !args.json {
-        writeln!(
-            out,
+    bpf_tool::write_banner(
+        &mut out,
+        args.json,
+        format_args!(
             "Tracing syscalls, printing top {}... Ctrl+C to quit.",
             args.top
-        )?;
-    }
-    out.flush()?;
+        ),
+    )?;
     let mut interval = Interval::default();
     let top = usize::try_from(args.top).unwrap_or(usize::MAX);
     let mut print = |bpf: &mut SyscountBpf, last: bool| -> io::Result<()> {

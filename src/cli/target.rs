@@ -1,6 +1,7 @@
 //! The flags that say what to watch (`-p`, `-t`, `-a`, `-C`) and how to
 //! sample it (`-F`, `-c`, `-g`, `--call-graph`): one declaration each,
-//! flattened into `record`, `stat` and `top`.
+//! flattened into `record`, `stat` and `top`; the BPF tools' `-p PID`
+//! ([`PidArg`]) likewise.
 //!
 //! The help lines are `record`'s; a command whose wording differs (`stat`
 //! counts rather than watches) rewords them with `#[command(mut_arg(...))]`,
@@ -8,10 +9,12 @@
 //! `-C` system-wide? is the default system-wide?) stays with each command.
 
 use std::ffi::OsString;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 
+use scry::capture::bpf_run::RunOptions;
 use scry::capture::{CallGraph, DEFAULT_FP_STACK_SIZE, Sampling, Target};
 
 /// `-p`, `-t`, `-a`, `-C`.
@@ -70,6 +73,29 @@ impl WatchArgs {
             anyhow::bail!("no such process: {pid}");
         }
         Ok(pids)
+    }
+}
+
+/// `-p PID` of the BPF tools: one process, a number above 0. A tool
+/// whose help says more (what "only" keeps, that the tool ends with it)
+/// rewords it with `#[command(mut_arg("pid", ...))]`.
+#[derive(Args, Clone, Copy, Debug)]
+pub(crate) struct PidArg {
+    /// Only this process.
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) pid: Option<u32>,
+}
+
+impl PidArg {
+    /// The BPF run loop's options: one print at the end, after `duration`
+    /// seconds, Ctrl-C or this process's exit.
+    pub(crate) fn run_until(&self, duration: Option<u64>) -> RunOptions {
+        RunOptions {
+            interval: None,
+            count: None,
+            duration: duration.map(Duration::from_secs),
+            pid: self.pid.map(|p| p as i32),
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::render::net::{Stamps, TcpTable};
 use scry::sys::bpf_tcp::{TcpMode, TcpSettings};
 
@@ -20,9 +21,8 @@ pub struct TcpacceptArgs {
     /// Include seconds since the start.
     #[arg(short = 't', long = "timestamp")]
     timestamp: bool,
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Only these local ports (comma-separated, at most 8).
     #[arg(short = 'P', long = "port", value_name = "PORTS")]
     ports: Option<String>,
@@ -33,12 +33,12 @@ pub struct TcpacceptArgs {
 }
 
 pub fn run(args: TcpacceptArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("tcpaccept", "-p", args.pid)?;
+    bpf_tool::check_pid("tcpaccept", "-p", args.target.pid)?;
     let ports = tcp::port_lists("tcpaccept", ("-P", args.ports.as_deref()), ("", None))?;
     let settings = TcpSettings {
         mode: TcpMode::Accept,
         family: args.family.family(),
-        pid: args.pid,
+        pid: args.target.pid,
         ..TcpSettings::default()
     };
     let how = TcpRun::new("tcpaccept", &args.common, settings, ports);

@@ -11,6 +11,7 @@ use std::io::Write;
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::net::ConnectCounts;
 use scry::render::net::{ConnectLayout, Stamps, TcpTable, connect_counts, connect_counts_json};
 use scry::sys::bpf_tcp::{TcpMode, TcpSettings};
@@ -23,9 +24,8 @@ pub struct TcpconnectArgs {
     /// Count connections per source, destination and port; print at the end.
     #[arg(short = 'c', long = "count")]
     count: bool,
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Only these destination ports (comma-separated, at most 8).
     #[arg(short = 'P', long = "port", value_name = "PORTS")]
     ports: Option<String>,
@@ -48,12 +48,12 @@ pub struct TcpconnectArgs {
 }
 
 pub fn run(args: TcpconnectArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("tcpconnect", "-p", args.pid)?;
+    bpf_tool::check_pid("tcpconnect", "-p", args.target.pid)?;
     let ports = tcp::port_lists("tcpconnect", ("", None), ("-P", args.ports.as_deref()))?;
     let settings = TcpSettings {
         mode: TcpMode::Connect,
         family: args.family.family(),
-        pid: args.pid,
+        pid: args.target.pid,
         uid: args.uid,
         ..TcpSettings::default()
     };

@@ -6,6 +6,7 @@
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::render::net::TcpTable;
 use scry::sys::bpf_tcp::TcpMode;
 
@@ -13,10 +14,10 @@ use super::tcp::{self, SessionFlags, TcpRun};
 use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Only sessions of this process")))]
 pub struct TcplifeArgs {
-    /// Only sessions of this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     #[command(flatten)]
     sessions: SessionFlags,
     /// Include the time (HH:MM:SS).
@@ -30,9 +31,9 @@ pub struct TcplifeArgs {
 }
 
 pub fn run(args: TcplifeArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("tcplife", "-p", args.pid)?;
+    bpf_tool::check_pid("tcplife", "-p", args.target.pid)?;
     let (mut settings, ports) = args.sessions.settings("tcplife", TcpMode::Life)?;
-    settings.pid = args.pid;
+    settings.pid = args.target.pid;
     let how = TcpRun::new("tcplife", &args.common, settings, ports);
     let layout = args.sessions.layout(args.time, args.timestamp);
     tcp::run(&how, TcpTable::Life(layout), |_| true)?;

@@ -7,7 +7,7 @@
 //! (`-b`/`-B`), address filters (`-a`/`-A`) and averages (`-e`). Wiring
 //! only: `sys::bpf_tcprtt` → `analysis::hist` → `render::hist`.
 
-use std::io::{self, Write};
+use std::io;
 
 use clap::Args;
 
@@ -45,10 +45,11 @@ pub fn run(args: TcprttArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load("tcprtt", || bpf_tcprtt::load(settings))?;
     bpf_tool::print_hooks("tcprtt", &bpf.hooks(), args.table.verbose);
     let mut out = io::stdout().lock();
-    if !args.table.json {
-        writeln!(out, "Tracing TCP RTT... Hit Ctrl-C to end.")?;
-    }
-    out.flush()?;
+    bpf_tool::write_banner(
+        &mut out,
+        args.table.json,
+        format_args!("Tracing TCP RTT... Hit Ctrl-C to end."),
+    )?;
     let opts = args.times.run_options(None);
     let unit = if args.milliseconds { "msecs" } else { "usecs" };
     bpf_run::run(&opts, |last| {

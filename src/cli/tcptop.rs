@@ -9,12 +9,12 @@
 
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::net::{FlowSort, top_flows};
-use scry::capture::bpf_run::{self, RunOptions};
+use scry::capture::bpf_run::{self};
 use scry::render::net::{tcptop_json, tcptop_table};
 use scry::sys::bpf_tcptop::{TcptopBpf, TcptopSettings};
 use scry::sys::localtime::now_hms;
@@ -23,10 +23,10 @@ use super::bpf_tool;
 use super::tcp::FamilyFlags;
 
 #[derive(Args, Debug)]
+#[command(mut_arg("json", |a| a.help("One JSON array of rows per interval instead of the table")))]
 pub struct TcptopArgs {
-    /// Only this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Only processes in this cgroup (a directory under /sys/fs/cgroup).
     #[arg(short = 'c', long = "cgroup", value_name = "PATH")]
     cgroup: Option<PathBuf>,
@@ -46,18 +46,10 @@ pub struct TcptopArgs {
     #[arg(short = 'r', long = "rows", value_name = "ROWS", default_value_t = 20,
           value_parser = clap::value_parser!(u64).range(1..=10240))]
     rows: u64,
-    /// Say which kernel hooks the programs use.
-    #[arg(short = 'v', long = "verbose")]
-    verbose: bool,
-    /// One JSON array of rows per interval instead of the table.
-    #[arg(long)]
-    json: bool,
-    /// Print every INTERVAL seconds.
-    #[arg(value_name = "INTERVAL", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
-    interval: u64,
-    /// Stop after COUNT intervals.
-    #[arg(value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
-    count: Option<u64>,
+    #[command(flatten)]
+    table: bpf_tool::TableArgs,
+    #[command(flatten)]
+    every: bpf_tool::EveryArgs,
 }
 
 /// libbpf-tools' summary: `HH:MM:SS loadavg: ...` (/proc/loadavg's text).
@@ -69,40 +61,35 @@ pub fn summary() -> String {
 
 pub fn run(args: TcptopArgs) -> anyhow::Result<()> {
     let _ = args.noclear;
-    bpf_tool::check_pid("tcptop", "-p", args.pid)?;
+    bpf_tool::check_pid("tcptop", "-p", args.target.pid)?;
     let settings = TcptopSettings {
-        pid: args.pid,
+        pid: args.target.pid,
         family: args.family.family(),
         cgroup: args.cgroup.clone(),
     };
     let mut bpf = bpf_tool::load("tcptop", || TcptopBpf::load(&settings))?;
-    bpf_tool::print_hooks("tcptop", &bpf.hooks(), args.verbose);
+    bpf_tool::print_hooks("tcptop", &bpf.hooks(), args.table.verbose);
     let sort = match args.sort.as_str() {
         "sent" => FlowSort::Sent,
         "received" => FlowSort::Received,
         _ => FlowSort::All,
     };
-    let opts = RunOptions {
-        interval: Some(Duration::from_secs(args.interval)),
-        count: args.count,
-        duration: None,
-        pid: args.pid.map(|p| p as i32),
-    };
+    let opts = args.every.run_options(args.target.pid);
     let mut out = io::stdout().lock();
-    if !args.json {
-        writeln!(
-            out,
+    bpf_tool::write_banner(
+        &mut out,
+        args.table.json,
+        format_args!(
             "Tracing... Output every {} secs. Hit Ctrl-C to end",
-            args.interval
-        )?;
-    }
-    out.flush()?;
+            args.every.interval
+        ),
+    )?;
     bpf_run::run(&opts, |last| {
         if last {
             bpf.detach();
         }
         let flows = top_flows(bpf.take()?, sort, args.rows as usize);
-        if args.json {
+        if args.table.json {
             tcptop_json(&mut out, &flows)?;
         } else {
             let head = (!args.nosummary).then(summary);

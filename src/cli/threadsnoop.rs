@@ -7,6 +7,7 @@
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::snoop::ThreadEvent;
 use scry::render::threadsnoop::ThreadLayout;
 use scry::symbol::live_names::LiveNames;
@@ -15,17 +16,17 @@ use scry::sys::bpf_threadsnoop::{self, START_FUNCTIONS};
 use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Only threads this process creates (ends when it exits)")))]
 pub struct ThreadsnoopArgs {
-    /// Only threads this process creates (ends when it exits).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     #[command(flatten)]
     common: snoop::StreamFlags,
 }
 
 pub fn run(args: ThreadsnoopArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("threadsnoop", "-p", args.pid)?;
-    let bpf = bpf_tool::load("threadsnoop", || bpf_threadsnoop::load(args.pid))?;
+    bpf_tool::check_pid("threadsnoop", "-p", args.target.pid)?;
+    let bpf = bpf_tool::load("threadsnoop", || bpf_threadsnoop::load(args.target.pid))?;
     if let Some(hook) = bpf
         .hooks()
         .into_iter()
@@ -41,6 +42,6 @@ pub fn run(args: ThreadsnoopArgs) -> anyhow::Result<()> {
     let layout = ThreadLayout {
         name_of: |e: &ThreadEvent| names.function(e.pid, e.func),
     };
-    let how = snoop::Stream::new("threadsnoop", &args.common, args.pid);
+    let how = snoop::Stream::new("threadsnoop", &args.common, args.target.pid);
     snoop::run(&how, &args.common, &bpf, &layout, |_| true)
 }

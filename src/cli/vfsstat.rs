@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::vfsstat::VfsInterval;
 use scry::capture::bpf_run::{self, RunOptions};
 use scry::render::vfsstat;
@@ -19,10 +20,10 @@ use scry::sys::localtime::now_hms;
 use super::bpf_tool;
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Only this process's calls (ends when it exits)")))]
 pub struct VfsstatArgs {
-    /// Only this process's calls (ends when it exits).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// Say which kernel hooks the programs use.
     #[arg(short = 'v', long = "verbose")]
     verbose: bool,
@@ -34,12 +35,12 @@ pub struct VfsstatArgs {
 }
 
 pub fn run(args: VfsstatArgs) -> anyhow::Result<()> {
-    bpf_tool::check_pid("vfsstat", "-p", args.pid)?;
-    let bpf = bpf_tool::load("vfsstat", || VfsstatBpf::load(args.pid))?;
+    bpf_tool::check_pid("vfsstat", "-p", args.target.pid)?;
+    let bpf = bpf_tool::load("vfsstat", || VfsstatBpf::load(args.target.pid))?;
     bpf_tool::print_hooks("vfsstat", &bpf.hooks(), args.verbose);
     let opts = RunOptions {
         interval: Some(Duration::from_secs(args.intervals.interval.unwrap_or(1))),
-        ..args.intervals.run_options(args.pid)
+        ..args.intervals.run_options(args.target.pid)
     };
     let mut out = io::BufWriter::new(io::stdout().lock());
     if !args.json {

@@ -7,12 +7,12 @@
 //! `symbol::raw_stacks` → `analysis::offcputime` → `render::offcputime`.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use clap::Args;
 
+use super::target::PidArg;
 use scry::analysis::offcputime::wakeup_entries;
-use scry::capture::bpf_run::{self, RunOptions};
+use scry::capture::bpf_run::{self};
 use scry::render::offcputime::{write_wakeup_folded, write_wakeup_stacks};
 use scry::symbol::ResolveOptions;
 use scry::symbol::raw_stacks::{RawStack, RawStackResolver};
@@ -22,10 +22,10 @@ use super::bpf_tool;
 use super::offcputime::{BlockArgs, export_blocked, finish_naming};
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Only targets of this process")))]
 pub struct WakeuptimeArgs {
-    /// Only targets of this process.
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
-    pid: Option<u32>,
+    #[command(flatten)]
+    target: PidArg,
     /// User threads only (no kernel threads).
     #[arg(short = 'u', long = "user-threads-only")]
     user_threads_only: bool,
@@ -47,19 +47,14 @@ pub struct WakeuptimeArgs {
 pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
     args.blocks.check("wakeuptime")?;
     let settings = WakeuptimeSettings {
-        pid: args.pid,
+        pid: args.target.pid,
         user_threads_only: args.user_threads_only,
         min_us: args.blocks.min_block_time,
         max_us: args.blocks.max_block_time,
         stack_storage: args.blocks.stack_storage_size,
     };
-    let run_opts = RunOptions {
-        interval: None,
-        count: None,
-        duration: args.duration.map(Duration::from_secs),
-        pid: args.pid.map(|p| p as i32),
-    };
-    bpf_tool::check_pid("wakeuptime", "-p", args.pid)?;
+    let run_opts = args.target.run_until(args.duration);
+    bpf_tool::check_pid("wakeuptime", "-p", args.target.pid)?;
     let mut bpf = bpf_tool::load("wakeuptime", || WakeuptimeBpf::load(settings))?;
     bpf_tool::print_hooks("wakeuptime", &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();

@@ -151,147 +151,125 @@ mod tests {
         leaf_has_tables: true,
     };
 
-    /// main -> caller -> leaf (frameless): %rbp is caller's frame at word 4
-    /// (saved rbp of main at 4, return into main at 5); the return into
-    /// caller is at word 1. The chain skips caller; the unwinder ran out
-    /// of copy after main's return address.
-    #[test]
-    fn frameless_leaf_gets_its_caller_back() {
-        let bytes = stack(8, &[(1, 0xc0), (4, SP + 8 * 7), (5, 0x30)]);
+    /// The stack copy of main -> caller -> leaf (frameless): %rbp is
+    /// caller's frame at word 4 (saved rbp of main at 4, return into main
+    /// at 5); the return into caller is at word 1.
+    const FRAMELESS_LEAF: &[(usize, u64)] = &[(1, 0xc0), (4, SP + 8 * 7), (5, 0x30)];
+
+    /// [`join`] of `chain` and `unwound` (`how`) over a copy of `words`
+    /// words from SP (`set` in it) with %rbp at `bp`: its verdict and the
+    /// stack it made.
+    fn joined(
+        (words, set, bp): (usize, &[(usize, u64)], u64),
+        chain: &[u64],
+        unwound: &[UnwoundFrame],
+        how: Unwound,
+    ) -> (Join, Vec<u64>) {
+        let bytes = stack(words, set);
         let top = UserTop {
             sp: SP,
-            bp: SP + 8 * 4,
+            bp,
             stack: &bytes,
         };
+        let mut out = Vec::new();
+        let verdict = join(chain, &top, unwound, how, &mut out);
+        (verdict, out)
+    }
+
+    /// The chain skips caller; the unwinder ran out of copy after main's
+    /// return address.
+    #[test]
+    fn frameless_leaf_gets_its_caller_back() {
         // Kernel: leaf, main (at word 5), start (at word 8: above the copy).
-        let chain = [0x10, 0x30, 0x50];
         let unwound = [
             frame(0x10, None),
             frame(0xc0, Some(1)),
             frame(0x30, Some(5)),
         ];
-        let mut out = Vec::new();
+        let copy = (8, FRAMELESS_LEAF, SP + 8 * 4);
         assert_eq!(
-            join(&chain, &top, &unwound, PARTIAL, &mut out),
-            Join::Repaired
+            joined(copy, &[0x10, 0x30, 0x50], &unwound, PARTIAL),
+            (Join::Repaired, vec![0x10, 0xc0, 0x30, 0x50])
         );
-        assert_eq!(out, [0x10, 0xc0, 0x30, 0x50]);
     }
 
     /// The unwinder stopped before the chain's first slot: the chain
     /// follows from it.
     #[test]
     fn chain_above_the_unwound_frames_follows() {
-        let bytes = stack(8, &[(1, 0xc0), (4, SP + 8 * 7), (5, 0x30)]);
-        let top = UserTop {
-            sp: SP,
-            bp: SP + 8 * 4,
-            stack: &bytes,
-        };
-        let chain = [0x10, 0x30, 0x50];
         let unwound = [frame(0x10, None), frame(0xc0, Some(1))];
-        let mut out = Vec::new();
+        let copy = (8, FRAMELESS_LEAF, SP + 8 * 4);
         assert_eq!(
-            join(&chain, &top, &unwound, PARTIAL, &mut out),
-            Join::Repaired
+            joined(copy, &[0x10, 0x30, 0x50], &unwound, PARTIAL),
+            (Join::Repaired, vec![0x10, 0xc0, 0x30, 0x50])
         );
-        assert_eq!(out, [0x10, 0xc0, 0x30, 0x50]);
     }
 
     #[test]
     fn same_slot_different_address_keeps_the_chain() {
-        let bytes = stack(8, &[(4, SP + 8 * 7), (5, 0x30)]);
-        let top = UserTop {
-            sp: SP,
-            bp: SP + 8 * 4,
-            stack: &bytes,
-        };
         let chain = [0x10, 0x30, 0x50];
         let unwound = [frame(0x10, None), frame(0x99, Some(5))];
-        let mut out = Vec::new();
+        let copy = (8, &[(4, SP + 8 * 7), (5, 0x30)][..], SP + 8 * 4);
         assert_eq!(
-            join(&chain, &top, &unwound, PARTIAL, &mut out),
-            Join::Kept(KeptReason::Disagree)
+            joined(copy, &chain, &unwound, PARTIAL),
+            (Join::Kept(KeptReason::Disagree), chain.to_vec())
         );
-        assert_eq!(out, chain);
     }
 
     #[test]
     fn no_tables_or_no_step_keeps_the_chain() {
-        let bytes = stack(2, &[]);
-        let top = UserTop {
-            sp: SP,
-            bp: SP + 8,
-            stack: &bytes,
-        };
         let chain = [0x10, 0x30];
-        let mut out = Vec::new();
+        let copy = (2, &[][..], SP + 8);
         let none = Unwound {
             complete: false,
             leaf_has_tables: false,
         };
         let two = [frame(0x10, None), frame(0x30, Some(0))];
         assert_eq!(
-            join(&chain, &top, &two, none, &mut out),
-            Join::Kept(KeptReason::NoUnwindInfo)
+            joined(copy, &chain, &two, none),
+            (Join::Kept(KeptReason::NoUnwindInfo), chain.to_vec())
         );
-        out.clear();
         assert_eq!(
-            join(&chain, &top, &[frame(0x10, None)], PARTIAL, &mut out),
-            Join::Kept(KeptReason::SnapshotTooSmall)
+            joined(copy, &chain, &[frame(0x10, None)], PARTIAL),
+            (Join::Kept(KeptReason::SnapshotTooSmall), chain.to_vec())
         );
-        assert_eq!(out, chain);
     }
 
     /// The chain ended below the unwound frames (libc's start code keeps no
     /// frame pointer): the unwound frames go further, and are the stack.
     #[test]
     fn a_chain_that_ends_below_the_unwound_frames_yields_to_them() {
-        let bytes = stack(8, &[(1, 0xc0), (4, 0), (5, 0x30)]);
-        let top = UserTop {
-            sp: SP,
-            bp: SP + 8 * 4,
-            stack: &bytes,
-        };
-        let chain = [0x10, 0x30];
         let unwound = [
             frame(0x10, None),
             frame(0xc0, Some(1)),
             frame(0x30, Some(5)),
             frame(0x70, Some(7)),
         ];
-        let mut out = Vec::new();
+        let copy = (8, &[(1, 0xc0), (4, 0), (5, 0x30)][..], SP + 8 * 4);
         assert_eq!(
-            join(&chain, &top, &unwound, PARTIAL, &mut out),
-            Join::Repaired
+            joined(copy, &[0x10, 0x30], &unwound, PARTIAL),
+            (Join::Repaired, vec![0x10, 0xc0, 0x30, 0x70])
         );
-        assert_eq!(out, [0x10, 0xc0, 0x30, 0x70]);
     }
 
     /// %rbp below the stack pointer: the chain is garbage, the unwound
     /// frames stand alone; reaching the root, they are the whole stack.
     #[test]
     fn garbage_chain_is_cut_and_a_complete_unwind_wins() {
-        let bytes = stack(4, &[]);
-        let top = UserTop {
-            sp: SP,
-            bp: 0x1234,
-            stack: &bytes,
-        };
         let chain = [0x10, 0xdead];
         let unwound = [frame(0x10, None), frame(0xc0, Some(1))];
-        let mut out = Vec::new();
-        assert_eq!(join(&chain, &top, &unwound, PARTIAL, &mut out), Join::Cut);
-        assert_eq!(out, [0x10, 0xc0]);
-        out.clear();
+        let copy = (4, &[][..], 0x1234);
+        assert_eq!(
+            joined(copy, &chain, &unwound, PARTIAL),
+            (Join::Cut, vec![0x10, 0xc0])
+        );
         let complete = Unwound {
             complete: true,
             leaf_has_tables: true,
         };
         assert_eq!(
-            join(&chain, &top, &unwound, complete, &mut out),
-            Join::Repaired
+            joined(copy, &chain, &unwound, complete),
+            (Join::Repaired, vec![0x10, 0xc0])
         );
-        assert_eq!(out, [0x10, 0xc0]);
     }
 }

@@ -161,25 +161,10 @@ impl DwarfUnwinder {
     }
 
     /// Unwind one sample of process `pid`. `binary_of` gives the usable
-    /// binary for each mapping (None if missing or replaced). Pushes
-    /// absolute addresses, leaf first, to `out`; returns true if the root of
-    /// the stack was reached.
-    pub fn unwind(
-        &mut self,
-        pid: i32,
-        space: &AddressSpace,
-        binary_of: impl FnMut(DsoId) -> Option<Arc<Binary>>,
-        state: &UserState<'_>,
-        out: &mut Vec<u64>,
-    ) -> bool {
-        let mut frames = Vec::new();
-        let done = self.unwind_frames(pid, space, binary_of, state, &mut frames);
-        out.extend(frames.iter().map(|f| f.addr));
-        done.complete
-    }
-
-    /// As [`Self::unwind`], keeping where each return address was read
-    /// (what `stack_join` meets the frame-pointer chain by), and saying
+    /// binary for each mapping (None if missing or replaced). Pushes the
+    /// frames, leaf first, to `out`: each absolute address with where its
+    /// return address was read (what `stack_join` meets the frame-pointer
+    /// chain by); says whether the root of the stack was reached and
     /// whether the sampled address lies in a binary with unwind tables.
     pub fn unwind_frames(
         &mut self,

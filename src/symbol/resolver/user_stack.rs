@@ -21,7 +21,9 @@ use linux_perf_event_reader::{CpuMode, SampleRecord};
 use super::{KERNEL_START, Reach, Resolver};
 use crate::symbol::process::{DsoId, DsoKind};
 use crate::symbol::stack_join::{self, Join, UserTop};
-use crate::symbol::unwind::{PERF_REG_X86_BP, PERF_REG_X86_IP, PERF_REG_X86_SP, UserState};
+use crate::symbol::unwind::{
+    PERF_REG_X86_BP, PERF_REG_X86_IP, PERF_REG_X86_SP, Unwound, UnwoundFrame, UserState,
+};
 
 /// The kernel's default `perf_event_max_stack`: a chain this long was cut.
 const MAX_STACK: usize = 127;
@@ -93,28 +95,47 @@ impl Resolver {
     fn unwind_all(&mut self, pid: i32, state: &UserState<'_>, reach: &mut Reach) -> Vec<u64> {
         let mut user = std::mem::take(&mut self.user_scratch);
         user.clear();
-        let complete = match self.procs.space(pid) {
-            Some(space) => {
-                let (dsos, binaries) = (&self.dsos, &mut self.binaries);
-                let lookup = |dso: DsoId| {
-                    let d = dsos.get(dso);
-                    (d.kind == DsoKind::File)
-                        .then(|| binaries.get(&d.file, d.build_id.as_deref()).ok())
-                        .flatten()
-                };
-                self.unwinder.unwind(pid, space, lookup, state, &mut user)
+        let mut frames = std::mem::take(&mut self.frame_scratch);
+        frames.clear();
+        let complete = match self.unwind_user(pid, state, &mut frames) {
+            Some(how) => {
+                user.extend(frames.iter().map(|f| f.addr));
+                how.complete
             }
             None => {
                 user.push(state.ip);
                 false
             }
         };
+        self.frame_scratch = frames;
         *reach = if complete && *reach != Reach::Cut {
             Reach::Unwound
         } else {
             Reach::Cut
         };
         user
+    }
+
+    /// The user frames of `pid` unwound from `state` into `frames`, with
+    /// the binaries of its file mappings; None when its maps are unknown.
+    fn unwind_user(
+        &mut self,
+        pid: i32,
+        state: &UserState<'_>,
+        frames: &mut Vec<UnwoundFrame>,
+    ) -> Option<Unwound> {
+        let space = self.procs.space(pid)?;
+        let (dsos, binaries) = (&self.dsos, &mut self.binaries);
+        let lookup = |dso: DsoId| {
+            let d = dsos.get(dso);
+            (d.kind == DsoKind::File)
+                .then(|| binaries.get(&d.file, d.build_id.as_deref()).ok())
+                .flatten()
+        };
+        Some(
+            self.unwinder
+                .unwind_frames(pid, space, lookup, state, frames),
+        )
     }
 
     /// `-g`: the first user frames unwound, joined to the chain.
@@ -129,20 +150,9 @@ impl Resolver {
         user.clear();
         let mut frames = std::mem::take(&mut self.frame_scratch);
         frames.clear();
-        let how = match self.procs.space(pid) {
-            Some(space) => {
-                let (dsos, binaries) = (&self.dsos, &mut self.binaries);
-                let lookup = |dso: DsoId| {
-                    let d = dsos.get(dso);
-                    (d.kind == DsoKind::File)
-                        .then(|| binaries.get(&d.file, d.build_id.as_deref()).ok())
-                        .flatten()
-                };
-                self.unwinder
-                    .unwind_frames(pid, space, lookup, state, &mut frames)
-            }
-            None => Default::default(),
-        };
+        let how = self
+            .unwind_user(pid, state, &mut frames)
+            .unwrap_or_default();
         let top = UserTop {
             sp: state.sp,
             bp: state.bp,
