@@ -25,6 +25,29 @@ pub fn syscall_name(nr: u32) -> String {
     syscalls::Sysno::new(nr as usize).map_or_else(|| format!("[{nr}]"), |s| s.name().to_string())
 }
 
+/// The number of system call `name` on this architecture.
+pub fn syscall_number(name: &str) -> Option<u32> {
+    syscalls::Sysno::iter()
+        .find(|s| s.name() == name)
+        .and_then(|s| u32::try_from(s.id()).ok())
+}
+
+/// Every system call name of this architecture, sorted (bcc's `-l`).
+pub fn syscall_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = syscalls::Sysno::iter().map(|s| s.name()).collect();
+    names.sort_unstable();
+    names
+}
+
+/// An error number given as bcc's `-e` takes it: a name (`ENOENT`) or a
+/// positive number.
+pub fn errno_number(text: &str) -> Option<u32> {
+    if let Ok(n) = text.parse::<u32>() {
+        return (n > 0 && n < 4096).then_some(n);
+    }
+    (1..4096).find(|&n| syscalls::Errno::new(n as i32).name() == Some(text))
+}
+
 /// Running totals per call number, to print each interval's share.
 #[derive(Debug, Default)]
 pub struct Interval {
@@ -109,5 +132,16 @@ mod tests {
         let by_latency = top_rows(&first, false, true, 10);
         assert_eq!(by_latency[0].name, "read");
         assert_eq!(syscall_name(5000), "[5000]");
+    }
+
+    #[test]
+    fn names_and_errors_by_name_or_number() {
+        assert_eq!(syscall_number("getppid"), Some(110));
+        assert_eq!(syscall_number("no_such_call"), None);
+        assert!(syscall_names().contains(&"openat"));
+        assert_eq!(errno_number("ENOENT"), Some(2));
+        assert_eq!(errno_number("13"), Some(13));
+        assert_eq!(errno_number("0"), None);
+        assert_eq!(errno_number("ENOPE"), None);
     }
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0)
 // scry syscount (bcc's syscount): system calls counted at their exit, per
 // call number or per process, with their summed latency (-L: from the
-// task's sys_enter) and, with -x, failed calls only. Nothing is streamed:
+// task's sys_enter) and, with -x, failed calls only (-e: those failing
+// with one error number; --syscall: one call number; -t: one thread). Nothing is streamed:
 // user space reads the maps at each interval.
 //
 // Per call number the counts live in a per-CPU array indexed by the number
@@ -35,6 +36,12 @@ const volatile bool measure_latency = false;
 const volatile bool count_by_process = false;
 // 0: every process.
 const volatile __u32 filter_tgid = 0;
+// 0: every thread.
+const volatile __u32 filter_tid = 0;
+// 0: any result; else only calls returning -filter_errno.
+const volatile __u32 filter_errno = 0;
+// -1: every call.
+const volatile __s32 filter_nr = -1;
 
 struct counts {
 	__u64 count;
@@ -69,7 +76,8 @@ struct pt_regs___scry_sc {
 
 static __always_inline bool watched(__u64 pid_tgid)
 {
-	return filter_tgid == 0 || (pid_tgid >> 32) == filter_tgid;
+	return (filter_tgid == 0 || (pid_tgid >> 32) == filter_tgid) &&
+	       (filter_tid == 0 || (__u32)pid_tgid == filter_tid);
 }
 
 static __always_inline void on_enter(void)
@@ -90,6 +98,10 @@ static __always_inline void on_exit(long id, long ret)
 	if (id < 0)
 		return;
 	if (filter_failed && ret >= 0)
+		return;
+	if (filter_errno != 0 && ret != -(long)filter_errno)
+		return;
+	if (filter_nr >= 0 && id != filter_nr)
 		return;
 	__u64 latency = 0;
 	if (measure_latency && !start_take((__u32)pid_tgid, &latency))

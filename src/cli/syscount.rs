@@ -1,16 +1,19 @@
 //! `scry syscount` (bcc's syscount, libbpf-tools' flags and layout): system
 //! calls counted in the kernel per call or per process (`-P`), with their
-//! total latency (`-L`), failed ones only (`-x`), for one process (`-p`),
-//! printed every interval (`-i`) or once at the end (Ctrl-C, `-d`, or when
-//! the `-p` process exits). Wiring only: `sys::bpf_syscount` →
-//! `analysis::syscount` → `render::syscount`.
+//! total latency (`-L`), failed ones only (`-x`; `-e ERRNO`: failing with
+//! one error), one call only (`--syscall`), for one process (`-p`) or
+//! thread (`-t`), printed every interval (`-i`) or once at the end
+//! (Ctrl-C, `-d`, or when the `-p` process exits); `-l` lists the calls
+//! it knows. Wiring only: `sys::bpf_syscount` → `analysis::syscount` →
+//! `render::syscount`.
 
 use std::io::{self, Write};
 
+use anyhow::anyhow;
 use clap::Args;
 
 use super::target::PidArg;
-use scry::analysis::syscount::{Interval, top_rows};
+use scry::analysis::syscount::{self, Interval, top_rows};
 use scry::capture::bpf_run;
 use scry::render::syscount::{SyscountLayout, write_json, write_table};
 use scry::sys::bpf_syscount::{SyscountBpf, SyscountSettings};
@@ -30,6 +33,18 @@ pub struct SyscountArgs {
     /// Count only failed calls (a negative return).
     #[arg(short = 'x', long = "failures")]
     failures: bool,
+    /// Count only calls that failed with this error (`EPERM`, or `1`).
+    #[arg(short = 'e', long = "errno", value_name = "ERRNO")]
+    errno: Option<String>,
+    /// Count only this system call (`openat`).
+    #[arg(long = "syscall", value_name = "SYSCALL")]
+    syscall: Option<String>,
+    /// Only this thread.
+    #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
+    tid: Option<u32>,
+    /// List the system calls known here and exit.
+    #[arg(short = 'l', long = "list")]
+    list: bool,
     /// Measure each call's latency and sort by the total.
     #[arg(short = 'L', long = "latency")]
     latency: bool,
@@ -48,11 +63,33 @@ pub struct SyscountArgs {
 }
 
 pub fn run(args: SyscountArgs) -> anyhow::Result<()> {
+    if args.list {
+        return list();
+    }
+    let errno = args
+        .errno
+        .as_deref()
+        .map(|e| {
+            syscount::errno_number(e)
+                .ok_or_else(|| anyhow!("syscount: -e {e}: not an error name or number"))
+        })
+        .transpose()?;
+    let syscall = args
+        .syscall
+        .as_deref()
+        .map(|s| {
+            syscount::syscall_number(s)
+                .ok_or_else(|| anyhow!("syscount: --syscall {s}: no such system call (see -l)"))
+        })
+        .transpose()?;
     let settings = SyscountSettings {
         failed_only: args.failures,
         latency: args.latency,
         by_process: args.process,
         pid: args.target.pid,
+        tid: args.tid,
+        errno,
+        syscall,
     };
     let run_opts = args.times.run_options(args.target.pid);
     let layout = SyscountLayout {
@@ -60,7 +97,7 @@ pub fn run(args: SyscountArgs) -> anyhow::Result<()> {
         latency: args.latency,
         milliseconds: args.milliseconds,
     };
-    bpf_tool::check_pid("syscount", "-p", args.target.pid)?;
+    bpf_tool::check_pid_tid("syscount", args.target.pid, args.tid)?;
     let mut bpf = bpf_tool::load("syscount", || SyscountBpf::load(settings))?;
     bpf_tool::print_hooks("syscount", &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();
@@ -96,5 +133,15 @@ pub fn run(args: SyscountArgs) -> anyhow::Result<()> {
         out.flush()
     };
     bpf_run::run(&run_opts, |last| print(&mut bpf, last))?;
+    Ok(())
+}
+
+/// bcc's `-l`: the names, four to a line.
+fn list() -> anyhow::Result<()> {
+    let mut out = io::stdout().lock();
+    for row in syscount::syscall_names().chunks(4) {
+        let cells: Vec<String> = row.iter().map(|n| format!("{n:<22}")).collect();
+        writeln!(out, "{}", cells.join("   "))?;
+    }
     Ok(())
 }

@@ -23,6 +23,12 @@ pub struct SyscountSettings {
     pub by_process: bool,
     /// Only this process (tgid).
     pub pid: Option<u32>,
+    /// Only this thread.
+    pub tid: Option<u32>,
+    /// Only calls failing with this error number.
+    pub errno: Option<u32>,
+    /// Only this call number.
+    pub syscall: Option<u32>,
 }
 
 /// One row the kernel counted: a call number, or a process (tgid).
@@ -57,6 +63,11 @@ impl SyscountBpf {
                 rodata.measure_latency = settings.latency;
                 rodata.count_by_process = settings.by_process;
                 rodata.filter_tgid = settings.pid.unwrap_or(0);
+                rodata.filter_tid = settings.tid.unwrap_or(0);
+                rodata.filter_errno = settings.errno.unwrap_or(0);
+                rodata.filter_nr = settings
+                    .syscall
+                    .map_or(-1, |nr| i32::try_from(nr).unwrap_or(-1));
                 Ok(())
             },
             GroupRules::skipping(skip),

@@ -136,6 +136,86 @@ fn syscount_counts_exactly_n_calls_as_libbpf_tools_on_every_hook() {
     }
 }
 
+/// The rows of a syscount table: (call, count).
+fn rows_of(table: &str) -> Vec<(String, u64)> {
+    table
+        .lines()
+        .skip_while(|l| !l.starts_with("SYSCALL"))
+        .skip(1)
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            Some((f.next()?.to_string(), f.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// bcc's -e (by name or number), --syscall and -t on `opens N K DIR` (N
+/// openat, the first K of a missing file): the failures of one error as
+/// libbpf-tools' -e counts them, of one call, the calls of one thread; -l
+/// lists the calls; a bad error or call name is one line.
+#[test]
+fn syscount_counts_one_error_one_call_and_one_thread() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let (n, k) = (40u64, 7u64);
+    let dir = common::tempdir();
+    std::fs::write(dir.path().join("present"), b"").expect("present");
+    let dir_arg = dir.path().to_str().expect("utf-8").to_string();
+    let mut workload = stopped_workload("opens", &[&n.to_string(), &k.to_string(), &dir_arg]);
+    let pid = workload.id().to_string();
+    let scry = |args: &[&str]| {
+        let mut cmd = common::scry();
+        cmd.args(["syscount", "-p", &pid]).args(args);
+        tracer(cmd, "Tracing syscalls")
+    };
+    let by_name = scry(&["-e", "ENOENT"]);
+    let one_call = scry(&["--syscall", "openat", "-e", "2"]);
+    let one_thread = scry(&["-t", &pid, "--syscall", "openat"]);
+    let (oracle, oracle_out) = tracer(
+        peer(
+            "syscount",
+            &["-p".into(), pid.clone(), "-e".into(), "ENOENT".into()],
+        ),
+        "Tracing syscalls",
+    );
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("workload ends").success());
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    // The loader's failed opens (its search of the test's LD_LIBRARY_PATH)
+    // come on top of the workload's K.
+    let failed = count_of(&peer_text, "openat").expect("libbpf-tools saw the opens");
+    assert!(failed >= k, "libbpf-tools:\n{peer_text}");
+    let (text, err) = finish(by_name.0, by_name.1, false);
+    assert_eq!(
+        count_of(&text, "openat"),
+        Some(failed),
+        "{text}\n{err}\nlibbpf-tools:\n{peer_text}"
+    );
+    let (text, err) = finish(one_call.0, one_call.1, false);
+    assert_eq!(
+        rows_of(&text),
+        vec![("openat".to_string(), failed)],
+        "{text}\n{err}"
+    );
+    let (text, err) = finish(one_thread.0, one_thread.1, false);
+    let rows = rows_of(&text);
+    assert_eq!(rows.len(), 1, "{text}\n{err}");
+    assert!(rows[0].0 == "openat" && rows[0].1 >= n, "{text}\n{err}");
+    let list = common::run_ok(common::scry().args(["syscount", "-l"]));
+    assert!(
+        list.contains("getppid ") && list.contains("openat "),
+        "{list}"
+    );
+    for (args, needle) in [
+        (&["syscount", "-e", "ENOPE"][..], "-e ENOPE"),
+        (&["syscount", "--syscall", "nosuch"][..], "--syscall nosuch"),
+    ] {
+        let out = common::output(common::scry().args(args));
+        common::assert_bad_input(&out, needle, &args);
+    }
+}
+
 /// Both tools count the stretches of the workload's tasks between their
 /// attach and their end; the workload only starts (SIGCONT) once both are
 /// attached, so both windows open before its first stretch. They close
