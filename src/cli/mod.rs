@@ -66,6 +66,7 @@ mod tcpstates;
 mod tcptop;
 mod threadsnoop;
 mod top;
+mod top_bpf;
 mod trace;
 mod vfsstat;
 mod wakeuptime;

@@ -1,8 +1,14 @@
-//! `scry top`: perf top's live view. A capture session (system-wide by
-//! default) feeds parsed records to the symbol resolver; every `-d` seconds
-//! the resolved samples join a decaying window (`analysis::decay`) whose
+//! `scry top`: perf top's live view. Every `-d` seconds the interval's
+//! resolved samples join a decaying window (`analysis::decay`) whose
 //! profile is drawn full-screen (ratatui) or, with `--stdio` or without a
 //! terminal, printed as a table.
+//!
+//! The samples come counted in the kernel where BPF loads and the view
+//! needs only stack counts (`cli::top_bpf`: the interval's counts taken at
+//! each refresh, nothing streamed), else (`--no-bpf`, another event than
+//! cpu-clock, `-s tid`, ...: the reason said with `-v`) from a capture
+//! session (system-wide by default) whose records the symbol resolver
+//! reads. Both feed the same window and view.
 
 use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -17,6 +23,7 @@ use ratatui::widgets::TableState;
 use scry::analysis::calltree::{GraphOrder, build_trees};
 use scry::analysis::decay::DecayWindow;
 use scry::analysis::profile::{Profile, ProfileOptions, SortKey};
+use scry::analysis::sample::{FrameTable, ResolvedSample};
 use scry::capture::live::{LiveConsumer, LiveSink, run_threaded};
 use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, Target};
@@ -26,9 +33,10 @@ use scry::render::report::{key_cell, write_tree};
 use scry::render::top::{self, TopRow, TopStatus, TopView};
 use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::perf_event::attr_bytes;
-use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
+use scry::sys::signal::{PollFd, STOP_SIGNALS, SignalPipe};
 
 use super::target::{SamplingArgs, parse_cpus, parse_id_list};
+use super::top_bpf::{self, KernelTop};
 
 #[derive(Args, Debug)]
 #[command(
@@ -82,6 +90,45 @@ pub struct TopArgs {
     /// Ring buffer pages per CPU (a power of two).
     #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
     mmap_pages: Option<usize>,
+    /// Stream every sample through the perf rings instead of counting
+    /// stacks in the kernel with BPF (default: BPF where it loads and the
+    /// view needs only stack counts of cpu-clock).
+    #[arg(long = "no-bpf")]
+    no_bpf: bool,
+    /// Say how the samples are taken (BPF's hooks, or why they are streamed).
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+}
+
+/// Where the samples are named: from streamed records, or from the
+/// kernel's counts.
+enum Names {
+    Stream(Box<Resolver>),
+    Kernel(Box<KernelTop>),
+}
+
+impl Names {
+    fn take_samples(&mut self) -> Vec<ResolvedSample> {
+        match self {
+            Names::Stream(resolver) => resolver.take_samples(),
+            Names::Kernel(kernel) => kernel.take_samples(),
+        }
+    }
+
+    fn frames(&self) -> &FrameTable {
+        match self {
+            Names::Stream(resolver) => resolver.frames(),
+            Names::Kernel(kernel) => kernel.frames(),
+        }
+    }
+
+    /// The resolver of streamed records.
+    fn stream(&mut self) -> Option<&mut Resolver> {
+        match self {
+            Names::Stream(resolver) => Some(resolver),
+            Names::Kernel(_) => None,
+        }
+    }
 }
 
 enum Screen {
@@ -97,7 +144,7 @@ struct TerminalScreen {
 }
 
 struct TopConsumer {
-    resolver: Resolver,
+    names: Names,
     window: DecayWindow,
     profile_options: ProfileOptions,
     interval: Duration,
@@ -118,7 +165,13 @@ struct TopConsumer {
 }
 
 impl TopConsumer {
-    fn refresh(&mut self) {
+    fn refresh(&mut self) -> io::Result<()> {
+        if let Names::Kernel(kernel) = &mut self.names {
+            let interval = kernel.take_interval()?;
+            self.interval_samples += interval.samples;
+            self.interval_kernel += interval.kernel;
+            self.lost = interval.dropped;
+        }
         let wall = self.last_refresh.elapsed().as_secs_f64().max(1e-3);
         self.last_refresh = Instant::now();
         let elapsed = match self.interval_times.take() {
@@ -127,9 +180,9 @@ impl TopConsumer {
             }
             _ => wall,
         };
-        self.window.push(self.resolver.take_samples());
+        self.window.push(self.names.take_samples());
         let weighted = self.window.weighted();
-        let profile = Profile::build(&weighted, self.resolver.frames(), &self.profile_options);
+        let profile = Profile::build(&weighted, self.names.frames(), &self.profile_options);
         self.status.samples_per_sec = self.interval_samples as f64 / elapsed;
         self.status.kernel_pct = if self.interval_samples > 0 {
             self.interval_kernel as f64 * 100.0 / self.interval_samples as f64
@@ -139,7 +192,7 @@ impl TopConsumer {
         self.status.lost = self.lost;
         self.interval_samples = 0;
         self.interval_kernel = 0;
-        let frames = self.resolver.frames();
+        let frames = self.names.frames();
         let mut rows = Vec::new();
         if let Some(section) = profile.events.first() {
             let total = section.total_period.max(1) as f64;
@@ -173,6 +226,7 @@ impl TopConsumer {
         self.view.rows = rows;
         self.last = Some(profile);
         self.update_graph();
+        Ok(())
     }
 
     /// The call graph of the selected row, in the terminal view.
@@ -192,7 +246,7 @@ impl TopConsumer {
         let total = profile.events.first().map_or(0, |e| e.total_period);
         let mut text = Vec::new();
         if let Some(tree) = trees.first()
-            && write_tree(&mut text, tree, self.resolver.frames(), total, 0.5).is_ok()
+            && write_tree(&mut text, tree, self.names.frames(), total, 0.5).is_ok()
         {
             self.view.detail = String::from_utf8_lossy(&text)
                 .lines()
@@ -291,26 +345,36 @@ impl RecordHandler for TopConsumer {
         if matches!(s.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) {
             self.interval_kernel += 1;
         }
-        self.resolver.handle_sample(attr_index, s);
+        if let Some(resolver) = self.names.stream() {
+            resolver.handle_sample(attr_index, s);
+        }
     }
 
     fn handle_mmap(&mut self, attr_index: usize, mmap: &Mmap<'_>, id: &CommonData) {
-        self.resolver.handle_mmap(attr_index, mmap, id);
+        if let Some(resolver) = self.names.stream() {
+            resolver.handle_mmap(attr_index, mmap, id);
+        }
     }
 
     fn handle_comm(&mut self, attr_index: usize, comm: &Comm<'_>, id: &CommonData) {
-        self.resolver.handle_comm(attr_index, comm, id);
+        if let Some(resolver) = self.names.stream() {
+            resolver.handle_comm(attr_index, comm, id);
+        }
     }
 
     fn handle_fork(&mut self, attr_index: usize, fork: &ForkOrExitRecord, id: &CommonData) {
-        self.resolver.handle_fork(attr_index, fork, id);
+        if let Some(resolver) = self.names.stream() {
+            resolver.handle_fork(attr_index, fork, id);
+        }
     }
 
     fn handle_lost(&mut self, lost: &Lost, id: &CommonData) {
         if lost.kind == LostKind::Records {
             self.lost += lost.count;
         }
-        self.resolver.handle_lost(lost, id);
+        if let Some(resolver) = self.names.stream() {
+            resolver.handle_lost(lost, id);
+        }
     }
 }
 
@@ -334,7 +398,7 @@ impl LiveConsumer for TopConsumer {
         }
         let due = self.last_refresh.elapsed() >= self.interval;
         if due {
-            self.refresh();
+            self.refresh()?;
         }
         if due || matches!(self.screen, Screen::Terminal(_)) {
             self.draw()?;
@@ -392,6 +456,75 @@ impl TopArgs {
     }
 }
 
+/// The samples counted in the kernel, or `None` (why said with `-v`):
+/// the view needs what only streamed samples hold, or BPF does not load.
+fn kernel_top(
+    args: &TopArgs,
+    opts: &CaptureOptions,
+    sort: &[SortKey],
+    resolve: &ResolveOptions,
+) -> Option<KernelTop> {
+    let why = match top_bpf::kernel_settings(opts, sort) {
+        Ok(settings) => match scry::sys::bpf_engine::preflight() {
+            Ok(()) => {
+                let call_graph = opts.call_graph != CallGraph::None;
+                match KernelTop::load(&settings, &opts.target.pids, call_graph, resolve) {
+                    Ok(kernel) => {
+                        super::bpf_tool::print_hooks("top", &kernel.hooks(), args.verbose);
+                        return Some(kernel);
+                    }
+                    Err(err) => format!("the BPF program did not load ({err})"),
+                }
+            }
+            Err(why) => why.to_string(),
+        },
+        Err(why) => why,
+    };
+    if args.verbose {
+        eprintln!("top: streaming every sample: {why}");
+    }
+    None
+}
+
+/// The kernel's counts' run: a refresh (in `tick`) at each interval, keys
+/// read in between in the terminal, until q, Ctrl-C or the iterations.
+fn run_kernel(signals: &SignalPipe, consumer: &mut TopConsumer) -> io::Result<()> {
+    let every = consumer.tick_interval().unwrap_or(consumer.interval);
+    let timeout_ms = every.as_millis().clamp(1, i32::MAX as u128) as i32;
+    loop {
+        let mut polled = [PollFd {
+            fd: signals.fd(),
+            revents: 0,
+        }];
+        scry::sys::signal::poll(&mut polled, timeout_ms)?;
+        if signals.received().is_some() || !consumer.tick()? {
+            return Ok(());
+        }
+    }
+}
+
+/// The streamed run: the session's records into the consumer; the rounds
+/// of records the view dropped.
+fn run_stream(
+    mut session: Session,
+    opts: &CaptureOptions,
+    signals: SignalPipe,
+    consumer: TopConsumer,
+) -> anyhow::Result<u64> {
+    let ids = session.ids().context("reading sample ids")?;
+    let events: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
+    let mut sink = LiveSink::new(&events, consumer).context("parsing the event attributes")?;
+    let mut synthesized = Vec::new();
+    session.synthesize(
+        opts.target.system_wide || opts.target.cpus.is_some(),
+        &mut synthesized,
+    );
+    scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
+    scry::capture::RecordSink::round_done(&mut sink)?;
+    session.start()?;
+    Ok(run_threaded(session, signals, &mut sink)?.dropped_rounds)
+}
+
 pub fn run(args: TopArgs) -> anyhow::Result<()> {
     if !(args.delay > 0.0 && args.delay <= 3600.0) {
         anyhow::bail!(
@@ -401,10 +534,30 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
     }
     let sort = SortKey::parse_list(&args.sort).context("-s")?;
     let opts = args.to_options()?;
+    if let Some(pid) = opts
+        .target
+        .pids
+        .iter()
+        .find(|&&pid| !scry::sys::proc::exists(pid))
+    {
+        anyhow::bail!("-p: no such process: {pid}");
+    }
     let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
-    let mut session = Session::open(&opts)?;
-    let ids = session.ids().context("reading sample ids")?;
-    let events: Vec<(Vec<u8>, Vec<u64>)> = session.attrs.iter().map(attr_bytes).zip(ids).collect();
+    let resolve = ResolveOptions {
+        srcline: sort.contains(&SortKey::Srcline),
+        ..ResolveOptions::default()
+    };
+    let kernel = match args.no_bpf {
+        true => None,
+        false => kernel_top(&args, &opts, &sort, &resolve),
+    };
+    let (names, session) = match kernel {
+        Some(kernel) => (Names::Kernel(Box::new(kernel)), None),
+        None => (
+            Names::Stream(Box::new(Resolver::new(&resolve))),
+            Some(Session::open(&opts)?),
+        ),
+    };
     // perf's status: the attribute's period or frequency, "Hz" in
     // frequency mode (`[1Hz raw_syscalls:sys_enter]` for a tracepoint).
     let freq = match opts.sampling {
@@ -412,6 +565,10 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
         Some(_) => String::new(),
         None if opts.events.first().is_some_and(|e| e.is_tracepoint()) => "1Hz ".to_string(),
         None => "4000Hz ".to_string(),
+    };
+    let event = match &session {
+        Some(session) => session.events.first().map(|e| e.name.clone()),
+        None => opts.events.first().map(|e| e.name.clone()),
     };
     let scope = if opts.target.system_wide {
         format!(
@@ -435,11 +592,8 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
     } else {
         Screen::Stdio(io::BufWriter::new(io::stdout()))
     };
-    let consumer = TopConsumer {
-        resolver: Resolver::new(&ResolveOptions {
-            srcline: sort.contains(&SortKey::Srcline),
-            ..ResolveOptions::default()
-        }),
+    let mut consumer = TopConsumer {
+        names,
         window: DecayWindow::new(8, 0.875),
         profile_options: ProfileOptions {
             sort: sort.clone(),
@@ -453,10 +607,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
         interval_times: None,
         lost: 0,
         status: TopStatus {
-            event: format!(
-                "{freq}{}",
-                session.events.first().map_or("?", |e| e.name.as_str())
-            ),
+            event: format!("{freq}{}", event.as_deref().unwrap_or("?")),
             scope,
             ..Default::default()
         },
@@ -470,25 +621,18 @@ pub fn run(args: TopArgs) -> anyhow::Result<()> {
         rows: args.rows,
         last: None,
     };
-    let mut sink = LiveSink::new(&events, consumer).context("parsing the event attributes")?;
-    let mut synthesized = Vec::new();
-    session.synthesize(
-        opts.target.system_wide || opts.target.cpus.is_some(),
-        &mut synthesized,
-    );
-    scry::capture::RecordSink::records(&mut sink, 0, &synthesized)?;
-    scry::capture::RecordSink::round_done(&mut sink)?;
-    session.start()?;
-    let result = run_threaded(session, signals, &mut sink);
+    let result = match session {
+        Some(session) => run_stream(session, &opts, signals, consumer),
+        None => run_kernel(&signals, &mut consumer)
+            .map(|()| 0)
+            .map_err(anyhow::Error::from),
+    };
     if use_terminal {
         ratatui::restore();
     }
-    let outcome = result?;
-    if outcome.dropped_rounds > 0 {
-        eprintln!(
-            "scry: the view fell behind and dropped {} rounds of records",
-            outcome.dropped_rounds
-        );
+    let dropped_rounds = result?;
+    if dropped_rounds > 0 {
+        eprintln!("scry: the view fell behind and dropped {dropped_rounds} rounds of records");
     }
     Ok(())
 }

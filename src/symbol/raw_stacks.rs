@@ -124,6 +124,18 @@ impl RawStackResolver {
         }
     }
 
+    /// The stacks added since the last call, named, in the order added;
+    /// their frames stay in [`RawStackResolver::frames`] with every frame
+    /// named before (a live view that keeps earlier intervals' samples).
+    pub fn take_samples(&mut self) -> Vec<ResolvedSample> {
+        self.resolver.take_samples()
+    }
+
+    /// Every frame named so far.
+    pub fn frames(&self) -> &FrameTable {
+        self.resolver.frames()
+    }
+
     /// Adds a stack (its process's maps go in first, once, if it has user
     /// frames).
     pub fn add(&mut self, stack: &RawStack<'_>) {

@@ -12,12 +12,17 @@
 
 use std::io;
 
+use libbpf_rs::{MapCore, MapFlags};
+
 use super::bpf::io_error;
 use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, comm_at, u32_at, u64_at};
 use super::bpf_offcputime::OffcpuSum;
 use super::perf_event;
 
 super::bpf::bpf_skeleton!("oncpu.skel.rs");
+
+/// Counts taken per batched system call.
+const TAKE_BATCH: u32 = 4096;
 
 use skel::{OncpuSkel, OncpuSkelBuilder};
 
@@ -112,9 +117,49 @@ impl OncpuBpf {
     pub fn read(&self) -> io::Result<Vec<OffcpuSum>> {
         let maps = &self.loaded.skel.maps;
         let entries = bpf_engine::hash_entries(&maps.counts, "reading the BPF counts")?;
+        self.sums(&entries)
+    }
+
+    /// The counts since the last take, with their stacks, the counts map
+    /// emptied as it is read (each key taken with its count, in batches:
+    /// a sample that lands on a key being taken may be lost, none is
+    /// counted twice). The stacks stay for the next take (a stack seen
+    /// again keeps its id): [`OncpuBpf::clear_stacks`] empties them.
+    pub fn take(&self) -> io::Result<Vec<OffcpuSum>> {
+        let counts = &self.loaded.skel.maps.counts;
+        let entries: Vec<(Vec<u8>, Vec<u8>)> =
+            match counts.lookup_and_delete_batch(TAKE_BATCH, MapFlags::ANY, MapFlags::ANY) {
+                Ok(batches) => batches.collect(),
+                Err(_) => {
+                    let keys: Vec<Vec<u8>> = counts.keys().collect();
+                    let mut entries = Vec::with_capacity(keys.len());
+                    for key in keys {
+                        match counts.lookup_and_delete(&key) {
+                            Ok(Some(value)) => entries.push((key, value)),
+                            Ok(None) => {}
+                            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
+                            Err(e) => return Err(super::bpf::io_error("taking the BPF counts", e)),
+                        }
+                    }
+                    entries
+                }
+            };
+        self.sums(&entries)
+    }
+
+    /// Empties the stack map (a long run of interval takes: its distinct
+    /// stacks would fill it). A sample counted between the last take and
+    /// this loses its stacks.
+    pub fn clear_stacks(&self) -> io::Result<()> {
+        bpf_engine::clear_hash(&self.loaded.skel.maps.stacks, "emptying the BPF stack map")
+    }
+
+    /// The counts map's entries with their stacks.
+    fn sums(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> io::Result<Vec<OffcpuSum>> {
+        let maps = &self.loaded.skel.maps;
         let what = "reading the BPF stack map";
         let mut counts = Vec::with_capacity(entries.len());
-        for (key, value) in &entries {
+        for (key, value) in entries {
             let (Some(tgid), Some(user_id), Some(kern_id), Some(count)) = (
                 u32_at(key, 0),
                 u32_at(key, 4),

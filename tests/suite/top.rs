@@ -1,7 +1,10 @@
 //! `scry top` end to end: `--stdio` refreshes for a fixed number of
 //! iterations, and the full-screen view under tmux (a real terminal) shows
 //! the workload's hot function within seconds, `q` exits 0 and the
-//! terminal is restored.
+//! terminal is restored. The samples are counted in the kernel by default
+//! (`-v` names the hook) and streamed with `--no-bpf` or when the view
+//! needs a sample's thread (`-s tid`, said with `-v`): the same hot row,
+//! the same columns.
 
 use crate::common;
 
@@ -58,6 +61,81 @@ fn stdio_refreshes_show_the_hot_function() {
         first_row.contains("spin_forever"),
         "hottest row of the last refresh: {first_row}\n{stdout}"
     );
+}
+
+/// `scry top --stdio -v -p PID ARGS` for 3 refreshes: the last refresh's
+/// rows and what it said on stderr.
+fn top_rows(pid: &str, args: &[&str]) -> (Vec<String>, String) {
+    let out = common::output(
+        common::scry()
+            .args(["top", "--stdio", "-v", "-p", pid, "-d", "0.5"])
+            .args(["--iterations", "3", "--rows", "5", "-n"])
+            .args(args),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    assert_eq!(stdout.matches("PerfTop:").count(), 3, "{stdout}");
+    let last = stdout.rsplit("PerfTop:").next().unwrap_or_default();
+    let rows = last
+        .lines()
+        .skip_while(|l| !l.contains("Overhead"))
+        .map(str::to_string)
+        .collect();
+    (rows, stderr)
+}
+
+#[test]
+fn counted_in_the_kernel_or_streamed_the_same_rows() {
+    require_kernel!();
+    if !std::fs::metadata("/proc/self").is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() == 0
+    }) {
+        common::gate(Err("BPF needs root (CAP_BPF and CAP_PERFMON)".to_string()));
+        return;
+    }
+    let spin = spinner();
+    let pid = spin.0.id().to_string();
+    const HOOK: &str = "top: hook scry_oc_sample: perf_event";
+    for (args, kernel) in [
+        (&[][..], true),
+        (&["--no-bpf"][..], false),
+        (&["-s", "pid,sym"][..], true),
+        (&["-s", "tid,sym"][..], false),
+    ] {
+        let (rows, stderr) = top_rows(&pid, args);
+        assert_eq!(stderr.contains(HOOK), kernel, "{args:?}: {stderr}");
+        if args.contains(&"tid,sym") {
+            assert!(
+                stderr.contains("top: streaming every sample: -s tid"),
+                "{stderr}"
+            );
+        }
+        // The header, then the hottest row: the spinner's function, with
+        // its sample count.
+        let header = rows.first().map_or("", String::as_str);
+        assert!(header.contains("Samples"), "{args:?}: {rows:?}");
+        let first = rows.get(1).map_or("", String::as_str);
+        let share: f64 = first
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.trim_end_matches('%').parse().ok())
+            .unwrap_or(0.0);
+        assert!(
+            first.contains("spin_forever") && share >= 90.0,
+            "{args:?}: {rows:?}"
+        );
+        let samples: u64 = first
+            .split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(samples > 0, "{args:?}: {rows:?}");
+        if args.contains(&"pid,sym") || args.contains(&"tid,sym") {
+            assert!(first.contains(&pid), "{args:?}: {rows:?}");
+        }
+    }
 }
 
 #[test]
