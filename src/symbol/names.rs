@@ -10,12 +10,15 @@
 //! lose their parameter lists) and can be turned off for raw names.
 //!
 //! Aliases (several symbols at one address, common in libc: `__mmap`,
-//! `mmap`, `mmap64`, `__GI___mmap`) are settled as perf 6.1 settles them, as
-//! measured against its output on Debian's libc: the last one listed in the
-//! symbol table wins (`mmap64`, `mprotect`, but `__munmap`), binding and
-//! underscores do not matter. blazesym's pick is replaced by that one: the
-//! symbol table is scanned for the starts blazesym returned (only those),
-//! and each start's pick is kept for later batches.
+//! `mmap`, `mmap64`, `__GI___mmap`) are settled as perf settles them
+//! (`choose_best_symbol`), checked against perf 6.1 on Debian's libc and
+//! ld.so: in symbol-table order, a sized symbol beats an unsized one, then
+//! a non-weak one a weak one, a global one a local one, fewer leading
+//! underscores more, a longer name a shorter one, and on a tie the first
+//! stays (libc: `__mmap`, `__munmap`, `_exit`; ld.so: `mmap64`, `munmap`).
+//! blazesym's pick is replaced by that one: the symbol table is scanned for
+//! the starts blazesym returned (only those), and each start's pick is kept
+//! for later batches.
 //!
 //! Symbol versions are not part of a name: glibc's `.symtab` (in its
 //! separate debug file) lists `clock_nanosleep@GLIBC_2.2.5` and
@@ -175,7 +178,7 @@ fn alias_picks_from(syms: &[u8], strs: &[u8], starts: &FxSet<u64>) -> FxMap<u64,
         std::str::from_utf8(rest.get(..end)?).ok()
     };
     // Per start: how many names, and the pick so far.
-    let mut best: FxMap<u64, (u32, u64, &str)> = FxMap::default();
+    let mut best: FxMap<u64, (u32, Alias)> = FxMap::default();
     for e in syms.chunks_exact(24) {
         let u32_at = |i: usize| e.get(i..i + 4)?.try_into().ok().map(u32::from_le_bytes);
         let u64_at = |i: usize| e.get(i..i + 8)?.try_into().ok().map(u64::from_le_bytes);
@@ -189,31 +192,62 @@ fn alias_picks_from(syms: &[u8], strs: &[u8], starts: &FxSet<u64>) -> FxMap<u64,
             continue;
         }
         let Some(name) = name_at(name) else { continue };
+        let alias = Alias {
+            size,
+            bind: info >> 4,
+            name,
+        };
         match best.get_mut(&value) {
-            Some((count, cur_size, cur)) => {
+            Some((count, cur)) => {
                 *count += 1;
-                if better_alias(size, name, *cur_size, cur) {
-                    (*cur_size, *cur) = (size, name);
+                if alias.replaces(cur) {
+                    *cur = alias;
                 }
             }
             None => {
-                best.insert(value, (1, size, name));
+                best.insert(value, (1, alias));
             }
         }
     }
     best.into_iter()
-        .filter(|(_, (count, ..))| *count > 1)
-        .map(|(addr, (_, _, name))| (addr, name.to_string()))
+        .filter(|(_, (count, _))| *count > 1)
+        .map(|(addr, (_, alias))| (addr, alias.name.to_string()))
         .collect()
 }
 
-/// Whether alias `a`, listed after the current pick `b`, replaces it: a
-/// sized symbol beats an unsized one, otherwise the later one wins.
-fn better_alias(a_size: u64, _a: &str, b_size: u64, _b: &str) -> bool {
-    if (a_size == 0) != (b_size == 0) {
-        return a_size != 0;
+/// One of the names at a symbol start, with what perf weighs.
+#[derive(Clone, Copy, Debug)]
+struct Alias<'a> {
+    size: u64,
+    /// The ELF binding (STB_LOCAL 0, STB_GLOBAL 1, STB_WEAK 2).
+    bind: u8,
+    name: &'a str,
+}
+
+impl Alias<'_> {
+    /// Whether this alias, listed after the current pick `cur`, replaces
+    /// it: perf's `choose_best_symbol(cur, self)` choosing the second.
+    fn replaces(&self, cur: &Alias<'_>) -> bool {
+        const STB_GLOBAL: u8 = 1;
+        const STB_WEAK: u8 = 2;
+        let underscores = |n: &str| n.bytes().take_while(|&c| c == b'_').count();
+        let first_differs = [
+            (cur.size != 0, self.size != 0),
+            (cur.bind != STB_WEAK, self.bind != STB_WEAK),
+            (cur.bind == STB_GLOBAL, self.bind == STB_GLOBAL),
+        ]
+        .into_iter()
+        .find(|(a, b)| a != b);
+        if let Some((_, mine)) = first_differs {
+            return mine;
+        }
+        match underscores(cur.name).cmp(&underscores(self.name)) {
+            std::cmp::Ordering::Greater => return true,
+            std::cmp::Ordering::Less => return false,
+            std::cmp::Ordering::Equal => {}
+        }
+        self.name.len() > cur.name.len()
     }
-    true
 }
 
 impl std::fmt::Debug for ElfNames {
@@ -438,26 +472,67 @@ mod tests {
 
     #[test]
     fn aliases_are_settled_like_perf() {
-        // Two Elf64_Sym entries at 0x1000 (FUNC), names "__munmap" then
-        // "munmap" in the first order, reversed in the second.
-        fn table(first: &str, second: &str) -> FxMap<u64, String> {
-            let strs = format!("\0{first}\0{second}\0");
+        // Elf64_Sym entries at 0x1000 (FUNC, size 33), each (name, binding)
+        // in symbol-table order.
+        fn pick(entries: &[(&str, u8)]) -> String {
+            let mut strs = String::from("\0");
             let mut syms = vec![0u8; 24]; // the null symbol
-            for off in [1u32, 2 + first.len() as u32] {
+            for (name, bind) in entries {
                 let mut e = [0u8; 24];
-                e[..4].copy_from_slice(&off.to_le_bytes());
-                e[4] = 0x12; // GLOBAL FUNC
+                e[..4].copy_from_slice(&(strs.len() as u32).to_le_bytes());
+                e[4] = bind << 4 | 2; // FUNC
                 e[8..16].copy_from_slice(&0x1000u64.to_le_bytes());
                 e[16..24].copy_from_slice(&33u64.to_le_bytes());
                 syms.extend_from_slice(&e);
+                strs.push_str(name);
+                strs.push('\0');
             }
             let starts: FxSet<u64> = [0x1000, 0x2000].into_iter().collect();
-            alias_picks_from(&syms, strs.as_bytes(), &starts)
+            alias_picks_from(&syms, strs.as_bytes(), &starts)[&0x1000].clone()
         }
-        assert_eq!(table("munmap", "__munmap")[&0x1000], "__munmap");
-        assert_eq!(table("__munmap", "munmap")[&0x1000], "munmap");
-        assert!(better_alias(10, "_x", 0, "y"));
-        assert!(!better_alias(0, "_x", 10, "y"));
+        const L: u8 = 0;
+        const G: u8 = 1;
+        const W: u8 = 2;
+        // Debian 12's libc (its debug file's .symtab), as perf 6.1 names them.
+        let mmap = [
+            ("__GI___mmap64", L),
+            ("__mmap64", L),
+            ("__GI___mmap", L),
+            ("mmap", W),
+            ("__mmap", G),
+            ("mmap64", W),
+        ];
+        assert_eq!(pick(&mmap), "__mmap");
+        let munmap = [
+            ("__GI___munmap", L),
+            ("__GI_munmap", L),
+            ("munmap", W),
+            ("__munmap", G),
+        ];
+        assert_eq!(pick(&munmap), "__munmap");
+        assert_eq!(
+            pick(&[("__GI__exit", L), ("_exit", G), ("_Exit", W)]),
+            "_exit"
+        );
+        // Its ld.so, all local: fewer underscores, then the longer name.
+        let ld_mmap = [("__mmap", L), ("mmap", L), ("__mmap64", L), ("mmap64", L)];
+        assert_eq!(pick(&ld_mmap), "mmap64");
+        let ld_munmap = [
+            ("munmap", L),
+            ("__GI___munmap", L),
+            ("__GI_munmap", L),
+            ("__munmap", L),
+        ];
+        assert_eq!(pick(&ld_munmap), "munmap");
+        // A tie keeps the first.
+        assert_eq!(pick(&[("abc", G), ("xyz", G)]), "abc");
+        let sized = |size| Alias {
+            size,
+            bind: G,
+            name: "x",
+        };
+        assert!(sized(10).replaces(&sized(0)));
+        assert!(!sized(0).replaces(&sized(10)));
     }
 
     #[test]

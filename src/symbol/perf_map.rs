@@ -106,11 +106,12 @@ impl PerfMap {
         format!("/tmp/perf-{pid}.map")
     }
 
-    /// The JIT symbol covering the absolute address `addr`.
-    pub fn find(&self, addr: u64) -> Option<&str> {
+    /// The JIT symbol covering the absolute address `addr`, and the
+    /// address's offset into it (perf's `symoff`).
+    pub fn find(&self, addr: u64) -> Option<(&str, u64)> {
         let idx = self.syms.partition_point(|s| s.start <= addr);
         let sym = self.syms.get(idx.checked_sub(1)?)?;
-        (addr < sym.end).then_some(sym.name.as_str())
+        (addr < sym.end).then_some((sym.name.as_str(), addr - sym.start))
     }
 
     pub fn len(&self) -> usize {
@@ -137,8 +138,11 @@ mod tests {
         let m = PerfMap::parse(text.as_bytes());
         assert_eq!(m.len(), 2);
         assert_eq!(m.malformed_lines, 4);
-        assert_eq!(m.find(0x7f000000103f), Some("jit_add"));
+        assert_eq!(m.find(0x7f000000103f), Some(("jit_add", 0x3f)));
         assert_eq!(m.find(0x7f0000001040), None);
-        assert_eq!(m.find(0x7f0000002008), Some("LazyCompile:*foo bar.js:1"));
+        assert_eq!(
+            m.find(0x7f0000002008),
+            Some(("LazyCompile:*foo bar.js:1", 8))
+        );
     }
 }

@@ -87,6 +87,44 @@ fn symbol_names_have_no_version_tail() {
     }
 }
 
+/// Functions with several names at one address (libc's `__mmap`, `mmap`,
+/// `mmap64`; `__munmap`, `munmap`; `_exit`, `_Exit`; ld.so's own) are named
+/// as perf names them: every system call's user frames, the same text.
+#[test]
+fn aliases_are_named_as_perf_names_them() {
+    require_perf!();
+    require_tracefs!();
+    let dir = common::tempdir();
+    let workload = common::workload("aliases");
+    let file = perf_record(
+        dir.path(),
+        "aliases.data",
+        &[
+            "-g",
+            "-e",
+            "syscalls:sys_enter_mmap",
+            "-e",
+            "syscalls:sys_enter_munmap",
+            "-e",
+            "syscalls:sys_enter_exit_group",
+        ],
+        &[&workload.display().to_string(), "20"],
+    );
+    let perf_text = perf(&["script", "-F", "ip,sym"], &file);
+    let names = frame_names(&perf_text);
+    for name in ["__mmap", "__munmap", "_exit"] {
+        assert!(
+            names.iter().any(|n| n == name),
+            "perf names no {name}: {perf_text}"
+        );
+    }
+    assert_same_text(
+        &perf_text,
+        &scry(&["script", "-F", "ip,sym"], &file),
+        "perf script -F ip,sym",
+    );
+}
+
 /// perf's text with glibc's version tails dropped from frame names (the
 /// one difference scry keeps on purpose, see `symbol::names`).
 fn without_versions(text: &str) -> String {

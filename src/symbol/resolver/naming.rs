@@ -404,22 +404,23 @@ impl Resolver {
         if fresh && let Some(m) = map {
             self.stats.malformed_perf_map_lines += m.malformed_lines;
         }
-        let found: Vec<Option<String>> = ids
+        let found: Vec<Option<(String, u64)>> = ids
             .iter()
             .map(|&id| {
                 let addr = self.locs.get(id as usize).map_or(0, |k| k.addr);
-                map.as_ref().and_then(|m| m.find(addr)).map(str::to_string)
+                let found = map.as_ref().and_then(|m| m.find(addr));
+                found.map(|(name, offset)| (name.to_string(), offset))
             })
             .collect();
         let have_map = map.is_some();
         let name = self.dsos.get(dso).name.clone();
         for (&id, f) in ids.iter().zip(found) {
             match f {
-                Some(function) => {
+                Some((function, offset)) => {
                     let names = Names {
                         srcline: None,
                         function,
-                        offset: None,
+                        offset: Some(offset),
                         inlined: Vec::new(),
                     };
                     self.set_named(id, name.clone(), FrameKind::User, Some(&names));
