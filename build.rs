@@ -40,6 +40,8 @@ const PROGRAMS: &[&str] = &[
     "tcprtt",
     "cachestat",
     "funcs",
+    "filetop",
+    "fsslower",
 ];
 
 fn main() {

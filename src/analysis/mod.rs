@@ -12,6 +12,7 @@ pub mod calltree;
 mod calltrie;
 pub mod decay;
 pub mod feed;
+pub mod files;
 pub mod folded;
 pub mod funcgraph;
 pub mod funcs;

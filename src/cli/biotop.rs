@@ -20,7 +20,6 @@ use scry::sys::bpf_bio::{self, BioSettings};
 
 use super::biolatency::disk_filter;
 use super::bpf_tool;
-use super::tcptop::summary;
 
 /// libbpf-tools' bound on the rows.
 const ROWS_LIMIT: usize = 10240;
@@ -91,7 +90,7 @@ pub fn run(args: BiotopArgs) -> anyhow::Result<()> {
         if args.table.json {
             top_json(&mut out, &rows, &disks)?;
         } else {
-            top_table(&mut out, Some(&summary()), &rows, &disks)?;
+            top_table(&mut out, Some(&bpf_tool::loadavg_summary()), &rows, &disks)?;
         }
         out.flush()
     })?;

@@ -68,6 +68,14 @@ pub const TOOLS: &[(&str, &str)] = &[
         "each file deleted, with its age since its creation, streamed",
     ),
     (
+        "filetop",
+        "the files read and written the most, per thread, every interval",
+    ),
+    (
+        "fsslower",
+        "each file read, write, open and fsync over a threshold, streamed",
+    ),
+    (
         "funccount",
         "calls of user functions matching a pattern (uprobes), counted in the kernel",
     ),
@@ -200,6 +208,14 @@ pub struct TableArgs {
     /// JSON (one document per interval) instead of the text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// libbpf-tools' summary line of the top tools: `HH:MM:SS loadavg: ...`
+/// (/proc/loadavg's text).
+pub fn loadavg_summary() -> String {
+    let (h, m, s) = now_hms();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    format!("{h:02}:{m:02}:{s:02} loadavg: {}", load.trim_end())
 }
 
 /// bcc's positional `interval [count]`.

@@ -19,8 +19,10 @@ mod cpudist;
 mod execsnoop;
 mod exitsnoop;
 mod feed_consumer;
+mod filetop;
 mod flamegraph;
 mod flamegraph_live;
+mod fsslower;
 mod func_probe;
 mod funccount;
 mod funclatency;
@@ -206,6 +208,10 @@ enum Command {
     Capable(memsnoop::CapableArgs),
     /// Each file deleted, with its age since its creation, streamed (bcc filelife)
     Filelife(statsnoop::FilelifeArgs),
+    /// The files read and written the most, per thread, every interval (bcc filetop)
+    Filetop(filetop::FiletopArgs),
+    /// Each file system read, write, open and fsync slower than a threshold, streamed (bcc fsslower, ext4slower)
+    Fsslower(fsslower::FsslowerArgs),
     /// List the BPF tools (each also runs through a symlink named after it)
     Tools,
 }
@@ -335,6 +341,8 @@ pub fn main() -> ExitCode {
         Command::Drsnoop(args) => memsnoop::run_drsnoop(args),
         Command::Capable(args) => memsnoop::run_capable(args),
         Command::Filelife(args) => statsnoop::run_filelife(args),
+        Command::Filetop(args) => filetop::run(args),
+        Command::Fsslower(args) => fsslower::run(args),
         Command::Tools => bpf_tool::list(),
     };
     match result {

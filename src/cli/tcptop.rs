@@ -17,7 +17,6 @@ use scry::analysis::net::{FlowSort, top_flows};
 use scry::capture::bpf_run::{self};
 use scry::render::net::{tcptop_json, tcptop_table};
 use scry::sys::bpf_tcptop::{TcptopBpf, TcptopSettings};
-use scry::sys::localtime::now_hms;
 
 use super::bpf_tool;
 use super::tcp::FamilyFlags;
@@ -50,13 +49,6 @@ pub struct TcptopArgs {
     table: bpf_tool::TableArgs,
     #[command(flatten)]
     every: bpf_tool::EveryArgs,
-}
-
-/// libbpf-tools' summary: `HH:MM:SS loadavg: ...` (/proc/loadavg's text).
-pub fn summary() -> String {
-    let (h, m, s) = now_hms();
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    format!("{h:02}:{m:02}:{s:02} loadavg: {}", load.trim_end())
 }
 
 pub fn run(args: TcptopArgs) -> anyhow::Result<()> {
@@ -92,7 +84,7 @@ pub fn run(args: TcptopArgs) -> anyhow::Result<()> {
         if args.table.json {
             tcptop_json(&mut out, &flows)?;
         } else {
-            let head = (!args.nosummary).then(summary);
+            let head = (!args.nosummary).then(bpf_tool::loadavg_summary);
             tcptop_table(&mut out, head.as_deref(), &flows)?;
         }
         out.flush()

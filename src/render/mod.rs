@@ -9,6 +9,7 @@ pub mod annotate;
 pub mod bio;
 pub mod cachestat;
 pub mod export;
+pub mod files;
 pub mod flamegraph;
 pub mod folded;
 pub mod funcs;

@@ -268,6 +268,16 @@ impl<S> Loaded<S> {
     pub fn has(&self, name: &str) -> bool {
         self.groups.get(name).is_some_and(|g| g.chosen().is_some())
     }
+
+    /// Err saying `missing` (what did not attach, and what would provide
+    /// it) unless one of `groups` (all optional) has a hook.
+    pub fn require_any(&self, groups: &[&str], missing: &str) -> io::Result<()> {
+        if groups.iter().any(|g| self.has(g)) {
+            Ok(())
+        } else {
+            Err(io::Error::other(missing.to_string()))
+        }
+    }
 }
 
 impl<S: Skel<'static>> Loaded<S> {
@@ -559,6 +569,21 @@ pub fn hash_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>,
             .map_err(|e| io_error(what, e))?
         {
             entries.push((key, value));
+        }
+    }
+    Ok(entries)
+}
+
+/// Every (key, value) of a hash map, each deleted as it is read (so the
+/// next read starts from zero; an entry added meanwhile waits for it).
+pub fn take_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut entries = Vec::new();
+    for key in map.keys() {
+        match map.lookup_and_delete(&key) {
+            Ok(Some(value)) => entries.push((key, value)),
+            Ok(None) => {}
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(what, e)),
         }
     }
     Ok(entries)

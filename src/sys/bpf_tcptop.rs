@@ -7,8 +7,6 @@ use std::io;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use libbpf_rs::MapCore;
-
 use super::bpf_engine::{self, Attach, GroupRules, Loaded, comm_at, u32_at, u64_at};
 use super::bpf_events::u16_at;
 use super::bpf_execsnoop::{fill_cgroup, open_cgroup};
@@ -99,19 +97,12 @@ impl TcptopBpf {
 
     /// The counts since the last take (each entry read and deleted).
     pub fn take(&self) -> io::Result<Vec<FlowBytes>> {
-        let map = &self.loaded.skel.maps.flows;
-        let mut flows = Vec::new();
-        for key in map.keys() {
-            let value = match map.lookup_and_delete(&key) {
-                Ok(value) => value,
-                Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => None,
-                Err(e) => return Err(super::bpf::io_error("reading tcptop's counts", e)),
-            };
-            if let Some(flow) = value.and_then(|v| FlowBytes::parse(&key, &v)) {
-                flows.push(flow);
-            }
-        }
-        Ok(flows)
+        let entries =
+            bpf_engine::take_entries(&self.loaded.skel.maps.flows, "reading tcptop's counts")?;
+        Ok(entries
+            .iter()
+            .filter_map(|(key, value)| FlowBytes::parse(key, value))
+            .collect())
     }
 
     pub fn detach(&mut self) {

@@ -73,11 +73,10 @@ impl VfsstatBpf {
             GroupRules::optional(GROUPS),
             Attach::Now,
         )?;
-        if !GROUPS.iter().any(|g| loaded.has(g)) {
-            return Err(io::Error::other(
-                "none of the syscalls tracepoints vfsstat counts attached here",
-            ));
-        }
+        loaded.require_any(
+            GROUPS,
+            "none of the syscalls tracepoints vfsstat counts attached here",
+        )?;
         let mut loaded = loaded;
         let on_vfs = VFS_GROUPS.iter().all(|g| loaded.has(g));
         if on_vfs {

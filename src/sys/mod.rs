@@ -14,6 +14,8 @@ pub mod bpf_events;
 pub mod bpf_execsnoop;
 pub mod bpf_exitsnoop;
 pub mod bpf_filelife;
+pub mod bpf_filetop;
+pub mod bpf_fsslower;
 pub mod bpf_funcs;
 pub mod bpf_futexctn;
 pub mod bpf_hists;

@@ -1,9 +1,10 @@
-//! The file tools on the real kernel (filelife, cachestat): workloads
-//! with known answers (`workloads/lifes`: N files created, kept MS ms,
-//! deleted; a file of N pages read after its cache is dropped), SIGKILL
-//! leaving no program or link. libbpf-tools' filelife and cachestat probe
-//! kernel functions (refused here): the workload's own answer is
-//! asserted.
+//! The file tools on the real kernel (filelife, cachestat, filetop,
+//! fsslower): workloads with known answers (`workloads/lifes`: N files
+//! created, kept MS ms, deleted; a file of N pages read after its cache
+//! is dropped; `workloads/fileio`: W writes, R reads, W fsyncs of a named
+//! file), SIGKILL leaving no program or link, bad input. libbpf-tools'
+//! filelife, cachestat, filetop and fsslower probe kernel functions
+//! (refused here): the workload's own answer is asserted.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -78,6 +79,8 @@ fn sigkill_leaves_no_program_or_link() {
     }
     sigkill_frees_everything(&["filelife"], 12);
     sigkill_frees_everything(&["cachestat", "1"], 5);
+    sigkill_frees_everything(&["filetop", "1"], 20);
+    sigkill_frees_everything(&["fsslower"], 32);
 }
 
 /// A file of N pages, written, synced and dropped from the cache (dd's
@@ -123,4 +126,238 @@ fn cachestat_counts_the_pages_a_dropped_file_reads_back_as_misses() {
         "{misses} < {pages}: {lines:?}\n{err}"
     );
     assert!(err.contains("cachestat: HITS are"), "{err}");
+}
+
+/// `fileio FILE W R SIZE [sync]` started, past its "ready" (waiting for
+/// its go byte on stdin).
+fn fileio(file: &std::path::Path, w: u64, r: u64, size: u64, sync: bool) -> std::process::Child {
+    let mut cmd = Command::new(common::workload("fileio"));
+    cmd.arg(file)
+        .args([w.to_string(), r.to_string(), size.to_string()])
+        .args(sync.then_some("sync"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = cmd.spawn().expect("fileio starts");
+    let mut out = std::io::BufReader::new(child.stdout.as_mut().expect("piped"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).expect("ready");
+    assert_eq!(line, "ready\n");
+    child
+}
+
+/// Sends fileio its go byte and waits for its successful end.
+fn run_fileio(mut child: std::process::Child) {
+    let mut stdin = child.stdin.take().expect("piped");
+    stdin.write_all(b"g").expect("go");
+    drop(stdin);
+    assert!(child.wait().expect("fileio ends").success());
+}
+
+/// The JSON rows of filetop's intervals (one array per line).
+fn filetop_rows(lines: &[String]) -> Vec<serde_json::Value> {
+    lines
+        .iter()
+        .flat_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("JSON");
+            v.as_array().expect("an array per interval").clone()
+        })
+        .collect()
+}
+
+/// (reads, writes, read bytes, write bytes) summed over `rows` of `file`.
+fn filetop_sums(rows: &[serde_json::Value], file: &str) -> (u64, u64, u64, u64) {
+    let mut sums = (0, 0, 0, 0);
+    for row in rows.iter().filter(|r| r["file"] == file) {
+        sums.0 += row["reads"].as_u64().expect("reads");
+        sums.1 += row["writes"].as_u64().expect("writes");
+        sums.2 += row["read_bytes"].as_u64().expect("read_bytes");
+        sums.3 += row["write_bytes"].as_u64().expect("write_bytes");
+    }
+    sums
+}
+
+/// libbpf-tools' filetop needs kprobes on vfs_read and vfs_write (refused
+/// here): the workload's own answer is asserted. W writes and R reads of
+/// SIZE bytes on a named file: filetop (JSON, the table through a symlink
+/// named filetop, and -a) shows that file with exactly those calls and
+/// bytes, for the workload's thread, and nothing else of it but, with
+/// -a, its stdout pipe.
+#[test]
+fn filetop_counts_the_calls_and_bytes_of_a_named_file() {
+    if !require_root() {
+        return;
+    }
+    let dir = common::tempdir();
+    let file = dir.path().join("filetop_data");
+    let (w, r, size) = (8u64, 5u64, 4096u64);
+    let child = fileio(&file, w, r, size, false);
+    let pid = child.id().to_string();
+    let link = dir.path().join("filetop");
+    std::os::unix::fs::symlink(std::path::Path::new(env!("CARGO_BIN_EXE_scry")), &link)
+        .expect("symlink");
+    let json = Tracer::start(scry_tool(&["filetop", "-p", &pid, "--json", "1"]), 20);
+    let mut linked = Command::new(&link);
+    linked.args(["-C", "-p", &pid, "1"]);
+    let text = Tracer::start(linked, 20);
+    let all = Tracer::start(scry_tool(&["filetop", "-a", "-p", &pid, "--json", "1"]), 20);
+    run_fileio(child);
+    let (lines, err) = json.finish();
+    let rows = filetop_rows(&lines);
+    assert_eq!(
+        filetop_sums(&rows, "filetop_data"),
+        (r, w, r * size, w * size),
+        "{lines:?}\n{err}"
+    );
+    for row in &rows {
+        assert_eq!(row["file"], "filetop_data", "{row}");
+        assert_eq!(
+            row["tid"].as_u64(),
+            Some(u64::from(child_pid(&pid))),
+            "{row}"
+        );
+        assert_eq!(
+            (&row["comm"], &row["type"]),
+            (&"fileio".into(), &"R".into())
+        );
+    }
+    let (lines, _) = all.finish();
+    let rows = filetop_rows(&lines);
+    assert_eq!(
+        filetop_sums(&rows, "filetop_data"),
+        (r, w, r * size, w * size)
+    );
+    assert!(
+        rows.iter()
+            .any(|row| row["type"] == "O" && row["writes"] == 1 && row["write_bytes"] == 5),
+        "-a shows the stdout pipe's write: {rows:?}"
+    );
+    let (lines, err) = text.finish();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "TID     COMM             READS  WRITES R_Kb    W_Kb    T FILE"),
+        "{lines:?}\n{err}"
+    );
+    let mut sums = [0u64; 4];
+    for l in lines.iter().filter(|l| l.ends_with(" R filetop_data")) {
+        let cols: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!(cols[..2], [pid.as_str(), "fileio"], "{l}");
+        for (sum, col) in sums.iter_mut().zip(&cols[2..6]) {
+            *sum += col.parse::<u64>().expect("a count");
+        }
+    }
+    assert_eq!(sums, [r, w, r * size / 1024, w * size / 1024], "{lines:?}");
+}
+
+fn child_pid(pid: &str) -> u32 {
+    pid.parse().expect("a pid")
+}
+
+/// An fsslower JSON event's (op, bytes, offset).
+fn fs_op(v: &serde_json::Value) -> (String, i64, i64) {
+    (
+        v["op"].as_str().expect("op").to_string(),
+        v["bytes"].as_i64().expect("bytes"),
+        v["offset"].as_i64().expect("offset"),
+    )
+}
+
+/// libbpf-tools' fsslower needs a file system's functions by fentry or
+/// kprobe (refused here): the workload's own answer is asserted. One
+/// open, W writes each followed by an fsync, R reads of a named file:
+/// `fsslower 0` lists each, in order, with its bytes and offset; a 1 ms
+/// threshold keeps every operation the unfiltered run measured well over
+/// it and drops every one well under it.
+#[test]
+fn fsslower_lists_each_operation_and_a_threshold_filters() {
+    if !require_root() {
+        return;
+    }
+    let dir = common::tempdir();
+    let file = dir.path().join("fsslower_data");
+    let (w, r, size) = (6u64, 3u64, 4096i64);
+    let child = fileio(&file, w, r, size as u64, true);
+    let pid = child.id().to_string();
+    let every = Tracer::start(scry_tool(&["fsslower", "-p", &pid, "--json", "0"]), 32);
+    let slow = Tracer::start(
+        scry_tool(&["fsslower", "-p", &pid, "--json", "-m", "1"]),
+        32,
+    );
+    let text = Tracer::start(scry_tool(&["fsslower", "-p", &pid, "0"]), 32);
+    run_fileio(child);
+    let (lines, err) = every.finish();
+    let events: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let mut want = vec![("O".to_string(), 0, 0)];
+    for i in 0..w as i64 {
+        want.push(("W".into(), size, i * size));
+        want.push(("F".into(), 0, (i + 1) * size));
+    }
+    for i in 0..r as i64 {
+        want.push(("R".into(), size, i * size));
+    }
+    let got: Vec<(String, i64, i64)> = events.iter().map(fs_op).collect();
+    assert_eq!(got, want, "{lines:?}\n{err}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["file"] == "fsslower_data" && e["comm"] == "fileio"),
+        "{lines:?}"
+    );
+    assert_eq!(err.lines().count(), 1, "the blind spots, said once: {err}");
+    let (slow_lines, _) = slow.finish();
+    let slow: Vec<serde_json::Value> = slow_lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    for e in &slow {
+        assert!(e["latency_us"].as_u64().expect("latency") > 1000, "{e}");
+        assert!(got.contains(&fs_op(e)), "{e} not in {got:?}");
+    }
+    let slow_ops: Vec<(String, i64, i64)> = slow.iter().map(fs_op).collect();
+    for e in &events {
+        let latency = e["latency_us"].as_u64().expect("latency");
+        if latency > 2000 {
+            assert!(slow_ops.contains(&fs_op(e)), "{e} missing over 1 ms");
+        } else if latency < 500 {
+            assert!(!slow_ops.contains(&fs_op(e)), "{e} kept under 1 ms");
+        }
+    }
+    let (lines, _) = text.finish();
+    assert_eq!(lines[0], "Tracing file system operations");
+    assert_eq!(
+        lines[1],
+        "TIME     COMM             PID     T BYTES   OFF_KB   LAT(ms) FILENAME"
+    );
+    let named = lines.iter().filter(|l| l.ends_with(" fsslower_data"));
+    assert_eq!(named.count(), want.len(), "{lines:?}");
+}
+
+#[test]
+fn file_tools_bad_input_is_one_line_and_exit_2() {
+    if !require_root() {
+        return;
+    }
+    crate::common::tracer::assert_each_bad_input(&[
+        (&["filetop", "-p", "4194304"], None, "no such process"),
+        (&["fsslower", "-p", "4194304"], None, "no such process"),
+        (
+            &["fsslower", "-t", "a/b"],
+            None,
+            "-t a/b: a file system type",
+        ),
+        // A kernel without the hooks: none of the kinds the programs come in.
+        (&["filetop"], Some("kprobe"), "filetop"),
+        (&["fsslower"], Some("kprobe"), "fsslower"),
+    ]);
+}
+
+#[test]
+fn tools_lists_filetop_and_fsslower() {
+    let list = common::run_ok(common::scry().arg("tools"));
+    for tool in ["filetop ", "fsslower "] {
+        assert!(list.lines().any(|l| l.starts_with(tool)), "{list}");
+    }
 }

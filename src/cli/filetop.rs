@@ -1,0 +1,79 @@
+//! `scry filetop` (bcc's filetop, libbpf-tools' flags and layout): every
+//! interval (1 s by default), the files read and written the most, per
+//! thread: calls and KB each way, summed in the kernel from the read and
+//! write system calls (libbpf-tools' own needs kprobes on vfs_read and
+//! vfs_write; what the calls miss is in the program's header). The
+//! screen is not cleared (`-C` is accepted for bcc's command lines).
+//! Wiring only: `sys::bpf_filetop` → `analysis::files` → `render::files`.
+
+use std::io::{self, Write};
+
+use clap::Args;
+
+use super::target::PidArg;
+use scry::analysis::files::{FileSort, top_files};
+use scry::capture::bpf_run;
+use scry::render::files::{filetop_json, filetop_table};
+use scry::sys::bpf_filetop::{FiletopBpf, FiletopSettings};
+
+use super::bpf_tool;
+
+#[derive(Args, Debug)]
+#[command(mut_arg("json", |a| a.help("One JSON array of rows per interval instead of the table")))]
+pub struct FiletopArgs {
+    #[command(flatten)]
+    target: PidArg,
+    /// Don't clear the screen (scry never does).
+    #[arg(short = 'C', long = "noclear")]
+    noclear: bool,
+    /// Include special files: sockets, pipes, devices (default: regular files only).
+    #[arg(short = 'a', long = "all")]
+    all: bool,
+    /// Sort by all (calls and bytes summed), reads, writes, rbytes or wbytes.
+    #[arg(short = 's', long = "sort", value_name = "SORT", default_value = "all",
+          value_parser = ["all", "reads", "writes", "rbytes", "wbytes"])]
+    sort: String,
+    /// At most ROWS rows per interval.
+    #[arg(short = 'r', long = "rows", value_name = "ROWS", default_value_t = 20,
+          value_parser = clap::value_parser!(u64).range(1..=10240))]
+    rows: u64,
+    #[command(flatten)]
+    table: bpf_tool::TableArgs,
+    #[command(flatten)]
+    every: bpf_tool::EveryArgs,
+}
+
+pub fn run(args: FiletopArgs) -> anyhow::Result<()> {
+    let _ = args.noclear;
+    let pid = args.target.pid;
+    bpf_tool::check_pid("filetop", "-p", pid)?;
+    let settings = FiletopSettings {
+        pid,
+        all_files: args.all,
+    };
+    let mut bpf = bpf_tool::load("filetop", || FiletopBpf::load(settings))?;
+    bpf_tool::print_hooks("filetop", &bpf.hooks(), args.table.verbose);
+    let sort = FileSort::parse(&args.sort).unwrap_or_default();
+    let mut out = io::stdout().lock();
+    bpf_tool::write_banner(
+        &mut out,
+        args.table.json,
+        format_args!(
+            "Tracing... Output every {} secs. Hit Ctrl-C to end",
+            args.every.interval
+        ),
+    )?;
+    bpf_run::run(&args.every.run_options(pid), |last| {
+        if last {
+            bpf.detach();
+        }
+        let rows = top_files(bpf.take()?, sort, args.rows as usize);
+        if args.table.json {
+            filetop_json(&mut out, &rows)?;
+        } else {
+            filetop_table(&mut out, Some(&bpf_tool::loadavg_summary()), &rows)?;
+        }
+        out.flush()
+    })?;
+    Ok(())
+}

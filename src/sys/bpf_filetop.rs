@@ -1,0 +1,163 @@
+//! `scry filetop`'s kernel side: loads `src/bpf/filetop.bpf.c` through
+//! the engine and takes its per-file, per-thread counts (read and
+//! deleted, so each interval starts from zero). The hooks are chosen
+//! here, in [`GROUPS`], and nowhere else: today the read and write system
+//! calls' tracepoints (all optional, one must attach); a kernel-function
+//! hook (vfs_read and vfs_write by fentry or kprobe) joins that list and
+//! the program's `count_rw()`. What the tracepoints miss is in the
+//! program's header.
+
+use std::io;
+
+use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, comm_at, u32_at, u64_at};
+
+super::bpf::bpf_skeleton!("filetop.skel.rs");
+
+use skel::{FiletopSkel, FiletopSkelBuilder};
+
+/// Every program's group (a call's entry and exit), all optional.
+const GROUPS: &[&str] = &[
+    "scry_ft_read",
+    "scry_ft_read_exit",
+    "scry_ft_readv",
+    "scry_ft_readv_exit",
+    "scry_ft_pread64",
+    "scry_ft_pread64_exit",
+    "scry_ft_preadv",
+    "scry_ft_preadv_exit",
+    "scry_ft_preadv2",
+    "scry_ft_preadv2_exit",
+    "scry_ft_write",
+    "scry_ft_write_exit",
+    "scry_ft_writev",
+    "scry_ft_writev_exit",
+    "scry_ft_pwrite64",
+    "scry_ft_pwrite64_exit",
+    "scry_ft_pwritev",
+    "scry_ft_pwritev_exit",
+    "scry_ft_pwritev2",
+    "scry_ft_pwritev2_exit",
+];
+
+/// The program's settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FiletopSettings {
+    pub pid: Option<u32>,
+    /// Sockets, pipes and devices too (`-a`), not only regular files.
+    pub all_files: bool,
+}
+
+/// One file's reads and writes by one thread in an interval.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileStat {
+    pub inode: u64,
+    pub dev: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub reads: u64,
+    pub read_bytes: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    pub comm: String,
+    /// The file's name (its last path component, as bcc shows it).
+    pub name: String,
+    /// `R` regular, `S` socket, `O` other.
+    pub kind: char,
+}
+
+impl FileStat {
+    /// One map entry (`struct file_id`, `struct file_stat`); None when short.
+    fn parse(key: &[u8], value: &[u8]) -> Option<FileStat> {
+        Some(FileStat {
+            inode: u64_at(key, 0)?,
+            dev: u32_at(key, 8)?,
+            pid: u32_at(key, 16)?,
+            tid: u32_at(key, 20)?,
+            reads: u64_at(value, 0)?,
+            read_bytes: u64_at(value, 8)?,
+            writes: u64_at(value, 16)?,
+            write_bytes: u64_at(value, 24)?,
+            comm: comm_at(value, 40, 16),
+            name: comm_at(value, 56, 256),
+            kind: char::from(*value.get(312)?),
+        })
+    }
+}
+
+/// The loaded, attached programs.
+#[derive(Debug)]
+pub struct FiletopBpf {
+    loaded: Loaded<FiletopSkel<'static>>,
+}
+
+impl FiletopBpf {
+    pub fn load(settings: FiletopSettings) -> io::Result<FiletopBpf> {
+        let loaded = bpf_engine::load(
+            FiletopSkelBuilder::default,
+            |open: &mut skel::OpenFiletopSkel<'static>| {
+                let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+                rodata.filter_tgid = settings.pid.unwrap_or(0);
+                rodata.regular_only = !settings.all_files;
+                Ok(())
+            },
+            GroupRules {
+                optional: GROUPS,
+                ..GroupRules::default()
+            },
+            Attach::Now,
+        )?;
+        loaded.require_any(
+            GROUPS,
+            "none of the read and write system calls' tracepoints filetop counts attached here \
+             (syscalls:sys_enter_read and the like, CONFIG_FTRACE_SYSCALLS)",
+        )?;
+        Ok(FiletopBpf { loaded })
+    }
+
+    pub fn hooks(&self) -> Vec<Hook> {
+        self.loaded.hooks()
+    }
+
+    /// The counts since the last take (each entry read and deleted).
+    pub fn take(&self) -> io::Result<Vec<FileStat>> {
+        let entries =
+            bpf_engine::take_entries(&self.loaded.skel.maps.entries, "reading filetop's counts")?;
+        Ok(entries
+            .iter()
+            .filter_map(|(key, value)| FileStat::parse(key, value))
+            .collect())
+    }
+
+    pub fn detach(&mut self) {
+        self.loaded.detach();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_an_entry() {
+        let mut key = vec![0u8; 24];
+        key[0..8].copy_from_slice(&77u64.to_ne_bytes());
+        key[16..20].copy_from_slice(&42u32.to_ne_bytes());
+        key[20..24].copy_from_slice(&43u32.to_ne_bytes());
+        let mut value = vec![0u8; 320];
+        value[0..8].copy_from_slice(&3u64.to_ne_bytes());
+        value[8..16].copy_from_slice(&3000u64.to_ne_bytes());
+        value[40..44].copy_from_slice(b"dd\0\0");
+        value[56..61].copy_from_slice(b"data\0");
+        value[312] = b'R';
+        let s = FileStat::parse(&key, &value).unwrap();
+        assert_eq!(
+            (s.inode, s.pid, s.tid, s.reads, s.read_bytes),
+            (77, 42, 43, 3, 3000)
+        );
+        assert_eq!(
+            (s.comm.as_str(), s.name.as_str(), s.kind),
+            ("dd", "data", 'R')
+        );
+        assert!(FileStat::parse(&key, &value[..300]).is_none());
+    }
+}
