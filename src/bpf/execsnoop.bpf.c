@@ -35,7 +35,6 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define LAST_ARG (FULL_MAX_ARGS_ARR - ARGSIZE)
 
 const volatile bool include_failed = false;
-const volatile bool filter_cgroup = false;
 // (__u32)-1: every user.
 const volatile __u32 filter_uid = (__u32)-1;
 const volatile int max_args = 20;
@@ -63,12 +62,7 @@ struct {
 #define RING_BYTES (4 * 1024 * 1024)
 #include "ring.bpf.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} cgroup_map SEC(".maps");
+#include "cgroup.bpf.h"
 
 struct task_struct___scry_es {
 	struct task_struct___scry_es *real_parent;
@@ -80,7 +74,7 @@ struct task_struct___scry_es {
 SEC("tracepoint/syscalls/sys_enter_execve")
 int scry_es_enter(struct sys_enter_record *ctx)
 {
-	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+	if (!in_cgroup())
 		return 0;
 	__u32 uid = (__u32)bpf_get_current_uid_gid();
 	if (filter_uid != (__u32)-1 && uid != filter_uid)

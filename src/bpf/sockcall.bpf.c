@@ -40,7 +40,6 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 const volatile __u32 filter_tgid = 0;
 const volatile bool include_failed = false;
-const volatile bool filter_cgroup = false;
 const volatile __u16 ports[MAX_PORTS] = {};
 
 // The call's arguments, from its entry.
@@ -76,12 +75,7 @@ struct {
 	__type(value, struct call);
 } calls SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} cgroup_map SEC(".maps");
+#include "cgroup.bpf.h"
 
 #include "ring.bpf.h"
 
@@ -165,7 +159,7 @@ static __always_inline bool task_wanted(void)
 {
 	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
 		return false;
-	return !filter_cgroup || bpf_current_task_under_cgroup(&cgroup_map, 0);
+	return in_cgroup();
 }
 
 struct sockaddr_in___scry {

@@ -32,7 +32,6 @@ struct sock;
 
 const volatile __u32 filter_tgid = 0;
 const volatile __u16 filter_family = 0;
-const volatile bool filter_cgroup = false;
 
 struct flow_key {
 	__u8 saddr[16];
@@ -57,12 +56,7 @@ struct {
 	__type(value, struct flow_bytes);
 } flows SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} cgroup_map SEC(".maps");
+#include "cgroup.bpf.h"
 
 static __always_inline void count(const void *sk, int ret, int flags, bool sent)
 {
@@ -71,7 +65,7 @@ static __always_inline void count(const void *sk, int ret, int flags, bool sent)
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	if (filter_tgid && pid != filter_tgid)
 		return;
-	if (filter_cgroup && !bpf_current_task_under_cgroup(&cgroup_map, 0))
+	if (!in_cgroup())
 		return;
 	struct sock_ends ends = {};
 	sock_ends(sk, &ends);

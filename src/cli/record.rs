@@ -9,7 +9,7 @@ use scry::capture::session::{StopReason, default_mmap_pages, fall_back_from_cycl
 use scry::capture::{CallGraph, CaptureOptions};
 use scry::event::name;
 
-use super::target::{SamplingArgs, TargetArgs};
+use super::target::{SamplingArgs, TargetArgs, checked_mmap_pages};
 
 #[derive(Args, Debug)]
 pub struct RecordArgs {
@@ -111,15 +111,12 @@ impl RecordArgs {
                 _ => pages,
             }
         });
-        if mmap_pages == 0 || !mmap_pages.is_power_of_two() {
-            anyhow::bail!("-m: ring buffer pages must be a power of two, got {mmap_pages}");
-        }
         Ok(CaptureOptions {
             events,
             target,
             sampling,
             call_graph,
-            mmap_pages,
+            mmap_pages: checked_mmap_pages(mmap_pages)?,
             filters,
             no_callchain: Vec::new(),
             context_switch: false,

@@ -21,7 +21,7 @@ use scry::analysis::calltree::{CallTree, GraphOrder, build_trees_above};
 use scry::analysis::profile::{Profile, ProfileOptions, SampleFilter, SortKey};
 use scry::analysis::quality::QualitySummary;
 use scry::analysis::sample::StackQuality;
-use scry::render::report::{ReportMeta, ReportOptions, write_stdio};
+use scry::render::report::{ReportInput, ReportMeta, ReportOptions, write_stdio};
 use scry::render::report_columns::{Column, sort_entries};
 use scry::render::report_json::write_json;
 use scry::symbol::{ResolveOptions, resolve_file};
@@ -321,23 +321,16 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let input = ReportInput {
+        profile: &profile,
+        trees: trees.as_deref(),
+        frames: &resolved.frames,
+        meta: &meta,
+        options: &report_options,
+    };
     match args.format {
-        Format::Text => write_stdio(
-            &mut out,
-            &profile,
-            trees.as_deref(),
-            &resolved.frames,
-            &meta,
-            &report_options,
-        )?,
-        Format::Json => write_json(
-            &mut out,
-            &profile,
-            trees.as_deref(),
-            &resolved.frames,
-            &meta,
-            &report_options,
-        )?,
+        Format::Text => write_stdio(&mut out, &input)?,
+        Format::Json => write_json(&mut out, &input)?,
     }
     out.flush()?;
     Ok(())

@@ -107,6 +107,14 @@ pub fn parse_id_list(text: Option<&str>, flag: &str) -> anyhow::Result<Vec<i32>>
         .unwrap_or_default())
 }
 
+/// `-m PAGES` (given or defaulted): the rings' data pages, a power of two.
+pub(crate) fn checked_mmap_pages(pages: usize) -> anyhow::Result<usize> {
+    if pages == 0 || !pages.is_power_of_two() {
+        anyhow::bail!("-m: ring buffer pages must be a power of two, got {pages}");
+    }
+    Ok(pages)
+}
+
 /// A `-C` value (`0-3,5`) into CPU numbers.
 pub fn parse_cpus(text: Option<&str>) -> anyhow::Result<Option<Vec<u32>>> {
     text.map(|text| {

@@ -6,10 +6,11 @@
 //! table a `TcpTable`), and at the end one note when the filters given
 //! matched nothing (the kernel filters, so nothing was seen at all).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::io::{self, Write};
 
-use scry::analysis::net::TcpEvent;
-use scry::render::net::{SessionLayout, Stamps, TcpTable};
+use scry::analysis::net::{ConnectCounts, TcpEvent};
+use scry::render::net::{SessionLayout, Stamps, TcpTable, connect_counts_json};
 use scry::sys::bpf_tcp::{self, AF_INET, AF_INET6, MAX_PORTS, TcpMode, TcpSettings};
 
 use super::{bpf_tool, snoop};
@@ -140,6 +141,29 @@ impl<'a> TcpRun<'a> {
             filters: ports.filters,
         }
     }
+}
+
+/// `-c`: the events counted per connection (`by_source_port`: keyed by
+/// the source port too) until the end, then printed by `table` (or as
+/// JSON).
+pub(crate) fn run_counted(
+    how: &TcpRun<'_>,
+    by_source_port: bool,
+    table: fn(&mut io::StdoutLock<'static>, &ConnectCounts) -> io::Result<()>,
+) -> anyhow::Result<()> {
+    let counts = RefCell::new(ConnectCounts::new(by_source_port));
+    run(how, TcpTable::Counted, |e| {
+        counts.borrow_mut().add(e);
+        false
+    })?;
+    let mut out = io::stdout().lock();
+    if how.flags.json {
+        connect_counts_json(&mut out, &counts.borrow())?;
+    } else {
+        table(&mut out, &counts.borrow())?;
+    }
+    out.flush()?;
+    Ok(())
 }
 
 /// Loads the program and streams its events in `table` (or as JSON)

@@ -6,14 +6,10 @@
 //! it), so no kprobe is needed. Wiring only: `sys::bpf_tcp` (mode
 //! Connect) → `analysis::net` (-c) → `render::net`.
 
-use std::cell::RefCell;
-use std::io::Write;
-
 use clap::Args;
 
 use super::target::PidArg;
-use scry::analysis::net::ConnectCounts;
-use scry::render::net::{ConnectLayout, Stamps, TcpTable, connect_counts, connect_counts_json};
+use scry::render::net::{ConnectLayout, Stamps, TcpTable, connect_counts};
 use scry::sys::bpf_tcp::{TcpMode, TcpSettings};
 
 use super::tcp::{self, FamilyFlags, TcpRun};
@@ -70,17 +66,5 @@ pub fn run(args: TcpconnectArgs) -> anyhow::Result<()> {
         tcp::run(&how, TcpTable::Connect(layout), |_| true)?;
         return Ok(());
     }
-    let counts = RefCell::new(ConnectCounts::new(args.source_port));
-    tcp::run(&how, TcpTable::Counted, |e| {
-        counts.borrow_mut().add(e);
-        false
-    })?;
-    let mut out = std::io::stdout().lock();
-    if args.common.json {
-        connect_counts_json(&mut out, &counts.borrow())?;
-    } else {
-        connect_counts(&mut out, &counts.borrow())?;
-    }
-    out.flush()?;
-    Ok(())
+    tcp::run_counted(&how, args.source_port, connect_counts)
 }

@@ -8,13 +8,9 @@
 //! exit 2. Wiring only: `sys::bpf_tcp` (mode Retrans) → `analysis::net`
 //! (-c) → `render::net`.
 
-use std::cell::RefCell;
-use std::io::Write;
-
 use clap::Args;
 
-use scry::analysis::net::ConnectCounts;
-use scry::render::net::{TcpTable, connect_counts_json, retrans_counts};
+use scry::render::net::{TcpTable, retrans_counts};
 use scry::sys::bpf_tcp::{TcpMode, TcpSettings};
 
 use super::snoop;
@@ -54,17 +50,5 @@ pub fn run(args: TcpretransArgs) -> anyhow::Result<()> {
         tcp::run(&how, TcpTable::Retrans, |_| true)?;
         return Ok(());
     }
-    let counts = RefCell::new(ConnectCounts::new(true));
-    tcp::run(&how, TcpTable::Counted, |e| {
-        counts.borrow_mut().add(e);
-        false
-    })?;
-    let mut out = std::io::stdout().lock();
-    if args.common.json {
-        connect_counts_json(&mut out, &counts.borrow())?;
-    } else {
-        retrans_counts(&mut out, &counts.borrow())?;
-    }
-    out.flush()?;
-    Ok(())
+    tcp::run_counted(&how, true, retrans_counts)
 }

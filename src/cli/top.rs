@@ -35,7 +35,7 @@ use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::perf_event::attr_bytes;
 use scry::sys::signal::{PollFd, STOP_SIGNALS, SignalPipe};
 
-use super::target::{SamplingArgs, parse_cpus, parse_id_list};
+use super::target::{SamplingArgs, checked_mmap_pages, parse_cpus, parse_id_list};
 use super::top_bpf::{self, KernelTop};
 
 #[derive(Args, Debug)]
@@ -440,15 +440,12 @@ impl TopArgs {
         let mmap_pages = self
             .mmap_pages
             .unwrap_or_else(|| default_mmap_pages(&events, cpu_count) / 4);
-        if mmap_pages == 0 || !mmap_pages.is_power_of_two() {
-            anyhow::bail!("-m: ring buffer pages must be a power of two, got {mmap_pages}");
-        }
         Ok(CaptureOptions {
             events,
             target,
             sampling,
             call_graph: self.sampling.call_graph()?,
-            mmap_pages,
+            mmap_pages: checked_mmap_pages(mmap_pages)?,
             filters: Vec::new(),
             no_callchain: Vec::new(),
             context_switch: false,

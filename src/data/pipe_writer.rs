@@ -29,7 +29,7 @@ use std::io::{self, BufWriter, Write};
 
 use super::features::{Features, bit};
 use super::writer::{
-    EventDesc, PERF_RECORD_FINISHED_ROUND, check_whole_records, encode_event_desc, normalize_events,
+    EventDesc, FINISHED_ROUND, append_records, encode_event_desc, normalize_events,
 };
 
 const PERF_RECORD_HEADER_ATTR: u32 = 64;
@@ -116,16 +116,12 @@ impl<W: Write> PerfPipeWriter<W> {
 
     /// Appends one or more whole kernel records, as `PerfDataWriter` does.
     pub fn write_records(&mut self, raw: &[u8]) -> io::Result<()> {
-        check_whole_records(raw, self.data_size)?;
-        self.out.write_all(raw)?;
-        self.data_size += raw.len() as u64;
-        Ok(())
+        append_records(&mut self.out, &mut self.data_size, raw)
     }
 
     /// Appends a `PERF_RECORD_FINISHED_ROUND` (see `PerfDataWriter`).
     pub fn write_finished_round(&mut self) -> io::Result<()> {
-        let rec = record(PERF_RECORD_FINISHED_ROUND, &[]).unwrap_or_default();
-        self.write_records(&rec)
+        self.write_records(&FINISHED_ROUND)
     }
 
     /// Bytes of records written after the metadata.

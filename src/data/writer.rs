@@ -128,10 +128,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
     /// as copied from the ring. Fails, writing nothing, if the headers do not
     /// chain exactly over `raw` (a torn or partial record).
     pub fn write_records(&mut self, raw: &[u8]) -> io::Result<()> {
-        check_whole_records(raw, self.data_size)?;
-        self.out.write_all(raw)?;
-        self.data_size += raw.len() as u64;
-        Ok(())
+        append_records(&mut self.out, &mut self.data_size, raw)
     }
 
     /// Appends a `PERF_RECORD_FINISHED_ROUND`: every record written before
@@ -139,10 +136,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
     /// readers can sort in bounded memory. Write one after each pass over
     /// all rings.
     pub fn write_finished_round(&mut self) -> io::Result<()> {
-        let mut rec = [0u8; 8];
-        rec[..4].copy_from_slice(&PERF_RECORD_FINISHED_ROUND.to_ne_bytes());
-        rec[6..].copy_from_slice(&8u16.to_ne_bytes());
-        self.write_records(&rec)
+        self.write_records(&FINISHED_ROUND)
     }
 
     /// Bytes of records written to the data section so far.
@@ -242,6 +236,22 @@ impl<W: Write + Seek> PerfDataWriter<W> {
 
 fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// A `PERF_RECORD_FINISHED_ROUND`: a bare header (type, misc 0, size 8).
+pub(crate) const FINISHED_ROUND: [u8; 8] = {
+    let kind = PERF_RECORD_FINISHED_ROUND.to_ne_bytes();
+    let size = 8u16.to_ne_bytes();
+    [kind[0], kind[1], kind[2], kind[3], 0, 0, size[0], size[1]]
+};
+
+/// Appends whole records `raw` to `out` (both writers' data), checked
+/// first (nothing is written if they are torn); `size` counts the bytes.
+pub(crate) fn append_records(out: &mut impl Write, size: &mut u64, raw: &[u8]) -> io::Result<()> {
+    check_whole_records(raw, *size)?;
+    out.write_all(raw)?;
+    *size += raw.len() as u64;
+    Ok(())
 }
 
 /// Checks that record headers chain exactly over `raw`. `base` is the data

@@ -16,7 +16,7 @@ use crate::analysis::testing::Builder;
 
 use super::flamegraph::{FlameOptions, write_svg};
 use super::folded::{FoldedOptions, folded_lines};
-use super::report::{ReportMeta, ReportOptions, write_stdio};
+use super::report::{ReportInput, ReportMeta, ReportOptions, write_stdio};
 use super::report_json::write_json;
 
 /// What `write` wrote, as a string (the renderers' unit tests).
@@ -127,26 +127,17 @@ fn report(children: bool, sort: Vec<SortKey>, graph: Option<GraphOrder>, json: b
         fields: None,
     };
     let mut out = Vec::new();
+    let input = ReportInput {
+        profile: &profile,
+        trees: trees.as_deref(),
+        frames: &b.frames,
+        meta: &meta(&b),
+        options: &report_options,
+    };
     if json {
-        write_json(
-            &mut out,
-            &profile,
-            trees.as_deref(),
-            &b.frames,
-            &meta(&b),
-            &report_options,
-        )
-        .unwrap();
+        write_json(&mut out, &input).unwrap();
     } else {
-        write_stdio(
-            &mut out,
-            &profile,
-            trees.as_deref(),
-            &b.frames,
-            &meta(&b),
-            &report_options,
-        )
-        .unwrap();
+        write_stdio(&mut out, &input).unwrap();
     }
     String::from_utf8(out).unwrap()
 }

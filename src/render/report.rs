@@ -124,16 +124,31 @@ pub fn key_cell(key: SortKey, entry: &Entry, frames: &FrameTable) -> String {
     }
 }
 
-/// Writes the whole stdio report. `trees[section][entry]`, when given,
-/// holds the call graph drawn under each entry.
-pub fn write_stdio(
-    w: &mut impl Write,
-    profile: &Profile,
-    trees: Option<&[Vec<CallTree>]>,
-    frames: &FrameTable,
-    meta: &ReportMeta,
-    options: &ReportOptions,
-) -> io::Result<()> {
+/// What a report (stdio or JSON) is drawn from.
+#[derive(Clone, Copy)]
+pub struct ReportInput<'a> {
+    /// The entries, per event.
+    pub profile: &'a Profile,
+    /// `trees[section][entry]`, when given: the call graph drawn under
+    /// each entry.
+    pub trees: Option<&'a [Vec<CallTree>]>,
+    /// The frames the profile's ids name.
+    pub frames: &'a FrameTable,
+    /// The header's facts (events, losses, quality).
+    pub meta: &'a ReportMeta,
+    /// Sort, columns, call-graph threshold.
+    pub options: &'a ReportOptions,
+}
+
+/// Writes the whole stdio report.
+pub fn write_stdio(w: &mut impl Write, input: &ReportInput<'_>) -> io::Result<()> {
+    let ReportInput {
+        profile,
+        trees,
+        frames,
+        meta,
+        options,
+    } = *input;
     writeln!(w, "# scry report")?;
     match &meta.quality_line {
         Some(line) => writeln!(w, "# {line}")?,

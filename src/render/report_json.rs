@@ -30,11 +30,11 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::analysis::calltree::CallTree;
-use crate::analysis::profile::{Entry, EventProfile, Profile, SortKey, dso_short_name};
+use crate::analysis::profile::{Entry, EventProfile, SortKey, dso_short_name};
 use crate::analysis::quality::QualitySummary;
 use crate::analysis::sample::{FrameKind, FrameTable};
 
-use super::report::{ReportMeta, ReportOptions};
+use super::report::ReportInput;
 
 #[derive(Serialize)]
 struct Doc<'a> {
@@ -179,14 +179,14 @@ fn entry_doc<'a>(
 }
 
 /// Writes the report as one JSON document followed by a newline.
-pub fn write_json(
-    w: &mut impl Write,
-    profile: &Profile,
-    trees: Option<&[Vec<CallTree>]>,
-    frames: &FrameTable,
-    meta: &ReportMeta,
-    options: &ReportOptions,
-) -> io::Result<()> {
+pub fn write_json(w: &mut impl Write, input: &ReportInput<'_>) -> io::Result<()> {
+    let ReportInput {
+        profile,
+        trees,
+        frames,
+        meta,
+        options,
+    } = *input;
     let events = profile
         .events
         .iter()

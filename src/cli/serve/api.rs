@@ -29,7 +29,7 @@ use scry::model::sample::ResolvedSample;
 use scry::render::flamegraph::{FlameOptions, inert_svg, write_diff_svg, write_svg};
 use scry::render::folded::{FoldedOptions, folded_lines};
 use scry::render::heatmap::write_offset_svg;
-use scry::render::report::{ReportMeta, ReportOptions};
+use scry::render::report::{ReportInput, ReportMeta, ReportOptions};
 use scry::render::report_json::write_json;
 
 use super::{Served, State};
@@ -462,8 +462,14 @@ async fn calltree(Shared(state): Shared<Arc<State>>, query: Pairs) -> Response {
             ..ReportOptions::default()
         };
         let mut out = Vec::new();
-        write_json(&mut out, &profile, None, &resolved.frames, &meta, &report)
-            .map_err(|e| bad(format!("function table: {e}")))?;
+        let input = ReportInput {
+            profile: &profile,
+            trees: None,
+            frames: &resolved.frames,
+            meta: &meta,
+            options: &report,
+        };
+        write_json(&mut out, &input).map_err(|e| bad(format!("function table: {e}")))?;
         Ok(json(out))
     })
     .await

@@ -87,21 +87,15 @@ impl PerfReader {
         len: u64,
     ) -> Result<Self, ReadError> {
         let layout_err = |e| ReadError::from_layout(&file, e);
+        let io_err = |source: io::Error| ReadError::Io {
+            file: file.clone(),
+            source,
+        };
         let mut layout = layout::check_file(&mut input, len).map_err(layout_err)?;
         if layout.pipe {
-            input
-                .seek(io::SeekFrom::Start(0))
-                .map_err(|source| ReadError::Io {
-                    file: file.clone(),
-                    source,
-                })?;
+            input.seek(io::SeekFrom::Start(0)).map_err(io_err)?;
             let mut head = vec![0u8; layout::PIPE_HEADER_SIZE as usize];
-            input
-                .read_exact(&mut head)
-                .map_err(|source| ReadError::Io {
-                    file: file.clone(),
-                    source,
-                })?;
+            input.read_exact(&mut head).map_err(io_err)?;
             let (pipe, state) = CheckedPipe::new(head, input, layout.endian);
             return Self::from_pipe(file, source, pipe, state, layout.endian);
         }
@@ -167,26 +161,13 @@ impl PerfReader {
             ));
         }
         let input: Input = if patches.is_empty() {
-            input
-                .seek(io::SeekFrom::Start(0))
-                .map_err(|source| ReadError::Io {
-                    file: file.clone(),
-                    source,
-                })?;
+            input.seek(io::SeekFrom::Start(0)).map_err(io_err)?;
             input
         } else {
-            Box::new(
-                Patched::new(input, patches).map_err(|source| ReadError::Io {
-                    file: file.clone(),
-                    source,
-                })?,
-            )
+            Box::new(Patched::new(input, patches).map_err(io_err)?)
         };
         let read_formats = {
-            let mut again = source.open().map_err(|source| ReadError::Io {
-                file: file.clone(),
-                source,
-            })?;
+            let mut again = source.open().map_err(io_err)?;
             layout::raw_read_formats(&mut again, &layout).map_err(layout_err)?
         };
         let input: Input = Box::new(BufReader::with_capacity(1 << 16, input));
@@ -196,25 +177,12 @@ impl PerfReader {
         } = parse_header(&file, move || PerfFileReader::parse_file(input))?;
         let events = event_descs(&perf_file);
         let rounds = if direct {
-            let mut input = source.open().map_err(|source| ReadError::Io {
-                file: file.clone(),
-                source,
-            })?;
+            let mut input = source.open().map_err(io_err)?;
             input
                 .seek(io::SeekFrom::Start(layout.data.offset))
-                .map_err(|source| ReadError::Io {
-                    file: file.clone(),
-                    source,
-                })?;
+                .map_err(io_err)?;
             match rounds::Rounds::new(input, layout.data, layout.endian, &events) {
-                Some(r) => {
-                    Some(
-                        rounds::RoundsThread::spawn(r).map_err(|source| ReadError::Io {
-                            file: file.clone(),
-                            source,
-                        })?,
-                    )
-                }
+                Some(r) => Some(rounds::RoundsThread::spawn(r).map_err(io_err)?),
                 // Several events without a common way to find a record's
                 // event: the crate's path, and its error.
                 None => None,
