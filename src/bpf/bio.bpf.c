@@ -34,6 +34,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
@@ -116,19 +118,9 @@ struct bio_event {
 	char comm[TASK_COMM_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_REQUESTS);
-	__type(key, __u64);
-	__type(value, struct stage);
-} stages SEC(".maps");
+BPF_HASH(stages, __u64, struct stage, MAX_REQUESTS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_REQUESTS);
-	__type(key, __u64);
-	__type(value, struct owner);
-} owners SEC(".maps");
+BPF_HASH(owners, __u64, struct owner, MAX_REQUESTS);
 
 #define RING_BYTES (1024 * 1024)
 #include "ring.bpf.h"

@@ -20,17 +20,14 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 // The order of sys::bpf_cachestat's counters.
 enum cache_stat { S_ACCESS, S_MISS, S_DIRTY, S_MAX };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, S_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counts SEC(".maps");
+BPF_ARRAY(counts, __u64, S_MAX);
 
 struct add_record {
 	__u64 common;

@@ -4,12 +4,9 @@
 // memleak's map, samples that did not fit oncpu's counts), read by the
 // engine (`bpf_engine::dropped`) and printed by the tool at the end.
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} drops SEC(".maps");
+#include "maps.bpf.h"
+
+BPF_PERCPU_ARRAY(drops, __u64, 1);
 
 static __always_inline void count_drop(void)
 {

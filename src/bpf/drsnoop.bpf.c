@@ -13,6 +13,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define TASK_COMM_LEN 16
@@ -23,12 +25,7 @@ const volatile __u32 filter_tid = 0;
 #include "ring.bpf.h"
 #include "hooks.bpf.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);
-	__type(value, __u64);
-} starts SEC(".maps");
+BPF_HASH(starts, __u32, __u64, 8192);
 
 struct reclaim_event {
 	__u64 delta_ns;

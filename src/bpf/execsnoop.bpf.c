@@ -26,6 +26,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define TASK_COMM_LEN 16
@@ -52,12 +54,7 @@ struct exec_event {
 
 static const struct exec_event empty_event = {};
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);
-	__type(value, struct exec_event);
-} execs SEC(".maps");
+BPF_HASH(execs, __u32, struct exec_event, 10240);
 
 #define RING_BYTES (4 * 1024 * 1024)
 #include "ring.bpf.h"

@@ -16,6 +16,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define TASK_COMM_LEN 16
@@ -30,28 +32,13 @@ struct path_key {
 };
 
 // The path pointer of a call in flight, by thread id.
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);
-	__type(value, __u64);
-} calls SEC(".maps");
+BPF_HASH(calls, __u32, __u64, 10240);
 
 // Creation times by path.
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, struct path_key);
-	__type(value, __u64);
-} births SEC(".maps");
+BPF_HASH(births, struct path_key, __u64, 10240);
 
 // A zeroed key to read a path into (too large for the stack).
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct path_key);
-} scratch SEC(".maps");
+BPF_PERCPU_ARRAY(scratch, struct path_key, 1);
 
 struct life_event {
 	__u64 age_ns;

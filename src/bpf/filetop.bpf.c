@@ -29,6 +29,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "fd_file.bpf.h"
@@ -61,28 +63,13 @@ struct file_stat {
 	char type;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_FILES);
-	__type(key, struct file_id);
-	__type(value, struct file_stat);
-} entries SEC(".maps");
+BPF_HASH(entries, struct file_id, struct file_stat, MAX_FILES);
 
 // A fresh value (too large for the stack).
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct file_stat);
-} scratch SEC(".maps");
+BPF_PERCPU_ARRAY(scratch, struct file_stat, 1);
 
 // The descriptor of a call in flight, by thread id: fd << 1 | is_read.
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);
-	__type(value, __u64);
-} calls SEC(".maps");
+BPF_HASH(calls, __u32, __u64, 10240);
 
 // One read (is_read) or write of `bytes` on `file` by the current thread.
 static __always_inline void count_rw(struct file___scry *file, __u64 bytes, bool is_read)

@@ -32,6 +32,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "fd_file.bpf.h"
@@ -72,12 +74,7 @@ struct fs_event {
 	char name[NAME_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);
-	__type(value, struct op_start);
-} starts SEC(".maps");
+BPF_HASH(starts, __u32, struct op_start, 10240);
 
 #define RING_BYTES (4 * 1024 * 1024)
 #include "ring.bpf.h"

@@ -29,6 +29,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define HIST_KEY __u64
@@ -43,28 +45,13 @@ const volatile __s32 filter_cpu = -1;
 // funclatency's unit: 1 (nsecs), 1000 (usecs, -u), 1000000 (msecs, -m).
 const volatile __u64 unit_div = 1;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_FUNCS);
-	__type(key, __u32);
-	__type(value, __u64);
-} counts SEC(".maps");
+BPF_ARRAY(counts, __u64, MAX_FUNCS);
 
 // Start times by thread id.
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);
-	__type(value, __u64);
-} starts SEC(".maps");
+BPF_HASH(starts, __u32, __u64, 10240);
 
 // [0]: nanoseconds timed, [1]: calls timed.
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, __u64);
-} totals SEC(".maps");
+BPF_ARRAY(totals, __u64, 2);
 
 static __always_inline void add(void *map, __u32 key, __u64 value)
 {

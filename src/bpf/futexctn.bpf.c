@@ -26,6 +26,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
@@ -86,33 +88,13 @@ struct copy_t {
 	__u8 bytes[COPY_BYTES];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, __u64);
-	__type(value, struct wait_t);
-} starts SEC(".maps");
+BPF_HASH(starts, __u64, struct wait_t, MAX_KEYS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, struct key_t);
-	__type(value, struct hist_t);
-} hists SEC(".maps");
+BPF_HASH(hists, struct key_t, struct hist_t, MAX_KEYS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, struct copy_t);
-} copies SEC(".maps");
+BPF_HASH(copies, __u32, struct copy_t, 1024);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct copy_t);
-} scratch SEC(".maps");
+BPF_PERCPU_ARRAY(scratch, struct copy_t, 1);
 
 // Keeps the registers and stack top of stack `id`, once.
 static __always_inline void keep_copy(struct pt_regs___scry_fx *regs, __s32 id)

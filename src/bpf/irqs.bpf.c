@@ -21,6 +21,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
@@ -52,19 +54,9 @@ struct irqaction___scry {
 
 struct irqaction;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, __u64);
-} start SEC(".maps");
+BPF_PERCPU_ARRAY(start, __u64, 2);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, struct irq_key);
-	__type(value, struct info);
-} infos SEC(".maps");
+BPF_HASH(infos, struct irq_key, struct info, MAX_KEYS);
 
 static struct info zero_info;
 

@@ -20,6 +20,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
@@ -50,19 +52,9 @@ struct val_t {
 	__u64 min_ns;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, __u32);
-	__type(value, struct open_t);
-} opens SEC(".maps");
+BPF_HASH(opens, __u32, struct open_t, MAX_KEYS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, struct key_t);
-	__type(value, struct val_t);
-} waits SEC(".maps");
+BPF_HASH(waits, struct key_t, struct val_t, MAX_KEYS);
 
 static __always_inline void on_begin(void *ctx, void *lock, unsigned int flags)
 {

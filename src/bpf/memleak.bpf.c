@@ -29,6 +29,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 // bcc's -z / -Z (0: no bound).
@@ -42,28 +44,13 @@ struct alloc_info {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);
-	__type(value, __u64);
-} sizes SEC(".maps");
+BPF_HASH(sizes, __u32, __u64, 10240);
 
 // Outstanding allocations by address (bcc's 1,000,000).
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1000000);
-	__type(key, __u64);
-	__type(value, struct alloc_info);
-} allocs SEC(".maps");
+BPF_HASH(allocs, __u64, struct alloc_info, 1000000);
 
 // posix_memalign's out-pointer by thread id.
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);
-	__type(value, __u64);
-} memptrs SEC(".maps");
+BPF_HASH(memptrs, __u32, __u64, 10240);
 
 // Allocations that found `allocs` full (bcc is silent about them).
 #include "drops.bpf.h"

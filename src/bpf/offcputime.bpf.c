@@ -25,6 +25,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
@@ -55,19 +57,9 @@ struct start_t {
 	struct key_t key;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, __u32);
-	__type(value, struct start_t);
-} starts SEC(".maps");
+BPF_HASH(starts, __u32, struct start_t, MAX_KEYS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, struct key_t);
-	__type(value, struct val_t);
-} sums SEC(".maps");
+BPF_HASH(sums, struct key_t, struct val_t, MAX_KEYS);
 
 static __always_inline void on_switch(void *ctx, void *prev, void *next)
 {

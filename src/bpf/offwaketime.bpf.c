@@ -24,6 +24,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
@@ -52,26 +54,11 @@ struct start_t {
 	struct half_t target;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, __u32);
-	__type(value, struct start_t);
-} starts SEC(".maps");
+BPF_HASH(starts, __u32, struct start_t, MAX_KEYS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, __u32);
-	__type(value, struct half_t);
-} wokeby SEC(".maps");
+BPF_HASH(wokeby, __u32, struct half_t, MAX_KEYS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, struct key_t);
-	__type(value, __u64);
-} sums SEC(".maps");
+BPF_HASH(sums, struct key_t, __u64, MAX_KEYS);
 
 // The filters, on `task`.
 static __always_inline bool allowed(void *task, bool kthread)

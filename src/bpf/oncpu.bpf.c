@@ -21,6 +21,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "targets.bpf.h"
@@ -45,12 +47,7 @@ struct key_t {
 };
 
 // Sized by user space before load (bcc's --hash-storage-size).
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 40960);
-	__type(key, struct key_t);
-	__type(value, __u64);
-} counts SEC(".maps");
+BPF_HASH(counts, struct key_t, __u64, 40960);
 
 
 SEC("perf_event")

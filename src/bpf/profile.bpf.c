@@ -26,6 +26,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "targets.bpf.h"
@@ -97,50 +99,20 @@ const volatile bool all_tasks = false;
 // inlines, no hash and no lock. Two tasks of one slot inside a call at the
 // same moment: the later enter wins, the earlier call is not counted
 // (COUNTER_STARTS_FULL). `ts` is 0 when the slot holds no open call.
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, START_SLOTS);
-	__type(key, __u32);
-	__type(value, struct start);
-} starts SEC(".maps");
+BPF_ARRAY(starts, struct start, START_SLOTS);
 
 // Statistics, direct-mapped by a hash of their key: a slot belongs to the
 // first key that claims it (compare-and-swap), for good. A key whose slot
 // another key holds goes to the `stats` hash map instead.
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, STAT_SLOTS);
-	__type(key, __u32);
-	__type(value, struct stat_slot);
-} stat_slots SEC(".maps");
+BPF_ARRAY(stat_slots, struct stat_slot, STAT_SLOTS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct key);
-	__type(value, struct stat);
-} stats SEC(".maps");
+BPF_HASH(stats, struct key, struct stat, 65536);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, COUNTERS);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
+BPF_PERCPU_ARRAY(counters, __u64, COUNTERS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct irq_start);
-} irq_at SEC(".maps");
+BPF_PERCPU_ARRAY(irq_at, struct irq_start, 1);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct softirq_state);
-} softirq_at SEC(".maps");
+BPF_PERCPU_ARRAY(softirq_at, struct softirq_state, 1);
 
 // Only the fields read, relocated against the running kernel's BTF (CO-RE).
 struct pt_regs___scry {

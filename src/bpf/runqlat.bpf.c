@@ -18,6 +18,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
@@ -32,12 +34,7 @@ const volatile bool milliseconds = false;
 const volatile bool filter_on = false;
 
 // The tgids to time when filter_on (filled by user space, grown at fork).
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, __u32);
-	__type(value, __u8);
-} watched SEC(".maps");
+BPF_HASH(watched, __u32, __u8, MAX_KEYS);
 
 struct ns_common___scry {
 	unsigned int inum;

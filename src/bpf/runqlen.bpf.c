@@ -23,6 +23,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define MAX_SLOTS 32
@@ -52,12 +54,7 @@ struct hist {
 };
 
 // One histogram per CPU (index 0 only, without per_cpu).
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_CPUS);
-	__type(key, __u32);
-	__type(value, struct hist);
-} hists SEC(".maps");
+BPF_ARRAY(hists, struct hist, MAX_CPUS);
 
 SEC("perf_event")
 int scry_rl_sample(void *ctx)

@@ -23,6 +23,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define TASK_COMM_LEN 16
@@ -45,12 +47,7 @@ struct sig_event {
 	char comm[TASK_COMM_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);
-	__type(value, struct sig_event);
-} starts SEC(".maps");
+BPF_HASH(starts, __u32, struct sig_event, 10240);
 
 // 4 MiB, as opensnoop's: a process signalling itself in a loop sends
 // an event per microsecond or two.

@@ -25,6 +25,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "sock.bpf.h"
@@ -68,12 +70,7 @@ struct sockcall_event {
 	char comm[TASK_COMM_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_CALLS);
-	__type(key, __u32);
-	__type(value, struct call);
-} calls SEC(".maps");
+BPF_HASH(calls, __u32, struct call, MAX_CALLS);
 
 #include "cgroup.bpf.h"
 

@@ -5,16 +5,13 @@
 // stale one. MAX_STARTS threads are timed at once (define it first for
 // another size); more are not counted.
 
+#include "maps.bpf.h"
+
 #ifndef MAX_STARTS
 #define MAX_STARTS 10240
 #endif
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_STARTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} starts SEC(".maps");
+BPF_HASH(starts, __u32, __u64, MAX_STARTS);
 
 static __always_inline void start_at(__u32 tid, __u64 ts)
 {

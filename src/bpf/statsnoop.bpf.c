@@ -19,6 +19,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define TASK_COMM_LEN 16
@@ -44,12 +46,7 @@ struct stat_event {
 	char path[NAME_MAX];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);
-	__type(value, struct stat_start);
-} starts SEC(".maps");
+BPF_HASH(starts, __u32, struct stat_start, 10240);
 
 #define RING_BYTES (1024 * 1024)
 #include "ring.bpf.h"

@@ -21,6 +21,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
@@ -54,19 +56,9 @@ struct process_counts {
 	char comm[TASK_COMM_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, NR_SYSCALLS);
-	__type(key, __u32);
-	__type(value, struct counts);
-} by_call SEC(".maps");
+BPF_PERCPU_ARRAY(by_call, struct counts, NR_SYSCALLS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_PROCESSES);
-	__type(key, __u32);
-	__type(value, struct process_counts);
-} by_process SEC(".maps");
+BPF_HASH(by_process, __u32, struct process_counts, MAX_PROCESSES);
 
 struct pt_regs___scry_sc {
 	long orig_ax;

@@ -5,15 +5,12 @@
 // its exec on, as perf's enable_on_exec). What a watched process forks is
 // watched too; a new thread shares its tgid. User space fills the map.
 
+#include "maps.bpf.h"
+
 #define TARGET_WATCHED 1
 #define TARGET_AT_EXEC 2
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
-} targets SEC(".maps");
+BPF_HASH(targets, __u32, __u8, 4096);
 
 struct task_struct___scry_targets {
 	int tgid;

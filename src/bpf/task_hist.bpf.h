@@ -7,6 +7,8 @@
 // reads and deletes them (src/sys/bpf_hists.rs), so each interval starts
 // from zero. Include after task.bpf.h.
 
+#include "maps.bpf.h"
+
 #include "hist.bpf.h"
 
 #ifndef HIST_KEY
@@ -21,20 +23,10 @@ struct hist {
 	char comm[TASK_COMM_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, HIST_KEY);
-	__type(value, struct hist);
-} hists SEC(".maps");
+BPF_HASH(hists, HIST_KEY, struct hist, MAX_KEYS);
 
 // A zeroed histogram to insert (too big for the BPF stack).
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct hist);
-} zero_hist SEC(".maps");
+BPF_PERCPU_ARRAY(zero_hist, struct hist, 1);
 
 // Counts `value` in the histogram of `key`, opened under `task`'s name.
 static __always_inline void hist_add(HIST_KEY key, void *task, __u64 value)

@@ -37,6 +37,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
@@ -96,12 +98,7 @@ struct sock_info {
 	char comm[TASK_COMM_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_SOCKS);
-	__type(key, __u64);
-	__type(value, struct sock_info);
-} socks SEC(".maps");
+BPF_HASH(socks, __u64, struct sock_info, MAX_SOCKS);
 
 #define RING_BYTES (1024 * 1024)
 #include "ring.bpf.h"

@@ -19,6 +19,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
@@ -49,12 +51,7 @@ struct flow_bytes {
 	char comm[TASK_COMM_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_FLOWS);
-	__type(key, struct flow_key);
-	__type(value, struct flow_bytes);
-} flows SEC(".maps");
+BPF_HASH(flows, struct flow_key, struct flow_bytes, MAX_FLOWS);
 
 #include "cgroup.bpf.h"
 

@@ -21,6 +21,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define TASK_COMM_LEN 16
@@ -37,12 +39,7 @@ struct thread_event {
 	char comm[TASK_COMM_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);
-	__type(value, __u64);
-} funcs SEC(".maps");
+BPF_HASH(funcs, __u32, __u64, 10240);
 
 #include "ring.bpf.h"
 

@@ -33,6 +33,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "targets.bpf.h"
@@ -75,21 +77,11 @@ struct record {
 const volatile bool all_tasks = false;
 const volatile __u32 self_tgid = 0;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NR_SYSCALLS);
-	__type(key, __u32);
-	__type(value, struct syscall_args);
-} syscall_args SEC(".maps");
+BPF_ARRAY(syscall_args, struct syscall_args, NR_SYSCALLS);
 
 // One record under construction per CPU: syscall tracepoints run their BPF
 // programs with preemption off, so nothing else uses it meanwhile.
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct record);
-} scratch SEC(".maps");
+BPF_PERCPU_ARRAY(scratch, struct record, 1);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);

@@ -29,6 +29,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define O_CREAT 0100
@@ -38,12 +40,7 @@ const volatile __u32 filter_tgid = 0;
 // The order of sys::bpf_vfsstat::COLUMNS.
 enum vfs_stat { S_READ, S_WRITE, S_FSYNC, S_OPEN, S_CREATE, S_MAX };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, S_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counts SEC(".maps");
+BPF_ARRAY(counts, __u64, S_MAX);
 
 #include "syscall_records.bpf.h"
 

@@ -18,6 +18,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "maps.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
@@ -39,19 +41,9 @@ struct key_t {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, __u32);
-	__type(value, __u64);
-} starts SEC(".maps");
+BPF_HASH(starts, __u32, __u64, MAX_KEYS);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_KEYS);
-	__type(key, struct key_t);
-	__type(value, __u64);
-} sums SEC(".maps");
+BPF_HASH(sums, struct key_t, __u64, MAX_KEYS);
 
 static __always_inline void on_switch(void *prev)
 {

@@ -142,40 +142,37 @@ pub struct ReportInput<'a> {
 
 /// Writes the whole stdio report.
 pub fn write_stdio(w: &mut impl Write, input: &ReportInput<'_>) -> io::Result<()> {
-    let ReportInput {
-        profile,
-        trees,
-        frames,
-        meta,
-        options,
-    } = *input;
     writeln!(w, "# scry report")?;
-    match &meta.quality_line {
+    match &input.meta.quality_line {
         Some(line) => writeln!(w, "# {line}")?,
-        None => writeln!(w, "# {}", meta.quality.line())?,
+        None => writeln!(w, "# {}", input.meta.quality.line())?,
     }
     writeln!(w, "#")?;
-    writeln!(w, "# Total Lost Samples: {}", meta.lost_samples)?;
+    writeln!(w, "# Total Lost Samples: {}", input.meta.lost_samples)?;
     writeln!(w, "#")?;
-    if profile.events.is_empty() {
+    if input.profile.events.is_empty() {
         writeln!(w, "# no samples")?;
     }
-    for (section, ev) in profile.events.iter().enumerate() {
-        let section_trees = trees.and_then(|t| t.get(section));
-        write_section(w, profile, ev, section_trees, frames, meta, options)?;
+    for (section, ev) in input.profile.events.iter().enumerate() {
+        let section_trees = input.trees.and_then(|t| t.get(section));
+        write_section(w, input, ev, section_trees)?;
     }
     Ok(())
 }
 
 fn write_section(
     w: &mut impl Write,
-    profile: &Profile,
+    input: &ReportInput<'_>,
     ev: &EventProfile,
     trees: Option<&Vec<CallTree>>,
-    frames: &FrameTable,
-    meta: &ReportMeta,
-    options: &ReportOptions,
 ) -> io::Result<()> {
+    let ReportInput {
+        profile,
+        frames,
+        meta,
+        options,
+        ..
+    } = *input;
     writeln!(
         w,
         "# Samples: {} of event '{}'",

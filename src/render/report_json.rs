@@ -180,20 +180,15 @@ fn entry_doc<'a>(
 
 /// Writes the report as one JSON document followed by a newline.
 pub fn write_json(w: &mut impl Write, input: &ReportInput<'_>) -> io::Result<()> {
-    let ReportInput {
-        profile,
-        trees,
-        frames,
-        meta,
-        options,
-    } = *input;
-    let events = profile
+    let options = input.options;
+    let events = input
+        .profile
         .events
         .iter()
         .enumerate()
         .map(|(section, ev)| EventDoc {
             event: ev.event,
-            name: meta.event_name(ev.event),
+            name: input.meta.event_name(ev.event),
             samples: ev.nr_samples,
             total_period: ev.total_period,
             no_ip_samples: ev.no_ip_samples,
@@ -202,8 +197,18 @@ pub fn write_json(w: &mut impl Write, input: &ReportInput<'_>) -> io::Result<()>
                 .iter()
                 .enumerate()
                 .map(|(i, e)| {
-                    let tree = trees.and_then(|t| t.get(section)).and_then(|t| t.get(i));
-                    entry_doc(ev, e, &options.sort, frames, tree, options.graph_threshold)
+                    let tree = input
+                        .trees
+                        .and_then(|t| t.get(section))
+                        .and_then(|t| t.get(i));
+                    entry_doc(
+                        ev,
+                        e,
+                        &options.sort,
+                        input.frames,
+                        tree,
+                        options.graph_threshold,
+                    )
                 })
                 .collect(),
         })
@@ -211,10 +216,10 @@ pub fn write_json(w: &mut impl Write, input: &ReportInput<'_>) -> io::Result<()>
     let doc = Doc {
         format: "scry-report",
         version: 1,
-        children: profile.children,
+        children: input.profile.children,
         sort: options.sort.iter().map(|k| k.name()).collect(),
-        lost_samples: meta.lost_samples,
-        stack_quality: meta.quality,
+        lost_samples: input.meta.lost_samples,
+        stack_quality: input.meta.quality,
         events,
     };
     serde_json::to_writer_pretty(&mut *w, &doc).map_err(io::Error::from)?;

@@ -100,10 +100,7 @@ impl FiletopBpf {
                 rodata.regular_only = !settings.all_files;
                 Ok(())
             },
-            GroupRules {
-                optional: GROUPS,
-                ..GroupRules::default()
-            },
+            GroupRules::optional(GROUPS),
             Attach::Now,
         )?;
         loaded.require_any(

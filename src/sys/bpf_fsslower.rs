@@ -144,10 +144,7 @@ pub fn load(settings: &FsslowerSettings) -> io::Result<FsslowerBpf> {
             }
             Ok(())
         },
-        GroupRules {
-            optional: &optional,
-            ..GroupRules::default()
-        },
+        GroupRules::optional(&optional),
         Attach::Now,
     )?;
     loaded.require_any(

@@ -66,10 +66,7 @@ impl FuncsBpf {
                 }
                 Ok(())
             },
-            GroupRules {
-                skip,
-                ..GroupRules::default()
-            },
+            GroupRules::skipping(skip),
             Attach::Later,
         )?;
         for (index, (path, offset)) in sites.sites.iter().enumerate() {
