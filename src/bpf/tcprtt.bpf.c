@@ -4,7 +4,9 @@
 // raw_tp), which the kernel calls from tcp_rcv_established for each
 // segment an established socket receives: the hook libbpf-tools' tcprtt
 // takes with fentry or a kprobe. The value is tcp_sock's srtt_us >> 3
-// (µs, or ms), as libbpf-tools reads it. Filters: local and remote port.
+// (µs, or ms), as libbpf-tools reads it. Filters: local and remote port,
+// local and remote address (family 0: none; an IPv4 address is its first
+// four bytes, as sock_ends holds it).
 // Key (u32)-1: one histogram (task_hist.bpf.h).
 
 #include <stdbool.h>
@@ -28,6 +30,26 @@ struct sk_buff;
 const volatile __u16 filter_lport = 0;
 const volatile __u16 filter_rport = 0;
 const volatile bool milliseconds = false;
+const volatile __u16 filter_laddr_family = 0;
+const volatile __u8 filter_laddr[16] = {};
+const volatile __u16 filter_raddr_family = 0;
+const volatile __u8 filter_raddr[16] = {};
+
+// Whether `addr` of a socket of `family` is the filter's (none: any).
+static __always_inline bool addr_matches(const __u8 *addr, __u16 family, __u16 want_family,
+					 const volatile __u8 *want)
+{
+	if (!want_family)
+		return true;
+	if (family != want_family)
+		return false;
+	int len = family == AF_INET6 ? 16 : 4;
+	for (int i = 0; i < 16; i++) {
+		if (i < len && addr[i] != want[i])
+			return false;
+	}
+	return true;
+}
 
 struct tcp_sock___scry_rtt {
 	__u32 srtt_us;
@@ -42,6 +64,9 @@ static __always_inline void on_probe(const void *sk)
 	if (filter_lport && ends.sport != filter_lport)
 		return;
 	if (filter_rport && ends.dport != filter_rport)
+		return;
+	if (!addr_matches(ends.saddr, ends.family, filter_laddr_family, filter_laddr) ||
+	    !addr_matches(ends.daddr, ends.family, filter_raddr_family, filter_raddr))
 		return;
 	__u64 srtt = BPF_CORE_READ((const struct tcp_sock___scry_rtt *)sk, srtt_us) >> 3;
 	if (milliseconds)

@@ -2,12 +2,14 @@
 //! smoothed round-trip time of TCP sockets as a log2 histogram, counted in
 //! the kernel at tcp:tcp_probe (each segment an established socket
 //! receives; libbpf-tools' own needs fentry or a kprobe on
-//! tcp_rcv_established). `-i` interval, `-d` duration, `-l`/`-r` one local
-//! or remote port. Not here yet: libbpf-tools' per-address histograms
-//! (`-b`/`-B`), address filters (`-a`/`-A`) and averages (`-e`). Wiring
-//! only: `sys::bpf_tcprtt` → `analysis::hist` → `render::hist`.
+//! tcp_rcv_established). `-i` interval, `-d` duration, `-p`/`-P` one local
+//! or remote port (`-l`/`-r`, scry's first spelling, still taken), `-a`/`-A`
+//! one local or remote address, all filtered in the kernel. Not here yet:
+//! libbpf-tools' per-address histograms (`-b`/`-B`) and averages (`-e`).
+//! Wiring only: `sys::bpf_tcprtt` → `analysis::hist` → `render::hist`.
 
 use std::io;
+use std::net::IpAddr;
 
 use clap::Args;
 
@@ -27,19 +29,36 @@ pub struct TcprttArgs {
     #[arg(short = 'm', long = "millisecond")]
     milliseconds: bool,
     /// Only this local port.
-    #[arg(short = 'l', long = "lport", value_name = "LPORT", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(short = 'p', short_alias = 'l', long = "lport", value_name = "LPORT", value_parser = clap::value_parser!(u16).range(1..))]
     lport: Option<u16>,
     /// Only this remote port.
-    #[arg(short = 'r', long = "rport", value_name = "RPORT", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(short = 'P', short_alias = 'r', long = "rport", value_name = "RPORT", value_parser = clap::value_parser!(u16).range(1..))]
     rport: Option<u16>,
+    /// Only this local address (IPv4 or IPv6).
+    #[arg(short = 'a', long = "laddr", value_name = "LADDR")]
+    laddr: Option<String>,
+    /// Only this remote address (IPv4 or IPv6).
+    #[arg(short = 'A', long = "raddr", value_name = "RADDR")]
+    raddr: Option<String>,
     #[command(flatten)]
     table: TableArgs,
+}
+
+/// `FLAG TEXT` as an address.
+fn address(flag: &str, text: Option<&str>) -> anyhow::Result<Option<IpAddr>> {
+    text.map(|t| {
+        t.parse()
+            .map_err(|_| anyhow::anyhow!("tcprtt: {flag} {t}: not an IPv4 or IPv6 address"))
+    })
+    .transpose()
 }
 
 pub fn run(args: TcprttArgs) -> anyhow::Result<()> {
     let settings = TcprttSettings {
         lport: args.lport,
         rport: args.rport,
+        laddr: address("-a", args.laddr.as_deref())?,
+        raddr: address("-A", args.raddr.as_deref())?,
         milliseconds: args.milliseconds,
     };
     let mut bpf = bpf_tool::load("tcprtt", || bpf_tcprtt::load(settings))?;

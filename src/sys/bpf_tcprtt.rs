@@ -3,6 +3,7 @@
 //! interval starts from zero).
 
 use std::io;
+use std::net::IpAddr;
 
 use super::bpf_engine::{self};
 use super::bpf_hists::HistBpf;
@@ -18,7 +19,25 @@ pub struct TcprttSettings {
     pub lport: Option<u16>,
     /// Only this remote port.
     pub rport: Option<u16>,
+    /// Only sockets with this local address.
+    pub laddr: Option<IpAddr>,
+    /// Only sockets with this remote address.
+    pub raddr: Option<IpAddr>,
     pub milliseconds: bool,
+}
+
+/// An address as the program compares it: (family, 16 bytes with an IPv4
+/// address in the first four); family 0 for none.
+fn addr_filter(addr: Option<IpAddr>) -> (u16, [u8; 16]) {
+    let mut bytes = [0u8; 16];
+    match addr {
+        None => (0, bytes),
+        Some(IpAddr::V4(v4)) => {
+            bytes[..4].copy_from_slice(&v4.octets());
+            (super::bpf_tcp::AF_INET, bytes)
+        }
+        Some(IpAddr::V6(v6)) => (super::bpf_tcp::AF_INET6, v6.octets()),
+    }
 }
 
 pub type TcprttBpf = HistBpf<TcprttSkel<'static>>;
@@ -31,6 +50,16 @@ pub fn load(settings: TcprttSettings) -> io::Result<TcprttBpf> {
             rodata.filter_lport = settings.lport.unwrap_or(0);
             rodata.filter_rport = settings.rport.unwrap_or(0);
             rodata.milliseconds = settings.milliseconds;
+            let (family, bytes) = addr_filter(settings.laddr);
+            rodata.filter_laddr_family = family;
+            for (slot, b) in rodata.filter_laddr.iter_mut().zip(bytes) {
+                *slot = b as _;
+            }
+            let (family, bytes) = addr_filter(settings.raddr);
+            rodata.filter_raddr_family = family;
+            for (slot, b) in rodata.filter_raddr.iter_mut().zip(bytes) {
+                *slot = b as _;
+            }
             Ok(())
         },
     )?;

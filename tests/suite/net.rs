@@ -321,7 +321,12 @@ fn bad_input_is_one_line_and_exit_2() {
     if !require_root_and("tcplife") {
         return;
     }
-    let cases: [(&[&str], Option<&str>, &str); 10] = [
+    let cases: [(&[&str], Option<&str>, &str); 11] = [
+        (
+            &["tcprtt", "-a", "host"],
+            None,
+            "-a host: not an IPv4 or IPv6 address",
+        ),
         (&["tcplife", "-L", "0"], None, "not a port"),
         (
             &["tcplife", "-D", "1,2,3,4,5,6,7,8,9"],
@@ -749,13 +754,19 @@ fn tcprtt_counts_each_segment_the_tracepoint_sees() {
     }
     let port = free_port();
     let p = port.to_string();
-    let ours = Tracer::start(scry_tool(&["tcprtt", "-l", &p]), 1);
+    let ours = Tracer::start(scry_tool(&["tcprtt", "-p", &p]), 1);
     let json = Tracer::start(scry_tool(&["tcprtt", "-l", &p, "-m", "--json"]), 1);
+    let local = Tracer::start(scry_tool(&["tcprtt", "-p", &p, "-a", "127.0.0.1"]), 1);
+    let remote = Tracer::start(scry_tool(&["tcprtt", "-p", &p, "-A", "127.0.0.1"]), 1);
+    let elsewhere = Tracer::start(scry_tool(&["tcprtt", "-p", &p, "-a", "::1"]), 1);
     let program = format!("tracepoint:tcp:tcp_probe /args->sport == {port}/ {{ @n = count(); }}");
     let oracle = Tracer::start(peer(&["bpftrace", "-e", &program]), 0);
     run_conns(6, 200_000, 50_000, 4, port);
     let (ours, _) = ours.stop();
     let (json, _) = json.stop();
+    let (local, _) = local.stop();
+    let (remote, _) = remote.stop();
+    let (elsewhere, _) = elsewhere.stop();
     let (theirs, _) = oracle.stop();
     let count: u64 = theirs
         .iter()
@@ -763,6 +774,21 @@ fn tcprtt_counts_each_segment_the_tracepoint_sees() {
         .expect("bpftrace's count");
     assert!(count >= 6, "{theirs:?}");
     assert_eq!(common::hist_total(&ours.join("\n")), count, "{ours:?}");
+    assert_eq!(
+        common::hist_total(&local.join("\n")),
+        count,
+        "-a: {local:?}"
+    );
+    assert_eq!(
+        common::hist_total(&remote.join("\n")),
+        count,
+        "-A: {remote:?}"
+    );
+    assert_eq!(
+        common::hist_total(&elsewhere.join("\n")),
+        0,
+        "-a ::1: {elsewhere:?}"
+    );
     assert!(
         ours.iter()
             .any(|l| l == "     usecs               : count    distribution"),
