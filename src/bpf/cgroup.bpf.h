@@ -12,8 +12,9 @@ struct {
 	__type(value, __u32);
 } cgroup_map SEC(".maps");
 
-// True when the filter is off or the current task is in the cgroup.
+// True when the filter is off or the current task is in the cgroup (the
+// helper's 1; an empty slot's error lets no task through).
 static __always_inline bool in_cgroup(void)
 {
-	return !filter_cgroup || bpf_current_task_under_cgroup(&cgroup_map, 0);
+	return !filter_cgroup || bpf_current_task_under_cgroup(&cgroup_map, 0) == 1;
 }

@@ -2,8 +2,9 @@
 // scry syscount (bcc's syscount): system calls counted at their exit, per
 // call number or per process, with their summed latency (-L: from the
 // task's sys_enter) and, with -x, failed calls only (-e: those failing
-// with one error number; --syscall: one call number; -t: one thread). Nothing is streamed:
-// user space reads the maps at each interval.
+// with one error number; --syscall: one call number; -t: one thread; -c:
+// one cgroup). Nothing is streamed: user space reads the maps at each
+// interval.
 //
 // Per call number the counts live in a per-CPU array indexed by the number
 // (no hash, no atomics on the hot path); per process in a hash by tgid
@@ -26,6 +27,7 @@
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
+#include "cgroup.bpf.h"
 
 #define NR_SYSCALLS 1024
 #define MAX_PROCESSES 8192
@@ -69,7 +71,7 @@ struct pt_regs___scry_sc {
 static __always_inline bool watched(__u64 pid_tgid)
 {
 	return (filter_tgid == 0 || (pid_tgid >> 32) == filter_tgid) &&
-	       (filter_tid == 0 || (__u32)pid_tgid == filter_tid);
+	       (filter_tid == 0 || (__u32)pid_tgid == filter_tid) && in_cgroup();
 }
 
 static __always_inline void on_enter(void)

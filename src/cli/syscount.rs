@@ -1,10 +1,10 @@
 //! `scry syscount` (bcc's syscount, libbpf-tools' flags and layout): system
 //! calls counted in the kernel per call or per process (`-P`), with their
 //! total latency (`-L`), failed ones only (`-x`; `-e ERRNO`: failing with
-//! one error), one call only (`--syscall`), for one process (`-p`) or
-//! thread (`-t`), printed every interval (`-i`) or once at the end
-//! (Ctrl-C, `-d`, or when the `-p` process exits); `-l` lists the calls
-//! it knows. Wiring only: `sys::bpf_syscount` → `analysis::syscount` →
+//! one error), one call only (`--syscall`), for one process (`-p`),
+//! thread (`-t`) or cgroup (`-c`), printed every interval (`-i`) or once
+//! at the end (Ctrl-C, `-d`, or when the `-p` process exits); `-l` lists
+//! the calls it knows. Wiring only: `sys::bpf_syscount` → `analysis::syscount` →
 //! `render::syscount`.
 
 use std::io::{self, Write};
@@ -39,6 +39,9 @@ pub struct SyscountArgs {
     /// Count only this system call (`openat`).
     #[arg(long = "syscall", value_name = "SYSCALL")]
     syscall: Option<String>,
+    /// Only the tasks under this cgroup v2 directory (/sys/fs/cgroup/...).
+    #[arg(short = 'c', long = "cgroup", value_name = "CG")]
+    cgroup: Option<std::path::PathBuf>,
     /// Only this thread.
     #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
     tid: Option<u32>,
@@ -90,6 +93,7 @@ pub fn run(args: SyscountArgs) -> anyhow::Result<()> {
         tid: args.tid,
         errno,
         syscall,
+        cgroup: args.cgroup.is_some(),
     };
     let run_opts = args.times.run_options(args.target.pid);
     let layout = SyscountLayout {
@@ -99,6 +103,9 @@ pub fn run(args: SyscountArgs) -> anyhow::Result<()> {
     };
     bpf_tool::check_pid_tid("syscount", args.target.pid, args.tid)?;
     let mut bpf = bpf_tool::load("syscount", || SyscountBpf::load(settings))?;
+    if let Some(dir) = &args.cgroup {
+        bpf.set_cgroup(dir).map_err(|e| anyhow!("syscount: {e}"))?;
+    }
     bpf_tool::print_hooks("syscount", &bpf.hooks(), args.verbose);
     let mut out = io::stdout().lock();
     bpf_tool::write_banner(

@@ -29,6 +29,8 @@ pub struct SyscountSettings {
     pub errno: Option<u32>,
     /// Only this call number.
     pub syscall: Option<u32>,
+    /// Only the cgroup given to [`SyscountBpf::set_cgroup`].
+    pub cgroup: bool,
 }
 
 /// One row the kernel counted: a call number, or a process (tgid).
@@ -65,6 +67,7 @@ impl SyscountBpf {
                 rodata.filter_tgid = settings.pid.unwrap_or(0);
                 rodata.filter_tid = settings.tid.unwrap_or(0);
                 rodata.filter_errno = settings.errno.unwrap_or(0);
+                rodata.filter_cgroup = settings.cgroup;
                 rodata.filter_nr = settings
                     .syscall
                     .map_or(-1, |nr| i32::try_from(nr).unwrap_or(-1));
@@ -74,6 +77,13 @@ impl SyscountBpf {
             Attach::Now,
         )?;
         Ok(SyscountBpf { loaded, settings })
+    }
+
+    /// Counts only the tasks under the cgroup v2 directory `dir` (loaded
+    /// with `cgroup` set: nothing counts until this is called).
+    pub fn set_cgroup(&self, dir: &std::path::Path) -> io::Result<()> {
+        let dir = super::bpf_execsnoop::open_cgroup(Some(dir))?;
+        super::bpf_execsnoop::fill_cgroup(&self.loaded.skel.maps.cgroup_map, dir.as_ref())
     }
 
     /// Which hooks are in use (for `-v`).

@@ -216,6 +216,60 @@ fn syscount_counts_one_error_one_call_and_one_thread() {
     }
 }
 
+/// The cgroup v2 hierarchy's mount point, from /proc/mounts.
+fn cgroup2_root() -> Option<std::path::PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(2) == Some(&"cgroup2")).then(|| std::path::PathBuf::from(f[1]))
+    })
+}
+
+/// libbpf-tools' -c: `calls N` run in a cgroup of its own while scry's
+/// and libbpf-tools' syscount -c watch it: both count its N getppid and
+/// no other process's.
+#[test]
+fn syscount_counts_one_cgroup_as_libbpf_tools() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let Some(root) = cgroup2_root() else {
+        assert!(!common::kernel_tests_required(), "no cgroup v2 hierarchy");
+        return;
+    };
+    const N: u64 = 7_777;
+    let cg = root.join(format!("scry-syscount-{}", std::process::id()));
+    std::fs::create_dir(&cg).expect("a cgroup");
+    let cg_arg = cg.to_str().expect("utf-8").to_string();
+    let mut cmd = common::scry();
+    cmd.args(["syscount", "-c", &cg_arg]);
+    let ours = tracer(cmd, "Tracing syscalls");
+    let theirs = tracer(
+        peer("syscount", &["-c".into(), cg_arg.clone()]),
+        "Tracing syscalls",
+    );
+    let calls = common::workload("calls");
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg("echo $$ > \"$1/cgroup.procs\" && exec \"$2\" \"$3\"")
+        .args([
+            "sh",
+            &cg_arg,
+            calls.to_str().expect("utf-8"),
+            &N.to_string(),
+        ])
+        .status()
+        .expect("sh runs");
+    assert!(status.success());
+    let (text, err) = finish(ours.0, ours.1, true);
+    let (peer_text, _) = finish(theirs.0, theirs.1, true);
+    let _ = std::fs::remove_dir(&cg);
+    assert_eq!(count_of(&peer_text, "getppid"), Some(N), "{peer_text}");
+    assert_eq!(count_of(&text, "getppid"), Some(N), "{text}\n{err}");
+    let out = common::output(common::scry().args(["syscount", "-c", "/nonexistent-cg"]));
+    common::assert_bad_input(&out, "--cgroup /nonexistent-cg", &"-c /nonexistent-cg");
+}
+
 /// Both tools count the stretches of the workload's tasks between their
 /// attach and their end; the workload only starts (SIGCONT) once both are
 /// attached, so both windows open before its first stretch. They close
