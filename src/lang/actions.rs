@@ -218,7 +218,7 @@ impl Gen<'_> {
                 && !(*conv == 's'
                     && matches!(
                         ty,
-                        Ty::Probe | Ty::Kstack | Ty::Ustack | Ty::Ksym | Ty::Usym
+                        Ty::Probe | Ty::Kstack | Ty::Ustack | Ty::Ksym | Ty::Usym | Ty::Inet
                     ))
             {
                 return Err(LangError::new(

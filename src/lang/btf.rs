@@ -52,6 +52,16 @@ pub enum Kind {
     Other,
 }
 
+/// A kernel function as fentry/fexit see it: its BTF id, its parameters
+/// (name, type id; each one u64 of the program's context, in order) and
+/// its return type (the u64 after them, in fexit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    pub func: u32,
+    pub params: Vec<(String, u32)>,
+    pub ret: u32,
+}
+
 /// A member of a struct: where it is and its type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Member {
@@ -213,6 +223,43 @@ impl Btf {
         })
     }
 
+    /// The kernel function named `name` (a BTF_KIND_FUNC), whose id is
+    /// what an fentry/fexit program attaches to.
+    pub fn find_func(&self, name: &str) -> Option<u32> {
+        (1..=self.offsets.len() as u32).find(|&id| {
+            matches!(self.header(id), Some((12, _, _, _)))
+                && self.at(id).is_some_and(|at| self.name_of(at) == name)
+        })
+    }
+
+    /// Every kernel function's name (for wildcards), with its id.
+    pub fn funcs(&self) -> impl Iterator<Item = (u32, &str)> {
+        (1..=self.offsets.len() as u32).filter_map(|id| {
+            matches!(self.header(id), Some((12, _, _, _)))
+                .then(|| Some((id, self.name_of(self.at(id)?))))
+                .flatten()
+        })
+    }
+
+    /// The parameters and return type of function `func` (a FUNC, through
+    /// its FUNC_PROTO); None when it is not one.
+    pub fn signature(&self, func: u32) -> Option<Signature> {
+        let (12, _, _, proto) = self.header(func)? else {
+            return None;
+        };
+        let (13, vlen, _, ret) = self.header(proto)? else {
+            return None;
+        };
+        let at = self.at(proto)?;
+        let params = (0..vlen)
+            .map(|i| {
+                let p = at + 12 + i * 8;
+                Some((self.name_of(p).to_string(), u32_at(&self.data, p + 4)?))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Signature { func, params, ret })
+    }
+
     /// The type's name (`task_struct`), for messages.
     pub fn name(&self, id: u32) -> String {
         let id = self.resolve(id);
@@ -337,6 +384,23 @@ mod tests {
         assert_eq!((p.bit_offset, btf.kind(p.type_id)), (64, Kind::Ptr(1)));
         assert!(btf.member(2, "nosuch").is_none());
         assert_eq!(btf.size(2), 16);
+    }
+
+    #[test]
+    fn functions_and_their_signatures() {
+        // 1: int; 2: int (int a, int b) prototype; 3: FUNC f of 2.
+        let strings = b"\0int\0f\0a\0b\0";
+        let mut types = words(&[1, 1 << 24, 4, 1 << 24 | 32]);
+        types.extend(words(&[0, 13 << 24 | 2, 1, 7, 1, 9, 1]));
+        types.extend(words(&[5, 12 << 24, 2]));
+        let btf = Btf::parse(blob(&types, strings)).expect("parses");
+        assert_eq!(btf.find_func("f"), Some(3));
+        assert_eq!(btf.find_func("int"), None);
+        assert_eq!(btf.funcs().collect::<Vec<_>>(), [(3, "f")]);
+        let sig = btf.signature(3).expect("a function");
+        assert_eq!(sig.params, [("a".to_string(), 1), ("b".to_string(), 1)]);
+        assert_eq!((sig.func, sig.ret), (3, 1));
+        assert!(btf.signature(2).is_none());
     }
 
     #[test]

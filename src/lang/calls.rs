@@ -1,6 +1,11 @@
 //! Code generation of the functions that make a value: `str()`, `ksym()`,
-//! `usym()`, `kaddr()`, `kstack()`/`ustack()` with a depth; and `join()`,
-//! which prints a NULL-ended array of strings (`args.argv`).
+//! `usym()`, `kaddr()`, `kstack()`/`ustack()` with a depth, `ntop()`,
+//! `bswap()`; and `join()`, which prints a NULL-ended array of strings
+//! (`args.argv`).
+//!
+//! `bswap()` swaps as many bytes as its integer has: bpftrace's integers
+//! keep their C size, scry's are all 64 bits, so the size of a field, a
+//! cast or a variable first set from one is remembered (`int_bytes`).
 //!
 //! Symbols are named in user space when the value is printed: the program
 //! only keeps the address (and the process id for `usym`), so no table
@@ -8,7 +13,7 @@
 //! record reserved in the ring buffer (16 strings of 1,024 bytes, as
 //! bpftrace's defaults): they would not fit the 512-byte stack.
 
-use super::ast::{Expr, ExprKind};
+use super::ast::{Expr, ExprKind, UnOp};
 use super::codegen::{Gen, Loc, Val, aggregation, event_kind};
 use super::error::LangError;
 use super::expr::STRLEN;
@@ -82,6 +87,18 @@ impl Gen<'_> {
                     LangError::new(e.span, format!("Failed to resolve kernel symbol: {symbol}"))
                 })?;
                 self.asm.emit_all(&ld_imm64(R0, 0, addr));
+                Ok(Val::int())
+            }
+            "ntop" => self.ntop(e, args),
+            "bswap" => {
+                let [arg] = args else {
+                    return Err(LangError::new(e.span, "bswap() takes one integer"));
+                };
+                let v = self.expr(arg)?;
+                self.want_int(v, arg)?;
+                let bits = 8 * self.width_of(arg).max(2);
+                self.asm.emit(bswap(R0, bits as i32));
+                self.int_bytes = bits / 8;
                 Ok(Val::int())
             }
             _ if aggregation(name) => Err(LangError::new(
@@ -229,6 +246,107 @@ impl Gen<'_> {
         self.count_lost();
         self.asm.bind(end);
         Ok(())
+    }
+}
+
+/// The address families `ntop()` makes.
+const AF_INET: i32 = 2;
+const AF_INET6: i32 = 10;
+
+impl Gen<'_> {
+    /// Bytes of the integer `e` evaluated to (just now): a field's, a
+    /// cast's or a variable's size, 8 for anything computed.
+    pub fn width_of(&self, e: &Expr) -> usize {
+        match &e.kind {
+            ExprKind::Field { .. }
+            | ExprKind::Cast { .. }
+            | ExprKind::Var(_)
+            | ExprKind::Ident(_)
+            | ExprKind::Unary {
+                op: UnOp::Deref, ..
+            } => self.int_bytes,
+            ExprKind::Call { name, .. } if name == "bswap" => self.int_bytes,
+            _ => 8,
+        }
+    }
+
+    /// `ntop([family,] address)`: an IPv4 address from an integer (its
+    /// bytes as they lie in memory: network order) or a 4-byte array, an
+    /// IPv6 one from a 16-byte array (a tracepoint's `__u8 saddr_v6[16]`,
+    /// BTF's `in6_u.u6_addr8`); printed as `inet_ntop` prints it.
+    fn ntop(&mut self, e: &Expr, args: &[Expr]) -> Result<Val, LangError> {
+        let (family, addr) = match args {
+            [a] => (None, a),
+            [f, a] => (Some(f), a),
+            _ => {
+                return Err(LangError::new(
+                    e.span,
+                    "ntop() takes an address and optionally its family first",
+                ));
+            }
+        };
+        let buf = self.alloc(Ty::Inet.size())?;
+        self.zero(buf, Ty::Inet.size());
+        let bytes = match self.array_field(addr) {
+            Some((offset, size @ (4 | 16))) => {
+                self.fp_addr(R1, buf + 8);
+                self.asm.emit(mov_imm(R2, size as i32));
+                self.asm.emit(mov_reg(R3, R6));
+                self.asm.emit(alu_imm(Alu::Add, R3, offset as i32));
+                self.asm.emit(call(helper::PROBE_READ_KERNEL));
+                size
+            }
+            _ => {
+                let v = self.expr(addr)?;
+                match (v.ty, v.loc) {
+                    (Ty::Str(n), Loc::Stack(src)) => {
+                        let size = if n >= 16 { 16 } else { 8 };
+                        self.copy(buf + 8, src, size);
+                        if n >= 16 { 16 } else { 4 }
+                    }
+                    (t, Loc::R0) if t.is_int() => {
+                        self.asm.emit(store(Size::W, FP, buf + 8, R0));
+                        4
+                    }
+                    _ => {
+                        return Err(LangError::new(
+                            addr.span,
+                            format!(
+                                "ntop() expects an integer or an array of 4 or 16 bytes, got '{}'",
+                                v.ty
+                            ),
+                        ));
+                    }
+                }
+            }
+        };
+        let family_value = if bytes == 16 { AF_INET6 } else { AF_INET };
+        match family {
+            Some(f) => {
+                let v = self.expr(f)?;
+                self.want_int(v, f)?;
+                self.asm.emit(store(Size::DW, FP, buf, R0));
+            }
+            None => self.asm.emit(store_imm(Size::DW, FP, buf, family_value)),
+        }
+        Ok(Val {
+            ty: Ty::Inet,
+            loc: Loc::Stack(buf),
+        })
+    }
+
+    /// The offset and size of a tracepoint's array field that is not a
+    /// string (`args.saddr`, `__u8 saddr[4]`).
+    fn array_field(&self, e: &Expr) -> Option<(usize, usize)> {
+        let ExprKind::Field { base, field } = &e.kind else {
+            return None;
+        };
+        if base.kind != ExprKind::Ident("args".into()) {
+            return None;
+        }
+        let f = self.env.format?.fields.iter().find(|f| &f.name == field)?;
+        (matches!(f.kind, crate::event::format::FieldKind::Array { .. }) && !f.is_string())
+            .then_some((f.offset, f.size))
     }
 }
 

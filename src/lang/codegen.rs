@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use super::ast::{BinOp, Expr, ExprKind, Stmt};
-use super::btf::KernelTypes;
+use super::btf::{KernelTypes, Signature};
 use super::error::{LangError, Span};
 use super::insn::*;
 use super::types::{MapInfo, MapKind, Ty, str_size};
@@ -72,8 +72,11 @@ pub enum ProgKind {
     Tracepoint,
     /// profile, interval, software: `struct bpf_perf_event_data`.
     PerfEvent,
-    /// uprobe/uretprobe: `struct pt_regs`.
+    /// uprobe/uretprobe, kprobe/kretprobe: `struct pt_regs`.
     Kprobe,
+    /// fentry/fexit: the function's arguments, a u64 each, then (fexit)
+    /// its return value.
+    Tracing,
 }
 
 /// The probe being compiled.
@@ -85,8 +88,10 @@ pub struct ProbeEnv<'a> {
     pub is_return: bool,
     /// CLOCK_MONOTONIC at start, for `elapsed`.
     pub start_ns: u64,
-    /// The function a uprobe is on, for `func`.
+    /// The function a uprobe, kprobe or fentry is on, for `func`.
     pub func: Option<&'a str>,
+    /// An fentry/fexit function's parameters and return type (BTF).
+    pub signature: Option<&'a Signature>,
     /// The kernel's types and constants, read when first needed.
     pub types: &'a KernelTypes,
 }
@@ -144,6 +149,12 @@ pub struct Gen<'a> {
     pub exit_label: Option<Label>,
     /// The innermost `while`'s (continue, break) labels.
     pub loops: Vec<(Label, Label)>,
+    /// Bytes of the integer the last field, cast or variable read held
+    /// (8 after anything else), for `bswap()`.
+    pub int_bytes: usize,
+    /// Bytes of the integer each variable was first given, if it came
+    /// from a field or a cast.
+    pub var_bytes: HashMap<String, usize>,
 }
 
 /// Compiles one probe's predicate and block.
@@ -166,6 +177,8 @@ pub fn compile_probe(
         stack: 8,
         exit_label: None,
         loops: Vec::new(),
+        int_bytes: 8,
+        var_bytes: HashMap::new(),
     };
     let end = g.asm.label();
     g.exit_label = Some(end);
@@ -403,6 +416,10 @@ impl Gen<'_> {
 
     fn assign_var(&mut self, name: &str, value: &Expr) -> Result<(), LangError> {
         let v = self.expr(value)?;
+        if !self.vars.contains_key(name) {
+            let bytes = self.width_of(value);
+            self.var_bytes.insert(name.to_string(), bytes);
+        }
         let slot = match self.vars.get(name) {
             Some((ty, off)) => {
                 if !ty.compatible(v.ty) {
@@ -642,6 +659,7 @@ mod tests {
             is_return: false,
             start_ns: 0,
             func: None,
+            signature: None,
             types: &KernelTypes::default(),
         };
         let fds = Fds::default();

@@ -20,6 +20,7 @@ const PT_REGS_RAX: i16 = 80;
 
 impl Gen<'_> {
     pub fn expr(&mut self, e: &Expr) -> Result<Val, LangError> {
+        self.int_bytes = 8;
         match &e.kind {
             ExprKind::Int(v) => {
                 self.const_int(R0, *v);
@@ -47,7 +48,8 @@ impl Gen<'_> {
                         format!("Undefined or undeclared variable: ${name}"),
                     ));
                 };
-                if matches!(ty, Ty::Str(_) | Ty::Ustack) {
+                self.int_bytes = self.var_bytes.get(name).copied().unwrap_or(8);
+                if ty.in_stack() {
                     return Ok(Val {
                         ty,
                         loc: Loc::Stack(off),
@@ -200,10 +202,13 @@ impl Gen<'_> {
                 });
             }
             "retval" => {
+                if let (Some(sig), true) = (self.env.signature, self.env.is_return) {
+                    return self.context_word(e, sig.params.len(), sig.ret);
+                }
                 if !(self.env.kind == ProgKind::Kprobe && self.env.is_return) {
                     return Err(LangError::new(
                         e.span,
-                        "The retval builtin can only be used with kretprobe and uretprobe probes",
+                        "The retval builtin can only be used with kretprobe, uretprobe and fexit probes",
                     ));
                 }
                 self.asm.emit(load(Size::DW, R0, R6, PT_REGS_RAX));
@@ -220,6 +225,11 @@ impl Gen<'_> {
                     .strip_prefix("arg")
                     .and_then(|n| n.parse::<usize>().ok())
                 {
+                    if let Some(sig) = self.env.signature
+                        && let Some((_, ty)) = sig.params.get(n)
+                    {
+                        return self.context_word(e, n, *ty);
+                    }
                     if self.env.kind != ProgKind::Kprobe || self.env.is_return || n >= 6 {
                         return Err(LangError::new(
                             e.span,
@@ -398,7 +408,7 @@ impl Gen<'_> {
         }
         let ty = a.merge(b);
         let result = match ty {
-            Ty::Str(_) | Ty::Ustack => Some(self.alloc(ty.size())?),
+            t if t.in_stack() => Some(self.alloc(ty.size())?),
             _ => None,
         };
         let other = self.asm.label();

@@ -29,10 +29,27 @@ impl Gen<'_> {
             let v = self.expr(base)?;
             return self.btf_field(e, v, field);
         }
+        if let Some(sig) = self.env.signature {
+            let Some(i) = sig.params.iter().position(|(name, _)| name == field) else {
+                return Err(LangError::new(
+                    e.span,
+                    format!(
+                        "Can't find function parameter {field} of {} (it has: {})",
+                        self.env.func.unwrap_or(""),
+                        sig.params
+                            .iter()
+                            .map(|(n, _)| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            };
+            return self.context_word(e, i, sig.params[i].1);
+        }
         let Some(format) = self.env.format else {
             return Err(LangError::new(
                 base.span,
-                "The args builtin can only be used with tracepoint probes",
+                "The args builtin can only be used with tracepoint and fentry/fexit probes",
             ));
         };
         let Some(f) = format.fields.iter().find(|f| f.name == field) else {
@@ -69,6 +86,7 @@ impl Gen<'_> {
                 if f.signed && f.size < 8 {
                     self.extend(f.size, true);
                 }
+                self.int_bytes = f.size;
                 Ok(Val {
                     ty: self.pointee_of(&f.type_name).map_or(Ty::Int, Ty::Ptr),
                     loc: Loc::R0,
@@ -109,8 +127,35 @@ impl Gen<'_> {
         }
     }
 
+    /// r0 = u64 number `index` of an fentry/fexit context (an argument, or
+    /// the return value after them), typed by its BTF type: an integer
+    /// extended from its size, a pointer to its pointee.
+    pub(super) fn context_word(
+        &mut self,
+        e: &Expr,
+        index: usize,
+        type_id: u32,
+    ) -> Result<Val, LangError> {
+        let off = i16::try_from(index * 8)
+            .map_err(|_| LangError::new(e.span, "argument number out of range"))?;
+        self.asm.emit(load(Size::DW, R0, R6, off));
+        let btf = self.need_btf(e)?;
+        Ok(match btf.kind(type_id) {
+            Kind::Int { size, signed } | Kind::Enum { size, signed } => {
+                self.extend(size, signed);
+                Val::int()
+            }
+            Kind::Ptr(to) => Val {
+                ty: Ty::Ptr(btf.resolve(to)),
+                loc: Loc::R0,
+            },
+            _ => Val::int(),
+        })
+    }
+
     /// Sign- or zero-extends the low `bytes` of r0 to 64 bits.
     pub fn extend(&mut self, bytes: usize, signed: bool) {
+        self.int_bytes = bytes.clamp(1, 8);
         if bytes >= 8 {
             return;
         }

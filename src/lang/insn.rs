@@ -191,6 +191,15 @@ pub fn ld_imm64(dst: Reg, src: u8, imm: u64) -> [Insn; 2] {
     ]
 }
 
+/// `dst` = the low `bits` (16, 32, 64) of `dst` with their bytes swapped,
+/// zero-extended (BPF_END to big endian, on a little-endian machine).
+pub fn bswap(dst: Reg, bits: i32) -> Insn {
+    const BPF_ALU: u8 = 0x04;
+    const BPF_END: u8 = 0xd0;
+    const BPF_TO_BE: u8 = 0x08;
+    Insn::new(BPF_ALU | BPF_END | BPF_TO_BE, dst, Reg(0), 0, bits)
+}
+
 pub fn call(helper: i32) -> Insn {
     Insn::new(BPF_JMP | BPF_CALL, Reg(0), Reg(0), 0, helper)
 }

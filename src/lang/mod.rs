@@ -2,9 +2,9 @@
 //! instructions, with no LLVM and no clang at run time.
 //!
 //! The stages: `lexer` and `parser` make the syntax tree (`ast`); `probe`
-//! reads probe names; `codegen`, `expr`, `fields` (with `btf`), `calls`, `actions` and
+//! reads probe names and `resolve` finds them in the kernel; `codegen`, `expr`, `fields` (with `btf`), `calls`, `actions` and
 //! `aggregate` emit instructions (`insn`) while checking names and types;
-//! `run` creates the maps, loads and attaches the programs and prints what they send (`printf`) and what
+//! `run` creates the maps, loads and (through `attach`) attaches the programs and prints what they send (`printf`) and what
 //! they leave in maps (`output`), as bpftrace prints them.
 //!
 //! The decision that shapes it: the code generator runs twice, once to
@@ -16,6 +16,7 @@
 pub mod actions;
 pub mod aggregate;
 pub mod ast;
+pub(crate) mod attach;
 pub mod btf;
 pub mod calls;
 pub mod codegen;
@@ -28,6 +29,7 @@ pub mod output;
 pub mod parser;
 pub mod printf;
 pub mod probe;
+pub(crate) mod resolve;
 pub mod run;
 pub mod stacks;
 pub mod types;

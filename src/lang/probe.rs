@@ -2,9 +2,11 @@
 //! and `interval:ms:N` (`i:`), `profile:hz:N` (`p:`), `uprobe:BIN:FUNC`
 //! and `uretprobe:BIN:FUNC` (`u:`, `ur:`), `kprobe:FUNC` and
 //! `kretprobe:FUNC` (`k:`, `kr:`, through the kprobe PMU where the kernel
-//! has one), `rawtracepoint:NAME` (`rt:`), `software:EVENT:N` (`s:`).
-//! Parsing is text only; wildcards are expanded against the kernel by the
-//! runner.
+//! has one), `fentry:FUNC` and `fexit:FUNC` (`f:`, `fr:`, and bpftrace's
+//! older `kfunc:`/`kretfunc:`; `vmlinux:` may precede the function),
+//! `rawtracepoint:NAME` (`rt:`), `software:EVENT:N` (`s:`).
+//! Parsing is text only; wildcards (`*` in tracepoint and kernel function
+//! names) are expanded against the kernel by `resolve`.
 
 use super::error::{LangError, Span};
 
@@ -42,6 +44,12 @@ pub enum ProbeSpec {
         function: String,
         ret: bool,
     },
+    /// A kernel function's entry (fentry), or its return with `ret`
+    /// (fexit): BPF trampolines, arguments typed from BTF.
+    Fentry {
+        function: String,
+        ret: bool,
+    },
 }
 
 impl ProbeSpec {
@@ -71,6 +79,9 @@ impl ProbeSpec {
             ),
             ProbeSpec::Kprobe { function, ret } => {
                 format!("{}:{function}", if *ret { "kretprobe" } else { "kprobe" })
+            }
+            ProbeSpec::Fentry { function, ret } => {
+                format!("{}:{function}", if *ret { "fexit" } else { "fentry" })
             }
         }
     }
@@ -166,9 +177,9 @@ pub fn parse_probe(text: &str, span: Span) -> Result<ProbeSpec, LangError> {
             })
         }
         "kprobe" | "k" | "kretprobe" | "kr" => {
-            if rest.is_empty() || rest.contains([':', '*', '+']) {
+            if rest.is_empty() || rest.contains([':', '+']) {
                 return Err(bad(&format!(
-                    "{kind} probe must be {kind}:FUNCTION (one kernel function, no wildcard or offset)"
+                    "{kind} probe must be {kind}:FUNCTION (a kernel function or a wildcard, no offset)"
                 )));
             }
             Ok(ProbeSpec::Kprobe {
@@ -176,9 +187,18 @@ pub fn parse_probe(text: &str, span: Span) -> Result<ProbeSpec, LangError> {
                 ret: kind.starts_with("kret") || kind == "kr",
             })
         }
-        "fentry" | "f" | "fexit" | "fr" => Err(bad(&format!(
-            "{kind} probes are not supported by scry run: use kprobe:/kretprobe:"
-        ))),
+        "fentry" | "f" | "kfunc" | "fexit" | "fr" | "kretfunc" => {
+            let function = rest.strip_prefix("vmlinux:").unwrap_or(rest);
+            if function.is_empty() || function.contains([':', '+']) {
+                return Err(bad(&format!(
+                    "{kind} probe must be {kind}:FUNCTION (a function of the kernel, not of a module, or a wildcard)"
+                )));
+            }
+            Ok(ProbeSpec::Fentry {
+                function: function.into(),
+                ret: matches!(kind, "fexit" | "fr" | "kretfunc"),
+            })
+        }
         _ => Err(bad(&format!("Invalid probe type: {kind}"))),
     }
 }
@@ -229,9 +249,21 @@ mod tests {
             p("kprobe:vfs_read").map(|s| s.name()),
             Ok("kprobe:vfs_read".into())
         );
-        assert!(p("kprobe:vfs_*").is_err());
+        assert!(p("kprobe:vfs_*").is_ok());
+        assert!(p("kprobe:vfs_read+4").is_err());
         assert!(p("kprobe:").is_err());
-        assert!(p("fentry:vfs_read").is_err());
+        assert_eq!(
+            p("kretfunc:vmlinux:do_sys_openat2"),
+            Ok(ProbeSpec::Fentry {
+                function: "do_sys_openat2".into(),
+                ret: true
+            })
+        );
+        assert_eq!(
+            p("f:vfs_read").map(|s| s.name()),
+            Ok("fentry:vfs_read".into())
+        );
+        assert!(p("fentry:ext4:ext4_sync_fs").is_err());
     }
 
     #[test]

@@ -3,12 +3,8 @@
 //! attached, BEGIN run, events printed as they come, and at the end
 //! (`exit()`, Ctrl-C, SIGTERM) END run and every map printed.
 //!
-//! Attachment: a tracepoint program is attached to one perf event (CPU
-//! 0, every process): the kernel runs a tracepoint's programs for its
-//! events on every CPU, and one attachment per CPU would run the program
-//! once per CPU for each event. `profile` opens a cpu-clock event per CPU;
-//! `interval` one on CPU 0. BEGIN and END are raw tracepoint programs run
-//! once with BPF_PROG_TEST_RUN.
+//! Probes are resolved by `resolve` and attached by `attach`. BEGIN and
+//! END are raw tracepoint programs run once with BPF_PROG_TEST_RUN.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -16,18 +12,21 @@ use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 
 use super::ast::{Probe, Program};
+use super::attach::attach;
 use super::btf::KernelTypes;
 use super::calls::{JOIN_ARGS, JOIN_ARGSIZE, JOIN_HEADER};
 use super::codegen::{Compiled, Fds, ProbeEnv, ProgKind, Registry, compile_probe, event_kind};
-use super::error::{LangError, Span};
+use super::error::LangError;
+use super::insn::{R0, exit, mov_imm};
 use super::output::{Entry, Resolve, c_str, print_map};
 use super::printf::{Arg, format};
-use super::probe::{ProbeSpec, parse_probe};
+use super::probe::ProbeSpec;
+use super::resolve::{Concrete, resolve_probes};
 use super::stacks::{MAX_DEPTH, StackNames};
 use super::types::Ty;
-use crate::event::format::{EventFormat, load_format};
 use crate::sys::bpf_raw::{self, EventRing, Map, ProgType};
-use crate::sys::perf_event::{self, PerfEventFd};
+
+pub use super::resolve::list_probes;
 
 /// Why a run failed: bad input (with its place) or the system.
 #[derive(Debug, thiserror::Error)]
@@ -45,94 +44,9 @@ impl From<LangError> for RunError {
     }
 }
 
-/// One attach point, resolved.
-struct Concrete {
-    spec: ProbeSpec,
-    span: Span,
-    format: Option<EventFormat>,
-    /// Index into `Program::probes`.
-    block: usize,
-}
-
 /// Max elements of each map (bpftrace's default).
 const MAP_ENTRIES: u32 = 4096;
 const RING_BYTES: u32 = 4 << 20;
-
-fn glob(pattern: &str, text: &str) -> bool {
-    match pattern.split_once('*') {
-        None => pattern == text,
-        Some((head, tail)) => {
-            let Some(rest) = text.strip_prefix(head) else {
-                return false;
-            };
-            (0..=rest.len()).any(|i| rest.is_char_boundary(i) && glob(tail, &rest[i..]))
-        }
-    }
-}
-
-/// The probes of the program, wildcards expanded, formats loaded.
-fn resolve_probes(program: &Program) -> Result<Vec<Concrete>, RunError> {
-    let mut out = Vec::new();
-    for (block, probe) in program.probes.iter().enumerate() {
-        for ap in &probe.attach {
-            let spec = parse_probe(&ap.text, ap.span)?;
-            let specs = match &spec {
-                ProbeSpec::Tracepoint { system, event }
-                    if system.contains('*') || event.contains('*') =>
-                {
-                    let found: Vec<ProbeSpec> = crate::sys::tracefs::list_events()?
-                        .into_iter()
-                        .filter(|(s, e)| glob(system, s) && glob(event, e))
-                        .map(|(system, event)| ProbeSpec::Tracepoint { system, event })
-                        .collect();
-                    if found.is_empty() {
-                        return Err(LangError::new(
-                            ap.span,
-                            format!("No probes matched the wildcard: {system}:{event}"),
-                        )
-                        .into());
-                    }
-                    found
-                }
-                _ => vec![spec],
-            };
-            for spec in specs {
-                let format = match &spec {
-                    ProbeSpec::Tracepoint { system, event } => {
-                        let root = crate::sys::tracefs::root()?;
-                        Some(load_format(root, system, event).map_err(|_| {
-                            LangError::new(
-                                ap.span,
-                                format!("tracepoint not found: {system}:{event}"),
-                            )
-                        })?)
-                    }
-                    ProbeSpec::Kprobe { .. } => {
-                        crate::sys::uprobe::UprobePmu::detect_kprobe().map_err(|e| {
-                            LangError::new(
-                                ap.span,
-                                format!(
-                                    "{}: this kernel has no kprobes (the kprobe PMU, \
-                                     /sys/bus/event_source/devices/kprobe: {e}; CONFIG_KPROBE_EVENTS)",
-                                    spec.name()
-                                ),
-                            )
-                        })?;
-                        None
-                    }
-                    _ => None,
-                };
-                out.push(Concrete {
-                    spec,
-                    span: ap.span,
-                    format,
-                    block,
-                });
-            }
-        }
-    }
-    Ok(out)
-}
 
 fn prog_kind(spec: &ProbeSpec) -> ProgKind {
     match spec {
@@ -141,6 +55,7 @@ fn prog_kind(spec: &ProbeSpec) -> ProgKind {
         }
         ProbeSpec::Tracepoint { .. } => ProgKind::Tracepoint,
         ProbeSpec::Uprobe { .. } | ProbeSpec::Kprobe { .. } => ProgKind::Kprobe,
+        ProbeSpec::Fentry { .. } => ProgKind::Tracing,
         _ => ProgKind::PerfEvent,
     }
 }
@@ -163,15 +78,18 @@ fn compile_all(
             probe_id: id as u64,
             is_return: matches!(
                 c.spec,
-                ProbeSpec::Uprobe { ret: true, .. } | ProbeSpec::Kprobe { ret: true, .. }
+                ProbeSpec::Uprobe { ret: true, .. }
+                    | ProbeSpec::Kprobe { ret: true, .. }
+                    | ProbeSpec::Fentry { ret: true, .. }
             ),
             start_ns,
             func: match &c.spec {
-                ProbeSpec::Uprobe { function, .. } | ProbeSpec::Kprobe { function, .. } => {
-                    Some(function.as_str())
-                }
+                ProbeSpec::Uprobe { function, .. }
+                | ProbeSpec::Kprobe { function, .. }
+                | ProbeSpec::Fentry { function, .. } => Some(function.as_str()),
                 _ => None,
             },
+            signature: c.signature.as_ref(),
             types,
         };
         out.push(compile_probe(
@@ -218,6 +136,107 @@ pub fn verifier_error(log: &str, compiled: &Compiled, probe: &str, err: &io::Err
     )
 }
 
+/// Loads the program of probe `c`.
+fn load(c: &Concrete, code: &Compiled, verbose: bool) -> Result<OwnedFd, RunError> {
+    let prog_type = match (prog_kind(&c.spec), &c.spec, &c.signature) {
+        (_, ProbeSpec::Fentry { ret, .. }, Some(sig)) if *ret => ProgType::Fexit(sig.func),
+        (_, ProbeSpec::Fentry { .. }, Some(sig)) => ProgType::Fentry(sig.func),
+        (ProgKind::RawTracepoint, ..) => ProgType::RawTracepoint,
+        (ProgKind::Tracepoint, ..) => ProgType::Tracepoint,
+        (ProgKind::Kprobe, ..) => ProgType::Kprobe,
+        _ => ProgType::PerfEvent,
+    };
+    let insns: Vec<[u8; 8]> = code.insns.iter().map(|i| i.to_bytes()).collect();
+    if verbose {
+        eprintln!("{}: {} instructions", c.spec.name(), insns.len());
+    }
+    match bpf_raw::load_program(prog_type, "scry_run", &insns) {
+        Ok(fd) => Ok(fd),
+        Err(e) if matches!(c.spec, ProbeSpec::Fentry { .. }) && !verifier_ran(&e.log) => {
+            Err(fentry_refused(c, &e))
+        }
+        Err(e) if e.error.kind() == io::ErrorKind::PermissionDenied => {
+            Err(RunError::System(io::Error::new(
+                e.error.kind(),
+                "loading a BPF program needs CAP_BPF and CAP_PERFMON (or root)",
+            )))
+        }
+        Err(e) => Err(RunError::Source(verifier_error(
+            &e.log,
+            code,
+            &c.spec.name(),
+            &e.error,
+        ))),
+    }
+}
+
+/// A refusal of a function a wildcard matched is skipped (None; the first
+/// is kept in `first`); any other error is returned.
+fn skip_refused<T>(
+    c: &Concrete,
+    result: Result<T, RunError>,
+    first: &mut Option<RunError>,
+) -> Result<Option<T>, RunError> {
+    match result {
+        Ok(v) => Ok(Some(v)),
+        Err(e @ RunError::Source(_)) if c.expanded => {
+            first.get_or_insert(e);
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a load's log shows the verifier walking the code (a refusal of
+/// the program, not of its kind of attachment).
+fn verifier_ran(log: &str) -> bool {
+    log.lines().any(|l| {
+        l.split_once(": (")
+            .is_some_and(|(n, _)| n.trim().parse::<usize>().is_ok())
+    })
+}
+
+/// The kernel refused an fentry/fexit program before verifying it: its
+/// kind of program (no BPF trampolines: CONFIG_FUNCTION_TRACER,
+/// CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS; or a security policy), or the
+/// function. A refusal for want of privilege says so: then the smallest
+/// raw tracepoint program does not load either.
+fn fentry_refused(c: &Concrete, e: &bpf_raw::LoadError) -> RunError {
+    let smallest = [mov_imm(R0, 0).to_bytes(), exit().to_bytes()];
+    if e.error.kind() == io::ErrorKind::PermissionDenied
+        && bpf_raw::load_program(ProgType::RawTracepoint, "scry_probe", &smallest).is_err()
+    {
+        return RunError::System(io::Error::new(
+            e.error.kind(),
+            "loading a BPF program needs CAP_BPF and CAP_PERFMON (or root)",
+        ));
+    }
+    let said = e
+        .log
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .map(|l| format!(": {l}"))
+        .unwrap_or_default();
+    RunError::Source(LangError::new(
+        c.span,
+        format!(
+            "{}: the kernel refused fentry/fexit ({}{said}); other BPF programs load: \
+             use kprobe:/kretprobe: or tracepoints on this kernel",
+            c.spec.name(),
+            errno_text(&e.error)
+        ),
+    ))
+}
+
+/// An error's text, with the kernel's ENOTSUPP (524, not in libc) named.
+fn errno_text(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(524) => "ENOTSUPP: operation not supported".into(),
+        _ => e.to_string(),
+    }
+}
+
 /// What the run holds while it runs.
 struct Runtime<'a> {
     reg: Registry,
@@ -255,8 +274,25 @@ impl Resolve for Runtime<'_> {
                     .map_or(0, u32::from_le_bytes);
                 self.stacks.user(word, pid)
             }
+            Ty::Inet => inet_text(bytes),
             _ => String::new(),
         }
+    }
+}
+
+/// An `ntop()` value as `inet_ntop` writes it (IPv4-mapped IPv6 addresses
+/// as `::ffff:a.b.c.d`, the longest zero run as `::`).
+fn inet_text(bytes: &[u8]) -> String {
+    let family = bytes.first().copied().unwrap_or(0);
+    let addr = bytes.get(8..24).unwrap_or(&[]);
+    if i32::from(family) == 10
+        && let Ok(v6) = <[u8; 16]>::try_from(addr)
+    {
+        return std::net::Ipv6Addr::from(v6).to_string();
+    }
+    match addr.get(..4).and_then(|a| <[u8; 4]>::try_from(a).ok()) {
+        Some(v4) => std::net::Ipv4Addr::from(v4).to_string(),
+        None => String::new(),
     }
 }
 
@@ -357,14 +393,14 @@ pub struct RunOptions {
 /// or a stop signal comes.
 pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(), RunError> {
     let program = super::parser::parse(source)?;
-    let probes = resolve_probes(&program)?;
+    let types = KernelTypes::default();
+    let probes = resolve_probes(&program, &types)?;
     let start_ns = crate::sys::uprobe::monotonic_ns();
     let mut reg = Registry {
         probe_names: probes.iter().map(|p| p.spec.name()).collect(),
         ..Registry::default()
     };
     // Pass 1: discover the maps.
-    let types = KernelTypes::default();
     compile_all(
         &program,
         &probes,
@@ -416,27 +452,20 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
     reg.join_delims.clear();
     let compiled = compile_all(&program, &probes, &mut reg, &fds, false, start_ns, &types)?;
     let mut progs = Vec::new();
+    // The first refusal of a function a wildcard matched: the error when
+    // every one is refused.
+    let mut refused = None;
     for (c, code) in probes.iter().zip(&compiled) {
-        let prog_type = match prog_kind(&c.spec) {
-            ProgKind::RawTracepoint => ProgType::RawTracepoint,
-            ProgKind::Tracepoint => ProgType::Tracepoint,
-            ProgKind::PerfEvent => ProgType::PerfEvent,
-            ProgKind::Kprobe => ProgType::Kprobe,
-        };
-        let insns: Vec<[u8; 8]> = code.insns.iter().map(|i| i.to_bytes()).collect();
-        if options.verbose {
-            eprintln!("{}: {} instructions", c.spec.name(), insns.len());
-        }
-        let fd = bpf_raw::load_program(prog_type, "scry_run", &insns).map_err(|e| {
-            if e.error.kind() == io::ErrorKind::PermissionDenied {
-                return RunError::System(io::Error::new(
-                    e.error.kind(),
-                    "loading a BPF program needs CAP_BPF and CAP_PERFMON (or root)",
-                ));
-            }
-            RunError::Source(verifier_error(&e.log, code, &c.spec.name(), &e.error))
-        })?;
-        progs.push(fd);
+        progs.push(skip_refused(
+            c,
+            load(c, code, options.verbose),
+            &mut refused,
+        )?);
+    }
+    if progs.iter().all(Option::is_none)
+        && let Some(first) = refused.take()
+    {
+        return Err(first);
     }
     let runtime = Runtime {
         reg,
@@ -458,17 +487,34 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
         0
     })?;
     let mut attached = Vec::new();
-    for (c, prog) in probes.iter().zip(&progs) {
-        attach(c, prog, &mut attached).map_err(|e| {
+    for (c, prog) in probes.iter().zip(progs.iter_mut()) {
+        let Some(fd) = prog else {
+            continue;
+        };
+        let done = attach(c, fd, &mut attached).map_err(|e| {
             RunError::Source(LangError::new(
                 c.span,
                 format!("cannot attach {}: {e}", c.spec.name()),
             ))
-        })?;
+        });
+        if skip_refused(c, done, &mut refused)?.is_none() {
+            *prog = None;
+        }
+    }
+    let skipped = progs.iter().filter(|p| p.is_none()).count();
+    if skipped == n
+        && let Some(first) = refused
+    {
+        return Err(first);
+    }
+    if skipped > 0 {
+        eprintln!(
+            "WARNING: {skipped} of the {n} probes the wildcards matched were refused by the kernel (functions it does not let be traced)"
+        );
     }
     let run_once = |which: &ProbeSpec| -> io::Result<()> {
         for (c, prog) in probes.iter().zip(&progs) {
-            if &c.spec == which {
+            if let (true, Some(prog)) = (&c.spec == which, prog) {
                 bpf_raw::test_run(prog)?;
             }
         }
@@ -532,136 +578,6 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
     Ok(())
 }
 
-/// An attachment: dropping it detaches.
-type Attached = Result<PerfEventFd, OwnedFd>;
-
-fn attach(c: &Concrete, prog: &OwnedFd, attached: &mut Vec<Attached>) -> io::Result<()> {
-    let mut attr = perf_event::new_attr();
-    let cpus: Vec<i32> = match &c.spec {
-        ProbeSpec::Begin | ProbeSpec::End => return Ok(()),
-        ProbeSpec::RawTracepoint { event } => {
-            attached.push(Err(bpf_raw::attach_raw_tracepoint(event, prog)?));
-            return Ok(());
-        }
-        ProbeSpec::Tracepoint { .. } => {
-            let format = c.format.as_ref().map_or(0, |f| f.id);
-            attr.type_ = perf_event::PERF_TYPE_TRACEPOINT;
-            attr.config = format;
-            attr.__bindgen_anon_1.sample_period = 1;
-            vec![0]
-        }
-        ProbeSpec::Interval { period_ns } => {
-            attr.type_ = perf_event::PERF_TYPE_SOFTWARE;
-            attr.config = perf_event_open_sys::bindings::PERF_COUNT_SW_CPU_CLOCK as u64;
-            attr.__bindgen_anon_1.sample_period = *period_ns;
-            vec![0]
-        }
-        ProbeSpec::Profile { hz } => {
-            attr.type_ = perf_event::PERF_TYPE_SOFTWARE;
-            attr.config = perf_event_open_sys::bindings::PERF_COUNT_SW_CPU_CLOCK as u64;
-            attr.set_freq(1);
-            attr.__bindgen_anon_1.sample_freq = *hz;
-            online()?
-        }
-        ProbeSpec::Software { event, period } => {
-            use perf_event_open_sys::bindings as b;
-            let config = match event.as_str() {
-                "cpu-clock" | "cpu" => b::PERF_COUNT_SW_CPU_CLOCK,
-                "task-clock" => b::PERF_COUNT_SW_TASK_CLOCK,
-                "page-faults" | "faults" => b::PERF_COUNT_SW_PAGE_FAULTS,
-                "context-switches" | "cs" => b::PERF_COUNT_SW_CONTEXT_SWITCHES,
-                "cpu-migrations" | "migrations" => b::PERF_COUNT_SW_CPU_MIGRATIONS,
-                "minor-faults" => b::PERF_COUNT_SW_PAGE_FAULTS_MIN,
-                "major-faults" => b::PERF_COUNT_SW_PAGE_FAULTS_MAJ,
-                _ => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::NotFound,
-                        format!("unknown software event '{event}'"),
-                    ));
-                }
-            };
-            attr.type_ = perf_event::PERF_TYPE_SOFTWARE;
-            attr.config = config as u64;
-            attr.__bindgen_anon_1.sample_period = *period;
-            online()?
-        }
-        ProbeSpec::Uprobe {
-            binary,
-            function,
-            ret,
-        } => {
-            use crate::symbol::probe_target;
-            let not_found = |e: probe_target::ProbeTargetError| {
-                io::Error::new(io::ErrorKind::NotFound, e.to_string())
-            };
-            let path = probe_target::find_binary(binary).map_err(not_found)?;
-            let data = std::fs::read(&path)?;
-            let site = probe_target::find_function(&data, &path.to_string_lossy(), function)
-                .map_err(not_found)?;
-            let pmu = crate::sys::uprobe::UprobePmu::detect()?;
-            attr.type_ = pmu.type_;
-            attr.config = pmu.config(*ret);
-            attr.__bindgen_anon_4.config2 = site.file_offset;
-            attr.__bindgen_anon_1.sample_period = 1;
-            // One event for every process (the program runs for each hit,
-            // on whichever CPU).
-            let fd = crate::sys::uprobe::open_at(&attr, &path, |a| PerfEventFd::open(a, -1, 0))?;
-            bpf_raw::attach_perf_event(&fd, prog)?;
-            attached.push(Ok(fd));
-            return Ok(());
-        }
-        ProbeSpec::Kprobe { function, ret } => {
-            // The kprobe PMU: `config1` names the function, `config2` the
-            // offset in it. One event: its program runs for every hit, on
-            // whichever CPU; the probe goes with the descriptor.
-            let pmu = crate::sys::uprobe::UprobePmu::detect_kprobe()?;
-            attr.type_ = pmu.type_;
-            attr.config = pmu.config(*ret);
-            attr.__bindgen_anon_4.config2 = 0;
-            attr.__bindgen_anon_1.sample_period = 1;
-            let fd = crate::sys::uprobe::open_at(&attr, std::path::Path::new(function), |a| {
-                PerfEventFd::open(a, -1, 0)
-            })?;
-            bpf_raw::attach_perf_event(&fd, prog)?;
-            attached.push(Ok(fd));
-            return Ok(());
-        }
-    };
-    for cpu in cpus {
-        let fd = PerfEventFd::open(&attr, -1, cpu)?;
-        bpf_raw::attach_perf_event(&fd, prog)?;
-        attached.push(Ok(fd));
-    }
-    Ok(())
-}
-
-/// The probes `scry run -l PATTERN` lists (tracepoints and software
-/// events, as bpftrace names them), those matching the glob `pattern`.
-pub fn list_probes(pattern: &str) -> io::Result<Vec<String>> {
-    let pattern = pattern
-        .strip_prefix("t:")
-        .map(|rest| format!("tracepoint:{rest}"))
-        .unwrap_or_else(|| pattern.to_string());
-    let mut names: Vec<String> = [
-        "cpu-clock",
-        "task-clock",
-        "page-faults",
-        "context-switches",
-        "cpu-migrations",
-        "minor-faults",
-        "major-faults",
-    ]
-    .iter()
-    .map(|e| format!("software:{e}:"))
-    .collect();
-    names.extend(
-        crate::sys::tracefs::list_events()?
-            .into_iter()
-            .map(|(system, event)| format!("tracepoint:{system}:{event}")),
-    );
-    Ok(names.into_iter().filter(|n| glob(&pattern, n)).collect())
-}
-
 /// The records lost so far, summed over the CPUs.
 fn lost_count(lost: &Map) -> u64 {
     lost.lookup(&0u32.to_le_bytes(), true)
@@ -674,20 +590,13 @@ fn lost_count(lost: &Map) -> u64 {
         .sum()
 }
 
-fn online() -> io::Result<Vec<i32>> {
-    Ok(crate::sys::proc::online_cpus()?
-        .into_iter()
-        .map(|c| c as i32)
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lang::error::Span;
 
     #[test]
     fn verifier_refusal_points_at_the_instruction_it_names() {
-        use crate::lang::insn::{R0, exit, mov_imm};
         let compiled = Compiled {
             insns: vec![mov_imm(R0, 0), mov_imm(R0, 0), exit()],
             spans: vec![Span::new(0, 1), Span::new(10, 14), Span::new(20, 21)],
@@ -707,13 +616,5 @@ mod tests {
             "{}",
             err.message
         );
-    }
-
-    #[test]
-    fn globs() {
-        assert!(glob("sys_enter_*", "sys_enter_read"));
-        assert!(glob("*", "x"));
-        assert!(glob("a*c*e", "abcde"));
-        assert!(!glob("sys_exit_*", "sys_enter_read"));
     }
 }

@@ -33,6 +33,9 @@ pub enum Ty {
     /// A struct or union in kernel memory (BTF type id), held by its
     /// address until a field of it is read.
     Record(u32),
+    /// An IP address (`ntop()`): the family (AF_INET, AF_INET6) in 8
+    /// bytes, then 16 bytes of address in network order (4 for IPv4).
+    Inet,
 }
 
 impl Ty {
@@ -41,8 +44,14 @@ impl Ty {
         match self {
             Ty::Int | Ty::Probe | Ty::Kstack | Ty::Ksym | Ty::Ptr(_) | Ty::Record(_) => 8,
             Ty::Ustack | Ty::Usym => 16,
+            Ty::Inet => 24,
             Ty::Str(n) => n,
         }
+    }
+
+    /// Values kept in a stack buffer rather than in a register.
+    pub fn in_stack(self) -> bool {
+        matches!(self, Ty::Str(_) | Ty::Ustack | Ty::Usym | Ty::Inet)
     }
 
     /// Whether values of both types can share a map slot.
@@ -81,6 +90,7 @@ impl fmt::Display for Ty {
             Ty::Usym => f.write_str("usym"),
             Ty::Ptr(_) => f.write_str("pointer"),
             Ty::Record(_) => f.write_str("struct"),
+            Ty::Inet => f.write_str("inet"),
         }
     }
 }

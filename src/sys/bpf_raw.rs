@@ -30,6 +30,10 @@ pub enum ProgType {
     Tracepoint,
     PerfEvent,
     RawTracepoint,
+    /// fentry on the kernel function of this BTF id (vmlinux's).
+    Fentry(u32),
+    /// fexit on the kernel function of this BTF id.
+    Fexit(u32),
 }
 
 impl ProgType {
@@ -39,6 +43,17 @@ impl ProgType {
             ProgType::Tracepoint => libbpf_sys::BPF_PROG_TYPE_TRACEPOINT,
             ProgType::PerfEvent => libbpf_sys::BPF_PROG_TYPE_PERF_EVENT,
             ProgType::RawTracepoint => libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT,
+            ProgType::Fentry(_) | ProgType::Fexit(_) => libbpf_sys::BPF_PROG_TYPE_TRACING,
+        }
+    }
+
+    /// The expected attach type and BTF id a tracing program is loaded
+    /// with (0, 0 for the others).
+    fn attach_target(self) -> (libbpf_sys::bpf_attach_type, u32) {
+        match self {
+            ProgType::Fentry(id) => (libbpf_sys::BPF_TRACE_FENTRY, id),
+            ProgType::Fexit(id) => (libbpf_sys::BPF_TRACE_FEXIT, id),
+            _ => (0, 0),
         }
     }
 }
@@ -72,6 +87,7 @@ pub fn load_program(
         // documented default before `sz` is set.
         let mut opts: libbpf_sys::bpf_prog_load_opts = unsafe { std::mem::zeroed() };
         opts.sz = std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _;
+        (opts.expected_attach_type, opts.attach_btf_id) = prog_type.attach_target();
         if let Some(buf) = log {
             opts.log_level = 1;
             opts.log_size = buf.len() as u32;
@@ -270,6 +286,19 @@ pub fn attach_raw_tracepoint(name: &str, prog: &OwnedFd) -> io::Result<OwnedFd> 
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name holds a NUL byte"))?;
     // SAFETY: the name is NUL-terminated and outlives the call.
     let fd = unsafe { libbpf_sys::bpf_raw_tracepoint_open(name.as_ptr(), prog.as_raw_fd()) };
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(-fd));
+    }
+    // SAFETY: a new descriptor, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Attaches an fentry/fexit program to the function it was loaded for
+/// (BPF_RAW_TRACEPOINT_OPEN without a name: kernels from 5.5).
+pub fn attach_tracing(prog: &OwnedFd) -> io::Result<OwnedFd> {
+    // SAFETY: a NULL name is how a tracing program is attached to the
+    // target it was loaded with; the descriptor is ours.
+    let fd = unsafe { libbpf_sys::bpf_raw_tracepoint_open(std::ptr::null(), prog.as_raw_fd()) };
     if fd < 0 {
         return Err(io::Error::from_raw_os_error(-fd));
     }

@@ -315,3 +315,18 @@ fn guest_known_gaps_and_other_checks() {
 fn guest_run_kprobe_and_kretprobe() {
     assert_passed(|n| n == "run_kprobe", &["run_kprobe"]);
 }
+
+/// scry run's fentry/fexit (and kfunc/kretfunc) on the guest's kernel: 20
+/// cats of a missing file seen 20 times by kfunc:do_sys_openat2 with its
+/// BTF-typed args.filename and args.dfd (AT_FDCWD), and 20 times by fexit
+/// with retval -2 and func; wildcards in kprobe and fentry names, one
+/// probe per function named by `func` and `probe`
+/// (kprobe:__do_sys_getp*id counts 300 of 300 getppid calls), vfs_read
+/// among kprobe:vfs_*.
+#[test]
+fn guest_run_fentry_fexit_and_wildcards() {
+    assert_passed(
+        |n| n == "run_fentry" || n == "run_wildcards",
+        &["run_fentry", "run_wildcards"],
+    );
+}
