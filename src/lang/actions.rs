@@ -12,7 +12,7 @@ impl Gen<'_> {
     pub fn is_statement_call(&self, name: &str) -> bool {
         matches!(
             name,
-            "printf" | "exit" | "print" | "clear" | "zero" | "delete" | "time" | "join"
+            "printf" | "exit" | "print" | "clear" | "zero" | "delete" | "time" | "join" | "cat"
         )
     }
 
@@ -96,6 +96,15 @@ impl Gen<'_> {
     pub fn statement_call(&mut self, e: &Expr, name: &str, args: &[Expr]) -> Result<(), LangError> {
         match name {
             "printf" => self.printf(e, args),
+            "cat" => {
+                // The file is read when the event is printed, as
+                // bpftrace's cat() reads it in user space.
+                self.printf(e, args)?;
+                if let Some(spec) = self.reg.printfs.last_mut() {
+                    spec.cat = true;
+                }
+                Ok(())
+            }
             "join" => self.join(e, args),
             "exit" => {
                 self.small_event(event_kind::EXIT, 0)?;
@@ -236,6 +245,7 @@ impl Gen<'_> {
         self.reg.printfs.push(PrintfSpec {
             format: format.clone(),
             args: tys.clone(),
+            cat: false,
         });
         self.asm
             .emit(store_imm(Size::DW, FP, off, event_kind::PRINTF as i32));

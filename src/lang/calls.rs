@@ -105,9 +105,12 @@ impl Gen<'_> {
                 e.span,
                 format!("{name}() should be assigned to a map"),
             )),
-            "printf" | "exit" | "print" | "clear" | "zero" | "delete" | "time" | "join" => Err(
-                LangError::new(e.span, format!("{name}() should be used as a statement")),
-            ),
+            "printf" | "exit" | "print" | "clear" | "zero" | "delete" | "time" | "join" | "cat" => {
+                Err(LangError::new(
+                    e.span,
+                    format!("{name}() should be used as a statement"),
+                ))
+            }
             _ => Err(LangError::new(e.span, format!("Unknown function: {name}"))),
         }
     }

@@ -42,6 +42,9 @@ pub mod event_kind {
 pub struct PrintfSpec {
     pub format: String,
     pub args: Vec<Ty>,
+    /// `cat()`: the formatted text is a file name whose contents are
+    /// printed.
+    pub cat: bool,
 }
 
 /// What the program needs besides its code: maps, printf formats, probe

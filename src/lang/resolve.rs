@@ -6,10 +6,14 @@
 //! probe listing of `scry run -l`.
 //!
 //! Decision: a wildcard becomes one concrete probe per function (its own
-//! program, so `func` and `probe` are constants in it), marked as
-//! expanded: a function of the pattern the kernel refuses to probe
-//! (notrace, blacklisted) is skipped when attaching, as bpftrace skips
-//! it, where a function named alone is an error.
+//! program, so `func` and `probe` are constants in it), marked optional:
+//! a function of the pattern the kernel refuses to probe (notrace,
+//! blacklisted) is skipped when attaching, as bpftrace skips it, where a
+//! function named alone is an error. So are the attach points of a block
+//! that has several (bpftrace's tools name a kernel function by its old
+//! and its new name: `kprobe:blk_account_io_start,
+//! kprobe:__blk_account_io_start`; a wildcard of such a list may match
+//! nothing): one missing is skipped, all missing is the error.
 
 use std::io;
 
@@ -28,8 +32,9 @@ pub(crate) struct Concrete {
     pub signature: Option<Signature>,
     /// Index into `Program::probes`.
     pub block: usize,
-    /// Expanded from a wildcard: a refusal to attach skips it.
-    pub expanded: bool,
+    /// From a wildcard, or one of several attach points of its block: a
+    /// refusal to load or attach skips it.
+    pub optional: bool,
 }
 
 pub(crate) fn glob(pattern: &str, text: &str) -> bool {
@@ -70,45 +75,27 @@ fn traceable_functions() -> io::Result<Vec<String>> {
         .collect())
 }
 
-/// The names matching `pattern` (sorted, once each), or the error naming
-/// the wildcard.
-fn matching(
-    names: impl IntoIterator<Item = String>,
-    pattern: &str,
-    span: Span,
-) -> Result<Vec<String>, LangError> {
+/// The names matching `pattern`, sorted, once each.
+fn matching(names: impl IntoIterator<Item = String>, pattern: &str) -> Vec<String> {
     let mut found: Vec<String> = names.into_iter().filter(|n| glob(pattern, n)).collect();
     found.sort();
     found.dedup();
-    if found.is_empty() {
-        return Err(LangError::new(
-            span,
-            format!("No probes matched the wildcard: {pattern}"),
-        ));
-    }
-    Ok(found)
+    found
 }
 
-/// The concrete probes of one attach point's spec.
+/// The concrete probes of one attach point's spec (none when its
+/// wildcard matches nothing).
 fn expand(spec: ProbeSpec, span: Span, types: &KernelTypes) -> Result<Vec<ProbeSpec>, RunError> {
     Ok(match spec {
         ProbeSpec::Tracepoint { system, event } if system.contains('*') || event.contains('*') => {
-            let found: Vec<ProbeSpec> = crate::sys::tracefs::list_events()?
+            crate::sys::tracefs::list_events()?
                 .into_iter()
                 .filter(|(s, e)| glob(&system, s) && glob(&event, e))
                 .map(|(system, event)| ProbeSpec::Tracepoint { system, event })
-                .collect();
-            if found.is_empty() {
-                return Err(LangError::new(
-                    span,
-                    format!("No probes matched the wildcard: {system}:{event}"),
-                )
-                .into());
-            }
-            found
+                .collect()
         }
         ProbeSpec::Kprobe { function, ret } if function.contains('*') => {
-            matching(traceable_functions()?, &function, span)?
+            matching(traceable_functions()?, &function)
                 .into_iter()
                 .map(|function| ProbeSpec::Kprobe { function, ret })
                 .collect()
@@ -125,7 +112,7 @@ fn expand(spec: ProbeSpec, span: Span, types: &KernelTypes) -> Result<Vec<ProbeS
                 .funcs()
                 .map(|(_, n)| n.to_string())
                 .filter(|n| traceable.is_empty() || traceable.contains(n));
-            matching(names, &function, span)?
+            matching(names, &function)
                 .into_iter()
                 .map(|function| ProbeSpec::Fentry { function, ret })
                 .collect()
@@ -152,6 +139,22 @@ fn need_btf<'a>(
 
 pub(crate) use super::run::RunError;
 
+/// A probe the kernel lacks: the error when it is its block's only attach
+/// point, else a warning (as bpftrace warns) and the block goes on
+/// without it (`first` keeps the first, the error if none is left).
+fn skip_missing(
+    several: bool,
+    err: LangError,
+    first: &mut Option<LangError>,
+) -> Result<(), LangError> {
+    if !several {
+        return Err(err);
+    }
+    eprintln!("WARNING: {}, skipped", err.message);
+    first.get_or_insert(err);
+    Ok(())
+}
+
 /// The probes of the program, wildcards expanded, formats and signatures
 /// loaded.
 pub(crate) fn resolve_probes(
@@ -160,6 +163,11 @@ pub(crate) fn resolve_probes(
 ) -> Result<Vec<Concrete>, RunError> {
     let mut out = Vec::new();
     for (block, probe) in program.probes.iter().enumerate() {
+        let several = probe.attach.len() > 1;
+        let before = out.len();
+        // Why an attach point of several was left out: the error when all
+        // were.
+        let mut missing = None;
         for ap in &probe.attach {
             let spec = parse_probe(&ap.text, ap.span)?;
             if matches!(spec, ProbeSpec::Kprobe { .. }) {
@@ -175,35 +183,49 @@ pub(crate) fn resolve_probes(
                 })?;
             }
             let wildcard = ap.text.contains('*');
-            for spec in expand(spec, ap.span, types)? {
+            let specs = expand(spec, ap.span, types)?;
+            if specs.is_empty() {
+                let err = LangError::new(
+                    ap.span,
+                    format!("No probes matched the wildcard: {}", ap.text),
+                );
+                skip_missing(several, err, &mut missing)?;
+            }
+            for spec in specs {
                 let mut format = None;
                 let mut signature = None;
                 match &spec {
                     ProbeSpec::Tracepoint { system, event } => {
                         let root = crate::sys::tracefs::root()?;
-                        format = Some(load_format(root, system, event).map_err(|_| {
-                            LangError::new(
-                                ap.span,
-                                format!("tracepoint not found: {system}:{event}"),
-                            )
-                        })?);
+                        match load_format(root, system, event) {
+                            Ok(f) => format = Some(f),
+                            Err(_) => {
+                                let err = LangError::new(
+                                    ap.span,
+                                    format!("tracepoint not found: {system}:{event}"),
+                                );
+                                skip_missing(several, err, &mut missing)?;
+                                continue;
+                            }
+                        }
                     }
                     ProbeSpec::Fentry { function, .. } => {
                         let btf = need_btf(types, ap.span, function)?;
-                        signature = Some(
-                            btf.find_func(function)
-                                .and_then(|id| btf.signature(id))
-                                .ok_or_else(|| {
-                                    LangError::new(
-                                        ap.span,
-                                        format!(
-                                            "{}: no kernel function {function} in BTF \
-                                             (/sys/kernel/btf/vmlinux)",
-                                            spec.name()
-                                        ),
-                                    )
-                                })?,
-                        );
+                        match btf.find_func(function).and_then(|id| btf.signature(id)) {
+                            Some(sig) => signature = Some(sig),
+                            None => {
+                                let err = LangError::new(
+                                    ap.span,
+                                    format!(
+                                        "{}: no kernel function {function} in BTF \
+                                         (/sys/kernel/btf/vmlinux)",
+                                        spec.name()
+                                    ),
+                                );
+                                skip_missing(several, err, &mut missing)?;
+                                continue;
+                            }
+                        }
                     }
                     _ => {}
                 }
@@ -213,9 +235,14 @@ pub(crate) fn resolve_probes(
                     format,
                     signature,
                     block,
-                    expanded: wildcard,
+                    optional: wildcard || several,
                 });
             }
+        }
+        if out.len() == before
+            && let Some(err) = missing
+        {
+            return Err(err.into());
         }
     }
     Ok(out)
@@ -261,13 +288,9 @@ mod tests {
     }
 
     #[test]
-    fn a_wildcard_matching_nothing_names_itself() {
-        let names = ["vfs_read".to_string(), "vfs_write".to_string()];
-        assert_eq!(
-            matching(names.clone(), "vfs_*", Span::default()),
-            Ok(names.to_vec())
-        );
-        let err = matching(names, "nosuch_*", Span::new(0, 5)).expect_err("none");
-        assert_eq!(err.message, "No probes matched the wildcard: nosuch_*");
+    fn wildcards_match_names_once_in_order() {
+        let names = ["vfs_write", "vfs_read", "vfs_read", "kernel_read"].map(String::from);
+        assert_eq!(matching(names.clone(), "vfs_*"), ["vfs_read", "vfs_write"]);
+        assert!(matching(names, "nosuch_*").is_empty());
     }
 }

@@ -179,7 +179,7 @@ fn skip_refused<T>(
 ) -> Result<Option<T>, RunError> {
     match result {
         Ok(v) => Ok(Some(v)),
-        Err(e @ RunError::Source(_)) if c.expanded => {
+        Err(e @ RunError::Source(_)) if c.optional => {
             first.get_or_insert(e);
             Ok(None)
         }
@@ -280,6 +280,23 @@ impl Resolve for Runtime<'_> {
     }
 }
 
+/// `cat(path)`: the first `CAT_BYTES` of the file as they are (bpftrace's
+/// `cat_file`); a file that cannot be read is said on stderr, as
+/// bpftrace says it.
+fn cat(path: &str, out: &mut impl Write) -> io::Result<()> {
+    const CAT_BYTES: u64 = 10240;
+    let mut text = Vec::new();
+    let read = std::fs::File::open(path)
+        .and_then(|f| io::Read::read_to_end(&mut io::Read::take(f, CAT_BYTES), &mut text));
+    if let Err(e) = read {
+        let why = e.to_string();
+        let why = why.split(" (os error").next().unwrap_or(&why);
+        eprintln!("ERROR: failed to open file '{path}': {why}");
+        return Ok(());
+    }
+    out.write_all(&text)
+}
+
 /// An `ntop()` value as `inet_ntop` writes it (IPv4-mapped IPv6 addresses
 /// as `::ffff:a.b.c.d`, the longest zero run as `::`).
 fn inet_text(bytes: &[u8]) -> String {
@@ -351,7 +368,12 @@ impl Runtime<'_> {
                     });
                     at += ty.size();
                 }
-                out.write_all(format(&spec.format, &args).as_bytes())?;
+                let text = format(&spec.format, &args);
+                if spec.cat {
+                    cat(&text, out)?;
+                } else {
+                    out.write_all(text.as_bytes())?;
+                }
             }
             event_kind::EXIT => return Ok(true),
             event_kind::JOIN => {
@@ -509,7 +531,7 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
     }
     if skipped > 0 {
         eprintln!(
-            "WARNING: {skipped} of the {n} probes the wildcards matched were refused by the kernel (functions it does not let be traced)"
+            "WARNING: {skipped} of the {n} probes were refused by the kernel and left out (functions it does not have or does not let be traced)"
         );
     }
     let run_once = |which: &ProbeSpec| -> io::Result<()> {

@@ -321,12 +321,13 @@ fn guest_run_kprobe_and_kretprobe() {
 /// BTF-typed args.filename and args.dfd (AT_FDCWD), and 20 times by fexit
 /// with retval -2 and func; wildcards in kprobe and fentry names, one
 /// probe per function named by `func` and `probe`
-/// (kprobe:__do_sys_getp*id counts 300 of 300 getppid calls), vfs_read
-/// among kprobe:vfs_*.
+/// (kprobe:__do_sys_getp*id counts 300 of 300 getppid calls), cat's
+/// vfs_open among kprobe:vfs_*; and bpftrace's vfscount.bt and vfsstat.bt, copied
+/// unchanged, run until Ctrl-C with their tables.
 #[test]
 fn guest_run_fentry_fexit_and_wildcards() {
     assert_passed(
-        |n| n == "run_fentry" || n == "run_wildcards",
-        &["run_fentry", "run_wildcards"],
+        |n| n == "run_fentry" || n == "run_wildcards" || n == "run_tools",
+        &["run_fentry", "run_wildcards", "run_tools"],
     );
 }

@@ -925,3 +925,38 @@ fn ntop_and_bswap_match_bpftrace() {
         );
     }
 }
+
+/// `cat()` prints a file's bytes as bpftrace's does, its path formatted as printf's; and in a list of attach points
+/// one the kernel lacks is skipped with a warning (bpftrace's tools name
+/// a kernel function by its old and its new name), the others counting
+/// what bpftrace counts.
+#[test]
+fn cat_and_a_missing_probe_in_a_list_as_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let dir = common::tempdir();
+    std::fs::write(dir.path().join("f1"), "one\ntwo").expect("write the file");
+    let prog = format!(
+        "BEGIN {{ cat(\"{}/f%d\", 1); exit(); }}",
+        dir.path().display()
+    );
+    let ours = common::run_ok(&mut scry_run(&prog));
+    assert!(ours.contains("\none\ntwo\n\n"), "{ours}");
+    assert_eq!(ours, common::run_ok(&mut bpftrace(&prog)));
+    let name = format!("lmiss{}", std::process::id() % 100000);
+    let calls = unique_copy(dir.path(), &common::workload("calls"), &name);
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         tracepoint:sched:no_such_event, tracepoint:syscalls:sys_enter_getppid /comm == \"{name}\"/ {{ @ = count(); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}"
+    );
+    let ours = run_with(scry_run(&prog), || {
+        run_status(Command::new(&calls).arg("200"))
+    });
+    let theirs = run_with(bpftrace(&prog), || {
+        run_status(Command::new(&calls).arg("200"))
+    });
+    assert!(ours.contains("\n@: 200\n"), "{ours}");
+    assert_eq!(lines_with(&ours, "@"), lines_with(&theirs, "@"));
+}
