@@ -170,21 +170,38 @@ fn load(c: &Concrete, code: &Compiled, verbose: bool) -> Result<OwnedFd, RunErro
     }
 }
 
-/// A refusal of a function a wildcard matched is skipped (None; the first
-/// is kept in `first`); any other error is returned.
+/// A refusal of an optional probe (of a wildcard or a list) is skipped
+/// (None; the reason kept in `why`); any other error is returned.
 fn skip_refused<T>(
     c: &Concrete,
     result: Result<T, RunError>,
-    first: &mut Option<RunError>,
+    why: &mut Option<RunError>,
 ) -> Result<Option<T>, RunError> {
     match result {
         Ok(v) => Ok(Some(v)),
         Err(e @ RunError::Source(_)) if c.optional => {
-            first.get_or_insert(e);
+            why.get_or_insert(e);
             Ok(None)
         }
         Err(e) => Err(e),
     }
+}
+
+/// The refusal of the first probe of a block whose every probe was
+/// refused: a block must run somewhere.
+fn block_refused(
+    probes: &[Concrete],
+    progs: &[Option<OwnedFd>],
+    refused: &mut [Option<RunError>],
+) -> Option<RunError> {
+    let dead = |block: usize| {
+        probes
+            .iter()
+            .zip(progs)
+            .all(|(c, p)| c.block != block || p.is_none())
+    };
+    let first = probes.iter().position(|c| dead(c.block))?;
+    refused.get_mut(first)?.take()
 }
 
 /// Whether a load's log shows the verifier walking the code (a refusal of
@@ -474,20 +491,13 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
     reg.join_delims.clear();
     let compiled = compile_all(&program, &probes, &mut reg, &fds, false, start_ns, &types)?;
     let mut progs = Vec::new();
-    // The first refusal of a function a wildcard matched: the error when
-    // every one is refused.
-    let mut refused = None;
-    for (c, code) in probes.iter().zip(&compiled) {
-        progs.push(skip_refused(
-            c,
-            load(c, code, options.verbose),
-            &mut refused,
-        )?);
+    // Why each optional probe left out was refused.
+    let mut refused: Vec<Option<RunError>> = probes.iter().map(|_| None).collect();
+    for ((c, code), why) in probes.iter().zip(&compiled).zip(&mut refused) {
+        progs.push(skip_refused(c, load(c, code, options.verbose), why)?);
     }
-    if progs.iter().all(Option::is_none)
-        && let Some(first) = refused.take()
-    {
-        return Err(first);
+    if let Some(err) = block_refused(&probes, &progs, &mut refused) {
+        return Err(err);
     }
     let runtime = Runtime {
         reg,
@@ -509,7 +519,7 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
         0
     })?;
     let mut attached = Vec::new();
-    for (c, prog) in probes.iter().zip(progs.iter_mut()) {
+    for ((c, prog), why) in probes.iter().zip(progs.iter_mut()).zip(&mut refused) {
         let Some(fd) = prog else {
             continue;
         };
@@ -519,16 +529,14 @@ pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(
                 format!("cannot attach {}: {e}", c.spec.name()),
             ))
         });
-        if skip_refused(c, done, &mut refused)?.is_none() {
+        if skip_refused(c, done, why)?.is_none() {
             *prog = None;
         }
     }
-    let skipped = progs.iter().filter(|p| p.is_none()).count();
-    if skipped == n
-        && let Some(first) = refused
-    {
-        return Err(first);
+    if let Some(err) = block_refused(&probes, &progs, &mut refused) {
+        return Err(err);
     }
+    let skipped = progs.iter().filter(|p| p.is_none()).count();
     if skipped > 0 {
         eprintln!(
             "WARNING: {skipped} of the {n} probes were refused by the kernel and left out (functions it does not have or does not let be traced)"

@@ -869,6 +869,21 @@ fn fentry_probes_say_what_the_kernel_refused() {
         3,
         "one message, the line and its caret: {err}"
     );
+    // A list whose one existing function is refused does not run without
+    // it: the refusal is the error.
+    let out = common::output(&mut scry_run(
+        "kfunc:no_such_function_here, fentry:vfs_read { @ = count(); } interval:ms:100 { exit(); }",
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("WARNING: fentry:no_such_function_here: no kernel function"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\nstdin:1:30-45: ERROR: fentry:vfs_read: the kernel refused fentry/fexit ("),
+        "{err}"
+    );
 }
 
 /// `ntop()` (an integer, a tracepoint's `__u8` arrays of 4 and 16 bytes,
