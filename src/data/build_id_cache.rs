@@ -50,6 +50,11 @@ fn xdg_cache() -> PathBuf {
         .unwrap_or_else(|| home().join(".cache"))
 }
 
+/// scry's cache folder: `$XDG_CACHE_HOME/scry` (default `~/.cache/scry`).
+pub fn scry_dir() -> PathBuf {
+    xdg_cache().join("scry")
+}
+
 /// `xx/rest` of a build-id, or None for an empty one.
 fn split(build_id: &[u8]) -> Option<(String, String)> {
     let h = hex(trimmed(build_id));
@@ -70,13 +75,7 @@ pub fn perf_path(build_id: &[u8]) -> Option<PathBuf> {
 /// Where scry keeps `leaf` (`elf`, `debugdata`) for a build-id.
 pub fn scry_path(build_id: &[u8], leaf: &str) -> Option<PathBuf> {
     let (head, rest) = split(build_id)?;
-    Some(
-        xdg_cache()
-            .join("scry/build-id")
-            .join(head)
-            .join(rest)
-            .join(leaf),
-    )
+    Some(scry_dir().join("build-id").join(head).join(rest).join(leaf))
 }
 
 /// A cached copy of the binary with this build-id: scry's, then perf's.
@@ -98,28 +97,45 @@ pub fn debuginfod_path(build_id: &[u8]) -> Option<PathBuf> {
 
 /// Stores `from` as scry's `leaf` for `build_id` (0600 in 0700 folders)
 /// unless it is there already; returns its path.
-pub fn store(build_id: &[u8], leaf: &str, mut from: impl Read) -> io::Result<PathBuf> {
+pub fn store(build_id: &[u8], leaf: &str, from: impl Read) -> io::Result<PathBuf> {
     let not_found = || io::Error::new(io::ErrorKind::InvalidInput, "empty build-id");
     let path = scry_path(build_id, leaf).ok_or_else(not_found)?;
     if path.is_file() {
         return Ok(path);
     }
-    let dir = path.parent().ok_or_else(not_found)?;
+    write_private(&path, from)?;
+    Ok(path)
+}
+
+/// Writes `from` to `path` as scry's caches are written: the file 0600,
+/// its folders made 0700, through a temporary name renamed into place
+/// (see the module doc).
+pub fn write_private(path: &Path, mut from: impl Read) -> io::Result<()> {
+    let (Some(dir), Some(leaf)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a file's path", path.display()),
+        ));
+    };
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
-    let tmp = dir.join(format!(".{leaf}.{}", std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.{}",
+        leaf.to_string_lossy(),
+        std::process::id()
+    ));
     let written = (|| {
         let mut file = crate::sys::private_file::create(&tmp)?;
         io::copy(&mut from, &mut file)?;
         file.flush()?;
-        std::fs::rename(&tmp, &path)
+        std::fs::rename(&tmp, path)
     })();
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    written.map(|()| path)
+    written
 }
 
 /// Stores a copy of the file at `from` (see [`store`]).

@@ -11,11 +11,22 @@
 //! symbol covers addresses up to the next one. When `kptr_restrict` hides the
 //! addresses (all read as 0) the table is empty and `hidden` is set, so each
 //! kernel frame is counted under that reason instead of being misnamed.
+//!
+//! The kernel takes tens of milliseconds to print kallsyms, most of a small
+//! report's time: `cache` keeps the parsed table of the parts that cannot
+//! change while the machine runs (the core kernel, loaded modules) keyed by
+//! boot and module state, and such a table says which addresses it holds
+//! (`holds`); for any other (BPF programs, ftrace trampolines) the caller
+//! reads the kernel's list again.
+
+mod cache;
 
 use std::cell::OnceCell;
 use std::io::BufRead;
 
 use crate::event::format_cache::KernelSymbols;
+
+pub use cache::load_running;
 
 #[derive(Debug, Clone)]
 struct KSym {
@@ -23,7 +34,9 @@ struct KSym {
     /// Range of the name in `Kallsyms::names` (one string for all: the
     /// table has ~120k symbols, and a `String` each doubled its memory).
     name: (u32, u32),
-    /// Index into `modules`, or `None` for the core kernel.
+    /// Index into `modules`, or `None` for the core kernel. Code the
+    /// kernel lists as `[__builtin__ftrace]` and the like has its module
+    /// here too, but is named as the core kernel's (`Kallsyms::dso_of`).
     module: Option<u32>,
     /// A data or bss symbol (D, d, B, b), not code.
     data: bool,
@@ -38,6 +51,10 @@ pub struct Kallsyms {
     hidden: bool,
     /// `_etext`: the end of the core kernel's code.
     etext: Option<u64>,
+    /// `None`: every symbol the kernel listed. Else the address ranges
+    /// (start, end) this table is the kernel's word on: a cached table
+    /// holds only what cannot change until the next boot or module load.
+    known: Option<Vec<(u64, u64)>>,
 }
 
 /// A named kernel address.
@@ -77,18 +94,14 @@ impl Kallsyms {
             let module = match parts.next() {
                 Some(m) => {
                     let m = m.trim_start_matches('[').trim_end_matches(']');
-                    if m.starts_with("__builtin__") {
-                        None
-                    } else {
-                        let idx = match modules.iter().position(|x| x == m) {
-                            Some(i) => i,
-                            None => {
-                                modules.push(m.to_string());
-                                modules.len() - 1
-                            }
-                        };
-                        Some(idx as u32)
-                    }
+                    let idx = match modules.iter().position(|x| x == m) {
+                        Some(i) => i,
+                        None => {
+                            modules.push(m.to_string());
+                            modules.len() - 1
+                        }
+                    };
+                    Some(idx as u32)
                 }
                 None => None,
             };
@@ -134,7 +147,29 @@ impl Kallsyms {
             modules,
             hidden,
             etext,
+            known: None,
         })
+    }
+
+    /// The module a symbol is named under: `None` for the core kernel and
+    /// for the code it lists as `[__builtin__*]` (perf's
+    /// `[kernel.kallsyms]`).
+    fn dso_of(&self, sym: &KSym) -> Option<&str> {
+        let m = self.modules.get(sym.module? as usize)?;
+        (!m.starts_with("__builtin__")).then_some(m.as_str())
+    }
+
+    /// Whether this table is the kernel's word on `addr`: always for a
+    /// table read from the kernel's list; for a cached one, inside the
+    /// ranges it kept (elsewhere a BPF program or trampoline may have come
+    /// or gone since: read the list again).
+    pub fn holds(&self, addr: u64) -> bool {
+        match &self.known {
+            None => true,
+            Some(ranges) => ranges
+                .iter()
+                .any(|&(start, end)| start <= addr && addr < end),
+        }
     }
 
     fn name_of(&self, sym: &KSym) -> &str {
@@ -161,13 +196,11 @@ impl Kallsyms {
     pub fn find(&self, addr: u64) -> Option<KernelSym<'_>> {
         let idx = self.syms.partition_point(|s| s.addr <= addr);
         let sym = self.syms.get(idx.checked_sub(1)?)?;
-        if sym.data && sym.module.is_none() && self.etext.is_some_and(|end| addr >= end) {
+        let dso = self.dso_of(sym);
+        if sym.data && dso.is_none() && self.etext.is_some_and(|end| addr >= end) {
             return None;
         }
-        let dso = match sym.module {
-            Some(m) => self.modules.get(m as usize).map(String::as_str)?,
-            None => "[kernel.kallsyms]",
-        };
+        let dso = dso.unwrap_or("[kernel.kallsyms]");
         Some(KernelSym {
             name: self.name_of(sym),
             start: sym.addr,

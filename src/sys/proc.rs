@@ -201,7 +201,7 @@ pub fn kallsyms_addresses(symbols: &[&str]) -> io::Result<Vec<Option<u64>>> {
 }
 
 /// A loaded kernel module from /proc/modules: name, load address, size.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Module {
     pub name: String,
     pub start: u64,

@@ -24,6 +24,7 @@ mod flamegraph_live;
 mod funcs;
 mod heatmap;
 mod jit_runtimes;
+mod kallsyms_cache;
 mod kernel_matrix;
 mod lang;
 mod lifecycle;

@@ -195,6 +195,15 @@ impl Resolver {
             };
             self.kallsyms = Some(loaded);
         }
+        // A cached table does not hold BPF programs and trampolines: for an
+        // address outside what it holds, the kernel's whole list.
+        let all_held = self.kallsyms.as_ref().is_none_or(|k| {
+            ids.iter()
+                .all(|&id| k.holds(self.locs.get(id as usize).map_or(0, |l| l.addr)))
+        });
+        if !all_held {
+            self.kallsyms = Some(Kallsyms::from_proc().unwrap_or_default());
+        }
         for &id in ids {
             let addr = self.locs.get(id as usize).map_or(0, |k| k.addr);
             let found = self.kallsyms.as_ref().and_then(|k| {
@@ -468,12 +477,14 @@ fn forget_binary(names: &mut ElfNames, binary: &Binary) {
     }
 }
 
-/// The kernel's symbols from `path`, else `/proc/kallsyms`; empty when
-/// unreadable (every kernel frame then says why it has no name).
+/// The kernel's symbols from `path`, else the running kernel's (cached:
+/// `kallsyms::load_running`); empty when unreadable (every kernel frame
+/// then says why it has no name).
 pub(super) fn load_kallsyms(path: Option<&std::path::Path>) -> Kallsyms {
-    let parsed = match path {
-        Some(p) => std::fs::File::open(p).and_then(|f| Kallsyms::parse(std::io::BufReader::new(f))),
-        None => Kallsyms::from_proc(),
-    };
-    parsed.unwrap_or_default()
+    match path {
+        Some(p) => std::fs::File::open(p)
+            .and_then(|f| Kallsyms::parse(std::io::BufReader::new(f)))
+            .unwrap_or_default(),
+        None => crate::symbol::kallsyms::load_running(),
+    }
 }
