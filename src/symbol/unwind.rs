@@ -5,7 +5,10 @@
 //! One framehop unwinder per process, rebuilt when the process's maps change
 //! (its `AddressSpace::generation`), holding one module per mapped binary
 //! with that binary's `.eh_frame`/`.eh_frame_hdr`/`.debug_frame`. Section
-//! bytes are read once per binary and shared (`Arc<[u8]>`).
+//! bytes are the binary's mapping (`sys::mapped`), shared by every process
+//! that maps it, not copies: framehop wants `.text` too, and copying a big
+//! library's (librustc_driver's is 100+ MB) was a quarter of a report's
+//! time, for the few pages it looks at.
 //!
 //! The module base: the avma of svma 0 is computed from the PT_LOAD whose
 //! page-aligned `p_offset` equals the mapping's file offset. lld-linked PIEs
@@ -34,7 +37,27 @@ pub const PERF_REG_X86_BP: u64 = 6;
 pub const PERF_REG_X86_SP: u64 = 7;
 pub const PERF_REG_X86_IP: u64 = 8;
 
-type Data = Arc<[u8]>;
+/// A section's bytes: a range of its binary's mapping (none: no bytes).
+#[derive(Clone, Default)]
+struct Data {
+    file: Option<Arc<crate::sys::mapped::MappedFile>>,
+    range: std::ops::Range<usize>,
+}
+
+impl std::ops::Deref for Data {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        let file = self.file.as_deref().map(|f| &**f).unwrap_or_default();
+        file.get(self.range.clone()).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for Data {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Data({:?})", self.range)
+    }
+}
 
 /// The unwind sections of one binary.
 #[derive(Debug, Clone, Default)]
@@ -48,11 +71,23 @@ struct UnwindSections {
 
 impl UnwindSections {
     fn read(binary: &Binary) -> Option<Self> {
-        let cache = super::binary::open_elf(&binary.path)?;
-        let obj = object::File::parse(&cache).ok()?;
+        let file = Arc::new(crate::sys::mapped::MappedFile::open(&binary.path).ok()?);
+        let obj = object::File::parse(&**file).ok()?;
         let section = |name: &str| {
             let s = obj.section_by_name(name)?;
-            let bytes: Data = Arc::from(s.data().ok()?);
+            // What `data()` gives: the file's bytes (none for NOBITS).
+            let range = match s.file_range() {
+                Some((offset, size)) => {
+                    let start = usize::try_from(offset).ok()?;
+                    start..start.checked_add(usize::try_from(size).ok()?)?
+                }
+                None => 0..0,
+            };
+            file.get(range.clone())?;
+            let bytes = Data {
+                file: Some(Arc::clone(&file)),
+                range,
+            };
             Some((s.address()..s.address() + s.size(), bytes))
         };
         let got = obj
