@@ -4,7 +4,9 @@
 # CPUs): the flame graph (goal: under 0.5 s), the heat map (goal: under
 # 0.2 s), a heat map selection's flame graph and the function table; the
 # time to load the file before serving is printed too. Each answer is
-# asked RUNS times with curl; medians printed.
+# asked once (first: made) and then RUNS times more (repeated: the server
+# keeps what it made) with curl; the first time and the repeats' median
+# are printed, the goal applies to both.
 #
 # Usage: bench/serve.sh [SECONDS=20] [FREQ=10000] [WORKLOAD=deep]
 #   SCRY_BENCH_DATA=FILE   reuse an existing recording instead of making one
@@ -40,10 +42,12 @@ samples=$(curl -sf "${url}api/files" | sed -n 's/^\[{"event":[0-9]*,"events":\[[
 echo "samples: $samples"
 
 runs=${RUNS:-5}
-# time NAME PATH GOAL: the median of $runs answers, against GOAL seconds
-# (0: no goal).
+# time NAME PATH GOAL: the first answer and the median of $runs more,
+# against GOAL seconds (0: no goal).
 time_answer() {
     : > "$out/t"
+    first=$(curl -sf -o "$out/body" -w '%{time_total}' "$url$2") || {
+        echo "$1: failed: $(cat "$out/body" 2>/dev/null)" >&2; return 0; }
     r=0
     while [ "$r" -lt "$runs" ]; do
         curl -sf -o "$out/body" -w '%{time_total}\n' "$url$2" >> "$out/t" || {
@@ -53,10 +57,10 @@ time_answer() {
     t=$(median t)
     size=$(wc -c < "$out/body")
     if [ "$3" = 0 ]; then
-        printf '%-44s %8.3f s %10d bytes\n' "$1" "$t" "$size"
+        printf '%-36s first %7.3f s  repeated %7.3f s %10d bytes\n' "$1" "$first" "$t" "$size"
     else
-        verdict=$(awk -v t="$t" -v g="$3" 'BEGIN {print (t < g ? "ok" : "over")}')
-        printf '%-44s %8.3f s %10d bytes  goal < %s s  %s\n' "$1" "$t" "$size" "$3" "$verdict"
+        verdict=$(awk -v f="$first" -v t="$t" -v g="$3" 'BEGIN {print (f < g && t < g ? "ok" : "over")}')
+        printf '%-36s first %7.3f s  repeated %7.3f s %10d bytes  goal < %s s  %s\n' "$1" "$first" "$t" "$size" "$3" "$verdict"
     fi
 }
 time_answer "flame graph (/api/flamegraph)" "api/flamegraph?file=0" 0.5

@@ -10,11 +10,18 @@
 //! is a 400 (404 for a file or selection that is not there) with one
 //! `scry: ...` line; nothing a request holds reaches a file name. Every
 //! answer carries the Content-Security-Policy (`CSP`).
+//!
+//! Answers are kept (`Memo`, by path and parameters, bounded in bytes): a
+//! served file does not change, and a big file's flame graph takes a
+//! while to draw; asked again (the page asks again on each filter change
+//! back), it is sent as made.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State as Shared};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -222,20 +229,86 @@ fn params(state: &State, query: Pairs, allowed: &[&str]) -> Result<Params, Bad> 
     Ok(p)
 }
 
-/// Runs a view on the blocking pool (the work is CPU-bound).
+/// A view's answer: what the memo keeps.
+#[derive(Clone, Debug)]
+struct Answer {
+    kind: &'static str,
+    body: Bytes,
+    /// `x-scry-samples`: the samples a flame graph drew.
+    samples: Option<u64>,
+}
+
+impl Answer {
+    fn new(kind: &'static str, body: impl Into<Bytes>) -> Self {
+        Answer {
+            kind,
+            body: body.into(),
+            samples: None,
+        }
+    }
+
+    fn into_response(self) -> Response {
+        let mut response = ([(header::CONTENT_TYPE, self.kind)], self.body).into_response();
+        if let Some(n) = self.samples {
+            response
+                .headers_mut()
+                .insert("x-scry-samples", HeaderValue::from(n));
+        }
+        response
+    }
+}
+
+/// The answers made so far by path and parameters (see the module doc);
+/// emptied when they would pass `MEMO_BYTES`.
+#[derive(Debug, Default)]
+pub(super) struct Memo(Mutex<(HashMap<String, Answer>, usize)>);
+
+/// The most bytes of answers kept.
+const MEMO_BYTES: usize = 256 << 20;
+
+impl Memo {
+    fn get(&self, key: &str) -> Option<Answer> {
+        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.0.get(key).cloned()
+    }
+
+    fn put(&self, key: String, answer: &Answer) {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let (answers, bytes) = &mut *kept;
+        if *bytes + answer.body.len() > MEMO_BYTES {
+            answers.clear();
+            *bytes = 0;
+        }
+        if answer.body.len() <= MEMO_BYTES {
+            *bytes += answer.body.len();
+            if let Some(old) = answers.insert(key, answer.clone()) {
+                *bytes -= old.body.len();
+            }
+        }
+    }
+}
+
+/// Runs a view on the blocking pool (the work is CPU-bound), or sends
+/// the answer it made before to the same parameters.
 async fn answer(
     state: Arc<State>,
     query: Pairs,
     allowed: &'static [&'static str],
-    view: fn(&State, &Params) -> Result<Response, Bad>,
+    view: fn(&State, &Params) -> Result<Answer, Bad>,
 ) -> Response {
-    let result = tokio::task::spawn_blocking(move || {
+    let result = tokio::task::spawn_blocking(move || -> Result<Answer, Bad> {
         let p = params(&state, query, allowed)?;
-        view(&state, &p)
+        let key = format!("{:x} {p:?}", view as usize);
+        if let Some(kept) = state.memo.get(&key) {
+            return Ok(kept);
+        }
+        let made = view(&state, &p)?;
+        state.memo.put(key, &made);
+        Ok(made)
     })
     .await;
     match result {
-        Ok(Ok(response)) => response,
+        Ok(Ok(answer)) => answer.into_response(),
         Ok(Err(bad)) => bad.into_response(),
         Err(_) => Bad(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -245,12 +318,12 @@ async fn answer(
     }
 }
 
-fn svg(body: Vec<u8>) -> Response {
-    ([(header::CONTENT_TYPE, "image/svg+xml")], body).into_response()
+fn svg(body: Vec<u8>) -> Answer {
+    Answer::new("image/svg+xml", body)
 }
 
-fn json(body: Vec<u8>) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+fn json(body: Vec<u8>) -> Answer {
+    Answer::new("application/json", body)
 }
 
 /// The samples of the process and thread asked for (all when none is).
@@ -341,7 +414,7 @@ const FLAME_PARAMS: &[&str] = &[
     "file", "event", "pid", "tid", "rows", "from", "to", "base", "inverted",
 ];
 
-fn flame_view(state: &State, p: &Params) -> Result<Response, Bad> {
+fn flame_view(state: &State, p: &Params) -> Result<Answer, Bad> {
     let served = &state.files[p.file];
     let samples = chosen(served, p);
     let event = event_of(served, p);
@@ -382,7 +455,7 @@ fn flame_view(state: &State, p: &Params) -> Result<Response, Bad> {
     if lines.is_empty() {
         // An empty selection is an answer, not an error.
         let text = "no samples with stacks here (of this event, process, thread and range)\n";
-        return Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response());
+        return Ok(Answer::new("text/plain; charset=utf-8", text));
     }
     let options = FlameOptions {
         title,
@@ -404,11 +477,9 @@ fn flame_view(state: &State, p: &Params) -> Result<Response, Bad> {
     };
     drawn.map_err(|e| bad(format!("flame graph: {e}")))?;
     let inert = inert_svg(&String::from_utf8_lossy(&out));
-    let mut response = svg(inert.into_bytes());
-    response
-        .headers_mut()
-        .insert("x-scry-samples", HeaderValue::from(samples_drawn));
-    Ok(response)
+    let mut answer = svg(inert.into_bytes());
+    answer.samples = Some(samples_drawn);
+    Ok(answer)
 }
 
 async fn flamegraph(Shared(state): Shared<Arc<State>>, query: Pairs) -> Response {

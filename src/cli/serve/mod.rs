@@ -73,6 +73,8 @@ pub(crate) struct Served {
 /// Everything the server answers from.
 pub(crate) struct State {
     pub files: Vec<Served>,
+    /// The answers made so far (`api::Memo`).
+    memo: api::Memo,
 }
 
 fn threads_of(resolved: &Resolved) -> Vec<ThreadRow> {
@@ -128,7 +130,10 @@ fn load(args: &ServeArgs) -> anyhow::Result<State> {
             resolved,
         });
     }
-    Ok(State { files })
+    Ok(State {
+        files,
+        memo: api::Memo::default(),
+    })
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
