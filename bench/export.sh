@@ -43,23 +43,25 @@ median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 # measure NAME COMMAND...: the median time and peak memory of $runs runs.
 measure() {
     name=$1; shift
-    : > "$work/secs"; : > "$work/kibs"
+    : > "$work/secs"; : > "$work/kibs"; : > "$work/cpus"
     r=0
     while [ "$r" -lt "$runs" ]; do
-        /usr/bin/time -f '%e %M' -o "$work/time" sh -c "$*" > /dev/null 2> "$work/err" || {
+        /usr/bin/time -f '%e %U %S %M' -o "$work/time" sh -c "$*" > /dev/null 2> "$work/err" || {
             echo "$name: failed:" >&2; cat "$work/err" >&2; return 0; }
-        read -r secs kib < "$work/time"
+        read -r secs user sys kib < "$work/time"
         echo "$secs" >> "$work/secs"; echo "$kib" >> "$work/kibs"
+        awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }' >> "$work/cpus"
         r=$((r + 1))
     done
-    secs=$(median < "$work/secs"); kib=$(median < "$work/kibs")
+    secs=$(median < "$work/secs"); kib=$(median < "$work/kibs"); cpu=$(median < "$work/cpus")
     if [ -z "${base:-}" ]; then
-        base=$secs
-        printf '%-40s %8.2f s %10d KiB\n' "$name" "$secs" "$kib"
+        base=$secs base_cpu=$cpu
+        printf '%-40s %8.2f s wall %7.2f s CPU %10d KiB\n' "$name" "$secs" "$cpu" "$kib"
     else
         ratio=$(awk -v a="$secs" -v b="$base" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+        cratio=$(awk -v a="$cpu" -v b="$base_cpu" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
         verdict=$(awk -v r="$ratio" 'BEGIN { print (r <= 2 ? "ok" : "over 2x") }')
-        printf '%-40s %8.2f s %10d KiB  %5sx report  %s\n' "$name" "$secs" "$kib" "$ratio" "$verdict"
+        printf '%-40s %8.2f s wall %7.2f s CPU %10d KiB  %5sx report (CPU %sx)  %s\n' "$name" "$secs" "$cpu" "$kib" "$ratio" "$cratio" "$verdict"
     fi
 }
 

@@ -1,34 +1,46 @@
 #!/bin/sh
 # bench/report.sh: scry report / scry flamegraph side by side with their
-# peers on one system-wide recording, in one run; prints time, peak memory
-# and the ratios.
+# peers on two system-wide recordings, in one run; prints wall time, CPU
+# time (user+sys), peak memory and the ratios against the goals.
 #
-# Usage: bench/report.sh [SECONDS=20] [FREQ=10000] [WORKLOAD=deep]
-#   SCRY_BENCH_DATA=FILE   reuse an existing recording instead of making one
-#   SCRY_BENCH_RECORDER=perf  record with perf instead of scry
+# Usage: bench/report.sh
+#   SCRY_BENCH_DATA=FILE     the deep file to reuse instead of recording one
+#   SCRY_BENCH_SHALLOW=FILE  the shallow file to reuse instead of recording one
+#   SCRY_BENCH_RECORDER=perf record with perf instead of scry
+#   SCRY_BIN=PATH            time this scry binary instead of building a release one
+#   SCRY_BASE=PATH           also time this one (an earlier build: before/after)
+#   RUNS=N                   runs of each command (default 3; medians printed)
+#   BENCH_FIFO=1             record with the workloads real-time (bench_data.sh)
 #
-# The recording: `scry record -a -F FREQ -g -- sleep SECONDS` with a busy
-# workload on every CPU: about FREQ x CPUs x SECONDS samples (400k with the
-# defaults on 2 CPUs). WORKLOAD is a workloads/ program: `deep` (the
-# default: work 24-71 frames down, many distinct stacks, as real programs
-# have; perf report's cost grows with depth) or `cpu7525` (4 frames).
-# Each command then runs RUNS times (default 3) under /usr/bin/time -f
-# '%e %M' (elapsed seconds, peak RSS in KiB), output to /dev/null; the
-# medians are printed. Peers: `perf report --stdio` (children, the default for a -g
-# file, and --no-children), `perf script | inferno-collapse-perf |
-# inferno-flamegraph`, and FlameGraph's Perl scripts when installed
-# (stackcollapse-perf.pl + flamegraph.pl on PATH, e.g. from a git clone;
-# Debian has no package: skipped otherwise).
-# Targets: scry report >= 20x faster than perf report with < 1/10 of its
-# memory; scry flamegraph >= 10x faster than perf script + inferno.
+# The recordings (bench/bench_data.sh, cpu-clock only, `-a -F 10000 -g`
+# with a busy workload on every CPU):
+#   deep     20 s of workloads/deep (work 24-71 frames down, many distinct
+#            stacks; perf report's cost grows with depth): 400k samples on
+#            2 CPUs
+#   shallow  10 s of workloads/cpu7525 (stacks 3-5 frames deep): 200k
+#            samples on 2 CPUs
+# Commands, each RUNS times, interleaved (one of each per round, so the
+# machine's load falls on all alike), under /usr/bin/time, output to
+# /dev/null:
+#   dd if=FILE of=/dev/null bs=1M        reading the file once: the floor
+#   perf report --stdio                  (children, the default for -g files)
+#   perf report --stdio --no-children
+#   samply import -s -n --unstable-presymbolicate FILE   (samply 0.13.1,
+#            installed with `cargo install --locked samply@0.13.1` when missing)
+#   scry report --stdio, and --no-children
+#   deep file only: perf script | inferno-collapse-perf | inferno-flamegraph
+#            (and FlameGraph's Perl scripts when on PATH) against
+#            scry flamegraph -i
+# Goals (issue 15): deep: scry report >= 40x perf report (children), >= 10x
+# with --no-children, >= 15x samply; shallow: >= 15x perf, >= 10x samply;
+# peak memory <= 1/10 of perf's; scry flamegraph >= 40x perf script | inferno.
+# Ratios are of wall time (the goals) and of CPU time (what a loaded
+# machine cannot blur: wall time there is mostly waiting for a CPU).
 set -eu
 
-seconds=${1:-20}
-freq=${2:-10000}
-workload=${3:-deep}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/scry-bench-report.XXXXXX)
-trap 'kill $(cat "$work/pids" 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT INT TERM
 
 need() { command -v "$1" >/dev/null 2>&1 || { echo "bench/report.sh: $1 is missing ($2)" >&2; exit 2; }; }
 need perf "apt-get install linux-perf"
@@ -36,126 +48,147 @@ need perf "apt-get install linux-perf"
 PATH="$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
 need inferno-collapse-perf "cargo install inferno --locked"
 need inferno-flamegraph "cargo install inferno --locked"
-
-echo "building scry (release)..." >&2
-(cd "$repo" && cargo build --release --quiet)
-scry="$repo/target/release/scry"
-
-data=${SCRY_BENCH_DATA:-}
-if [ -z "$data" ]; then
-    data="$work/perf.data"
-    mkdir -p "$repo/target/workloads"
-    cc -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
-        -o "$work/$workload" "$repo/workloads/$workload.c"
-    ncpu=$(nproc)
-    : > "$work/pids"
-    i=0
-    while [ "$i" -lt "$ncpu" ]; do
-        "$work/$workload" 1000000000 & echo $! >> "$work/pids"
-        i=$((i + 1))
-    done
-    echo "recording $seconds s system-wide at $freq Hz on $ncpu CPUs..." >&2
-    if [ "${SCRY_BENCH_RECORDER:-scry}" = perf ]; then
-        perf record -q -a -F "$freq" -g -o "$data" -- sleep "$seconds" 2>/dev/null
-    else
-        "$scry" record -q -a -F "$freq" -g -o "$data" -- sleep "$seconds"
-    fi
-    kill $(cat "$work/pids") 2>/dev/null || true
-    : > "$work/pids"
+if ! command -v samply >/dev/null 2>&1; then
+    echo "installing samply 0.13.1 (cargo install --locked samply@0.13.1)..." >&2
+    cargo install --quiet --locked samply@0.13.1 >&2
 fi
-samples=$(perf report -i "$data" --stdio --no-children --sort comm 2>/dev/null | sed -n 's/^# Samples: \([^ ]*\).*/\1/p' | head -1)
-origin="workload $workload"
-[ -n "${SCRY_BENCH_DATA:-}" ] && origin="given"
-echo "file: $data ($(du -h "$data" | cut -f1), $samples samples, $origin)"
-echo
+need samply "cargo install --locked samply@0.13.1"
 
-# Each command runs RUNS times (default 3: this VM's timings move ~20%
-# between runs); the median time and the median peak memory are kept.
+scry=${SCRY_BIN:-}
+if [ -z "$scry" ]; then
+    echo "building scry (release)..." >&2
+    (cd "$repo" && cargo build --release --quiet)
+    scry="${CARGO_TARGET_DIR:-$repo/target}/release/scry"
+fi
+
+# file NAME SECONDS WORKLOAD GIVEN: the recording to use.
+file() {
+    if [ -n "$4" ]; then
+        echo "$4"
+        return
+    fi
+    if [ "${SCRY_BENCH_RECORDER:-scry}" = perf ]; then
+        rec="$work/perf-rec"
+        printf '#!/bin/sh\nshift; exec perf record "$@"\n' > "$rec"
+        chmod +x "$rec"
+    else
+        rec=$scry
+    fi
+    BENCH_EVENTS="-e cpu-clock" "$repo/bench/bench_data.sh" "$rec" "$work/$1.data" "$2" 10000 "$3" >&2
+    echo "$work/$1.data"
+}
+deep=$(file deep 20 deep "${SCRY_BENCH_DATA:-}")
+shallow=$(file shallow 10 shallow "${SCRY_BENCH_SHALLOW:-}")
+
 runs=${RUNS:-3}
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-# measure NAME COMMAND...: runs COMMAND (a shell string) $runs times,
-# records "NAME seconds KiB" (medians) in $work/results.
-measure() {
+# once NAME COMMAND: one run of COMMAND (a shell string; a pipeline's
+# stages each under /usr/bin/time, joined by `|`), appending "wall cpu KiB"
+# to $work/NAME.runs. A pipeline's peak memory is the sum of its stages'
+# (they run at once), its CPU the sum of theirs.
+once() {
     name=$1; shift
-    : > "$work/secs"; : > "$work/kibs"
-    r=0
-    while [ "$r" -lt "$runs" ]; do
-        /usr/bin/time -f '%e %M' -o "$work/time" sh -c "$*" > /dev/null 2> "$work/err" || {
-            echo "$name: failed:" >&2; cat "$work/err" >&2; return 0; }
-        read -r secs kib < "$work/time"
-        echo "$secs" >> "$work/secs"; echo "$kib" >> "$work/kibs"
-        r=$((r + 1))
-    done
-    secs=$(median < "$work/secs"); kib=$(median < "$work/kibs")
-    echo "$name $secs $kib" >> "$work/results"
-    printf '%-38s %8.2f s %10d KiB\n' "$name" "$secs" "$kib"
-}
-
-# A pipeline's stages run at once, so its peak memory is (at most) the sum
-# of the stages' peaks: we print the sum; time is wall clock of the whole.
-measure_pipeline() {
-    name=$1; shift
-    i=0
-    cmd=""
-    for stage in "$@"; do
+    cmd="" i=0
+    old_ifs=$IFS; IFS='|'
+    for stage in $*; do
         i=$((i + 1))
-        if [ -z "$cmd" ]; then
-            cmd="/usr/bin/time -f '%M' -o $work/stage$i $stage"
-        else
-            cmd="$cmd | /usr/bin/time -f '%M' -o $work/stage$i $stage"
-        fi
+        part="/usr/bin/time -f '%U %S %M' -o $work/stage$i $stage"
+        cmd=${cmd:+$cmd |}$part
     done
-    : > "$work/secs"; : > "$work/kibs"
+    IFS=$old_ifs
+    start=$(date +%s.%N)
+    sh -c "$cmd" > /dev/null 2> "$work/err" || { echo "$name: failed:" >&2; cat "$work/err" >&2; return 0; }
+    end=$(date +%s.%N)
+    j=1 cpu=0 kib=0
+    while [ "$j" -le "$i" ]; do
+        read -r u s m < "$work/stage$j" || true
+        cpu=$(awk -v c="$cpu" -v u="$u" -v s="$s" 'BEGIN { print c + u + s }')
+        kib=$((kib + m))
+        j=$((j + 1))
+    done
+    awk -v a="$start" -v b="$end" -v c="$cpu" -v k="$kib" 'BEGIN { printf "%.3f %.2f %d\n", b - a, c, k }' >> "$work/$name.runs"
+}
+
+# bench FILE TAG: every command on FILE, interleaved, then the table.
+bench() {
+    data=$1 tag=$2
+    samples=$(perf report -i "$data" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }')
+    echo "== $tag: $data ($(du -h "$data" | cut -f1), $samples samples)"
+    set -- \
+        "dd (read the file once)@dd if=$data of=/dev/null bs=1M" \
+        "perf report --stdio (children)@perf report -i $data --stdio" \
+        "perf report --stdio --no-children@perf report -i $data --stdio --no-children" \
+        "samply import --presymbolicate@samply import -s -n --unstable-presymbolicate -o $work/samply.json.gz $data" \
+        "scry report --stdio (children)@$scry report -i $data --stdio" \
+        "scry report --stdio --no-children@$scry report -i $data --stdio --no-children"
+    if [ -n "${SCRY_BASE:-}" ]; then
+        set -- "$@" \
+            "base scry report --stdio (children)@$SCRY_BASE report -i $data --stdio" \
+            "base scry report --stdio --no-children@$SCRY_BASE report -i $data --stdio --no-children"
+    fi
+    if [ "$tag" = deep ]; then
+        set -- "$@" \
+            "perf script | inferno@perf script -i $data | inferno-collapse-perf | inferno-flamegraph" \
+            "scry flamegraph -i@$scry flamegraph -i $data -o $work/scry.svg"
+        [ -n "${SCRY_BASE:-}" ] && set -- "$@" "base scry flamegraph -i@$SCRY_BASE flamegraph -i $data -o $work/scry.svg"
+        if command -v stackcollapse-perf.pl >/dev/null 2>&1 && command -v flamegraph.pl >/dev/null 2>&1; then
+            set -- "$@" "perf script | FlameGraph perl@perf script -i $data | stackcollapse-perf.pl | flamegraph.pl"
+        fi
+    fi
+    : > "$work/names"
+    for entry in "$@"; do
+        name=${entry%%@*}
+        echo "$name" >> "$work/names"
+        : > "$work/$tag-$name.runs"
+    done
     r=0
     while [ "$r" -lt "$runs" ]; do
-        start=$(date +%s.%N)
-        sh -c "$cmd" > /dev/null 2> "$work/err" || { echo "$name: failed:" >&2; cat "$work/err" >&2; return 0; }
-        end=$(date +%s.%N)
-        total_kib=0
-        j=1
-        while [ "$j" -le "$i" ]; do
-            kib=$(tail -1 "$work/stage$j")
-            total_kib=$((total_kib + kib))
-            j=$((j + 1))
+        for entry in "$@"; do
+            once "$tag-${entry%%@*}" "${entry#*@}"
         done
-        awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f\n", b - a }' >> "$work/secs"
-        echo "$total_kib" >> "$work/kibs"
         r=$((r + 1))
     done
-    secs=$(median < "$work/secs"); total_kib=$(median < "$work/kibs")
-    echo "$name $secs $total_kib" >> "$work/results"
-    printf '%-38s %8.2f s %10d KiB (sum of stages)\n' "$name" "$secs" "$total_kib"
+    printf '%-38s %9s %9s %11s\n' "" "wall s" "CPU s" "peak KiB"
+    while read -r name; do
+        f="$work/$tag-$name.runs"
+        [ -s "$f" ] || continue
+        wall=$(cut -d' ' -f1 "$f" | median); cpu=$(cut -d' ' -f2 "$f" | median); kib=$(cut -d' ' -f3 "$f" | median)
+        echo "$name;$wall;$cpu;$kib" >> "$work/results-$tag"
+        printf '%-38s %9.3f %9.2f %11d\n' "$name" "$wall" "$cpu" "$kib"
+    done < "$work/names"
 }
 
-: > "$work/results"
-measure "perf report --stdio (children)" perf report -i "$data" --stdio
-measure "perf report --stdio --no-children" perf report -i "$data" --stdio --no-children
-measure "scry report --stdio (children)" "$scry" report -i "$data" --stdio
-measure "scry report --stdio --no-children" "$scry" report -i "$data" --stdio --no-children
-measure_pipeline "perf script | inferno (collapse+svg)" \
-    "perf script -i $data" inferno-collapse-perf inferno-flamegraph
-if command -v stackcollapse-perf.pl >/dev/null 2>&1 && command -v flamegraph.pl >/dev/null 2>&1; then
-    measure_pipeline "perf script | FlameGraph perl" \
-        "perf script -i $data" stackcollapse-perf.pl flamegraph.pl
-else
-    echo "(FlameGraph's Perl scripts not on PATH: skipped)"
-fi
-measure "scry flamegraph -i" "$scry" flamegraph -i "$data" -o "$work/scry.svg"
-
-get() { awk -v n="$1" -F' ' '{ name=$0; sub(/ [^ ]+ [^ ]+$/, "", name); if (name == n) print $(NF-1), $NF }' "$work/results"; }
+# ratio TAG PEER OURS GOAL: PEER's time over OURS' (wall and CPU), OURS'
+# memory over PEER's, and the wall ratio against GOAL.
 ratio() {
-    # ratio PEER OURS: PEER time / OURS time and OURS mem / PEER mem
-    set -- "$(get "$1")" "$(get "$2")" "$1" "$2"
-    [ -n "$1" ] && [ -n "$2" ] || return 0
-    echo "$1 $2" | awk -v peer="$3" -v ours="$4" '{
-        t = ($3 > 0) ? $1 / $3 : 0; m = ($2 > 0) ? $4 / $2 : 0;
-        printf "%-36s vs %-36s %6.1fx faster, %5.3f of the memory\n", ours, peer, t, m }'
+    p=$(awk -F';' -v n="$2" '$1 == n' "$work/results-$1") o=$(awk -F';' -v n="$3" '$1 == n' "$work/results-$1")
+    [ -n "$p" ] && [ -n "$o" ] || return 0
+    echo "$p;$o" | awk -F';' -v peer="$2" -v ours="$3" -v goal="$4" '{
+        w = ($6 > 0) ? $2 / $6 : 0; c = ($7 > 0) ? $3 / $7 : 0; m = ($4 > 0) ? $8 / $4 : 0
+        verdict = (goal == "") ? "" : (w >= goal ? "goal " goal "x: met" : "goal " goal "x: NOT met")
+        printf "  %-34s vs %-34s %6.1fx wall %6.1fx CPU  %5.3f of the memory  %s\n", ours, peer, w, c, m, verdict }'
 }
+
+: > "$work/results-deep"; : > "$work/results-shallow"
+bench "$deep" deep
 echo
-echo "ratios:"
-ratio "perf report --stdio (children)" "scry report --stdio (children)"
-ratio "perf report --stdio --no-children" "scry report --stdio --no-children"
-ratio "perf script | inferno (collapse+svg)" "scry flamegraph -i"
-ratio "perf script | FlameGraph perl" "scry flamegraph -i"
-echo "targets: report >= 20x faster and < 0.1 of the memory; flamegraph >= 10x faster"
+bench "$shallow" shallow
+echo
+echo "ratios (peer / scry; memory scry / peer):"
+ratio deep "perf report --stdio (children)" "scry report --stdio (children)" 40
+ratio deep "perf report --stdio --no-children" "scry report --stdio --no-children" 10
+ratio deep "samply import --presymbolicate" "scry report --stdio --no-children" 15
+ratio deep "perf script | inferno" "scry flamegraph -i" 40
+ratio deep "base scry report --stdio (children)" "scry report --stdio (children)" ""
+ratio deep "base scry report --stdio --no-children" "scry report --stdio --no-children" ""
+ratio deep "base scry flamegraph -i" "scry flamegraph -i" ""
+ratio deep "perf script | FlameGraph perl" "scry flamegraph -i" ""
+ratio deep "dd (read the file once)" "scry report --stdio --no-children" ""
+ratio shallow "perf report --stdio (children)" "scry report --stdio (children)" 15
+ratio shallow "perf report --stdio --no-children" "scry report --stdio --no-children" 15
+ratio shallow "samply import --presymbolicate" "scry report --stdio --no-children" 10
+ratio shallow "dd (read the file once)" "scry report --stdio --no-children" ""
+ratio shallow "base scry report --stdio (children)" "scry report --stdio (children)" ""
+ratio shallow "base scry report --stdio --no-children" "scry report --stdio --no-children" ""
+echo "memory goal: <= 0.1 of perf report's. Load: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs (wall ratios on a loaded machine undersell the faster tool: it waits for a CPU as long as the slower)"
