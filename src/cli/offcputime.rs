@@ -62,14 +62,22 @@ pub struct OffcputimeArgs {
     /// any).
     #[arg(long = "state", value_name = "STATE")]
     pub(super) state: Option<u32>,
+    #[command(flatten)]
+    pub(super) run: SeeArgs,
+}
+
+/// `-v`, `DURATION` and the export flags of the tools that sum stacks in
+/// the kernel (offcputime, offwaketime, wakeuptime, profile-bpf).
+#[derive(Args, Debug)]
+pub(crate) struct SeeArgs {
     /// Say which kernel hooks the programs use.
     #[arg(short = 'v', long = "verbose")]
-    pub(super) verbose: bool,
+    pub(crate) verbose: bool,
     /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
     #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    pub(super) duration: Option<u64>,
+    pub(crate) duration: Option<u64>,
     #[command(flatten)]
-    pub(super) export: super::convert::ToArgs,
+    pub(crate) export: super::convert::ToArgs,
 }
 
 /// bcc's stack flags, as offcputime, offwaketime and profile take them.
@@ -195,7 +203,7 @@ impl OffcputimeArgs {
 
     /// How bcc's first line ends: the duration, or Ctrl-C.
     pub(super) fn until(&self) -> String {
-        until(self.duration)
+        until(self.run.duration)
     }
 
     /// The programs' settings (offcputime's and offwaketime's).
@@ -228,7 +236,7 @@ impl OffcputimeArgs {
     pub(super) fn run_options(&self) -> RunOptions {
         RunOptions {
             interval: Some(SEE_EVERY),
-            ..self.target.run_until(self.duration)
+            ..self.target.run_until(self.run.duration)
         }
     }
 }
@@ -296,9 +304,9 @@ pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
     args.check("offcputime")?;
     let settings = args.settings();
     let mut bpf = bpf_tool::load("offcputime", || OffcputimeBpf::load(settings))?;
-    bpf_tool::print_hooks("offcputime", &bpf.hooks(), args.verbose);
+    bpf_tool::print_hooks("offcputime", &bpf.hooks(), args.run.verbose);
     let mut out = io::stdout().lock();
-    if !args.stacks.folded && !args.json && args.export.to.is_none() {
+    if !args.stacks.folded && !args.json && args.run.export.to.is_none() {
         writeln!(out, "{}", banner(&args))?;
     }
     out.flush()?;
@@ -312,7 +320,7 @@ pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
             bpf.detach();
             let sums = bpf.read()?;
             let named = name_sums("offcputime", resolver, &sums);
-            if args.export.to.is_some() {
+            if args.run.export.to.is_some() {
                 exported = Some(named);
                 return Ok(());
             }
@@ -324,7 +332,7 @@ pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
             write_entries(&mut out, &entries, args.stacks)
         },
     )?;
-    export_blocked(&args.export, exported, "off-cpu", "offcputime")
+    export_blocked(&args.run.export, exported, "off-cpu", "offcputime")
 }
 
 /// `--to`: the stacks summed in the kernel (microseconds) as an export

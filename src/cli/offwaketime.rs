@@ -23,7 +23,7 @@ pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
     args.check("offwaketime")?;
     let settings = args.settings();
     let mut bpf = bpf_tool::load("offwaketime", || OffwaketimeBpf::load(settings))?;
-    bpf_tool::print_hooks("offwaketime", &bpf.hooks(), args.verbose);
+    bpf_tool::print_hooks("offwaketime", &bpf.hooks(), args.run.verbose);
     let mut out = io::stdout().lock();
     if !args.stacks.folded && !args.json {
         writeln!(

@@ -25,10 +25,11 @@ use scry::sys::bpf_oncpu::{OncpuBpf, OncpuSettings};
 
 use super::bpf_tool;
 use super::offcputime::{
-    SEE_EVERY, StackArgs, export_named, name_sums, run_seeing, until, write_entries,
+    SEE_EVERY, SeeArgs, StackArgs, export_named, name_sums, run_seeing, until, write_entries,
 };
 
 #[derive(Args, Debug)]
+#[command(mut_arg("duration", |a| a.help("Sample this many seconds (default: until Ctrl-C or the -p process's exit)")))]
 pub struct OncpuArgs {
     #[command(flatten)]
     target: PidArg,
@@ -55,14 +56,8 @@ pub struct OncpuArgs {
     /// Distinct (process, stacks) counts kept (default 40960, bcc's).
     #[arg(long = "hash-storage-size", value_name = "N", default_value_t = 40960, value_parser = clap::value_parser!(u32).range(1..=4_194_304))]
     hash_storage_size: u32,
-    /// Say which kernel hooks the programs use.
-    #[arg(short = 'v', long = "verbose")]
-    verbose: bool,
-    /// Sample this many seconds (default: until Ctrl-C or the -p process's exit).
-    #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    duration: Option<u64>,
     #[command(flatten)]
-    export: super::convert::ToArgs,
+    run: SeeArgs,
 }
 
 /// bcc's first line: the frequency, what is sampled, until when.
@@ -76,7 +71,7 @@ fn banner(args: &OncpuArgs) -> String {
         "Sampling at {} Hertz of {threads} by {} stack{}",
         args.frequency,
         args.stacks.label(),
-        until(args.duration)
+        until(args.run.duration)
     )
 }
 
@@ -108,14 +103,14 @@ pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
     };
     let run_opts = RunOptions {
         interval: Some(SEE_EVERY),
-        ..args.target.run_until(args.duration)
+        ..args.target.run_until(args.run.duration)
     };
     bpf_tool::check_pid(TOOL, "-p", args.target.pid)?;
     bpf_tool::check_pid(TOOL, "-L", args.tid)?;
     let mut bpf = bpf_tool::load(TOOL, || OncpuBpf::load(&settings))?;
-    bpf_tool::print_hooks(TOOL, &bpf.hooks(), args.verbose);
+    bpf_tool::print_hooks(TOOL, &bpf.hooks(), args.run.verbose);
     let mut out = io::stdout().lock();
-    if !args.stacks.folded && args.export.to.is_none() {
+    if !args.stacks.folded && args.run.export.to.is_none() {
         writeln!(out, "{}", banner(&args))?;
     }
     out.flush()?;
@@ -132,7 +127,7 @@ pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
             );
         }
         let named = name_sums(TOOL, resolver, &counts);
-        if args.export.to.is_some() {
+        if args.run.export.to.is_some() {
             exported = Some(named);
             return Ok(());
         }
@@ -162,5 +157,5 @@ pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
         EventKind::Clock,
         1_000_000_000 / args.frequency,
     );
-    export_named(&args.export, exported, event, TOOL)
+    export_named(&args.run.export, exported, event, TOOL)
 }

@@ -19,7 +19,7 @@ use scry::symbol::raw_stacks::{RawStack, RawStackResolver};
 use scry::sys::bpf_wakeuptime::{WakeuptimeBpf, WakeuptimeSettings};
 
 use super::bpf_tool;
-use super::offcputime::{BlockArgs, export_blocked, finish_naming};
+use super::offcputime::{BlockArgs, SeeArgs, export_blocked, finish_naming};
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only targets of this process")))]
@@ -34,14 +34,8 @@ pub struct WakeuptimeArgs {
     folded: bool,
     #[command(flatten)]
     blocks: BlockArgs,
-    /// Say which kernel hooks the programs use.
-    #[arg(short = 'v', long = "verbose")]
-    verbose: bool,
-    /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
-    #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    duration: Option<u64>,
     #[command(flatten)]
-    export: super::convert::ToArgs,
+    run: SeeArgs,
 }
 
 pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
@@ -53,13 +47,13 @@ pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
         max_us: args.blocks.max_block_time,
         stack_storage: args.blocks.stack_storage_size,
     };
-    let run_opts = args.target.run_until(args.duration);
+    let run_opts = args.target.run_until(args.run.duration);
     bpf_tool::check_pid("wakeuptime", "-p", args.target.pid)?;
     let mut bpf = bpf_tool::load("wakeuptime", || WakeuptimeBpf::load(settings))?;
-    bpf_tool::print_hooks("wakeuptime", &bpf.hooks(), args.verbose);
+    bpf_tool::print_hooks("wakeuptime", &bpf.hooks(), args.run.verbose);
     let mut out = io::stdout().lock();
-    if !args.folded && args.export.to.is_none() {
-        let until = match args.duration {
+    if !args.folded && args.run.export.to.is_none() {
+        let until = match args.run.duration {
             Some(secs) => format!(" for {secs} secs."),
             None => "... Hit Ctrl-C to end.".to_string(),
         };
@@ -86,7 +80,7 @@ pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
             });
         }
         let named = finish_naming("wakeuptime", resolver);
-        if args.export.to.is_some() {
+        if args.run.export.to.is_some() {
             exported = Some(named);
             return Ok(());
         }
@@ -98,5 +92,5 @@ pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
         }
         out.flush()
     })?;
-    export_blocked(&args.export, exported, "wakeup", "wakeuptime")
+    export_blocked(&args.run.export, exported, "wakeup", "wakeuptime")
 }

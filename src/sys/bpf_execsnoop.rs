@@ -7,9 +7,10 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
-use libbpf_rs::{MapCore, MapFlags};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, MapMut};
 
-use super::bpf_engine::{self, Attach, GroupRules, u32_at};
+use super::bpf_engine::{self, Attach, GroupRules, Loaded, u32_at};
 use super::bpf_events::{EventStream, c_string_at, i32_at};
 
 super::bpf::bpf_skeleton!("execsnoop.skel.rs");
@@ -98,13 +99,35 @@ pub(crate) fn fill_cgroup<M: MapCore>(map: &M, dir: Option<&std::fs::File>) -> i
         .map_err(|e| super::bpf::io_error("filling the cgroup filter", e))
 }
 
+/// Loads `builder`'s object as [`bpf_engine::load`] does, then puts the
+/// cgroup `dir` of `--cgroup` (when given) in its cgroup array
+/// (`cgroup_map` finds it) before the programs attach.
+pub(crate) fn load_in_cgroup<B, C, S>(
+    builder: impl Fn() -> B,
+    configure: C,
+    rules: GroupRules<'_>,
+    dir: Option<&std::fs::File>,
+    cgroup_map: fn(&S) -> &MapMut<'static>,
+) -> io::Result<Loaded<S>>
+where
+    B: SkelBuilder<'static>,
+    B::Output: OpenSkel<'static, Output = S>,
+    S: Skel<'static>,
+    C: FnMut(&mut B::Output) -> io::Result<()>,
+{
+    let mut loaded = bpf_engine::load(builder, configure, rules, Attach::Later)?;
+    fill_cgroup(cgroup_map(&loaded.skel), dir)?;
+    loaded.attach()?;
+    Ok(loaded)
+}
+
 /// The loaded, attached program, streaming [`ExecEvent`]s.
 pub type ExecsnoopBpf = EventStream<ExecEvent>;
 
 /// Loads and attaches the program, its cgroup filter filled first.
 pub fn load(settings: &ExecSettings) -> io::Result<ExecsnoopBpf> {
     let cgroup = open_cgroup(settings.cgroup.as_deref())?;
-    let mut loaded = bpf_engine::load(
+    let loaded = load_in_cgroup(
         ExecsnoopSkelBuilder::default,
         |open: &mut skel::OpenExecsnoopSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -115,10 +138,9 @@ pub fn load(settings: &ExecSettings) -> io::Result<ExecsnoopBpf> {
             Ok(())
         },
         GroupRules::default(),
-        Attach::Later,
+        cgroup.as_ref(),
+        |s: &skel::ExecsnoopSkel<'static>| &s.maps.cgroup_map,
     )?;
-    fill_cgroup(&loaded.skel.maps.cgroup_map, cgroup.as_ref())?;
-    loaded.attach()?;
     Ok(EventStream::new(
         loaded,
         |s: &skel::ExecsnoopSkel<'static>| (&s.maps.events, &s.maps.drops),

@@ -7,9 +7,9 @@ use std::io;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use super::bpf_engine::{self, Attach, GroupRules, u32_at};
+use super::bpf_engine::{GroupRules, u32_at};
 use super::bpf_events::{EventStream, c_string_at, i32_at, u16_at};
-use super::bpf_execsnoop::{fill_cgroup, open_cgroup};
+use super::bpf_execsnoop::{load_in_cgroup, open_cgroup};
 use super::bpf_tcp::{AF_INET6, MAX_PORTS};
 
 super::bpf::bpf_skeleton!("sockcall.skel.rs");
@@ -107,7 +107,7 @@ pub fn load(settings: &SockcallSettings) -> io::Result<SockcallBpf> {
         SockCall::Bind => &["scry_listen_enter", "scry_listen_exit"],
         SockCall::Listen => &["scry_bind_enter", "scry_bind_exit"],
     };
-    let mut loaded = bpf_engine::load(
+    let loaded = load_in_cgroup(
         SockcallSkelBuilder::default,
         |open: &mut skel::OpenSockcallSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -120,10 +120,9 @@ pub fn load(settings: &SockcallSettings) -> io::Result<SockcallBpf> {
             Ok(())
         },
         GroupRules::skipping(skip),
-        Attach::Later,
+        cgroup.as_ref(),
+        |s: &skel::SockcallSkel<'static>| &s.maps.cgroup_map,
     )?;
-    fill_cgroup(&loaded.skel.maps.cgroup_map, cgroup.as_ref())?;
-    loaded.attach()?;
     Ok(EventStream::new(
         loaded,
         |s: &skel::SockcallSkel<'static>| (&s.maps.events, &s.maps.drops),

@@ -7,9 +7,9 @@ use std::io;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use super::bpf_engine::{self, Attach, GroupRules, Loaded, comm_at, u32_at, u64_at};
+use super::bpf_engine::{self, GroupRules, Loaded, comm_at, u32_at, u64_at};
 use super::bpf_events::u16_at;
-use super::bpf_execsnoop::{fill_cgroup, open_cgroup};
+use super::bpf_execsnoop::{load_in_cgroup, open_cgroup};
 use super::bpf_tcp::AF_INET6;
 
 super::bpf::bpf_skeleton!("tcptop.skel.rs");
@@ -74,7 +74,7 @@ pub struct TcptopBpf {
 impl TcptopBpf {
     pub fn load(settings: &TcptopSettings) -> io::Result<TcptopBpf> {
         let cgroup = open_cgroup(settings.cgroup.as_deref())?;
-        let mut loaded = bpf_engine::load(
+        let loaded = load_in_cgroup(
             TcptopSkelBuilder::default,
             |open: &mut skel::OpenTcptopSkel<'static>| {
                 let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -84,10 +84,9 @@ impl TcptopBpf {
                 Ok(())
             },
             GroupRules::default(),
-            Attach::Later,
+            cgroup.as_ref(),
+            |s: &skel::TcptopSkel<'static>| &s.maps.cgroup_map,
         )?;
-        fill_cgroup(&loaded.skel.maps.cgroup_map, cgroup.as_ref())?;
-        loaded.attach()?;
         Ok(TcptopBpf { loaded })
     }
 
