@@ -93,9 +93,60 @@ pub fn sum_trace(text: &str) -> FunctionStats {
     stats
 }
 
+/// The tracer's lines of a `trace` text (its `#` header left out) and the
+/// entries the kernel's buffer overwrote before they were read (the
+/// header's `entries-in-buffer/entries-written: IN/WRITTEN`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct TraceLines<'a> {
+    pub lines: Vec<&'a str>,
+    pub overwritten: u64,
+}
+
+/// Splits a `trace` text into [`TraceLines`].
+pub fn trace_lines(text: &str) -> TraceLines<'_> {
+    let mut out = TraceLines::default();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix('#') {
+            if let Some(counts) = rest
+                .trim()
+                .strip_prefix("entries-in-buffer/entries-written:")
+            {
+                let mut nums = counts.split_whitespace().next().unwrap_or("").split('/');
+                let kept = nums.next().and_then(|n| n.parse::<u64>().ok());
+                let written = nums.next().and_then(|n| n.parse::<u64>().ok());
+                if let (Some(kept), Some(written)) = (kept, written) {
+                    out.overwritten = written.saturating_sub(kept);
+                }
+            }
+        } else if !line.trim().is_empty() {
+            out.lines.push(line);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trace_text_lines_and_overwritten_entries() {
+        let text = "# tracer: function\n\
+            #\n\
+            # entries-in-buffer/entries-written: 2/5   #P:2\n\
+            #\n\
+            \x20           cat-98    [001] .....    13.4757: vfs_read <-ksys_read\n\
+            \n\
+            \x20           cat-98    [001] .....    13.4758: vfs_write <-ksys_write\n";
+        let t = trace_lines(text);
+        assert_eq!(t.overwritten, 3);
+        assert_eq!(t.lines.len(), 2);
+        assert!(t.lines[1].ends_with("vfs_write <-ksys_write"));
+        assert_eq!(
+            trace_lines("# entries-in-buffer/entries-written: x/\n").overwritten,
+            0
+        );
+    }
 
     #[test]
     fn graph_and_function_lines() {

@@ -70,6 +70,7 @@ mod threadsnoop;
 mod top;
 mod top_bpf;
 mod trace;
+mod trace_functions;
 mod vfsstat;
 mod wakeuptime;
 
@@ -256,6 +257,16 @@ pub fn create_private(path: &std::path::Path) -> anyhow::Result<std::fs::File> {
     use anyhow::Context;
     scry::sys::private_file::create(path)
         .with_context(|| format!("cannot create {}", path.display()))
+}
+
+/// The command that puts the kernel's function tracer back if scry dies
+/// while it runs (`scry __ftrace-restore ROOT`, see `sys::ftrace`).
+pub(crate) fn ftrace_watchdog(root: &std::path::Path) -> Option<std::process::Command> {
+    std::env::current_exe().ok().map(|exe| {
+        let mut cmd = std::process::Command::new(exe);
+        cmd.arg("__ftrace-restore").arg(root);
+        cmd
+    })
 }
 
 /// Leave with this exit code and no further message (the cause was printed).

@@ -476,13 +476,9 @@ fn start_function_tracer(
         filters: args.funcs.clone(),
         notrace: args.notrace.clone(),
         pids,
+        ..TracerOptions::default()
     };
-    let watchdog = std::env::current_exe().ok().map(|exe| {
-        let mut cmd = std::process::Command::new(exe);
-        cmd.arg("__ftrace-restore").arg(root);
-        cmd
-    });
-    match FunctionTracer::start(root, &opts, watchdog) {
+    match FunctionTracer::start(root, &opts, super::ftrace_watchdog(root)) {
         Ok(t) => Some(t),
         Err(e) => {
             eprintln!("scry: kernel functions not profiled: {e}");

@@ -11,6 +11,10 @@
 //! strings and input buffers of the calls that take them are copied in the
 //! kernel at the entry (`capture::trace`, a BPF program), so a buffer the
 //! program reuses afterwards cannot change what is shown.
+//!
+//! `--function` and `--graph` add the kernel's function tracers on the
+//! traced tasks (`cli::trace_functions`); alone, they are all that is
+//! traced (a dummy event runs the workload).
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -34,6 +38,8 @@ use scry::event::name::{self, ResolvedEvent};
 use scry::render::trace::{TextOutput, write_summary};
 use scry::symbol::ProcKallsyms;
 use scry::sys::bpf_trace::ArgCopy;
+
+use super::trace_functions;
 
 #[derive(Args, Debug)]
 pub struct TraceArgs {
@@ -72,6 +78,8 @@ pub struct TraceArgs {
         default_value_t = 4096
     )]
     mmap_pages: usize,
+    #[command(flatten)]
+    functions: trace_functions::FunctionArgs,
     /// The command to run and trace (`--` before it is optional, as with perf).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -159,7 +167,14 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         Some(ms) => Some((ms * 1e6) as u64),
         None => None,
     };
-    let sel = parse_selection(&args.events)?;
+    let function_tracer = args.functions.tracer()?;
+    // --function/--graph alone: the tracer's lines only.
+    let functions_only =
+        function_tracer.is_some() && args.events.is_empty() && !args.summary && !args.with_summary;
+    let mut sel = parse_selection(&args.events)?;
+    if functions_only {
+        sel.syscalls = Some(BTreeSet::new());
+    }
     let chosen = super::probe::resolve_events(&sel.events)?;
     if args.filter.is_some() && !chosen.iter().any(ResolvedEvent::is_tracepoint) {
         anyhow::bail!(
@@ -243,6 +258,20 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
         });
         roles.push(role);
     }
+    if functions_only {
+        // Never samples: it only runs the workload under the capture.
+        events.push(TraceEvent {
+            event: ResolvedEvent::plain(
+                "dummy",
+                scry::sys::perf_event::PERF_TYPE_SOFTWARE,
+                scry::sys::perf_event::PERF_COUNT_SW_DUMMY,
+            ),
+            filter: None,
+            regs_user: 0,
+            stack_user: 0,
+        });
+        roles.push(EventRole::Tracepoint);
+    }
     let names: Vec<String> = events.iter().map(|e| e.event.name.clone()).collect();
 
     let signals = scry::sys::signal::SignalPipe::install(&scry::sys::signal::STOP_SIGNALS)
@@ -251,6 +280,21 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     for note in &capture.notes {
         eprintln!("scry: {note}");
     }
+    let function_tracer = match function_tracer {
+        Some(tracer) => {
+            let pids = match capture.workload_pid() {
+                Some(pid) => vec![pid],
+                None if target.system_wide => Vec::new(),
+                None => target.pids.clone(),
+            };
+            let started = trace_functions::start(&args.functions, tracer, root, pids);
+            if started.is_none() && functions_only {
+                return Err(super::Exit(2).into());
+            }
+            started
+        }
+        None => None,
+    };
 
     let out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(BufWriter::new(super::create_private(path)?)),
@@ -272,6 +316,9 @@ pub fn run(args: TraceArgs) -> anyhow::Result<()> {
     );
     drop(decoder);
     tracer.finish(&mut output)?;
+    if let Some(function_tracer) = function_tracer {
+        trace_functions::finish(function_tracer, output.get_mut())?;
+    }
     if summary {
         write_summary(&tracer.summary, output.get_mut())?;
     }

@@ -25,6 +25,9 @@ pub struct TracerOptions {
     pub filters: Vec<String>,
     /// `set_ftrace_notrace` globs.
     pub notrace: Vec<String>,
+    /// `set_graph_function` (function_graph: only these functions and
+    /// what they call; empty: every function).
+    pub graph_functions: Vec<String>,
     /// `set_ftrace_pid` (empty: every task); their children follow.
     pub pids: Vec<i32>,
 }
@@ -69,6 +72,7 @@ pub fn restore(root: &Path) {
     let _ = write(root, "set_ftrace_filter", "");
     let _ = write(root, "set_ftrace_notrace", "");
     let _ = write(root, "set_ftrace_pid", "");
+    let _ = write(root, "set_graph_function", "");
     let _ = write(root, "max_graph_depth", "0");
     for option in OPTIONS {
         let _ = write(root, &format!("options/{option}"), "0");
@@ -128,6 +132,7 @@ impl FunctionTracer {
         write(root, "set_ftrace_pid", &pids.join(" "))?;
         if opts.tracer == "function_graph" {
             write(root, "max_graph_depth", &opts.depth.to_string())?;
+            write(root, "set_graph_function", &opts.graph_functions.join(" "))?;
         }
         for option in OPTIONS {
             // An option this kernel lacks (funcgraph-tail is old; all are).

@@ -21,6 +21,7 @@ pub const PERF_TYPE_SOFTWARE: u32 = b::PERF_TYPE_SOFTWARE;
 pub const PERF_COUNT_SW_CPU_CLOCK: u64 = b::PERF_COUNT_SW_CPU_CLOCK as u64;
 /// The software event a BPF program writes samples into (bpf_perf_event_output).
 pub const PERF_COUNT_SW_BPF_OUTPUT: u64 = b::PERF_COUNT_SW_BPF_OUTPUT as u64;
+pub const PERF_COUNT_SW_DUMMY: u64 = b::PERF_COUNT_SW_DUMMY as u64;
 pub const PERF_TYPE_TRACEPOINT: u32 = b::PERF_TYPE_TRACEPOINT;
 pub const PERF_TYPE_HW_CACHE: u32 = b::PERF_TYPE_HW_CACHE;
 pub const PERF_TYPE_RAW: u32 = b::PERF_TYPE_RAW;

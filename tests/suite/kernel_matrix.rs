@@ -255,6 +255,23 @@ fn guest_vfsstat_on_vfs_functions_agrees_with_tracepoints() {
     assert_passed(|n| n == "vfsstat_vfs_functions", &["vfsstat_vfs_functions"]);
 }
 
+/// `scry trace --function` and `--graph` on the traced command only:
+/// `calls N`'s getppid calls are N function lines, N graph lines each with
+/// a duration, and `-G` shows what getppid's function calls.
+#[test]
+fn guest_trace_function_and_graph() {
+    let names = ["trace_function", "trace_graph", "trace_graph_children"];
+    assert_passed(|n| names.contains(&n), &names);
+}
+
+/// A probe for one run in `scry top` (the kprobe PMU), and perf script
+/// reading a file scry recorded with one: the event shown by its name.
+#[test]
+fn guest_kprobe_pmu_in_top_and_read_by_perf() {
+    let names = ["kprobe_pmu_top", "kprobe_pmu_perf_script"];
+    assert_passed(|n| names.contains(&n), &names);
+}
+
 #[test]
 fn guest_leaves_no_kprobe_nor_tracer() {
     assert_passed(
@@ -272,6 +289,8 @@ fn guest_leaves_no_kprobe_nor_tracer() {
             "clean_after_profile_functions",
             "clean_after_vfsstat",
             "clean_after_runqlat",
+            "clean_after_trace_functions",
+            "clean_after_kprobe_pmu_more",
         ],
     );
 }

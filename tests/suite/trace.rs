@@ -277,6 +277,14 @@ fn bad_input_is_one_line_and_exit_2() {
             "'no_such_function_x' is not among its dynamic symbols",
         ),
         (vec![], "nothing to trace"),
+        (
+            vec!["-l", "vfs_*", "--", "true"],
+            "-l/-n choose the kernel functions",
+        ),
+        (
+            vec!["--function", "-G", "vfs_read", "--", "true"],
+            "-G and -D apply to --graph",
+        ),
     ] {
         common::assert_bad_input(&trace(&args), needle, &args);
     }
@@ -667,4 +675,42 @@ fn flags_are_named_as_perf_trace_names_them() {
             "perf trace's {line} is not among scry's lines in order:\n{ours:#?}\nperf trace:\n{perf_text}"
         );
     }
+}
+
+/// `--graph` where the kernel has no function_graph tracer (this machine;
+/// the guest of kernel_matrix has one and checks its lines): alone, one
+/// line naming the tracer and exit 2; with `-e`, the same line and the
+/// system calls are traced. The tracer settings are as they were after.
+#[test]
+fn graph_without_the_tracer_is_one_line() {
+    require_kernel!();
+    require_tracefs!();
+    let root = scry::sys::tracefs::root().expect("tracefs");
+    let tracers = std::fs::read_to_string(root.join("available_tracers")).unwrap_or_default();
+    if tracers.split_whitespace().any(|t| t == "function_graph") {
+        eprintln!("skipping: this kernel has function_graph (checked in the kernel matrix)");
+        return;
+    }
+    let calls = common::workload("calls");
+    let calls = calls.to_str().unwrap();
+    let out = trace(&["--graph", "-l", "*sys_getppid", "--", calls, "3"]);
+    let text = lines(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.contains("kernel functions not traced: no function_graph tracer")
+            && text.contains("available_tracers"),
+        "{text}"
+    );
+    let out = trace(&["--graph", "-e", "getppid", "--", calls, "3"]);
+    let text = lines(&out);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(text.matches("getppid() = ").count(), 3, "{text}");
+    assert_eq!(
+        text.matches("kernel functions not traced").count(),
+        1,
+        "{text}"
+    );
+    let current = std::fs::read_to_string(root.join("current_tracer")).unwrap_or_default();
+    assert_eq!(current.trim(), "nop");
 }
