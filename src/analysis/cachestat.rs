@@ -1,6 +1,8 @@
 //! cachestat's intervals: the difference of the kernel's counters between
 //! two reads (never reset, so nothing is lost between a read and a
-//! reset), bcc's hits (accesses - misses, never below 0) and ratio, and
+//! reset), bcc's subtractions on its hooks (accesses less buffers
+//! dirtied, misses less pages dirtied: `CacheCounts::less_*`, per
+//! interval), bcc's hits (accesses - misses, never below 0) and ratio, and
 //! the buffer and page-cache sizes from /proc/meminfo at the interval's
 //! end (as bcc reads them).
 
@@ -19,8 +21,11 @@ pub struct CacheInterval {
 impl CacheInterval {
     /// The figures from `before` to `now`, with `meminfo`'s text.
     pub fn between(before: &CacheCounts, now: &CacheCounts, meminfo: &str) -> CacheInterval {
-        let accesses = now.accesses.saturating_sub(before.accesses);
-        let misses = now.misses.saturating_sub(before.misses);
+        let delta = |now: u64, before: u64| now.saturating_sub(before);
+        let accesses = delta(now.accesses, before.accesses)
+            .saturating_sub(delta(now.less_accesses, before.less_accesses));
+        let misses = delta(now.misses, before.misses)
+            .saturating_sub(delta(now.less_misses, before.less_misses));
         CacheInterval {
             hits: accesses.saturating_sub(misses),
             misses,
@@ -60,11 +65,13 @@ mod tests {
             accesses: 10,
             misses: 2,
             dirties: 1,
+            ..CacheCounts::default()
         };
         let now = CacheCounts {
             accesses: 110,
             misses: 27,
             dirties: 4,
+            ..CacheCounts::default()
         };
         let meminfo =
             "MemTotal: 100 kB\nBuffers:    2048 kB\nCached:  10240 kB\nSwapCached: 5 kB\n";
@@ -77,5 +84,27 @@ mod tests {
             ..now
         };
         assert_eq!(CacheInterval::between(&before, &more_misses, "").hits, 0);
+    }
+
+    #[test]
+    fn bcc_subtractions_per_interval() {
+        let before = CacheCounts {
+            accesses: 100,
+            misses: 50,
+            dirties: 7,
+            less_accesses: 7,
+            less_misses: 40,
+        };
+        // This interval: 30 accessed, 5 of them buffers dirtied; 12 added,
+        // 20 dirtied (more than added: no misses, not a wrap).
+        let now = CacheCounts {
+            accesses: 130,
+            misses: 62,
+            dirties: 12,
+            less_accesses: 12,
+            less_misses: 60,
+        };
+        let i = CacheInterval::between(&before, &now, "");
+        assert_eq!((i.hits, i.misses, i.dirties), (25, 0, 5));
     }
 }

@@ -15,17 +15,31 @@
 // around (mm_filemap_fault, mm_filemap_map_pages). Accesses that go
 // through neither (a write into a cached page, splice) are not seen:
 // HITS is ACCESS - MISS, as bcc computes it, never below 0.
+//
+// bcc's own hooks come first where the kernel allows them (the engine's
+// kernel-function groups, src/sys/bpf_engine.rs: fentry, else kprobe;
+// the folio function first, else the page one it replaced): each call
+// counted once in its own counter, and user space computes bcc's figures
+// per interval: accesses = folio_mark_accessed - mark_buffer_dirty,
+// misses = filemap_add_folio - folio_account_dirtied, dirties =
+// mark_buffer_dirty (sys::bpf_cachestat). The tracepoint programs are
+// loaded only when one of these cannot be hooked (folio_account_dirtied
+// may be inlined: its group is optional).
 
 #include <linux/types.h>
 #include <linux/bpf.h>
+#include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 
 #include "maps.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-// The order of sys::bpf_cachestat's counters.
-enum cache_stat { S_ACCESS, S_MISS, S_DIRTY, S_MAX };
+// The order of sys::bpf_cachestat's counters: the tracepoints', then one
+// per kernel function.
+enum cache_stat { S_ACCESS, S_MISS, S_DIRTY, K_ACCESSED, K_ADDED, K_ACCOUNTED, K_BUFFER_DIRTY,
+		  S_MAX };
 
 BPF_ARRAY(counts, __u64, S_MAX);
 
@@ -88,4 +102,45 @@ SEC("tracepoint/filemap/mm_filemap_fault")
 int scry_cache_fault(void *ctx)
 {
 	return add(S_ACCESS, 1);
+}
+
+// A kernel function counted in STAT: fentry on FUNC, else on OLD (the
+// page function the folio one replaced), else kprobes on the same.
+#define ON_FUNC(GROUP, FUNC, OLD, STAT)                             \
+	SEC("fentry/" #FUNC)                                        \
+	int BPF_PROG(GROUP##__fentry)                               \
+	{                                                           \
+		return add(STAT, 1);                                \
+	}                                                           \
+	SEC("fentry/" #OLD)                                         \
+	int BPF_PROG(GROUP##__fentry2)                              \
+	{                                                           \
+		return add(STAT, 1);                                \
+	}                                                           \
+	SEC("kprobe/" #FUNC)                                        \
+	int BPF_KPROBE(GROUP##__kprobe)                             \
+	{                                                           \
+		return add(STAT, 1);                                \
+	}                                                           \
+	SEC("kprobe/" #OLD)                                         \
+	int BPF_KPROBE(GROUP##__kprobe2)                            \
+	{                                                           \
+		return add(STAT, 1);                                \
+	}
+
+ON_FUNC(scry_k_cache_accessed, folio_mark_accessed, mark_page_accessed, K_ACCESSED)
+ON_FUNC(scry_k_cache_added, filemap_add_folio, add_to_page_cache_lru, K_ADDED)
+ON_FUNC(scry_k_cache_accounted, folio_account_dirtied, account_page_dirtied, K_ACCOUNTED)
+
+// mark_buffer_dirty has no other name.
+SEC("fentry/mark_buffer_dirty")
+int BPF_PROG(scry_k_cache_buffer_dirty__fentry)
+{
+	return add(K_BUFFER_DIRTY, 1);
+}
+
+SEC("kprobe/mark_buffer_dirty")
+int BPF_KPROBE(scry_k_cache_buffer_dirty__kprobe)
+{
+	return add(K_BUFFER_DIRTY, 1);
 }

@@ -10,7 +10,9 @@
 // syscalls:sys_exit_accept/accept4 (tcpaccept: the new socket is found
 // from the returned descriptor in the caller's file table, so the line
 // names the accepting process, as bcc's kretprobe does; io_uring's
-// accepts are not seen). No kprobe is needed.
+// accepts are not seen). No kprobe is needed; but tcpconnect takes
+// bcc's own hooks where the kernel allows them (see "tcpconnect on bcc's
+// hooks" below).
 //
 // The rules, per mode:
 //   STATES  every transition, with the time since the socket's previous
@@ -32,6 +34,7 @@
 #include <stdbool.h>
 #include <linux/types.h>
 #include <linux/bpf.h>
+#include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
@@ -46,6 +49,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 struct sock;
 struct sk_buff;
+struct sockaddr;
 
 #define TASK_COMM_LEN 16
 #define MAX_PORTS 8
@@ -339,3 +343,75 @@ int scry_tcp_accept(struct sys_exit_record *ctx)
 	on_accept(ctx->ret);
 	return 0;
 }
+
+// tcpconnect on bcc's hooks: tcp_v4_connect and tcp_v6_connect, the
+// socket kept by thread at the entry (fentry, else kprobe), the event at
+// the return (fexit, else kretprobe) when it returned 0: the SYN is on its
+// way and the source port chosen, where bcc reports the connect too
+// (whether it then succeeds is not waited for). The engine loads the state
+// hook above only when one of the four cannot be hooked.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} connecting SEC(".maps");
+
+static __always_inline void connect_enter(const void *sk)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (filter_tgid && (id >> 32) != filter_tgid)
+		return;
+	if (filter_uid != (__u32)-1 && (__u32)bpf_get_current_uid_gid() != filter_uid)
+		return;
+	__u32 tid = (__u32)id;
+	__u64 addr = (__u64)sk;
+	bpf_map_update_elem(&connecting, &tid, &addr, BPF_ANY);
+}
+
+static __always_inline void connect_return(int ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 *addr = bpf_map_lookup_elem(&connecting, &tid);
+	if (!addr)
+		return;
+	const void *sk = (const void *)*addr;
+	bpf_map_delete_elem(&connecting, &tid);
+	if (ret != 0)
+		return;
+	struct sock_ends ends = {};
+	sock_ends(sk, &ends);
+	if (ends_wanted(&ends))
+		send_event(sk, &ends, 0, bpf_ktime_get_ns(), 0, TCP_CLOSE, TCP_SYN_SENT,
+			   MODE_CONNECT);
+}
+
+#define ON_CONNECT(FUNC, GROUP)                                                    \
+	SEC("fentry/" #FUNC)                                                       \
+	int BPF_PROG(GROUP##__fentry, struct sock *sk)                             \
+	{                                                                          \
+		connect_enter(sk);                                                 \
+		return 0;                                                          \
+	}                                                                          \
+	SEC("kprobe/" #FUNC)                                                       \
+	int BPF_KPROBE(GROUP##__kprobe, struct sock *sk)                           \
+	{                                                                          \
+		connect_enter(sk);                                                 \
+		return 0;                                                          \
+	}                                                                          \
+	SEC("fexit/" #FUNC)                                                        \
+	int BPF_PROG(GROUP##_ret__fexit, struct sock *sk, struct sockaddr *uaddr, \
+		     int addr_len, int ret)                                        \
+	{                                                                          \
+		connect_return(ret);                                               \
+		return 0;                                                          \
+	}                                                                          \
+	SEC("kretprobe/" #FUNC)                                                    \
+	int BPF_KRETPROBE(GROUP##_ret__kretprobe, int ret)                         \
+	{                                                                          \
+		connect_return(ret);                                               \
+		return 0;                                                          \
+	}
+
+ON_CONNECT(tcp_v4_connect, scry_k_connect4)
+ON_CONNECT(tcp_v6_connect, scry_k_connect6)

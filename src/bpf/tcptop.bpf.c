@@ -9,11 +9,18 @@
 // tracepoints cannot see: bytes that do not pass sock_recvmsg (splice
 // from a socket, tcp_read_sock readers such as kTLS or sockmap) and
 // kernel sockets' sends that call tcp_sendmsg directly.
+// bcc's hooks come first where the kernel allows them (before 6.3 they
+// are the only ones: the sock tracepoints are younger): the bytes asked of
+// tcp_sendmsg at its entry (its size argument, as bcc counts) and the
+// bytes tcp_cleanup_rbuf is told were copied to the reader, each by
+// fentry, else kprobe; the engine loads the tracepoint programs only when
+// one of the two cannot be hooked (src/sys/bpf_engine.rs).
 // User space reads and deletes the map each interval.
 
 #include <stdbool.h>
 #include <linux/types.h>
 #include <linux/bpf.h>
+#include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
@@ -27,6 +34,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #include "sock.bpf.h"
 
 struct sock;
+struct msghdr;
 
 #define TASK_COMM_LEN 16
 #define MAX_FLOWS 10240
@@ -97,3 +105,31 @@ BTF_OR_RAW(scry_tcptop_send, "sock_send_length", count(sk, ret, flags, true), st
 	   int ret, int flags)
 BTF_OR_RAW(scry_tcptop_recv, "sock_recv_length", count(sk, ret, flags, false), struct sock *sk,
 	   int ret, int flags)
+
+SEC("fentry/tcp_sendmsg")
+int BPF_PROG(scry_k_tcp_send__fentry, struct sock *sk, struct msghdr *msg, unsigned long size)
+{
+	count(sk, (int)size, 0, true);
+	return 0;
+}
+
+SEC("kprobe/tcp_sendmsg")
+int BPF_KPROBE(scry_k_tcp_send__kprobe, struct sock *sk, struct msghdr *msg, unsigned long size)
+{
+	count(sk, (int)size, 0, true);
+	return 0;
+}
+
+SEC("fentry/tcp_cleanup_rbuf")
+int BPF_PROG(scry_k_tcp_recv__fentry, struct sock *sk, int copied)
+{
+	count(sk, copied, 0, false);
+	return 0;
+}
+
+SEC("kprobe/tcp_cleanup_rbuf")
+int BPF_KPROBE(scry_k_tcp_recv__kprobe, struct sock *sk, int copied)
+{
+	count(sk, copied, 0, false);
+	return 0;
+}

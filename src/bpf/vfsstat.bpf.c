@@ -18,10 +18,10 @@
 //
 // bcc's own hooks come first where the kernel allows them: vfs_read,
 // vfs_write, vfs_fsync_range, vfs_open and vfs_create, each by fentry,
-// else by kprobe. They count only when user space sets use_vfs after
-// all five attached (sys::bpf_vfsstat), and the tracepoints then count
-// nothing; where one does not attach (no fentry, no kprobes: this
-// project's CI host) use_vfs stays 0 and the tracepoints count.
+// else by kprobe (the engine's kernel-function groups, src/sys/
+// bpf_engine.rs): the tracepoint programs are loaded only when one of the
+// five cannot be hooked (no fentry, no kprobes: this project's CI host),
+// so the two never count the same call.
 
 #include <stdbool.h>
 #include <linux/types.h>
@@ -44,10 +44,6 @@ BPF_ARRAY(counts, __u64, S_MAX);
 
 #include "syscall_records.bpf.h"
 
-// Set by user space once attached: the VFS functions count (1) or the
-// system-call tracepoints do (0).
-__u32 use_vfs = 0;
-
 static __always_inline int add(__u32 stat)
 {
 	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
@@ -58,22 +54,17 @@ static __always_inline int add(__u32 stat)
 	return 0;
 }
 
-static __always_inline int count(__u32 stat)
-{
-	return use_vfs ? 0 : add(stat);
-}
-
 // bcc's hook on FUNC, counted as STAT: fentry, else kprobe.
 #define ON_VFS(FUNC, STAT)                                           \
 	SEC("fentry/" #FUNC)                                         \
 	int scry_k_##FUNC##__fentry(void *ctx)                       \
 	{                                                            \
-		return use_vfs ? add(STAT) : 0;                      \
+		return add(STAT);                                    \
 	}                                                            \
 	SEC("kprobe/" #FUNC)                                         \
 	int scry_k_##FUNC##__kprobe(void *ctx)                       \
 	{                                                            \
-		return use_vfs ? add(STAT) : 0;                      \
+		return add(STAT);                                    \
 	}
 
 ON_VFS(vfs_read, S_READ)
@@ -87,7 +78,7 @@ ON_VFS(vfs_create, S_CREATE)
 	SEC("tracepoint/syscalls/sys_enter_" #NAME)                  \
 	int scry_vfs_##NAME(struct sys_enter_record *ctx)            \
 	{                                                            \
-		return count(STAT);                                  \
+		return add(STAT);                                  \
 	}
 
 // An open: CREATE when entered with O_CREAT (argument FLAGS; -1: creat,
@@ -97,13 +88,13 @@ ON_VFS(vfs_create, S_CREATE)
 	int scry_vfs_##NAME(struct sys_enter_record *ctx)                 \
 	{                                                                 \
 		if (FLAGS < 0 || (ctx->args[FLAGS < 0 ? 0 : FLAGS] & O_CREAT)) \
-			return count(S_CREATE);                           \
+			return add(S_CREATE);                           \
 		return 0;                                                 \
 	}                                                                 \
 	SEC("tracepoint/syscalls/sys_exit_" #NAME)                        \
 	int scry_vfs_##NAME##_exit(struct sys_exit_record *ctx)           \
 	{                                                                 \
-		return ctx->ret >= 0 ? count(S_OPEN) : 0;                 \
+		return ctx->ret >= 0 ? add(S_OPEN) : 0;                 \
 	}
 
 ON_ENTER(read, S_READ)
@@ -130,12 +121,12 @@ int scry_vfs_openat2(struct sys_enter_record *ctx)
 	__u64 flags = 0;
 	if (bpf_probe_read_user(&flags, sizeof(flags), (const void *)ctx->args[2]) == 0 &&
 	    (flags & O_CREAT))
-		return count(S_CREATE);
+		return add(S_CREATE);
 	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat2")
 int scry_vfs_openat2_exit(struct sys_exit_record *ctx)
 {
-	return ctx->ret >= 0 ? count(S_OPEN) : 0;
+	return ctx->ret >= 0 ? add(S_OPEN) : 0;
 }

@@ -1,9 +1,9 @@
 //! `scry cachestat` (bcc's cachestat and its layout): page-cache hits,
 //! misses and dirtied pages every `interval` seconds (default 1) `count`
 //! times, with bcc's buffer and cache sizes; `-T` a time column, `--json`
-//! one object per interval. Counted from the filemap and writeback
-//! tracepoints (bcc's kprobes do not load everywhere); what those cannot
-//! see is said once, on stderr. Wiring only: `sys::bpf_cachestat` →
+//! one object per interval. Counted on bcc's hooks (fentry, else kprobe)
+//! where they attach, else from the filemap and writeback tracepoints;
+//! what those cannot see is said once, on stderr. Wiring only: `sys::bpf_cachestat` →
 //! `analysis::cachestat` → `render::cachestat`.
 
 use std::io::{self, Write};
@@ -33,11 +33,13 @@ pub struct CachestatArgs {
 pub fn run(args: CachestatArgs) -> anyhow::Result<()> {
     let bpf = bpf_tool::load("cachestat", CachestatBpf::load)?;
     bpf_tool::print_hooks("cachestat", &bpf.hooks(), args.table.verbose);
-    eprintln!(
-        "cachestat: HITS are the pages read() and mmap faults ask of the page cache less the \
-         misses (this kernel has no tracepoint on mark_page_accessed, bcc's hook): writes \
-         into cached pages are not counted as hits"
-    );
+    if !bpf.on_kernel_functions() {
+        eprintln!(
+            "cachestat: HITS are the pages read() and mmap faults ask of the page cache less the \
+             misses (bcc's hooks on mark_page_accessed and the rest do not attach here): writes \
+             into cached pages are not counted as hits"
+        );
+    }
     for what in bpf.missing() {
         eprintln!("cachestat: not counted here: {what}");
     }

@@ -104,6 +104,7 @@ fn open(settings: BioSettings, mode: u8) -> io::Result<Loaded<BioSkel<'static>>>
         GroupRules {
             optional: &[IO_START],
             skip: &skip,
+            ..GroupRules::default()
         },
         Attach::Now,
     )

@@ -3,7 +3,11 @@
 //! program's header) and reads its counters. The misses must attach
 //! (without them there is no cachestat); the accesses and dirties are
 //! optional, and `missing` names what did not attach so the tool can say
-//! once what it cannot see.
+//! once what it cannot see. bcc's hooks (folio_mark_accessed,
+//! filemap_add_folio, folio_account_dirtied, mark_buffer_dirty, or the
+//! page functions they replaced) count instead where they attach (the
+//! engine's kernel-function groups); [`CacheCounts`] then carries bcc's
+//! subtractions, made per interval by `analysis::cachestat`.
 
 use std::io;
 
@@ -33,12 +37,34 @@ const OPTIONAL: &[(&str, &str)] = &[
     ),
 ];
 
-/// The counters: accesses, misses, dirties (pages).
+/// bcc's hooks, each its own counter; folio_account_dirtied may be
+/// inlined (optional).
+const FUNCTIONS: &[&str] = &[
+    "scry_k_cache_accessed",
+    "scry_k_cache_added",
+    "scry_k_cache_accounted",
+    "scry_k_cache_buffer_dirty",
+];
+
+/// The tracepoint groups.
+const TRACEPOINTS: &[&str] = &[
+    "scry_cache_add",
+    "scry_cache_dirty",
+    "scry_cache_get_pages",
+    "scry_cache_map_pages",
+    "scry_cache_fault",
+];
+
+/// The counters (pages, each only ever growing): accesses, misses,
+/// dirties, and what bcc takes off the accesses and the misses (its hooks
+/// only: mark_buffer_dirty's calls, folio_account_dirtied's).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CacheCounts {
     pub accesses: u64,
     pub misses: u64,
     pub dirties: u64,
+    pub less_accesses: u64,
+    pub less_misses: u64,
 }
 
 /// The loaded, attached programs.
@@ -49,18 +75,36 @@ pub struct CachestatBpf {
 
 impl CachestatBpf {
     pub fn load() -> io::Result<CachestatBpf> {
-        let optional: Vec<&str> = OPTIONAL.iter().map(|(g, _)| *g).collect();
+        let mut optional: Vec<&str> = OPTIONAL.iter().map(|(g, _)| *g).collect();
+        optional.push("scry_k_cache_accounted");
         let loaded = bpf_engine::load(
             CachestatSkelBuilder::default,
             |_open: &mut skel::OpenCachestatSkel<'static>| Ok(()),
-            GroupRules::optional(&optional),
+            GroupRules {
+                optional: &optional,
+                functions: FUNCTIONS,
+                tracepoints: TRACEPOINTS,
+                ..GroupRules::default()
+            },
             Attach::Now,
         )?;
         Ok(CachestatBpf { loaded })
     }
 
+    /// Whether bcc's hooks count (kernel functions), not the tracepoints.
+    pub fn on_kernel_functions(&self) -> bool {
+        self.loaded.on_kernel_functions()
+    }
+
     /// What is not counted here: the optional programs that did not attach.
     pub fn missing(&self) -> Vec<&'static str> {
+        if self.on_kernel_functions() {
+            return if self.loaded.has("scry_k_cache_accounted") {
+                Vec::new()
+            } else {
+                vec!["pages dirtied taken off the misses (folio_account_dirtied is not hookable)"]
+            };
+        }
         OPTIONAL
             .iter()
             .filter(|(g, _)| !self.loaded.has(g))
@@ -76,14 +120,27 @@ impl CachestatBpf {
     pub fn read(&self) -> io::Result<CacheCounts> {
         let values = bpf_engine::array_values(
             &self.loaded.skel.maps.counts,
-            3,
+            7,
             "reading cachestat's counters",
         )?;
         let at = |i: usize| values.get(i).and_then(|v| u64_at(v, 0)).unwrap_or(0);
+        if self.on_kernel_functions() {
+            // bcc: accesses = mark_page_accessed - mark_buffer_dirty,
+            // misses = add_to_page_cache_lru - account_page_dirtied,
+            // dirties = mark_buffer_dirty.
+            return Ok(CacheCounts {
+                accesses: at(3),
+                misses: at(4),
+                dirties: at(6),
+                less_accesses: at(6),
+                less_misses: at(5),
+            });
+        }
         Ok(CacheCounts {
             accesses: at(0),
             misses: at(1),
             dirties: at(2),
+            ..CacheCounts::default()
         })
     }
 }

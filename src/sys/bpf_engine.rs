@@ -14,6 +14,16 @@
 //! no hook (its tracepoint does not exist here); any other group without
 //! a hook is an error naming every refusal.
 //!
+//! bcc's hooks on kernel functions: a tool may list groups whose variants
+//! are fentry/fexit, then kprobe/kretprobe (`GroupRules::functions`) as
+//! the better way to count what its tracepoint groups
+//! (`GroupRules::tracepoints`) count. The function groups go together:
+//! while each of them (but the optional ones) has a variant left, the
+//! tracepoint groups are not loaded; once one has none, all the function
+//! groups are given up (each says why) and the tracepoint groups load and
+//! attach. So the two never count the same thing twice, and which one
+//! counts is decided by what this kernel loads and attaches.
+//!
 //! Ownership: programs, maps and links are file descriptors of this
 //! process (nothing is pinned), so however scry ends, even by SIGKILL, the
 //! kernel detaches and frees them when the descriptors close.
@@ -84,10 +94,12 @@ pub struct Refusal {
 pub struct Hook {
     pub group: String,
     /// The section of the variant in use; `None`: an optional group left
-    /// without a hook.
+    /// without a hook, or a tracepoint group on standby.
     pub section: Option<String>,
     /// Better variants refused first, best first.
     pub refused: Vec<Refusal>,
+    /// A tracepoint group not loaded: the kernel-function hooks count.
+    pub standby: bool,
 }
 
 impl Hook {
@@ -95,6 +107,10 @@ impl Hook {
     pub fn describe(&self) -> String {
         let used = match &self.section {
             Some(section) => format!("{}: {section}", self.group),
+            None if self.standby => format!(
+                "{}: not attached (the kernel-function hooks count)",
+                self.group
+            ),
             None => format!("{}: not attached", self.group),
         };
         if self.refused.is_empty() {
@@ -117,6 +133,19 @@ struct Variant {
     kind: HookKind,
 }
 
+/// What a group is to its tool (see `GroupRules::functions`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Plain,
+    /// One of bcc's hooks on kernel functions; `needed`: the path is lost
+    /// without it.
+    Function {
+        needed: bool,
+    },
+    /// The fallback of the function groups.
+    Tracepoint,
+}
+
 /// The variants of one group, best first, and which one is in use.
 #[derive(Clone, Debug)]
 struct Group {
@@ -124,6 +153,7 @@ struct Group {
     current: usize,
     refused: Vec<Refusal>,
     optional: bool,
+    role: Role,
 }
 
 impl Group {
@@ -157,11 +187,66 @@ impl Group {
 }
 
 /// Which groups of an object may end without a hook (their tracepoint may
-/// not exist here), and which are not wanted this run (not loaded).
+/// not exist here), which are not wanted this run (not loaded), and which
+/// are bcc's hooks on kernel functions with their tracepoint fallback.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GroupRules<'a> {
     pub optional: &'a [&'a str],
     pub skip: &'a [&'a str],
+    /// Groups on kernel functions (fentry/fexit, then kprobe/kretprobe
+    /// variants), used all together (those also in `optional` may be
+    /// missing) or not at all.
+    pub functions: &'a [&'a str],
+    /// Groups loaded only when the function groups are given up.
+    pub tracepoints: &'a [&'a str],
+}
+
+/// Whether the function groups are still in the running: there are some,
+/// and each needed one has a variant left.
+fn functions_alive(groups: &BTreeMap<String, Group>) -> bool {
+    let mut any = false;
+    for g in groups.values() {
+        if let Role::Function { needed } = g.role {
+            any = true;
+            if needed && g.chosen().is_none() {
+                return false;
+            }
+        }
+    }
+    any
+}
+
+/// Once a needed function group has no variant left, gives up the others
+/// (saying why), so the tracepoint groups take over.
+fn settle_functions(groups: &mut BTreeMap<String, Group>) {
+    if functions_alive(groups) {
+        return;
+    }
+    let lost: Vec<String> = groups
+        .iter()
+        .filter(|(_, g)| g.role == Role::Function { needed: true } && g.chosen().is_none())
+        .map(|(name, _)| name.clone())
+        .collect();
+    let Some(first) = lost.first() else { return };
+    for g in groups.values_mut() {
+        if matches!(g.role, Role::Function { .. })
+            && let Some(v) = g.chosen()
+        {
+            g.refused.push(Refusal {
+                section: v.section.clone(),
+                reason: format!(
+                    "given up: {first} has no hook (the kernel-function hooks go together)"
+                ),
+            });
+            g.current = g.variants.len();
+        }
+    }
+}
+
+/// Whether group `g` is left out this load: a tracepoint group while the
+/// function groups are in the running.
+fn on_standby(g: &Group, functions: bool) -> bool {
+    g.role == Role::Tracepoint && functions
 }
 
 impl<'a> GroupRules<'a> {
@@ -169,15 +254,15 @@ impl<'a> GroupRules<'a> {
     pub(crate) fn optional(optional: &'a [&'a str]) -> GroupRules<'a> {
         GroupRules {
             optional,
-            skip: &[],
+            ..GroupRules::default()
         }
     }
 
     /// These groups are not wanted this run; every other one needs a hook.
     pub(crate) fn skipping(skip: &'a [&'a str]) -> GroupRules<'a> {
         GroupRules {
-            optional: &[],
             skip,
+            ..GroupRules::default()
         }
     }
 }
@@ -254,19 +339,33 @@ impl<S> std::fmt::Debug for Loaded<S> {
 impl<S> Loaded<S> {
     /// Where each group ended up, by group name.
     pub fn hooks(&self) -> Vec<Hook> {
+        let functions = functions_alive(&self.groups);
         self.groups
             .iter()
-            .map(|(name, g)| Hook {
-                group: name.clone(),
-                section: g.chosen().map(|v| v.section.clone()),
-                refused: g.refused.clone(),
+            .map(|(name, g)| {
+                let standby = on_standby(g, functions);
+                Hook {
+                    group: name.clone(),
+                    section: g.chosen().filter(|_| !standby).map(|v| v.section.clone()),
+                    refused: g.refused.clone(),
+                    standby,
+                }
             })
             .collect()
     }
 
     /// Whether group `name` has a hook.
     pub fn has(&self, name: &str) -> bool {
-        self.groups.get(name).is_some_and(|g| g.chosen().is_some())
+        let functions = functions_alive(&self.groups);
+        self.groups
+            .get(name)
+            .is_some_and(|g| g.chosen().is_some() && !on_standby(g, functions))
+    }
+
+    /// Whether bcc's hooks on kernel functions count (`GroupRules::functions`),
+    /// not the tracepoint groups.
+    pub fn on_kernel_functions(&self) -> bool {
+        functions_alive(&self.groups)
     }
 
     /// Err saying `missing` (what did not attach, and what would provide
@@ -369,8 +468,10 @@ impl<S: Skel<'static>> Loaded<S> {
     /// (program, group) of the variants in use that attach to a hook
     /// (not the perf-event programs: `attach_perf_events` attaches those).
     fn loaded_programs(&self) -> Vec<(String, String)> {
+        let functions = functions_alive(&self.groups);
         self.groups
             .iter()
+            .filter(|(_, g)| !on_standby(g, functions))
             .filter_map(|(name, g)| Some((g.chosen()?, name)))
             .filter(|(v, _)| v.kind != HookKind::PerfEvent)
             .map(|(v, name)| (v.prog.clone(), name.clone()))
@@ -421,11 +522,41 @@ where
     B: SkelBuilder<'static>,
     C: FnMut(&mut B::Output) -> io::Result<()>,
 {
+    if attach == Attach::Later {
+        if !rules.functions.is_empty() {
+            // A kprobe refused at attach would need the tracepoint
+            // programs, which were not loaded.
+            return Err(io::Error::other(
+                "kernel-function hooks attach at load (bpf_engine::load_prepared)",
+            ));
+        }
+        let mut configure = configure;
+        return load_with(&builder, &mut configure, rules, None);
+    }
+    load_prepared(builder, configure, rules, |_| Ok(()))
+}
+
+/// As [`load`] with `Attach::Now`, and `prepare` called on each loaded
+/// object before its programs attach (to fill maps a program reads from
+/// its first run: a cgroup, the processes to watch). A refused hook loads
+/// the object again, so `prepare` may run more than once.
+pub fn load_prepared<B, C, P>(
+    builder: impl Fn() -> B,
+    configure: C,
+    rules: GroupRules<'_>,
+    mut prepare: P,
+) -> io::Result<Loaded<<B::Output as OpenSkel<'static>>::Output>>
+where
+    B: SkelBuilder<'static>,
+    C: FnMut(&mut B::Output) -> io::Result<()>,
+    P: FnMut(&mut <B::Output as OpenSkel<'static>>::Output) -> io::Result<()>,
+{
     let mut configure = configure;
     let mut groups = None;
     loop {
         let mut loaded = load_with(&builder, &mut configure, rules, groups.take())?;
-        if attach == Attach::Later || !loaded.attach_programs(true)? {
+        prepare(&mut loaded.skel)?;
+        if !loaded.attach_programs(true)? {
             return Ok(loaded);
         }
         groups = Some(std::mem::take(&mut loaded.groups));
@@ -463,12 +594,15 @@ where
         }
     };
     loop {
+        settle_functions(&mut groups);
+        let functions = functions_alive(&groups);
         let mut open = super::bpf::open_skel(builder())?;
         configure(&mut open)?;
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
             let wanted = groups
                 .get(group_of(&name))
+                .filter(|g| !on_standby(g, functions))
                 .and_then(Group::chosen)
                 .is_some_and(|v| v.prog == name);
             prog.set_autoload(wanted);
@@ -523,11 +657,23 @@ fn plan_groups<O: OpenSkel<'static>>(
         if rules.skip.contains(&group.as_str()) {
             continue;
         }
+        let listed = |list: &[&str]| list.contains(&group.as_str());
+        let optional = listed(rules.optional);
+        let role = if listed(rules.functions) {
+            Role::Function { needed: !optional }
+        } else if listed(rules.tracepoints) {
+            Role::Tracepoint
+        } else {
+            Role::Plain
+        };
         let entry = groups.entry(group.clone()).or_insert_with(|| Group {
             variants: Vec::new(),
             current: 0,
             refused: Vec::new(),
-            optional: rules.optional.contains(&group.as_str()),
+            // A function group may end without a hook: its tool's
+            // tracepoint groups take over.
+            optional: optional || role != Role::Plain && role != Role::Tracepoint,
+            role,
         });
         if allowed
             .as_ref()
@@ -546,7 +692,10 @@ fn plan_groups<O: OpenSkel<'static>>(
         });
     }
     for (name, g) in &mut groups {
-        g.variants.sort_by_key(|v| v.kind);
+        // Kinds best first; within a kind, by name (`__fentry` before
+        // `__fentry2`: a tool's second choice of function).
+        g.variants
+            .sort_by(|a, b| a.kind.cmp(&b.kind).then_with(|| a.prog.cmp(&b.prog)));
         if g.variants.is_empty() && !g.optional {
             return Err(io::Error::other(format!(
                 "SCRY_BPF_HOOKS leaves no hook for the BPF program {name}"
@@ -846,6 +995,7 @@ mod tests {
                 section: "tp_btf/sched_switch".to_string(),
                 reason: "EPERM".to_string(),
             }],
+            standby: false,
         };
         assert_eq!(
             hook.describe(),

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, MapMut};
 
-use super::bpf_engine::{self, Attach, GroupRules, Loaded, u32_at};
+use super::bpf_engine::{self, GroupRules, Loaded, u32_at};
 use super::bpf_events::{EventStream, c_string_at, i32_at};
 
 super::bpf::bpf_skeleton!("execsnoop.skel.rs");
@@ -115,10 +115,10 @@ where
     S: Skel<'static>,
     C: FnMut(&mut B::Output) -> io::Result<()>,
 {
-    let mut loaded = bpf_engine::load(builder, configure, rules, Attach::Later)?;
-    fill_cgroup(cgroup_map(&loaded.skel), dir)?;
-    loaded.attach()?;
-    Ok(loaded)
+    // Filled before each attach (a refused hook loads the object again).
+    bpf_engine::load_prepared(builder, configure, rules, |skel: &mut S| {
+        fill_cgroup(cgroup_map(skel), dir)
+    })
 }
 
 /// The loaded, attached program, streaming [`ExecEvent`]s.

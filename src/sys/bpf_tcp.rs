@@ -3,6 +3,8 @@
 //! modes, leaving out the programs that mode does not use, and decodes the
 //! events its ring streams. The rules of each mode are in the program's
 //! header comment; one object and one event type serve all five tools.
+//! tcpconnect prefers bcc's hooks (tcp_v4_connect, tcp_v6_connect) to the
+//! state tracepoint where they attach (the engine's kernel-function groups).
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -49,17 +51,36 @@ impl TcpMode {
 
     /// The program groups this mode does not load.
     fn skipped(self) -> &'static [&'static str] {
-        const STATE: &str = "scry_tcp_state";
         const RETRANS: &str = "scry_tcp_retrans";
         const ACCEPT: &str = "scry_tcp_accept";
         const ACCEPT4: &str = "scry_tcp_accept4";
         match self {
-            TcpMode::Accept => &[STATE, RETRANS],
-            TcpMode::Retrans => &[STATE, ACCEPT, ACCEPT4],
-            _ => &[RETRANS, ACCEPT, ACCEPT4],
+            TcpMode::Accept => &[STATE, RETRANS, C4, C4R, C6, C6R],
+            TcpMode::Retrans => &[STATE, ACCEPT, ACCEPT4, C4, C4R, C6, C6R],
+            TcpMode::Connect => &[RETRANS, ACCEPT, ACCEPT4],
+            _ => &[RETRANS, ACCEPT, ACCEPT4, C4, C4R, C6, C6R],
+        }
+    }
+
+    /// The groups on kernel functions this mode prefers (bcc's hooks), and
+    /// the tracepoint groups they stand in for.
+    fn functions(self) -> (&'static [&'static str], &'static [&'static str]) {
+        match self {
+            TcpMode::Connect => (&CONNECT_FUNCTIONS, &[STATE]),
+            _ => (&[], &[]),
         }
     }
 }
+
+/// The state hook (sock:inet_sock_set_state).
+const STATE: &str = "scry_tcp_state";
+
+/// tcpconnect's hooks on tcp_v4_connect and tcp_v6_connect, entry and return.
+const C4: &str = "scry_k_connect4";
+const C4R: &str = "scry_k_connect4_ret";
+const C6: &str = "scry_k_connect6";
+const C6R: &str = "scry_k_connect6_ret";
+const CONNECT_FUNCTIONS: [&str; 4] = [C4, C4R, C6, C6R];
 
 /// The program's settings (its `const volatile`s).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -187,7 +208,12 @@ pub fn load(settings: &TcpSettings) -> io::Result<TcpBpf> {
             rodata.rports = port_array(&settings.rports);
             Ok(())
         },
-        GroupRules::skipping(settings.mode.skipped()),
+        GroupRules {
+            skip: settings.mode.skipped(),
+            functions: settings.mode.functions().0,
+            tracepoints: settings.mode.functions().1,
+            ..GroupRules::default()
+        },
         |s: &skel::TcpSkel<'static>| (&s.maps.events, &s.maps.drops),
         TcpEvent::decode,
     )

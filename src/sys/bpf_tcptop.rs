@@ -1,7 +1,9 @@
 //! tcptop's kernel side: loads `src/bpf/tcptop.bpf.c` through the engine,
 //! fills its cgroup filter, and takes its per-connection byte counts (read
 //! and deleted, so each interval starts from zero; see the program's
-//! header for what is counted and what is not seen).
+//! header for what is counted and what is not seen). bcc's hooks on
+//! tcp_sendmsg and tcp_cleanup_rbuf count where they attach, else the sock
+//! tracepoints (the engine's kernel-function groups).
 
 use std::io;
 use std::net::IpAddr;
@@ -83,7 +85,11 @@ impl TcptopBpf {
                 rodata.filter_cgroup = cgroup.is_some();
                 Ok(())
             },
-            GroupRules::default(),
+            GroupRules {
+                functions: &["scry_k_tcp_send", "scry_k_tcp_recv"],
+                tracepoints: &["scry_tcptop_send", "scry_tcptop_recv"],
+                ..GroupRules::default()
+            },
             cgroup.as_ref(),
             |s: &skel::TcptopSkel<'static>| &s.maps.cgroup_map,
         )?;

@@ -2,7 +2,8 @@
 //! engine (each call's program optional: one must attach) and reads its
 //! counters (what each counts is in the program's header). bcc's hooks
 //! (the VFS functions by fentry, else kprobe) count when all five attach;
-//! else the system-call tracepoints do (`VfsstatBpf::on_vfs_functions`).
+//! else the system-call tracepoints do (the engine's kernel-function
+//! groups, `GroupRules::functions`).
 
 use std::io;
 
@@ -24,13 +25,9 @@ const VFS_GROUPS: &[&str] = &[
     "scry_k_vfs_create",
 ];
 
-/// Every program's group: all optional.
+/// The system-call tracepoints' groups: all optional (open and creat do
+/// not exist on every architecture).
 const GROUPS: &[&str] = &[
-    "scry_k_vfs_read",
-    "scry_k_vfs_write",
-    "scry_k_vfs_fsync_range",
-    "scry_k_vfs_open",
-    "scry_k_vfs_create",
     "scry_vfs_read",
     "scry_vfs_readv",
     "scry_vfs_pread64",
@@ -57,7 +54,6 @@ const GROUPS: &[&str] = &[
 #[derive(Debug)]
 pub struct VfsstatBpf {
     loaded: Loaded<VfsstatSkel<'static>>,
-    on_vfs: bool,
 }
 
 impl VfsstatBpf {
@@ -70,30 +66,20 @@ impl VfsstatBpf {
                 rodata.filter_tgid = pid.unwrap_or(0);
                 Ok(())
             },
-            GroupRules::optional(GROUPS),
+            GroupRules {
+                optional: GROUPS,
+                functions: VFS_GROUPS,
+                tracepoints: GROUPS,
+                ..GroupRules::default()
+            },
             Attach::Now,
         )?;
-        loaded.require_any(
-            GROUPS,
-            "none of the syscalls tracepoints vfsstat counts attached here",
-        )?;
-        let mut loaded = loaded;
-        let on_vfs = VFS_GROUPS.iter().all(|g| loaded.has(g));
-        if on_vfs {
-            let bss = loaded
-                .skel
-                .maps
-                .bss_data
-                .as_deref_mut()
-                .ok_or_else(|| io::Error::other("vfsstat's object has no .bss"))?;
-            bss.use_vfs = 1;
+        if !loaded.on_kernel_functions() && !GROUPS.iter().any(|g| loaded.has(g)) {
+            return Err(io::Error::other(
+                "none of the syscalls tracepoints vfsstat counts attached here",
+            ));
         }
-        Ok(VfsstatBpf { loaded, on_vfs })
-    }
-
-    /// Whether bcc's hooks (the VFS functions) count, not the tracepoints.
-    pub fn on_vfs_functions(&self) -> bool {
-        self.on_vfs
+        Ok(VfsstatBpf { loaded })
     }
 
     pub fn hooks(&self) -> Vec<Hook> {

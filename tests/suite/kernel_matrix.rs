@@ -76,7 +76,7 @@ fn boot() -> Run {
     cmd.arg(&script)
         .arg("--scry")
         .arg(env!("CARGO_BIN_EXE_scry"));
-    for w in ["calls", "cpu7525", "sleeper", "vfsops"] {
+    for w in ["calls", "conns", "cpu7525", "sleeper", "vfsops"] {
         cmd.arg("--workload").arg(common::workload(w));
     }
     let started = std::time::Instant::now();
@@ -272,6 +272,18 @@ fn guest_kprobe_pmu_in_top_and_read_by_perf() {
     assert_passed(|n| names.contains(&n), &names);
 }
 
+/// BPF tools on bcc's kernel functions (fentry, else kprobe; the engine's
+/// kernel-function groups): tcpconnect on tcp_v4/v6_connect sees the
+/// connects its state tracepoint sees; tcptop on tcp_sendmsg and
+/// tcp_cleanup_rbuf counts the bytes the workload moved (6.1 has no sock
+/// length tracepoints); cachestat's misses on filemap_add_folio are its
+/// tracepoint's for the same pages written.
+#[test]
+fn guest_bpf_tools_on_kernel_functions_agree() {
+    let names = ["tcpconnect_kfuncs", "tcptop_kfuncs", "cachestat_kfuncs"];
+    assert_passed(|n| names.contains(&n), &names);
+}
+
 #[test]
 fn guest_leaves_no_kprobe_nor_tracer() {
     assert_passed(
@@ -291,6 +303,9 @@ fn guest_leaves_no_kprobe_nor_tracer() {
             "clean_after_runqlat",
             "clean_after_trace_functions",
             "clean_after_kprobe_pmu_more",
+            "clean_after_tcpconnect",
+            "clean_after_tcptop",
+            "clean_after_cachestat",
         ],
     );
 }
