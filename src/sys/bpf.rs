@@ -1,6 +1,7 @@
 //! What the BPF loaders (`bpf_NAME`) share: the skeleton
 //! include, the object storage libbpf-rs borrows, and libbpf's errors as
-//! `io::Error`s that keep their kind (permission, not found).
+//! `io::Error`s that keep their kind (permission, not found), and the
+//! preflight that says in one line why BPF tools cannot run here.
 //!
 //! A skeleton borrows its object storage for its whole life; each loader
 //! loads its program once per run, so the storage (one pointer) is leaked
@@ -59,4 +60,52 @@ pub(crate) fn io_error(what: &str, err: libbpf_rs::Error) -> io::Error {
         _ => io::ErrorKind::Other,
     };
     io::Error::new(kind, format!("{what}: {err}"))
+}
+
+/// Capabilities in CapEff's bit numbers.
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// Why BPF tools cannot run here: what is missing and what provides it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    #[error(
+        "BPF tools need CAP_BPF and CAP_PERFMON (or root): this process has neither, \
+         and kernel.unprivileged_bpf_disabled={unprivileged_bpf_disabled}"
+    )]
+    Privileges { unprivileged_bpf_disabled: String },
+    #[error(
+        "BPF tools need the kernel's BTF: /sys/kernel/btf/vmlinux is missing \
+         (a kernel built with CONFIG_DEBUG_INFO_BTF)"
+    )]
+    NoBtf,
+}
+
+/// Why BPF tools cannot run here, or Ok: the kernel's BTF is there and
+/// this process may load tracing programs (CAP_SYS_ADMIN, or CAP_BPF with
+/// CAP_PERFMON).
+pub fn preflight() -> Result<(), Unavailable> {
+    let effective = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
+            u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
+        });
+    if let Some(caps) = effective {
+        let has = |cap: u32| caps & (1u64 << cap) != 0;
+        if !(has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))) {
+            let unprivileged =
+                std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled")
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| "?".to_string());
+            return Err(Unavailable::Privileges {
+                unprivileged_bpf_disabled: unprivileged,
+            });
+        }
+    }
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Err(Unavailable::NoBtf);
+    }
+    Ok(())
 }

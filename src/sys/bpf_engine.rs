@@ -35,9 +35,11 @@ use std::io;
 use std::sync::Mutex;
 
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, PrintLevel};
+use libbpf_rs::{Link, PrintLevel};
 
 use super::bpf::io_error;
+pub use super::bpf::{Unavailable, preflight};
+pub use super::bpf_maps::*;
 
 /// A hook kind, best first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -705,261 +707,6 @@ fn plan_groups<O: OpenSkel<'static>>(
     Ok(groups)
 }
 
-/// Every (key, value) of a hash map: in batches where the kernel allows
-/// (5.6 and later), else key by key.
-pub fn hash_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    if let Ok(batches) = map.lookup_batch(BATCH, MapFlags::ANY, MapFlags::ANY) {
-        return Ok(batches.collect());
-    }
-    let mut entries = Vec::new();
-    for key in map.keys() {
-        if let Some(value) = map
-            .lookup(&key, MapFlags::ANY)
-            .map_err(|e| io_error(what, e))?
-        {
-            entries.push((key, value));
-        }
-    }
-    Ok(entries)
-}
-
-/// Every (key, value) of a hash map, each deleted as it is read (so the
-/// next read starts from zero; an entry added meanwhile waits for it).
-pub fn take_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let mut entries = Vec::new();
-    for key in map.keys() {
-        match map.lookup_and_delete(&key) {
-            Ok(Some(value)) => entries.push((key, value)),
-            Ok(None) => {}
-            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_error(what, e)),
-        }
-    }
-    Ok(entries)
-}
-
-/// A key and its value on each CPU.
-pub type PerCpuEntry = (Vec<u8>, Vec<Vec<u8>>);
-
-/// Every value of an array map of `len` elements, in index order: in
-/// batches (a few system calls), or one lookup per element where batched
-/// reads are refused (kernels before 5.6) or come back short.
-pub fn array_values<M: MapCore>(map: &M, len: u32, what: &str) -> io::Result<Vec<Vec<u8>>> {
-    if let Ok(batches) = map.lookup_batch(BATCH, MapFlags::ANY, MapFlags::ANY) {
-        let values: Vec<Vec<u8>> = batches.map(|(_, value)| value).collect();
-        if values.len() == len as usize {
-            return Ok(values);
-        }
-    }
-    (0..len)
-        .map(|index| {
-            map.lookup(&index.to_ne_bytes(), MapFlags::ANY)
-                .map_err(|e| io_error(what, e))
-                .map(Option::unwrap_or_default)
-        })
-        .collect()
-}
-
-/// A BPF ring buffer's reader (the `events` map of `src/bpf/ring.bpf.h`):
-/// `fd` polls readable when events wait; `consume` hands each to the
-/// callback given to [`ring_reader`].
-pub struct RingReader<'a> {
-    ring: libbpf_rs::RingBuffer<'a>,
-}
-
-impl std::fmt::Debug for RingReader<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RingReader").finish_non_exhaustive()
-    }
-}
-
-impl RingReader<'_> {
-    /// The descriptor to poll (an epoll set over the ring).
-    pub fn fd(&self) -> std::os::fd::RawFd {
-        self.ring.epoll_fd()
-    }
-
-    /// Hands every waiting event to the callback.
-    pub fn consume(&self) -> io::Result<()> {
-        self.ring
-            .consume()
-            .map_err(|e| io_error("reading the BPF ring buffer", e))
-    }
-}
-
-/// A reader of ring buffer `map`, calling `on_event` with each event's
-/// bytes.
-pub fn ring_reader<'a, M: MapCore>(
-    map: &'a M,
-    mut on_event: impl FnMut(&[u8]) + 'a,
-) -> io::Result<RingReader<'a>> {
-    let mut builder = libbpf_rs::RingBufferBuilder::new();
-    builder
-        .add(map, move |data: &[u8]| {
-            on_event(data);
-            0
-        })
-        .map_err(|e| io_error("opening the BPF ring buffer", e))?;
-    let ring = builder
-        .build()
-        .map_err(|e| io_error("opening the BPF ring buffer", e))?;
-    Ok(RingReader { ring })
-}
-
-/// The events a program could not send (its `drops`, summed over CPUs).
-pub fn dropped<M: MapCore>(drops: &M) -> io::Result<u64> {
-    let per_cpu = drops
-        .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
-        .map_err(|e| io_error("reading the BPF drop count", e))?
-        .unwrap_or_default();
-    Ok(per_cpu.iter().filter_map(|v| u64_at(v, 0)).sum())
-}
-
-/// Elements per batched read.
-const BATCH: u32 = 4096;
-
-/// Every (key, per-CPU values) of a per-CPU hash or array map.
-pub fn percpu_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<PerCpuEntry>> {
-    let mut entries = Vec::new();
-    for key in map.keys() {
-        if let Some(values) = map
-            .lookup_percpu(&key, MapFlags::ANY)
-            .map_err(|e| io_error(what, e))?
-        {
-            entries.push((key, values));
-        }
-    }
-    Ok(entries)
-}
-
-/// Sizes a BPF_MAP_TYPE_STACK_TRACE map before load: `entries` distinct
-/// stacks (bcc's `--stack-storage-size`).
-pub fn size_stack_map(map: &mut libbpf_rs::OpenMapMut<'_>, entries: u32) -> io::Result<()> {
-    map.set_max_entries(entries)
-        .map_err(|e| io_error("sizing the BPF stack map", e))
-}
-
-/// The addresses of stack `id` in a BPF_MAP_TYPE_STACK_TRACE map, the
-/// innermost first (the map's zeroed tail cut off); `None` when the id is
-/// negative (`bpf_get_stackid` failed: no user stack, the map was full) or
-/// no longer in the map.
-pub fn stack_ips<M: MapCore>(map: &M, id: i32, what: &str) -> io::Result<Option<Vec<u64>>> {
-    let Ok(key) = u32::try_from(id) else {
-        return Ok(None);
-    };
-    let value = match map.lookup(&key.to_ne_bytes(), MapFlags::ANY) {
-        Ok(value) => value,
-        Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => None,
-        Err(e) => return Err(io_error(what, e)),
-    };
-    Ok(value.map(|bytes| {
-        bytes
-            .chunks_exact(8)
-            .filter_map(|b| b.try_into().ok().map(u64::from_ne_bytes))
-            .take_while(|&ip| ip != 0)
-            .collect()
-    }))
-}
-
-/// `targets` values (src/bpf/targets.bpf.h).
-const TARGET_WATCHED: u8 = 1;
-const TARGET_AT_EXEC: u8 = 2;
-
-/// Puts process `tgid` in a program's `targets` map (targets.bpf.h): it
-/// and what it forks count from now on; `from_exec`: only from its next
-/// exec on (a workload forked and waiting to exec).
-pub fn add_target<M: MapCore>(targets: &M, tgid: i32, from_exec: bool) -> io::Result<()> {
-    let value = if from_exec {
-        TARGET_AT_EXEC
-    } else {
-        TARGET_WATCHED
-    };
-    targets
-        .update(&tgid.to_ne_bytes(), &[value], MapFlags::ANY)
-        .map_err(|e| io_error("adding a process to the BPF targets", e))
-}
-
-/// Empties a hash map (for interval output: each interval starts at 0).
-pub fn clear_hash<M: MapCore>(map: &M, what: &str) -> io::Result<()> {
-    let keys: Vec<Vec<u8>> = map.keys().collect();
-    for key in keys {
-        match map.delete(&key) {
-            Ok(()) => {}
-            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_error(what, e)),
-        }
-    }
-    Ok(())
-}
-
-/// A u64 at `offset` of a map key or value.
-pub fn u64_at(bytes: &[u8], offset: usize) -> Option<u64> {
-    let b = bytes.get(offset..offset + 8)?;
-    Some(u64::from_ne_bytes(b.try_into().ok()?))
-}
-
-/// A u32 at `offset` of a map key or value.
-pub fn u32_at(bytes: &[u8], offset: usize) -> Option<u32> {
-    let b = bytes.get(offset..offset + 4)?;
-    Some(u32::from_ne_bytes(b.try_into().ok()?))
-}
-
-/// A NUL-terminated name (a task's comm) at `offset`, at most `len` bytes.
-pub fn comm_at(bytes: &[u8], offset: usize, len: usize) -> String {
-    let raw = bytes.get(offset..).unwrap_or_default();
-    let raw = &raw[..raw.len().min(len)];
-    let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-    String::from_utf8_lossy(&raw[..end]).into_owned()
-}
-
-/// Capabilities in CapEff's bit numbers.
-const CAP_SYS_ADMIN: u32 = 21;
-const CAP_PERFMON: u32 = 38;
-const CAP_BPF: u32 = 39;
-
-/// Why BPF tools cannot run here: what is missing and what provides it.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Unavailable {
-    #[error(
-        "BPF tools need CAP_BPF and CAP_PERFMON (or root): this process has neither, \
-         and kernel.unprivileged_bpf_disabled={unprivileged_bpf_disabled}"
-    )]
-    Privileges { unprivileged_bpf_disabled: String },
-    #[error(
-        "BPF tools need the kernel's BTF: /sys/kernel/btf/vmlinux is missing \
-         (a kernel built with CONFIG_DEBUG_INFO_BTF)"
-    )]
-    NoBtf,
-}
-
-/// Why BPF tools cannot run here, or Ok: the kernel's BTF is there and
-/// this process may load tracing programs (CAP_SYS_ADMIN, or CAP_BPF with
-/// CAP_PERFMON).
-pub fn preflight() -> Result<(), Unavailable> {
-    let effective = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
-            u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
-        });
-    if let Some(caps) = effective {
-        let has = |cap: u32| caps & (1u64 << cap) != 0;
-        if !(has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))) {
-            let unprivileged =
-                std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled")
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_else(|_| "?".to_string());
-            return Err(Unavailable::Privileges {
-                unprivileged_bpf_disabled: unprivileged,
-            });
-        }
-    }
-    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return Err(Unavailable::NoBtf);
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -984,6 +731,56 @@ mod tests {
         let failed = failed_programs(&log);
         assert_eq!(failed.len(), 1);
         assert_eq!(failed["a__btf"], "BPF program load failed: -EPERM");
+    }
+
+    #[test]
+    fn function_groups_go_together() {
+        let variant = |prog: &str, section: &str| Variant {
+            prog: prog.to_string(),
+            section: section.to_string(),
+            kind: HookKind::of_section(section),
+        };
+        let group = |role, variants| Group {
+            variants,
+            current: 0,
+            refused: Vec::new(),
+            optional: true,
+            role,
+        };
+        let needed = Role::Function { needed: true };
+        let mut groups = BTreeMap::new();
+        groups.insert(
+            "a".to_string(),
+            group(needed, vec![variant("a__fentry", "fentry/f")]),
+        );
+        groups.insert(
+            "b".to_string(),
+            group(
+                needed,
+                vec![
+                    variant("b__fentry", "fentry/g"),
+                    variant("b__kprobe", "kprobe/g"),
+                ],
+            ),
+        );
+        groups.insert(
+            "t".to_string(),
+            group(Role::Tracepoint, vec![variant("t__tp", "tracepoint/x/y")]),
+        );
+        assert!(functions_alive(&groups));
+        assert!(on_standby(&groups["t"], true));
+        groups
+            .get_mut("a")
+            .map(|g| g.demote("a", "EPERM".to_string()));
+        settle_functions(&mut groups);
+        assert!(!functions_alive(&groups));
+        assert!(groups["b"].chosen().is_none());
+        assert!(
+            groups["b"].refused[0].reason.contains("a has no hook"),
+            "{:?}",
+            groups["b"]
+        );
+        assert!(!on_standby(&groups["t"], functions_alive(&groups)));
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod bpf_futexctn;
 pub mod bpf_hists;
 pub mod bpf_irqs;
 pub mod bpf_klockstat;
+pub mod bpf_maps;
 pub mod bpf_memleak;
 pub mod bpf_offcputime;
 pub mod bpf_offwaketime;

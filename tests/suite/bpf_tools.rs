@@ -916,3 +916,77 @@ fn wakeuptime_names_the_writer_as_libbpf_tools_does() {
     );
     assert!(ours.us.abs_diff(theirs.us) * 10 <= theirs.us, "{report}");
 }
+
+/// bcc's hooks on kernel functions (the engine's kernel-function groups),
+/// or why not: with -v, vfsstat, cachestat, tcptop and tcpconnect name for
+/// a kernel-function group the fentry or kprobe hook in use, their
+/// tracepoint group then on standby; or, where none attaches (this
+/// machine: fentry refused, no kprobes), each refusal, fentry then kprobe,
+/// and the tracepoint group attached. The guest of kernel_matrix checks
+/// the counts of both paths.
+#[test]
+fn kernel_function_hooks_used_or_each_refusal_said() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    for (tool, args, function, fentry, tracepoint) in [
+        (
+            "vfsstat",
+            &["1", "1"][..],
+            "scry_k_vfs_read",
+            "fentry/vfs_read",
+            "scry_vfs_read",
+        ),
+        (
+            "cachestat",
+            &["1", "1"],
+            "scry_k_cache_added",
+            "fentry/filemap_add_folio",
+            "scry_cache_add",
+        ),
+        (
+            "tcptop",
+            &["1", "1"],
+            "scry_k_tcp_send",
+            "fentry/tcp_sendmsg",
+            "scry_tcptop_send",
+        ),
+        (
+            "tcpconnect",
+            &["-d", "1"],
+            "scry_k_connect4",
+            "fentry/tcp_v4_connect",
+            "scry_tcp_state",
+        ),
+    ] {
+        let out = common::output(common::scry().arg(tool).arg("-v").args(args));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{tool}: {err}");
+        let hook = |group: &str| {
+            let prefix = format!("{tool}: hook {group}: ");
+            err.lines()
+                .find_map(|l| l.strip_prefix(&prefix))
+                .unwrap_or_else(|| panic!("{tool}: no -v line for {group}: {err}"))
+                .to_string()
+        };
+        let (function, tracepoint) = (hook(function), hook(tracepoint));
+        if function.starts_with("fentry/") || function.starts_with("kprobe/") {
+            assert_eq!(
+                tracepoint, "not attached (the kernel-function hooks count)",
+                "{tool}: {err}"
+            );
+        } else {
+            let refused = format!("not attached ({fentry} refused: ");
+            assert!(
+                function.starts_with(&refused) && function.contains("kprobe/"),
+                "{tool}: {function}"
+            );
+            assert!(
+                tracepoint.starts_with("tp_btf/")
+                    || tracepoint.starts_with("raw_tp/")
+                    || tracepoint.starts_with("tracepoint/"),
+                "{tool}: {err}"
+            );
+        }
+    }
+}
