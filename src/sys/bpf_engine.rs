@@ -14,15 +14,11 @@
 //! no hook (its tracepoint does not exist here); any other group without
 //! a hook is an error naming every refusal.
 //!
-//! bcc's hooks on kernel functions: a tool may list groups whose variants
-//! are fentry/fexit, then kprobe/kretprobe (`GroupRules::functions`) as
-//! the better way to count what its tracepoint groups
-//! (`GroupRules::tracepoints`) count. The function groups go together:
-//! while each of them (but the optional ones) has a variant left, the
-//! tracepoint groups are not loaded; once one has none, all the function
-//! groups are given up (each says why) and the tracepoint groups load and
-//! attach. So the two never count the same thing twice, and which one
-//! counts is decided by what this kernel loads and attaches.
+//! bcc's hooks on kernel functions (`GroupRules::functions`: fentry/fexit,
+//! then kprobe/kretprobe variants) go together, in place of a tool's
+//! `GroupRules::tracepoints` groups: those are not loaded while every
+//! needed function group has a variant left; once one has none, all are
+//! given up (each says why) and the tracepoint groups load and attach.
 //!
 //! Ownership: programs, maps and links are file descriptors of this
 //! process (nothing is pinned), so however scry ends, even by SIGKILL, the

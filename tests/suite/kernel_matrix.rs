@@ -264,8 +264,9 @@ fn guest_trace_function_and_graph() {
     assert_passed(|n| names.contains(&n), &names);
 }
 
-/// A probe for one run in `scry top` (the kprobe PMU), and perf script
-/// reading a file scry recorded with one: the event shown by its name.
+/// perf script reading a file scry recorded with a probe for one run (the
+/// kprobe PMU): the event shown by its name. `scry top -e kprobe:FUNC`
+/// runs but is a known gap (XFAIL): no sample system-wide on 6.1.
 #[test]
 fn guest_kprobe_pmu_in_top_and_read_by_perf() {
     let names = ["kprobe_pmu_top", "kprobe_pmu_perf_script"];
