@@ -42,8 +42,10 @@ impl FutexEntry {
 }
 
 /// libc's (and the kernel's entry) frames between a lock call and the
-/// futex system call.
+/// futex system call. glibc's internal aliases (`__GI___lll_lock_wait`,
+/// the name perf gives `__lll_lock_wait`'s address) count as their names.
 fn locking_code(name: &str) -> bool {
+    let name = name.strip_prefix("__GI_").unwrap_or(name);
     [
         "pthread_",
         "__pthread_",
@@ -186,7 +188,7 @@ mod tests {
     #[test]
     fn locks_sum_their_threads_and_name_their_callers() {
         let frames = [
-            "__lll_lock_wait",
+            "__GI___lll_lock_wait",
             "pthread_mutex_lock@@GLIBC_2.2.5",
             "take_lock",
             "main",
