@@ -26,11 +26,17 @@
 # (installed here when missing; without it, scry's own collapse of the
 # perf.data, `scry flamegraph --folded -i`, stands in and the line says so).
 #
-# Usage: bench/oncpu.sh   (env SECS=10, REPS=5, SCRY_BIN=path to skip the build)
+# The machine may be shared: the CPU runs are interleaved (scry, perf,
+# bpftrace, RUNS times) and each figure is the median of its RUNS.
+# scry's `-v` line "loaded and attached in N ms" splits its start (BTF,
+# load and verifier, attach) from the exec; "N counts named in M ms" is
+# the cost of the symbols at the end (both printed below, medians).
+#
+# Usage: bench/oncpu.sh   (env SECS=10, RUNS=3, REPS=5, SCRY_BIN=path to skip the build)
 # Needs: root, perf, bpftrace (scripts/deps), cc, /usr/bin/time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECS=${SECS:-10} REPS=${REPS:-5}
+SECS=${SECS:-10} REPS=${REPS:-5} RUNS=${RUNS:-3}
 for tool in perf bpftrace stdbuf cc /usr/bin/time; do
     command -v "$tool" >/dev/null || { echo "bench/oncpu.sh: no $tool (scripts/deps)" >&2; exit 2; }
 done
@@ -62,20 +68,26 @@ timed() {
     awk '{printf "%.3f %d\n", $1 + $2, $3}' "$out/$name.time" >>"$out/$name"
 }
 
-echo "bench/oncpu.sh: ${SECS} s at 99 Hz, every CPU, two spinners busy"
-timed scry "$scry" profile-bpf -F 99 -f "$SECS" >"$out/scry.folded"
-timed perf_record perf record -q -F 99 -a -g -o "$out/perf.data" -- sleep "$SECS"
-timed perf_script sh -c "perf script -i '$out/perf.data' > '$out/perf.script' 2>/dev/null"
-timed collapse sh -c "$collapse_cmd < '$out/perf.script' > '$out/perf.folded'"
-timeout -s INT "$SECS" /usr/bin/time -f "%U %S %M" -o "$out/bpftrace.time" \
-    bpftrace -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }' >"$out/bpftrace.out" 2>&1 || true
-awk '{printf "%.3f %d\n", $1 + $2, $3}' "$out/bpftrace.time" >>"$out/bpftrace"
+echo "bench/oncpu.sh: ${SECS} s at 99 Hz, every CPU, two spinners busy, median of $RUNS interleaved runs"
+for _ in $(seq "$RUNS"); do
+    timed scry "$scry" profile-bpf -v -F 99 -f "$SECS" >"$out/scry.folded" 2>"$out/scry.err"
+    sed -n 's/.*loaded and attached in \([0-9.]*\) ms/\1/p' "$out/scry.err" >>"$out/scry_load"
+    sed -n 's/.* counts named in \([0-9.]*\) ms/\1/p' "$out/scry.err" >>"$out/scry_naming"
+    timed perf_record perf record -q -F 99 -a -g -o "$out/perf.data" -- sleep "$SECS"
+    timed perf_script sh -c "perf script -i '$out/perf.data' > '$out/perf.script' 2>/dev/null"
+    timed collapse sh -c "$collapse_cmd < '$out/perf.script' > '$out/perf.folded'"
+    timeout -s INT "$SECS" /usr/bin/time -f "%U %S %M" -o "$out/bpftrace.time" \
+        bpftrace -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }' >"$out/bpftrace.out" 2>&1 || true
+    awk '{printf "%.3f %d\n", $1 + $2, $3}' "$out/bpftrace.time" >>"$out/bpftrace"
+done
 
-read -r s_cpu s_rss <"$out/scry"
-read -r r_cpu r_rss <"$out/perf_record"
-read -r p_cpu p_rss <"$out/perf_script"
-read -r c_cpu c_rss <"$out/collapse"
-read -r b_cpu b_rss <"$out/bpftrace"
+# col NAME N: the median of column N of $out/NAME.
+col() { awk -v n="$2" '{print $n}' "$out/$1" >"$out/$1.col$2"; median "$1.col$2"; }
+s_cpu=$(col scry 1) s_rss=$(col scry 2)
+r_cpu=$(col perf_record 1) r_rss=$(col perf_record 2)
+p_cpu=$(col perf_script 1) p_rss=$(col perf_script 2)
+c_cpu=$(col collapse 1) c_rss=$(col collapse 2)
+b_cpu=$(col bpftrace 1) b_rss=$(col bpftrace 2)
 perf_cpu=$(awk -v a="$r_cpu" -v b="$p_cpu" -v c="$c_cpu" 'BEGIN {printf "%.3f", a + b + c}')
 perf_rss=$(printf '%s\n' "$r_rss" "$p_rss" "$c_rss" | sort -n | tail -1)
 samples() { awk '{s += $NF} END {print s + 0}' "$1"; }
@@ -92,6 +104,7 @@ printf '%-40s %9s %8s %10s %9s\n' "  perf script" "$p_cpu" "" "$p_rss" ""
 printf '%-40s %9s %8s %10s %9s\n' "  $collapse_name" "$c_cpu" "" "$c_rss" ""
 b_samples=$({ grep -o ']: [0-9]*$' "$out/bpftrace.out" || true; } | awk '{s += $2} END {print s + 0}')
 printf '%-40s %9s %8s %10s %9s\n' "bpftrace" "$b_cpu" "$(share "$b_cpu")" "$b_rss" "$b_samples"
+[ -s "$out/scry_load" ] && echo "scry -v: loaded and attached in $(median scry_load) ms, counts named in $(median scry_naming) ms (medians)"
 echo "cpu   scry / perf pipeline $(ratio "$s_cpu" "$perf_cpu")   scry / bpftrace $(ratio "$s_cpu" "$b_cpu")"
 echo "rss   scry / perf pipeline $(ratio "$s_rss" "$perf_rss")   scry / bpftrace $(ratio "$s_rss" "$b_rss")"
 

@@ -14,6 +14,7 @@
 //! `analysis::offcputime` → `render::offcputime`.
 
 use std::io::{self, Write};
+use std::time::Instant;
 
 use clap::Args;
 
@@ -107,8 +108,15 @@ pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
     };
     bpf_tool::check_pid(TOOL, "-p", args.target.pid)?;
     bpf_tool::check_pid(TOOL, "-L", args.tid)?;
+    let loading = Instant::now();
     let mut bpf = bpf_tool::load(TOOL, || OncpuBpf::load(&settings))?;
     bpf_tool::print_hooks(TOOL, &bpf.hooks(), args.run.verbose);
+    if args.run.verbose {
+        eprintln!(
+            "{TOOL}: loaded and attached in {:.1} ms",
+            loading.elapsed().as_secs_f64() * 1e3
+        );
+    }
     let mut out = io::stdout().lock();
     if !args.stacks.folded && args.run.export.to.is_none() {
         writeln!(out, "{}", banner(&args))?;
@@ -126,7 +134,15 @@ pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
                  Consider increasing --hash-storage-size."
             );
         }
+        let naming = Instant::now();
         let named = name_sums(TOOL, resolver, &counts);
+        if args.run.verbose {
+            eprintln!(
+                "{TOOL}: {} counts named in {:.1} ms",
+                counts.len(),
+                naming.elapsed().as_secs_f64() * 1e3
+            );
+        }
         if args.run.export.to.is_some() {
             exported = Some(named);
             return Ok(());
