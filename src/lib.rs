@@ -16,12 +16,12 @@
 extern crate self as scry;
 
 pub mod analysis;
-pub mod capture;
+pub(crate) mod capture;
 pub mod cli;
 pub mod data;
 pub mod event;
-pub mod lang;
-pub mod model;
+pub(crate) mod lang;
+pub(crate) mod model;
 pub mod render;
 pub mod symbol;
 #[allow(unsafe_code)]

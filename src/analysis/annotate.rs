@@ -20,31 +20,31 @@ use crate::symbol::{ResolveOptions, Resolver};
 
 /// Samples of one function, by offset.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FunctionHits {
-    pub frame: Frame,
+pub(crate) struct FunctionHits {
+    pub(crate) frame: Frame,
     /// Where it starts: a file offset in its binary (user code) or a
     /// virtual address (kernel, JIT).
-    pub start: u64,
-    pub samples: u64,
+    pub(crate) start: u64,
+    pub(crate) samples: u64,
     /// Offset into the function → samples.
-    pub hits: BTreeMap<u64, u64>,
+    pub(crate) hits: BTreeMap<u64, u64>,
 }
 
 /// Every sampled function, hottest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AddressProfile {
-    pub functions: Vec<FunctionHits>,
+pub(crate) struct AddressProfile {
+    pub(crate) functions: Vec<FunctionHits>,
     /// Samples of the event, named or not.
-    pub samples: u64,
+    pub(crate) samples: u64,
     /// Samples whose address no function covers (or that had none).
-    pub unnamed: u64,
+    pub(crate) unnamed: u64,
 }
 
 /// How many distinct addresses wait before they are named.
 const BATCH: usize = 4096;
 
 /// Feeds records in, gives an [`AddressProfile`] out.
-pub struct AddressCollector {
+pub(crate) struct AddressCollector {
     resolver: Resolver,
     /// Only this event's samples (index into the file's events); set by
     /// the first sample when not given.
@@ -59,7 +59,7 @@ pub struct AddressCollector {
 
 impl AddressCollector {
     /// `event`: the samples to count (default: the first sample's event).
-    pub fn new(options: &ResolveOptions, event: Option<usize>) -> Self {
+    pub(crate) fn new(options: &ResolveOptions, event: Option<usize>) -> Self {
         AddressCollector {
             resolver: Resolver::new(options),
             event,
@@ -71,12 +71,15 @@ impl AddressCollector {
     }
 
     /// The file's recorded build ids, for the resolver's checks.
-    pub fn set_header_build_ids(&mut self, ids: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) {
+    pub(crate) fn set_header_build_ids(
+        &mut self,
+        ids: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
+    ) {
         self.resolver.set_header_build_ids(ids);
     }
 
     /// One record, in time order.
-    pub fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
+    pub(crate) fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
         match record {
             EventRecord::Comm(c) if c.is_execve => self.flush(),
             EventRecord::Sample(s) if *self.event.get_or_insert(attr_index) == attr_index => {
@@ -122,12 +125,12 @@ impl AddressCollector {
     }
 
     /// The event counted (none before the first sample).
-    pub fn event(&self) -> Option<usize> {
+    pub(crate) fn event(&self) -> Option<usize> {
         self.event
     }
 
     /// The functions, hottest first (ties by name).
-    pub fn finish(mut self) -> AddressProfile {
+    pub(crate) fn finish(mut self) -> AddressProfile {
         self.flush();
         let frames = self.resolver.frames();
         let mut functions: Vec<FunctionHits> = self

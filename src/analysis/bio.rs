@@ -11,12 +11,12 @@ use std::collections::BTreeMap;
 use crate::analysis::hist::{Histogram, KeyedHistogram, Scale};
 use crate::sys::bpf_hists::KeyedSlots;
 
-pub use crate::sys::block::Partition;
-pub use crate::sys::bpf_bio::BioEvent;
+pub(crate) use crate::sys::block::Partition;
+pub(crate) use crate::sys::bpf_bio::BioEvent;
 
 /// bitesize: the histograms of `read` summed per process name, in name
 /// order; only `comm` when given.
-pub fn sizes_by_comm(read: &[KeyedSlots], comm: Option<&str>) -> Vec<KeyedHistogram> {
+pub(crate) fn sizes_by_comm(read: &[KeyedSlots], comm: Option<&str>) -> Vec<KeyedHistogram> {
     let mut by_comm: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
     for h in read.iter().filter(|h| comm.is_none_or(|c| h.comm == c)) {
         let sum = by_comm.entry(&h.comm).or_default();
@@ -39,25 +39,25 @@ pub fn sizes_by_comm(read: &[KeyedSlots], comm: Option<&str>) -> Vec<KeyedHistog
 /// One biotop row's key: the process that started the I/O, its
 /// direction, its disk.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct TopKey {
-    pub pid: u32,
-    pub comm: String,
-    pub write: bool,
-    pub dev: u32,
+pub(crate) struct TopKey {
+    pub(crate) pid: u32,
+    pub(crate) comm: String,
+    pub(crate) write: bool,
+    pub(crate) dev: u32,
 }
 
 /// One biotop row's sums.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TopSums {
-    pub ios: u64,
-    pub bytes: u64,
-    pub latency_ns: u64,
+pub(crate) struct TopSums {
+    pub(crate) ios: u64,
+    pub(crate) bytes: u64,
+    pub(crate) latency_ns: u64,
 }
 
 /// biotop's sort orders (`-s`): libbpf-tools' all (I/Os + bytes +
 /// microseconds), io, bytes, time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum TopSort {
+pub(crate) enum TopSort {
     #[default]
     All,
     Io,
@@ -67,12 +67,12 @@ pub enum TopSort {
 
 /// An interval's I/O per [`TopKey`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BioTop {
+pub(crate) struct BioTop {
     rows: BTreeMap<TopKey, TopSums>,
 }
 
 impl BioTop {
-    pub fn add(&mut self, e: &BioEvent) {
+    pub(crate) fn add(&mut self, e: &BioEvent) {
         let key = TopKey {
             pid: e.pid,
             comm: e.comm.clone(),
@@ -87,7 +87,7 @@ impl BioTop {
 
     /// The rows, largest first by `sort` (ties in key order), at most
     /// `limit`; the sums start again from zero.
-    pub fn take(&mut self, sort: TopSort, limit: usize) -> Vec<(TopKey, TopSums)> {
+    pub(crate) fn take(&mut self, sort: TopSort, limit: usize) -> Vec<(TopKey, TopSums)> {
         let mut rows: Vec<(TopKey, TopSums)> = std::mem::take(&mut self.rows).into_iter().collect();
         let weight = |s: &TopSums| match sort {
             TopSort::All => s.ios + s.bytes + s.latency_ns / 1000,

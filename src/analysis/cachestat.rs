@@ -10,17 +10,17 @@ use crate::sys::bpf_cachestat::CacheCounts;
 
 /// One interval's figures (pages; sizes in MiB).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct CacheInterval {
-    pub hits: u64,
-    pub misses: u64,
-    pub dirties: u64,
-    pub buffers_mb: u64,
-    pub cached_mb: u64,
+pub(crate) struct CacheInterval {
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
+    pub(crate) dirties: u64,
+    pub(crate) buffers_mb: u64,
+    pub(crate) cached_mb: u64,
 }
 
 impl CacheInterval {
     /// The figures from `before` to `now`, with `meminfo`'s text.
-    pub fn between(before: &CacheCounts, now: &CacheCounts, meminfo: &str) -> CacheInterval {
+    pub(crate) fn between(before: &CacheCounts, now: &CacheCounts, meminfo: &str) -> CacheInterval {
         let delta = |now: u64, before: u64| now.saturating_sub(before);
         let accesses = delta(now.accesses, before.accesses)
             .saturating_sub(delta(now.less_accesses, before.less_accesses));
@@ -36,7 +36,7 @@ impl CacheInterval {
     }
 
     /// Hits over hits and misses, in percent (0 with neither).
-    pub fn ratio(&self) -> f64 {
+    pub(crate) fn ratio(&self) -> f64 {
         let total = self.hits + self.misses;
         if total == 0 {
             0.0

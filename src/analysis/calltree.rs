@@ -22,7 +22,7 @@ use super::sample::FrameId;
 
 /// Order of frames along a call-tree path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GraphOrder {
+pub(crate) enum GraphOrder {
     /// Callers first, towards callees.
     Caller,
     /// Callees first, towards callers.
@@ -31,25 +31,25 @@ pub enum GraphOrder {
 
 /// One node: a function reached along some path from the tree's root.
 #[derive(Clone, Debug)]
-pub struct Node {
+pub(crate) struct Node {
     /// A frame of this node's function (unused on the root).
-    pub frame: FrameId,
+    pub(crate) frame: FrameId,
     pub(super) sym: u32,
     /// Period of the samples whose path passes through this node.
-    pub period: u64,
-    pub samples: u64,
+    pub(crate) period: u64,
+    pub(crate) samples: u64,
     /// Child node indices, in insertion order (sort before printing).
-    pub children: Vec<u32>,
+    pub(crate) children: Vec<u32>,
 }
 
 /// A tree whose node 0 is a virtual root standing for the entry itself.
 #[derive(Clone, Debug)]
-pub struct CallTree {
-    pub nodes: Vec<Node>,
+pub(crate) struct CallTree {
+    pub(crate) nodes: Vec<Node>,
 }
 
 impl CallTree {
-    pub fn new() -> CallTree {
+    pub(crate) fn new() -> CallTree {
         CallTree {
             nodes: vec![Node {
                 frame: FrameId(u32::MAX),
@@ -61,16 +61,16 @@ impl CallTree {
         }
     }
 
-    pub fn root(&self) -> &Node {
+    pub(crate) fn root(&self) -> &Node {
         &self.nodes[0]
     }
 
-    pub fn node(&self, index: u32) -> Option<&Node> {
+    pub(crate) fn node(&self, index: u32) -> Option<&Node> {
         self.nodes.get(index as usize)
     }
 
     /// Children of `index`, hottest first (ties by node order, stable).
-    pub fn sorted_children(&self, index: u32) -> Vec<u32> {
+    pub(crate) fn sorted_children(&self, index: u32) -> Vec<u32> {
         let mut children = self
             .node(index)
             .map(|n| n.children.clone())
@@ -81,7 +81,7 @@ impl CallTree {
 
     /// Adds the path (frames in tree order) of samples weighing
     /// `(period, samples)`.
-    pub fn insert(
+    pub(crate) fn insert(
         &mut self,
         profile: &Profile,
         path: impl Iterator<Item = FrameId>,
@@ -128,7 +128,7 @@ impl Default for CallTree {
 /// Builds the whole call trees of the given entries (indices into
 /// `profile.events[section].entries`); `Profile::build` already applied the
 /// sample filters.
-pub fn build_trees(
+pub(crate) fn build_trees(
     profile: &Profile,
     section: usize,
     entries: &[usize],
@@ -142,7 +142,7 @@ pub fn build_trees(
 /// Children trees come from one trie of all stacks (`calltrie`); trees of
 /// `--no-children` entries hold each self sample's stack once, inserted
 /// in one pass over the profile's merged stacks.
-pub fn build_trees_above(
+pub(crate) fn build_trees_above(
     profile: &Profile,
     section: usize,
     entries: &[usize],

@@ -13,7 +13,7 @@ use super::sample::ResolvedSample;
 
 /// Samples of the last few intervals.
 #[derive(Debug)]
-pub struct DecayWindow {
+pub(crate) struct DecayWindow {
     generations: VecDeque<Vec<ResolvedSample>>,
     max_generations: usize,
     /// Weight of an interval relative to the next newer one, in 1/1000.
@@ -22,7 +22,7 @@ pub struct DecayWindow {
 
 impl DecayWindow {
     /// `factor` in (0, 1]: 0.875 is perf top's decay.
-    pub fn new(max_generations: usize, factor: f64) -> Self {
+    pub(crate) fn new(max_generations: usize, factor: f64) -> Self {
         DecayWindow {
             generations: VecDeque::new(),
             max_generations: max_generations.max(1),
@@ -31,19 +31,20 @@ impl DecayWindow {
     }
 
     /// Close an interval: its samples become the newest generation.
-    pub fn push(&mut self, samples: Vec<ResolvedSample>) {
+    pub(crate) fn push(&mut self, samples: Vec<ResolvedSample>) {
         self.generations.push_front(samples);
         self.generations.truncate(self.max_generations);
     }
 
     /// Samples of the newest interval only.
-    pub fn newest(&self) -> &[ResolvedSample] {
+    #[cfg(test)]
+    pub(crate) fn newest(&self) -> &[ResolvedSample] {
         self.generations.front().map_or(&[], Vec::as_slice)
     }
 
     /// Every kept sample with its period scaled by its interval's weight
     /// (the newest ×1000, one older ×1000·factor, ...).
-    pub fn weighted(&self) -> Vec<ResolvedSample> {
+    pub(crate) fn weighted(&self) -> Vec<ResolvedSample> {
         let mut weight = 1000u64;
         let mut out = Vec::with_capacity(self.generations.iter().map(Vec::len).sum());
         for generation in &self.generations {

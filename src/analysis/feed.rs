@@ -20,7 +20,7 @@ use crate::data::threads::ThreadNames;
 use crate::symbol::Resolver;
 
 /// A tracker of tasks fed by a [`TrackerFeed`].
-pub trait TaskTracker {
+pub(crate) trait TaskTracker {
     /// `cpu` has reached `time` (every record, in time order).
     fn seen(&mut self, cpu: u32, time: u64);
     /// Task `tid` of process `pid` exists (made by `parent_pid`, on FORK).
@@ -32,17 +32,17 @@ pub trait TaskTracker {
 }
 
 /// A feed's side-band state, borrowed for one record.
-pub struct SideBand<'a, T> {
-    pub tracker: &'a mut T,
+pub(crate) struct SideBand<'a, T> {
+    pub(crate) tracker: &'a mut T,
     /// Thread names, for feeds that print them.
-    pub names: Option<&'a mut ThreadNames>,
-    pub lost: &'a mut LostTally,
+    pub(crate) names: Option<&'a mut ThreadNames>,
+    pub(crate) lost: &'a mut LostTally,
     /// The resolver of feeds that keep stacks.
-    pub resolver: Option<&'a mut Resolver>,
+    pub(crate) resolver: Option<&'a mut Resolver>,
 }
 
 /// An analysis feed: its side band, and what it does with samples.
-pub trait TrackerFeed {
+pub(crate) trait TrackerFeed {
     type Tracker: TaskTracker;
     fn side_band(&mut self) -> SideBand<'_, Self::Tracker>;
     /// One sample, in time order.

@@ -5,12 +5,14 @@
 //! kernel side's types are named from here, so `render` and the command
 //! lines use one set of types.
 
-pub use crate::sys::bpf_filetop::FileStat;
-pub use crate::sys::bpf_fsslower::{FsEvent, FsOp};
+pub(crate) use crate::sys::bpf_filetop::FileStat;
+pub(crate) use crate::sys::bpf_fsslower::FsEvent;
+#[cfg(test)]
+pub(crate) use crate::sys::bpf_fsslower::FsOp;
 
 /// filetop's sort orders (`-s`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FileSort {
+pub(crate) enum FileSort {
     /// reads + writes + read bytes + write bytes (libbpf-tools' `all`).
     #[default]
     All,
@@ -22,7 +24,7 @@ pub enum FileSort {
 
 impl FileSort {
     /// `-s`'s spelling (`all`, `reads`, `writes`, `rbytes`, `wbytes`).
-    pub fn parse(name: &str) -> Option<FileSort> {
+    pub(crate) fn parse(name: &str) -> Option<FileSort> {
         Some(match name {
             "all" => FileSort::All,
             "reads" => FileSort::Reads,
@@ -49,7 +51,7 @@ impl FileSort {
 }
 
 /// The rows to print: the heaviest first by `sort`, at most `rows`.
-pub fn top_files(mut stats: Vec<FileStat>, sort: FileSort, rows: usize) -> Vec<FileStat> {
+pub(crate) fn top_files(mut stats: Vec<FileStat>, sort: FileSort, rows: usize) -> Vec<FileStat> {
     stats.sort_by(|a, b| {
         sort.weight(b)
             .cmp(&sort.weight(a))

@@ -19,35 +19,35 @@ use super::sample::{FrameId, ResolvedSample};
 
 /// Settings for folding.
 #[derive(Clone, Debug, Default)]
-pub struct FoldOptions {
+pub(crate) struct FoldOptions {
     /// Fold only this event index; default: the event of the first sample.
-    pub event: Option<usize>,
+    pub(crate) event: Option<usize>,
 }
 
 /// The folded stacks of one event.
 #[derive(Clone, Debug, Default)]
-pub struct FoldedStacks {
+pub(crate) struct FoldedStacks {
     /// The event that was folded.
-    pub event: usize,
+    pub(crate) event: usize,
     /// Command names, indexed by the comm id of a stack.
-    pub comms: Vec<Arc<str>>,
+    pub(crate) comms: Vec<Arc<str>>,
     /// Distinct stacks: (comm id, frames root first, summed period, samples).
-    pub stacks: Vec<FoldedStack>,
+    pub(crate) stacks: Vec<FoldedStack>,
 }
 
 #[derive(Clone, Debug)]
-pub struct FoldedStack {
-    pub comm: u32,
+pub(crate) struct FoldedStack {
+    pub(crate) comm: u32,
     /// Root first, leaf last.
-    pub frames: Vec<FrameId>,
-    pub period: u64,
-    pub samples: u64,
+    pub(crate) frames: Vec<FrameId>,
+    pub(crate) period: u64,
+    pub(crate) samples: u64,
 }
 
 impl FoldedStacks {
     /// Folds the samples of one event. Samples without any frame are left
     /// out, as `inferno-collapse-perf` leaves out events without a stack.
-    pub fn build(samples: &[ResolvedSample], options: &FoldOptions) -> FoldedStacks {
+    pub(crate) fn build(samples: &[ResolvedSample], options: &FoldOptions) -> FoldedStacks {
         let event = options
             .event
             .or_else(|| samples.first().map(|s| s.event))
@@ -115,7 +115,8 @@ impl FoldedStacks {
     }
 
     /// Sum of all stacks' periods.
-    pub fn total_period(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn total_period(&self) -> u64 {
         self.stacks.iter().map(|s| s.period).sum()
     }
 }

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use super::pairs::PairStat;
 
 /// (tid, function) → its statistic.
-pub type FunctionStats = BTreeMap<(i32, String), PairStat>;
+pub(crate) type FunctionStats = BTreeMap<(i32, String), PairStat>;
 
 /// The tid after the last '-' of `comm-tid`.
 fn tid_of(task: &str) -> Option<i32> {
@@ -75,7 +75,7 @@ fn function_line(line: &str) -> Option<(i32, String, u64)> {
 }
 
 /// Sums the `trace` text of the `function_graph` or `function` tracer.
-pub fn sum_trace(text: &str) -> FunctionStats {
+pub(crate) fn sum_trace(text: &str) -> FunctionStats {
     let mut stats = FunctionStats::new();
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let (tid, func, duration, time) = match graph_line(line) {
@@ -97,13 +97,13 @@ pub fn sum_trace(text: &str) -> FunctionStats {
 /// entries the kernel's buffer overwrote before they were read (the
 /// header's `entries-in-buffer/entries-written: IN/WRITTEN`).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct TraceLines<'a> {
-    pub lines: Vec<&'a str>,
-    pub overwritten: u64,
+pub(crate) struct TraceLines<'a> {
+    pub(crate) lines: Vec<&'a str>,
+    pub(crate) overwritten: u64,
 }
 
 /// Splits a `trace` text into [`TraceLines`].
-pub fn trace_lines(text: &str) -> TraceLines<'_> {
+pub(crate) fn trace_lines(text: &str) -> TraceLines<'_> {
     let mut out = TraceLines::default();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix('#') {

@@ -9,20 +9,20 @@ use crate::sys::bpf_hists::KeyedSlots;
 
 /// One function's calls in an interval.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct FuncCount {
-    pub function: String,
-    pub count: u64,
+pub(crate) struct FuncCount {
+    pub(crate) function: String,
+    pub(crate) count: u64,
 }
 
 /// The values read last, to give each interval's share of running totals.
 #[derive(Clone, Debug, Default)]
-pub struct Since {
+pub(crate) struct Since {
     last: Vec<u64>,
 }
 
 impl Since {
     /// `now` less what the previous call saw (all of it the first time).
-    pub fn take(&mut self, now: &[u64]) -> Vec<u64> {
+    pub(crate) fn take(&mut self, now: &[u64]) -> Vec<u64> {
         let delta = now
             .iter()
             .enumerate()
@@ -34,7 +34,7 @@ impl Since {
 }
 
 /// The rows to print: the functions called, by count then name.
-pub fn count_rows(names: &[String], counts: &[u64]) -> Vec<FuncCount> {
+pub(crate) fn count_rows(names: &[String], counts: &[u64]) -> Vec<FuncCount> {
     let mut rows: Vec<FuncCount> = names
         .iter()
         .zip(counts)
@@ -52,7 +52,7 @@ pub fn count_rows(names: &[String], counts: &[u64]) -> Vec<FuncCount> {
 /// 32 | tgid): one histogram when `single` (bcc with `-p` and no `-F`),
 /// else one per function and process, labelled as bcc: `Function = NAME
 /// [PID]`.
-pub fn latency_hists(
+pub(crate) fn latency_hists(
     read: &[KeyedSlots],
     names: &[String],
     unit: &str,

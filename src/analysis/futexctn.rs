@@ -15,25 +15,25 @@ use crate::sys::bpf_futexctn::FutexWaits;
 
 /// One thread's waits on one futex from one stack.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FutexEntry {
-    pub comm: String,
-    pub tid: u32,
-    pub tgid: u32,
-    pub uaddr: u64,
-    pub contended: u64,
-    pub total_ns: u64,
-    pub max_ns: u64,
-    pub min_ns: u64,
+pub(crate) struct FutexEntry {
+    pub(crate) comm: String,
+    pub(crate) tid: u32,
+    pub(crate) tgid: u32,
+    pub(crate) uaddr: u64,
+    pub(crate) contended: u64,
+    pub(crate) total_ns: u64,
+    pub(crate) max_ns: u64,
+    pub(crate) min_ns: u64,
     /// The waits in µs, log2.
-    pub hist: Histogram,
+    pub(crate) hist: Histogram,
     /// User frames, innermost first.
-    pub stack: StackPart,
+    pub(crate) stack: StackPart,
 }
 
 impl FutexEntry {
     /// The function that took the lock: the first frame outside libc's
     /// locking code.
-    pub fn caller(&self) -> Option<&str> {
+    pub(crate) fn caller(&self) -> Option<&str> {
         let StackPart::Frames(frames) = &self.stack else {
             return None;
         };
@@ -61,7 +61,7 @@ fn locking_code(name: &str) -> bool {
 
 /// The stacks to name: per wait entry its user stack, with the registers
 /// and stack top kept with it.
-pub fn futex_raw_stacks(waits: &[FutexWaits]) -> Vec<RawStack<'_>> {
+pub(crate) fn futex_raw_stacks(waits: &[FutexWaits]) -> Vec<RawStack<'_>> {
     waits
         .iter()
         .map(|w| RawStack {
@@ -83,7 +83,7 @@ pub fn futex_raw_stacks(waits: &[FutexWaits]) -> Vec<RawStack<'_>> {
 
 /// The entries of `waits`, whose stacks `named` holds in the same order:
 /// alike ones summed, smallest total first.
-pub fn futex_entries(waits: &[FutexWaits], named: &Named) -> Vec<FutexEntry> {
+pub(crate) fn futex_entries(waits: &[FutexWaits], named: &Named) -> Vec<FutexEntry> {
     let mut index: HashMap<(u32, u64, StackPart), usize> = HashMap::new();
     let mut entries: Vec<FutexEntry> = Vec::new();
     for (w, sample) in waits.iter().zip(&named.samples) {
@@ -122,21 +122,21 @@ pub fn futex_entries(waits: &[FutexWaits], named: &Named) -> Vec<FutexEntry> {
 
 /// One lock's waits, all threads and stacks.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LockSummary {
-    pub tgid: u32,
-    pub uaddr: u64,
-    pub contended: u64,
-    pub total_ns: u64,
-    pub max_ns: u64,
+pub(crate) struct LockSummary {
+    pub(crate) tgid: u32,
+    pub(crate) uaddr: u64,
+    pub(crate) contended: u64,
+    pub(crate) total_ns: u64,
+    pub(crate) max_ns: u64,
     /// The threads that waited: tid, name, their total.
-    pub threads: BTreeMap<u32, (String, u64)>,
+    pub(crate) threads: BTreeMap<u32, (String, u64)>,
     /// The functions that took it.
-    pub callers: BTreeSet<String>,
-    pub hist: Histogram,
+    pub(crate) callers: BTreeSet<String>,
+    pub(crate) hist: Histogram,
 }
 
 /// The entries per lock (process and address), largest total first.
-pub fn by_lock(entries: &[FutexEntry]) -> Vec<LockSummary> {
+pub(crate) fn by_lock(entries: &[FutexEntry]) -> Vec<LockSummary> {
     let mut locks: BTreeMap<(u32, u64), LockSummary> = BTreeMap::new();
     for e in entries {
         let lock = locks

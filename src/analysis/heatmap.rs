@@ -15,19 +15,18 @@
 //! bucket 0, as `sched::Log2Hist`). The grid is bounded ([`MAX_COLUMNS`]) so
 //! that a file with a wild timestamp cannot make it allocate without end.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::model::hash::FxHashMap;
 use crate::model::sample::{FrameId, ResolvedSample};
 
 /// The most columns a heat map may have (10 hours of seconds).
-pub const MAX_COLUMNS: u64 = 36_000;
+pub(crate) const MAX_COLUMNS: u64 = 36_000;
 
 /// Errors of building a heat map: the input does not fit one.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum HeatmapError {
+pub(crate) enum HeatmapError {
     #[error("no samples to draw")]
     NoSamples,
     #[error("the samples span {seconds} s, more than a heat map's {MAX_COLUMNS} columns")]
@@ -38,12 +37,12 @@ pub enum HeatmapError {
 
 /// How to build the offset heat map.
 #[derive(Clone, Copy, Debug)]
-pub struct OffsetOptions {
+pub(crate) struct OffsetOptions {
     /// Rows a second is split into. Default 50 (20 ms each).
-    pub rows: u32,
+    pub(crate) rows: u32,
     /// Only samples of this event (index into the file's events). Default
     /// all.
-    pub event: Option<usize>,
+    pub(crate) event: Option<usize>,
 }
 
 impl Default for OffsetOptions {
@@ -58,31 +57,31 @@ impl Default for OffsetOptions {
 /// A distinct stack of the offset map: the task's name and its frames,
 /// leaf first (as `ResolvedSample::stack`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct CellStack {
-    pub comm: Arc<str>,
-    pub frames: Arc<[FrameId]>,
+pub(crate) struct CellStack {
+    pub(crate) comm: Arc<str>,
+    pub(crate) frames: Arc<[FrameId]>,
 }
 
 /// The sub-second offset heat map.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OffsetHeatmap {
+pub(crate) struct OffsetHeatmap {
     /// The first sample's time (ns): column 0, row 0 starts there.
-    pub start: u64,
-    pub columns: u32,
-    pub rows: u32,
+    pub(crate) start: u64,
+    pub(crate) columns: u32,
+    pub(crate) rows: u32,
     /// Nanoseconds a row spans (1 s / rows).
-    pub row_ns: u64,
+    pub(crate) row_ns: u64,
     /// Samples per cell, column-major: `counts[col * rows + row]`.
-    pub counts: Vec<u64>,
+    pub(crate) counts: Vec<u64>,
     /// The distinct stacks the cells point into.
-    pub stacks: Vec<CellStack>,
+    pub(crate) stacks: Vec<CellStack>,
     /// Per cell (as `counts`): `(index into stacks, samples)`.
-    pub cells: Vec<Vec<(u32, u64)>>,
+    pub(crate) cells: Vec<Vec<(u32, u64)>>,
 }
 
 impl OffsetHeatmap {
     /// Bins `samples` (each weighs its `count`).
-    pub fn build(
+    pub(crate) fn build(
         samples: &[ResolvedSample],
         options: &OffsetOptions,
     ) -> Result<OffsetHeatmap, HeatmapError> {
@@ -134,11 +133,12 @@ impl OffsetHeatmap {
     }
 
     /// Samples in cell (`col`, `row`).
-    pub fn count(&self, col: u32, row: u32) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn count(&self, col: u32, row: u32) -> u64 {
         self.counts[(col * self.rows + row) as usize]
     }
 
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.counts.iter().sum()
     }
 }
@@ -147,19 +147,19 @@ impl OffsetHeatmap {
 /// grid's size. The map's cells and the samples of a range of them (`scry
 /// serve`'s selection) are both found with [`OffsetWindow::cell_of`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OffsetWindow {
+pub(crate) struct OffsetWindow {
     /// The first wanted sample's time (ns).
-    pub start: u64,
-    pub columns: u32,
-    pub rows: u32,
+    pub(crate) start: u64,
+    pub(crate) columns: u32,
+    pub(crate) rows: u32,
     /// Nanoseconds a row spans (1 s / rows).
-    pub row_ns: u64,
+    pub(crate) row_ns: u64,
 }
 
 impl OffsetWindow {
     /// The window of the samples `options` wants (rows checked, the span
     /// bounded by [`MAX_COLUMNS`]).
-    pub fn of(
+    pub(crate) fn of(
         samples: &[ResolvedSample],
         options: &OffsetOptions,
     ) -> Result<OffsetWindow, HeatmapError> {
@@ -190,7 +190,7 @@ impl OffsetWindow {
 
     /// The cell (`col * rows + row`) a time falls in; `None` outside the
     /// window.
-    pub fn cell_of(&self, time: u64) -> Option<usize> {
+    pub(crate) fn cell_of(&self, time: u64) -> Option<usize> {
         let since = time.checked_sub(self.start)?;
         let col = since / 1_000_000_000;
         if col >= u64::from(self.columns) {
@@ -202,7 +202,7 @@ impl OffsetWindow {
 
     /// The samples `options` wants whose cells lie in `first..=last` (cell
     /// indices as [`OffsetWindow::cell_of`]'s): FlameScope's selection.
-    pub fn samples_in(
+    pub(crate) fn samples_in(
         &self,
         samples: &[ResolvedSample],
         options: &OffsetOptions,
@@ -225,29 +225,29 @@ impl OffsetWindow {
 /// One finished pair for the latency heat map: when it ended and how long
 /// it took (ns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LatencyPoint {
-    pub end: u64,
-    pub duration: u64,
+pub(crate) struct LatencyPoint {
+    pub(crate) end: u64,
+    pub(crate) duration: u64,
 }
 
 /// The log2 bucket of a latency (bucket 0 holds 0 and 1).
-pub fn log2_bucket(ns: u64) -> u32 {
+pub(crate) fn log2_bucket(ns: u64) -> u32 {
     if ns <= 1 { 0 } else { 63 - ns.leading_zeros() }
 }
 
 /// The latency heat map.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LatencyHeatmap {
+pub(crate) struct LatencyHeatmap {
     /// The first pair's end (ns): column 0 starts there.
-    pub start: u64,
+    pub(crate) start: u64,
     /// Nanoseconds a column spans.
-    pub column_ns: u64,
-    pub columns: u32,
+    pub(crate) column_ns: u64,
+    pub(crate) columns: u32,
     /// The lowest bucket drawn (row 0) and how many there are.
-    pub min_bucket: u32,
-    pub buckets: u32,
+    pub(crate) min_bucket: u32,
+    pub(crate) buckets: u32,
     /// Pairs per cell, column-major: `counts[col * buckets + bucket - min_bucket]`.
-    pub counts: Vec<u64>,
+    pub(crate) counts: Vec<u64>,
 }
 
 /// Column widths the latency map picks from (ns): 1-2-5 steps.
@@ -275,7 +275,7 @@ const TARGET_COLUMNS: u64 = 100;
 impl LatencyHeatmap {
     /// Bins `points`; `column_ns`: the width of a column (default: the
     /// smallest 1-2-5 step that draws the span in about 100 columns).
-    pub fn build(
+    pub(crate) fn build(
         points: &[LatencyPoint],
         column_ns: Option<u64>,
     ) -> Result<LatencyHeatmap, HeatmapError> {
@@ -320,13 +320,14 @@ impl LatencyHeatmap {
         })
     }
 
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.counts.iter().sum()
     }
 
     /// Pairs per bucket over all columns (bucket number → count).
-    pub fn by_bucket(&self) -> BTreeMap<u32, u64> {
-        let mut out = BTreeMap::new();
+    #[cfg(test)]
+    pub(crate) fn by_bucket(&self) -> std::collections::BTreeMap<u32, u64> {
+        let mut out = std::collections::BTreeMap::new();
         for (i, n) in self.counts.iter().enumerate() {
             if *n > 0 {
                 *out.entry(self.min_bucket + (i as u32 % self.buckets))
@@ -442,7 +443,10 @@ mod tests {
         // 4 s in ~100 columns: 50 ms steps, 81 columns.
         assert_eq!((map.column_ns, map.columns), (50_000_000, 81));
         assert_eq!((map.min_bucket, map.buckets), (9, 14));
-        assert_eq!(map.by_bucket(), BTreeMap::from([(9, 2), (22, 1)]));
+        assert_eq!(
+            map.by_bucket(),
+            std::collections::BTreeMap::from([(9, 2), (22, 1)])
+        );
         assert_eq!(map.counts[80 * 14], 2);
         let wide = LatencyHeatmap::build(&points, Some(1_000_000_000)).unwrap();
         assert_eq!(wide.columns, 5);

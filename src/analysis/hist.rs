@@ -8,7 +8,7 @@
 /// How values map to buckets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "scale", rename_all = "lowercase")]
-pub enum Scale {
+pub(crate) enum Scale {
     #[default]
     Log2,
     Linear {
@@ -19,14 +19,14 @@ pub enum Scale {
 
 /// Counts per bucket; `unit` names the values (`usecs`, `msecs`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Histogram {
-    pub scale: Scale,
-    pub unit: String,
-    pub buckets: Vec<u64>,
+pub(crate) struct Histogram {
+    pub(crate) scale: Scale,
+    pub(crate) unit: String,
+    pub(crate) buckets: Vec<u64>,
 }
 
 impl Histogram {
-    pub fn log2(unit: &str) -> Histogram {
+    pub(crate) fn log2(unit: &str) -> Histogram {
         Histogram {
             scale: Scale::Log2,
             unit: unit.to_string(),
@@ -34,7 +34,8 @@ impl Histogram {
         }
     }
 
-    pub fn linear(unit: &str, base: u64, step: u64) -> Histogram {
+    #[cfg(test)]
+    pub(crate) fn linear(unit: &str, base: u64, step: u64) -> Histogram {
         Histogram {
             scale: Scale::Linear {
                 base,
@@ -46,7 +47,7 @@ impl Histogram {
     }
 
     /// A histogram whose buckets a BPF program counted.
-    pub fn from_slots(scale: Scale, unit: &str, slots: &[u64]) -> Histogram {
+    pub(crate) fn from_slots(scale: Scale, unit: &str, slots: &[u64]) -> Histogram {
         Histogram {
             scale,
             unit: unit.to_string(),
@@ -55,7 +56,7 @@ impl Histogram {
     }
 
     /// The bucket of `value`.
-    pub fn bucket_of(&self, value: u64) -> usize {
+    pub(crate) fn bucket_of(&self, value: u64) -> usize {
         match self.scale {
             Scale::Log2 if value <= 1 => 0,
             Scale::Log2 => (63 - value.leading_zeros()) as usize,
@@ -63,7 +64,7 @@ impl Histogram {
         }
     }
 
-    pub fn add(&mut self, value: u64) {
+    pub(crate) fn add(&mut self, value: u64) {
         let slot = self.bucket_of(value);
         if self.buckets.len() <= slot {
             self.buckets.resize(slot + 1, 0);
@@ -72,7 +73,7 @@ impl Histogram {
     }
 
     /// Adds another histogram of the same scale, bucket by bucket.
-    pub fn merge(&mut self, other: &Histogram) {
+    pub(crate) fn merge(&mut self, other: &Histogram) {
         if self.buckets.len() < other.buckets.len() {
             self.buckets.resize(other.buckets.len(), 0);
         }
@@ -81,19 +82,19 @@ impl Histogram {
         }
     }
 
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.buckets.iter().sum()
     }
 
     /// The share (0 to 1) of the counts past the first bucket: runqlen's
     /// occupancy (samples that found a task waiting); 0 when empty.
-    pub fn share_past_first(&self) -> f64 {
+    pub(crate) fn share_past_first(&self) -> f64 {
         let past: u64 = self.buckets.iter().skip(1).sum();
         past as f64 / self.total().max(1) as f64
     }
 
     /// The values of bucket `slot`: (low, high), inclusive.
-    pub fn range(&self, slot: usize) -> (u64, u64) {
+    pub(crate) fn range(&self, slot: usize) -> (u64, u64) {
         match self.scale {
             Scale::Log2 if slot == 0 => (0, 1),
             Scale::Log2 => {
@@ -114,10 +115,10 @@ impl Histogram {
 /// A histogram per key, with the label bcc prints above each
 /// (`pid = 1234 name`); an empty label prints none.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct KeyedHistogram {
-    pub key: u64,
-    pub label: String,
-    pub hist: Histogram,
+pub(crate) struct KeyedHistogram {
+    pub(crate) key: u64,
+    pub(crate) label: String,
+    pub(crate) hist: Histogram,
 }
 
 #[cfg(test)]

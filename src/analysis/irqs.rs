@@ -10,7 +10,7 @@ use crate::sys::bpf_irqs::IrqSum;
 
 /// Which interrupts a table holds (the kernel side's choice, named here
 /// for `render`).
-pub use crate::sys::bpf_irqs::IrqKind;
+pub(crate) use crate::sys::bpf_irqs::IrqKind;
 
 /// The kernel's softirq vectors, by number (`include/linux/interrupt.h`).
 const SOFTIRQ_NAMES: [&str; 10] = [
@@ -18,7 +18,7 @@ const SOFTIRQ_NAMES: [&str; 10] = [
 ];
 
 /// A softirq vector's name; an unknown one as its number.
-pub fn softirq_name(vec: u32) -> String {
+pub(crate) fn softirq_name(vec: u32) -> String {
     SOFTIRQ_NAMES
         .get(vec as usize)
         .map_or_else(|| format!("vec{vec}"), |n| n.to_string())
@@ -27,15 +27,15 @@ pub fn softirq_name(vec: u32) -> String {
 /// One interrupt's row: its name, the total (time or count) and, for
 /// `-d`, its histogram.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct IrqRow {
-    pub name: String,
-    pub total: u64,
-    pub hist: Histogram,
+pub(crate) struct IrqRow {
+    pub(crate) name: String,
+    pub(crate) total: u64,
+    pub(crate) hist: Histogram,
 }
 
 /// The rows of one interval, in print order; `unit` names the values
 /// (`usecs`, `nsecs`, `count`).
-pub fn irq_rows(kind: IrqKind, sums: &[IrqSum], unit: &str) -> Vec<IrqRow> {
+pub(crate) fn irq_rows(kind: IrqKind, sums: &[IrqSum], unit: &str) -> Vec<IrqRow> {
     let mut keyed: Vec<(u32, IrqRow)> = sums
         .iter()
         .map(|s| {

@@ -12,15 +12,15 @@ use crate::sys::bpf_klockstat::LockWaits;
 
 /// One row: a caller's contentions on one type of lock.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LockRow {
-    pub caller: String,
-    pub kind: String,
-    pub count: u64,
-    pub total_ns: u64,
-    pub max_ns: u64,
-    pub min_ns: u64,
+pub(crate) struct LockRow {
+    pub(crate) caller: String,
+    pub(crate) kind: String,
+    pub(crate) count: u64,
+    pub(crate) total_ns: u64,
+    pub(crate) max_ns: u64,
+    pub(crate) min_ns: u64,
     /// The first stack seen, innermost first (the lock code included).
-    pub stack: Vec<String>,
+    pub(crate) stack: Vec<String>,
 }
 
 /// Frames of the locking code and of the tracepoint itself.
@@ -61,7 +61,7 @@ fn lock_internal(name: &str) -> bool {
 
 /// The type perf names for `LCB_F_*` flags (spin 1, read 2, write 4, rt 8,
 /// percpu 16, mutex 32).
-pub fn lock_kind(flags: u32) -> &'static str {
+pub(crate) fn lock_kind(flags: u32) -> &'static str {
     match flags {
         1 => "spinlock",
         3 => "rwlock:R",
@@ -80,7 +80,7 @@ pub fn lock_kind(flags: u32) -> &'static str {
 }
 
 /// The stacks to name, one per sum.
-pub fn lock_raw_stacks(waits: &[LockWaits]) -> Vec<RawStack<'_>> {
+pub(crate) fn lock_raw_stacks(waits: &[LockWaits]) -> Vec<RawStack<'_>> {
     waits
         .iter()
         .map(|w| RawStack {
@@ -96,7 +96,7 @@ pub fn lock_raw_stacks(waits: &[LockWaits]) -> Vec<RawStack<'_>> {
 }
 
 /// The rows of `waits`, whose stacks `named` holds in the same order.
-pub fn lock_rows(waits: &[LockWaits], named: &Named) -> Vec<LockRow> {
+pub(crate) fn lock_rows(waits: &[LockWaits], named: &Named) -> Vec<LockRow> {
     let mut index: HashMap<(String, u32), usize> = HashMap::new();
     let mut rows: Vec<LockRow> = Vec::new();
     for (w, sample) in waits.iter().zip(&named.samples) {

@@ -12,34 +12,34 @@ use crate::sys::bpf_memleak::Outstanding;
 
 /// One allocation as printed: its address, size and age.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Allocation {
-    pub address: u64,
-    pub size: u64,
-    pub age_ms: u64,
+pub(crate) struct Allocation {
+    pub(crate) address: u64,
+    pub(crate) size: u64,
+    pub(crate) age_ms: u64,
 }
 
 /// The allocations outstanding from one stack.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct LeakStack {
+pub(crate) struct LeakStack {
     #[serde(skip)]
-    pub stack_id: i32,
-    pub bytes: u64,
-    pub allocations_count: u64,
+    pub(crate) stack_id: i32,
+    pub(crate) bytes: u64,
+    pub(crate) allocations_count: u64,
     /// The oldest allocation's age.
-    pub oldest_ms: u64,
+    pub(crate) oldest_ms: u64,
     /// Function names, innermost first (empty until named; `[unknown]`
     /// for an address no mapping covered; `[missed stack]` when the kernel
     /// could not take it).
-    pub frames: Vec<String>,
+    pub(crate) frames: Vec<String>,
     /// Oldest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub allocations: Vec<Allocation>,
+    pub(crate) allocations: Vec<Allocation>,
 }
 
 /// Groups the allocations at least `min_age_ns` old at `now_ns` by stack;
 /// keeps each stack's allocations when `keep_allocations` (-a); the `top`
 /// largest stacks, smallest first.
-pub fn by_stack(
+pub(crate) fn by_stack(
     outstanding: &[Outstanding],
     now_ns: u64,
     min_age_ns: u64,
@@ -87,7 +87,7 @@ pub fn by_stack(
 
 /// Puts the names of `named` (one sample per stack, in the same order;
 /// `None` where the stack was missed and no sample added) on `stacks`.
-pub fn with_frames(stacks: &mut [LeakStack], named: &Named, added: &[bool]) {
+pub(crate) fn with_frames(stacks: &mut [LeakStack], named: &Named, added: &[bool]) {
     let mut samples = named.samples.iter();
     for (stack, &was_added) in stacks.iter_mut().zip(added) {
         if !was_added {

@@ -5,45 +5,46 @@
 //! `symbol`) and produces plain data for `render`; nothing here formats
 //! text or touches the kernel. Keys are interned integers end to end
 //! (`FrameId`, comm ids), hashed with `hash::FxHasher`.
-pub mod annotate;
-pub mod bio;
-pub mod cachestat;
-pub mod calltree;
+pub(crate) mod annotate;
+pub(crate) mod bio;
+pub(crate) mod cachestat;
+pub(crate) mod calltree;
 mod calltrie;
-pub mod decay;
-pub mod feed;
-pub mod files;
-pub mod folded;
-pub mod funcgraph;
-pub mod funcs;
-pub mod futexctn;
-pub mod heatmap;
-pub mod hist;
-pub mod irqs;
-pub mod klockstat;
-pub mod memleak;
-pub mod net;
-pub mod offcpu;
-pub mod offcpu_live;
-pub mod offcputime;
-pub mod pairs;
-pub mod pairs_feed;
-pub mod profile;
-pub mod quality;
-pub mod sched;
-pub mod sched_feed;
-pub mod settle;
-pub mod snoop;
-pub mod sort_key;
-pub mod stack_text;
-pub mod stat;
-pub mod syscall_desc;
-pub mod syscalls;
-pub mod syscount;
+pub(crate) mod decay;
+pub(crate) mod feed;
+pub(crate) mod files;
+pub(crate) mod folded;
+pub(crate) mod funcgraph;
+pub(crate) mod funcs;
+pub(crate) mod futexctn;
+pub(crate) mod heatmap;
+pub(crate) mod hist;
+pub(crate) mod irqs;
+pub(crate) mod klockstat;
+pub(crate) mod memleak;
+pub(crate) mod net;
+pub(crate) mod offcpu;
+pub(crate) mod offcpu_live;
+pub(crate) mod offcputime;
+pub(crate) mod pairs;
+pub(crate) mod pairs_feed;
+pub(crate) mod profile;
+pub(crate) mod quality;
+pub(crate) mod sched;
+pub(crate) mod sched_feed;
+pub(crate) mod settle;
+pub(crate) mod snoop;
+pub(crate) mod sort_key;
+pub(crate) mod stack_text;
+pub(crate) mod stat;
+pub(crate) mod syscall_desc;
+pub(crate) mod syscalls;
+pub(crate) mod syscount;
 #[cfg(test)]
 pub(crate) mod testing;
-pub mod vfsstat;
+pub(crate) mod vfsstat;
 
 // The sample model and the hasher live below `symbol` (in `model`); these
 // names keep `analysis::sample` and `analysis::hash` paths working.
-pub use crate::model::{hash, sample};
+pub(crate) use crate::model::hash;
+pub use crate::model::sample;

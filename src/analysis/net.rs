@@ -7,13 +7,13 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-pub use crate::sys::bpf_sockcall::SockcallEvent;
-pub use crate::sys::bpf_tcp::TcpEvent;
-pub use crate::sys::bpf_tcptop::FlowBytes;
+pub(crate) use crate::sys::bpf_sockcall::SockcallEvent;
+pub(crate) use crate::sys::bpf_tcp::TcpEvent;
+pub(crate) use crate::sys::bpf_tcptop::FlowBytes;
 
 /// tcptop's sort orders (`-s`): sent + received, sent, received.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FlowSort {
+pub(crate) enum FlowSort {
     #[default]
     All,
     Sent,
@@ -22,7 +22,7 @@ pub enum FlowSort {
 
 /// tcptop's rows: the largest first by `sort` (ties by process and
 /// ports, so the order is stable), at most `rows`.
-pub fn top_flows(mut flows: Vec<FlowBytes>, sort: FlowSort, rows: usize) -> Vec<FlowBytes> {
+pub(crate) fn top_flows(mut flows: Vec<FlowBytes>, sort: FlowSort, rows: usize) -> Vec<FlowBytes> {
     let weight = |f: &FlowBytes| match sort {
         FlowSort::All => f.sent + f.received,
         FlowSort::Sent => f.sent,
@@ -39,30 +39,30 @@ pub fn top_flows(mut flows: Vec<FlowBytes>, sort: FlowSort, rows: usize) -> Vec<
 
 /// One row of the connect counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ConnectKey {
-    pub saddr: IpAddr,
-    pub daddr: IpAddr,
-    pub sport: Option<u16>,
-    pub dport: u16,
+pub(crate) struct ConnectKey {
+    pub(crate) saddr: IpAddr,
+    pub(crate) daddr: IpAddr,
+    pub(crate) sport: Option<u16>,
+    pub(crate) dport: u16,
 }
 
 /// Connections counted per [`ConnectKey`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ConnectCounts {
+pub(crate) struct ConnectCounts {
     by_key: BTreeMap<ConnectKey, u64>,
     /// Whether the source port is part of the key.
-    pub with_sport: bool,
+    pub(crate) with_sport: bool,
 }
 
 impl ConnectCounts {
-    pub fn new(with_sport: bool) -> ConnectCounts {
+    pub(crate) fn new(with_sport: bool) -> ConnectCounts {
         ConnectCounts {
             by_key: BTreeMap::new(),
             with_sport,
         }
     }
 
-    pub fn add(&mut self, e: &TcpEvent) {
+    pub(crate) fn add(&mut self, e: &TcpEvent) {
         let key = ConnectKey {
             saddr: e.saddr,
             daddr: e.daddr,
@@ -73,11 +73,12 @@ impl ConnectCounts {
     }
 
     /// The rows, addresses in order (IPv4 before IPv6, as libbpf-tools).
-    pub fn rows(&self) -> impl Iterator<Item = (&ConnectKey, u64)> {
+    pub(crate) fn rows(&self) -> impl Iterator<Item = (&ConnectKey, u64)> {
         self.by_key.iter().map(|(k, &n)| (k, n))
     }
 
-    pub fn total(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn total(&self) -> u64 {
         self.by_key.values().sum()
     }
 }

@@ -27,17 +27,17 @@ use super::settle::Settle;
 
 /// Which tasks are watched.
 #[derive(Clone, Debug, Default)]
-pub struct Watch {
+pub(crate) struct Watch {
     /// Every task but the idle ones.
-    pub all: bool,
+    pub(crate) all: bool,
     /// Processes (thread groups) by pid; children forked later join.
-    pub pids: HashSet<i32>,
+    pub(crate) pids: HashSet<i32>,
 }
 
 impl Watch {
     /// A COMM or FORK record: `tid` belongs to process `pid` (noted in
     /// `tgid`); a fork from a watched process is watched too.
-    pub fn task(
+    pub(crate) fn task(
         &mut self,
         tgid: &mut HashMap<i32, i32>,
         pid: i32,
@@ -54,13 +54,13 @@ impl Watch {
     }
 
     /// Whether task `tid` is watched (never the idle tasks, tid 0).
-    pub fn covers(&self, tgid: &HashMap<i32, i32>, tid: i32) -> bool {
+    pub(crate) fn covers(&self, tgid: &HashMap<i32, i32>, tid: i32) -> bool {
         tid > 0 && (self.all || self.pids.contains(tgid.get(&tid).unwrap_or(&tid)))
     }
 }
 
 /// `prev_state` of sched_switch as one letter, as perf and ftrace print it.
-pub fn state_letter(prev_state: u64) -> char {
+pub(crate) fn state_letter(prev_state: u64) -> char {
     // TASK_REPORT: R S D T t X Z P I, one bit each after R (0).
     const LETTERS: &[char] = &['S', 'D', 'T', 't', 'X', 'Z', 'P', 'I'];
     let state = prev_state & 0xff;
@@ -75,8 +75,8 @@ pub fn state_letter(prev_state: u64) -> char {
 
 /// Switch-outs waiting for their switch-in, and the weights found so far.
 #[derive(Debug, Default)]
-pub struct OffCpuTracker {
-    pub watch: Watch,
+pub(crate) struct OffCpuTracker {
+    pub(crate) watch: Watch,
     /// tid → pid, from COMM and FORK records.
     tgid: HashMap<i32, i32>,
     /// tid → (sequence number of its switch-out sample, time, state).
@@ -91,17 +91,17 @@ pub struct OffCpuTracker {
     /// Sequence numbers that are waker samples (not off-CPU time themselves).
     is_waker: HashSet<usize>,
     /// Switch-outs without a switch-in before the end.
-    pub unmatched: u64,
+    pub(crate) unmatched: u64,
     /// Finished off-CPU periods (by sequence number) not yet beyond a loss.
     settle: Settle<usize>,
     /// Periods dropped because records were lost (open or taken back).
-    pub lost_dropped: u64,
+    pub(crate) lost_dropped: u64,
 }
 
 /// What the caller must do with the sched_switch or sched_wakeup sample it
 /// just showed the tracker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Resolve the sample's stack (it became sequence number `seq`).
     Resolve,
     /// Not a watched task: skip the sample.
@@ -109,7 +109,7 @@ pub enum Verdict {
 }
 
 impl OffCpuTracker {
-    pub fn new(watch: Watch) -> Self {
+    pub(crate) fn new(watch: Watch) -> Self {
         OffCpuTracker {
             watch,
             ..Default::default()
@@ -118,7 +118,7 @@ impl OffCpuTracker {
 
     /// A COMM or FORK record: `tid` belongs to process `pid`; a fork from a
     /// watched process is watched too.
-    pub fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
+    pub(crate) fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
         self.watch.task(&mut self.tgid, pid, tid, parent_pid);
     }
 
@@ -129,7 +129,7 @@ impl OffCpuTracker {
     /// A sched_switch at `time`: `prev` leaves the CPU in `prev_state`,
     /// `next` takes it. Returns whether the sample (prev's stack) must be
     /// resolved; if so it gets the next sequence number.
-    pub fn switch(&mut self, time: u64, prev: i32, prev_state: u64, next: i32) -> Verdict {
+    pub(crate) fn switch(&mut self, time: u64, prev: i32, prev_state: u64, next: i32) -> Verdict {
         self.switch_in(time, next);
         if !self.watched(prev) {
             return Verdict::Skip;
@@ -146,7 +146,7 @@ impl OffCpuTracker {
     }
 
     /// `tid` got a CPU at `time` (any of the indications in the module doc).
-    pub fn switch_in(&mut self, time: u64, tid: i32) {
+    pub(crate) fn switch_in(&mut self, time: u64, tid: i32) {
         if let Some((seq, out_time, _)) = self.out.remove(&tid) {
             if let Some(w) = self.weights.get_mut(seq) {
                 *w = time.saturating_sub(out_time).max(1);
@@ -159,13 +159,13 @@ impl OffCpuTracker {
     }
 
     /// Any record of `cpu` at `time` (moves the loss windows on).
-    pub fn seen(&mut self, cpu: u32, time: u64) {
+    pub(crate) fn seen(&mut self, cpu: u32, time: u64) {
         self.settle.seen(cpu, time, |_| {});
     }
 
     /// The ring of `cpu` (`None`: unknown) lost records: open switch-outs
     /// and the periods the loss may reach are dropped.
-    pub fn lost(&mut self, cpu: Option<u32>) {
+    pub(crate) fn lost(&mut self, cpu: Option<u32>) {
         self.lost_dropped += self.out.len() as u64;
         self.out.clear();
         self.last_waker.clear();
@@ -178,7 +178,7 @@ impl OffCpuTracker {
     }
 
     /// A sched_wakeup of `wakee`, taken in the waker's context.
-    pub fn wakeup(&mut self, wakee: i32) -> Verdict {
+    pub(crate) fn wakeup(&mut self, wakee: i32) -> Verdict {
         if !self.watched(wakee) || !self.out.contains_key(&wakee) {
             return Verdict::Skip;
         }
@@ -193,7 +193,7 @@ impl OffCpuTracker {
     /// Turn the resolved samples (one per `Resolve` verdict, in order) into
     /// off-CPU samples: period = nanoseconds off CPU, waker stacks joined on
     /// top of blocked stacks (with a `--` frame between) when asked.
-    pub fn finish(
+    pub(crate) fn finish(
         mut self,
         resolved: Vec<ResolvedSample>,
         frames: &mut FrameTable,
@@ -251,28 +251,28 @@ impl OffCpuTracker {
 
 /// Settings of the analysis.
 #[derive(Clone, Debug, Default)]
-pub struct OffCpuOptions {
+pub(crate) struct OffCpuOptions {
     /// Drop switch-outs shorter than this (`--min-us`).
-    pub min_ns: u64,
+    pub(crate) min_ns: u64,
     /// Join waker stacks (`--wakeup`).
-    pub wakeup: bool,
+    pub(crate) wakeup: bool,
     /// Leave out samples of this command name (the workload before exec).
-    pub exclude_comm: Option<String>,
+    pub(crate) exclude_comm: Option<String>,
 }
 
 /// Off-CPU samples (period in ns) and totals.
 #[derive(Debug)]
-pub struct OffCpuResult {
-    pub samples: Vec<ResolvedSample>,
+pub(crate) struct OffCpuResult {
+    pub(crate) samples: Vec<ResolvedSample>,
     /// Total off-CPU ns per state letter, largest first.
-    pub by_state: Vec<(char, u64)>,
-    pub unmatched: u64,
+    pub(crate) by_state: Vec<(char, u64)>,
+    pub(crate) unmatched: u64,
     /// Periods dropped because records were lost.
-    pub lost_dropped: u64,
+    pub(crate) lost_dropped: u64,
 }
 
 impl OffCpuResult {
-    pub fn total_ns(&self) -> u64 {
+    pub(crate) fn total_ns(&self) -> u64 {
         self.samples.iter().map(|s| s.period).sum()
     }
 }

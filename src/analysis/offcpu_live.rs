@@ -17,9 +17,9 @@ use super::offcpu::{OffCpuTracker, Verdict};
 
 /// Where the needed fields sit in each event's raw data.
 #[derive(Debug)]
-pub struct SchedFields {
+pub(crate) struct SchedFields {
     /// Attribute index of sched:sched_switch.
-    pub switch_attr: usize,
+    pub(crate) switch_attr: usize,
     prev_pid: crate::event::format::Field,
     prev_state: crate::event::format::Field,
     next_pid: crate::event::format::Field,
@@ -28,7 +28,7 @@ pub struct SchedFields {
 }
 
 impl SchedFields {
-    pub fn new(
+    pub(crate) fn new(
         switch_attr: usize,
         switch: &EventFormat,
         wakeup: Option<(usize, &EventFormat)>,
@@ -47,18 +47,18 @@ impl SchedFields {
 }
 
 /// The tracker, the resolver, and the field layout, fed record by record.
-pub struct OffCpuFeed {
-    pub tracker: OffCpuTracker,
-    pub resolver: Resolver,
+pub(crate) struct OffCpuFeed {
+    pub(crate) tracker: OffCpuTracker,
+    pub(crate) resolver: Resolver,
     fields: SchedFields,
     /// Samples whose raw data could not be decoded.
-    pub undecodable: u64,
+    pub(crate) undecodable: u64,
     /// Lost-records reports (LOST, LOST_SAMPLES) seen.
-    pub lost: LostTally,
+    pub(crate) lost: LostTally,
 }
 
 impl OffCpuFeed {
-    pub fn new(tracker: OffCpuTracker, resolver: Resolver, fields: SchedFields) -> Self {
+    pub(crate) fn new(tracker: OffCpuTracker, resolver: Resolver, fields: SchedFields) -> Self {
         OffCpuFeed {
             tracker,
             resolver,

@@ -19,7 +19,7 @@ use crate::sys::bpf_wakeuptime::WakeupSum;
 /// One stack half: its function names innermost first, or why there are
 /// none.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-pub enum StackPart {
+pub(crate) enum StackPart {
     Frames(Vec<String>),
     /// The kernel could not take it (bcc's `[Missed User Stack]`).
     Missed,
@@ -29,27 +29,27 @@ pub enum StackPart {
 
 /// Which halves to keep (bcc's `-U` user only, `-K` kernel only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StackHalves {
-    pub user: bool,
-    pub kernel: bool,
+pub(crate) struct StackHalves {
+    pub(crate) user: bool,
+    pub(crate) kernel: bool,
 }
 
 /// One printed entry.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct OffcpuEntry {
-    pub comm: String,
-    pub tid: u32,
-    pub tgid: u32,
-    pub us: u64,
-    pub kernel: StackPart,
-    pub user: StackPart,
+pub(crate) struct OffcpuEntry {
+    pub(crate) comm: String,
+    pub(crate) tid: u32,
+    pub(crate) tgid: u32,
+    pub(crate) us: u64,
+    pub(crate) kernel: StackPart,
+    pub(crate) user: StackPart,
     /// `us` split by the task's state when it left the CPU (`__state`).
-    pub states: BTreeMap<u32, u64>,
+    pub(crate) states: BTreeMap<u32, u64>,
 }
 
 impl OffcpuEntry {
     /// Frames of both halves (where bcc's `-d` puts its delimiter).
-    pub fn has_both_stacks(&self) -> bool {
+    pub(crate) fn has_both_stacks(&self) -> bool {
         matches!(self.kernel, StackPart::Frames(_)) && matches!(self.user, StackPart::Frames(_))
     }
 }
@@ -126,25 +126,25 @@ fn stack_parts(
 
 /// One side of an offwaketime entry: a task and its stacks.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-pub struct TaskSide {
-    pub comm: String,
-    pub tid: u32,
-    pub kernel: StackPart,
-    pub user: StackPart,
+pub(crate) struct TaskSide {
+    pub(crate) comm: String,
+    pub(crate) tid: u32,
+    pub(crate) kernel: StackPart,
+    pub(crate) user: StackPart,
 }
 
 /// One offwaketime entry: `target` blocked `us` in all with its stacks
 /// until `waker` (empty name and stacks: none seen) woke it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct OffwakeEntry {
-    pub target: TaskSide,
-    pub waker: TaskSide,
-    pub us: u64,
+pub(crate) struct OffwakeEntry {
+    pub(crate) target: TaskSide,
+    pub(crate) waker: TaskSide,
+    pub(crate) us: u64,
 }
 
 /// The stacks `named` must hold for offwaketime's `sums`: per sum, the
 /// target's, then the waker's (empty when none was seen).
-pub fn offwake_raw_stacks(sums: &[OffwakeSum]) -> Vec<RawStack<'_>> {
+pub(crate) fn offwake_raw_stacks(sums: &[OffwakeSum]) -> Vec<RawStack<'_>> {
     fn side(t: &TaskStacks, weight: u64) -> RawStack<'_> {
         RawStack {
             pid: t.tgid as i32,
@@ -175,7 +175,7 @@ pub fn offwake_raw_stacks(sums: &[OffwakeSum]) -> Vec<RawStack<'_>> {
 
 /// offwaketime's entries of `sums`, whose stacks `named` holds as
 /// [`offwake_raw_stacks`] gave them: alike ones summed, smallest first.
-pub fn offwake_entries(
+pub(crate) fn offwake_entries(
     sums: &[OffwakeSum],
     named: &Named,
     halves: StackHalves,
@@ -230,16 +230,16 @@ pub fn offwake_entries(
 /// One wakeuptime entry: `target` blocked `us` in all until `waker`
 /// (with this kernel stack) woke it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct WakeupEntry {
-    pub waker: String,
-    pub target: String,
-    pub us: u64,
-    pub stack: StackPart,
+pub(crate) struct WakeupEntry {
+    pub(crate) waker: String,
+    pub(crate) target: String,
+    pub(crate) us: u64,
+    pub(crate) stack: StackPart,
 }
 
 /// wakeuptime's entries of `sums`, whose stacks `named` holds in the same
 /// order: alike ones summed, smallest first.
-pub fn wakeup_entries(sums: &[WakeupSum], named: &Named) -> Vec<WakeupEntry> {
+pub(crate) fn wakeup_entries(sums: &[WakeupSum], named: &Named) -> Vec<WakeupEntry> {
     let mut index: HashMap<(String, String, StackPart), usize> = HashMap::new();
     let mut entries: Vec<WakeupEntry> = Vec::new();
     for (sum, sample) in sums.iter().zip(&named.samples) {
@@ -265,7 +265,11 @@ pub fn wakeup_entries(sums: &[WakeupSum], named: &Named) -> Vec<WakeupEntry> {
 }
 
 /// The entries of `sums`, whose stacks `named` holds in the same order.
-pub fn offcpu_entries(sums: &[OffcpuSum], named: &Named, halves: StackHalves) -> Vec<OffcpuEntry> {
+pub(crate) fn offcpu_entries(
+    sums: &[OffcpuSum],
+    named: &Named,
+    halves: StackHalves,
+) -> Vec<OffcpuEntry> {
     let mut index: HashMap<(u32, String, StackPart, StackPart), usize> = HashMap::new();
     let mut entries: Vec<OffcpuEntry> = Vec::new();
     for (sum, sample) in sums.iter().zip(&named.samples) {
@@ -298,7 +302,7 @@ pub fn offcpu_entries(sums: &[OffcpuSum], named: &Named, halves: StackHalves) ->
 }
 
 /// The blocked time of all entries per state at the switch-out.
-pub fn state_totals(entries: &[OffcpuEntry]) -> BTreeMap<u32, u64> {
+pub(crate) fn state_totals(entries: &[OffcpuEntry]) -> BTreeMap<u32, u64> {
     let mut totals = BTreeMap::new();
     for (&state, &us) in entries.iter().flat_map(|e| &e.states) {
         *totals.entry(state).or_insert(0) += us;
@@ -329,7 +333,7 @@ const STATE_BITS: &[(u32, &str)] = &[
 /// preempted), `idle` (TASK_IDLE), `killable` (TASK_KILLABLE), else its
 /// bits joined by `|` (`interruptible|freezable`; a bit without a name in
 /// hex).
-pub fn state_name(state: u32) -> String {
+pub(crate) fn state_name(state: u32) -> String {
     match state {
         0 => return "running".to_string(),
         0x402 => return "idle".to_string(),

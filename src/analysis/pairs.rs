@@ -58,15 +58,15 @@ use super::settle::Settle;
 
 /// One statistic: `(count) Total Avg Max(ts) Min(ts)`, times in ns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PairStat {
-    pub count: u64,
-    pub total: u64,
-    pub max: u64,
-    pub max_ts: u64,
-    pub min: u64,
-    pub min_ts: u64,
+pub(crate) struct PairStat {
+    pub(crate) count: u64,
+    pub(crate) total: u64,
+    pub(crate) max: u64,
+    pub(crate) max_ts: u64,
+    pub(crate) min: u64,
+    pub(crate) min_ts: u64,
     /// Sequence numbers of start samples with stacks, and their durations.
-    pub stacks: Vec<(usize, u64)>,
+    pub(crate) stacks: Vec<(usize, u64)>,
 }
 
 impl PairStat {
@@ -91,7 +91,7 @@ impl PairStat {
         self.count += 1;
     }
 
-    pub fn avg(&self) -> u64 {
+    pub(crate) fn avg(&self) -> u64 {
         self.total.checked_div(self.count).unwrap_or(0)
     }
 
@@ -117,7 +117,7 @@ impl PairStat {
 /// What a statistic summed outside the engine (in the kernel, by BPF)
 /// counts; it gets the label the engine would give it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SummedKind {
+pub(crate) enum SummedKind {
     /// A system call, by number.
     Syscall(u64),
     PageFaultUser,
@@ -132,7 +132,7 @@ pub enum SummedKind {
 
 /// Which section a statistic belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Scope {
+pub(crate) enum Scope {
     Task(i32),
     Cpu(u32),
     /// A global hook's section, one per matched value (e.g. per timer).
@@ -141,7 +141,7 @@ pub enum Scope {
 
 /// The fields a record offers: the decoded tracepoint fields the engine
 /// asked for, by name.
-pub trait Fields {
+pub(crate) trait Fields {
     fn get(&self, name: &str) -> Option<u64>;
 }
 
@@ -153,25 +153,25 @@ impl Fields for HashMap<&str, u64> {
 
 /// A custom hook (`-H START[,MATCH[,PID]]/END[,MATCH][,FLAGS]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Hook {
+pub(crate) struct Hook {
     /// `system:name` of the start and end events.
-    pub start: String,
-    pub start_match: Option<String>,
+    pub(crate) start: String,
+    pub(crate) start_match: Option<String>,
     /// A field naming the task the pair belongs to (instead of the current task).
-    pub start_pid: Option<String>,
-    pub end: String,
-    pub end_match: Option<String>,
+    pub(crate) start_pid: Option<String>,
+    pub(crate) end: String,
+    pub(crate) end_match: Option<String>,
     /// `s`: keep the stack of the start.
-    pub stack: bool,
+    pub(crate) stack: bool,
     /// `p`: start and end on the same CPU; sections per CPU.
-    pub pinned: bool,
+    pub(crate) pinned: bool,
     /// `g`: not per task; sections per matched value.
-    pub global: bool,
+    pub(crate) global: bool,
 }
 
 /// A `-H` hook that does not parse.
 #[derive(Debug, thiserror::Error)]
-pub enum HookSyntaxError {
+pub(crate) enum HookSyntaxError {
     #[error("hook '{text}': expected START[,MATCH[,PID]]/END[,MATCH][,FLAGS]")]
     Shape { text: String },
     #[error("hook '{text}': unknown flag '{flag}' (flags: s stack, p pinned, g global)")]
@@ -180,7 +180,7 @@ pub enum HookSyntaxError {
 
 impl Hook {
     /// Parses trace-cmd's hook syntax. Event names may omit the system.
-    pub fn parse(text: &str) -> Result<Hook, HookSyntaxError> {
+    pub(crate) fn parse(text: &str) -> Result<Hook, HookSyntaxError> {
         let syntax = || HookSyntaxError::Shape {
             text: text.to_owned(),
         };
@@ -211,7 +211,7 @@ impl Hook {
     }
 
     /// The label of its statistic.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let short = |e: &str| e.rsplit(':').next().unwrap_or(e).to_string();
         format!("{}-{}", short(&self.start), short(&self.end))
     }
@@ -219,7 +219,7 @@ impl Hook {
 
 /// What an event is to the built-in hooks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Builtin {
+pub(crate) enum Builtin {
     SchedSwitch,
     SchedWakeup,
     /// `sched_waking`: the wakeup as the waker starts it, in its context.
@@ -238,7 +238,7 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    pub fn of(system: &str, name: &str) -> Builtin {
+    pub(crate) fn of(system: &str, name: &str) -> Builtin {
         match (system, name) {
             ("sched", "sched_switch") => Builtin::SchedSwitch,
             ("sched", "sched_wakeup") => Builtin::SchedWakeup,
@@ -258,41 +258,41 @@ impl Builtin {
 }
 
 /// The softirq vector names the kernel prints.
-pub const SOFTIRQ_NAMES: &[&str] = &[
+pub(crate) const SOFTIRQ_NAMES: &[&str] = &[
     "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
 ];
 
 /// One event occurrence, as the engine sees it.
 #[derive(Clone, Copy, Debug)]
-pub struct Occurrence<'a, F: Fields> {
+pub(crate) struct Occurrence<'a, F: Fields> {
     /// Index of the event (into the engine's event list).
-    pub event: usize,
-    pub time: u64,
-    pub cpu: u32,
+    pub(crate) event: usize,
+    pub(crate) time: u64,
+    pub(crate) cpu: u32,
     /// The task running when the event fired.
-    pub tid: i32,
-    pub fields: &'a F,
+    pub(crate) tid: i32,
+    pub(crate) fields: &'a F,
 }
 
 /// Whether the caller must resolve the stack of the occurrence it showed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Want {
+pub(crate) enum Want {
     Stack,
     Nothing,
 }
 
 /// The engine's state and results.
 #[derive(Debug, Default)]
-pub struct PairEngine {
+pub(crate) struct PairEngine {
     /// Per event index: its built-in role.
     roles: Vec<Builtin>,
     /// Custom hooks with the event indices of their start and end.
     hooks: Vec<(Hook, usize, usize)>,
     /// Watched tasks: every task when `all`.
-    pub all: bool,
-    pub pids: HashSet<i32>,
+    pub(crate) all: bool,
+    pub(crate) pids: HashSet<i32>,
     tgid: HashMap<i32, i32>,
-    pub stats: BTreeMap<Scope, BTreeMap<String, PairStat>>,
+    pub(crate) stats: BTreeMap<Scope, BTreeMap<String, PairStat>>,
     syscall_names: HashMap<u64, String>,
     // Open starts.
     wakeup_at: HashMap<i32, u64>,
@@ -305,10 +305,10 @@ pub struct PairEngine {
     hook_at: HashMap<(usize, Scope, u64), (u64, Option<usize>)>,
     next_seq: usize,
     /// Starts that never saw their end.
-    pub unmatched: u64,
+    pub(crate) unmatched: u64,
     /// Blocked intervals (sched_switch:S, D, ...) whose wakeup was not
     /// seen: they end at the task's next switch-in instead.
-    pub ended_at_switch_in: u64,
+    pub(crate) ended_at_switch_in: u64,
     /// CPU → the task on it, and task → its CPU, from switch-ins/outs.
     on_cpu: HashMap<u32, i32>,
     running: HashMap<i32, u32>,
@@ -316,20 +316,20 @@ pub struct PairEngine {
     settle: Settle<Finished>,
     /// Pairs dropped because records were lost (open starts and finished
     /// pairs a loss window reached).
-    pub lost_dropped: u64,
+    pub(crate) lost_dropped: u64,
     /// Every settled pair, when set (`PairLog::default()`): what latency
     /// heat maps draw. Default none (the statistics only).
-    pub log: Option<PairLog>,
+    pub(crate) log: Option<PairLog>,
 }
 
 /// Every pair the engine settled, with its end and duration (ns), labels
 /// interned (`labels[label]`).
 #[derive(Debug, Default)]
-pub struct PairLog {
-    pub labels: Vec<String>,
+pub(crate) struct PairLog {
+    pub(crate) labels: Vec<String>,
     index: HashMap<String, u32>,
     /// `(label, task or section, end, duration)`.
-    pub pairs: Vec<(u32, Scope, u64, u64)>,
+    pub(crate) pairs: Vec<(u32, Scope, u64, u64)>,
 }
 
 impl PairLog {
@@ -356,7 +356,7 @@ struct Finished {
 impl PairEngine {
     /// `roles[i]`: the built-in role of event i; `hooks`: custom hooks with
     /// their start/end event indices.
-    pub fn new(
+    pub(crate) fn new(
         mut roles: Vec<Builtin>,
         hooks: Vec<(Hook, usize, usize)>,
         syscall_names: HashMap<u64, String>,
@@ -379,7 +379,7 @@ impl PairEngine {
 
     /// A COMM or FORK record: `tid` belongs to `pid`; forks of watched
     /// processes are watched.
-    pub fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
+    pub(crate) fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
         self.tgid.insert(tid, pid);
         if let Some(parent) = parent_pid
             && parent != pid
@@ -389,7 +389,7 @@ impl PairEngine {
         }
     }
 
-    pub fn watched(&self, tid: i32) -> bool {
+    pub(crate) fn watched(&self, tid: i32) -> bool {
         tid > 0 && (self.all || self.pids.contains(self.tgid.get(&tid).unwrap_or(&tid)))
     }
 
@@ -423,14 +423,14 @@ impl PairEngine {
     }
 
     /// Any record of `cpu` at `time` (moves the loss windows on).
-    pub fn seen(&mut self, cpu: u32, time: u64) {
+    pub(crate) fn seen(&mut self, cpu: u32, time: u64) {
         let (stats, log) = (&mut self.stats, &mut self.log);
         self.settle.seen(cpu, time, |f| Self::apply(stats, log, f));
     }
 
     /// The ring of `cpu` (`None`: unknown) lost records: every open start,
     /// and every finished pair the loss window may reach, is dropped.
-    pub fn lost(&mut self, cpu: Option<u32>) {
+    pub(crate) fn lost(&mut self, cpu: Option<u32>) {
         let open = self.wakeup_at.len()
             + self.preempted_at.len()
             + self.blocked_at.len()
@@ -453,7 +453,7 @@ impl PairEngine {
 
     /// `tid` got CPU `cpu` at `time`: ends its wakeup latency and its
     /// preemption.
-    pub fn switch_in(&mut self, time: u64, cpu: u32, tid: i32) {
+    pub(crate) fn switch_in(&mut self, time: u64, cpu: u32, tid: i32) {
         if let Some(old) = self.on_cpu.insert(cpu, tid)
             && self.running.get(&old) == Some(&cpu)
         {
@@ -500,7 +500,7 @@ impl PairEngine {
     /// A statistic of task `tid` summed elsewhere (the in-kernel pairs of
     /// `scry profile`): joins the task's section under the label the engine
     /// gives that kind of pair.
-    pub fn add_summed(&mut self, tid: i32, kind: SummedKind, stat: &PairStat) {
+    pub(crate) fn add_summed(&mut self, tid: i32, kind: SummedKind, stat: &PairStat) {
         let label = match kind {
             SummedKind::Syscall(id) => format!("sys_{}", self.syscall_name(id)),
             SummedKind::PageFaultUser => "page_fault_user".into(),
@@ -519,7 +519,7 @@ impl PairEngine {
 
     /// A kernel function's calls by task `tid` (the function tracers of
     /// `scry profile`): the row trace-cmd labels `func: NAME()`.
-    pub fn add_function(&mut self, tid: i32, func: &str, stat: &PairStat) {
+    pub(crate) fn add_function(&mut self, tid: i32, func: &str, stat: &PairStat) {
         self.stats
             .entry(Scope::Task(tid))
             .or_default()
@@ -536,7 +536,7 @@ impl PairEngine {
     }
 
     /// Feed one occurrence, in time order.
-    pub fn handle<F: Fields>(&mut self, o: &Occurrence<'_, F>) -> Want {
+    pub(crate) fn handle<F: Fields>(&mut self, o: &Occurrence<'_, F>) -> Want {
         let mut want = Want::Nothing;
         let f = o.fields;
         match self.roles.get(o.event).copied().unwrap_or(Builtin::Other) {
@@ -759,7 +759,7 @@ impl PairEngine {
 
     /// The end of the input: finished pairs settle; starts still open are
     /// counted as unmatched.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         let (stats, log) = (&mut self.stats, &mut self.log);
         self.settle.finish(|f| Self::apply(stats, log, f));
         self.unmatched += (self.blocked_at.len()

@@ -32,7 +32,7 @@ const BUILTIN_FIELDS: &[&str] = &[
 
 /// Why a hook's match or pid field cannot be read.
 #[derive(Debug, thiserror::Error)]
-pub enum HookFieldError {
+pub(crate) enum HookFieldError {
     /// The hook's event is not a tracepoint with a format.
     #[error("no format for the event of hook '{hook}'")]
     NoFormat { hook: String },
@@ -47,7 +47,7 @@ pub enum HookFieldError {
 /// Per event (by index into `formats`): the fields its samples must yield.
 /// Checks the custom hooks' match and pid fields: each must exist and be a
 /// number; the error names the field and the event.
-pub fn wanted_fields(
+pub(crate) fn wanted_fields(
     formats: &[Option<&EventFormat>],
     hooks: &[(Hook, usize, usize)],
 ) -> Result<Vec<Vec<String>>, HookFieldError> {
@@ -90,9 +90,9 @@ pub fn wanted_fields(
 }
 
 /// The engine, the resolver and the field layout, fed record by record.
-pub struct PairsFeed {
-    pub engine: PairEngine,
-    pub resolver: Resolver,
+pub(crate) struct PairsFeed {
+    pub(crate) engine: PairEngine,
+    pub(crate) resolver: Resolver,
     /// Per attribute index: its format, if it is a tracepoint.
     formats: Vec<Option<EventFormat>>,
     wanted: Vec<Vec<String>>,
@@ -100,15 +100,15 @@ pub struct PairsFeed {
     /// event (one tracepoint opened twice, with complementary filters).
     aliases: Vec<(usize, usize)>,
     /// Task names by tid, from COMM and FORK records.
-    pub comms: ThreadNames,
+    pub(crate) comms: ThreadNames,
     /// Samples without decodable fields.
-    pub undecodable: u64,
+    pub(crate) undecodable: u64,
     /// Lost-records reports seen (LOST, LOST_SAMPLES records).
-    pub lost: LostTally,
+    pub(crate) lost: LostTally,
 }
 
 impl PairsFeed {
-    pub fn new(
+    pub(crate) fn new(
         engine: PairEngine,
         resolver: Resolver,
         formats: Vec<Option<EventFormat>>,
@@ -128,7 +128,7 @@ impl PairsFeed {
 
     /// Attribute `attr` is event `event` for the engine (its format and
     /// wanted fields are still its own).
-    pub fn alias(&mut self, attr: usize, event: usize) {
+    pub(crate) fn alias(&mut self, attr: usize, event: usize) {
         self.aliases.push((attr, event));
     }
 }

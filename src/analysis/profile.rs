@@ -26,20 +26,20 @@ use super::hash::FxHashMap;
 use super::sample::{FrameId, FrameKind, FrameTable, ResolvedSample};
 
 use super::sort_key::is_parent_name;
-pub use super::sort_key::{SampleFilter, SortKey, dso_short_name};
+pub(crate) use super::sort_key::{SampleFilter, SortKey, dso_short_name};
 
 /// Settings of one report.
 #[derive(Clone, Debug)]
-pub struct ProfileOptions {
+pub(crate) struct ProfileOptions {
     /// Sort keys, in column order. Default `comm,dso,sym`.
-    pub sort: Vec<SortKey>,
+    pub(crate) sort: Vec<SortKey>,
     /// Compute `Children` (cumulative) besides `Self`. Default: on when the
     /// file has callchains, as perf does.
-    pub children: bool,
-    pub filter: SampleFilter,
+    pub(crate) children: bool,
+    pub(crate) filter: SampleFilter,
     /// The socket of each CPU (the file's CPU_TOPOLOGY), for the `socket`
     /// key; CPUs past its end are socket -1, as in perf.
-    pub sockets: Vec<i32>,
+    pub(crate) sockets: Vec<i32>,
 }
 
 impl Default for ProfileOptions {
@@ -75,48 +75,48 @@ const NO_PARENT: u32 = u32::MAX;
 
 /// One line of the report.
 #[derive(Clone, Debug)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// The sample's command, if `comm` is a sort key.
-    pub comm: Option<Arc<str>>,
-    pub pid: Option<i32>,
-    pub tid: Option<i32>,
-    pub cpu: Option<u32>,
-    pub socket: Option<i32>,
+    pub(crate) comm: Option<Arc<str>>,
+    pub(crate) pid: Option<i32>,
+    pub(crate) tid: Option<i32>,
+    pub(crate) cpu: Option<u32>,
+    pub(crate) socket: Option<i32>,
     /// `parent`: the first frame from the leaf matching perf's parent
     /// pattern; `Some(None)` is perf's `[other]`.
-    pub parent: Option<Option<FrameId>>,
+    pub(crate) parent: Option<Option<FrameId>>,
     /// A frame carrying this entry's binary, symbol and source line, if
     /// `dso`, `sym` or `srcline` is a sort key (the first frame seen).
-    pub frame: Option<FrameId>,
-    pub self_period: u64,
-    pub self_samples: u64,
+    pub(crate) frame: Option<FrameId>,
+    pub(crate) self_period: u64,
+    pub(crate) self_samples: u64,
     /// The part of `self_period` sampled in the kernel (perf's `overhead_sys`).
-    pub self_sys_period: u64,
+    pub(crate) self_sys_period: u64,
     /// Equal to the self figures when children are not computed.
-    pub children_period: u64,
-    pub children_samples: u64,
+    pub(crate) children_period: u64,
+    pub(crate) children_samples: u64,
     pub(crate) key: RawKey,
 }
 
 /// The profile of one event (one section of the report).
 #[derive(Clone, Debug)]
-pub struct EventProfile {
+pub(crate) struct EventProfile {
     /// Index of the event in the file.
-    pub event: usize,
+    pub(crate) event: usize,
     /// Samples of this event in the file (before filters).
-    pub nr_samples: u64,
+    pub(crate) nr_samples: u64,
     /// Sum of their periods: the denominator of every percentage.
-    pub total_period: u64,
+    pub(crate) total_period: u64,
     /// Samples whose stack was empty (not even an IP): counted in the total,
     /// attributed to no entry.
-    pub no_ip_samples: u64,
+    pub(crate) no_ip_samples: u64,
     /// Sorted hottest first (by children when computed, else by self).
-    pub entries: Vec<Entry>,
+    pub(crate) entries: Vec<Entry>,
 }
 
 impl EventProfile {
     /// `period` as a percentage of this event's total.
-    pub fn percent(&self, period: u64) -> f64 {
+    pub(crate) fn percent(&self, period: u64) -> f64 {
         if self.total_period == 0 {
             0.0
         } else {
@@ -126,7 +126,7 @@ impl EventProfile {
 
     /// Drops entries under `limit` percent (`--percent-limit`), measured on
     /// the column the report is sorted by.
-    pub fn retain_above(&mut self, limit: f64, children: bool) {
+    pub(crate) fn retain_above(&mut self, limit: f64, children: bool) {
         let total = self.total_period;
         self.entries.retain(|e| {
             let period = if children {
@@ -142,7 +142,7 @@ impl EventProfile {
 /// Interned identities of frames and comms, shared by the flat profile and
 /// the call trees built on top of it.
 #[derive(Debug, Default)]
-pub struct KeyTable {
+pub(crate) struct KeyTable {
     /// Per `FrameId`: (dso id, sym id). Sym ids are unique across dsos.
     frame_keys: Vec<(u32, u32)>,
     /// Per sym id: the first frame seen with it.
@@ -158,7 +158,7 @@ pub struct KeyTable {
 }
 
 impl KeyTable {
-    pub fn new(frames: &FrameTable, sort: &[SortKey]) -> KeyTable {
+    pub(crate) fn new(frames: &FrameTable, sort: &[SortKey]) -> KeyTable {
         let mut dsos: FxHashMap<&str, u32> = FxHashMap::default();
         let mut syms: FxHashMap<(u32, Option<&str>), u32> = FxHashMap::default();
         let mut slots: FxHashMap<(u32, u32, Option<&str>), u32> = FxHashMap::default();
@@ -195,14 +195,14 @@ impl KeyTable {
     }
 
     /// The symbol identity (name + binary) of a frame.
-    pub fn sym_of(&self, frame: FrameId) -> u32 {
+    pub(crate) fn sym_of(&self, frame: FrameId) -> u32 {
         self.frame_keys
             .get(frame.0 as usize)
             .map_or(u32::MAX, |&(_, sym)| sym)
     }
 
     /// The first frame seen with this symbol identity.
-    pub fn frame_of_sym(&self, sym: u32) -> Option<FrameId> {
+    pub(crate) fn frame_of_sym(&self, sym: u32) -> Option<FrameId> {
         self.sym_frames.get(sym as usize).copied()
     }
 
@@ -312,11 +312,11 @@ pub(crate) struct StackGroup {
 
 /// Aggregates samples into per-event profiles, with the interned keys and
 /// merged stacks that call-tree building needs afterwards.
-pub struct Profile {
-    pub events: Vec<EventProfile>,
-    pub keys: KeyTable,
+pub(crate) struct Profile {
+    pub(crate) events: Vec<EventProfile>,
+    pub(crate) keys: KeyTable,
     pub(crate) mask: KeyMask,
-    pub children: bool,
+    pub(crate) children: bool,
     pub(crate) groups: Vec<StackGroup>,
     pub(crate) stack_frames: Vec<FrameId>,
 }
@@ -335,7 +335,7 @@ struct Totals {
 
 impl Profile {
     /// Builds the profile of every event present in `samples`.
-    pub fn build(
+    pub(crate) fn build(
         samples: &[ResolvedSample],
         frames: &FrameTable,
         options: &ProfileOptions,

@@ -10,27 +10,27 @@ fn is_zero(n: &u64) -> bool {
 
 /// Counts over all samples of a file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct QualitySummary {
-    pub samples: u64,
+pub(crate) struct QualitySummary {
+    pub(crate) samples: u64,
     /// Unwound to the outermost frame.
-    pub complete: u64,
+    pub(crate) complete: u64,
     /// The unwinder stopped early.
-    pub truncated: u64,
+    pub(crate) truncated: u64,
     /// No callchain was recorded.
-    pub no_callchain: u64,
+    pub(crate) no_callchain: u64,
     /// A `-g` frame-pointer chain kept unchecked (no unwind tables for the
     /// sampled code, or the stack copy too small): a frameless function's
     /// caller may be missing.
     #[serde(skip_serializing_if = "is_zero")]
-    pub fp_only: u64,
+    pub(crate) fp_only: u64,
     /// Frames over all samples.
-    pub frames: u64,
+    pub(crate) frames: u64,
     /// Frames without a symbol name.
-    pub unknown_frames: u64,
+    pub(crate) unknown_frames: u64,
 }
 
 impl QualitySummary {
-    pub fn from_samples(samples: &[ResolvedSample], frames: &FrameTable) -> QualitySummary {
+    pub(crate) fn from_samples(samples: &[ResolvedSample], frames: &FrameTable) -> QualitySummary {
         let unknown: Vec<bool> = (0..frames.len())
             .map(|i| frames.get(super::sample::FrameId(i as u32)).sym.is_none())
             .collect();
@@ -63,7 +63,7 @@ impl QualitySummary {
     }
 
     /// `stack quality: 98.7% of samples fully unwound, 0.4% [unknown] frames`
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         if self.samples == 0 {
             return "stack quality: no samples".to_string();
         }

@@ -23,20 +23,20 @@ use super::settle::Settle;
 
 /// One switch-out of a watched task (perf sched timehist's line).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct TimehistRow {
+pub(crate) struct TimehistRow {
     /// When it switched out, ns.
-    pub time: u64,
-    pub cpu: u32,
-    pub tid: i32,
-    pub pid: i32,
+    pub(crate) time: u64,
+    pub(crate) cpu: u32,
+    pub(crate) tid: i32,
+    pub(crate) pid: i32,
     /// Off CPU before this run: last switch-out to this switch-in, ns.
-    pub wait: Option<u64>,
+    pub(crate) wait: Option<u64>,
     /// Runnable before this run: wakeup or preemption to switch-in, ns.
-    pub delay: Option<u64>,
+    pub(crate) delay: Option<u64>,
     /// This run: switch-in to switch-out, ns.
-    pub run: Option<u64>,
+    pub(crate) run: Option<u64>,
     /// The state it left in (R S D ...).
-    pub state: char,
+    pub(crate) state: char,
 }
 
 #[derive(Debug, Default)]
@@ -60,23 +60,23 @@ enum Finished {
 
 /// The tracker; see the module doc.
 #[derive(Debug, Default)]
-pub struct SchedTracker {
-    pub watch: Watch,
+pub(crate) struct SchedTracker {
+    pub(crate) watch: Watch,
     tgid: HashMap<i32, i32>,
     tasks: HashMap<i32, TaskState>,
     /// Keep timeline rows (`timehist`), not only the histogram.
-    pub keep_rows: bool,
+    pub(crate) keep_rows: bool,
     /// Run-queue latency, log2 buckets of `runqlat.unit` (usecs or msecs).
-    pub runqlat: Histogram,
+    pub(crate) runqlat: Histogram,
     /// Nanoseconds per unit of `runqlat`.
     ns_per_unit: u64,
-    pub rows: Vec<TimehistRow>,
+    pub(crate) rows: Vec<TimehistRow>,
     settle: Settle<Finished>,
-    pub lost_dropped: u64,
+    pub(crate) lost_dropped: u64,
 }
 
 impl SchedTracker {
-    pub fn new(watch: Watch, keep_rows: bool) -> Self {
+    pub(crate) fn new(watch: Watch, keep_rows: bool) -> Self {
         SchedTracker {
             watch,
             keep_rows,
@@ -87,14 +87,14 @@ impl SchedTracker {
     }
 
     /// The histogram in milliseconds (bcc's `-m`), not microseconds.
-    pub fn in_milliseconds(mut self) -> Self {
+    pub(crate) fn in_milliseconds(mut self) -> Self {
         self.runqlat.unit = "msecs".to_string();
         self.ns_per_unit = 1_000_000;
         self
     }
 
     /// A COMM or FORK record (forks of watched processes are watched).
-    pub fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
+    pub(crate) fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
         self.watch.task(&mut self.tgid, pid, tid, parent_pid);
     }
 
@@ -110,7 +110,7 @@ impl SchedTracker {
     }
 
     /// Any record of `cpu` at `time` (moves the loss windows on).
-    pub fn seen(&mut self, cpu: u32, time: u64) {
+    pub(crate) fn seen(&mut self, cpu: u32, time: u64) {
         let mut settled = Vec::new();
         self.settle.seen(cpu, time, |f| settled.push(f));
         for f in settled {
@@ -119,7 +119,7 @@ impl SchedTracker {
     }
 
     /// A sched_switch at `time` on `cpu`.
-    pub fn switch(&mut self, time: u64, cpu: u32, prev: i32, prev_state: u64, next: i32) {
+    pub(crate) fn switch(&mut self, time: u64, cpu: u32, prev: i32, prev_state: u64, next: i32) {
         if self.watched(prev) {
             let pid = self.tgid.get(&prev).copied().unwrap_or(prev);
             let state = state_letter(prev_state);
@@ -146,7 +146,7 @@ impl SchedTracker {
     }
 
     /// `tid` got `cpu` at `time` (any indication; repeats are ignored).
-    pub fn switch_in(&mut self, time: u64, cpu: u32, tid: i32) {
+    pub(crate) fn switch_in(&mut self, time: u64, cpu: u32, tid: i32) {
         if !self.watched(tid) {
             return;
         }
@@ -163,7 +163,7 @@ impl SchedTracker {
     }
 
     /// A wakeup of `tid` at `time`.
-    pub fn wakeup(&mut self, time: u64, tid: i32) {
+    pub(crate) fn wakeup(&mut self, time: u64, tid: i32) {
         if !self.watched(tid) {
             return;
         }
@@ -174,7 +174,7 @@ impl SchedTracker {
     }
 
     /// The ring of `cpu` (`None`: unknown) lost records.
-    pub fn lost(&mut self, cpu: Option<u32>) {
+    pub(crate) fn lost(&mut self, cpu: Option<u32>) {
         let open = self.tasks.values().filter(|t| t.ready.is_some()).count();
         self.tasks.clear();
         let finished = self.settle.lost(cpu).len();
@@ -182,7 +182,7 @@ impl SchedTracker {
     }
 
     /// The end of the input.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         let mut settled = Vec::new();
         self.settle.finish(|f| settled.push(f));
         for f in settled {

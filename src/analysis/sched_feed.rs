@@ -27,19 +27,19 @@ enum Role {
 }
 
 /// The tracker and the field layout of each event, fed record by record.
-pub struct SchedFeed {
-    pub tracker: SchedTracker,
+pub(crate) struct SchedFeed {
+    pub(crate) tracker: SchedTracker,
     roles: Vec<Role>,
-    pub undecodable: u64,
+    pub(crate) undecodable: u64,
     /// Task names by tid, from COMM and FORK records.
-    pub comms: ThreadNames,
+    pub(crate) comms: ThreadNames,
     /// Lost-records reports seen, and the records they say were lost.
-    pub lost: LostTally,
+    pub(crate) lost: LostTally,
 }
 
 /// Why the scheduler analysis cannot read the input's events.
 #[derive(Debug, thiserror::Error)]
-pub enum SchedFeedError {
+pub(crate) enum SchedFeedError {
     /// A sched event without a field the analysis reads.
     #[error(transparent)]
     Field(#[from] MissingField),
@@ -52,7 +52,7 @@ impl SchedFeed {
     /// `formats`: per attribute index, its tracepoint format if any. Wakeups
     /// are sched_wakeup and sched_wakeup_new, or sched_waking where the
     /// input has no sched_wakeup (what `perf sched record` takes).
-    pub fn new(
+    pub(crate) fn new(
         tracker: SchedTracker,
         formats: &[Option<&EventFormat>],
     ) -> Result<Self, SchedFeedError> {

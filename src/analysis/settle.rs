@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 
 /// Finished pairs waiting to settle; see the module doc.
 #[derive(Debug)]
-pub struct Settle<T> {
+pub(crate) struct Settle<T> {
     /// Per CPU: the time of its newest record (`None`: none seen yet).
     watermark: Vec<Option<u64>>,
     /// (end time, item), ends non-decreasing.
@@ -24,7 +24,7 @@ pub struct Settle<T> {
     /// Records since the last settling pass.
     since_pass: u32,
     /// Finished pairs dropped because a loss window reached them.
-    pub dropped: u64,
+    pub(crate) dropped: u64,
 }
 
 impl<T> Default for Settle<T> {
@@ -44,7 +44,7 @@ const PASS_EVERY: u32 = 256;
 impl<T> Settle<T> {
     /// A record of `cpu` at `time` was seen. Returns the items that settled,
     /// if a settling pass ran.
-    pub fn seen(&mut self, cpu: u32, time: u64, settled: impl FnMut(T)) {
+    pub(crate) fn seen(&mut self, cpu: u32, time: u64, settled: impl FnMut(T)) {
         let cpu = cpu as usize;
         if cpu >= self.watermark.len() {
             if cpu > 4096 {
@@ -62,7 +62,7 @@ impl<T> Settle<T> {
     }
 
     /// A pair that ended at `end`.
-    pub fn push(&mut self, end: u64, item: T) {
+    pub(crate) fn push(&mut self, end: u64, item: T) {
         self.pending.push_back((end, item));
     }
 
@@ -79,7 +79,7 @@ impl<T> Settle<T> {
 
     /// A LOST record of `cpu` (`None`: unknown CPU, every window). Drops the
     /// pending pairs it may have reached and returns them.
-    pub fn lost(&mut self, cpu: Option<u32>) -> Vec<T> {
+    pub(crate) fn lost(&mut self, cpu: Option<u32>) -> Vec<T> {
         let from = match cpu.and_then(|c| self.watermark.get(c as usize).copied()) {
             Some(Some(mark)) => mark,
             _ => 0,
@@ -91,7 +91,7 @@ impl<T> Settle<T> {
     }
 
     /// The end of the input: everything pending settles.
-    pub fn finish(&mut self, mut settled: impl FnMut(T)) {
+    pub(crate) fn finish(&mut self, mut settled: impl FnMut(T)) {
         for (_, item) in self.pending.drain(..) {
             settled(item);
         }

@@ -5,30 +5,30 @@
 //! (`-n NAME`, `-l LINE`, `--ppid`): kept here so the renderers and the
 //! command lines name one set of types.
 
-pub use crate::sys::bpf_capable::CapEvent;
-pub use crate::sys::bpf_drsnoop::ReclaimEvent;
-pub use crate::sys::bpf_execsnoop::ExecEvent;
-pub use crate::sys::bpf_exitsnoop::ExitEvent;
-pub use crate::sys::bpf_filelife::LifeEvent;
-pub use crate::sys::bpf_oomkill::OomEvent;
-pub use crate::sys::bpf_opensnoop::OpenEvent;
-pub use crate::sys::bpf_sigsnoop::{SigEvent, SigSource};
-pub use crate::sys::bpf_statsnoop::StatEvent;
-pub use crate::sys::bpf_threadsnoop::ThreadEvent;
+pub(crate) use crate::sys::bpf_capable::CapEvent;
+pub(crate) use crate::sys::bpf_drsnoop::ReclaimEvent;
+pub(crate) use crate::sys::bpf_execsnoop::ExecEvent;
+pub(crate) use crate::sys::bpf_exitsnoop::ExitEvent;
+pub(crate) use crate::sys::bpf_filelife::LifeEvent;
+pub(crate) use crate::sys::bpf_oomkill::OomEvent;
+pub(crate) use crate::sys::bpf_opensnoop::OpenEvent;
+pub(crate) use crate::sys::bpf_sigsnoop::SigEvent;
+pub(crate) use crate::sys::bpf_statsnoop::StatEvent;
+pub(crate) use crate::sys::bpf_threadsnoop::ThreadEvent;
 
 /// execsnoop's user-space filters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ExecFilter {
+pub(crate) struct ExecFilter {
     /// The command name contains this (-n).
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// An argument contains this (-l).
-    pub line: Option<String>,
+    pub(crate) line: Option<String>,
     /// The parent is this process (--ppid).
-    pub ppid: Option<u32>,
+    pub(crate) ppid: Option<u32>,
 }
 
 impl ExecFilter {
-    pub fn keeps(&self, e: &ExecEvent) -> bool {
+    pub(crate) fn keeps(&self, e: &ExecEvent) -> bool {
         self.name
             .as_ref()
             .is_none_or(|n| e.comm.contains(n.as_str()))
@@ -41,7 +41,7 @@ impl ExecFilter {
 }
 
 /// opensnoop's `-n NAME`: the command name contains it.
-pub fn open_kept(name: Option<&str>, e: &OpenEvent) -> bool {
+pub(crate) fn open_kept(name: Option<&str>, e: &OpenEvent) -> bool {
     name.is_none_or(|n| e.comm.contains(n))
 }
 

@@ -13,7 +13,7 @@ use super::sample::{Frame, ResolvedSample};
 
 /// One of perf's `--sort` keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SortKey {
+pub(crate) enum SortKey {
     Comm,
     Pid,
     Tid,
@@ -40,7 +40,7 @@ const ALL_KEYS: [SortKey; 9] = [
 
 impl SortKey {
     /// perf's column header for this key.
-    pub fn header(self) -> &'static str {
+    pub(crate) fn header(self) -> &'static str {
         match self {
             SortKey::Comm => "Command",
             SortKey::Pid => "Pid",
@@ -55,7 +55,7 @@ impl SortKey {
     }
 
     /// The key's name as `--sort` spells it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             SortKey::Comm => "comm",
             SortKey::Pid => "pid",
@@ -70,18 +70,18 @@ impl SortKey {
     }
 
     /// The names of every key, comma-separated, for error messages.
-    pub fn known() -> String {
+    pub(crate) fn known() -> String {
         let names: Vec<&str> = ALL_KEYS.iter().map(|k| k.name()).collect();
         names.join(", ")
     }
 
     /// The key `--sort` spells `name`.
-    pub fn parse(name: &str) -> Option<SortKey> {
+    pub(crate) fn parse(name: &str) -> Option<SortKey> {
         ALL_KEYS.iter().copied().find(|k| k.name() == name)
     }
 
     /// Whether the key is the same for every frame of a sample.
-    pub fn of_sample(self) -> bool {
+    pub(crate) fn of_sample(self) -> bool {
         matches!(
             self,
             SortKey::Comm
@@ -94,7 +94,7 @@ impl SortKey {
     }
 
     /// Parses a comma-separated `--sort` list (`comm,dso,sym`).
-    pub fn parse_list(list: &str) -> Result<Vec<SortKey>, SortKeyError> {
+    pub(crate) fn parse_list(list: &str) -> Result<Vec<SortKey>, SortKeyError> {
         let mut keys = Vec::new();
         for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             let key = match word {
@@ -116,7 +116,7 @@ impl SortKey {
 
 /// A `--sort` list that does not parse.
 #[derive(Debug, thiserror::Error)]
-pub enum SortKeyError {
+pub(crate) enum SortKeyError {
     #[error("unknown sort key '{0}' (known: {known})", known = SortKey::known())]
     Unknown(String),
     #[error("empty sort key list")]
@@ -125,17 +125,17 @@ pub enum SortKeyError {
 
 /// perf's filters. Empty lists keep everything.
 #[derive(Clone, Debug, Default)]
-pub struct SampleFilter {
+pub(crate) struct SampleFilter {
     /// `--comm`: keep samples of these commands.
-    pub comms: Vec<String>,
+    pub(crate) comms: Vec<String>,
     /// `--pid`: keep samples of these processes.
-    pub pids: Vec<i32>,
+    pub(crate) pids: Vec<i32>,
     /// `--tid`: keep samples of these threads.
-    pub tids: Vec<i32>,
+    pub(crate) tids: Vec<i32>,
     /// `--dso`: keep entries in these binaries (base name or full path).
-    pub dsos: Vec<String>,
+    pub(crate) dsos: Vec<String>,
     /// `--symbols`: keep entries of these symbols (exact names).
-    pub symbols: Vec<String>,
+    pub(crate) symbols: Vec<String>,
 }
 
 impl SampleFilter {
@@ -162,7 +162,7 @@ impl SampleFilter {
 
 /// perf's `--sort dso` name of a binary: its base name (`libc.so.6`); the
 /// bracketed pseudo-names (`[kernel.kallsyms]`, `[vdso]`) stay as they are.
-pub fn dso_short_name(dso: &str) -> &str {
+pub(crate) fn dso_short_name(dso: &str) -> &str {
     if dso.starts_with('[') {
         return dso;
     }
@@ -170,7 +170,7 @@ pub fn dso_short_name(dso: &str) -> &str {
 }
 
 /// perf's default parent pattern, `^sys_|^do_page_fault`.
-pub fn is_parent_name(name: &str) -> bool {
+pub(crate) fn is_parent_name(name: &str) -> bool {
     name.starts_with("sys_") || name.starts_with("do_page_fault")
 }
 

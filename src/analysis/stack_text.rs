@@ -16,7 +16,7 @@ use inferno::collapse::Collapse;
 
 /// What a stream of stacks holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StackInput {
+pub(crate) enum StackInput {
     /// A perf.data file or pipe stream (`PERFILE2` magic).
     PerfData,
     /// `perf script` text.
@@ -28,7 +28,7 @@ pub enum StackInput {
 /// Text input that is not what it claims to be.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum StackTextError {
+pub(crate) enum StackTextError {
     #[error("{name}: reading: {source}")]
     Io { name: String, source: io::Error },
     #[error("{name}: line {line}: not a folded stack ('STACK COUNT' expected): {text:?}")]
@@ -59,7 +59,7 @@ fn looks_folded(line: &str) -> bool {
 
 /// Reads the start of `input` and says what it holds; returns the bytes
 /// read, which the caller puts back in front (`Cursor::new(head).chain(input)`).
-pub fn sniff(input: &mut impl BufRead) -> io::Result<(StackInput, Vec<u8>)> {
+pub(crate) fn sniff(input: &mut impl BufRead) -> io::Result<(StackInput, Vec<u8>)> {
     let mut head = Vec::new();
     let mut limited = input.take(SNIFF_BYTES);
     let mut seen = Vec::new();
@@ -87,16 +87,16 @@ pub fn sniff(input: &mut impl BufRead) -> io::Result<(StackInput, Vec<u8>)> {
 
 /// Settings of [`fold_script`].
 #[derive(Clone, Debug, Default)]
-pub struct ScriptFoldOptions {
+pub(crate) struct ScriptFoldOptions {
     /// Suffix kernel frames with `_[k]` (for flame graph palettes).
-    pub annotate_kernel: bool,
+    pub(crate) annotate_kernel: bool,
     /// Fold this event only (default: the first one in the text).
-    pub event: Option<String>,
+    pub(crate) event: Option<String>,
 }
 
 /// `perf script` text → folded lines, sorted, as `inferno-collapse-perf`
 /// prints them.
-pub fn fold_script(
+pub(crate) fn fold_script(
     name: &str,
     input: impl BufRead,
     options: &ScriptFoldOptions,
@@ -126,7 +126,7 @@ pub fn fold_script(
 }
 
 /// Folded lines, checked (`stack COUNT`); blank lines are skipped.
-pub fn read_folded(name: &str, input: impl BufRead) -> Result<Vec<String>, StackTextError> {
+pub(crate) fn read_folded(name: &str, input: impl BufRead) -> Result<Vec<String>, StackTextError> {
     let mut lines = Vec::new();
     for (index, line) in input.lines().enumerate() {
         let line = line.map_err(|source| StackTextError::Io {
@@ -158,7 +158,7 @@ pub fn read_folded(name: &str, input: impl BufRead) -> Result<Vec<String>, Stack
 }
 
 /// The head [`sniff`] read, put back in front of the rest.
-pub fn rejoin<R: BufRead>(head: Vec<u8>, rest: R) -> io::Chain<Cursor<Vec<u8>>, R> {
+pub(crate) fn rejoin<R: BufRead>(head: Vec<u8>, rest: R) -> io::Chain<Cursor<Vec<u8>>, R> {
     Cursor::new(head).chain(rest)
 }
 

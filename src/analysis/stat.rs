@@ -20,15 +20,15 @@ use crate::sys::perf_event::{PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_S
 
 /// One counter's `read(2)`: value, time enabled, time running (ns).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Reading {
-    pub value: u64,
-    pub enabled: u64,
-    pub running: u64,
+pub(crate) struct Reading {
+    pub(crate) value: u64,
+    pub(crate) enabled: u64,
+    pub(crate) running: u64,
 }
 
 impl Reading {
     /// What happened between `earlier` and `self` (for `-I`).
-    pub fn since(self, earlier: Reading) -> Reading {
+    pub(crate) fn since(self, earlier: Reading) -> Reading {
         Reading {
             value: self.value.saturating_sub(earlier.value),
             enabled: self.enabled.saturating_sub(earlier.enabled),
@@ -48,22 +48,22 @@ impl Reading {
 /// One opened counter's reading, labelled with its event index and (for
 /// per-CPU counters) its CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CounterReading {
-    pub event: usize,
-    pub cpu: Option<u32>,
-    pub reading: Reading,
+pub(crate) struct CounterReading {
+    pub(crate) event: usize,
+    pub(crate) cpu: Option<u32>,
+    pub(crate) reading: Reading,
 }
 
 /// What kind of counter an event is, for the derived metrics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EventClass {
-    pub type_: u32,
-    pub config: u64,
+pub(crate) struct EventClass {
+    pub(crate) type_: u32,
+    pub(crate) config: u64,
 }
 
 impl EventClass {
     /// task-clock or cpu-clock: counts nanoseconds, shown as msec.
-    pub fn is_clock(self) -> bool {
+    pub(crate) fn is_clock(self) -> bool {
         self.type_ == PERF_TYPE_SOFTWARE && (self.config == 0 || self.config == 1)
     }
 
@@ -74,7 +74,7 @@ impl EventClass {
 
 /// Whether a line has a number or one of perf's placeholders.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CountState {
+pub(crate) enum CountState {
     Counted,
     /// The counter never ran (`time_running == 0`): `<not counted>`.
     NotCounted,
@@ -84,39 +84,23 @@ pub enum CountState {
 
 /// One output line's numbers.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Row {
-    pub event: usize,
-    pub cpu: Option<u32>,
-    pub state: CountState,
+pub(crate) struct Row {
+    pub(crate) event: usize,
+    pub(crate) cpu: Option<u32>,
+    pub(crate) state: CountState,
     /// The scaled count (mean over runs), in the event's own unit (ns for clocks).
-    pub count: f64,
+    pub(crate) count: f64,
     /// Relative standard deviation of the mean over runs, in percent.
-    pub noise_pct: f64,
+    pub(crate) noise_pct: f64,
     /// Time running and enabled (ns; mean over runs).
-    pub running: f64,
-    pub enabled: f64,
-    pub metric: Option<Metric>,
-}
-
-impl Row {
-    /// Percentage of the enabled time the counter ran (100 when not multiplexed).
-    pub fn running_pct(&self) -> f64 {
-        if self.enabled > 0.0 && self.running < self.enabled {
-            100.0 * self.running / self.enabled
-        } else {
-            100.0
-        }
-    }
-
-    /// True when the count was scaled up from a multiplexed counter.
-    pub fn multiplexed(&self) -> bool {
-        self.state == CountState::Counted && self.running < self.enabled
-    }
+    pub(crate) running: f64,
+    pub(crate) enabled: f64,
+    pub(crate) metric: Option<Metric>,
 }
 
 /// A derived number printed after `#`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Metric {
+pub(crate) enum Metric {
     /// Clock nanoseconds over wall-clock nanoseconds.
     CpusUtilized(f64),
     /// Events per second of task-clock (or cpu-clock).
@@ -133,30 +117,30 @@ pub enum Metric {
 
 /// perf's `struct stats`: Welford's running mean and variance.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Stats {
+pub(crate) struct Stats {
     n: u64,
     mean: f64,
     m2: f64,
 }
 
 impl Stats {
-    pub fn push(&mut self, x: f64) {
+    pub(crate) fn push(&mut self, x: f64) {
         self.n += 1;
         let delta = x - self.mean;
         self.mean += delta / self.n as f64;
         self.m2 += delta * (x - self.mean);
     }
 
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.n
     }
 
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         self.mean
     }
 
     /// Standard deviation of the mean: `sqrt(M2 / (n - 1) / n)`; 0 below two values.
-    pub fn stddev_of_mean(&self) -> f64 {
+    pub(crate) fn stddev_of_mean(&self) -> f64 {
         if self.n < 2 {
             return 0.0;
         }
@@ -165,13 +149,13 @@ impl Stats {
     }
 
     /// `stddev_of_mean` as a percentage of the mean (0 for a zero mean).
-    pub fn rel_stddev_pct(&self) -> f64 {
+    pub(crate) fn rel_stddev_pct(&self) -> f64 {
         relative_pct(self.stddev_of_mean(), self.mean)
     }
 }
 
 /// `100 * stddev / mean`, 0 when the mean is 0 (perf's `rel_stddev_stats`).
-pub fn relative_pct(stddev: f64, mean: f64) -> f64 {
+pub(crate) fn relative_pct(stddev: f64, mean: f64) -> f64 {
     if mean == 0.0 {
         0.0
     } else {
@@ -181,7 +165,7 @@ pub fn relative_pct(stddev: f64, mean: f64) -> f64 {
 
 /// How readings are grouped into lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Aggregation {
+pub(crate) enum Aggregation {
     /// One line per event (perf's default).
     #[default]
     Global,
@@ -192,7 +176,7 @@ pub enum Aggregation {
 /// Sums one run's (or one interval's) readings into one `Reading` per
 /// line key, in event order then CPU order. `supported[e]` false gives a
 /// key with no reading.
-pub fn sum_readings(
+pub(crate) fn sum_readings(
     readings: &[CounterReading],
     supported: &[bool],
     cpus: &[u32],
@@ -227,7 +211,7 @@ pub fn sum_readings(
 
 /// perf's scaling: `None` if the counter never ran, else the count scaled
 /// by enabled/running.
-pub fn scale(reading: Reading) -> Option<f64> {
+pub(crate) fn scale(reading: Reading) -> Option<f64> {
     if reading.running == 0 || reading.enabled == 0 {
         return None;
     }
@@ -239,7 +223,7 @@ pub fn scale(reading: Reading) -> Option<f64> {
 
 /// Accumulates runs (`-r N`) of the same event list into mean lines.
 #[derive(Clone, Debug, Default)]
-pub struct RunAccumulator {
+pub(crate) struct RunAccumulator {
     /// One per line key (event, CPU), in the order first seen.
     lines: Vec<Line>,
     walltime: Stats,
@@ -256,12 +240,16 @@ struct Line {
 }
 
 impl RunAccumulator {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Adds one run: its summed readings (from `sum_readings`) and its wall time.
-    pub fn add_run(&mut self, sums: &[(usize, Option<u32>, Option<Reading>)], walltime_ns: f64) {
+    pub(crate) fn add_run(
+        &mut self,
+        sums: &[(usize, Option<u32>, Option<Reading>)],
+        walltime_ns: f64,
+    ) {
         self.walltime.push(walltime_ns);
         for &(event, cpu, reading) in sums {
             let index = match self
@@ -298,12 +286,12 @@ impl RunAccumulator {
         }
     }
 
-    pub fn walltime(&self) -> Stats {
+    pub(crate) fn walltime(&self) -> Stats {
         self.walltime
     }
 
     /// The lines with means, noise and metrics.
-    pub fn rows(&self, classes: &[EventClass]) -> Vec<Row> {
+    pub(crate) fn rows(&self, classes: &[EventClass]) -> Vec<Row> {
         let rows: Vec<Row> = self
             .lines
             .iter()
@@ -332,7 +320,7 @@ impl RunAccumulator {
 }
 
 /// Rows of a single reading set (one interval, or one run): no noise.
-pub fn rows_of(
+pub(crate) fn rows_of(
     sums: &[(usize, Option<u32>, Option<Reading>)],
     classes: &[EventClass],
     walltime_ns: f64,
@@ -344,7 +332,11 @@ pub fn rows_of(
 
 /// Fills in the `#` metric of each row. Metrics relate rows of the same
 /// CPU key (all rows when aggregated), as perf's shadow stats do.
-pub fn with_metrics(mut rows: Vec<Row>, classes: &[EventClass], walltime_ns: f64) -> Vec<Row> {
+pub(crate) fn with_metrics(
+    mut rows: Vec<Row>,
+    classes: &[EventClass],
+    walltime_ns: f64,
+) -> Vec<Row> {
     let find = |rows: &[Row], cpu: Option<u32>, want: &dyn Fn(EventClass) -> bool| -> Option<f64> {
         rows.iter()
             .find(|r| {
@@ -405,7 +397,7 @@ pub fn with_metrics(mut rows: Vec<Row>, classes: &[EventClass], walltime_ns: f64
 }
 
 /// perf's `convert_unit_double`: scales a rate to K, M or G.
-pub fn unit_prefix(value: f64) -> (f64, &'static str) {
+pub(crate) fn unit_prefix(value: f64) -> (f64, &'static str) {
     let mut v = value;
     let mut unit = "";
     for prefix in ["K", "M", "G"] {
@@ -461,8 +453,7 @@ mod tests {
         let sums = vec![(0, None, Some(reading(100, 1000, 250)))];
         let rows = rows_of(&sums, &[FAULTS], 1e9);
         assert_eq!(rows[0].count, 400.0);
-        assert!(rows[0].multiplexed());
-        assert_eq!(rows[0].running_pct(), 25.0);
+        assert_eq!(100.0 * rows[0].running / rows[0].enabled, 25.0);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::event::format::{EventFormat, Field};
 
 /// How one argument is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArgKind {
+pub(crate) enum ArgKind {
     /// A signed integer of this many bytes (`int`, `long`, `pid_t`).
     Signed(u8),
     /// An unsigned count (`size_t`, `unsigned int`).
@@ -24,23 +24,23 @@ pub enum ArgKind {
 
 /// One argument's name and kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArgDesc {
-    pub name: String,
-    pub kind: ArgKind,
+pub(crate) struct ArgDesc {
+    pub(crate) name: String,
+    pub(crate) kind: ArgKind,
 }
 
 /// How a system call's arguments read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SyscallDesc {
-    pub nr: u64,
-    pub name: String,
-    pub args: Vec<ArgDesc>,
+pub(crate) struct SyscallDesc {
+    pub(crate) nr: u64,
+    pub(crate) name: String,
+    pub(crate) args: Vec<ArgDesc>,
 }
 
 impl SyscallDesc {
     /// From `syscalls:sys_enter_NAME`'s format: every field after
     /// `__syscall_nr` is an argument, in order (`args[0]`, `args[1]`...).
-    pub fn from_format(nr: u64, name: &str, format: &EventFormat) -> SyscallDesc {
+    pub(crate) fn from_format(nr: u64, name: &str, format: &EventFormat) -> SyscallDesc {
         let fields: Vec<&Field> = format
             .fields
             .iter()
@@ -68,7 +68,7 @@ impl SyscallDesc {
     }
 
     /// Without a format (tracefs lacks `syscalls`): six hex arguments.
-    pub fn bare(nr: u64, name: &str) -> SyscallDesc {
+    pub(crate) fn bare(nr: u64, name: &str) -> SyscallDesc {
         SyscallDesc {
             nr,
             name: name.to_string(),
@@ -83,7 +83,7 @@ impl SyscallDesc {
 
     /// Indices of the arguments whose bytes are copied at the entry:
     /// strings and input buffers in the caller's memory.
-    pub fn copied_args(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn copied_args(&self) -> impl Iterator<Item = usize> + '_ {
         self.args
             .iter()
             .enumerate()

@@ -29,11 +29,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::rc::Rc;
 
-pub use super::syscall_desc::{ArgDesc, ArgKind, SyscallDesc};
+pub(crate) use super::syscall_desc::{ArgKind, SyscallDesc};
 
 /// A string or buffer argument as copied at the entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ArgText {
+pub(crate) enum ArgText {
     /// The bytes (a string without its NUL); `truncated`: there were more.
     Copied { bytes: Vec<u8>, truncated: bool },
     /// Why there are no bytes ("not copied", "unreadable at entry").
@@ -42,19 +42,19 @@ pub enum ArgText {
 
 impl ArgText {
     /// What an argument shows until its copies arrive.
-    pub const NOT_COPIED: ArgText = ArgText::Unavailable("not copied");
+    pub(crate) const NOT_COPIED: ArgText = ArgText::Unavailable("not copied");
 }
 
 /// A system call entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SyscallEnter {
-    pub pid: i32,
-    pub tid: i32,
-    pub time: u64,
-    pub desc: Rc<SyscallDesc>,
-    pub args: [u64; 6],
+pub(crate) struct SyscallEnter {
+    pub(crate) pid: i32,
+    pub(crate) tid: i32,
+    pub(crate) time: u64,
+    pub(crate) desc: Rc<SyscallDesc>,
+    pub(crate) args: [u64; 6],
     /// Strings for the arguments that are strings, by argument index.
-    pub strings: Vec<(usize, ArgText)>,
+    pub(crate) strings: Vec<(usize, ArgText)>,
 }
 
 impl SyscallEnter {
@@ -85,37 +85,37 @@ impl SyscallEnter {
 
 /// Argument bytes copied at an entry of thread `tid`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArgCopies {
-    pub tid: i32,
-    pub time: u64,
-    pub nr: u64,
+pub(crate) struct ArgCopies {
+    pub(crate) tid: i32,
+    pub(crate) time: u64,
+    pub(crate) nr: u64,
     /// The call's argument values, as the copying program saw them.
-    pub args: [u64; 6],
-    pub texts: Vec<(usize, ArgText)>,
+    pub(crate) args: [u64; 6],
+    pub(crate) texts: Vec<(usize, ArgText)>,
 }
 
 /// A system call, entry and exit paired as far as both were seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SyscallCall {
-    pub pid: i32,
-    pub tid: i32,
-    pub desc: Rc<SyscallDesc>,
+pub(crate) struct SyscallCall {
+    pub(crate) pid: i32,
+    pub(crate) tid: i32,
+    pub(crate) desc: Rc<SyscallDesc>,
     /// `None`: the call began before tracing did.
-    pub enter: Option<SyscallEnter>,
-    pub exit_time: Option<u64>,
+    pub(crate) enter: Option<SyscallEnter>,
+    pub(crate) exit_time: Option<u64>,
     /// `None`: the call never returned (exit_group) or tracing ended first.
-    pub ret: Option<i64>,
+    pub(crate) ret: Option<i64>,
 }
 
 impl SyscallCall {
     /// Nanoseconds in the call, when both ends were seen.
-    pub fn duration_ns(&self) -> Option<u64> {
+    pub(crate) fn duration_ns(&self) -> Option<u64> {
         let start = self.enter.as_ref()?.time;
         self.exit_time?.checked_sub(start)
     }
 
     /// The first time seen (entry, else exit).
-    pub fn time(&self) -> u64 {
+    pub(crate) fn time(&self) -> u64 {
         self.enter
             .as_ref()
             .map(|e| e.time)
@@ -124,7 +124,7 @@ impl SyscallCall {
     }
 
     /// The errno of a failed call (`ret` in -4095..=-1).
-    pub fn errno(&self) -> Option<i32> {
+    pub(crate) fn errno(&self) -> Option<i32> {
         match self.ret {
             Some(r) if (-4095..0).contains(&r) => Some(-r as i32),
             _ => None,
@@ -134,20 +134,20 @@ impl SyscallCall {
 
 /// Pairs entries with exits per thread.
 #[derive(Debug, Default)]
-pub struct Pairer {
+pub(crate) struct Pairer {
     pending: HashMap<i32, SyscallEnter>,
 }
 
 impl Pairer {
     /// An entry. A previous entry of the thread that never saw its exit
     /// (lost, or a call that does not return) comes back as unfinished.
-    pub fn enter(&mut self, enter: SyscallEnter) -> Option<SyscallCall> {
+    pub(crate) fn enter(&mut self, enter: SyscallEnter) -> Option<SyscallCall> {
         let tid = enter.tid;
         self.pending.insert(tid, enter).map(unfinished)
     }
 
     /// An exit: the call, with its entry if it was seen.
-    pub fn exit(
+    pub(crate) fn exit(
         &mut self,
         pid: i32,
         tid: i32,
@@ -176,17 +176,17 @@ impl Pairer {
     }
 
     /// The entry of `tid` waiting for its exit.
-    pub fn pending_mut(&mut self, tid: i32) -> Option<&mut SyscallEnter> {
+    pub(crate) fn pending_mut(&mut self, tid: i32) -> Option<&mut SyscallEnter> {
         self.pending.get_mut(&tid)
     }
 
     /// The thread is gone: its call in flight, if any, never returns.
-    pub fn thread_exited(&mut self, tid: i32) -> Option<SyscallCall> {
+    pub(crate) fn thread_exited(&mut self, tid: i32) -> Option<SyscallCall> {
         self.pending.remove(&tid).map(unfinished)
     }
 
     /// Every call still in flight, in time order (end of tracing).
-    pub fn drain(&mut self) -> Vec<SyscallCall> {
+    pub(crate) fn drain(&mut self) -> Vec<SyscallCall> {
         let mut all: Vec<SyscallCall> = self.pending.drain().map(|(_, e)| unfinished(e)).collect();
         all.sort_by_key(SyscallCall::time);
         all
@@ -206,14 +206,14 @@ fn unfinished(enter: SyscallEnter) -> SyscallCall {
 
 /// Running statistics of one system call in one thread.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct CallStats {
-    pub calls: u64,
-    pub errors: u64,
+pub(crate) struct CallStats {
+    pub(crate) calls: u64,
+    pub(crate) errors: u64,
     /// Calls with a duration (both ends seen).
-    pub timed: u64,
-    pub total_ns: u64,
-    pub min_ns: u64,
-    pub max_ns: u64,
+    pub(crate) timed: u64,
+    pub(crate) total_ns: u64,
+    pub(crate) min_ns: u64,
+    pub(crate) max_ns: u64,
     mean: f64,
     m2: f64,
 }
@@ -240,13 +240,13 @@ impl CallStats {
     }
 
     /// Mean duration of the timed calls, in nanoseconds.
-    pub fn avg_ns(&self) -> f64 {
+    pub(crate) fn avg_ns(&self) -> f64 {
         self.mean
     }
 
     /// Sample standard deviation as a percentage of the mean (perf trace's
     /// `stddev (%)`); 0 for fewer than two calls.
-    pub fn stddev_pct(&self) -> f64 {
+    pub(crate) fn stddev_pct(&self) -> f64 {
         if self.timed < 2 || self.mean <= 0.0 {
             return 0.0;
         }
@@ -257,26 +257,26 @@ impl CallStats {
 
 /// One thread's part of the summary.
 #[derive(Clone, Debug, Default)]
-pub struct ThreadSummary {
-    pub comm: String,
+pub(crate) struct ThreadSummary {
+    pub(crate) comm: String,
     /// Every event seen for the thread (entries, exits, tracepoints).
-    pub events: u64,
-    pub syscalls: BTreeMap<u64, CallStats>,
+    pub(crate) events: u64,
+    pub(crate) syscalls: BTreeMap<u64, CallStats>,
 }
 
 /// `-s`: per thread, per system call.
 #[derive(Clone, Debug, Default)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Keyed by (pid, tid).
-    pub threads: BTreeMap<(i32, i32), ThreadSummary>,
+    pub(crate) threads: BTreeMap<(i32, i32), ThreadSummary>,
     /// System call names by number, for the table.
-    pub names: BTreeMap<u64, String>,
-    pub total_events: u64,
+    pub(crate) names: BTreeMap<u64, String>,
+    pub(crate) total_events: u64,
 }
 
 impl Summary {
     /// Counts one event of a thread (`comm` as last known).
-    pub fn event(&mut self, pid: i32, tid: i32, comm: &str) {
+    pub(crate) fn event(&mut self, pid: i32, tid: i32, comm: &str) {
         self.total_events += 1;
         let t = self.threads.entry((pid, tid)).or_default();
         t.events += 1;
@@ -286,7 +286,7 @@ impl Summary {
     }
 
     /// Adds a finished (or abandoned) call.
-    pub fn call(&mut self, call: &SyscallCall) {
+    pub(crate) fn call(&mut self, call: &SyscallCall) {
         self.names
             .entry(call.desc.nr)
             .or_insert_with(|| call.desc.name.clone());
@@ -297,7 +297,7 @@ impl Summary {
 
 /// What the live tracer hands over, in time order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TraceItem {
+pub(crate) enum TraceItem {
     Enter(SyscallEnter),
     ArgCopies(ArgCopies),
     Exit {
@@ -342,24 +342,8 @@ pub enum TraceItem {
     },
 }
 
-impl TraceItem {
-    /// The time the item sorts by.
-    pub fn time(&self) -> u64 {
-        match self {
-            TraceItem::Enter(e) => e.time,
-            TraceItem::ArgCopies(c) => c.time,
-            TraceItem::Exit { time, .. }
-            | TraceItem::Event { time, .. }
-            | TraceItem::ThreadExit { time, .. }
-            | TraceItem::Comm { time, .. }
-            | TraceItem::Fork { time, .. }
-            | TraceItem::NameGuess { time, .. } => *time,
-        }
-    }
-}
-
 /// Where the tracer's lines go (`render::trace` writes them as text).
-pub trait TraceOutput {
+pub(crate) trait TraceOutput {
     /// A finished (or abandoned) system call.
     fn call(&mut self, call: &SyscallCall, comm: &str) -> io::Result<()>;
     /// Another event.
@@ -376,18 +360,18 @@ pub trait TraceOutput {
 
 /// Settings of the tracer. Defaults: every call shown, no summary.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct TracerOptions {
+pub(crate) struct TracerOptions {
     /// `--duration MS`: show only calls that took at least this long.
-    pub min_duration_ns: Option<u64>,
+    pub(crate) min_duration_ns: Option<u64>,
     /// False with `-s` alone: only the summary is wanted.
-    pub show_events: bool,
+    pub(crate) show_events: bool,
 }
 
 /// Pairs items into calls, keeps the summary, and emits lines.
 #[derive(Debug, Default)]
-pub struct Tracer {
+pub(crate) struct Tracer {
     pairer: Pairer,
-    pub summary: Summary,
+    pub(crate) summary: Summary,
     /// Thread names from COMM and FORK items, and guesses from /proc.
     comms: ThreadNames,
     /// Copies that came before their entry, by thread.
@@ -396,7 +380,7 @@ pub struct Tracer {
 }
 
 impl Tracer {
-    pub fn new(opts: TracerOptions) -> Tracer {
+    pub(crate) fn new(opts: TracerOptions) -> Tracer {
         Tracer {
             opts,
             ..Tracer::default()
@@ -421,7 +405,7 @@ impl Tracer {
     }
 
     /// Takes the next item (in time order).
-    pub fn item(&mut self, item: TraceItem, out: &mut dyn TraceOutput) -> io::Result<()> {
+    pub(crate) fn item(&mut self, item: TraceItem, out: &mut dyn TraceOutput) -> io::Result<()> {
         // Copies that came before their entry wait for the thread's next
         // system-call item only: an event of the thread (a uprobe, a
         // tracepoint) between the two must not take them away.
@@ -504,7 +488,7 @@ impl Tracer {
     }
 
     /// Tracing ended: calls still in flight are shown without a return.
-    pub fn finish(&mut self, out: &mut dyn TraceOutput) -> io::Result<()> {
+    pub(crate) fn finish(&mut self, out: &mut dyn TraceOutput) -> io::Result<()> {
         for call in self.pairer.drain() {
             self.emit(call, out)?;
         }
@@ -515,6 +499,7 @@ impl Tracer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::syscall_desc::ArgDesc;
 
     fn desc(nr: u64) -> Rc<SyscallDesc> {
         Rc::new(SyscallDesc::bare(nr, "x"))

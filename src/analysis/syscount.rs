@@ -11,29 +11,29 @@ use crate::sys::bpf_syscount::SyscountRow;
 
 /// One printed row: a call's name, or a process's `PID COMM`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct SyscountLine {
+pub(crate) struct SyscountLine {
     /// The call number, or the process id.
-    pub key: u32,
+    pub(crate) key: u32,
     /// The call's name; for a process, its name.
-    pub name: String,
-    pub count: u64,
-    pub total_ns: u64,
+    pub(crate) name: String,
+    pub(crate) count: u64,
+    pub(crate) total_ns: u64,
 }
 
 /// The name of system call `nr` on this architecture (`[nr]` if unknown).
-pub fn syscall_name(nr: u32) -> String {
+pub(crate) fn syscall_name(nr: u32) -> String {
     syscalls::Sysno::new(nr as usize).map_or_else(|| format!("[{nr}]"), |s| s.name().to_string())
 }
 
 /// The number of system call `name` on this architecture.
-pub fn syscall_number(name: &str) -> Option<u32> {
+pub(crate) fn syscall_number(name: &str) -> Option<u32> {
     syscalls::Sysno::iter()
         .find(|s| s.name() == name)
         .and_then(|s| u32::try_from(s.id()).ok())
 }
 
 /// Every system call name of this architecture, sorted (bcc's `-l`).
-pub fn syscall_names() -> Vec<&'static str> {
+pub(crate) fn syscall_names() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = syscalls::Sysno::iter().map(|s| s.name()).collect();
     names.sort_unstable();
     names
@@ -41,7 +41,7 @@ pub fn syscall_names() -> Vec<&'static str> {
 
 /// An error number given as bcc's `-e` takes it: a name (`ENOENT`) or a
 /// positive number.
-pub fn errno_number(text: &str) -> Option<u32> {
+pub(crate) fn errno_number(text: &str) -> Option<u32> {
     if let Ok(n) = text.parse::<u32>() {
         return (n > 0 && n < 4096).then_some(n);
     }
@@ -50,13 +50,13 @@ pub fn errno_number(text: &str) -> Option<u32> {
 
 /// Running totals per call number, to print each interval's share.
 #[derive(Debug, Default)]
-pub struct Interval {
+pub(crate) struct Interval {
     seen: HashMap<u32, (u64, u64)>,
 }
 
 impl Interval {
     /// The rows since the last call (all of them the first time).
-    pub fn since_last(&mut self, totals: &[SyscountRow]) -> Vec<SyscountRow> {
+    pub(crate) fn since_last(&mut self, totals: &[SyscountRow]) -> Vec<SyscountRow> {
         let mut rows = Vec::new();
         for row in totals {
             let (count, total) = self.seen.get(&row.key).copied().unwrap_or((0, 0));
@@ -75,7 +75,7 @@ impl Interval {
 
 /// The rows to print: named, sorted (by count, or by latency), at most
 /// `top`. Ties keep the lower key first.
-pub fn top_rows(
+pub(crate) fn top_rows(
     rows: &[SyscountRow],
     by_process: bool,
     by_latency: bool,

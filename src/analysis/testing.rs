@@ -11,14 +11,14 @@ use super::profile::{Entry, EventProfile};
 use super::sample::{Frame, FrameId, FrameKind, FrameTable, ResolvedSample, StackQuality};
 
 #[derive(Default)]
-pub struct Builder {
-    pub frames: FrameTable,
-    pub samples: Vec<ResolvedSample>,
-    pub event: usize,
-    pub time: u64,
+pub(crate) struct Builder {
+    pub(crate) frames: FrameTable,
+    pub(crate) samples: Vec<ResolvedSample>,
+    pub(crate) event: usize,
+    pub(crate) time: u64,
 }
 
-pub fn frame_of(spec: &str) -> Frame {
+pub(crate) fn frame_of(spec: &str) -> Frame {
     let (sym, dso, kind) = if let Some(name) = spec.strip_prefix("k:") {
         (Some(name), "[kernel.kallsyms]", FrameKind::Kernel)
     } else if let Some(name) = spec.strip_prefix("lib:") {
@@ -39,7 +39,7 @@ pub fn frame_of(spec: &str) -> Frame {
 
 impl Builder {
     /// Adds `count` samples of `comm`/`pid` with the stack `leaf_first`.
-    pub fn sample(&mut self, comm: &str, pid: i32, leaf_first: &[&str], count: usize) {
+    pub(crate) fn sample(&mut self, comm: &str, pid: i32, leaf_first: &[&str], count: usize) {
         let stack: Vec<FrameId> = leaf_first
             .iter()
             .map(|spec| self.frames.intern(frame_of(spec)))
@@ -62,13 +62,13 @@ impl Builder {
     }
 
     /// The id of an already interned frame.
-    pub fn id(&mut self, spec: &str) -> FrameId {
+    pub(crate) fn id(&mut self, spec: &str) -> FrameId {
         self.frames.intern(frame_of(spec))
     }
 }
 
 /// The entry whose symbol is `sym` (panics in tests if absent).
-pub fn find<'a>(ev: &'a EventProfile, frames: &FrameTable, sym: &str) -> &'a Entry {
+pub(crate) fn find<'a>(ev: &'a EventProfile, frames: &FrameTable, sym: &str) -> &'a Entry {
     ev.entries
         .iter()
         .find(|e| e.frame.and_then(|f| frames.get(f).sym.clone()).as_deref() == Some(sym))

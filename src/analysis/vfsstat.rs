@@ -5,15 +5,15 @@
 
 /// One interval's counts, in `sys::bpf_vfsstat::COLUMNS` order.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct VfsInterval {
-    pub counts: [u64; 5],
+pub(crate) struct VfsInterval {
+    pub(crate) counts: [u64; 5],
     /// How long the interval lasted.
-    pub secs: f64,
+    pub(crate) secs: f64,
 }
 
 impl VfsInterval {
     /// The counts from `before` to `now`, over `secs` seconds.
-    pub fn between(before: &[u64; 5], now: &[u64; 5], secs: f64) -> VfsInterval {
+    pub(crate) fn between(before: &[u64; 5], now: &[u64; 5], secs: f64) -> VfsInterval {
         let mut counts = [0u64; 5];
         for ((c, b), n) in counts.iter_mut().zip(before).zip(now) {
             *c = n.saturating_sub(*b);
@@ -23,7 +23,7 @@ impl VfsInterval {
 
     /// Each count per second (the count itself for an interval shorter
     /// than a second).
-    pub fn per_second(&self) -> [u64; 5] {
+    pub(crate) fn per_second(&self) -> [u64; 5] {
         let secs = self.secs.max(1.0);
         self.counts.map(|c| (c as f64 / secs) as u64)
     }

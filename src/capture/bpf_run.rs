@@ -19,20 +19,20 @@ use crate::sys::signal::{self, PollFd, SignalPipe};
 
 /// When to print and when to end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     /// Print every interval (default: once, at the end).
-    pub interval: Option<Duration>,
+    pub(crate) interval: Option<Duration>,
     /// End after this many intervals.
-    pub count: Option<u64>,
+    pub(crate) count: Option<u64>,
     /// End after this long.
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// End when this process exits.
-    pub pid: Option<i32>,
+    pub(crate) pid: Option<i32>,
 }
 
 /// Why the run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EndReason {
+pub(crate) enum EndReason {
     Signal(i32),
     Duration,
     Count,
@@ -41,7 +41,7 @@ pub enum EndReason {
 
 /// What woke the loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wake {
+pub(crate) enum Wake {
     /// A descriptor given to `run_events` is readable (a ring buffer).
     Ready,
     /// An interval ended.
@@ -53,14 +53,17 @@ pub enum Wake {
 /// Waits, calling `tick(last)` at each interval and once at the end with
 /// `last` true. The target's pidfd is opened first, so a process that
 /// already exited ends the run at once.
-pub fn run(opts: &RunOptions, tick: impl FnMut(bool) -> io::Result<()>) -> io::Result<EndReason> {
+pub(crate) fn run(
+    opts: &RunOptions,
+    tick: impl FnMut(bool) -> io::Result<()>,
+) -> io::Result<EndReason> {
     run_with(opts, SignalPipe::install(&signal::STOP_SIGNALS)?, tick)
 }
 
 /// As [`run`], with the stop signals already caught by `signals`: a tool
 /// that starts a [`Workload`] installs them first, so that a signal that
 /// comes as the workload starts ends the run instead of killing scry.
-pub fn run_with(
+pub(crate) fn run_with(
     opts: &RunOptions,
     signals: SignalPipe,
     mut tick: impl FnMut(bool) -> io::Result<()>,
@@ -74,7 +77,7 @@ pub fn run_with(
 
 /// As [`run`], also waking (`Wake::Ready`) when one of `fds` (ring
 /// buffers) is readable.
-pub fn run_events(
+pub(crate) fn run_events(
     opts: &RunOptions,
     fds: &[RawFd],
     wake: impl FnMut(Wake) -> io::Result<()>,
@@ -83,7 +86,7 @@ pub fn run_events(
 }
 
 /// As [`run_events`], with the stop signals already caught by `signals`.
-pub fn run_events_with(
+pub(crate) fn run_events_with(
     opts: &RunOptions,
     signals: SignalPipe,
     fds: &[RawFd],
@@ -156,14 +159,14 @@ pub fn run_events_with(
 /// The run ends when it exits (`RunOptions::pid`); its status is the
 /// tool's. Dropped before it ends, it is killed and reaped.
 #[derive(Debug)]
-pub struct Workload {
+pub(crate) struct Workload {
     pid: i32,
     pending: Option<PendingChild>,
     child: Option<Child>,
 }
 
 impl Workload {
-    pub fn fork(command: &[OsString]) -> Result<Workload, CaptureError> {
+    pub(crate) fn fork(command: &[OsString]) -> Result<Workload, CaptureError> {
         let pending = process::fork_pending(command).map_err(CaptureError::System)?;
         Ok(Workload {
             pid: pending.pid(),
@@ -172,12 +175,12 @@ impl Workload {
         })
     }
 
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.pid
     }
 
     /// Lets it exec; an exec failure (no such program) is the error.
-    pub fn start(&mut self) -> Result<(), CaptureError> {
+    pub(crate) fn start(&mut self) -> Result<(), CaptureError> {
         if let Some(pending) = self.pending.take() {
             let child = pending
                 .start()
@@ -189,7 +192,7 @@ impl Workload {
 
     /// Its exit status, waiting for it (call once the run ended with
     /// [`EndReason::TargetExited`]); `None` if it never started.
-    pub fn wait(&mut self) -> io::Result<Option<ExitStatus>> {
+    pub(crate) fn wait(&mut self) -> io::Result<Option<ExitStatus>> {
         self.child.as_mut().map(Child::wait).transpose()
     }
 }

@@ -49,15 +49,15 @@ use super::session::Target;
 
 /// What to count, and where.
 #[derive(Clone, Debug)]
-pub struct CountingOptions {
-    pub events: Vec<ResolvedEvent>,
-    pub target: Target,
+pub(crate) struct CountingOptions {
+    pub(crate) events: Vec<ResolvedEvent>,
+    pub(crate) target: Target,
     /// `-G`: count only tasks in this cgroup (a path under the cgroup
     /// mount, or a name relative to it). Needs a system-wide target.
-    pub cgroup: Option<String>,
+    pub(crate) cgroup: Option<String>,
     /// Counters follow children the target forks (default true, as perf;
     /// `--no-inherit` turns it off).
-    pub inherit: bool,
+    pub(crate) inherit: bool,
 }
 
 /// One opened counter.
@@ -78,15 +78,15 @@ struct Counter {
 /// read: scry's own measurements of the run, in ns. `None` reads as
 /// `<not counted>`, as perf shows a time it has not got.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ToolTimes {
-    pub duration_ns: u64,
-    pub user_ns: Option<u64>,
-    pub system_ns: Option<u64>,
+pub(crate) struct ToolTimes {
+    pub(crate) duration_ns: u64,
+    pub(crate) user_ns: Option<u64>,
+    pub(crate) system_ns: Option<u64>,
 }
 
 /// What woke `CounterSet::wait`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wake {
+pub(crate) enum Wake {
     /// The timeout passed.
     Timeout,
     /// The command exited (with its status), or every watched process did.
@@ -97,15 +97,15 @@ pub enum Wake {
 
 /// The counters of one `stat` run and the workload they watch.
 #[derive(Debug)]
-pub struct CounterSet {
-    pub events: Vec<ResolvedEvent>,
+pub(crate) struct CounterSet {
+    pub(crate) events: Vec<ResolvedEvent>,
     /// Per event: false when the kernel cannot count it here.
-    pub supported: Vec<bool>,
+    pub(crate) supported: Vec<bool>,
     /// Per event: why it is unsupported (the errno in words).
-    pub unsupported_reason: Vec<Option<String>>,
+    pub(crate) unsupported_reason: Vec<Option<String>>,
     /// The CPUs counted on (system-wide), or the online CPUs.
-    pub cpus: Vec<u32>,
-    pub system_wide: bool,
+    pub(crate) cpus: Vec<u32>,
+    pub(crate) system_wide: bool,
     counters: Vec<Counter>,
     pending: Option<PendingChild>,
     child: Option<Child>,
@@ -124,7 +124,7 @@ pub struct CounterSet {
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The attribute for a counting counter.
-pub fn counting_attr(
+pub(crate) fn counting_attr(
     event: &ResolvedEvent,
     inherit: bool,
     enable_on_exec: bool,
@@ -161,7 +161,7 @@ fn cgroup_times_checked(reading: Reading, window: u64) -> Reading {
 }
 
 /// errnos perf reports as `<not supported>` rather than failing.
-pub fn is_unsupported_errno(code: i32) -> bool {
+pub(crate) fn is_unsupported_errno(code: i32) -> bool {
     matches!(
         code,
         libc::EOPNOTSUPP | libc::ENOENT | libc::ENODEV | libc::EINVAL | libc::ENOSYS | libc::ENXIO
@@ -169,7 +169,7 @@ pub fn is_unsupported_errno(code: i32) -> bool {
 }
 
 /// `Operation not supported (os error 95)` → `Operation not supported`.
-pub fn errno_words(err: &io::Error) -> String {
+pub(crate) fn errno_words(err: &io::Error) -> String {
     let text = err.to_string();
     match text.find(" (os error") {
         Some(i) => text[..i].to_string(),
@@ -180,14 +180,14 @@ pub fn errno_words(err: &io::Error) -> String {
 /// Can this machine count `event` at all? Opens it on this process for a
 /// moment. `Ok(())`, or the kernel's refusal (`errno_words` says it for
 /// `scry list`).
-pub fn probe(event: &ResolvedEvent) -> io::Result<()> {
+pub(crate) fn probe(event: &ResolvedEvent) -> io::Result<()> {
     let attr = counting_attr(event, false, false);
     super::open_counter(event, &attr, 0, -1, None).map(drop)
 }
 
 /// The directory of cgroup `name` in the hierarchy perf events use: the
 /// cgroup-v1 `perf_event` controller if mounted, else the cgroup2 mount.
-pub fn cgroup_dir(name: &str) -> Result<PathBuf, CaptureError> {
+pub(crate) fn cgroup_dir(name: &str) -> Result<PathBuf, CaptureError> {
     let direct = Path::new(name);
     if direct.is_absolute() && direct.is_dir() && name.starts_with("/sys/fs/cgroup") {
         return Ok(direct.to_path_buf());
@@ -232,7 +232,7 @@ pub fn cgroup_dir(name: &str) -> Result<PathBuf, CaptureError> {
 impl CounterSet {
     /// Opens every counter. A `-- COMMAND` is forked but not yet exec'd:
     /// `start` lets it run.
-    pub fn open(opts: &CountingOptions) -> Result<CounterSet, CaptureError> {
+    pub(crate) fn open(opts: &CountingOptions) -> Result<CounterSet, CaptureError> {
         if opts.events.is_empty() {
             return Err(CaptureError::NoEvents);
         }
@@ -475,7 +475,7 @@ impl CounterSet {
 
     /// Starts counting: lets the command exec (its counters enable on
     /// exec), or enables the counters now.
-    pub fn start(&mut self) -> Result<(), CaptureError> {
+    pub(crate) fn start(&mut self) -> Result<(), CaptureError> {
         if !self.enable_on_exec {
             for c in &self.counters {
                 c.fd.enable().map_err(CaptureError::System)?;
@@ -497,18 +497,13 @@ impl CounterSet {
     }
 
     /// When `start` ran.
-    pub fn started(&self) -> Option<Instant> {
+    pub(crate) fn started(&self) -> Option<Instant> {
         self.started
-    }
-
-    /// The pid of the command we started, if any.
-    pub fn child_pid(&self) -> Option<i32> {
-        self.child.as_ref().map(|c| c.pid)
     }
 
     /// Reads every counter: cumulative values since `start`; tool events
     /// read the time since `start` and no CPU times.
-    pub fn read(&self) -> Result<Vec<CounterReading>, CaptureError> {
+    pub(crate) fn read(&self) -> Result<Vec<CounterReading>, CaptureError> {
         let duration_ns = self.started.map_or(0, |t| {
             u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
         });
@@ -519,7 +514,7 @@ impl CounterSet {
     }
 
     /// As `read`, with the tool events reading `tools`.
-    pub fn read_with(&self, tools: ToolTimes) -> Result<Vec<CounterReading>, CaptureError> {
+    pub(crate) fn read_with(&self, tools: ToolTimes) -> Result<Vec<CounterReading>, CaptureError> {
         let mut out = Vec::with_capacity(self.counters.len());
         let mut buf = Vec::new();
         let window = self
@@ -541,9 +536,9 @@ impl CounterSet {
         for (index, event) in self.events.iter().enumerate() {
             let value = match event.tool {
                 None => continue,
-                Some(name::ToolEvent::DurationTime) => Some(tools.duration_ns),
-                Some(name::ToolEvent::UserTime) => tools.user_ns,
-                Some(name::ToolEvent::SystemTime) => tools.system_ns,
+                Some(name::ToolEvent::Duration) => Some(tools.duration_ns),
+                Some(name::ToolEvent::User) => tools.user_ns,
+                Some(name::ToolEvent::System) => tools.system_ns,
             };
             // perf reads a tool event as value = enabled = running, so a
             // zero time is `<not counted>`.
@@ -566,7 +561,7 @@ impl CounterSet {
     }
 
     /// Stops every counter (the values stay readable).
-    pub fn disable(&self) {
+    pub(crate) fn disable(&self) {
         for c in &self.counters {
             let _ = c.fd.disable();
         }
@@ -574,7 +569,7 @@ impl CounterSet {
 
     /// Waits up to `timeout` (forever if None) for the command or the
     /// watched processes to exit, or for a signal.
-    pub fn wait(
+    pub(crate) fn wait(
         &mut self,
         signals: &SignalPipe,
         timeout: Option<Duration>,
@@ -645,14 +640,14 @@ impl CounterSet {
 
     /// Sends `sig` to the command we started (Ctrl-C reaches a terminal's
     /// whole process group anyway; a `kill` aimed at scry alone must too).
-    pub fn signal_child(&self, sig: i32) {
+    pub(crate) fn signal_child(&self, sig: i32) {
         if let Some(child) = &self.child {
             let _ = signal::kill(child.pid, sig);
         }
     }
 
     /// Reaps the command we started, if any.
-    pub fn wait_child(&mut self) -> Result<Option<ExitStatus>, CaptureError> {
+    pub(crate) fn wait_child(&mut self) -> Result<Option<ExitStatus>, CaptureError> {
         match self.child.as_mut() {
             Some(child) => child.wait().map(Some).map_err(CaptureError::System),
             None => Ok(None),

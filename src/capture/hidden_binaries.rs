@@ -26,14 +26,14 @@ const MAX_COPY: u64 = 1 << 30;
 
 /// The hidden binaries met so far, by recorded path.
 #[derive(Debug, Default)]
-pub struct HiddenBinaries {
+pub(crate) struct HiddenBinaries {
     files: BTreeMap<String, File>,
 }
 
 impl HiddenBinaries {
     /// A path met for the first time in a mapping of process `pid` at
     /// `start..end`: opened through the process if the host lacks it.
-    pub fn note(&mut self, pid: u32, start: u64, end: u64, path: &str) {
+    pub(crate) fn note(&mut self, pid: u32, start: u64, end: u64, path: &str) {
         if pid == 0 || u32::MAX == pid || !path.starts_with('/') || path.starts_with("//") {
             return;
         }
@@ -53,7 +53,7 @@ impl HiddenBinaries {
     /// The recorded path and build-id of each file that has one, each
     /// copied into scry's build-id cache (a failed copy is skipped: the
     /// build-id still lets a later report check what it finds).
-    pub fn keep(self) -> Vec<(String, Vec<u8>)> {
+    pub(crate) fn keep(self) -> Vec<(String, Vec<u8>)> {
         let mut out = Vec::new();
         for (path, mut file) in self.files {
             let id = {

@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-pub use crate::event::listing::{Group, ListedEvent};
+pub(crate) use crate::event::listing::{Group, ListedEvent};
 use crate::event::name::{self, EventKind, ResolvedEvent};
 use crate::sys::perf_event::{PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE};
 
@@ -23,10 +23,10 @@ use super::counting;
 
 /// Everything `list` found, and what it could not look at.
 #[derive(Clone, Debug, Default)]
-pub struct Inventory {
-    pub events: Vec<ListedEvent>,
+pub(crate) struct Inventory {
+    pub(crate) events: Vec<ListedEvent>,
     /// One line per source that could not be read (tracefs missing, ...).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 const CACHES: &[&str] = &[
@@ -145,7 +145,7 @@ fn pmus(notes: &mut Vec<String>) -> Vec<ListedEvent> {
 
 /// Parses one line of uprobe_events / kprobe_events / dynamic_events:
 /// `p:group/event target...` → (group, event, definition).
-pub fn parse_probe_line(line: &str) -> Option<(String, String, String)> {
+pub(crate) fn parse_probe_line(line: &str) -> Option<(String, String, String)> {
     let line = line.trim();
     let (head, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let (_kind, name) = head.split_once(':')?;
@@ -188,7 +188,7 @@ fn probes(root: &Path) -> Vec<ListedEvent> {
 
 /// Everything this machine offers. Never fails: a source that cannot be
 /// read becomes a note.
-pub fn inventory() -> Inventory {
+pub(crate) fn inventory() -> Inventory {
     let mut inv = Inventory {
         events: symbolic(),
         notes: Vec::new(),
@@ -222,7 +222,7 @@ pub fn inventory() -> Inventory {
 /// `hw`, `sw`, `cache`, `pmu`, `probe`), a glob with a colon
 /// (`'sched:*'`) matched whole, or any other word matched anywhere
 /// (`fault` = `*fault*`), as perf list does.
-pub fn select(events: Vec<ListedEvent>, filter: Option<&str>) -> Vec<ListedEvent> {
+pub(crate) fn select(events: Vec<ListedEvent>, filter: Option<&str>) -> Vec<ListedEvent> {
     let Some(filter) = filter else {
         return events;
     };

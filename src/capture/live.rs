@@ -18,7 +18,7 @@ use crate::data::order::RingOrder;
 use crate::data::raw::{EventIds, RawRecords};
 
 /// Receives parsed live records in time order, and the capture's ticks.
-pub trait LiveConsumer {
+pub(crate) trait LiveConsumer {
     /// Where the records go.
     type Handler: RecordHandler;
     fn handler(&mut self) -> &mut Self::Handler;
@@ -33,7 +33,7 @@ pub trait LiveConsumer {
 }
 
 /// A `RecordHandler` as a consumer without ticks.
-pub struct Untimed<H>(pub H);
+pub(crate) struct Untimed<H>(pub(crate) H);
 
 impl<H: RecordHandler> LiveConsumer for Untimed<H> {
     type Handler = H;
@@ -43,14 +43,14 @@ impl<H: RecordHandler> LiveConsumer for Untimed<H> {
 }
 
 /// The sink described in the module doc.
-pub struct LiveSink<C> {
+pub(crate) struct LiveSink<C> {
     ring: RingOrder,
-    pub consumer: C,
+    pub(crate) consumer: C,
 }
 
 impl<C: LiveConsumer> LiveSink<C> {
     /// `events`: each event's raw attr bytes (as opened) and its sample ids.
-    pub fn new(events: &[(Vec<u8>, Vec<u64>)], consumer: C) -> io::Result<Self> {
+    pub(crate) fn new(events: &[(Vec<u8>, Vec<u64>)], consumer: C) -> io::Result<Self> {
         Ok(LiveSink {
             ring: RingOrder::new(EventIds::new(events)?),
             consumer,
@@ -58,7 +58,7 @@ impl<C: LiveConsumer> LiveSink<C> {
     }
 
     /// Hand out every record still held (the capture has ended).
-    pub fn flush_all(&mut self) {
+    pub(crate) fn flush_all(&mut self) {
         self.ring.finish(self.consumer.handler());
     }
 }
@@ -97,11 +97,11 @@ struct ChannelSink {
 
 /// What one CPU's ring delivered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CpuBufferStats {
-    pub records: u64,
-    pub bytes: u64,
+pub(crate) struct CpuBufferStats {
+    pub(crate) records: u64,
+    pub(crate) bytes: u64,
     /// Records the kernel could not store (PERF_RECORD_LOST / LOST_SAMPLES).
-    pub lost: u64,
+    pub(crate) lost: u64,
 }
 
 fn scan_cpu(stats: &mut CpuBufferStats, bytes: &[u8]) {
@@ -151,13 +151,13 @@ impl RecordSink for ChannelSink {
 
 /// What a threaded live capture ended with.
 #[derive(Debug)]
-pub struct LiveOutcome {
-    pub stop: super::StopReason,
+pub(crate) struct LiveOutcome {
+    pub(crate) stop: super::StopReason,
     /// Rounds of records dropped in user space because analysis fell behind
     /// by more than 256 MiB (the kernel's own losses arrive as LOST records).
-    pub dropped_rounds: u64,
+    pub(crate) dropped_rounds: u64,
     /// Per CPU: records, bytes and kernel-side losses of its ring.
-    pub per_cpu: std::collections::BTreeMap<u32, CpuBufferStats>,
+    pub(crate) per_cpu: std::collections::BTreeMap<u32, CpuBufferStats>,
 }
 
 /// Run `session` on a thread of its own that only drains the rings, while
@@ -165,7 +165,7 @@ pub struct LiveOutcome {
 /// binary for the first time) then delays the view, not the draining, so the
 /// kernel does not lose records meanwhile. The consumer's `tick` returning
 /// false stops the capture.
-pub fn run_threaded<C: LiveConsumer>(
+pub(crate) fn run_threaded<C: LiveConsumer>(
     mut session: super::Session,
     signals: crate::sys::signal::SignalPipe,
     sink: &mut LiveSink<C>,

@@ -5,22 +5,22 @@
 //! started. Records leave as raw kernel bytes to a `RecordSink`; nothing is
 //! parsed here beyond the 8-byte header.
 
-pub mod bpf_run;
+pub(crate) mod bpf_run;
 mod counter_group;
-pub mod counting;
-pub mod hidden_binaries;
-pub mod inventory;
-pub mod live;
-pub mod options;
-pub mod session;
-pub mod synth;
-pub mod to_file;
-pub mod trace;
-pub mod trace_sink;
+pub(crate) mod counting;
+pub(crate) mod hidden_binaries;
+pub(crate) mod inventory;
+pub(crate) mod live;
+pub(crate) mod options;
+pub(crate) mod session;
+pub(crate) mod synth;
+pub(crate) mod to_file;
+pub(crate) mod trace;
+pub(crate) mod trace_sink;
 
-pub use session::{
-    CallGraph, CaptureOptions, CounterPlan, DEFAULT_FP_STACK_SIZE, RecordSink, Sampling, Session,
-    StopReason, Target,
+pub(crate) use session::{
+    CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, RecordSink, Sampling, Session, StopReason,
+    Target,
 };
 
 use std::io;
@@ -65,7 +65,7 @@ pub(crate) fn open_cgroup_counter(
 /// Why a capture could not start or went wrong.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum CaptureError {
+pub(crate) enum CaptureError {
     #[error(
         "permission denied opening event '{event}': perf_event_paranoid is {} (/proc/sys/kernel/perf_event_paranoid); \
          run as root, grant CAP_PERFMON, or lower it with 'sysctl kernel.perf_event_paranoid=1'",

@@ -11,17 +11,17 @@ use crate::sys::perf_event as pe;
 
 /// What to watch.
 #[derive(Clone, Debug, Default)]
-pub struct Target {
+pub(crate) struct Target {
     /// `-- COMMAND ARGS`: started by us, counted from its exec.
-    pub command: Vec<OsString>,
+    pub(crate) command: Vec<OsString>,
     /// `-p`: every thread of these processes.
-    pub pids: Vec<i32>,
+    pub(crate) pids: Vec<i32>,
     /// `-t`: these threads only.
-    pub tids: Vec<i32>,
+    pub(crate) tids: Vec<i32>,
     /// `-a`: every CPU.
-    pub system_wide: bool,
+    pub(crate) system_wide: bool,
     /// `-C`: these CPUs only (implies system-wide).
-    pub cpus: Option<Vec<u32>>,
+    pub(crate) cpus: Option<Vec<u32>>,
 }
 
 impl Target {
@@ -41,7 +41,7 @@ impl Target {
 
 /// How samples are taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sampling {
+pub(crate) enum Sampling {
     /// `-F HZ`.
     Frequency(u64),
     /// `-c N`.
@@ -50,7 +50,7 @@ pub enum Sampling {
 
 /// `-g` / `--call-graph`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum CallGraph {
+pub(crate) enum CallGraph {
     #[default]
     None,
     /// The kernel's frame-pointer chain only (`--call-graph fp`).
@@ -72,29 +72,29 @@ pub enum CallGraph {
 /// cpp_work, 64 for pingpong blocked in glibc's cancellable read/write;
 /// twice that keeps a margin at ~280 bytes a sample (fp: ~100, 512: ~660,
 /// dwarf: ~8450). A chain a copy cannot repair is kept and counted.
-pub const DEFAULT_FP_STACK_SIZE: u32 = 128;
+pub(crate) const DEFAULT_FP_STACK_SIZE: u32 = 128;
 
 /// Everything a capture needs to know. Defaults follow perf record.
 #[derive(Clone, Debug)]
-pub struct CaptureOptions {
-    pub events: Vec<ResolvedEvent>,
-    pub target: Target,
+pub(crate) struct CaptureOptions {
+    pub(crate) events: Vec<ResolvedEvent>,
+    pub(crate) target: Target,
     /// `None`: perf's defaults (4000 Hz for counters, every event for tracepoints and uprobes).
-    pub sampling: Option<Sampling>,
-    pub call_graph: CallGraph,
+    pub(crate) sampling: Option<Sampling>,
+    pub(crate) call_graph: CallGraph,
     /// Data pages per ring (a power of two). Default 1024 (4 MiB) per CPU:
     /// enough that a tracepoint storm of ~2M events/s is not lost.
-    pub mmap_pages: usize,
+    pub(crate) mmap_pages: usize,
     /// Tracepoint filter per event index (`--filter`).
-    pub filters: Vec<(usize, String)>,
+    pub(crate) filters: Vec<(usize, String)>,
     /// Event indices that take no call chain even with `call_graph` set
     /// (stacks cost; `profile` wants them on sched_switch only).
-    pub no_callchain: Vec<usize>,
+    pub(crate) no_callchain: Vec<usize>,
     /// Ask for PERF_RECORD_SWITCH(_CPU_WIDE) records on every context
     /// switch (perf record --switch-events). Default off. `profile` and
     /// `offcpu` take switch-ins from them: the sched_switch tracepoint
     /// alone misses some idle -> task switches on 6.18.
-    pub context_switch: bool,
+    pub(crate) context_switch: bool,
 }
 
 impl CaptureOptions {
@@ -104,7 +104,7 @@ impl CaptureOptions {
     /// switch-in shows only in the previous task's event and a wakeup fires
     /// in the waker's context, so the whole system is watched and the
     /// watched tasks are picked out afterwards.
-    pub fn every_switch(
+    pub(crate) fn every_switch(
         events: Vec<ResolvedEvent>,
         command: Vec<OsString>,
         call_graph: CallGraph,
@@ -127,18 +127,18 @@ impl CaptureOptions {
     }
 }
 
-pub const DEFAULT_FREQ: u64 = 4000;
+pub(crate) const DEFAULT_FREQ: u64 = 4000;
 
 /// The comm of a forked workload until its exec (perf calls it `perf-exec`).
-pub const WORKLOAD_PRE_EXEC_COMM: &str = "scry-exec";
-pub const DEFAULT_MMAP_PAGES: usize = 1024;
+pub(crate) const WORKLOAD_PRE_EXEC_COMM: &str = "scry-exec";
+pub(crate) const DEFAULT_MMAP_PAGES: usize = 1024;
 
 /// The default ring size per CPU, in pages. 4 MiB for sampling; 16 MiB when
 /// tracepoints are recorded, because a syscall storm (2M events/s, 100+
 /// bytes each) overflows 4 MiB whenever the reader is kept off the CPU for
 /// ~20 ms (measured: 0.8% lost at 4 MiB, none at 16 MiB). Capped at 512 MiB
 /// over all CPUs so big machines do not pin gigabytes.
-pub fn default_mmap_pages(events: &[ResolvedEvent], cpus: usize) -> usize {
+pub(crate) fn default_mmap_pages(events: &[ResolvedEvent], cpus: usize) -> usize {
     let wanted = if events.iter().any(ResolvedEvent::is_tracepoint) {
         4 * DEFAULT_MMAP_PAGES
     } else {
@@ -155,7 +155,7 @@ pub fn default_mmap_pages(events: &[ResolvedEvent], cpus: usize) -> usize {
 /// hardware PMU: every `cycles` event, whatever its modifiers, becomes
 /// `cpu-clock` named as perf names it (`event::resolve::cpu_clock_fallback`).
 /// Probes the PMU only when some event is `cycles`.
-pub fn fall_back_from_cycles(events: &mut [ResolvedEvent]) {
+pub(crate) fn fall_back_from_cycles(events: &mut [ResolvedEvent]) {
     if !events.iter().any(|e| cpu_clock_fallback(e).is_some()) {
         return;
     }

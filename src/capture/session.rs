@@ -14,9 +14,9 @@ use crate::sys::{proc, process};
 use super::CaptureError;
 use super::synth::{self, SampleIdLayout};
 
-pub use super::options::{
-    CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, DEFAULT_FREQ, DEFAULT_MMAP_PAGES, Sampling,
-    Target, WORKLOAD_PRE_EXEC_COMM, default_mmap_pages, fall_back_from_cycles,
+pub(crate) use super::options::{
+    CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, DEFAULT_FREQ, Sampling, Target,
+    WORKLOAD_PRE_EXEC_COMM, default_mmap_pages, fall_back_from_cycles,
 };
 
 /// One opened counter.
@@ -36,10 +36,10 @@ struct Ring {
 
 /// Counters, rings and the workload of one capture.
 #[derive(Debug)]
-pub struct Session {
-    pub events: Vec<ResolvedEvent>,
+pub(crate) struct Session {
+    pub(crate) events: Vec<ResolvedEvent>,
     /// The attribute each event was opened with.
-    pub attrs: Vec<perf_event_attr>,
+    pub(crate) attrs: Vec<perf_event_attr>,
     counters: Vec<Counter>,
     rings: Vec<Ring>,
     pending: Option<PendingChild>,
@@ -48,7 +48,7 @@ pub struct Session {
     watched_pids: Vec<i32>,
     layout: SampleIdLayout,
     /// Lines for the user ("frequency lowered to ...").
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     started_by_exec: bool,
     /// The workload is one of the recorded tasks (no -p/-t: it is the
     /// target; -a/-C: everything is). With -p/-t it only times the capture.
@@ -56,7 +56,7 @@ pub struct Session {
 }
 
 /// Where drained records go: raw kernel bytes, whole records, per ring.
-pub trait RecordSink {
+pub(crate) trait RecordSink {
     /// A drain of every ring begins (live tracers note the time here).
     fn drain_starting(&mut self) -> io::Result<()> {
         Ok(())
@@ -78,7 +78,7 @@ pub trait RecordSink {
 
 /// Why the capture stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopReason {
+pub(crate) enum StopReason {
     /// The workload (or every watched process) exited.
     TargetExited(Option<ExitStatus>),
     /// SIGINT or SIGTERM.
@@ -229,21 +229,21 @@ fn exclude_self(events: &[ResolvedEvent], filters: &mut Vec<(usize, String)>) {
 /// own (per-event sample types, `capture::trace`). Either way the counters
 /// are opened in one place, `Session::open_plan`.
 #[derive(Clone, Debug)]
-pub struct CounterPlan {
-    pub events: Vec<ResolvedEvent>,
+pub(crate) struct CounterPlan {
+    pub(crate) events: Vec<ResolvedEvent>,
     /// One per event. `inherit` and `enable_on_exec` are set from the target.
-    pub attrs: Vec<perf_event_attr>,
+    pub(crate) attrs: Vec<perf_event_attr>,
     /// Tracepoint filter per event index.
-    pub filters: Vec<(usize, String)>,
-    pub target: Target,
+    pub(crate) filters: Vec<(usize, String)>,
+    pub(crate) target: Target,
     /// Data pages per ring (a power of two).
-    pub mmap_pages: usize,
+    pub(crate) mmap_pages: usize,
 }
 
 impl Session {
     /// Open every counter and ring. A `-- COMMAND` is forked but not yet
     /// exec'd: `start` lets it run.
-    pub fn open(opts: &CaptureOptions) -> Result<Session, CaptureError> {
+    pub(crate) fn open(opts: &CaptureOptions) -> Result<Session, CaptureError> {
         if opts.events.is_empty() {
             return Err(CaptureError::NoEvents);
         }
@@ -276,7 +276,7 @@ impl Session {
     }
 
     /// Opens the counters of `plan` for its target.
-    pub fn open_plan(mut plan: CounterPlan) -> Result<Session, CaptureError> {
+    pub(crate) fn open_plan(mut plan: CounterPlan) -> Result<Session, CaptureError> {
         if plan.events.is_empty() || plan.attrs.len() != plan.events.len() {
             return Err(CaptureError::NoEvents);
         }
@@ -484,7 +484,7 @@ impl Session {
     }
 
     /// Sample ids of each event's counters, in event order.
-    pub fn ids(&self) -> io::Result<Vec<Vec<u64>>> {
+    pub(crate) fn ids(&self) -> io::Result<Vec<Vec<u64>>> {
         let mut ids = vec![Vec::new(); self.events.len()];
         for c in &self.counters {
             ids[c.event].push(c.fd.id()?);
@@ -494,14 +494,14 @@ impl Session {
 
     /// Each ring's CPU and the counter it is mapped from: other counters
     /// of that CPU can send their records there (`set_output`).
-    pub fn ring_counters(&self) -> impl Iterator<Item = (u32, &PerfEventFd)> {
+    pub(crate) fn ring_counters(&self) -> impl Iterator<Item = (u32, &PerfEventFd)> {
         self.rings
             .iter()
             .map(|r| (r.cpu, &self.counters[r.fd_index].fd))
     }
 
     /// The pid of the workload, once forked.
-    pub fn workload_pid(&self) -> Option<i32> {
+    pub(crate) fn workload_pid(&self) -> Option<i32> {
         self.pending
             .as_ref()
             .map(|p| p.pid())
@@ -510,7 +510,7 @@ impl Session {
 
     /// Records describing what existed before the counters: the kernel map
     /// always, and every watched (or, system-wide, every) process.
-    pub fn synthesize(&self, system_wide: bool, out: &mut Vec<u8>) {
+    pub(crate) fn synthesize(&self, system_wide: bool, out: &mut Vec<u8>) {
         // The processes first: they may exit while kallsyms is read (~90 ms
         // of kernel time, far more when the targets keep every CPU busy);
         // the kernel map still goes first in `out`.
@@ -543,7 +543,7 @@ impl Session {
     }
 
     /// Enable the counters and let the workload exec.
-    pub fn start(&mut self) -> Result<(), CaptureError> {
+    pub(crate) fn start(&mut self) -> Result<(), CaptureError> {
         if !self.started_by_exec {
             for c in &self.counters {
                 c.fd.enable().map_err(CaptureError::System)?;
@@ -588,7 +588,7 @@ impl Session {
     /// process is gone, or SIGINT/SIGTERM arrives (caught by `signals`).
     /// Then disable the counters, drain what is left, and reap the workload
     /// (sending it SIGTERM first if it still runs).
-    pub fn run(
+    pub(crate) fn run(
         &mut self,
         sink: &mut dyn RecordSink,
         signals: &SignalPipe,

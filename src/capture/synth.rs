@@ -15,10 +15,10 @@ use crate::sys::proc;
 
 /// What the `sample_id` trailer of a synthesized record holds.
 #[derive(Clone, Copy, Debug)]
-pub struct SampleIdLayout {
-    pub sample_type: u64,
+pub(crate) struct SampleIdLayout {
+    pub(crate) sample_type: u64,
     /// The id of the first counter (the "tracking" event).
-    pub id: u64,
+    pub(crate) id: u64,
 }
 
 struct RecordBuf {
@@ -78,7 +78,7 @@ impl RecordBuf {
 /// `PERF_RECORD_MMAP` of the kernel text, `[kernel.kallsyms]_text`, as perf
 /// writes it (pid -1, start = pgoff = `_text`). Nothing when kallsyms hides
 /// addresses (kptr_restrict): report then names kernel frames unknown.
-pub fn kernel_mmap(layout: &SampleIdLayout, out: &mut Vec<u8>) {
+pub(crate) fn kernel_mmap(layout: &SampleIdLayout, out: &mut Vec<u8>) {
     let Ok(addresses) = proc::kallsyms_addresses(&["_text", "_etext"]) else {
         return;
     };
@@ -117,7 +117,7 @@ pub fn kernel_mmap(layout: &SampleIdLayout, out: &mut Vec<u8>) {
 }
 
 /// `PERF_RECORD_COMM` for one thread.
-pub fn comm(layout: &SampleIdLayout, pid: i32, tid: i32, name: &str, out: &mut Vec<u8>) {
+pub(crate) fn comm(layout: &SampleIdLayout, pid: i32, tid: i32, name: &str, out: &mut Vec<u8>) {
     let mut r = RecordBuf::new(PERF_RECORD_COMM, 0);
     r.u32(pid as u32).u32(tid as u32).string(name);
     r.sample_id(layout, pid, tid);
@@ -126,7 +126,7 @@ pub fn comm(layout: &SampleIdLayout, pid: i32, tid: i32, name: &str, out: &mut V
 
 /// COMM for every thread and MMAP2 for every executable mapping of `pid`.
 /// A process that exits meanwhile is skipped.
-pub fn process(layout: &SampleIdLayout, pid: i32, out: &mut Vec<u8>) {
+pub(crate) fn process(layout: &SampleIdLayout, pid: i32, out: &mut Vec<u8>) {
     let Ok(tids) = proc::threads(pid) else {
         return;
     };

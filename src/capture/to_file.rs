@@ -39,27 +39,25 @@ use super::session::{CaptureOptions, RecordSink, Session, StopReason};
 
 /// What `record_to_file` did.
 #[derive(Debug)]
-pub struct RecordSummary {
-    pub path: PathBuf,
-    pub samples: u64,
+pub(crate) struct RecordSummary {
+    pub(crate) path: PathBuf,
+    pub(crate) samples: u64,
     /// Lost records per CPU (only CPUs that lost any).
-    pub lost_per_cpu: BTreeMap<u32, u64>,
-    pub bytes: u64,
-    pub stop: StopReason,
-    pub notes: Vec<String>,
-    /// Set when an existing file was moved aside to `<path>.old`.
-    pub renamed_old: bool,
+    pub(crate) lost_per_cpu: BTreeMap<u32, u64>,
+    pub(crate) bytes: u64,
+    pub(crate) stop: StopReason,
+    pub(crate) notes: Vec<String>,
 }
 
 impl RecordSummary {
-    pub fn lost(&self) -> u64 {
+    pub(crate) fn lost(&self) -> u64 {
         self.lost_per_cpu.values().sum()
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RecordError {
+pub(crate) enum RecordError {
     #[error(transparent)]
     Capture(#[from] CaptureError),
     #[error("{path}: {source}")]
@@ -311,7 +309,7 @@ fn prepare_output(path: &Path) -> Result<bool, RecordError> {
 }
 
 /// Record `opts` into `path`; `cmdline` goes into the file's CMDLINE feature.
-pub fn record_to_file(
+pub(crate) fn record_to_file(
     opts: &CaptureOptions,
     path: &Path,
     cmdline: Vec<String>,
@@ -438,7 +436,6 @@ pub fn record_to_file(
         bytes,
         stop,
         notes: session.notes.clone(),
-        renamed_old,
     })
 }
 

@@ -46,36 +46,33 @@ use super::session::{CounterPlan, RecordSink, Session, StopReason, Target};
 
 /// One event to open on every CPU (and thread) of the target.
 #[derive(Clone, Debug)]
-pub struct TraceEvent {
+pub(crate) struct TraceEvent {
     /// A tracepoint or a uprobe PMU event (`event::name::resolve_with`);
     /// its name is printed (`raw_syscalls:sys_enter`, `probe_libc:malloc`).
-    pub event: ResolvedEvent,
+    pub(crate) event: ResolvedEvent,
     /// A tracepoint filter (ftrace syntax), set with the SET_FILTER ioctl.
-    pub filter: Option<String>,
+    pub(crate) filter: Option<String>,
     /// `PERF_SAMPLE_REGS_USER` mask (x86 perf register bits); 0 for none.
-    pub regs_user: u64,
+    pub(crate) regs_user: u64,
     /// Bytes of user stack copied with each sample; 0 for none.
-    pub stack_user: u32,
+    pub(crate) stack_user: u32,
 }
 
 /// x86 perf register numbers (arch/x86/include/uapi/asm/perf_regs.h).
-pub mod regs {
-    pub const AX: u32 = 0;
-    pub const CX: u32 = 2;
-    pub const DX: u32 = 3;
-    pub const SI: u32 = 4;
-    pub const DI: u32 = 5;
-    pub const SP: u32 = 7;
-    pub const IP: u32 = 8;
-    pub const R8: u32 = 16;
-    pub const R9: u32 = 17;
-    /// The integer argument registers of the System V ABI, in order.
-    pub const ARGS: [u32; 6] = [DI, SI, DX, CX, R8, R9];
+pub(crate) mod regs {
+    pub(crate) const AX: u32 = 0;
+    pub(crate) const CX: u32 = 2;
+    pub(crate) const DX: u32 = 3;
+    pub(crate) const SI: u32 = 4;
+    pub(crate) const DI: u32 = 5;
+    pub(crate) const IP: u32 = 8;
+    pub(crate) const R8: u32 = 16;
+    pub(crate) const R9: u32 = 17;
 }
 
 /// One parsed record.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TraceRecord<'a> {
+pub(crate) enum TraceRecord<'a> {
     Sample(TraceSample<'a>),
     /// A thread's name (set at exec when `exec`, else by prctl), from
     /// `time` on (0 when the record carried no time).
@@ -117,30 +114,30 @@ pub enum TraceRecord<'a> {
 
 /// A sample, borrowing from the drained bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TraceSample<'a> {
+pub(crate) struct TraceSample<'a> {
     /// Index into the events given to `TraceCapture::open`.
-    pub event: usize,
-    pub pid: i32,
-    pub tid: i32,
+    pub(crate) event: usize,
+    pub(crate) pid: i32,
+    pub(crate) tid: i32,
     /// CLOCK_MONOTONIC nanoseconds.
-    pub time: u64,
-    pub cpu: u32,
+    pub(crate) time: u64,
+    pub(crate) cpu: u32,
     /// The tracepoint record (`common_type` first); empty for uprobes.
-    pub raw: &'a [u8],
+    pub(crate) raw: &'a [u8],
     /// Sampled user registers, in ascending register-number order.
-    pub regs: Vec<u64>,
+    pub(crate) regs: Vec<u64>,
     /// The copied user stack, starting at the sampled stack pointer.
-    pub stack: &'a [u8],
+    pub(crate) stack: &'a [u8],
 }
 
 /// Where parsed records go, in time order (losses as they arrive).
-pub trait TraceSink {
+pub(crate) trait TraceSink {
     fn record(&mut self, record: TraceRecord<'_>) -> io::Result<()>;
 }
 
 /// Counters, rings and the workload of one trace.
 #[derive(Debug)]
-pub struct TraceCapture {
+pub(crate) struct TraceCapture {
     session: Session,
     /// Each event's parse info and sample ids, the argument copies' last.
     ids: EventIds,
@@ -149,9 +146,9 @@ pub struct TraceCapture {
     /// The copying program and its bpf-output events, when loaded.
     arg_copier: Option<ArgCopier>,
     /// Records that did not parse.
-    pub malformed: u64,
+    pub(crate) malformed: u64,
     /// Lines for the user (the argument copies could not be set up...).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// The BPF program copying arguments and the bpf-output counter of each
@@ -204,7 +201,7 @@ impl TraceCapture {
     /// COMMAND` is forked but waits for `start` to exec. `copy` lists the
     /// system calls whose arguments are copied at entry, and which ones;
     /// when that cannot be set up, `notes` says why and tracing goes on.
-    pub fn open(
+    pub(crate) fn open(
         events: Vec<TraceEvent>,
         target: &Target,
         mmap_pages: usize,
@@ -311,19 +308,19 @@ impl TraceCapture {
     }
 
     /// The pid of the workload, once forked.
-    pub fn workload_pid(&self) -> Option<i32> {
+    pub(crate) fn workload_pid(&self) -> Option<i32> {
         self.session.workload_pid()
     }
 
     /// Enables the counters and lets the workload exec.
-    pub fn start(&mut self) -> Result<(), CaptureError> {
+    pub(crate) fn start(&mut self) -> Result<(), CaptureError> {
         self.session.start()
     }
 
     /// Drains into `sink` until the workload exits, every watched process
     /// is gone, or SIGINT/SIGTERM arrives; then drains what is left and
     /// reaps the workload (SIGTERM first if it still runs).
-    pub fn run(
+    pub(crate) fn run(
         &mut self,
         sink: &mut dyn TraceSink,
         signals: &SignalPipe,

@@ -30,7 +30,7 @@ use super::trace::{TraceRecord, TraceSample, TraceSink};
 
 /// How records of one event are decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EventRole {
+pub(crate) enum EventRole {
     /// `raw_syscalls:sys_enter`.
     SysEnter,
     /// `raw_syscalls:sys_exit`.
@@ -47,20 +47,20 @@ pub enum EventRole {
 }
 
 /// The registers sampled for uprobes: ax, cx, dx, si, di, ip, r8, r9.
-pub const UPROBE_REGS: u64 = {
+pub(crate) const UPROBE_REGS: u64 = {
     use super::trace::regs::*;
     1 << AX | 1 << CX | 1 << DX | 1 << SI | 1 << DI | 1 << IP | 1 << R8 | 1 << R9
 };
 
 /// Number → name and argument layout of system calls.
 #[derive(Debug)]
-pub struct SyscallTable {
+pub(crate) struct SyscallTable {
     formats: Rc<FormatCache>,
     descs: HashMap<u64, Rc<SyscallDesc>>,
 }
 
 impl SyscallTable {
-    pub fn new(formats: Rc<FormatCache>) -> SyscallTable {
+    pub(crate) fn new(formats: Rc<FormatCache>) -> SyscallTable {
         SyscallTable {
             formats,
             descs: HashMap::new(),
@@ -68,7 +68,7 @@ impl SyscallTable {
     }
 
     /// The name of syscall `nr` on x86-64 (`syscall_NNN` when unknown).
-    pub fn name(nr: u64) -> String {
+    pub(crate) fn name(nr: u64) -> String {
         match syscalls::Sysno::new(nr as usize) {
             Some(s) => s.name().to_string(),
             None => format!("syscall_{nr}"),
@@ -76,17 +76,17 @@ impl SyscallTable {
     }
 
     /// The number of the syscall called `name`.
-    pub fn number(name: &str) -> Option<u64> {
+    pub(crate) fn number(name: &str) -> Option<u64> {
         name.parse::<syscalls::Sysno>().ok().map(|s| s.id() as u64)
     }
 
     /// Every syscall (number, name) of x86-64.
-    pub fn all() -> impl Iterator<Item = (u64, &'static str)> {
+    pub(crate) fn all() -> impl Iterator<Item = (u64, &'static str)> {
         syscalls::Sysno::iter().map(|s| (s.id() as u64, s.name()))
     }
 
     /// The description of `nr`, from its `sys_enter_NAME` format.
-    pub fn get(&mut self, nr: u64) -> Rc<SyscallDesc> {
+    pub(crate) fn get(&mut self, nr: u64) -> Rc<SyscallDesc> {
         if let Some(d) = self.descs.get(&nr) {
             return Rc::clone(d);
         }
@@ -103,7 +103,7 @@ impl SyscallTable {
 
 /// Where `id`, `args` and `ret` are in raw_syscalls records.
 #[derive(Debug, Clone)]
-pub struct RawSyscallLayout {
+pub(crate) struct RawSyscallLayout {
     enter_id: Field,
     enter_args: Field,
     exit_id: Field,
@@ -112,7 +112,7 @@ pub struct RawSyscallLayout {
 
 impl RawSyscallLayout {
     /// From the formats of `raw_syscalls:sys_enter` and `sys_exit`.
-    pub fn new(enter: &EventFormat, exit: &EventFormat) -> Option<RawSyscallLayout> {
+    pub(crate) fn new(enter: &EventFormat, exit: &EventFormat) -> Option<RawSyscallLayout> {
         Some(RawSyscallLayout {
             enter_id: enter.field("id")?.clone(),
             enter_args: enter.field("args")?.clone(),
@@ -123,7 +123,7 @@ impl RawSyscallLayout {
 }
 
 /// Decodes tracer records into time-ordered `TraceItem`s.
-pub struct SyscallDecoder<F: FnMut(TraceItem) -> io::Result<()>> {
+pub(crate) struct SyscallDecoder<F: FnMut(TraceItem) -> io::Result<()>> {
     roles: Vec<EventRole>,
     names: Vec<Rc<str>>,
     layout: Option<RawSyscallLayout>,
@@ -133,13 +133,13 @@ pub struct SyscallDecoder<F: FnMut(TraceItem) -> io::Result<()>> {
     named: HashSet<i32>,
     deliver: F,
     /// Records the kernel dropped (ring full), per CPU.
-    pub lost: std::collections::BTreeMap<u32, u64>,
+    pub(crate) lost: std::collections::BTreeMap<u32, u64>,
     /// Records whose fields did not decode.
-    pub undecodable: u64,
+    pub(crate) undecodable: u64,
 }
 
 impl<F: FnMut(TraceItem) -> io::Result<()>> SyscallDecoder<F> {
-    pub fn new(
+    pub(crate) fn new(
         roles: Vec<EventRole>,
         names: Vec<String>,
         layout: Option<RawSyscallLayout>,

@@ -24,7 +24,7 @@ use scry::symbol::code::{CodeError, FunctionCode, Unavailable, function_code, ke
 use scry::symbol::{Kallsyms, ResolveOptions, build_id_matches, read_build_id};
 
 #[derive(Args, Debug)]
-pub struct AnnotateArgs {
+pub(crate) struct AnnotateArgs {
     /// Input file (perf.data format). Default perf.data.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
     input: PathBuf,
@@ -46,7 +46,7 @@ pub struct AnnotateArgs {
     no_demangle: bool,
 }
 
-pub fn run(args: AnnotateArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: AnnotateArgs) -> anyhow::Result<()> {
     let mut out = BufWriter::new(std::io::stdout().lock());
     write_annotation(&args, &mut out)?;
     out.flush()?;
@@ -55,7 +55,12 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<()> {
 
 /// `scry annotate -i INPUT --event EVENT SYMBOL`'s text, as lines: what
 /// `a` in the report browser shows (an error is its one line).
-pub fn annotation_lines(input: &Path, symbol: &str, event: &str, demangle: bool) -> Vec<String> {
+pub(crate) fn annotation_lines(
+    input: &Path,
+    symbol: &str,
+    event: &str,
+    demangle: bool,
+) -> Vec<String> {
     let args = AnnotateArgs {
         input: input.to_path_buf(),
         symbol: Some(symbol.to_string()),

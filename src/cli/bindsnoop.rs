@@ -16,7 +16,7 @@ use scry::sys::bpf_sockcall::{self, SockCall, SockcallSettings};
 use super::{bpf_tool, snoop, tcp};
 
 #[derive(Args, Debug)]
-pub struct BindsnoopArgs {
+pub(crate) struct BindsnoopArgs {
     /// Include the time (HH:MM:SS).
     #[arg(short = 't', long = "timestamp")]
     timestamp: bool,
@@ -35,7 +35,7 @@ pub struct BindsnoopArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: BindsnoopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: BindsnoopArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("bindsnoop", "-p", args.target.pid)?;
     let ports = tcp::port_lists("bindsnoop", ("-P", args.ports.as_deref()), ("", None))?;
     let settings = SockcallSettings {

@@ -22,7 +22,7 @@ use scry::sys::localtime::now_hms;
 use super::bpf_tool;
 
 #[derive(Args, Debug)]
-pub struct BiolatencyArgs {
+pub(crate) struct BiolatencyArgs {
     /// Print a timestamp with each interval.
     #[arg(short = 'T', long = "timestamp")]
     timestamp: bool,
@@ -56,7 +56,7 @@ pub struct BiolatencyArgs {
 }
 
 /// The disks, and the dev_t of `-d DISK` (a name /proc/partitions lists).
-pub fn disk_filter(
+pub(crate) fn disk_filter(
     tool: &str,
     disk: Option<&str>,
 ) -> anyhow::Result<(Vec<Partition>, Option<u32>)> {
@@ -71,7 +71,7 @@ pub fn disk_filter(
     Ok((disks, Some(dev)))
 }
 
-pub fn run(args: BiolatencyArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: BiolatencyArgs) -> anyhow::Result<()> {
     let (disks, dev) = disk_filter("biolatency", args.disk.as_deref())?;
     let settings = BioSettings {
         per_disk: args.per_disk,

@@ -14,7 +14,7 @@ use super::biolatency::disk_filter;
 use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
-pub struct BiosnoopArgs {
+pub(crate) struct BiosnoopArgs {
     /// Only this disk (a name of /proc/partitions).
     #[arg(short = 'd', long = "disk", value_name = "DISK")]
     disk: Option<String>,
@@ -32,7 +32,7 @@ pub struct BiosnoopArgs {
     duration: Option<u64>,
 }
 
-pub fn run(args: BiosnoopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: BiosnoopArgs) -> anyhow::Result<()> {
     let (disks, dev) = disk_filter("biosnoop", args.disk.as_deref())?;
     let settings = BioSettings {
         queued: args.queued,

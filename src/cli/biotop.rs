@@ -29,7 +29,7 @@ const ROWS_LIMIT: usize = 10240;
     mut_arg("pid", |a| a.help("Only I/O started by this process")),
     mut_arg("json", |a| a.help("One JSON array of rows per interval instead of the table")),
 )]
-pub struct BiotopArgs {
+pub(crate) struct BiotopArgs {
     /// Don't clear the screen (scry never does).
     #[arg(short = 'C', long = "noclear")]
     noclear: bool,
@@ -58,7 +58,7 @@ fn sort_of(name: &str) -> TopSort {
     }
 }
 
-pub fn run(args: BiotopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: BiotopArgs) -> anyhow::Result<()> {
     let _ = args.noclear;
     bpf_tool::check_pid("biotop", "-p", args.target.pid)?;
     let (disks, _) = disk_filter("biotop", None)?;

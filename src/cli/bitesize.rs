@@ -20,7 +20,7 @@ use super::bpf_tool::{self, IntervalArgs, TableArgs};
 const COMM_MAX: usize = 15;
 
 #[derive(Args, Debug)]
-pub struct BitesizeArgs {
+pub(crate) struct BitesizeArgs {
     /// Print a timestamp with each interval.
     #[arg(short = 'T', long = "timestamp")]
     timestamp: bool,
@@ -36,7 +36,7 @@ pub struct BitesizeArgs {
     intervals: IntervalArgs,
 }
 
-pub fn run(args: BitesizeArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: BitesizeArgs) -> anyhow::Result<()> {
     if let Some(comm) = &args.comm
         && (comm.is_empty() || comm.len() > COMM_MAX)
     {

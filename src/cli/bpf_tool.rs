@@ -18,7 +18,7 @@ use scry::sys::bpf_hists::KeyedSlots;
 use scry::sys::localtime::now_hms;
 
 /// The BPF tools: (name, what it shows). A symlink named after one runs it.
-pub const TOOLS: &[(&str, &str)] = &[
+pub(crate) const TOOLS: &[(&str, &str)] = &[
     (
         "biolatency",
         "block I/O latency (per disk -D, per flags -F, or both), as a histogram",
@@ -201,18 +201,18 @@ const ALIASES: &[(&str, &str)] = &[("profile", "profile-bpf"), ("profile-bpfcc",
 
 /// `-v` and `--json`, as the tools that print tables take them.
 #[derive(clap::Args, Clone, Copy, Debug)]
-pub struct TableArgs {
+pub(crate) struct TableArgs {
     /// Say which kernel hooks the programs use.
     #[arg(short = 'v', long = "verbose")]
-    pub verbose: bool,
+    pub(crate) verbose: bool,
     /// JSON (one document per interval) instead of the text.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// libbpf-tools' summary line of the top tools: `HH:MM:SS loadavg: ...`
 /// (/proc/loadavg's text).
-pub fn loadavg_summary() -> String {
+pub(crate) fn loadavg_summary() -> String {
     let (h, m, s) = now_hms();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     format!("{h:02}:{m:02}:{s:02} loadavg: {}", load.trim_end())
@@ -220,18 +220,18 @@ pub fn loadavg_summary() -> String {
 
 /// bcc's positional `interval [count]`.
 #[derive(clap::Args, Clone, Copy, Debug)]
-pub struct IntervalArgs {
+pub(crate) struct IntervalArgs {
     /// Print every INTERVAL seconds (default: once, at the end: Ctrl-C, or the -p process's exit).
     #[arg(value_name = "INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
-    pub interval: Option<u64>,
+    pub(crate) interval: Option<u64>,
     /// Stop after COUNT intervals.
     #[arg(id = "interval_count", value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
-    pub count: Option<u64>,
+    pub(crate) count: Option<u64>,
 }
 
 impl IntervalArgs {
     /// The run loop's options: these intervals, ending with process `pid`.
-    pub fn run_options(&self, pid: Option<u32>) -> RunOptions {
+    pub(crate) fn run_options(&self, pid: Option<u32>) -> RunOptions {
         RunOptions {
             interval: self.interval.map(Duration::from_secs),
             count: self.count,
@@ -243,18 +243,18 @@ impl IntervalArgs {
 
 /// libbpf-tools' `-i INTERVAL` and `-d DURATION`.
 #[derive(clap::Args, Clone, Copy, Debug)]
-pub struct TimedArgs {
+pub(crate) struct TimedArgs {
     /// Print every INTERVAL seconds (default: once, at the end).
     #[arg(short = 'i', long = "interval", value_name = "INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]
-    pub interval: Option<u64>,
+    pub(crate) interval: Option<u64>,
     /// Stop after DURATION seconds (default: Ctrl-C, or the traced process's exit).
     #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    pub duration: Option<u64>,
+    pub(crate) duration: Option<u64>,
 }
 
 impl TimedArgs {
     /// The run loop's options: these times, ending with process `pid`.
-    pub fn run_options(&self, pid: Option<u32>) -> RunOptions {
+    pub(crate) fn run_options(&self, pid: Option<u32>) -> RunOptions {
         RunOptions {
             interval: self.interval.map(Duration::from_secs),
             count: None,
@@ -290,7 +290,7 @@ impl EveryArgs {
 
 /// What each interval's text starts with in libbpf-tools: a blank line,
 /// then with `-T` the time (`%-8s` of `HH:MM:SS`).
-pub fn write_interval_head(out: &mut impl Write, timestamp: bool) -> io::Result<()> {
+pub(crate) fn write_interval_head(out: &mut impl Write, timestamp: bool) -> io::Result<()> {
     writeln!(out)?;
     if timestamp {
         let (h, m, s) = now_hms();
@@ -302,7 +302,11 @@ pub fn write_interval_head(out: &mut impl Write, timestamp: bool) -> io::Result<
 /// The histograms a tool read, labelled as libbpf-tools labels them:
 /// `LABEL = KEY COMM` (`pid = 12 cat`) under `-P`/`-L`, none for the
 /// single histogram (`label` None).
-pub fn keyed_hists(read: &[KeyedSlots], label: Option<&str>, unit: &str) -> Vec<KeyedHistogram> {
+pub(crate) fn keyed_hists(
+    read: &[KeyedSlots],
+    label: Option<&str>,
+    unit: &str,
+) -> Vec<KeyedHistogram> {
     read.iter()
         .map(|h| KeyedHistogram {
             key: h.key,
@@ -314,7 +318,7 @@ pub fn keyed_hists(read: &[KeyedSlots], label: Option<&str>, unit: &str) -> Vec<
 
 /// One interval of a histogram tool: a JSON document, or the interval's
 /// head and the histograms, as libbpf-tools prints them.
-pub fn write_hists(
+pub(crate) fn write_hists(
     out: &mut impl Write,
     hists: &[KeyedHistogram],
     table: &TableArgs,
@@ -343,7 +347,7 @@ pub(crate) fn write_banner(
 }
 
 /// Loads a tool's programs; a refusal says what is needed in one line.
-pub fn load<T>(tool: &str, load: impl FnOnce() -> io::Result<T>) -> anyhow::Result<T> {
+pub(crate) fn load<T>(tool: &str, load: impl FnOnce() -> io::Result<T>) -> anyhow::Result<T> {
     bpf_engine::preflight().map_err(|why| anyhow!("{tool}: {why}"))?;
     load().map_err(|err| {
         if err.kind() == io::ErrorKind::PermissionDenied {
@@ -358,7 +362,7 @@ pub fn load<T>(tool: &str, load: impl FnOnce() -> io::Result<T>) -> anyhow::Resu
 }
 
 /// With `-v`: one line per hook, on stderr.
-pub fn print_hooks(tool: &str, hooks: &[Hook], verbose: bool) {
+pub(crate) fn print_hooks(tool: &str, hooks: &[Hook], verbose: bool) {
     if verbose {
         for hook in hooks {
             eprintln!("{tool}: hook {}", hook.describe());
@@ -367,7 +371,7 @@ pub fn print_hooks(tool: &str, hooks: &[Hook], verbose: bool) {
 }
 
 /// `scry tools`: one line per tool.
-pub fn list() -> anyhow::Result<()> {
+pub(crate) fn list() -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = io::stdout().lock();
     for (name, what) in TOOLS {
@@ -379,7 +383,9 @@ pub fn list() -> anyhow::Result<()> {
 /// The command line as scry parses it: when scry runs through a symlink
 /// named after a tool (`syscount -L`, busybox style), the tool's name is
 /// put in as the subcommand (`scry syscount -L`).
-pub fn busybox_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+pub(crate) fn busybox_args(
+    args: impl Iterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = args.collect();
     let called = args
         .first()
@@ -401,14 +407,14 @@ pub fn busybox_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::
 }
 
 /// `-p PID` and `-t TID` name a running process and thread.
-pub fn check_pid_tid(tool: &str, pid: Option<u32>, tid: Option<u32>) -> anyhow::Result<()> {
+pub(crate) fn check_pid_tid(tool: &str, pid: Option<u32>, tid: Option<u32>) -> anyhow::Result<()> {
     check_pid(tool, "-p", pid)?;
     check_pid(tool, "-t", tid)
 }
 
 /// `FLAG ID` (`-p PID`, `-t TID`, `--ppid PID`) names a running process or
 /// thread (checked before anything loads).
-pub fn check_pid(tool: &str, flag: &str, pid: Option<u32>) -> anyhow::Result<()> {
+pub(crate) fn check_pid(tool: &str, flag: &str, pid: Option<u32>) -> anyhow::Result<()> {
     match pid {
         Some(pid) if !std::path::Path::new(&format!("/proc/{pid}")).exists() => {
             Err(anyhow!("{tool}: {flag} {pid}: no such process"))

@@ -20,7 +20,7 @@ use scry::sys::localtime::now_hms;
 use super::bpf_tool;
 
 #[derive(Args, Debug)]
-pub struct CachestatArgs {
+pub(crate) struct CachestatArgs {
     /// Start each line with the time (HH:MM:SS).
     #[arg(short = 'T', long = "timestamp")]
     timestamp: bool,
@@ -30,7 +30,7 @@ pub struct CachestatArgs {
     intervals: bpf_tool::IntervalArgs,
 }
 
-pub fn run(args: CachestatArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: CachestatArgs) -> anyhow::Result<()> {
     let bpf = bpf_tool::load("cachestat", CachestatBpf::load)?;
     bpf_tool::print_hooks("cachestat", &bpf.hooks(), args.table.verbose);
     if !bpf.on_kernel_functions() {

@@ -29,7 +29,7 @@ use scry::render::export::{EventKind, ExportEvent, ExportInput, Format};
 use scry::symbol::{ResolveOptions, resolve_file};
 
 #[derive(Args, Debug)]
-pub struct ConvertArgs {
+pub(crate) struct ConvertArgs {
     /// Input file (perf.data format). Default perf.data.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
     input: PathBuf,
@@ -49,32 +49,32 @@ pub struct ConvertArgs {
 /// `--to FORMAT [-o FILE]` of a live tool that makes stacks, flattened
 /// into its flags (the BPF stack tools': one helper for all).
 #[derive(Args, Clone, Debug, Default)]
-pub struct ToArgs {
+pub(crate) struct ToArgs {
     /// Write the stacks as this export instead of the report: pprof,
     /// firefox, speedscope, chrome-trace, folded (times in nanoseconds).
     #[arg(long = "to", value_name = "FORMAT", value_parser = parse_format)]
-    pub to: Option<Format>,
+    pub(crate) to: Option<Format>,
     /// With --to: the file (`-`: standard output). Default per format.
     #[arg(short = 'o', long = "output", requires = "to")]
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
 }
 
 /// Stacks a live tool named, as one event of an export.
-pub struct LiveStacks {
-    pub samples: Vec<scry::analysis::sample::ResolvedSample>,
-    pub frames: scry::analysis::sample::FrameTable,
+pub(crate) struct LiveStacks {
+    pub(crate) samples: Vec<scry::analysis::sample::ResolvedSample>,
+    pub(crate) frames: scry::analysis::sample::FrameTable,
     /// Events the kernel reported lost.
-    pub lost: u64,
+    pub(crate) lost: u64,
     /// The event's name in the export (`off-cpu`, `wakeup`).
-    pub event: &'static str,
+    pub(crate) event: &'static str,
     /// What a sample's period is (`EventKind::OffCpu`: nanoseconds).
-    pub kind: EventKind,
+    pub(crate) kind: EventKind,
 }
 
 /// Writes `stacks` as `format` to `output` (default: the format's file
 /// name; `-` standard output), created 0600, through [`write_export`];
 /// `tool` names the source in errors.
-pub fn export_stacks(
+pub(crate) fn export_stacks(
     format: Format,
     output: Option<&Path>,
     stacks: LiveStacks,
@@ -120,7 +120,7 @@ fn event_kind(kind: &PerfEventType) -> EventKind {
     }
 }
 
-pub fn run(args: ConvertArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ConvertArgs) -> anyhow::Result<()> {
     convert_file(
         &args.input,
         args.to,

@@ -15,7 +15,7 @@ use scry::sys::bpf_cpudist::{CpudistBpf, CpudistSettings};
 use super::bpf_tool;
 
 #[derive(Args, Debug)]
-pub struct CpudistArgs {
+pub(crate) struct CpudistArgs {
     /// Measure off-CPU time instead of on-CPU time.
     #[arg(short = 'O', long = "offcpu")]
     offcpu: bool,
@@ -39,7 +39,7 @@ pub struct CpudistArgs {
     intervals: bpf_tool::IntervalArgs,
 }
 
-pub fn run(args: CpudistArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: CpudistArgs) -> anyhow::Result<()> {
     let settings = CpudistSettings {
         off_cpu: args.offcpu,
         per_process: args.pids,

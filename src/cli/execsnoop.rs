@@ -15,7 +15,7 @@ use scry::sys::bpf_execsnoop::{self, ExecSettings, MAX_ARGS};
 use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
-pub struct ExecsnoopArgs {
+pub(crate) struct ExecsnoopArgs {
     /// Include the time (HH:MM:SS).
     #[arg(short = 'T', long = "time")]
     time: bool,
@@ -53,7 +53,7 @@ pub struct ExecsnoopArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: ExecsnoopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ExecsnoopArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("execsnoop", "--ppid", args.ppid)?;
     let settings = ExecSettings {
         include_failed: args.fails,

@@ -12,7 +12,7 @@ use scry::sys::bpf_exitsnoop::{self, ExitSettings};
 use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
-pub struct ExitsnoopArgs {
+pub(crate) struct ExitsnoopArgs {
     /// Include the time (HH:MM:SS).
     #[arg(short = 't', long = "timestamp")]
     timestamp: bool,
@@ -28,7 +28,7 @@ pub struct ExitsnoopArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: ExitsnoopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ExitsnoopArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("exitsnoop", "-p", args.target.pid)?;
     let settings = ExitSettings {
         pid: args.target.pid,

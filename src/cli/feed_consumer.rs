@@ -14,7 +14,7 @@ use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 /// Opens the capture `opts` with the stop signals caught, builds the feed
 /// once the workload exists (`build` gets its pid, if a command was
 /// given), and runs it live (`run_feed`).
-pub fn capture_feed<F: RecordHandler>(
+pub(crate) fn capture_feed<F: RecordHandler>(
     opts: &CaptureOptions,
     all_processes: bool,
     build: impl FnOnce(Option<i32>) -> anyhow::Result<F>,

@@ -20,7 +20,7 @@ use super::bpf_tool;
 
 #[derive(Args, Debug)]
 #[command(mut_arg("json", |a| a.help("One JSON array of rows per interval instead of the table")))]
-pub struct FiletopArgs {
+pub(crate) struct FiletopArgs {
     #[command(flatten)]
     target: PidArg,
     /// Don't clear the screen (scry never does).
@@ -43,7 +43,7 @@ pub struct FiletopArgs {
     every: bpf_tool::EveryArgs,
 }
 
-pub fn run(args: FiletopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: FiletopArgs) -> anyhow::Result<()> {
     let _ = args.noclear;
     let pid = args.target.pid;
     bpf_tool::check_pid("filetop", "-p", pid)?;

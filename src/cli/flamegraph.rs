@@ -36,7 +36,7 @@ use super::flamegraph_live::{self, LiveOptions};
 use super::offcputime::export_named;
 
 #[derive(Args, Debug)]
-pub struct FlamegraphArgs {
+pub(crate) struct FlamegraphArgs {
     /// Input file; `-`: standard input (perf script text, folded stacks or
     /// perf.data). Default perf.data, or standard input when it is a pipe
     /// or a file (ignored when a command is given).
@@ -268,7 +268,7 @@ fn open_output(path: &Path) -> anyhow::Result<Box<dyn Write>> {
     Ok(Box::new(BufWriter::with_capacity(1 << 16, file)))
 }
 
-pub fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
     if args.offcpu {
         return offcpu_flamegraph(&args);
     }

@@ -34,22 +34,22 @@ use super::offcputime::{SEE_EVERY, name_sums};
 #[derive(Debug)]
 pub(super) struct LiveOptions<'a> {
     /// Every CPU, every task (the idle task too).
-    pub all_cpus: bool,
+    pub(crate) all_cpus: bool,
     /// These processes and what they fork.
-    pub pids: Vec<i32>,
+    pub(crate) pids: Vec<i32>,
     /// A command run and followed (or, with `all_cpus`, only waited for).
-    pub command: &'a [OsString],
+    pub(crate) command: &'a [OsString],
     /// Samples per second on each CPU.
-    pub frequency: u64,
+    pub(crate) frequency: u64,
     /// `-v`: the hooks and the time to attach, on stderr.
-    pub verbose: bool,
+    pub(crate) verbose: bool,
 }
 
 /// The stacks the kernel counted, named; each sample's period in
 /// nanoseconds.
 #[derive(Debug)]
 pub(super) struct KernelStacks {
-    pub named: Named,
+    pub(crate) named: Named,
 }
 
 impl KernelStacks {

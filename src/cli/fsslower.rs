@@ -18,7 +18,7 @@ use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
-pub struct FsslowerArgs {
+pub(crate) struct FsslowerArgs {
     #[command(flatten)]
     target: PidArg,
     /// Only files of this file system type (ext4, xfs, btrfs, nfs, tmpfs...; default: all).
@@ -63,7 +63,7 @@ const BLIND: &str = "fsslower: timed at the system calls (kprobes on the file sy
                      are not used): latency is the whole call's, and I/O outside read, write, \
                      open and fsync calls (mmap, sendfile, splice, io_uring, writeback) is not seen";
 
-pub fn run(args: FsslowerArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: FsslowerArgs) -> anyhow::Result<()> {
     let pid = args.target.pid;
     bpf_tool::check_pid("fsslower", "-p", pid)?;
     if let Some(fs) = &args.fs {

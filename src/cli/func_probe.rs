@@ -22,7 +22,7 @@ use super::target::PidArg;
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
-pub struct FuncProbeArgs {
+pub(crate) struct FuncProbeArgs {
     /// Functions: `LIB:PATTERN` (`c:malloc`, `/path/bin:read*`), `:PATTERN`
     /// (the traced process's binary), or PATTERN with -x. `*` and `?` are
     /// wildcards.
@@ -38,28 +38,28 @@ pub struct FuncProbeArgs {
     times: bpf_tool::TimedArgs,
     /// Print the time with each interval.
     #[arg(short = 'T', long = "timestamp")]
-    pub timestamp: bool,
+    pub(crate) timestamp: bool,
     #[command(flatten)]
-    pub table: TableArgs,
+    pub(crate) table: TableArgs,
     /// A command to run and trace (after `--`); ends when it exits.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
 }
 
 /// The functions probed, loaded and waiting for the run.
-pub struct Probed {
-    pub bpf: FuncsBpf,
+pub(crate) struct Probed {
+    pub(crate) bpf: FuncsBpf,
     /// The functions' names, by index.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
     /// The process traced (-p or the command), if any.
-    pub pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
     workload: Option<Workload>,
     signals: SignalPipe,
 }
 
 /// Parses and finds the functions, forks the command (if any) and loads
 /// the probes on them.
-pub fn load(tool: &str, args: &FuncProbeArgs, mode: FuncsMode) -> anyhow::Result<Probed> {
+pub(crate) fn load(tool: &str, args: &FuncProbeArgs, mode: FuncsMode) -> anyhow::Result<Probed> {
     if args.target.pid.is_some() && !args.command.is_empty() {
         bail!("{tool}: -p and a command exclude each other");
     }
@@ -129,7 +129,7 @@ fn refusal(pattern: &FuncPattern) -> String {
 
 impl Probed {
     /// bcc's header (not with --json): `Tracing N functions for "PATTERN"...`.
-    pub fn header(&self, out: &mut impl Write, args: &FuncProbeArgs) -> io::Result<()> {
+    pub(crate) fn header(&self, out: &mut impl Write, args: &FuncProbeArgs) -> io::Result<()> {
         if !args.table.json {
             writeln!(
                 out,
@@ -144,7 +144,7 @@ impl Probed {
     /// Starts the command, runs until the end (calling `tick(bpf, last)`
     /// at each interval and at the end), prints bcc's `Detaching...`;
     /// the command's failure is the tool's.
-    pub fn run(
+    pub(crate) fn run(
         mut self,
         args: &FuncProbeArgs,
         mut tick: impl FnMut(&mut FuncsBpf, bool) -> io::Result<()>,

@@ -16,7 +16,7 @@ use super::bpf_tool;
 use super::func_probe::{self, FuncProbeArgs};
 
 #[derive(Args, Debug)]
-pub struct FunccountArgs {
+pub(crate) struct FunccountArgs {
     /// Count calls on this CPU only.
     #[arg(short = 'c', long = "cpu", value_name = "CPU")]
     cpu: Option<u32>,
@@ -24,7 +24,7 @@ pub struct FunccountArgs {
     probe: FuncProbeArgs,
 }
 
-pub fn run(args: FunccountArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: FunccountArgs) -> anyhow::Result<()> {
     let probed = func_probe::load("funccount", &args.probe, FuncsMode::Count { cpu: args.cpu })?;
     let mut out = io::stdout().lock();
     probed.header(&mut out, &args.probe)?;

@@ -19,7 +19,7 @@ use super::bpf_tool;
 use super::func_probe::{self, FuncProbeArgs};
 
 #[derive(Args, Debug)]
-pub struct FunclatencyArgs {
+pub(crate) struct FunclatencyArgs {
     /// Microseconds (default: nanoseconds).
     #[arg(short = 'u', long = "microseconds", conflicts_with = "milliseconds")]
     microseconds: bool,
@@ -33,7 +33,7 @@ pub struct FunclatencyArgs {
     probe: FuncProbeArgs,
 }
 
-pub fn run(args: FunclatencyArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: FunclatencyArgs) -> anyhow::Result<()> {
     let (unit, div) = match (args.microseconds, args.milliseconds) {
         (true, _) => ("usecs", 1_000),
         (_, true) => ("msecs", 1_000_000),

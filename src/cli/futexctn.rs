@@ -24,7 +24,7 @@ use super::bpf_tool;
 use super::offcputime::{SEE_EVERY, finish_naming, run_seeing, until};
 
 #[derive(Args, Debug)]
-pub struct FutexctnArgs {
+pub(crate) struct FutexctnArgs {
     #[command(flatten)]
     target: PidArg,
     /// Only this thread.
@@ -56,7 +56,7 @@ fn parse_lock(text: &str) -> Result<u64, NotALock> {
         .ok_or_else(|| NotALock(text.to_owned()))
 }
 
-pub fn run(args: FutexctnArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: FutexctnArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid_tid("futexctn", args.target.pid, args.tid)?;
     let settings = FutexctnSettings {
         pid: args.target.pid,

@@ -24,7 +24,7 @@ use scry::symbol::{ResolveOptions, resolve_file};
 use super::profile::{FileWatch, pairs_of_file};
 
 #[derive(Args, Debug)]
-pub struct HeatmapArgs {
+pub(crate) struct HeatmapArgs {
     /// Input file (perf.data format). Default perf.data.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
     input: PathBuf,
@@ -65,7 +65,7 @@ fn parse_ms(text: &str) -> Result<u64, BadMilliseconds> {
     }
 }
 
-pub fn run(args: HeatmapArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: HeatmapArgs) -> anyhow::Result<()> {
     let mut page = Vec::new();
     match &args.latency {
         Some(pairs) => latency_page(&args, pairs, &mut page)?,

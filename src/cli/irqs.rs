@@ -18,7 +18,7 @@ use scry::sys::bpf_irqs::{IrqKind, IrqMeasure, IrqSettings, IrqsBpf};
 use super::bpf_tool;
 
 #[derive(Args, Debug)]
-pub struct IrqsArgs {
+pub(crate) struct IrqsArgs {
     /// Show event counts instead of time.
     #[arg(short = 'C', long = "count", conflicts_with = "distributed")]
     count: bool,
@@ -37,7 +37,7 @@ pub struct IrqsArgs {
     intervals: bpf_tool::IntervalArgs,
 }
 
-pub fn run(kind: IrqKind, args: IrqsArgs) -> anyhow::Result<()> {
+pub(crate) fn run(kind: IrqKind, args: IrqsArgs) -> anyhow::Result<()> {
     let (tool, what) = match kind {
         IrqKind::Hard => ("hardirqs", "hard irq"),
         IrqKind::Soft => ("softirqs", "soft irq"),

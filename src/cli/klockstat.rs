@@ -23,7 +23,7 @@ use super::bpf_tool;
 use super::offcputime::{finish_naming, until};
 
 #[derive(Args, Debug)]
-pub struct KlockstatArgs {
+pub(crate) struct KlockstatArgs {
     #[command(flatten)]
     target: PidArg,
     /// Only this thread.
@@ -39,7 +39,7 @@ pub struct KlockstatArgs {
     duration: Option<u64>,
 }
 
-pub fn run(args: KlockstatArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: KlockstatArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid_tid("klockstat", args.target.pid, args.tid)?;
     let settings = KlockstatSettings {
         pid: args.target.pid,

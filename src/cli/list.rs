@@ -10,7 +10,7 @@ use scry::capture::inventory;
 use scry::render::list;
 
 #[derive(Args, Debug)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// A group (hw, sw, cache, pmu, tracepoint, probe) or a glob ('sched:*', '*fault*');
     /// a plain word matches anywhere in the name.
     #[arg(value_name = "FILTER")]
@@ -20,7 +20,7 @@ pub struct ListArgs {
     json: bool,
 }
 
-pub fn run(args: ListArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ListArgs) -> anyhow::Result<()> {
     let found = inventory::inventory();
     for note in &found.notes {
         eprintln!("scry: {note}");

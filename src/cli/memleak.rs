@@ -38,7 +38,7 @@ const TICK: Duration = Duration::from_millis(250);
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("The process to follow (ends when it exits); none and no command: the kernel's allocations")))]
-pub struct MemleakArgs {
+pub(crate) struct MemleakArgs {
     #[command(flatten)]
     target: PidArg,
     /// Show each allocation's address, size and age (oldest first).
@@ -73,7 +73,7 @@ pub struct MemleakArgs {
     command: Vec<OsString>,
 }
 
-pub fn run(args: MemleakArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: MemleakArgs) -> anyhow::Result<()> {
     if args.target.pid.is_some() && !args.command.is_empty() {
         bail!("memleak: -p and a command exclude each other");
     }

@@ -16,12 +16,12 @@ use scry::sys::{bpf_capable, bpf_drsnoop, bpf_oomkill};
 use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
-pub struct OomkillArgs {
+pub(crate) struct OomkillArgs {
     #[command(flatten)]
     common: snoop::StreamFlags,
 }
 
-pub fn run_oomkill(args: OomkillArgs) -> anyhow::Result<()> {
+pub(crate) fn run_oomkill(args: OomkillArgs) -> anyhow::Result<()> {
     let bpf = bpf_tool::load("oomkill", bpf_oomkill::load)?;
     eprintln!(
         "oomkill: from oom:mark_victim: PAGES is the victim's address-space size (bcc's \
@@ -40,7 +40,7 @@ pub fn run_oomkill(args: OomkillArgs) -> anyhow::Result<()> {
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
-pub struct DrsnoopArgs {
+pub(crate) struct DrsnoopArgs {
     #[command(flatten)]
     target: PidArg,
     /// Only this thread.
@@ -54,7 +54,7 @@ pub struct DrsnoopArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run_drsnoop(args: DrsnoopArgs) -> anyhow::Result<()> {
+pub(crate) fn run_drsnoop(args: DrsnoopArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("drsnoop", "-p", args.target.pid)?;
     bpf_tool::check_pid("drsnoop", "-t", args.tid)?;
     let settings = ReclaimSettings {
@@ -70,7 +70,7 @@ pub fn run_drsnoop(args: DrsnoopArgs) -> anyhow::Result<()> {
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
-pub struct CapableArgs {
+pub(crate) struct CapableArgs {
     #[command(flatten)]
     target: PidArg,
     /// Extra column: the thread id (bcc's -x; INSETID is not visible).
@@ -80,7 +80,7 @@ pub struct CapableArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run_capable(args: CapableArgs) -> anyhow::Result<()> {
+pub(crate) fn run_capable(args: CapableArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("capable", "-p", args.target.pid)?;
     let bpf = bpf_tool::load("capable", || bpf_capable::load(args.target.pid))?;
     eprintln!(

@@ -218,7 +218,7 @@ enum Command {
 }
 
 /// `-p`/`-t` lists: `1234,5678` → positive ids, or an error naming the flag.
-pub fn parse_ids(text: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
+pub(crate) fn parse_ids(text: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
     use anyhow::Context;
     text.split(',')
         .map(|p| p.trim().parse::<i32>().ok().filter(|&n| n > 0))
@@ -230,7 +230,7 @@ pub fn parse_ids(text: &str, flag: &str) -> anyhow::Result<Vec<i32>> {
 /// line (`scry: sh: Killed`, the words perf stat prints) and 128 + the
 /// signal, the status a shell gives perf record (it dies of the same
 /// signal); a non-zero exit is 1 (the target failed).
-pub fn workload_exit(
+pub(crate) fn workload_exit(
     status: Option<scry::sys::process::ExitStatus>,
     command: &[std::ffi::OsString],
 ) -> anyhow::Result<()> {
@@ -253,7 +253,7 @@ pub fn workload_exit(
 
 /// An output file holding other processes' data, created 0600
 /// (`sys::private_file`).
-pub fn create_private(path: &std::path::Path) -> anyhow::Result<std::fs::File> {
+pub(crate) fn create_private(path: &std::path::Path) -> anyhow::Result<std::fs::File> {
     use anyhow::Context;
     scry::sys::private_file::create(path)
         .with_context(|| format!("cannot create {}", path.display()))
@@ -272,7 +272,7 @@ pub(crate) fn ftrace_watchdog(root: &std::path::Path) -> Option<std::process::Co
 /// Leave with this exit code and no further message (the cause was printed).
 #[derive(Debug, thiserror::Error)]
 #[error("exit status {0}")]
-pub struct Exit(pub u8);
+pub(crate) struct Exit(pub(crate) u8);
 
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse_from(bpf_tool::busybox_args(std::env::args_os())) {

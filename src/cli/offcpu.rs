@@ -29,7 +29,7 @@ use super::feed_consumer::capture_feed;
 use super::target::WatchArgs;
 
 #[derive(Args, Debug)]
-pub struct OffcpuArgs {
+pub(crate) struct OffcpuArgs {
     #[command(flatten)]
     watch: WatchArgs,
     /// Ignore switch-outs shorter than this many microseconds. Default 1.
@@ -53,17 +53,17 @@ pub struct OffcpuArgs {
     command: Vec<OsString>,
     /// Write only the flame graph (`scry flamegraph --offcpu`): no report.
     #[arg(skip)]
-    pub svg_only: bool,
+    pub(crate) svg_only: bool,
     /// Write the off-CPU stacks as this export instead of the report:
     /// pprof, firefox, speedscope, folded (weights in nanoseconds off CPU).
     #[arg(long = "to", value_name = "FORMAT", value_parser = super::convert::parse_format)]
-    pub to: Option<Format>,
+    pub(crate) to: Option<Format>,
     /// With --to: the file (`-`: standard output). Default per format.
     #[arg(short = 'o', long = "output", requires = "to")]
-    pub output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
 }
 
-pub fn run(args: OffcpuArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: OffcpuArgs) -> anyhow::Result<()> {
     let pids = args.watch.live_pids(&args.command)?;
     let root =
         scry::sys::tracefs::root().context("off-CPU analysis needs the sched tracepoints")?;

@@ -32,7 +32,7 @@ use super::bpf_tool;
 pub(super) const SEE_EVERY: Duration = Duration::from_millis(250);
 
 #[derive(Args, Debug)]
-pub struct OffcputimeArgs {
+pub(crate) struct OffcputimeArgs {
     #[command(flatten)]
     pub(super) target: PidArg,
     /// Only this thread.
@@ -82,7 +82,7 @@ pub(crate) struct SeeArgs {
 
 /// bcc's stack flags, as offcputime, offwaketime and profile take them.
 #[derive(Args, Clone, Copy, Debug)]
-pub struct StackArgs {
+pub(crate) struct StackArgs {
     /// User stacks only (no kernel frames).
     #[arg(
         short = 'U',
@@ -133,10 +133,10 @@ pub(super) fn until(duration: Option<u64>) -> String {
 /// What offcputime and wakeuptime share: the blocks' bounds and the stack
 /// map's size.
 #[derive(Args, Clone, Copy, Debug)]
-pub struct BlockArgs {
+pub(crate) struct BlockArgs {
     /// Distinct stacks kept (default 1024).
     #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
-    pub stack_storage_size: u32,
+    pub(crate) stack_storage_size: u32,
     /// Only blocks of at least this many microseconds (default 1).
     #[arg(
         short = 'm',
@@ -144,15 +144,15 @@ pub struct BlockArgs {
         value_name = "US",
         default_value_t = 1
     )]
-    pub min_block_time: u64,
+    pub(crate) min_block_time: u64,
     /// Only blocks of at most this many microseconds (default: no bound).
     #[arg(short = 'M', long = "max-block-time", value_name = "US", default_value_t = u64::MAX)]
-    pub max_block_time: u64,
+    pub(crate) max_block_time: u64,
 }
 
 impl BlockArgs {
     /// -m below -M, or an error naming both.
-    pub fn check(&self, tool: &str) -> anyhow::Result<()> {
+    pub(crate) fn check(&self, tool: &str) -> anyhow::Result<()> {
         if self.min_block_time >= self.max_block_time {
             bail!(
                 "{tool}: -m {} must be below -M {}",
@@ -166,7 +166,7 @@ impl BlockArgs {
 
 /// Names the stacks added, saying on stderr which processes were gone
 /// before their maps were read.
-pub fn finish_naming(tool: &str, resolver: RawStackResolver) -> Named {
+pub(crate) fn finish_naming(tool: &str, resolver: RawStackResolver) -> Named {
     let named = resolver.finish();
     if !named.gone.is_empty() {
         eprintln!(
@@ -300,7 +300,7 @@ pub(super) fn write_entries(
     out.flush()
 }
 
-pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
     args.check("offcputime")?;
     let settings = args.settings();
     let mut bpf = bpf_tool::load("offcputime", || OffcputimeBpf::load(settings))?;

@@ -19,7 +19,7 @@ use scry::sys::bpf_offwaketime::OffwaketimeBpf;
 use super::bpf_tool;
 use super::offcputime::{OffcputimeArgs, finish_naming, run_seeing};
 
-pub fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
     args.check("offwaketime")?;
     let settings = args.settings();
     let mut bpf = bpf_tool::load("offwaketime", || OffwaketimeBpf::load(settings))?;

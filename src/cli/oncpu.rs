@@ -31,7 +31,7 @@ use super::offcputime::{
 
 #[derive(Args, Debug)]
 #[command(mut_arg("duration", |a| a.help("Sample this many seconds (default: until Ctrl-C or the -p process's exit)")))]
-pub struct OncpuArgs {
+pub(crate) struct OncpuArgs {
     #[command(flatten)]
     target: PidArg,
     /// Only this thread (bcc's -L; -t as perf spells it).
@@ -88,7 +88,7 @@ fn cpus(text: Option<&str>) -> anyhow::Result<Option<Vec<u32>>> {
     Ok(Some(cpus))
 }
 
-pub fn run(args: OncpuArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: OncpuArgs) -> anyhow::Result<()> {
     const TOOL: &str = "profile-bpf";
     let settings = OncpuSettings {
         frequency: args.frequency,

@@ -14,7 +14,7 @@ use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
-pub struct OpensnoopArgs {
+pub(crate) struct OpensnoopArgs {
     /// Include the time (HH:MM:SS).
     #[arg(short = 'T', long = "timestamp")]
     timestamp: bool,
@@ -42,7 +42,7 @@ pub struct OpensnoopArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: OpensnoopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: OpensnoopArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("opensnoop", "-p", args.target.pid)?;
     bpf_tool::check_pid("opensnoop", "-t", args.tid)?;
     let settings = OpenSettings {

@@ -27,7 +27,7 @@ use scry::sys::uprobe;
 use super::probe_kernel;
 
 #[derive(Args, Debug)]
-pub struct ProbeArgs {
+pub(crate) struct ProbeArgs {
     /// The binary or library to probe (a path, or a name such as libc).
     #[arg(short = 'x', long = "exec", value_name = "BINARY")]
     exec: Option<String>,
@@ -103,11 +103,11 @@ impl UprobeLocator for SymbolLocator {
 /// (`uprobe:BINARY:FUNCTION`, `uretprobe:BINARY:FUNCTION`): record, stat
 /// and trace. Such a probe is a `uprobe` PMU counter, gone with its file
 /// descriptors even if scry is killed; nothing is written to tracefs.
-pub fn resolve_events(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
+pub(crate) fn resolve_events(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
     name::resolve_with(specs, &SymbolLocator)
 }
 
-pub fn run(args: ProbeArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ProbeArgs) -> anyhow::Result<()> {
     let mut out = BufWriter::new(std::io::stdout().lock());
     if args.list {
         let pattern = args.words.first().map(String::as_str);

@@ -26,9 +26,9 @@ use scry::symbol::probe_spec;
 use scry::sys::kprobe;
 
 /// How a kernel probe is added.
-pub struct AddOptions {
+pub(crate) struct AddOptions {
     /// Print the `kprobe_events` line, write nothing.
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 fn tracefs() -> anyhow::Result<&'static std::path::Path> {
@@ -53,7 +53,7 @@ fn wants_btf(args: &[String]) -> bool {
     })
 }
 
-pub fn add(def: &str, opts: &AddOptions, out: &mut dyn Write) -> anyhow::Result<()> {
+pub(crate) fn add(def: &str, opts: &AddOptions, out: &mut dyn Write) -> anyhow::Result<()> {
     let point = probe_spec::parse_point(def)?;
     let func = point.func.as_str();
     let btf = if wants_btf(&point.args) {
@@ -118,7 +118,7 @@ pub fn add(def: &str, opts: &AddOptions, out: &mut dyn Write) -> anyhow::Result<
 }
 
 /// `-V FUNC`: the parameters BTF knows, as perf probe -V prints them.
-pub fn vars(func: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+pub(crate) fn vars(func: &str, out: &mut dyn Write) -> anyhow::Result<()> {
     let btf = Btf::load_vmlinux()?;
     let Some(f) = btf.function(func) else {
         bail!("the kernel's BTF knows no function '{func}'");
@@ -137,7 +137,7 @@ pub fn vars(func: &str, out: &mut dyn Write) -> anyhow::Result<()> {
 }
 
 /// The kernel's probes, or none where the kernel has no kprobes.
-pub fn defined() -> anyhow::Result<Vec<KernelDefined>> {
+pub(crate) fn defined() -> anyhow::Result<Vec<KernelDefined>> {
     let root = tracefs()?;
     if !kprobe::available(root) {
         return Ok(Vec::new());
@@ -151,7 +151,7 @@ pub fn defined() -> anyhow::Result<Vec<KernelDefined>> {
 }
 
 /// `-l`: one line per kernel probe, as perf probe -l prints them.
-pub fn list(pattern: Option<&str>, out: &mut dyn Write) -> anyhow::Result<()> {
+pub(crate) fn list(pattern: Option<&str>, out: &mut dyn Write) -> anyhow::Result<()> {
     for d in defined()? {
         if pattern.is_some_and(|p| !d.matches(p)) {
             continue;
@@ -173,7 +173,7 @@ pub fn list(pattern: Option<&str>, out: &mut dyn Write) -> anyhow::Result<()> {
 }
 
 /// Why deleting the probe `group:name` failed (EBUSY: in use).
-pub fn delete_error(group: &str, name: &str, e: &std::io::Error) -> anyhow::Error {
+pub(crate) fn delete_error(group: &str, name: &str, e: &std::io::Error) -> anyhow::Error {
     if e.raw_os_error() == Some(libc::EBUSY) {
         anyhow::anyhow!("cannot delete {group}:{name}: it is in use (a record or trace is running)")
     } else {
@@ -182,7 +182,7 @@ pub fn delete_error(group: &str, name: &str, e: &std::io::Error) -> anyhow::Erro
 }
 
 /// `-d`: deletes the kernel probes `pattern` names; how many.
-pub fn delete(pattern: &str, out: &mut dyn Write) -> anyhow::Result<usize> {
+pub(crate) fn delete(pattern: &str, out: &mut dyn Write) -> anyhow::Result<usize> {
     let victims: Vec<KernelDefined> = defined()?
         .into_iter()
         .filter(|d| d.matches(pattern))

@@ -49,7 +49,7 @@ use super::feed_consumer::capture_feed;
 use super::target::WatchArgs;
 
 #[derive(Args, Debug)]
-pub struct ProfileArgs {
+pub(crate) struct ProfileArgs {
     #[command(flatten)]
     watch: WatchArgs,
     /// A custom hook: START[,MATCH[,PID]]/END[,MATCH][,FLAGS] (flags: s stack, p pinned, g global).
@@ -267,9 +267,9 @@ pub(super) fn record_options(
 /// unless pids, tids or command names are given.
 #[derive(Clone, Debug, Default)]
 pub(super) struct FileWatch {
-    pub pids: Vec<i32>,
-    pub tids: Vec<i32>,
-    pub comms: Vec<String>,
+    pub(crate) pids: Vec<i32>,
+    pub(crate) tids: Vec<i32>,
+    pub(crate) comms: Vec<String>,
 }
 
 /// `scry report --profile`: the pairs of a perf.data file (from `scry
@@ -540,7 +540,7 @@ fn write_report(
     Ok(())
 }
 
-pub fn run(args: ProfileArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let json = match args.format.as_str() {
         "text" => false,
         "json" => true,

@@ -12,7 +12,7 @@ use scry::event::name;
 use super::target::{SamplingArgs, TargetArgs, checked_mmap_pages};
 
 #[derive(Args, Debug)]
-pub struct RecordArgs {
+pub(crate) struct RecordArgs {
     /// Event(s) to sample: cpu-clock, page-faults:u, sched:sched_switch, 'syscalls:sys_enter_*', r1a8...
     /// (repeatable, comma lists). Default: cycles, or cpu-clock without a hardware PMU.
     /// uprobe:BINARY:FUNC and uretprobe:BINARY:FUNC probe a user function for this run only
@@ -53,7 +53,7 @@ pub struct RecordArgs {
 
 impl RecordArgs {
     /// Flags into capture options; resolves event names (tracefs for tracepoints).
-    pub fn to_options(&self) -> anyhow::Result<CaptureOptions> {
+    pub(crate) fn to_options(&self) -> anyhow::Result<CaptureOptions> {
         let mut specs = Vec::new();
         let mut filters = Vec::new();
         for text in &self.events {
@@ -124,7 +124,7 @@ impl RecordArgs {
     }
 }
 
-pub fn run(args: RecordArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: RecordArgs) -> anyhow::Result<()> {
     let opts = args.to_options()?;
     let cmdline: Vec<String> = std::env::args().collect();
     let summary = scry::capture::to_file::record_to_file(&opts, &args.output, cmdline)?;

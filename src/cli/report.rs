@@ -27,13 +27,13 @@ use scry::render::report_json::write_json;
 use scry::symbol::{ResolveOptions, resolve_file};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     Text,
     Json,
 }
 
 #[derive(Args, Debug)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Input file.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
     input: PathBuf,
@@ -142,7 +142,7 @@ fn parse_graph(text: &str, children: bool) -> anyhow::Result<GraphChoice> {
     Ok(choice)
 }
 
-pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
     if args.profile {
         let watch = super::profile::FileWatch {
             pids: args.pids,

@@ -12,7 +12,7 @@ use super::Exit;
 use scry::lang::run::{RunError, RunOptions, run as run_program};
 
 #[derive(Args, Debug)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The program text (as `bpftrace -e`)
     #[arg(short = 'e', value_name = "PROGRAM")]
     expr: Option<String>,
@@ -28,7 +28,7 @@ pub struct RunArgs {
     program: Option<String>,
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.list {
         let pattern = args.program.as_deref().unwrap_or("*");
         let mut out = std::io::stdout().lock();

@@ -22,7 +22,7 @@ use super::bpf_tool;
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only this process (and the children it forks from now on)")))]
-pub struct RunqlatArgs {
+pub(crate) struct RunqlatArgs {
     /// Milliseconds (default: microseconds).
     #[arg(short = 'm', long = "milliseconds")]
     milliseconds: bool,
@@ -41,7 +41,7 @@ pub struct RunqlatArgs {
 
 /// What a histogram is per: `-P`, `-L`, `--pidnss` (also `scry sched runqlat`'s).
 #[derive(Args, Debug, Clone, Copy, Default)]
-pub struct PerArgs {
+pub(crate) struct PerArgs {
     /// A histogram per process.
     #[arg(short = 'P', long = "pids", conflicts_with_all = ["tids", "pidnss"])]
     pids: bool,
@@ -74,7 +74,7 @@ impl PerArgs {
     }
 
     /// Whether anything but the single histogram was asked for.
-    pub fn keyed(self) -> bool {
+    pub(crate) fn keyed(self) -> bool {
         self.key() != RunqlatKey::All
     }
 }
@@ -83,7 +83,7 @@ fn unit(milliseconds: bool) -> &'static str {
     if milliseconds { "msecs" } else { "usecs" }
 }
 
-pub fn run(args: RunqlatArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: RunqlatArgs) -> anyhow::Result<()> {
     let settings = RunqlatSettings {
         key: args.per.key(),
         milliseconds: args.milliseconds,
@@ -115,19 +115,19 @@ pub fn run(args: RunqlatArgs) -> anyhow::Result<()> {
 
 /// What `scry sched runqlat` watches live.
 #[derive(Debug)]
-pub struct SchedLive<'a> {
-    pub command: &'a [OsString],
+pub(crate) struct SchedLive<'a> {
+    pub(crate) command: &'a [OsString],
     /// Processes to watch (with their children); none: every task.
-    pub pids: &'a [i32],
-    pub per: PerArgs,
-    pub milliseconds: bool,
-    pub verbose: bool,
+    pub(crate) pids: &'a [i32],
+    pub(crate) per: PerArgs,
+    pub(crate) milliseconds: bool,
+    pub(crate) verbose: bool,
 }
 
 /// `scry sched runqlat` live, counted in the kernel: the histograms and
 /// the command's exit status. `Ok(None)` when BPF cannot run here (the
 /// reason was said on stderr): the caller streams events instead.
-pub fn sched_live(
+pub(crate) fn sched_live(
     live: &SchedLive<'_>,
 ) -> anyhow::Result<Option<(Vec<KeyedHistogram>, Option<ExitStatus>)>> {
     let mut workload = if live.command.is_empty() {

@@ -18,7 +18,7 @@ use scry::sys::bpf_runqlen::{RunqlenBpf, RunqlenSettings};
 use super::bpf_tool;
 
 #[derive(Args, Debug)]
-pub struct RunqlenArgs {
+pub(crate) struct RunqlenArgs {
     /// A histogram (or occupancy) per CPU.
     #[arg(short = 'C', long = "cpus")]
     cpus: bool,
@@ -37,7 +37,7 @@ pub struct RunqlenArgs {
     intervals: bpf_tool::IntervalArgs,
 }
 
-pub fn run(args: RunqlenArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: RunqlenArgs) -> anyhow::Result<()> {
     let settings = RunqlenSettings {
         per_cpu: args.cpus,
         frequency: args.frequency,

@@ -18,7 +18,7 @@ use scry::sys::localtime::now_hms;
 use super::bpf_tool;
 
 #[derive(Args, Debug)]
-pub struct RunqslowerArgs {
+pub(crate) struct RunqslowerArgs {
     #[command(flatten)]
     target: PidArg,
     /// Only this thread.
@@ -49,7 +49,7 @@ fn write_wait(w: &mut impl Write, wait: &SlowWait, previous: bool) -> io::Result
     writeln!(w)
 }
 
-pub fn run(args: RunqslowerArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: RunqslowerArgs) -> anyhow::Result<()> {
     let settings = RunqslowerSettings {
         min_us: args.min_us,
         pid: args.target.pid,

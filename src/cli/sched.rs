@@ -30,7 +30,7 @@ use super::runqlat::{SchedLive, sched_live};
 use super::target::WatchArgs;
 
 #[derive(Args, Debug)]
-pub struct SchedArgs {
+pub(crate) struct SchedArgs {
     #[command(subcommand)]
     command: SchedCommand,
 }
@@ -75,7 +75,7 @@ struct RunArgs {
     command: Vec<OsString>,
 }
 
-pub fn run(args: SchedArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: SchedArgs) -> anyhow::Result<()> {
     let (timehist, args) = match args.command {
         SchedCommand::Runqlat(a) => (false, a),
         SchedCommand::Timehist(a) => (true, a),

@@ -25,7 +25,7 @@ use scry::symbol::ProcKallsyms;
 use scry::symbol::{Reach, ResolveOptions, Resolver};
 
 #[derive(Args, Debug)]
-pub struct ScriptArgs {
+pub(crate) struct ScriptArgs {
     /// Input file; `-` reads the pipe format from stdin
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
     input: PathBuf,
@@ -45,7 +45,7 @@ pub struct ScriptArgs {
     header_only: bool,
 }
 
-pub fn run(args: ScriptArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ScriptArgs) -> anyhow::Result<()> {
     // `-` is standard input (a file redirected, or a pipe read as it comes).
     let mut reader = PerfReader::open(&args.input)?;
     let stdout = io::stdout();

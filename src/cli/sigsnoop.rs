@@ -15,7 +15,7 @@ use super::bpf_tool;
 use super::snoop;
 
 #[derive(Args, Debug)]
-pub struct SigsnoopArgs {
+pub(crate) struct SigsnoopArgs {
     /// -x: failed only (killsnoop: a call that returned an error); -p:
     /// only signals this process sends.
     #[command(flatten)]
@@ -34,13 +34,13 @@ pub struct SigsnoopArgs {
 }
 
 /// `scry sigsnoop`.
-pub fn run(args: SigsnoopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: SigsnoopArgs) -> anyhow::Result<()> {
     let tool = if args.kill { "killsnoop" } else { "sigsnoop" };
     run_as(tool, args)
 }
 
 /// `scry killsnoop`: sigsnoop -k.
-pub fn run_kill(args: SigsnoopArgs) -> anyhow::Result<()> {
+pub(crate) fn run_kill(args: SigsnoopArgs) -> anyhow::Result<()> {
     run_as("killsnoop", SigsnoopArgs { kill: true, ..args })
 }
 

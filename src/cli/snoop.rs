@@ -19,44 +19,44 @@ use scry::sys::localtime::now_hms;
 
 /// The flags every streaming tool takes.
 #[derive(clap::Args, Debug)]
-pub struct StreamFlags {
+pub(crate) struct StreamFlags {
     /// Stop after DURATION seconds.
     #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    pub duration: Option<u64>,
+    pub(crate) duration: Option<u64>,
     /// Say which kernel hooks the programs use.
     #[arg(short = 'v', long = "verbose")]
-    pub verbose: bool,
+    pub(crate) verbose: bool,
     /// One JSON object per event instead of the table.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// `-x` and `-p` as most streaming tools take them.
 #[derive(clap::Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
-pub struct FailedPidFlags {
+pub(crate) struct FailedPidFlags {
     /// Failed ones only.
     #[arg(short = 'x', long = "failed")]
-    pub failed: bool,
+    pub(crate) failed: bool,
     #[command(flatten)]
-    pub target: PidArg,
+    pub(crate) target: PidArg,
 }
 
 /// How a streaming tool runs.
 #[derive(Clone, Debug, Default)]
-pub struct Stream<'a> {
-    pub tool: &'a str,
+pub(crate) struct Stream<'a> {
+    pub(crate) tool: &'a str,
     /// Stop after this many seconds.
-    pub duration: Option<u64>,
+    pub(crate) duration: Option<u64>,
     /// Stop when this process exits.
-    pub pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
     /// The user-space filters given, as typed (for the note).
-    pub filters: Vec<String>,
+    pub(crate) filters: Vec<String>,
 }
 
 impl<'a> Stream<'a> {
     /// `tool` for `-d`'s duration, ending when `pid` exits (if given).
-    pub fn new(tool: &'a str, flags: &StreamFlags, pid: Option<u32>) -> Stream<'a> {
+    pub(crate) fn new(tool: &'a str, flags: &StreamFlags, pid: Option<u32>) -> Stream<'a> {
         Stream {
             tool,
             duration: flags.duration,
@@ -69,7 +69,7 @@ impl<'a> Stream<'a> {
 /// Runs a streaming tool whose programs are loaded: `-v`'s hook lines,
 /// the header (not with `--json`), then each event `keep` passes, as a
 /// line of `format`'s table or one JSON object, until [`stream`] ends.
-pub fn run<F: SnoopFormat>(
+pub(crate) fn run<F: SnoopFormat>(
     how: &Stream<'_>,
     flags: &StreamFlags,
     bpf: &EventStream<F::Event>,
@@ -99,7 +99,7 @@ pub fn run<F: SnoopFormat>(
 
 /// Runs until Ctrl-C, the duration or the `pid`'s exit; `print` writes
 /// one event and says whether it passed the filters.
-pub fn stream<E, W: Write>(
+pub(crate) fn stream<E, W: Write>(
     how: &Stream<'_>,
     bpf: &EventStream<E>,
     out: &mut W,
@@ -144,7 +144,7 @@ pub fn stream<E, W: Write>(
 }
 
 /// The time columns: wall clock now, seconds since `start`.
-pub fn clock(start: Instant) -> Clock {
+pub(crate) fn clock(start: Instant) -> Clock {
     Clock {
         hms: now_hms(),
         secs: start.elapsed().as_secs_f64(),

@@ -13,7 +13,7 @@ use scry::sys::bpf_sockcall::{self, SockCall, SockcallSettings};
 use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
-pub struct SolistenArgs {
+pub(crate) struct SolistenArgs {
     #[command(flatten)]
     target: PidArg,
     /// Include the time (HH:MM:SS).
@@ -23,7 +23,7 @@ pub struct SolistenArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: SolistenArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: SolistenArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("solisten", "-p", args.target.pid)?;
     let settings = SockcallSettings {
         call: SockCall::Listen,

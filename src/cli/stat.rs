@@ -30,7 +30,7 @@ use super::target::TargetArgs;
     mut_arg("tid", |a| a.help("Count these threads: TID[,TID...]").display_order(3)),
     mut_arg("cpu", |a| a.help("Count on these CPUs only (0-3,5); implies system-wide").display_order(4)),
 )]
-pub struct StatArgs {
+pub(crate) struct StatArgs {
     /// Event(s) to count: task-clock, page-faults:u, sched:sched_switch, 'syscalls:sys_enter_*',
     /// 'block:*'... (repeatable, comma lists). Default: perf's set (task-clock or cpu-clock,
     /// context-switches, cpu-migrations, page-faults, cycles, instructions, branches, branch-misses).
@@ -86,17 +86,17 @@ pub struct StatArgs {
 
 /// Validated `stat` settings.
 #[derive(Debug)]
-pub struct StatOptions {
-    pub counting: CountingOptions,
-    pub aggregation: Aggregation,
-    pub repeat: usize,
-    pub interval: Option<Duration>,
-    pub format: StatFormat,
-    pub subject: Subject,
-    pub output: Option<PathBuf>,
-    pub verbose: bool,
+pub(crate) struct StatOptions {
+    pub(crate) counting: CountingOptions,
+    pub(crate) aggregation: Aggregation,
+    pub(crate) repeat: usize,
+    pub(crate) interval: Option<Duration>,
+    pub(crate) format: StatFormat,
+    pub(crate) subject: Subject,
+    pub(crate) output: Option<PathBuf>,
+    pub(crate) verbose: bool,
     /// Print the command's user and system time (a command, not -a/-p/-t/-C).
-    pub rusage: bool,
+    pub(crate) rusage: bool,
 }
 
 const DETAILED: &[&[&str]] = &[
@@ -118,7 +118,7 @@ const DETAILED: &[&[&str]] = &[
 ];
 
 impl StatArgs {
-    pub fn to_options(&self) -> anyhow::Result<StatOptions> {
+    pub(crate) fn to_options(&self) -> anyhow::Result<StatOptions> {
         if self.repeat == 0 {
             anyhow::bail!("-r: the number of runs must be at least 1");
         }
@@ -228,7 +228,7 @@ struct Outcome {
     failure: Option<ExitStatus>,
 }
 
-pub fn run(args: StatArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: StatArgs) -> anyhow::Result<()> {
     let opts = args.to_options()?;
     let outcome = match &opts.output {
         Some(path) => {

@@ -15,7 +15,7 @@ use super::bpf_tool;
 use super::snoop;
 
 #[derive(Args, Debug)]
-pub struct StatsnoopArgs {
+pub(crate) struct StatsnoopArgs {
     /// Include the time (seconds since the start).
     #[arg(short = 't', long = "timestamp")]
     timestamp: bool,
@@ -28,7 +28,7 @@ pub struct StatsnoopArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: StatsnoopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: StatsnoopArgs) -> anyhow::Result<()> {
     let (failed, pid) = (args.filter.failed, args.filter.target.pid);
     bpf_tool::check_pid("statsnoop", "-p", pid)?;
     let settings = StatSettings {
@@ -46,14 +46,14 @@ pub fn run(args: StatsnoopArgs) -> anyhow::Result<()> {
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only files this process deletes (ends when it exits)")))]
-pub struct FilelifeArgs {
+pub(crate) struct FilelifeArgs {
     #[command(flatten)]
     target: PidArg,
     #[command(flatten)]
     common: snoop::StreamFlags,
 }
 
-pub fn run_filelife(args: FilelifeArgs) -> anyhow::Result<()> {
+pub(crate) fn run_filelife(args: FilelifeArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("filelife", "-p", args.target.pid)?;
     let bpf = bpf_tool::load("filelife", || bpf_filelife::load(args.target.pid))?;
     eprintln!(

@@ -22,7 +22,7 @@ use scry::sys::localtime::now_hms;
 use super::bpf_tool;
 
 #[derive(Args, Debug)]
-pub struct SyscountArgs {
+pub(crate) struct SyscountArgs {
     #[command(flatten)]
     target: PidArg,
     #[command(flatten)]
@@ -65,7 +65,7 @@ pub struct SyscountArgs {
     json: bool,
 }
 
-pub fn run(args: SyscountArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: SyscountArgs) -> anyhow::Result<()> {
     if args.list {
         return list();
     }

@@ -19,24 +19,24 @@ use scry::capture::{CallGraph, DEFAULT_FP_STACK_SIZE, Sampling, Target};
 
 /// `-p`, `-t`, `-a`, `-C`.
 #[derive(Args, Debug)]
-pub struct TargetArgs {
+pub(crate) struct TargetArgs {
     /// Watch these processes (all their threads): PID[,PID...].
     #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pub pid: Option<String>,
+    pub(crate) pid: Option<String>,
     /// Watch these threads: TID[,TID...].
     #[arg(short = 't', long = "tid", value_name = "TID")]
-    pub tid: Option<String>,
+    pub(crate) tid: Option<String>,
     /// Watch every CPU (system-wide).
     #[arg(short = 'a', long = "all-cpus")]
-    pub all_cpus: bool,
+    pub(crate) all_cpus: bool,
     /// Watch these CPUs only (0-3,5).
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
-    pub cpu: Option<String>,
+    pub(crate) cpu: Option<String>,
 }
 
 impl TargetArgs {
     /// The flags around `command`, as given: `system_wide` is `-a` alone.
-    pub fn to_target(&self, command: &[OsString]) -> anyhow::Result<Target> {
+    pub(crate) fn to_target(&self, command: &[OsString]) -> anyhow::Result<Target> {
         Ok(Target {
             command: command.to_vec(),
             pids: parse_id_list(self.pid.as_deref(), "-p")?,
@@ -52,19 +52,19 @@ impl TargetArgs {
 /// (`CaptureOptions::every_switch`); a command after `--` is watched when
 /// no `-p` is given.
 #[derive(Args, Debug)]
-pub struct WatchArgs {
+pub(crate) struct WatchArgs {
     /// Watch every task on every CPU.
     #[arg(short = 'a', long = "all-cpus")]
-    pub all_cpus: bool,
+    pub(crate) all_cpus: bool,
     /// Watch these processes (and what they fork): PID[,PID...].
     #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pub pid: Option<String>,
+    pub(crate) pid: Option<String>,
 }
 
 impl WatchArgs {
     /// The `-p` ids, each checked to exist, after checking that something
     /// is watched at all (`-a`, `-p` or `command`).
-    pub fn live_pids(&self, command: &[OsString]) -> anyhow::Result<Vec<i32>> {
+    pub(crate) fn live_pids(&self, command: &[OsString]) -> anyhow::Result<Vec<i32>> {
         let pids = parse_id_list(self.pid.as_deref(), "-p")?;
         if command.is_empty() && pids.is_empty() && !self.all_cpus {
             anyhow::bail!("nothing to watch: give a command after --, or -p PID, or -a");
@@ -100,7 +100,7 @@ impl PidArg {
 }
 
 /// A `-p`/`-t` value into ids; none when the flag is absent.
-pub fn parse_id_list(text: Option<&str>, flag: &str) -> anyhow::Result<Vec<i32>> {
+pub(crate) fn parse_id_list(text: Option<&str>, flag: &str) -> anyhow::Result<Vec<i32>> {
     Ok(text
         .map(|t| super::parse_ids(t, flag))
         .transpose()?
@@ -116,7 +116,7 @@ pub(crate) fn checked_mmap_pages(pages: usize) -> anyhow::Result<usize> {
 }
 
 /// A `-C` value (`0-3,5`) into CPU numbers.
-pub fn parse_cpus(text: Option<&str>) -> anyhow::Result<Option<Vec<u32>>> {
+pub(crate) fn parse_cpus(text: Option<&str>) -> anyhow::Result<Option<Vec<u32>>> {
     text.map(|text| {
         scry::sys::proc::parse_cpu_list(text)
             .with_context(|| format!("-C: expected a CPU list like 0-3,5, got '{text}'"))
@@ -126,7 +126,7 @@ pub fn parse_cpus(text: Option<&str>) -> anyhow::Result<Option<Vec<u32>>> {
 
 /// `-F`, `-c`, `-g`, `--call-graph`.
 #[derive(Args, Debug)]
-pub struct SamplingArgs {
+pub(crate) struct SamplingArgs {
     /// Sample at this frequency (Hz). Default 4000 (tracepoints and uprobes: every event).
     #[arg(
         short = 'F',
@@ -134,25 +134,25 @@ pub struct SamplingArgs {
         value_name = "HZ",
         conflicts_with = "count"
     )]
-    pub freq: Option<u64>,
+    pub(crate) freq: Option<u64>,
     /// Sample every N events.
     #[arg(short = 'c', long = "count", value_name = "N")]
-    pub count: Option<u64>,
+    pub(crate) count: Option<u64>,
     /// Record kernel and user call chains: frame pointers, repaired where a
     /// frameless function hid its caller; same as --call-graph fp+stack.
     #[arg(short = 'g')]
-    pub callchain: bool,
+    pub(crate) callchain: bool,
     /// fp+stack[,STACK_BYTES] (the default of -g; 128 bytes): frame pointers
     /// plus the top of the user stack, unwound at report time where the chain
     /// lost a caller; fp: frame pointers only; dwarf[,STACK_BYTES] (8192):
     /// copy the user stack and registers to unwind later.
     #[arg(long = "call-graph", value_name = "MODE")]
-    pub call_graph: Option<String>,
+    pub(crate) call_graph: Option<String>,
 }
 
 impl SamplingArgs {
     /// `-F` or `-c`; `None` when neither is given (the caller's default).
-    pub fn sampling(&self) -> anyhow::Result<Option<Sampling>> {
+    pub(crate) fn sampling(&self) -> anyhow::Result<Option<Sampling>> {
         Ok(match (self.freq, self.count) {
             (Some(0), _) => anyhow::bail!("-F: frequency must be above 0"),
             (Some(hz), _) => Some(Sampling::Frequency(hz)),
@@ -163,7 +163,7 @@ impl SamplingArgs {
     }
 
     /// `--call-graph` / `-g` into a mode.
-    pub fn call_graph(&self) -> anyhow::Result<CallGraph> {
+    pub(crate) fn call_graph(&self) -> anyhow::Result<CallGraph> {
         let Some(mode) = self.call_graph.as_deref() else {
             return Ok(if self.callchain {
                 CallGraph::FramePointerStack {

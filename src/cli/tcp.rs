@@ -17,7 +17,7 @@ use super::{bpf_tool, snoop};
 
 /// -4 / -6.
 #[derive(clap::Args, Debug)]
-pub struct FamilyFlags {
+pub(crate) struct FamilyFlags {
     /// IPv4 only.
     #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
     ipv4: bool,
@@ -27,7 +27,7 @@ pub struct FamilyFlags {
 }
 
 impl FamilyFlags {
-    pub fn family(&self) -> Option<u16> {
+    pub(crate) fn family(&self) -> Option<u16> {
         if self.ipv4 {
             Some(AF_INET)
         } else if self.ipv6 {
@@ -41,16 +41,16 @@ impl FamilyFlags {
 /// The ports of `-L`/`-D` (tcpconnect's and tcpaccept's `-P`), and the
 /// flags as typed (for the note when nothing matched).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PortLists {
-    pub local: Vec<u16>,
-    pub remote: Vec<u16>,
-    pub filters: Vec<String>,
+pub(crate) struct PortLists {
+    pub(crate) local: Vec<u16>,
+    pub(crate) remote: Vec<u16>,
+    pub(crate) filters: Vec<String>,
 }
 
 /// `(FLAG, PORTS)` for the local and the remote list, each PORTS a
 /// comma-separated list (at most eight, each 1-65535) or None. Checked
 /// before anything loads.
-pub fn port_lists(
+pub(crate) fn port_lists(
     tool: &str,
     local: (&str, Option<&str>),
     remote: (&str, Option<&str>),
@@ -75,7 +75,7 @@ pub fn port_lists(
 
 /// tcplife's and tcpstates' flags: which sessions, how wide.
 #[derive(clap::Args, Debug)]
-pub struct SessionFlags {
+pub(crate) struct SessionFlags {
     #[command(flatten)]
     family: FamilyFlags,
     /// Only these local ports (comma-separated, at most 8).
@@ -86,12 +86,12 @@ pub struct SessionFlags {
     rports: Option<String>,
     /// Wide address columns (fit IPv6).
     #[arg(short = 'w', long = "wide")]
-    pub wide: bool,
+    pub(crate) wide: bool,
 }
 
 impl SessionFlags {
     /// The table's columns: these flags' width, the time columns asked.
-    pub fn layout(&self, hms: bool, secs: bool) -> SessionLayout {
+    pub(crate) fn layout(&self, hms: bool, secs: bool) -> SessionLayout {
         SessionLayout {
             stamps: Stamps { hms, secs },
             wide: self.wide,
@@ -99,7 +99,11 @@ impl SessionFlags {
     }
 
     /// The settings in `mode` with these filters, and the port lists.
-    pub fn settings(&self, tool: &str, mode: TcpMode) -> anyhow::Result<(TcpSettings, PortLists)> {
+    pub(crate) fn settings(
+        &self,
+        tool: &str,
+        mode: TcpMode,
+    ) -> anyhow::Result<(TcpSettings, PortLists)> {
         let ports = port_lists(
             tool,
             ("-L", self.lports.as_deref()),
@@ -116,17 +120,17 @@ impl SessionFlags {
 
 /// How a TCP tool runs.
 #[derive(Debug)]
-pub struct TcpRun<'a> {
-    pub tool: &'a str,
-    pub settings: TcpSettings,
-    pub flags: &'a snoop::StreamFlags,
+pub(crate) struct TcpRun<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) settings: TcpSettings,
+    pub(crate) flags: &'a snoop::StreamFlags,
     /// The filters given, as typed (for the note when nothing matched).
-    pub filters: Vec<String>,
+    pub(crate) filters: Vec<String>,
 }
 
 impl<'a> TcpRun<'a> {
     /// `settings` with the port lists put in.
-    pub fn new(
+    pub(crate) fn new(
         tool: &'a str,
         flags: &'a snoop::StreamFlags,
         mut settings: TcpSettings,
@@ -170,7 +174,7 @@ pub(crate) fn run_counted(
 /// until the end; then the note when nothing came and filters were
 /// given. Returns the number of events; `keep` sees each first and says
 /// whether it is printed (tcpconnect -c sums them instead).
-pub fn run(
+pub(crate) fn run(
     how: &TcpRun<'_>,
     table: TcpTable,
     keep: impl Fn(&TcpEvent) -> bool,

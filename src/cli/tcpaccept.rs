@@ -14,7 +14,7 @@ use super::tcp::{self, FamilyFlags, TcpRun};
 use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
-pub struct TcpacceptArgs {
+pub(crate) struct TcpacceptArgs {
     /// Include the time (HH:MM:SS).
     #[arg(short = 'T', long = "time")]
     time: bool,
@@ -32,7 +32,7 @@ pub struct TcpacceptArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: TcpacceptArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: TcpacceptArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("tcpaccept", "-p", args.target.pid)?;
     let ports = tcp::port_lists("tcpaccept", ("-P", args.ports.as_deref()), ("", None))?;
     let settings = TcpSettings {

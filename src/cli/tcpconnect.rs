@@ -16,7 +16,7 @@ use super::tcp::{self, FamilyFlags, TcpRun};
 use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
-pub struct TcpconnectArgs {
+pub(crate) struct TcpconnectArgs {
     /// Count connections per source, destination and port; print at the end.
     #[arg(short = 'c', long = "count")]
     count: bool,
@@ -43,7 +43,7 @@ pub struct TcpconnectArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: TcpconnectArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: TcpconnectArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("tcpconnect", "-p", args.target.pid)?;
     let ports = tcp::port_lists("tcpconnect", ("", None), ("-P", args.ports.as_deref()))?;
     let settings = TcpSettings {

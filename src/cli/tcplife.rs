@@ -15,7 +15,7 @@ use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only sessions of this process")))]
-pub struct TcplifeArgs {
+pub(crate) struct TcplifeArgs {
     #[command(flatten)]
     target: PidArg,
     #[command(flatten)]
@@ -30,7 +30,7 @@ pub struct TcplifeArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: TcplifeArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: TcplifeArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("tcplife", "-p", args.target.pid)?;
     let (mut settings, ports) = args.sessions.settings("tcplife", TcpMode::Life)?;
     settings.pid = args.target.pid;

@@ -17,7 +17,7 @@ use super::snoop;
 use super::tcp::{self, FamilyFlags, PortLists, TcpRun};
 
 #[derive(Args, Debug)]
-pub struct TcpretransArgs {
+pub(crate) struct TcpretransArgs {
     /// Count retransmits per connection; print at the end.
     #[arg(short = 'c', long = "count")]
     count: bool,
@@ -30,7 +30,7 @@ pub struct TcpretransArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: TcpretransArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: TcpretransArgs) -> anyhow::Result<()> {
     if args.lossprobe {
         anyhow::bail!(
             "tcpretrans: -l: tail loss probes have no tracepoint (bcc puts a kprobe on \

@@ -19,7 +19,7 @@ use scry::sys::bpf_tcprtt::{self, TcprttSettings};
 use super::bpf_tool::{self, TableArgs};
 
 #[derive(Args, Debug)]
-pub struct TcprttArgs {
+pub(crate) struct TcprttArgs {
     #[command(flatten)]
     times: bpf_tool::TimedArgs,
     /// Print a timestamp with each interval.
@@ -53,7 +53,7 @@ fn address(flag: &str, text: Option<&str>) -> anyhow::Result<Option<IpAddr>> {
     .transpose()
 }
 
-pub fn run(args: TcprttArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: TcprttArgs) -> anyhow::Result<()> {
     let settings = TcprttSettings {
         lport: args.lport,
         rport: args.rport,

@@ -12,7 +12,7 @@ use super::snoop;
 use super::tcp::{self, SessionFlags, TcpRun};
 
 #[derive(Args, Debug)]
-pub struct TcpstatesArgs {
+pub(crate) struct TcpstatesArgs {
     #[command(flatten)]
     sessions: SessionFlags,
     /// Include the time (HH:MM:SS).
@@ -22,7 +22,7 @@ pub struct TcpstatesArgs {
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: TcpstatesArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: TcpstatesArgs) -> anyhow::Result<()> {
     let (settings, ports) = args.sessions.settings("tcpstates", TcpMode::States)?;
     let how = TcpRun::new("tcpstates", &args.common, settings, ports);
     let layout = args.sessions.layout(args.time, false);

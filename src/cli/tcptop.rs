@@ -23,7 +23,7 @@ use super::tcp::FamilyFlags;
 
 #[derive(Args, Debug)]
 #[command(mut_arg("json", |a| a.help("One JSON array of rows per interval instead of the table")))]
-pub struct TcptopArgs {
+pub(crate) struct TcptopArgs {
     #[command(flatten)]
     target: PidArg,
     /// Only processes in this cgroup (a directory under /sys/fs/cgroup).
@@ -51,7 +51,7 @@ pub struct TcptopArgs {
     every: bpf_tool::EveryArgs,
 }
 
-pub fn run(args: TcptopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: TcptopArgs) -> anyhow::Result<()> {
     let _ = args.noclear;
     bpf_tool::check_pid("tcptop", "-p", args.target.pid)?;
     let settings = TcptopSettings {

@@ -17,14 +17,14 @@ use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only threads this process creates (ends when it exits)")))]
-pub struct ThreadsnoopArgs {
+pub(crate) struct ThreadsnoopArgs {
     #[command(flatten)]
     target: PidArg,
     #[command(flatten)]
     common: snoop::StreamFlags,
 }
 
-pub fn run(args: ThreadsnoopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ThreadsnoopArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("threadsnoop", "-p", args.target.pid)?;
     let bpf = bpf_tool::load("threadsnoop", || bpf_threadsnoop::load(args.target.pid))?;
     if let Some(hook) = bpf

@@ -44,7 +44,7 @@ use super::top_bpf::{self, KernelTop};
     mut_arg("callchain", |a| a.help("Record call chains and show Children/Self with expandable call graphs")),
     mut_arg("call_graph", |a| a.help("fp+stack[,SIZE] (the default of -g), fp or dwarf[,SIZE]")),
 )]
-pub struct TopArgs {
+pub(crate) struct TopArgs {
     /// Event to sample (default: cycles, or cpu-clock without a hardware PMU).
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     events: Vec<String>,
@@ -522,7 +522,7 @@ fn run_stream(
     Ok(run_threaded(session, signals, &mut sink)?.dropped_rounds)
 }
 
-pub fn run(args: TopArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: TopArgs) -> anyhow::Result<()> {
     if !(args.delay > 0.0 && args.delay <= 3600.0) {
         anyhow::bail!(
             "-d: refresh delay must be between 0 and 3600 seconds, got {}",

@@ -84,11 +84,11 @@ pub(super) fn kernel_settings(
 /// What one interval counted, for top's status line.
 #[derive(Debug, Default)]
 pub(super) struct Interval {
-    pub samples: u64,
+    pub(crate) samples: u64,
     /// Samples taken in the kernel.
-    pub kernel: u64,
+    pub(crate) kernel: u64,
     /// Samples not counted so far (the counts map was full).
-    pub dropped: u64,
+    pub(crate) dropped: u64,
 }
 
 /// The program loaded and its counts named interval by interval.

@@ -42,7 +42,7 @@ use scry::sys::bpf_trace::ArgCopy;
 use super::trace_functions;
 
 #[derive(Args, Debug)]
-pub struct TraceArgs {
+pub(crate) struct TraceArgs {
     /// What to trace: system calls by name or glob (openat,read 'open*'), tracepoints
     /// ('sched:*', probe_libc:malloc), or a probe for this run only (uprobe:BINARY:FUNC,
     /// uretprobe:BINARY:FUNC, kprobe:FUNC[+OFF], kretprobe:FUNC). Repeatable, comma lists. Default: every system call.
@@ -145,7 +145,7 @@ fn id_filter(ids: &BTreeSet<u64>) -> String {
         .join(" || ")
 }
 
-pub fn run(args: TraceArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: TraceArgs) -> anyhow::Result<()> {
     let target = Target {
         command: args.command.clone(),
         pids: args

@@ -20,27 +20,27 @@ use scry::analysis::funcgraph::trace_lines;
 use scry::sys::ftrace::{FunctionTracer, TracerOptions};
 
 #[derive(Args, Debug, Default)]
-pub struct FunctionArgs {
+pub(crate) struct FunctionArgs {
     /// Show each kernel function the traced tasks call, with its caller
     /// (the kernel's function tracer, as perf ftrace -t function).
     #[arg(long, conflicts_with = "graph")]
-    pub function: bool,
+    pub(crate) function: bool,
     /// Show the kernel functions the traced tasks call, nested, each with
     /// its duration (the function_graph tracer, as perf ftrace).
     #[arg(long)]
-    pub graph: bool,
+    pub(crate) graph: bool,
     /// With --function/--graph: only the kernel functions matching GLOB
     /// (set_ftrace_filter; repeatable). Default: every function.
     #[arg(short = 'l', long = "trace-funcs", value_name = "GLOB")]
-    pub funcs: Vec<String>,
+    pub(crate) funcs: Vec<String>,
     /// With --function/--graph: not the kernel functions matching GLOB
     /// (set_ftrace_notrace; repeatable).
     #[arg(short = 'n', long = "notrace-funcs", value_name = "GLOB")]
-    pub notrace: Vec<String>,
+    pub(crate) notrace: Vec<String>,
     /// With --graph: only FUNC and what it calls (set_graph_function;
     /// repeatable, globs allowed). Default: every function.
     #[arg(short = 'G', long = "graph-funcs", value_name = "FUNC")]
-    pub graph_funcs: Vec<String>,
+    pub(crate) graph_funcs: Vec<String>,
     /// With --graph: how deep calls nest (max_graph_depth); 0, the
     /// default, is no limit.
     #[arg(
@@ -49,13 +49,13 @@ pub struct FunctionArgs {
         value_name = "N",
         default_value_t = 0
     )]
-    pub depth: u32,
+    pub(crate) depth: u32,
 }
 
 impl FunctionArgs {
     /// The tracer asked for, if any; flags that need one are refused
     /// without it.
-    pub fn tracer(&self) -> anyhow::Result<Option<&'static str>> {
+    pub(crate) fn tracer(&self) -> anyhow::Result<Option<&'static str>> {
         let tracer = match (self.function, self.graph) {
             (true, _) => Some("function"),
             (_, true) => Some("function_graph"),
@@ -73,7 +73,7 @@ impl FunctionArgs {
 
 /// Starts `tracer` on `pids` (empty: every task), or says in one line why
 /// it cannot run here and returns None.
-pub fn start(
+pub(crate) fn start(
     args: &FunctionArgs,
     tracer: &str,
     root: &Path,
@@ -98,7 +98,7 @@ pub fn start(
 
 /// Stops the tracer and writes its lines to `out`; one line on stderr when
 /// the kernel's buffer overwrote some.
-pub fn finish(tracer: FunctionTracer, out: &mut dyn Write) -> anyhow::Result<()> {
+pub(crate) fn finish(tracer: FunctionTracer, out: &mut dyn Write) -> anyhow::Result<()> {
     use anyhow::Context;
     let text = tracer
         .finish()

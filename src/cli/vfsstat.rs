@@ -21,7 +21,7 @@ use super::bpf_tool;
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only this process's calls (ends when it exits)")))]
-pub struct VfsstatArgs {
+pub(crate) struct VfsstatArgs {
     #[command(flatten)]
     target: PidArg,
     /// Say which kernel hooks the programs use.
@@ -34,7 +34,7 @@ pub struct VfsstatArgs {
     intervals: bpf_tool::IntervalArgs,
 }
 
-pub fn run(args: VfsstatArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: VfsstatArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("vfsstat", "-p", args.target.pid)?;
     let bpf = bpf_tool::load("vfsstat", || VfsstatBpf::load(args.target.pid))?;
     bpf_tool::print_hooks("vfsstat", &bpf.hooks(), args.verbose);

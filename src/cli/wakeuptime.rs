@@ -23,7 +23,7 @@ use super::offcputime::{BlockArgs, SeeArgs, export_blocked, finish_naming};
 
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only targets of this process")))]
-pub struct WakeuptimeArgs {
+pub(crate) struct WakeuptimeArgs {
     #[command(flatten)]
     target: PidArg,
     /// User threads only (no kernel threads).
@@ -38,7 +38,7 @@ pub struct WakeuptimeArgs {
     run: SeeArgs,
 }
 
-pub fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: WakeuptimeArgs) -> anyhow::Result<()> {
     args.blocks.check("wakeuptime")?;
     let settings = WakeuptimeSettings {
         pid: args.target.pid,

@@ -23,10 +23,6 @@ use object::{Object, ReadCache};
 /// `NT_GNU_BUILD_ID`, the note type of a build-id.
 const NT_GNU_BUILD_ID: u32 = 3;
 
-/// The longest build-id perf.data can carry (SHA-1 size; the BUILD_ID
-/// record has room for 20 bytes).
-pub const MAX_BUILD_ID_LEN: usize = 20;
-
 /// Why a build-id could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -56,14 +52,14 @@ pub fn read_build_id(path: &Path) -> Result<Option<Vec<u8>>, BuildIdError> {
 }
 
 /// The build-id of an ELF image held in memory (e.g. the vDSO).
-pub fn build_id_from_elf(data: &[u8]) -> Result<Option<Vec<u8>>, object::Error> {
+pub(crate) fn build_id_from_elf(data: &[u8]) -> Result<Option<Vec<u8>>, object::Error> {
     let obj = object::File::parse(data)?;
     Ok(obj.build_id()?.map(<[u8]>::to_vec))
 }
 
 /// The first GNU build-id in a raw note section (`Elf_Nhdr` + name + desc,
 /// each padded to 4 bytes, native byte order), as the kernel exports them.
-pub fn build_id_from_notes(mut notes: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn build_id_from_notes(mut notes: &[u8]) -> Option<Vec<u8>> {
     fn u32_at(b: &[u8], at: usize) -> Option<u32> {
         let bytes: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
         Some(u32::from_ne_bytes(bytes))
@@ -103,35 +99,6 @@ fn read_notes_file(path: &Path) -> Result<Option<Vec<u8>>, BuildIdError> {
 /// The running kernel's build-id, from `/sys/kernel/notes`.
 pub fn kernel_build_id() -> Result<Option<Vec<u8>>, BuildIdError> {
     read_notes_file(Path::new("/sys/kernel/notes"))
-}
-
-/// `(module name, build-id)` of every loaded module that exports one, sorted
-/// by name. A kernel without modules gives an empty list.
-pub fn module_build_ids() -> Result<Vec<(String, Vec<u8>)>, BuildIdError> {
-    let dir = Path::new("/sys/module");
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(BuildIdError::Io {
-                path: dir.to_path_buf(),
-                source,
-            });
-        }
-    };
-    let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|source| BuildIdError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-        let note = entry.path().join("notes/.note.gnu.build-id");
-        if let Some(id) = read_notes_file(&note)? {
-            out.push((entry.file_name().to_string_lossy().into_owned(), id));
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 /// The build-id of the vDSO the kernel maps into every process, read from

@@ -29,7 +29,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// A recorded build-id without perf's zero padding (SHA-1 ids are 20
 /// bytes; perf pads them to 24).
-pub fn trimmed(build_id: &[u8]) -> &[u8] {
+pub(crate) fn trimmed(build_id: &[u8]) -> &[u8] {
     if build_id.len() > 20 && build_id.iter().skip(20).all(|&b| b == 0) {
         build_id.get(..20).unwrap_or(build_id)
     } else {
@@ -51,7 +51,7 @@ fn xdg_cache() -> PathBuf {
 }
 
 /// scry's cache folder: `$XDG_CACHE_HOME/scry` (default `~/.cache/scry`).
-pub fn scry_dir() -> PathBuf {
+pub(crate) fn scry_dir() -> PathBuf {
     xdg_cache().join("scry")
 }
 
@@ -62,7 +62,7 @@ fn split(build_id: &[u8]) -> Option<(String, String)> {
 }
 
 /// perf's build-id cache copy of a binary, if present.
-pub fn perf_path(build_id: &[u8]) -> Option<PathBuf> {
+pub(crate) fn perf_path(build_id: &[u8]) -> Option<PathBuf> {
     let (head, rest) = split(build_id)?;
     let p = home()
         .join(".debug/.build-id")
@@ -73,20 +73,20 @@ pub fn perf_path(build_id: &[u8]) -> Option<PathBuf> {
 }
 
 /// Where scry keeps `leaf` (`elf`, `debugdata`) for a build-id.
-pub fn scry_path(build_id: &[u8], leaf: &str) -> Option<PathBuf> {
+pub(crate) fn scry_path(build_id: &[u8], leaf: &str) -> Option<PathBuf> {
     let (head, rest) = split(build_id)?;
     Some(scry_dir().join("build-id").join(head).join(rest).join(leaf))
 }
 
 /// A cached copy of the binary with this build-id: scry's, then perf's.
-pub fn lookup(build_id: &[u8]) -> Option<PathBuf> {
+pub(crate) fn lookup(build_id: &[u8]) -> Option<PathBuf> {
     scry_path(build_id, "elf")
         .filter(|p| p.is_file())
         .or_else(|| perf_path(build_id))
 }
 
 /// The debug file debuginfod's client cached for this build-id.
-pub fn debuginfod_path(build_id: &[u8]) -> Option<PathBuf> {
+pub(crate) fn debuginfod_path(build_id: &[u8]) -> Option<PathBuf> {
     let root = std::env::var_os("DEBUGINFOD_CACHE_PATH")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -97,7 +97,7 @@ pub fn debuginfod_path(build_id: &[u8]) -> Option<PathBuf> {
 
 /// Stores `from` as scry's `leaf` for `build_id` (0600 in 0700 folders)
 /// unless it is there already; returns its path.
-pub fn store(build_id: &[u8], leaf: &str, from: impl Read) -> io::Result<PathBuf> {
+pub(crate) fn store(build_id: &[u8], leaf: &str, from: impl Read) -> io::Result<PathBuf> {
     let not_found = || io::Error::new(io::ErrorKind::InvalidInput, "empty build-id");
     let path = scry_path(build_id, leaf).ok_or_else(not_found)?;
     if path.is_file() {
@@ -110,7 +110,7 @@ pub fn store(build_id: &[u8], leaf: &str, from: impl Read) -> io::Result<PathBuf
 /// Writes `from` to `path` as scry's caches are written: the file 0600,
 /// its folders made 0700, through a temporary name renamed into place
 /// (see the module doc).
-pub fn write_private(path: &Path, mut from: impl Read) -> io::Result<()> {
+pub(crate) fn write_private(path: &Path, mut from: impl Read) -> io::Result<()> {
     let (Some(dir), Some(leaf)) = (path.parent(), path.file_name()) else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -136,11 +136,6 @@ pub fn write_private(path: &Path, mut from: impl Read) -> io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
-}
-
-/// Stores a copy of the file at `from` (see [`store`]).
-pub fn store_file(build_id: &[u8], leaf: &str, from: &Path) -> io::Result<PathBuf> {
-    store(build_id, leaf, std::fs::File::open(from)?)
 }
 
 #[cfg(test)]

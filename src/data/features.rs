@@ -21,24 +21,24 @@
 use std::path::Path;
 
 /// Feature bits (`HEADER_*` in perf's `util/header.h`).
-pub mod bit {
-    pub const TRACING_DATA: u32 = 1;
-    pub const BUILD_ID: u32 = 2;
-    pub const HOSTNAME: u32 = 3;
-    pub const OSRELEASE: u32 = 4;
-    pub const VERSION: u32 = 5;
-    pub const ARCH: u32 = 6;
-    pub const NRCPUS: u32 = 7;
-    pub const CPUDESC: u32 = 8;
-    pub const CPUID: u32 = 9;
-    pub const TOTAL_MEM: u32 = 10;
-    pub const CMDLINE: u32 = 11;
-    pub const EVENT_DESC: u32 = 12;
-    pub const PMU_MAPPINGS: u32 = 16;
-    pub const GROUP_DESC: u32 = 17;
-    pub const SAMPLE_TIME: u32 = 21;
-    pub const CLOCKID: u32 = 23;
-    pub const CLOCK_DATA: u32 = 29;
+pub(crate) mod bit {
+    pub(crate) const TRACING_DATA: u32 = 1;
+    pub(crate) const BUILD_ID: u32 = 2;
+    pub(crate) const HOSTNAME: u32 = 3;
+    pub(crate) const OSRELEASE: u32 = 4;
+    pub(crate) const VERSION: u32 = 5;
+    pub(crate) const ARCH: u32 = 6;
+    pub(crate) const NRCPUS: u32 = 7;
+    pub(crate) const CPUDESC: u32 = 8;
+    pub(crate) const CPUID: u32 = 9;
+    pub(crate) const TOTAL_MEM: u32 = 10;
+    pub(crate) const CMDLINE: u32 = 11;
+    pub(crate) const EVENT_DESC: u32 = 12;
+    pub(crate) const PMU_MAPPINGS: u32 = 16;
+    pub(crate) const GROUP_DESC: u32 = 17;
+    pub(crate) const SAMPLE_TIME: u32 = 21;
+    pub(crate) const CLOCKID: u32 = 23;
+    pub(crate) const CLOCK_DATA: u32 = 29;
 }
 
 /// `PERF_RECORD_MISC_KERNEL`: a build-id of the kernel or a module.
@@ -86,24 +86,24 @@ pub struct ClockData {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Features {
     /// `uname -n`.
-    pub hostname: String,
+    pub(crate) hostname: String,
     /// `uname -r`.
-    pub osrelease: String,
+    pub(crate) osrelease: String,
     /// The recording tool, `scry 0.1.0`.
-    pub version: String,
+    pub(crate) version: String,
     /// `uname -m`.
-    pub arch: String,
-    pub nr_cpus_online: u32,
+    pub(crate) arch: String,
+    pub(crate) nr_cpus_online: u32,
     /// perf's "available": the highest present CPU number + 1.
-    pub nr_cpus_avail: u32,
+    pub(crate) nr_cpus_avail: u32,
     /// x86: the `model name` of /proc/cpuinfo, spaces squeezed.
-    pub cpudesc: String,
+    pub(crate) cpudesc: String,
     /// x86: `vendor,family,model,stepping`; `None` elsewhere.
-    pub cpuid: Option<String>,
+    pub(crate) cpuid: Option<String>,
     /// MemTotal of /proc/meminfo.
-    pub total_mem_kb: u64,
+    pub(crate) total_mem_kb: u64,
     /// The recording command line, argv[0] first.
-    pub cmdline: Vec<String>,
+    pub(crate) cmdline: Vec<String>,
     pub build_ids: Vec<BuildIdEntry>,
     /// The TRACING_DATA blob (see `data::tracing_data`), when tracepoints
     /// were recorded.
@@ -111,12 +111,12 @@ pub struct Features {
     /// Timestamps of the first and the last sample.
     pub sample_time: Option<(u64, u64)>,
     /// `(type, name)` of the PMUs in /sys/bus/event_source/devices.
-    pub pmu_mappings: Vec<(u32, String)>,
+    pub(crate) pmu_mappings: Vec<(u32, String)>,
     /// The timestamps' clock, when the events use `use_clockid`.
     pub clock: Option<ClockData>,
     /// Event groups of two or more (`'{a,b}'`): the leader's event index
     /// and how many events the group has.
-    pub groups: Vec<(u32, u32)>,
+    pub(crate) groups: Vec<(u32, u32)>,
 }
 
 impl Features {
@@ -153,7 +153,7 @@ impl Features {
     }
 
     /// `(feature bit, section bytes)` of every feature present, in bit order.
-    pub fn sections(&self) -> Vec<(u32, Vec<u8>)> {
+    pub(crate) fn sections(&self) -> Vec<(u32, Vec<u8>)> {
         let mut out = Vec::new();
         if let Some(data) = &self.tracing_data {
             out.push((bit::TRACING_DATA, data.clone()));

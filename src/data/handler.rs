@@ -25,32 +25,32 @@ const PROT_EXEC: u32 = 4;
 /// An MMAP or MMAP2 record: the fields consumers read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mmap<'a> {
-    pub pid: i32,
-    pub tid: i32,
-    pub cpu_mode: CpuMode,
-    pub start: u64,
-    pub len: u64,
-    pub pgoff: u64,
-    pub path: &'a [u8],
+    pub(crate) pid: i32,
+    pub(crate) tid: i32,
+    pub(crate) cpu_mode: CpuMode,
+    pub(crate) start: u64,
+    pub(crate) len: u64,
+    pub(crate) pgoff: u64,
+    pub(crate) path: &'a [u8],
     /// MMAP: the kernel's executable flag; MMAP2: `PROT_EXEC`.
-    pub executable: bool,
+    pub(crate) executable: bool,
     /// The build-id an MMAP2 record carried (`perf record --buildid-mmap`).
-    pub build_id: Option<&'a [u8]>,
+    pub(crate) build_id: Option<&'a [u8]>,
 }
 
 /// A COMM record: thread `tid` of process `pid` is called `name` (from an
 /// exec when `exec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Comm<'a> {
-    pub pid: i32,
-    pub tid: i32,
-    pub name: &'a [u8],
-    pub exec: bool,
+    pub(crate) pid: i32,
+    pub(crate) tid: i32,
+    pub(crate) name: &'a [u8],
+    pub(crate) exec: bool,
 }
 
 /// Which report a loss came in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LostKind {
+pub(crate) enum LostKind {
     /// PERF_RECORD_LOST: the ring was full.
     Records,
     /// PERF_RECORD_LOST_SAMPLES.
@@ -60,8 +60,8 @@ pub enum LostKind {
 /// A loss report: `count` records or samples lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lost {
-    pub kind: LostKind,
-    pub count: u64,
+    pub(crate) kind: LostKind,
+    pub(crate) count: u64,
 }
 
 /// The losses a run or a file reported, counted as perf report counts them
@@ -70,14 +70,14 @@ pub struct Lost {
 /// adding both counts them twice; input with only PERF_RECORD_LOST (older
 /// recorders, live rings) counts those.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LostTally {
+pub(crate) struct LostTally {
     records: u64,
     samples: u64,
 }
 
 impl LostTally {
     /// One loss report.
-    pub fn add(&mut self, lost: &Lost) {
+    pub(crate) fn add(&mut self, lost: &Lost) {
         match lost.kind {
             LostKind::Records => self.records += lost.count,
             LostKind::Samples => self.samples += lost.count,
@@ -85,7 +85,7 @@ impl LostTally {
     }
 
     /// The records or samples lost, each loss once.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         if self.samples > 0 {
             self.samples
         } else {
@@ -113,7 +113,7 @@ pub trait RecordHandler {
 /// The thread a context switch brings onto its CPU: the switching-in thread
 /// itself (`In`, from the sample_id fields), or the next one (`Out` of a
 /// CPU-wide switch record).
-pub fn switched_in(switch: &ContextSwitchRecord, id: &CommonData) -> Option<i32> {
+pub(crate) fn switched_in(switch: &ContextSwitchRecord, id: &CommonData) -> Option<i32> {
     match switch {
         ContextSwitchRecord::In { .. } => id.tid,
         ContextSwitchRecord::Out { next_tid, .. } => *next_tid,

@@ -28,7 +28,7 @@ use super::raw::{EventIds, RawRecord, RawRecords};
 
 /// A record's place in the order: its time (`None` sorts first), then its
 /// sequence number.
-pub type Key = (Option<u64>, u64);
+pub(crate) type Key = (Option<u64>, u64);
 
 /// A record waiting in a buffer.
 #[derive(Clone, Copy, Debug)]
@@ -44,32 +44,31 @@ struct Pending {
 
 /// A record handed out in order, borrowing from its batch.
 #[derive(Clone, Copy, Debug)]
-pub struct Ordered<'a> {
-    pub raw: RawRecord<'a>,
-    pub time: Option<u64>,
+pub(crate) struct Ordered<'a> {
+    pub(crate) raw: RawRecord<'a>,
     /// The sequence number it was pushed with (a file offset, for files).
-    pub seq: u64,
-    pub event: Option<usize>,
+    pub(crate) seq: u64,
+    pub(crate) event: Option<usize>,
 }
 
 /// Records handed out together, in order, and their bytes.
 #[derive(Debug, Default)]
-pub struct Batch {
+pub(crate) struct Batch {
     bytes: Vec<u8>,
     records: Vec<Pending>,
 }
 
 impl Batch {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.records.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
 
     /// The `i`th record in order.
-    pub fn get(&self, i: usize) -> Option<Ordered<'_>> {
+    pub(crate) fn get(&self, i: usize) -> Option<Ordered<'_>> {
         let p = self.records.get(i)?;
         Some(Ordered {
             raw: RawRecord {
@@ -77,21 +76,20 @@ impl Batch {
                 misc: p.misc,
                 body: self.bytes.get(p.pos..p.pos + p.len as usize)?,
             },
-            time: p.key.0,
             seq: p.key.1,
             event: p.event.map(|e| e as usize),
         })
     }
 
     /// The records in order.
-    pub fn iter(&self) -> impl Iterator<Item = Ordered<'_>> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Ordered<'_>> {
         (0..self.len()).filter_map(|i| self.get(i))
     }
 }
 
 /// The sorter described in the module doc.
 #[derive(Debug, Default)]
-pub struct RoundOrder {
+pub(crate) struct RoundOrder {
     incoming: Vec<Pending>,
     bytes: Vec<u8>,
     /// Spent batches, to fill again.
@@ -103,23 +101,30 @@ pub struct RoundOrder {
 }
 
 impl RoundOrder {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The buffer to read a record's body into before [`Self::push`]
     /// takes it (bytes past the last pushed record are not kept).
-    pub fn buffer(&mut self) -> &mut Vec<u8> {
+    pub(crate) fn buffer(&mut self) -> &mut Vec<u8> {
         &mut self.bytes
     }
 
     /// The buffer's bytes.
-    pub fn buffered(&self) -> &[u8] {
+    pub(crate) fn buffered(&self) -> &[u8] {
         &self.bytes
     }
 
     /// Takes the record whose body is `buffer()[pos..]`.
-    pub fn push(&mut self, key: Key, pos: usize, record_type: u32, misc: u16, event: Option<u32>) {
+    pub(crate) fn push(
+        &mut self,
+        key: Key,
+        pos: usize,
+        record_type: u32,
+        misc: u16,
+        event: Option<u32>,
+    ) {
         if key <= self.prev_max {
             self.ready += 1;
         } else if key > self.cur_max {
@@ -136,7 +141,7 @@ impl RoundOrder {
     }
 
     /// Copies `raw`'s body in and takes it.
-    pub fn push_copy(&mut self, key: Key, raw: &RawRecord<'_>, event: Option<u32>) {
+    pub(crate) fn push_copy(&mut self, key: Key, raw: &RawRecord<'_>, event: Option<u32>) {
         let pos = self.bytes.len();
         self.bytes.extend_from_slice(raw.body);
         self.push(key, pos, raw.record_type, raw.misc, event);
@@ -144,7 +149,7 @@ impl RoundOrder {
 
     /// The end of a round: the records not above the previous round's
     /// largest key, in order (`None` when there are none yet).
-    pub fn finish_round(&mut self) -> Option<Batch> {
+    pub(crate) fn finish_round(&mut self) -> Option<Batch> {
         let n = self.ready.min(self.incoming.len());
         let batch = if n > 0 {
             self.incoming.sort_by_key(|p| p.key);
@@ -158,7 +163,7 @@ impl RoundOrder {
     }
 
     /// The end of the stream: everything, in order.
-    pub fn finish(&mut self) -> Option<Batch> {
+    pub(crate) fn finish(&mut self) -> Option<Batch> {
         self.incoming.sort_by_key(|p| p.key);
         let n = self.incoming.len();
         self.prev_max = self.cur_max;
@@ -167,7 +172,7 @@ impl RoundOrder {
     }
 
     /// Takes back a batch the consumer is done with.
-    pub fn recycle(&mut self, batch: Batch) {
+    pub(crate) fn recycle(&mut self, batch: Batch) {
         if self.spent.len() < 2 {
             self.spent.push(batch);
         }
@@ -197,18 +202,18 @@ impl RoundOrder {
 /// live consumer (`capture::live`, `capture::trace`) uses them. A round is
 /// whatever the caller takes in between two `finish_round` calls.
 #[derive(Debug)]
-pub struct RingOrder {
+pub(crate) struct RingOrder {
     ids: EventIds,
     order: RoundOrder,
     /// Bytes taken in so far: each record's sequence number.
     taken: u64,
     /// Records that could not be framed or parsed (a kernel/ABI mismatch,
     /// not expected).
-    pub malformed: u64,
+    pub(crate) malformed: u64,
 }
 
 impl RingOrder {
-    pub fn new(ids: EventIds) -> Self {
+    pub(crate) fn new(ids: EventIds) -> Self {
         RingOrder {
             ids,
             order: RoundOrder::new(),
@@ -219,7 +224,7 @@ impl RingOrder {
 
     /// Takes in drained bytes: each kernel record, keyed by its time and
     /// the order it came in, unless `divert` takes it (returns true) first.
-    pub fn take(&mut self, bytes: &[u8], mut divert: impl FnMut(&RawRecord<'_>) -> bool) {
+    pub(crate) fn take(&mut self, bytes: &[u8], mut divert: impl FnMut(&RawRecord<'_>) -> bool) {
         let mut records = RawRecords::new(bytes);
         loop {
             let raw = match records.next_record() {
@@ -244,14 +249,14 @@ impl RingOrder {
     }
 
     /// The end of a round: what is ready goes to `handler`, in order.
-    pub fn finish_round<H: RecordHandler + ?Sized>(&mut self, handler: &mut H) {
+    pub(crate) fn finish_round<H: RecordHandler + ?Sized>(&mut self, handler: &mut H) {
         if let Some(batch) = self.order.finish_round() {
             self.hand_out(batch, handler);
         }
     }
 
     /// The end of the capture: everything still held goes to `handler`.
-    pub fn finish<H: RecordHandler + ?Sized>(&mut self, handler: &mut H) {
+    pub(crate) fn finish<H: RecordHandler + ?Sized>(&mut self, handler: &mut H) {
         if let Some(batch) = self.order.finish() {
             self.hand_out(batch, handler);
         }

@@ -120,17 +120,17 @@ impl<W: Write> PerfPipeWriter<W> {
     }
 
     /// Appends a `PERF_RECORD_FINISHED_ROUND` (see `PerfDataWriter`).
-    pub fn write_finished_round(&mut self) -> io::Result<()> {
+    pub(crate) fn write_finished_round(&mut self) -> io::Result<()> {
         self.write_records(&FINISHED_ROUND)
     }
 
     /// Bytes of records written after the metadata.
-    pub fn data_size(&self) -> u64 {
+    pub(crate) fn data_size(&self) -> u64 {
         self.data_size
     }
 
     /// Flushes whatever is buffered, so a reader sees records promptly.
-    pub fn flush(&mut self) -> io::Result<()> {
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
 

@@ -20,16 +20,16 @@ const PERF_RECORD_LOST_SAMPLES: u32 = 13;
 
 /// See the module doc.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RawRecord<'a> {
-    pub record_type: u32,
-    pub misc: u16,
+pub(crate) struct RawRecord<'a> {
+    pub(crate) record_type: u32,
+    pub(crate) misc: u16,
     /// The record without its header.
-    pub body: &'a [u8],
+    pub(crate) body: &'a [u8],
 }
 
 impl<'a> RawRecord<'a> {
     /// The host-order u64 at `at` in the body.
-    pub fn u64_at(&self, at: usize) -> Option<u64> {
+    pub(crate) fn u64_at(&self, at: usize) -> Option<u64> {
         Some(u64::from_ne_bytes(
             self.body.get(at..at + 8)?.try_into().ok()?,
         ))
@@ -38,7 +38,7 @@ impl<'a> RawRecord<'a> {
     /// What a loss report (PERF_RECORD_LOST: id, count; LOST_SAMPLES:
     /// count) says was lost; `None` for other records. Read the same way
     /// wherever losses are counted.
-    pub fn lost_count(&self) -> Option<u64> {
+    pub(crate) fn lost_count(&self) -> Option<u64> {
         match self.record_type {
             PERF_RECORD_LOST => Some(self.u64_at(8).unwrap_or(0)),
             PERF_RECORD_LOST_SAMPLES => Some(self.u64_at(0).unwrap_or(0)),
@@ -47,7 +47,7 @@ impl<'a> RawRecord<'a> {
     }
 
     /// The record for the parser, with its event's parse info.
-    pub fn event(&self, info: RecordParseInfo) -> RawEventRecord<'a> {
+    pub(crate) fn event(&self, info: RecordParseInfo) -> RawEventRecord<'a> {
         RawEventRecord::new(
             RecordType(self.record_type),
             self.misc,
@@ -61,34 +61,34 @@ impl<'a> RawRecord<'a> {
 /// the bytes; nothing after it can be framed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("record type {record_type} at byte {offset} has size {size}, but {left} bytes are left")]
-pub struct Unframed {
-    pub offset: usize,
-    pub record_type: u32,
-    pub size: usize,
-    pub left: usize,
+pub(crate) struct Unframed {
+    pub(crate) offset: usize,
+    pub(crate) record_type: u32,
+    pub(crate) size: usize,
+    pub(crate) left: usize,
 }
 
 /// The records of a stretch of ring bytes, in ring order.
 #[derive(Clone, Debug)]
-pub struct RawRecords<'a> {
+pub(crate) struct RawRecords<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
 impl<'a> RawRecords<'a> {
-    pub fn new(bytes: &'a [u8]) -> Self {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
         RawRecords { bytes, at: 0 }
     }
 
     /// Where the next record starts.
-    pub fn offset(&self) -> usize {
+    pub(crate) fn offset(&self) -> usize {
         self.at
     }
 
     /// The next record; `None` at the end; an error (and `None` from then
     /// on) when a header cannot frame a record, or only part of a header is
     /// left.
-    pub fn next_record(&mut self) -> Result<Option<RawRecord<'a>>, Unframed> {
+    pub(crate) fn next_record(&mut self) -> Result<Option<RawRecord<'a>>, Unframed> {
         let rest = self.bytes.get(self.at..).unwrap_or(&[]);
         if rest.is_empty() {
             return Ok(None);
@@ -120,7 +120,7 @@ impl<'a> RawRecords<'a> {
 /// parse it. A record without a known id belongs to the first event (the
 /// synthesized ones have id 0), as the crates do for files.
 #[derive(Clone, Debug)]
-pub struct EventIds {
+pub(crate) struct EventIds {
     infos: Vec<RecordParseInfo>,
     by_id: HashMap<u64, usize>,
 }
@@ -128,7 +128,7 @@ pub struct EventIds {
 impl EventIds {
     /// `events`: each event's raw attr bytes (host order, as opened) and
     /// its sample ids.
-    pub fn new(events: &[(Vec<u8>, Vec<u64>)]) -> io::Result<Self> {
+    pub(crate) fn new(events: &[(Vec<u8>, Vec<u64>)]) -> io::Result<Self> {
         let mut ids = EventIds {
             infos: Vec::new(),
             by_id: HashMap::new(),
@@ -146,7 +146,7 @@ impl EventIds {
     }
 
     /// Adds an event with attribute `attr` (host order); returns its index.
-    pub fn add(&mut self, attr: &[u8]) -> io::Result<usize> {
+    pub(crate) fn add(&mut self, attr: &[u8]) -> io::Result<usize> {
         let (attr, _) = PerfEventAttr::parse::<_, byteorder::NativeEndian>(attr)?;
         self.infos
             .push(RecordParseInfo::new(&attr, Endianness::NATIVE));
@@ -154,18 +154,18 @@ impl EventIds {
     }
 
     /// Records with sample id `id` belong to event `index`.
-    pub fn insert(&mut self, id: u64, index: usize) {
+    pub(crate) fn insert(&mut self, id: u64, index: usize) {
         self.by_id.insert(id, index);
     }
 
     /// The parse info of event `index`.
-    pub fn info(&self, index: usize) -> Option<RecordParseInfo> {
+    pub(crate) fn info(&self, index: usize) -> Option<RecordParseInfo> {
         self.infos.get(index).copied()
     }
 
     /// The event of a kernel record and the record for the parser; `None`
     /// for perf's own record types.
-    pub fn event_of<'a>(&self, raw: &RawRecord<'a>) -> Option<(usize, RawEventRecord<'a>)> {
+    pub(crate) fn event_of<'a>(&self, raw: &RawRecord<'a>) -> Option<(usize, RawEventRecord<'a>)> {
         if !RecordType(raw.record_type).is_builtin_type() {
             return None;
         }

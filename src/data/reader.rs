@@ -51,10 +51,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 pub use error::ReadError;
-pub use framing::{RecordFrame, Skipped, walk_records};
-pub use layout::{Endian, FileLayout, Section, StaleHeader, feature_name, record_type_name};
+pub(crate) use framing::{RecordFrame, Skipped, walk_records};
+pub(crate) use layout::{Endian, FileLayout, record_type_name};
 
-pub use linux_perf_data::linux_perf_event_reader::CommonData;
+pub(crate) use linux_perf_data::linux_perf_event_reader::CommonData;
 use linux_perf_data::linux_perf_event_reader::{
     Endianness, PerfEventAttr, RawData, RawEventRecord, RecordType,
 };
@@ -65,7 +65,7 @@ use linux_perf_data::{Feature, PerfFile, PerfFileRecord, PerfRecordIter};
 use super::handler::{RecordHandler, dispatch};
 use guard::{Panicked, guard};
 use layout::LayoutError;
-pub use linux_perf_data::{RawUserRecord, UserRecordType};
+pub(crate) use linux_perf_data::{RawUserRecord, UserRecordType};
 use pipe::PipeState;
 use read_format::ReadFix;
 
@@ -80,28 +80,28 @@ pub struct EventDesc {
 }
 
 /// A HEADER_BUILD_ID entry: `(path, build-id bytes)`.
-pub type RawBuildId = (Vec<u8>, Vec<u8>);
+pub(crate) type RawBuildId = (Vec<u8>, Vec<u8>);
 
 /// The header features scry shows (`scry script --header`); each is `None`
 /// when the file lacks it.
 #[derive(Clone, Debug, Default)]
 pub struct FileInfo {
-    pub hostname: Option<String>,
-    pub os_release: Option<String>,
-    pub perf_version: Option<String>,
-    pub arch: Option<String>,
+    pub(crate) hostname: Option<String>,
+    pub(crate) os_release: Option<String>,
+    pub(crate) perf_version: Option<String>,
+    pub(crate) arch: Option<String>,
     /// `(online, available)`.
-    pub nr_cpus: Option<(u32, u32)>,
-    pub cpu_desc: Option<String>,
-    pub cpu_id: Option<String>,
-    pub total_mem_kb: Option<u64>,
-    pub cmdline: Option<Vec<String>>,
+    pub(crate) nr_cpus: Option<(u32, u32)>,
+    pub(crate) cpu_desc: Option<String>,
+    pub(crate) cpu_id: Option<String>,
+    pub(crate) total_mem_kb: Option<u64>,
+    pub(crate) cmdline: Option<Vec<String>>,
     /// `(first, last)` sample time, ns.
-    pub sample_time: Option<(u64, u64)>,
+    pub(crate) sample_time: Option<(u64, u64)>,
     /// `(path, build-id in hex)`, sorted by path.
-    pub build_ids: Vec<(String, String)>,
+    pub(crate) build_ids: Vec<(String, String)>,
     /// The names of the features present (`HOSTNAME`, `BUILD_ID`, ...).
-    pub features: Vec<String>,
+    pub(crate) features: Vec<String>,
 }
 
 /// A record in time order.
@@ -237,14 +237,8 @@ impl PerfReader {
         notes
     }
 
-    /// What was skipped: records that failed to parse, and once the end is
-    /// reached, what the framing stepped over.
-    pub fn skipped(&self) -> &Skipped {
-        &self.status.skipped
-    }
-
     /// The file's name as errors show it.
-    pub fn file_name(&self) -> &str {
+    pub(crate) fn file_name(&self) -> &str {
         &self.file
     }
 
@@ -256,11 +250,6 @@ impl PerfReader {
     /// The events, indexed by a record's `attr_index`. Never empty.
     pub fn events(&self) -> &[EventDesc] {
         &self.events
-    }
-
-    /// True if the records are zstd-compressed (`perf record -z`).
-    pub fn is_compressed(&self) -> bool {
-        self.perf_file.features().has_feature(Feature::COMPRESSED)
     }
 
     /// The header features. Malformed strings are skipped; a malformed
@@ -323,7 +312,7 @@ impl PerfReader {
     /// The socket (physical package) of each CPU, by CPU number, from the
     /// CPU_TOPOLOGY feature; empty when the file does not say (scry's own
     /// files; perf then shows socket -1).
-    pub fn cpu_sockets(&self) -> Vec<i32> {
+    pub(crate) fn cpu_sockets(&self) -> Vec<i32> {
         let e = self.layout.endian;
         let data = |f: Feature| self.perf_file.feature_section_data(f);
         let (Some(b), Some(avail)) = (
@@ -385,7 +374,7 @@ impl PerfReader {
 
     /// HEADER_BUILD_ID as `(path, build-id bytes)`, what the symbol stage
     /// takes.
-    pub fn build_ids_raw(&self) -> Result<Vec<RawBuildId>, ReadError> {
+    pub(crate) fn build_ids_raw(&self) -> Result<Vec<RawBuildId>, ReadError> {
         match guard(|| self.perf_file.build_ids()) {
             Ok(Ok(map)) => Ok(map
                 .into_values()
@@ -406,7 +395,7 @@ impl PerfReader {
 
     /// The tracepoint formats: the TRACING_DATA feature of a file, or the
     /// HEADER_TRACING_DATA record of a pipe stream.
-    pub fn tracing_data(&self) -> Option<&[u8]> {
+    pub(crate) fn tracing_data(&self) -> Option<&[u8]> {
         self.tracing
             .as_deref()
             .or_else(|| self.perf_file.feature_section_data(Feature::TRACING_DATA))
@@ -499,7 +488,10 @@ impl PerfReader {
     /// Every kernel record, in time order, to `handler` (the one
     /// dispatcher: `super::handler::dispatch`); perf's own records are left
     /// out.
-    pub fn feed<H: RecordHandler + ?Sized>(&mut self, handler: &mut H) -> Result<(), ReadError> {
+    pub(crate) fn feed<H: RecordHandler + ?Sized>(
+        &mut self,
+        handler: &mut H,
+    ) -> Result<(), ReadError> {
         while let Some((record, id)) = self.next_record_with_id()? {
             if let Record::Event { attr_index, record } = record {
                 dispatch(handler, attr_index, &record, &id);

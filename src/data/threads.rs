@@ -26,14 +26,14 @@ pub struct ThreadNames<S = std::collections::hash_map::RandomState> {
 
 impl<S: BuildHasher + Default> ThreadNames<S> {
     /// Thread `tid` is called `name` from now on (COMM, COMM_EXEC).
-    pub fn set(&mut self, tid: i32, name: &[u8]) {
+    pub(crate) fn set(&mut self, tid: i32, name: &[u8]) {
         let name = String::from_utf8_lossy(name);
         self.named.insert(tid, Arc::from(name.as_ref()));
     }
 
     /// Thread `tid` was made by `ptid`: it has its maker's recorded name
     /// until it sets its own.
-    pub fn fork(&mut self, tid: i32, ptid: i32) {
+    pub(crate) fn fork(&mut self, tid: i32, ptid: i32) {
         if let Some(name) = self.named.get(&ptid).cloned() {
             self.named.insert(tid, name);
         }
@@ -41,12 +41,12 @@ impl<S: BuildHasher + Default> ThreadNames<S> {
 
     /// `name` for `tid` unless a record named it already (a guess from
     /// /proc that a later record may correct).
-    pub fn guess(&mut self, tid: i32, name: &str) {
+    pub(crate) fn guess(&mut self, tid: i32, name: &str) {
         self.named.entry(tid).or_insert_with(|| Arc::from(name));
     }
 
     /// The recorded name of `tid`, if a record named it.
-    pub fn recorded(&self, tid: i32) -> Option<&str> {
+    pub(crate) fn recorded(&self, tid: i32) -> Option<&str> {
         self.named.get(&tid).map(|n| &**n)
     }
 

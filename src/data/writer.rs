@@ -53,7 +53,7 @@ const ATTR_SIZE_VER0: usize = 64;
 /// `PERF_ATTR_SIZE_VER7`: the attr size perf 6.1 (Debian 12) understands.
 const ATTR_SIZE_COMPAT: usize = 128;
 /// `sizeof(struct perf_file_header)`.
-pub const HEADER_SIZE: u64 = 104;
+pub(crate) const HEADER_SIZE: u64 = 104;
 /// `sizeof(struct perf_file_section)`.
 const SECTION_SIZE: u64 = 16;
 /// `PERF_RECORD_FINISHED_ROUND`.
@@ -135,7 +135,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
     /// it is older than every record written after the previous one, so
     /// readers can sort in bounded memory. Write one after each pass over
     /// all rings.
-    pub fn write_finished_round(&mut self) -> io::Result<()> {
+    pub(crate) fn write_finished_round(&mut self) -> io::Result<()> {
         self.write_records(&FINISHED_ROUND)
     }
 

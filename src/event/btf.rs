@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 const BTF_MAGIC: u16 = 0xeb9f;
 /// Where the running kernel exposes its BTF.
-pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+pub(crate) const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// The largest BTF blob read (vmlinux's is ~5 MB).
 const MAX_BTF: u64 = 256 << 20;
 
@@ -40,7 +40,7 @@ const ENUM64: u32 = 19;
 /// Why BTF could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum BtfError {
+pub(crate) enum BtfError {
     #[error("cannot read {path}: {err} (the kernel needs CONFIG_DEBUG_INFO_BTF)")]
     Read { path: String, err: std::io::Error },
     #[error("{0}: not BTF (bad magic or header)")]
@@ -51,32 +51,32 @@ pub enum BtfError {
 
 /// A parameter of a function's prototype.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Param {
-    pub name: String,
-    pub type_id: u32,
+pub(crate) struct Param {
+    pub(crate) name: String,
+    pub(crate) type_id: u32,
 }
 
 /// A function BTF knows: its parameters in order and its return type.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Function {
-    pub name: String,
-    pub params: Vec<Param>,
+pub(crate) struct Function {
+    pub(crate) name: String,
+    pub(crate) params: Vec<Param>,
     /// 0 for void.
-    pub ret_type: u32,
+    pub(crate) ret_type: u32,
 }
 
 /// A struct or union member found by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Member {
+pub(crate) struct Member {
     /// From the start of the outermost struct searched, in bytes.
-    pub byte_offset: u32,
-    pub type_id: u32,
+    pub(crate) byte_offset: u32,
+    pub(crate) type_id: u32,
     /// Nonzero for a bit field (not fetchable as bytes).
-    pub bitfield_size: u32,
+    pub(crate) bitfield_size: u32,
 }
 
 /// A parsed BTF blob.
-pub struct Btf {
+pub(crate) struct Btf {
     data: Vec<u8>,
     types_end: usize,
     strings_at: usize,
@@ -94,7 +94,7 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 
 impl Btf {
     /// Reads the running kernel's BTF.
-    pub fn load_vmlinux() -> Result<Btf, BtfError> {
+    pub(crate) fn load_vmlinux() -> Result<Btf, BtfError> {
         let read = |err| BtfError::Read {
             path: VMLINUX_BTF.into(),
             err,
@@ -111,7 +111,7 @@ impl Btf {
     }
 
     /// Indexes a little-endian BTF blob; None when its header is not BTF's.
-    pub fn parse(data: Vec<u8>) -> Option<Btf> {
+    pub(crate) fn parse(data: Vec<u8>) -> Option<Btf> {
         if data.get(0..2) != Some(&BTF_MAGIC.to_le_bytes()[..]) {
             return None;
         }
@@ -194,7 +194,7 @@ impl Btf {
     }
 
     /// The function `name`, with its prototype's parameters.
-    pub fn function(&self, name: &str) -> Option<Function> {
+    pub(crate) fn function(&self, name: &str) -> Option<Function> {
         let id = *self.funcs.get(name)?;
         let (_, _, _, proto, _) = self.header(id)?;
         let (kind, vlen, _, ret_type, at) = self.header(proto)?;
@@ -219,13 +219,8 @@ impl Btf {
         })
     }
 
-    /// Whether BTF names a kernel function `name`.
-    pub fn has_function(&self, name: &str) -> bool {
-        self.funcs.contains_key(name)
-    }
-
     /// `id` with typedefs and qualifiers stripped.
-    pub fn resolve(&self, mut id: u32) -> u32 {
+    pub(crate) fn resolve(&self, mut id: u32) -> u32 {
         for _ in 0..32 {
             match self.header(id) {
                 Some((TYPEDEF | VOLATILE | CONST | RESTRICT | TYPE_TAG, _, _, next, _)) => {
@@ -238,7 +233,7 @@ impl Btf {
     }
 
     /// The pointee of a pointer type (after stripping), else None.
-    pub fn pointee(&self, id: u32) -> Option<u32> {
+    pub(crate) fn pointee(&self, id: u32) -> Option<u32> {
         match self.header(self.resolve(id))? {
             (PTR, _, _, to, _) => Some(to),
             _ => None,
@@ -246,7 +241,7 @@ impl Btf {
     }
 
     /// The element type of an array, else None.
-    pub fn array_element(&self, id: u32) -> Option<u32> {
+    pub(crate) fn array_element(&self, id: u32) -> Option<u32> {
         match self.header(self.resolve(id))? {
             (ARRAY, _, _, _, at) => self.extra(at, 0),
             _ => None,
@@ -254,17 +249,17 @@ impl Btf {
     }
 
     /// Whether `id` is a struct or union.
-    pub fn is_composite(&self, id: u32) -> bool {
+    pub(crate) fn is_composite(&self, id: u32) -> bool {
         matches!(self.header(self.resolve(id)), Some((STRUCT | UNION, ..)))
     }
 
     /// Whether `id` is a one-byte integer (char, signed or not).
-    pub fn is_char(&self, id: u32) -> bool {
+    pub(crate) fn is_char(&self, id: u32) -> bool {
         matches!(self.header(self.resolve(id)), Some((INT, _, _, 1, _)))
     }
 
     /// Size in bytes of a scalar (int, enum, pointer); None for others.
-    pub fn scalar_size(&self, id: u32) -> Option<u32> {
+    pub(crate) fn scalar_size(&self, id: u32) -> Option<u32> {
         match self.header(self.resolve(id))? {
             (INT | ENUM | ENUM64, _, _, size, _) => Some(size),
             (PTR, ..) => Some(8),
@@ -273,7 +268,7 @@ impl Btf {
     }
 
     /// Whether a scalar is a signed integer (enums count as unsigned).
-    pub fn is_signed(&self, id: u32) -> bool {
+    pub(crate) fn is_signed(&self, id: u32) -> bool {
         match self.header(self.resolve(id)) {
             Some((INT, _, _, _, at)) => self.extra(at, 0).is_some_and(|enc| enc >> 24 & 1 != 0),
             _ => false,
@@ -282,7 +277,7 @@ impl Btf {
 
     /// The member `name` of the struct or union `id`, looked for through
     /// anonymous members too, with its offset from the start of `id`.
-    pub fn member(&self, id: u32, name: &str) -> Option<Member> {
+    pub(crate) fn member(&self, id: u32, name: &str) -> Option<Member> {
         self.member_in(self.resolve(id), name, 0)
     }
 
@@ -323,7 +318,7 @@ impl Btf {
     }
 
     /// The C spelling of a type: `size_t`, `struct sock *`, `const char *`.
-    pub fn type_name(&self, id: u32) -> String {
+    pub(crate) fn type_name(&self, id: u32) -> String {
         self.type_name_depth(id, 0)
     }
 

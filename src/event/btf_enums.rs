@@ -32,7 +32,7 @@ fn c_str(strings: &[u8], off: u32) -> Option<&str> {
 }
 
 /// Enumerator name → value from a little-endian BTF blob.
-pub fn parse_enums(btf: &[u8]) -> HashMap<String, u64> {
+pub(crate) fn parse_enums(btf: &[u8]) -> HashMap<String, u64> {
     let mut out = HashMap::new();
     let mut ambiguous = Vec::new();
     if btf.get(0..2) != Some(&BTF_MAGIC.to_le_bytes()[..]) {

@@ -73,7 +73,7 @@ pub enum Endian {
 
 impl Endian {
     /// The byte order of this machine.
-    pub fn host() -> Endian {
+    pub(crate) fn host() -> Endian {
         if cfg!(target_endian = "big") {
             Endian::Big
         } else {
@@ -82,7 +82,7 @@ impl Endian {
     }
 
     /// An unsigned integer of 1, 2, 4 or 8 bytes at `bytes[offset..]`.
-    pub fn read_uint(self, bytes: &[u8], offset: usize, size: usize) -> Option<u64> {
+    pub(crate) fn read_uint(self, bytes: &[u8], offset: usize, size: usize) -> Option<u64> {
         let slice = bytes.get(offset..offset.checked_add(size)?)?;
         let mut buf = [0u8; 8];
         match (size, self) {
@@ -101,7 +101,7 @@ impl Endian {
 
 /// How a field's bytes are laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FieldKind {
+pub(crate) enum FieldKind {
     /// A number of `size` bytes.
     Scalar,
     /// A fixed array: `size` bytes of `elem_size`-byte elements.
@@ -119,16 +119,16 @@ pub struct Field {
     pub name: String,
     /// The C type as the kernel spells it (`char`, `pid_t`, `const char *`),
     /// without the array suffix and `__data_loc`/`__rel_loc`.
-    pub type_name: String,
+    pub(crate) type_name: String,
     pub offset: usize,
-    pub size: usize,
-    pub signed: bool,
-    pub kind: FieldKind,
+    pub(crate) size: usize,
+    pub(crate) signed: bool,
+    pub(crate) kind: FieldKind,
 }
 
 /// A field's value in one record.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FieldValue<'a> {
+pub(crate) enum FieldValue<'a> {
     /// A scalar, sign-extended when the field is signed.
     Int { value: u64, signed: bool },
     /// The bytes of an array or a dynamic (`__data_loc`/`__rel_loc`) field.
@@ -137,19 +137,19 @@ pub enum FieldValue<'a> {
 
 impl Field {
     /// Whether the field holds text (`char` arrays and dynamic strings).
-    pub fn is_string(&self) -> bool {
+    pub(crate) fn is_string(&self) -> bool {
         !matches!(self.kind, FieldKind::Scalar) && is_char_type(&self.type_name)
     }
 
     /// Whether the field is a pointer or a `long` (printed in hex by the
     /// `field=value` fallback, like libtraceevent).
-    pub fn is_long_or_pointer(&self) -> bool {
+    pub(crate) fn is_long_or_pointer(&self) -> bool {
         self.type_name.contains('*') || self.type_name.split_whitespace().any(|w| w == "long")
     }
 
     /// The field's value in `raw` as a number, in the host's byte order:
     /// `None` when `raw` is too short or the field is not a number.
-    pub fn int(&self, raw: &[u8]) -> Option<u64> {
+    pub(crate) fn int(&self, raw: &[u8]) -> Option<u64> {
         match self.value(raw, Endian::host())? {
             FieldValue::Int { value, .. } => Some(value),
             FieldValue::Bytes { .. } => None,
@@ -158,7 +158,7 @@ impl Field {
 
     /// The field's value in `raw` (a whole record, starting at
     /// `common_type`), or `None` when `raw` is too short for it.
-    pub fn value<'a>(&self, raw: &'a [u8], endian: Endian) -> Option<FieldValue<'a>> {
+    pub(crate) fn value<'a>(&self, raw: &'a [u8], endian: Endian) -> Option<FieldValue<'a>> {
         match self.kind {
             FieldKind::Scalar => {
                 let value = endian.read_uint(raw, self.offset, self.size)?;
@@ -192,7 +192,7 @@ impl Field {
 }
 
 /// `value` of `size` bytes, sign-extended to 64 bits.
-pub fn sign_extend(value: u64, size: usize) -> u64 {
+pub(crate) fn sign_extend(value: u64, size: usize) -> u64 {
     match size {
         1 => value as u8 as i8 as i64 as u64,
         2 => value as u16 as i16 as i64 as u64,
@@ -205,12 +205,12 @@ pub fn sign_extend(value: u64, size: usize) -> u64 {
 #[derive(Clone, Debug)]
 pub struct EventFormat {
     /// The subsystem (`sched`), from the directory or the tracing data.
-    pub system: String,
+    pub(crate) system: String,
     pub name: String,
     /// The tracepoint id: `perf_event_attr.config` and `common_type`.
     pub id: u64,
     /// `common_type`, `common_flags`, `common_preempt_count`, `common_pid`...
-    pub common_fields: Vec<Field>,
+    pub(crate) common_fields: Vec<Field>,
     /// The event's own fields, in declaration order.
     pub fields: Vec<Field>,
     /// The `print fmt:` text (format string and arguments), as written.
@@ -234,7 +234,7 @@ impl EventFormat {
     }
 
     /// The field called `name`, or an error naming the event and the field.
-    pub fn require_field(&self, name: &str) -> Result<Field, MissingField> {
+    pub(crate) fn require_field(&self, name: &str) -> Result<Field, MissingField> {
         self.field(name).cloned().ok_or_else(|| MissingField {
             event: self.full_name(),
             field: name.to_owned(),
@@ -245,11 +245,11 @@ impl EventFormat {
 /// A field an analysis needs that the event's format does not have.
 #[derive(Debug, thiserror::Error)]
 #[error("{event} has no field '{field}'")]
-pub struct MissingField {
+pub(crate) struct MissingField {
     /// `system:name` of the event.
-    pub event: String,
+    pub(crate) event: String,
     /// The field asked for.
-    pub field: String,
+    pub(crate) field: String,
 }
 
 fn is_char_type(type_name: &str) -> bool {
@@ -263,7 +263,7 @@ fn is_char_type(type_name: &str) -> bool {
 }
 
 /// The size of a C scalar type name, when it is a well-known one.
-pub fn type_size(type_name: &str) -> Option<usize> {
+pub(crate) fn type_size(type_name: &str) -> Option<usize> {
     if type_name.contains('*') {
         return Some(8);
     }
@@ -485,7 +485,7 @@ pub fn parse_format(system: &str, text: &str) -> Result<EventFormat, FormatError
 }
 
 /// Reads and parses `events/<system>/<name>/format` under `tracefs_root`.
-pub fn load_format(
+pub(crate) fn load_format(
     tracefs_root: &Path,
     system: &str,
     name: &str,
@@ -507,7 +507,12 @@ pub fn load_format(
 
 /// Writes `name=value` for each of the event's own fields, as libtraceevent
 /// does when it cannot render the print fmt.
-pub fn write_field_pairs(format: &EventFormat, raw: &[u8], endian: Endian, out: &mut String) {
+pub(crate) fn write_field_pairs(
+    format: &EventFormat,
+    raw: &[u8],
+    endian: Endian,
+    out: &mut String,
+) {
     for (i, field) in format.fields.iter().enumerate() {
         if i > 0 {
             out.push(' ');
@@ -519,7 +524,7 @@ pub fn write_field_pairs(format: &EventFormat, raw: &[u8], endian: Endian, out: 
 }
 
 /// One field's value as the `field=value` fallback prints it.
-pub fn write_field_value(field: &Field, raw: &[u8], endian: Endian, out: &mut String) {
+pub(crate) fn write_field_value(field: &Field, raw: &[u8], endian: Endian, out: &mut String) {
     match field.value(raw, endian) {
         None => out.push_str("<out of range>"),
         Some(FieldValue::Int { value, signed }) => {
@@ -552,7 +557,7 @@ pub fn write_field_value(field: &Field, raw: &[u8], endian: Endian, out: &mut St
 }
 
 /// Bytes up to the first NUL, as text (invalid UTF-8 replaced).
-pub fn c_string(bytes: &[u8]) -> String {
+pub(crate) fn c_string(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }

@@ -63,7 +63,6 @@ pub struct FormatCache {
     formats: RefCell<HashMap<u64, Rc<EventFormat>>>,
     endian: Endian,
     printk_formats: HashMap<u64, String>,
-    saved_cmdlines: HashMap<i32, String>,
     /// The tracefs to load from lazily, with its id → (system, name) index.
     tracefs: Option<PathBuf>,
     tracefs_ids: OnceCell<HashMap<u64, (String, String)>>,
@@ -100,7 +99,7 @@ impl FormatCache {
     }
 
     /// Formats from already parsed tracing data.
-    pub fn from_parsed(data: TracingData) -> FormatCache {
+    pub(crate) fn from_parsed(data: TracingData) -> FormatCache {
         let formats = data
             .formats
             .into_iter()
@@ -110,7 +109,6 @@ impl FormatCache {
             formats: RefCell::new(formats),
             endian: data.endian,
             printk_formats: data.printk_formats,
-            saved_cmdlines: data.saved_cmdlines,
             tracefs: None,
             tracefs_ids: OnceCell::new(),
             enums: OnceCell::new(),
@@ -127,7 +125,6 @@ impl FormatCache {
             formats: RefCell::default(),
             endian: Endian::host(),
             printk_formats: super::tracing_data_parse::parse_printk_formats(&printk),
-            saved_cmdlines: HashMap::new(),
             tracefs: Some(root.to_path_buf()),
             tracefs_ids: OnceCell::new(),
             enums: OnceCell::new(),
@@ -136,17 +133,9 @@ impl FormatCache {
         }
     }
 
-    /// Resolves enum names in print fmts with the running kernel's BTF
-    /// (on for `from_tracefs`; for a file, right only if it was recorded
-    /// on this kernel — perf script never does).
-    pub fn with_kernel_enums(mut self, on: bool) -> FormatCache {
-        self.load_kernel_enums = on;
-        self
-    }
-
     /// Resolves `%pS`/`%ps` (and `%pF`/`%pf`) in every `render` with
     /// `symbols` (e.g. the symbol stage's kallsyms).
-    pub fn with_kernel_symbols(mut self, symbols: Box<dyn KernelSymbols>) -> FormatCache {
+    pub(crate) fn with_kernel_symbols(mut self, symbols: Box<dyn KernelSymbols>) -> FormatCache {
         self.kernel_symbols = AttachedSymbols(Some(symbols));
         self
     }
@@ -156,18 +145,13 @@ impl FormatCache {
         self.endian
     }
 
-    /// The comm tracefs saved for `pid` (tracing data's saved_cmdlines).
-    pub fn saved_comm(&self, pid: i32) -> Option<&str> {
-        self.saved_cmdlines.get(&pid).map(String::as_str)
-    }
-
     /// Adds (or replaces) a format.
     pub fn insert(&self, format: EventFormat) {
         self.formats.borrow_mut().insert(format.id, Rc::new(format));
     }
 
     /// Loads `system:name` from tracefs (an error for unknown events).
-    pub fn load(&self, system: &str, name: &str) -> Result<Rc<EventFormat>, FormatError> {
+    pub(crate) fn load(&self, system: &str, name: &str) -> Result<Rc<EventFormat>, FormatError> {
         let root = self
             .tracefs
             .as_deref()
@@ -187,13 +171,6 @@ impl FormatCache {
         let root = self.tracefs.as_deref()?;
         let (system, name) = self.tracefs_ids.get_or_init(|| index_ids(root)).get(&id)?;
         self.load(system, name).ok()
-    }
-
-    /// Every loaded format, by id.
-    pub fn formats(&self) -> Vec<Rc<EventFormat>> {
-        let mut all: Vec<_> = self.formats.borrow().values().cloned().collect();
-        all.sort_by_key(|f| f.id);
-        all
     }
 
     /// The tracepoint id of a record: its `common_type`.
@@ -234,7 +211,7 @@ impl FormatCache {
 }
 
 /// Renders one record with a known format (print fmt, else field pairs).
-pub fn render_format(
+pub(crate) fn render_format(
     format: &EventFormat,
     raw: &[u8],
     endian: Endian,

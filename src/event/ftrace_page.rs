@@ -25,7 +25,7 @@ use super::format::Endian;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PageRecord<'a> {
     /// Ring-buffer clock (the instance's `trace_clock`), nanoseconds.
-    pub timestamp: u64,
+    pub(crate) timestamp: u64,
     /// The record, starting at `common_type` (may carry up to 3 padding bytes).
     pub data: &'a [u8],
 }

@@ -18,13 +18,13 @@ use super::name::{self, EventError, EventSpec, Modifiers};
 
 /// Where an event stands in its group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GroupRole {
+pub(crate) enum GroupRole {
     Leader,
     Member,
 }
 
 /// `{a,b}:mods` (one item of `name::split_list`) into its events.
-pub fn parse_group(text: &str) -> Result<Vec<EventSpec>, EventError> {
+pub(crate) fn parse_group(text: &str) -> Result<Vec<EventSpec>, EventError> {
     let bad = |why: &str| EventError::BadGroup(text.to_string(), why.to_string());
     let inner_start = text
         .strip_prefix('{')
@@ -84,7 +84,7 @@ fn widen(member: Modifiers, group: Modifiers) -> Modifiers {
 
 /// The index of event `index`'s group leader when it is a member of a
 /// group of two or more; None for leaders and ungrouped events.
-pub fn group_leader<E: HasGroup>(events: &[E], index: usize) -> Option<usize> {
+pub(crate) fn group_leader<E: HasGroup>(events: &[E], index: usize) -> Option<usize> {
     if events.get(index)?.role() != Some(GroupRole::Member) {
         return None;
     }
@@ -95,7 +95,7 @@ pub fn group_leader<E: HasGroup>(events: &[E], index: usize) -> Option<usize> {
 }
 
 /// How many events the group led by `index` has (1 when it is no leader).
-pub fn group_size<E: HasGroup>(events: &[E], index: usize) -> usize {
+pub(crate) fn group_size<E: HasGroup>(events: &[E], index: usize) -> usize {
     match events.get(index).and_then(HasGroup::role) {
         Some(GroupRole::Leader) => {
             1 + events[index + 1..]
@@ -108,7 +108,7 @@ pub fn group_size<E: HasGroup>(events: &[E], index: usize) -> usize {
 }
 
 /// Anything that knows its place in a group.
-pub trait HasGroup {
+pub(crate) trait HasGroup {
     fn role(&self) -> Option<GroupRole>;
 }
 

@@ -6,7 +6,7 @@ use super::name;
 
 /// perf's groups, in the order `scry list` prints them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-pub enum Group {
+pub(crate) enum Group {
     Hardware,
     Software,
     HardwareCache,
@@ -19,7 +19,7 @@ pub enum Group {
 
 impl Group {
     /// The bracketed label perf prints (`[Software event]`).
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Group::Hardware => "Hardware event",
             Group::Software => "Software event",
@@ -33,7 +33,7 @@ impl Group {
     }
 
     /// The keyword `scry list KEYWORD` selects this group with (as perf list).
-    pub fn from_keyword(word: &str) -> Option<Group> {
+    pub(crate) fn from_keyword(word: &str) -> Option<Group> {
         Some(match word {
             "hw" | "hardware" => Group::Hardware,
             "sw" | "software" => Group::Software,
@@ -50,16 +50,16 @@ impl Group {
 
 /// One line of `scry list`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct ListedEvent {
+pub(crate) struct ListedEvent {
     /// The name to pass to `-e`.
-    pub name: String,
+    pub(crate) name: String,
     /// Other spellings of the same event (`cs` for `context-switches`).
-    pub aliases: Vec<String>,
-    pub group: Group,
+    pub(crate) aliases: Vec<String>,
+    pub(crate) group: Group,
     /// None when it can be counted (or was not tried); else why not.
-    pub unsupported: Option<String>,
+    pub(crate) unsupported: Option<String>,
     /// For dynamic probes: `uprobe`/`kprobe` and the definition.
-    pub detail: Option<String>,
+    pub(crate) detail: Option<String>,
 }
 
 impl ListedEvent {
@@ -74,7 +74,7 @@ impl ListedEvent {
     }
 
     /// Does `pattern` (a glob) match the name or an alias?
-    pub fn matches(&self, pattern: &str) -> bool {
+    pub(crate) fn matches(&self, pattern: &str) -> bool {
         name::matches_glob(pattern, &self.name)
             || self.aliases.iter().any(|a| name::matches_glob(pattern, a))
     }

@@ -7,18 +7,18 @@
 //! the one entry point consumers render raw tracepoint bytes with;
 //! `ftrace_page` splits tracefs ring-buffer pages into records.
 
-pub mod btf;
+pub(crate) mod btf;
 pub mod btf_enums;
 pub mod format;
 pub mod format_cache;
 pub mod ftrace_page;
-pub mod group;
-pub mod listing;
-pub mod name;
-pub mod pmu;
-pub mod print_eval;
+pub(crate) mod group;
+pub(crate) mod listing;
+pub(crate) mod name;
+pub(crate) mod pmu;
+pub(crate) mod print_eval;
 pub mod print_fmt;
-pub mod print_render;
+pub(crate) mod print_render;
 mod printf;
-pub mod resolve;
+pub(crate) mod resolve;
 pub mod tracing_data_parse;

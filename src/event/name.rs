@@ -20,12 +20,12 @@ use std::path::PathBuf;
 
 use crate::sys::perf_event::{PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, perf_event_attr};
 
-pub use super::group::{GroupRole, group_leader, group_size};
-pub use super::resolve::{resolve, resolve_with};
+pub(crate) use super::group::{GroupRole, group_leader, group_size};
+pub(crate) use super::resolve::{resolve, resolve_with};
 
 /// What kind of counter an event is.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EventKind {
+pub(crate) enum EventKind {
     Hardware(u64),
     Software(u64),
     HwCache(u64),
@@ -61,73 +61,73 @@ pub enum EventKind {
 
 /// perf's tool events: numbers perf stat measures itself, in ns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ToolEvent {
+pub(crate) enum ToolEvent {
     /// Wall-clock time of the run.
-    DurationTime,
+    Duration,
     /// User CPU time of the command (its rusage).
-    UserTime,
+    User,
     /// System CPU time of the command.
-    SystemTime,
+    System,
 }
 
 const TOOLS: &[(&str, ToolEvent)] = &[
-    ("duration_time", ToolEvent::DurationTime),
-    ("user_time", ToolEvent::UserTime),
-    ("system_time", ToolEvent::SystemTime),
+    ("duration_time", ToolEvent::Duration),
+    ("user_time", ToolEvent::User),
+    ("system_time", ToolEvent::System),
 ];
 
 /// How counts of an event are printed when not as perf prints its
 /// symbolic events (msec for clocks, else a plain number): a PMU event's
 /// `.unit`/`.scale` from sysfs, `ns` for tool events.
 #[derive(Clone, Debug, PartialEq)]
-pub struct EventUnit {
-    pub unit: String,
-    pub scale: f64,
+pub(crate) struct EventUnit {
+    pub(crate) unit: String,
+    pub(crate) scale: f64,
 }
 
 /// `:u`, `:k`, `:p`... suffixes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Modifiers {
-    pub exclude_user: bool,
-    pub exclude_kernel: bool,
-    pub precise_ip: u8,
+pub(crate) struct Modifiers {
+    pub(crate) exclude_user: bool,
+    pub(crate) exclude_kernel: bool,
+    pub(crate) precise_ip: u8,
 }
 
 /// One event the user asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EventSpec {
+pub(crate) struct EventSpec {
     /// The name as perf would print it (`cpu-clock`, `sched:sched_switch`,
     /// `cycles:u`).
-    pub name: String,
-    pub kind: EventKind,
-    pub modifiers: Modifiers,
+    pub(crate) name: String,
+    pub(crate) kind: EventKind,
+    pub(crate) modifiers: Modifiers,
     /// Place in a `{...}` group, if any.
-    pub group: Option<GroupRole>,
+    pub(crate) group: Option<GroupRole>,
 }
 
 /// An event resolved to `perf_event_attr.type` and `.config`.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ResolvedEvent {
-    pub name: String,
-    pub type_: u32,
-    pub config: u64,
+pub(crate) struct ResolvedEvent {
+    pub(crate) name: String,
+    pub(crate) type_: u32,
+    pub(crate) config: u64,
     /// `config1`/`config2` of PMU events (`cpu/.../`); 0 otherwise.
-    pub config1: u64,
-    pub config2: u64,
-    pub modifiers: Modifiers,
+    pub(crate) config1: u64,
+    pub(crate) config2: u64,
+    pub(crate) modifiers: Modifiers,
     /// `(subsystem, name)` for tracepoints.
-    pub tracepoint: Option<(String, String)>,
+    pub(crate) tracepoint: Option<(String, String)>,
     /// Where a `uprobe` PMU counter probes (`type_` is the PMU's type and
     /// `config` its retprobe bit, or 0).
-    pub uprobe: Option<UprobeSite>,
+    pub(crate) uprobe: Option<UprobeSite>,
     /// Place in a `{...}` group: members follow their leader.
-    pub group: Option<GroupRole>,
+    pub(crate) group: Option<GroupRole>,
     /// A tool event: nothing is opened (`type_`/`config` say `dummy`).
-    pub tool: Option<ToolEvent>,
+    pub(crate) tool: Option<ToolEvent>,
     /// How counts print, when not perf's default for the type.
-    pub unit: Option<EventUnit>,
+    pub(crate) unit: Option<EventUnit>,
     /// `period=` of a PMU event: its sampling period in `record`.
-    pub period: Option<u64>,
+    pub(crate) period: Option<u64>,
 }
 
 /// A probe point of the `uprobe` PMU: `config1` points at `path` when the
@@ -135,16 +135,16 @@ pub struct ResolvedEvent {
 /// same attribute: `kernel` is set, `path` is then the kernel function's
 /// name and `file_offset` the offset into it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UprobeSite {
-    pub path: PathBuf,
-    pub file_offset: u64,
-    pub retprobe: bool,
-    pub kernel: bool,
+pub(crate) struct UprobeSite {
+    pub(crate) path: PathBuf,
+    pub(crate) file_offset: u64,
+    pub(crate) retprobe: bool,
+    pub(crate) kernel: bool,
 }
 
 impl ResolvedEvent {
     /// A counter of `type_`/`config`, not a tracepoint or probe.
-    pub fn plain(name: &str, type_: u32, config: u64) -> ResolvedEvent {
+    pub(crate) fn plain(name: &str, type_: u32, config: u64) -> ResolvedEvent {
         ResolvedEvent {
             name: name.to_string(),
             type_,
@@ -153,7 +153,7 @@ impl ResolvedEvent {
         }
     }
 
-    pub fn is_tracepoint(&self) -> bool {
+    pub(crate) fn is_tracepoint(&self) -> bool {
         self.tracepoint.is_some()
     }
 
@@ -161,7 +161,7 @@ impl ResolvedEvent {
     /// uprobe, the file offset (`config2`). The path pointer (`config1`) is
     /// set only for the open itself (`sys::uprobe::open_at`), so attributes
     /// written to perf.data never hold a stale pointer.
-    pub fn select_in(&self, attr: &mut perf_event_attr) {
+    pub(crate) fn select_in(&self, attr: &mut perf_event_attr) {
         attr.type_ = self.type_;
         attr.config = self.config;
         attr.__bindgen_anon_3.config1 = self.config1;
@@ -174,7 +174,7 @@ impl ResolvedEvent {
 
 /// Where a function is, for `uprobe:` events: implemented by the caller
 /// with the symbol stage (this stage reads no ELF).
-pub trait UprobeLocator {
+pub(crate) trait UprobeLocator {
     /// The binary `binary` names (a path, or a library such as `libc`), the
     /// file offset of `function` in it, and the event group perf probe
     /// would use (`probe_libc`). The error is one line for the user (the
@@ -183,7 +183,7 @@ pub trait UprobeLocator {
 }
 
 /// Why a locator could not find a function: the symbol stage's error.
-pub type LocateError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type LocateError = Box<dyn std::error::Error + Send + Sync>;
 
 #[cfg(test)]
 mod locate_error_tests {
@@ -196,16 +196,16 @@ mod locate_error_tests {
 
 /// What an [`UprobeLocator`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LocatedFunction {
-    pub path: PathBuf,
-    pub file_offset: u64,
+pub(crate) struct LocatedFunction {
+    pub(crate) path: PathBuf,
+    pub(crate) file_offset: u64,
     /// `probe_BINARY`, as perf probe names the group.
-    pub group: String,
+    pub(crate) group: String,
 }
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum EventError {
+pub(crate) enum EventError {
     #[error("unknown event '{0}' (see 'scry list' for the events this machine offers)")]
     Unknown(String),
     #[error("bad modifier '{modifier}' in event '{event}' (allowed: u, k, p, pp, ppp)")]
@@ -317,7 +317,7 @@ const CACHE_RESULTS: &[(&str, u64)] = &[
 ];
 
 /// Names of the hardware, software and cache events scry knows, for `list`.
-pub fn symbolic_events() -> impl Iterator<Item = (&'static str, u32, u64)> {
+pub(crate) fn symbolic_events() -> impl Iterator<Item = (&'static str, u32, u64)> {
     HARDWARE
         .iter()
         .map(|&(n, c)| (n, PERF_TYPE_HARDWARE, c))
@@ -325,13 +325,13 @@ pub fn symbolic_events() -> impl Iterator<Item = (&'static str, u32, u64)> {
 }
 
 /// Names of perf's tool events, for `list`.
-pub fn tool_events() -> impl Iterator<Item = &'static str> {
+pub(crate) fn tool_events() -> impl Iterator<Item = &'static str> {
     TOOLS.iter().map(|&(n, _)| n)
 }
 
 /// Split `-e` text on commas that are not inside `{}` or `//`.
 /// The slashes of a uprobe's path (`uprobe:/usr/bin/ls:main`) do not pair.
-pub fn split_list(text: &str) -> Vec<&str> {
+pub(crate) fn split_list(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let (mut depth, mut start) = (0i32, 0usize);
     let mut in_slash = false;
@@ -359,7 +359,7 @@ pub fn split_list(text: &str) -> Vec<&str> {
 }
 
 /// Parse a comma-separated list of events.
-pub fn parse_list(text: &str) -> Result<Vec<EventSpec>, EventError> {
+pub(crate) fn parse_list(text: &str) -> Result<Vec<EventSpec>, EventError> {
     let parts = split_list(text);
     if parts.is_empty() {
         return Err(EventError::Empty);
@@ -429,7 +429,7 @@ fn parse_cache(name: &str) -> Option<u64> {
 }
 
 /// Parse one event name.
-pub fn parse(text: &str) -> Result<EventSpec, EventError> {
+pub(crate) fn parse(text: &str) -> Result<EventSpec, EventError> {
     let text = text.trim();
     for (prefix, retprobe) in [("uprobe:", false), ("uretprobe:", true)] {
         if let Some(rest) = text.strip_prefix(prefix) {
@@ -583,7 +583,7 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 }
 
 /// Glob matching (`*`, `?`) as used for event names.
-pub fn matches_glob(pattern: &str, text: &str) -> bool {
+pub(crate) fn matches_glob(pattern: &str, text: &str) -> bool {
     glob_match(pattern, text)
 }
 

@@ -27,7 +27,7 @@ const BUILTIN_TERMS: &[&str] = &[
 
 /// `msr/tsc,name=t/k` split: `("msr", "tsc,name=t", "k")`. None when the
 /// text is not in PMU syntax (no `NAME/` before the first slash).
-pub fn split(text: &str) -> Option<(&str, &str, &str)> {
+pub(crate) fn split(text: &str) -> Option<(&str, &str, &str)> {
     let (pmu, rest) = text.split_once('/')?;
     let pmu_ok = !pmu.is_empty()
         && pmu
@@ -42,22 +42,22 @@ pub fn split(text: &str) -> Option<(&str, &str, &str)> {
 
 /// What a PMU event's terms came to.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct PmuConfig {
-    pub config: u64,
-    pub config1: u64,
-    pub config2: u64,
+pub(crate) struct PmuConfig {
+    pub(crate) config: u64,
+    pub(crate) config1: u64,
+    pub(crate) config2: u64,
     /// `name=`.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// `period=`.
-    pub period: Option<u64>,
+    pub(crate) period: Option<u64>,
     /// From a named event's `.unit` / `.scale` files.
-    pub unit: Option<String>,
-    pub scale: Option<f64>,
+    pub(crate) unit: Option<String>,
+    pub(crate) scale: Option<f64>,
 }
 
 /// Why terms could not be encoded; `name::EventError` words it for the user.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TermError {
+pub(crate) enum TermError {
     /// `term` is neither a built-in, a format nor a named event of the PMU;
     /// `valid` lists what is.
     Unknown { term: String, valid: String },
@@ -132,7 +132,7 @@ fn valid_terms(pmu: &PmuInfo) -> String {
 }
 
 /// Encodes `terms` (`event=0x3c,umask=0,name=foo`) for `pmu`.
-pub fn encode(pmu: &PmuInfo, terms: &str) -> Result<PmuConfig, TermError> {
+pub(crate) fn encode(pmu: &PmuInfo, terms: &str) -> Result<PmuConfig, TermError> {
     let mut out = PmuConfig::default();
     encode_into(pmu, terms, &mut out, true)?;
     Ok(out)

@@ -50,23 +50,23 @@ pub enum PrintFmtError {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrintFmt {
     /// The format string, escapes resolved (`\n` is a newline).
-    pub format: String,
-    pub args: Vec<Expr>,
+    pub(crate) format: String,
+    pub(crate) args: Vec<Expr>,
 }
 
 /// A C type in a cast or `sizeof`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CType {
+pub(crate) struct CType {
     /// As written, words joined by one space (`unsigned long`, `struct page *`).
-    pub name: String,
+    pub(crate) name: String,
     /// Bytes; pointers and unknown named types are 8.
-    pub size: usize,
-    pub signed: bool,
-    pub pointer: bool,
+    pub(crate) size: usize,
+    pub(crate) signed: bool,
+    pub(crate) pointer: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnaryOp {
+pub(crate) enum UnaryOp {
     Neg,
     Not,
     BitNot,
@@ -77,7 +77,7 @@ pub enum UnaryOp {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinaryOp {
+pub(crate) enum BinaryOp {
     Mul,
     Div,
     Rem,
@@ -100,7 +100,7 @@ pub enum BinaryOp {
 
 /// One C expression.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Expr {
+pub(crate) enum Expr {
     Num(u64),
     Str(String),
     /// `REC->name`

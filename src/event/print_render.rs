@@ -32,7 +32,7 @@ use super::print_fmt::PrintFmt;
 use super::printf::{Spec, format_int, format_str, read_count, take_pointer_ext};
 
 /// Looks up what a record refers to by address.
-pub trait Resolver {
+pub(crate) trait Resolver {
     /// The kernel symbol containing `addr`: its name and start address.
     fn kernel_symbol(&self, addr: u64) -> Option<(&str, u64)>;
     /// The string the kernel keeps at `addr` (tracefs `printk_formats`).
@@ -45,8 +45,10 @@ pub trait Resolver {
 
 /// A resolver that knows nothing (addresses print in hex).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct NoResolver;
+#[cfg(test)]
+pub(crate) struct NoResolver;
 
+#[cfg(test)]
 impl Resolver for NoResolver {
     fn kernel_symbol(&self, _addr: u64) -> Option<(&str, u64)> {
         None
@@ -58,18 +60,18 @@ impl Resolver for NoResolver {
 
 /// What one record is rendered against.
 #[derive(Clone, Copy)]
-pub struct RenderContext<'a> {
-    pub format: &'a EventFormat,
+pub(crate) struct RenderContext<'a> {
+    pub(crate) format: &'a EventFormat,
     /// The whole record, starting at `common_type`.
-    pub raw: &'a [u8],
-    pub endian: Endian,
-    pub resolver: &'a dyn Resolver,
+    pub(crate) raw: &'a [u8],
+    pub(crate) endian: Endian,
+    pub(crate) resolver: &'a dyn Resolver,
 }
 
 /// Why a record does not render with its print fmt (the caller then
 /// prints its `field=value` pairs).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum RenderError {
+pub(crate) enum RenderError {
     #[error("too few arguments")]
     TooFewArguments,
     #[error("the format ends inside a conversion")]
@@ -105,7 +107,11 @@ pub(super) type Res<T> = Result<T, RenderError>;
 
 /// Renders `fmt` for the record in `ctx` into `out`. On `Err`, `out` may
 /// hold a partial line: render into a scratch string.
-pub fn render_print_fmt(fmt: &PrintFmt, ctx: &RenderContext<'_>, out: &mut String) -> Res<()> {
+pub(crate) fn render_print_fmt(
+    fmt: &PrintFmt,
+    ctx: &RenderContext<'_>,
+    out: &mut String,
+) -> Res<()> {
     let mut args = fmt.args.iter();
     let mut next_arg = || args.next().ok_or(RenderError::TooFewArguments);
     let bytes = fmt.format.as_bytes();

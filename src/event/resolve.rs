@@ -35,14 +35,14 @@ impl UprobeLocator for NoUprobes {
 /// Resolve parsed events to type/config; tracepoint globs expand to every
 /// matching tracepoint, in tracefs order. Uprobe events are refused: see
 /// `resolve_with`.
-pub fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
+pub(crate) fn resolve(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, EventError> {
     resolve_with(specs, &NoUprobes)
 }
 
 /// As `resolve`, with `uprobe:`/`uretprobe:` events located by `locator`
 /// and made `uprobe` PMU counters named as perf probe names events
 /// (`probe_libc:malloc`, `probe_libc:malloc__return`).
-pub fn resolve_with(
+pub(crate) fn resolve_with(
     specs: &[EventSpec],
     locator: &dyn UprobeLocator,
 ) -> Result<Vec<ResolvedEvent>, EventError> {
@@ -236,7 +236,7 @@ fn resolve_pmu(spec: &EventSpec, pmu_name: &str, terms: &str) -> Result<Resolved
 /// (`cycles:u` → `cpu-clock:uH`, `cycles:k` → `cpu-clock:k`, `cycles:pp`
 /// → `cpu-clock:ppH`: perf's `evsel__add_modifiers` on the attributes its
 /// modifier parser gives). None for other events.
-pub fn cpu_clock_fallback(event: &ResolvedEvent) -> Option<ResolvedEvent> {
+pub(crate) fn cpu_clock_fallback(event: &ResolvedEvent) -> Option<ResolvedEvent> {
     if event.type_ != PERF_TYPE_HARDWARE || event.config != 0 || event.tool.is_some() {
         return None;
     }

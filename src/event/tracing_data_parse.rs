@@ -21,14 +21,17 @@ const MAGIC: &[u8] = b"\x17\x08\x44tracing";
 /// The parsed blob.
 #[derive(Clone, Debug)]
 pub struct TracingData {
-    /// "0.6" for perf and scry.
+    /// The blob's version string: "0.6" for perf and scry.
     pub version: String,
+    /// Byte order of the recording machine.
     pub endian: Endian,
     /// `sizeof(long)` on the recording machine.
     pub long_size: u8,
+    /// The recording machine's page size, in bytes.
     pub page_size: u32,
-    /// `events/header_page` and `events/header_event`, as text.
+    /// `events/header_page` of tracefs, as text.
     pub header_page: String,
+    /// `events/header_event` of tracefs, as text.
     pub header_event: String,
     /// Every event format, ftrace's own first.
     pub formats: Vec<EventFormat>,
@@ -183,7 +186,7 @@ pub fn parse_tracing_data(blob: &[u8]) -> Result<TracingData, FormatError> {
 }
 
 /// `0xffffffff81e3a4c8 : "string"` lines.
-pub fn parse_printk_formats(text: &str) -> HashMap<u64, String> {
+pub(crate) fn parse_printk_formats(text: &str) -> HashMap<u64, String> {
     text.lines()
         .filter_map(|line| {
             let (addr, s) = line.split_once(" : ")?;
@@ -197,7 +200,7 @@ pub fn parse_printk_formats(text: &str) -> HashMap<u64, String> {
 }
 
 /// `pid comm` lines.
-pub fn parse_saved_cmdlines(text: &str) -> HashMap<i32, String> {
+pub(crate) fn parse_saved_cmdlines(text: &str) -> HashMap<i32, String> {
     text.lines()
         .filter_map(|line| {
             let (pid, comm) = line.split_once(' ')?;

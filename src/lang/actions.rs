@@ -9,14 +9,14 @@ use super::insn::*;
 use super::types::Ty;
 
 impl Gen<'_> {
-    pub fn is_statement_call(&self, name: &str) -> bool {
+    pub(crate) fn is_statement_call(&self, name: &str) -> bool {
         matches!(
             name,
             "printf" | "exit" | "print" | "clear" | "zero" | "delete" | "time" | "join" | "cat"
         )
     }
 
-    pub fn events_fd(&mut self, reg: Reg) {
+    pub(crate) fn events_fd(&mut self, reg: Reg) {
         self.asm.emit_all(&ld_imm64(
             reg,
             BPF_PSEUDO_MAP_FD,
@@ -26,7 +26,7 @@ impl Gen<'_> {
 
     /// Sends an event of `size` bytes from the stack buffer at `off`; a
     /// full ring buffer counts it lost.
-    pub fn output(&mut self, off: i16, size: usize) {
+    pub(crate) fn output(&mut self, off: i16, size: usize) {
         self.events_fd(R1);
         self.fp_addr(R2, off);
         self.asm.emit(mov_imm(R3, size as i32));
@@ -41,7 +41,7 @@ impl Gen<'_> {
     /// Adds one to this CPU's count of lost records (the one element of
     /// a per-CPU array, read by user space as bpftrace reads its perf
     /// buffer's lost count). Clobbers r0-r5.
-    pub fn count_lost(&mut self) {
+    pub(crate) fn count_lost(&mut self) {
         let done = self.asm.label();
         self.asm.emit(store_imm(Size::W, FP, -4, 0));
         self.asm.emit_all(&ld_imm64(
@@ -59,7 +59,7 @@ impl Gen<'_> {
     }
 
     /// An event of two u64s: its kind and an index.
-    pub fn small_event(&mut self, kind: u64, index: u64) -> Result<(), LangError> {
+    pub(crate) fn small_event(&mut self, kind: u64, index: u64) -> Result<(), LangError> {
         let off = self.alloc(16)?;
         self.asm.emit(store_imm(Size::DW, FP, off, kind as i32));
         self.asm
@@ -74,7 +74,7 @@ impl Gen<'_> {
         Ok(())
     }
 
-    pub fn map_arg(&mut self, call: &Expr, args: &[Expr]) -> Result<usize, LangError> {
+    pub(crate) fn map_arg(&mut self, call: &Expr, args: &[Expr]) -> Result<usize, LangError> {
         match args {
             [
                 Expr {
@@ -93,7 +93,12 @@ impl Gen<'_> {
         }
     }
 
-    pub fn statement_call(&mut self, e: &Expr, name: &str, args: &[Expr]) -> Result<(), LangError> {
+    pub(crate) fn statement_call(
+        &mut self,
+        e: &Expr,
+        name: &str,
+        args: &[Expr],
+    ) -> Result<(), LangError> {
         match name {
             "printf" => self.printf(e, args),
             "cat" => {
@@ -190,7 +195,7 @@ impl Gen<'_> {
         }
     }
 
-    pub fn printf(&mut self, e: &Expr, args: &[Expr]) -> Result<(), LangError> {
+    pub(crate) fn printf(&mut self, e: &Expr, args: &[Expr]) -> Result<(), LangError> {
         let Some(Expr {
             kind: ExprKind::Str(format),
             ..

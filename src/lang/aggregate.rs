@@ -15,7 +15,7 @@ use super::types::{MapKind, Ty};
 
 impl Gen<'_> {
     /// `@m[k] = count()` and the other aggregations, on a per-CPU map.
-    pub fn aggregate(
+    pub(crate) fn aggregate(
         &mut self,
         name: &str,
         keys: &[Expr],
@@ -165,7 +165,7 @@ impl Gen<'_> {
 
     /// r0 = bpftrace's log2 bucket of r1: 0 for negatives, 1 for 0, then
     /// 2 + floor(log2(v)). Clobbers r1-r3.
-    pub fn log2_bucket(&mut self) {
+    pub(crate) fn log2_bucket(&mut self) {
         let done = self.asm.label();
         let positive = self.asm.label();
         self.asm.emit(mov_imm(R0, 0));
@@ -189,7 +189,7 @@ impl Gen<'_> {
 
     /// r0 = the `lhist` bucket of r1: 0 below min, buckets + 1 from max
     /// on, else (v - min) / step + 1.
-    pub fn linear_bucket(&mut self, min: i64, max: i64, step: i64) {
+    pub(crate) fn linear_bucket(&mut self, min: i64, max: i64, step: i64) {
         let done = self.asm.label();
         self.asm.emit(mov_imm(R0, 0));
         self.const_int(R2, min);
@@ -208,7 +208,7 @@ impl Gen<'_> {
 
     /// `x OP= v`, `x++`, `++x` on a variable or an integer map; r0 holds
     /// the expression's value (the new value, or the old for `x++`).
-    pub fn update_int(
+    pub(crate) fn update_int(
         &mut self,
         target: &Expr,
         op: BinOp,

@@ -5,26 +5,26 @@
 use super::error::Span;
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Program {
-    pub probes: Vec<Probe>,
+pub(crate) struct Program {
+    pub(crate) probes: Vec<Probe>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Probe {
-    pub attach: Vec<AttachPoint>,
-    pub predicate: Option<Expr>,
-    pub body: Vec<Stmt>,
+pub(crate) struct Probe {
+    pub(crate) attach: Vec<AttachPoint>,
+    pub(crate) predicate: Option<Expr>,
+    pub(crate) body: Vec<Stmt>,
 }
 
 /// One probe name as written (`tracepoint:sched:sched_switch`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct AttachPoint {
-    pub text: String,
-    pub span: Span,
+pub(crate) struct AttachPoint {
+    pub(crate) text: String,
+    pub(crate) span: Span,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Stmt {
+pub(crate) enum Stmt {
     Expr(Expr),
     /// `target = value`, or `target OP= value` when `op` is set.
     Assign {
@@ -55,7 +55,7 @@ pub enum Stmt {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinOp {
+pub(crate) enum BinOp {
     Add,
     Sub,
     Mul,
@@ -77,7 +77,7 @@ pub enum BinOp {
 }
 
 impl BinOp {
-    pub fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",
             BinOp::Sub => "-",
@@ -99,17 +99,10 @@ impl BinOp {
             BinOp::LogOr => "||",
         }
     }
-
-    pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
-        )
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnOp {
+pub(crate) enum UnOp {
     Neg,
     Not,
     BitNot,
@@ -119,7 +112,7 @@ pub enum UnOp {
 
 /// The type of a cast: `(uint32)x`, `(struct task_struct *)p`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CastTy {
+pub(crate) enum CastTy {
     Int {
         bytes: usize,
         signed: bool,
@@ -130,7 +123,7 @@ pub enum CastTy {
 
 impl CastTy {
     /// bpftrace's integer type names.
-    pub fn int(name: &str) -> Option<CastTy> {
+    pub(crate) fn int(name: &str) -> Option<CastTy> {
         let (signed, bits) = match name.strip_prefix('u') {
             Some(rest) => (false, rest.strip_prefix("int")?),
             None => (true, name.strip_prefix("int")?),
@@ -147,13 +140,13 @@ impl CastTy {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Expr {
-    pub kind: ExprKind,
-    pub span: Span,
+pub(crate) struct Expr {
+    pub(crate) kind: ExprKind,
+    pub(crate) span: Span,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum ExprKind {
+pub(crate) enum ExprKind {
     Int(i64),
     Str(String),
     /// `$name`

@@ -42,7 +42,7 @@ const DEFINES: &[(&str, i64)] = &[
 
 /// What a type is, once typedefs and qualifiers are looked through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Void,
     Int { size: usize, signed: bool },
     Ptr(u32),
@@ -56,23 +56,23 @@ pub enum Kind {
 /// (name, type id; each one u64 of the program's context, in order) and
 /// its return type (the u64 after them, in fexit).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Signature {
-    pub func: u32,
-    pub params: Vec<(String, u32)>,
-    pub ret: u32,
+pub(crate) struct Signature {
+    pub(crate) func: u32,
+    pub(crate) params: Vec<(String, u32)>,
+    pub(crate) ret: u32,
 }
 
 /// A member of a struct: where it is and its type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Member {
-    pub bit_offset: u32,
+pub(crate) struct Member {
+    pub(crate) bit_offset: u32,
     /// Bits of a bitfield; 0 for a whole member.
-    pub bits: u32,
-    pub type_id: u32,
+    pub(crate) bits: u32,
+    pub(crate) type_id: u32,
 }
 
 /// An indexed BTF blob.
-pub struct Btf {
+pub(crate) struct Btf {
     data: Vec<u8>,
     strings: std::ops::Range<usize>,
     /// Offset (in `data`) of type id `i + 1`.
@@ -86,7 +86,7 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 }
 
 impl Btf {
-    pub fn parse(data: Vec<u8>) -> Option<Btf> {
+    pub(crate) fn parse(data: Vec<u8>) -> Option<Btf> {
         if data.get(0..2) != Some(&BTF_MAGIC.to_le_bytes()[..]) {
             return None;
         }
@@ -124,7 +124,7 @@ impl Btf {
     }
 
     /// The running kernel's types; None without BTF.
-    pub fn vmlinux() -> Option<Btf> {
+    pub(crate) fn vmlinux() -> Option<Btf> {
         if !cfg!(target_endian = "little") {
             return None;
         }
@@ -159,7 +159,7 @@ impl Btf {
 
     /// `id` with typedefs, `const`, `volatile`, `restrict` and type tags
     /// looked through.
-    pub fn resolve(&self, mut id: u32) -> u32 {
+    pub(crate) fn resolve(&self, mut id: u32) -> u32 {
         for _ in 0..32 {
             match self.header(id) {
                 Some((8..=11 | 18, _, _, next)) => id = next,
@@ -169,7 +169,7 @@ impl Btf {
         id
     }
 
-    pub fn kind(&self, id: u32) -> Kind {
+    pub(crate) fn kind(&self, id: u32) -> Kind {
         let id = self.resolve(id);
         if id == 0 {
             return Kind::Void;
@@ -205,7 +205,7 @@ impl Btf {
     }
 
     /// Bytes a value of type `id` takes.
-    pub fn size(&self, id: u32) -> usize {
+    pub(crate) fn size(&self, id: u32) -> usize {
         match self.kind(id) {
             Kind::Int { size, .. } | Kind::Struct { size } | Kind::Enum { size, .. } => size,
             Kind::Ptr(_) => 8,
@@ -216,7 +216,7 @@ impl Btf {
 
     /// The struct or union named `name` (its definition, not a forward
     /// declaration).
-    pub fn find_struct(&self, name: &str) -> Option<u32> {
+    pub(crate) fn find_struct(&self, name: &str) -> Option<u32> {
         (1..=self.offsets.len() as u32).find(|&id| {
             matches!(self.header(id), Some((4 | 5, _, _, _)))
                 && self.at(id).is_some_and(|at| self.name_of(at) == name)
@@ -225,7 +225,7 @@ impl Btf {
 
     /// The kernel function named `name` (a BTF_KIND_FUNC), whose id is
     /// what an fentry/fexit program attaches to.
-    pub fn find_func(&self, name: &str) -> Option<u32> {
+    pub(crate) fn find_func(&self, name: &str) -> Option<u32> {
         (1..=self.offsets.len() as u32).find(|&id| {
             matches!(self.header(id), Some((12, _, _, _)))
                 && self.at(id).is_some_and(|at| self.name_of(at) == name)
@@ -233,7 +233,7 @@ impl Btf {
     }
 
     /// Every kernel function's name (for wildcards), with its id.
-    pub fn funcs(&self) -> impl Iterator<Item = (u32, &str)> {
+    pub(crate) fn funcs(&self) -> impl Iterator<Item = (u32, &str)> {
         (1..=self.offsets.len() as u32).filter_map(|id| {
             matches!(self.header(id), Some((12, _, _, _)))
                 .then(|| Some((id, self.name_of(self.at(id)?))))
@@ -243,7 +243,7 @@ impl Btf {
 
     /// The parameters and return type of function `func` (a FUNC, through
     /// its FUNC_PROTO); None when it is not one.
-    pub fn signature(&self, func: u32) -> Option<Signature> {
+    pub(crate) fn signature(&self, func: u32) -> Option<Signature> {
         let (12, _, _, proto) = self.header(func)? else {
             return None;
         };
@@ -261,7 +261,7 @@ impl Btf {
     }
 
     /// The type's name (`task_struct`), for messages.
-    pub fn name(&self, id: u32) -> String {
+    pub(crate) fn name(&self, id: u32) -> String {
         let id = self.resolve(id);
         self.at(id)
             .map(|at| self.name_of(at).to_string())
@@ -270,7 +270,7 @@ impl Btf {
 
     /// Member `name` of struct or union `id`, looked for in anonymous
     /// members too (their offsets added).
-    pub fn member(&self, id: u32, name: &str) -> Option<Member> {
+    pub(crate) fn member(&self, id: u32, name: &str) -> Option<Member> {
         self.member_in(self.resolve(id), name, 0)
     }
 
@@ -313,19 +313,19 @@ impl Btf {
 /// The kernel's types and constants, read on first use (most programs
 /// need neither).
 #[derive(Default)]
-pub struct KernelTypes {
+pub(crate) struct KernelTypes {
     btf: OnceCell<Option<Btf>>,
     enums: OnceCell<HashMap<String, u64>>,
 }
 
 impl KernelTypes {
-    pub fn btf(&self) -> Option<&Btf> {
+    pub(crate) fn btf(&self) -> Option<&Btf> {
         self.btf.get_or_init(Btf::vmlinux).as_ref()
     }
 
     /// The value of a constant the program names: a kernel enum's, or one
     /// of the header `DEFINES`.
-    pub fn constant(&self, name: &str) -> Option<i64> {
+    pub(crate) fn constant(&self, name: &str) -> Option<i64> {
         if let Some((_, v)) = DEFINES.iter().find(|(n, _)| *n == name) {
             return Some(*v);
         }

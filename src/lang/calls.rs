@@ -22,10 +22,10 @@ use super::stacks::MAX_DEPTH;
 use super::types::{Ty, str_size};
 
 /// Strings `join()` prints at most, and the bytes each may take.
-pub const JOIN_ARGS: usize = 16;
-pub const JOIN_ARGSIZE: usize = 1024;
+pub(crate) const JOIN_ARGS: usize = 16;
+pub(crate) const JOIN_ARGSIZE: usize = 1024;
 /// Bytes before a join record's strings: kind, delimiter id, count.
-pub const JOIN_HEADER: usize = 24;
+pub(crate) const JOIN_HEADER: usize = 24;
 
 impl Gen<'_> {
     pub(super) fn call_expr(
@@ -184,7 +184,7 @@ impl Gen<'_> {
 
     /// `join(array[, delimiter])`: the strings of a NULL-ended array of
     /// pointers, sent as one record and printed on one line.
-    pub fn join(&mut self, e: &Expr, args: &[Expr]) -> Result<(), LangError> {
+    pub(crate) fn join(&mut self, e: &Expr, args: &[Expr]) -> Result<(), LangError> {
         let (array, delim) = match args {
             [a] => (a, " ".to_string()),
             [
@@ -259,7 +259,7 @@ const AF_INET6: i32 = 10;
 impl Gen<'_> {
     /// Bytes of the integer `e` evaluated to (just now): a field's, a
     /// cast's or a variable's size, 8 for anything computed.
-    pub fn width_of(&self, e: &Expr) -> usize {
+    pub(crate) fn width_of(&self, e: &Expr) -> usize {
         match &e.kind {
             ExprKind::Field { .. }
             | ExprKind::Cast { .. }

@@ -23,53 +23,53 @@ use super::types::{MapInfo, MapKind, Ty, str_size};
 use crate::event::format::EventFormat;
 
 /// The BPF stack limit.
-pub const STACK_LIMIT: usize = 512;
+pub(crate) const STACK_LIMIT: usize = 512;
 
 /// What an event record starts with (a u64), after which come its fields.
-pub mod event_kind {
-    pub const PRINTF: u64 = 1;
-    pub const EXIT: u64 = 2;
-    pub const PRINT: u64 = 3;
-    pub const CLEAR: u64 = 4;
-    pub const ZERO: u64 = 5;
-    pub const TIME: u64 = 6;
-    pub const JOIN: u64 = 7;
+pub(crate) mod event_kind {
+    pub(crate) const PRINTF: u64 = 1;
+    pub(crate) const EXIT: u64 = 2;
+    pub(crate) const PRINT: u64 = 3;
+    pub(crate) const CLEAR: u64 = 4;
+    pub(crate) const ZERO: u64 = 5;
+    pub(crate) const TIME: u64 = 6;
+    pub(crate) const JOIN: u64 = 7;
 }
 
 /// A `printf` call: its format and the types of its arguments, in the
 /// order they follow the event header.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PrintfSpec {
-    pub format: String,
-    pub args: Vec<Ty>,
+pub(crate) struct PrintfSpec {
+    pub(crate) format: String,
+    pub(crate) args: Vec<Ty>,
     /// `cat()`: the formatted text is a file name whose contents are
     /// printed.
-    pub cat: bool,
+    pub(crate) cat: bool,
 }
 
 /// What the program needs besides its code: maps, printf formats, probe
 /// names (for `probe`), time formats.
 #[derive(Clone, Debug, Default)]
-pub struct Registry {
-    pub maps: Vec<MapInfo>,
-    pub printfs: Vec<PrintfSpec>,
-    pub probe_names: Vec<String>,
-    pub time_formats: Vec<String>,
+pub(crate) struct Registry {
+    pub(crate) maps: Vec<MapInfo>,
+    pub(crate) printfs: Vec<PrintfSpec>,
+    pub(crate) probe_names: Vec<String>,
+    pub(crate) time_formats: Vec<String>,
     /// The delimiter of each `join()`.
-    pub join_delims: Vec<String>,
+    pub(crate) join_delims: Vec<String>,
     /// Whether some probe uses `kstack`/`ustack` (a stack map is needed).
-    pub uses_stacks: bool,
+    pub(crate) uses_stacks: bool,
 }
 
 impl Registry {
-    pub fn map_index(&self, name: &str) -> Option<usize> {
+    pub(crate) fn map_index(&self, name: &str) -> Option<usize> {
         self.maps.iter().position(|m| m.name == name)
     }
 }
 
 /// The kind of program a probe becomes, which decides its context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProgKind {
+pub(crate) enum ProgKind {
     /// BEGIN and END, run once with BPF_PROG_TEST_RUN.
     RawTracepoint,
     Tracepoint,
@@ -83,48 +83,48 @@ pub enum ProgKind {
 }
 
 /// The probe being compiled.
-pub struct ProbeEnv<'a> {
-    pub kind: ProgKind,
-    pub format: Option<&'a EventFormat>,
+pub(crate) struct ProbeEnv<'a> {
+    pub(crate) kind: ProgKind,
+    pub(crate) format: Option<&'a EventFormat>,
     /// The index of the probe's name in `Registry::probe_names`.
-    pub probe_id: u64,
-    pub is_return: bool,
+    pub(crate) probe_id: u64,
+    pub(crate) is_return: bool,
     /// CLOCK_MONOTONIC at start, for `elapsed`.
-    pub start_ns: u64,
+    pub(crate) start_ns: u64,
     /// The function a uprobe, kprobe or fentry is on, for `func`.
-    pub func: Option<&'a str>,
+    pub(crate) func: Option<&'a str>,
     /// An fentry/fexit function's parameters and return type (BTF).
-    pub signature: Option<&'a Signature>,
+    pub(crate) signature: Option<&'a Signature>,
     /// The kernel's types and constants, read when first needed.
-    pub types: &'a KernelTypes,
+    pub(crate) types: &'a KernelTypes,
 }
 
 /// Descriptors the code refers to (placeholders in the discovery pass).
 #[derive(Clone, Debug, Default)]
-pub struct Fds {
-    pub maps: Vec<i32>,
-    pub events: i32,
-    pub stacks: i32,
+pub(crate) struct Fds {
+    pub(crate) maps: Vec<i32>,
+    pub(crate) events: i32,
+    pub(crate) stacks: i32,
     /// The per-CPU count of records the ring buffer had no room for.
-    pub lost: i32,
+    pub(crate) lost: i32,
 }
 
 /// Where a value is after its code ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Loc {
+pub(crate) enum Loc {
     R0,
     /// A buffer at this offset from the frame pointer.
     Stack(i16),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Val {
-    pub ty: Ty,
-    pub loc: Loc,
+pub(crate) struct Val {
+    pub(crate) ty: Ty,
+    pub(crate) loc: Loc,
 }
 
 impl Val {
-    pub fn int() -> Val {
+    pub(crate) fn int() -> Val {
         Val {
             ty: Ty::Int,
             loc: Loc::R0,
@@ -134,34 +134,34 @@ impl Val {
 
 /// A compiled probe: instructions and the span each came from.
 #[derive(Debug)]
-pub struct Compiled {
-    pub insns: Vec<Insn>,
-    pub spans: Vec<Span>,
+pub(crate) struct Compiled {
+    pub(crate) insns: Vec<Insn>,
+    pub(crate) spans: Vec<Span>,
 }
 
-pub struct Gen<'a> {
-    pub asm: Asm,
-    pub reg: &'a mut Registry,
-    pub env: &'a ProbeEnv<'a>,
-    pub fds: &'a Fds,
+pub(crate) struct Gen<'a> {
+    pub(crate) asm: Asm,
+    pub(crate) reg: &'a mut Registry,
+    pub(crate) env: &'a ProbeEnv<'a>,
+    pub(crate) fds: &'a Fds,
     /// The first pass: maps are being discovered.
-    pub discover: bool,
-    pub vars: HashMap<String, (Ty, i16)>,
-    pub stack: usize,
+    pub(crate) discover: bool,
+    pub(crate) vars: HashMap<String, (Ty, i16)>,
+    pub(crate) stack: usize,
     /// Set when a `kstack`/`ustack` is taken.
-    pub exit_label: Option<Label>,
+    pub(crate) exit_label: Option<Label>,
     /// The innermost `while`'s (continue, break) labels.
-    pub loops: Vec<(Label, Label)>,
+    pub(crate) loops: Vec<(Label, Label)>,
     /// Bytes of the integer the last field, cast or variable read held
     /// (8 after anything else), for `bswap()`.
-    pub int_bytes: usize,
+    pub(crate) int_bytes: usize,
     /// Bytes of the integer each variable was first given, if it came
     /// from a field or a cast.
-    pub var_bytes: HashMap<String, usize>,
+    pub(crate) var_bytes: HashMap<String, usize>,
 }
 
 /// Compiles one probe's predicate and block.
-pub fn compile_probe(
+pub(crate) fn compile_probe(
     reg: &mut Registry,
     env: &ProbeEnv<'_>,
     fds: &Fds,
@@ -220,7 +220,7 @@ pub fn compile_probe(
 impl Gen<'_> {
     /// A stack buffer of `size` bytes (rounded to 8), or the error naming
     /// the limit.
-    pub fn alloc(&mut self, size: usize) -> Result<i16, LangError> {
+    pub(crate) fn alloc(&mut self, size: usize) -> Result<i16, LangError> {
         self.stack += size.div_ceil(8) * 8;
         if self.stack > STACK_LIMIT {
             return Err(LangError::new(
@@ -235,32 +235,32 @@ impl Gen<'_> {
         Ok(-(self.stack as i16))
     }
 
-    pub fn fp_addr(&mut self, reg: Reg, off: i16) {
+    pub(crate) fn fp_addr(&mut self, reg: Reg, off: i16) {
         self.asm.emit(mov_reg(reg, FP));
         self.asm.emit(alu_imm(Alu::Add, reg, off as i32));
     }
 
-    pub fn const_int(&mut self, reg: Reg, value: i64) {
+    pub(crate) fn const_int(&mut self, reg: Reg, value: i64) {
         match i32::try_from(value) {
             Ok(v) => self.asm.emit(mov_imm(reg, v)),
             Err(_) => self.asm.emit_all(&ld_imm64(reg, 0, value as u64)),
         }
     }
 
-    pub fn map_fd(&mut self, reg: Reg, map: usize) {
+    pub(crate) fn map_fd(&mut self, reg: Reg, map: usize) {
         let fd = self.fds.maps.get(map).copied().unwrap_or(0);
         self.asm
             .emit_all(&ld_imm64(reg, BPF_PSEUDO_MAP_FD, fd as u32 as u64));
     }
 
-    pub fn zero(&mut self, off: i16, size: usize) {
+    pub(crate) fn zero(&mut self, off: i16, size: usize) {
         for i in (0..size).step_by(8) {
             self.asm.emit(store_imm(Size::DW, FP, off + i as i16, 0));
         }
     }
 
     /// Copies `size` bytes (a multiple of 8) between stack buffers.
-    pub fn copy(&mut self, dst: i16, src: i16, size: usize) {
+    pub(crate) fn copy(&mut self, dst: i16, src: i16, size: usize) {
         for i in (0..size).step_by(8) {
             let i = i as i16;
             self.asm.emit(load(Size::DW, R1, FP, src + i));
@@ -269,7 +269,7 @@ impl Gen<'_> {
     }
 
     /// Writes a value into a buffer slot of type `slot`.
-    pub fn store_val(&mut self, val: Val, dst: i16, slot: Ty) {
+    pub(crate) fn store_val(&mut self, val: Val, dst: i16, slot: Ty) {
         match val.loc {
             Loc::R0 => self.asm.emit(store(Size::DW, FP, dst, R0)),
             Loc::Stack(src) => {
@@ -283,13 +283,13 @@ impl Gen<'_> {
     }
 
     /// A value kept in a stack slot across further code (a spilled r0).
-    pub fn spill(&mut self) -> Result<i16, LangError> {
+    pub(crate) fn spill(&mut self) -> Result<i16, LangError> {
         let off = self.alloc(8)?;
         self.asm.emit(store(Size::DW, FP, off, R0));
         Ok(off)
     }
 
-    pub fn want_int(&self, v: Val, e: &Expr) -> Result<(), LangError> {
+    pub(crate) fn want_int(&self, v: Val, e: &Expr) -> Result<(), LangError> {
         if v.ty.is_int() {
             Ok(())
         } else {
@@ -300,7 +300,7 @@ impl Gen<'_> {
         }
     }
 
-    pub fn block(&mut self, stmts: &[Stmt]) -> Result<(), LangError> {
+    pub(crate) fn block(&mut self, stmts: &[Stmt]) -> Result<(), LangError> {
         for stmt in stmts {
             let mark = self.stack;
             self.stmt(stmt)?;
@@ -451,7 +451,7 @@ impl Gen<'_> {
 
     /// The map `name` with a use of `keys` and `kind`: registered in the
     /// discovery pass, checked against its first use otherwise.
-    pub fn map_for(
+    pub(crate) fn map_for(
         &mut self,
         name: &str,
         key_tys: &[Ty],
@@ -535,7 +535,7 @@ impl Gen<'_> {
 
     /// Evaluates the keys into a fresh key buffer of map `map` (with room
     /// for a bucket at the end when the map has one).
-    pub fn build_key(&mut self, map: usize, keys: &[Expr]) -> Result<i16, LangError> {
+    pub(crate) fn build_key(&mut self, map: usize, keys: &[Expr]) -> Result<i16, LangError> {
         let info = self.reg.maps[map].clone();
         let off = self.alloc(info.key_size())?;
         if keys.is_empty() {
@@ -553,7 +553,7 @@ impl Gen<'_> {
 
     /// The types of key expressions, evaluated for their types only (the
     /// code is thrown away).
-    pub fn key_types(&mut self, keys: &[Expr]) -> Result<Vec<Ty>, LangError> {
+    pub(crate) fn key_types(&mut self, keys: &[Expr]) -> Result<Vec<Ty>, LangError> {
         let saved = std::mem::take(&mut self.asm);
         self.asm.span = saved.span;
         let stack = self.stack;
@@ -575,13 +575,13 @@ impl Gen<'_> {
         result.map(|_| tys)
     }
 
-    pub fn lookup(&mut self, map: usize, key: i16) {
+    pub(crate) fn lookup(&mut self, map: usize, key: i16) {
         self.map_fd(R1, map);
         self.fp_addr(R2, key);
         self.asm.emit(call(helper::MAP_LOOKUP_ELEM));
     }
 
-    pub fn update(&mut self, map: usize, key: i16, value: i16, flags: i32) {
+    pub(crate) fn update(&mut self, map: usize, key: i16, value: i16, flags: i32) {
         self.map_fd(R1, map);
         self.fp_addr(R2, key);
         self.fp_addr(R3, value);
@@ -617,7 +617,7 @@ impl Gen<'_> {
 }
 
 /// The aggregation functions (`@m = count()`).
-pub fn aggregation(name: &str) -> bool {
+pub(crate) fn aggregation(name: &str) -> bool {
     matches!(
         name,
         "count" | "sum" | "min" | "max" | "avg" | "stats" | "hist" | "lhist"
@@ -625,7 +625,7 @@ pub fn aggregation(name: &str) -> bool {
 }
 
 /// The ALU operation of an arithmetic operator.
-pub fn alu_of(op: BinOp) -> Option<Alu> {
+pub(crate) fn alu_of(op: BinOp) -> Option<Alu> {
     Some(match op {
         BinOp::Add => Alu::Add,
         BinOp::Sub => Alu::Sub,
@@ -642,7 +642,7 @@ pub fn alu_of(op: BinOp) -> Option<Alu> {
 }
 
 /// String sizes of `str()` and literals.
-pub fn literal_size(text: &str) -> usize {
+pub(crate) fn literal_size(text: &str) -> usize {
     str_size(text.len() + 1)
 }
 

@@ -6,22 +6,20 @@
 //! computed only when the error is printed, so the parser carries two
 //! integers per node and nothing else.
 
-use std::fmt;
-
 /// A byte range of the source, `start..end`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Span {
-    pub start: usize,
-    pub end: usize,
+pub(crate) struct Span {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 impl Span {
-    pub fn new(start: usize, end: usize) -> Span {
+    pub(crate) fn new(start: usize, end: usize) -> Span {
         Span { start, end }
     }
 
     /// The span covering both.
-    pub fn to(self, other: Span) -> Span {
+    pub(crate) fn to(self, other: Span) -> Span {
         Span::new(self.start.min(other.start), self.end.max(other.end))
     }
 }
@@ -29,13 +27,13 @@ impl Span {
 /// What went wrong, and where.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub struct LangError {
-    pub span: Span,
-    pub message: String,
+pub(crate) struct LangError {
+    pub(crate) span: Span,
+    pub(crate) message: String,
 }
 
 impl LangError {
-    pub fn new(span: Span, message: impl Into<String>) -> LangError {
+    pub(crate) fn new(span: Span, message: impl Into<String>) -> LangError {
         LangError {
             span,
             message: message.into(),
@@ -44,7 +42,7 @@ impl LangError {
 
     /// The three lines bpftrace prints: place and message, the source
     /// line, the underline. `origin` is `stdin` or the file's name.
-    pub fn render(&self, origin: &str, source: &str) -> String {
+    pub(crate) fn render(&self, origin: &str, source: &str) -> String {
         let start = self.span.start.min(source.len());
         let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = source[start..]
@@ -68,25 +66,12 @@ impl LangError {
     }
 
     /// 1-based line of the error's start.
-    pub fn line(&self, source: &str) -> usize {
+    #[cfg(test)]
+    pub(crate) fn line(&self, source: &str) -> usize {
         let start = self.span.start.min(source.len());
         source[..start].matches('\n').count() + 1
     }
 }
-
-/// A compile error with the text it came from, ready to print.
-#[derive(Debug)]
-pub struct SourceError {
-    pub rendered: String,
-}
-
-impl fmt::Display for SourceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.rendered)
-    }
-}
-
-impl std::error::Error for SourceError {}
 
 #[cfg(test)]
 mod tests {

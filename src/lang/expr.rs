@@ -12,14 +12,14 @@ use super::stacks::MAX_DEPTH;
 use super::types::{MapKind, Ty};
 
 /// `str()`'s default size, bpftrace's `BPFTRACE_STRLEN`.
-pub const STRLEN: usize = 64;
+pub(crate) const STRLEN: usize = 64;
 
 /// x86-64 `struct pt_regs` offsets of the argument registers and rax.
 const PT_REGS_ARGS: [i16; 6] = [112, 104, 96, 88, 72, 64];
 const PT_REGS_RAX: i16 = 80;
 
 impl Gen<'_> {
-    pub fn expr(&mut self, e: &Expr) -> Result<Val, LangError> {
+    pub(crate) fn expr(&mut self, e: &Expr) -> Result<Val, LangError> {
         self.int_bytes = 8;
         match &e.kind {
             ExprKind::Int(v) => {
@@ -254,7 +254,12 @@ impl Gen<'_> {
         Ok(Val::int())
     }
 
-    pub fn stack_builtin(&mut self, e: &Expr, user: bool, depth: usize) -> Result<Val, LangError> {
+    pub(crate) fn stack_builtin(
+        &mut self,
+        e: &Expr,
+        user: bool,
+        depth: usize,
+    ) -> Result<Val, LangError> {
         if self.env.kind == ProgKind::RawTracepoint {
             return Err(LangError::new(
                 e.span,
@@ -288,7 +293,7 @@ impl Gen<'_> {
 
     /// r0 and the current process id in a 16-byte buffer: a value of
     /// type `ty` (a user stack or address) named later in that process.
-    pub fn with_pid(&mut self, ty: Ty) -> Result<Val, LangError> {
+    pub(crate) fn with_pid(&mut self, ty: Ty) -> Result<Val, LangError> {
         let off = self.alloc(16)?;
         self.asm.emit(store(Size::DW, FP, off, R0));
         self.asm.emit(call(helper::GET_CURRENT_PID_TGID));

@@ -154,7 +154,7 @@ impl Gen<'_> {
     }
 
     /// Sign- or zero-extends the low `bytes` of r0 to 64 bits.
-    pub fn extend(&mut self, bytes: usize, signed: bool) {
+    pub(crate) fn extend(&mut self, bytes: usize, signed: bool) {
         self.int_bytes = bytes.clamp(1, 8);
         if bytes >= 8 {
             return;

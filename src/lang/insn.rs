@@ -11,19 +11,16 @@ use super::error::Span;
 
 /// A register, `r0`..`r10` (`r10` is the read-only frame pointer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reg(pub u8);
+pub(crate) struct Reg(pub(crate) u8);
 
-pub const R0: Reg = Reg(0);
-pub const R1: Reg = Reg(1);
-pub const R2: Reg = Reg(2);
-pub const R3: Reg = Reg(3);
-pub const R4: Reg = Reg(4);
-pub const R5: Reg = Reg(5);
-pub const R6: Reg = Reg(6);
-pub const R7: Reg = Reg(7);
-pub const R8: Reg = Reg(8);
-pub const R9: Reg = Reg(9);
-pub const FP: Reg = Reg(10);
+pub(crate) const R0: Reg = Reg(0);
+pub(crate) const R1: Reg = Reg(1);
+pub(crate) const R2: Reg = Reg(2);
+pub(crate) const R3: Reg = Reg(3);
+pub(crate) const R4: Reg = Reg(4);
+pub(crate) const R6: Reg = Reg(6);
+pub(crate) const R7: Reg = Reg(7);
+pub(crate) const FP: Reg = Reg(10);
 
 // Instruction classes, sizes, modes and sources (linux/bpf_common.h, bpf.h).
 const BPF_LD: u8 = 0x00;
@@ -34,18 +31,17 @@ const BPF_JMP: u8 = 0x05;
 const BPF_ALU64: u8 = 0x07;
 const BPF_IMM: u8 = 0x00;
 const BPF_MEM: u8 = 0x60;
-const BPF_ATOMIC: u8 = 0xc0;
 const BPF_K: u8 = 0x00;
 const BPF_X: u8 = 0x08;
 const BPF_CALL: u8 = 0x80;
 const BPF_EXIT: u8 = 0x90;
 const BPF_JA: u8 = 0x00;
 /// `src_reg` of a 64-bit immediate that holds a map's file descriptor.
-pub const BPF_PSEUDO_MAP_FD: u8 = 1;
+pub(crate) const BPF_PSEUDO_MAP_FD: u8 = 1;
 
 /// Access width of a load or store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Size {
+pub(crate) enum Size {
     B = 0x10,
     H = 0x08,
     W = 0x00,
@@ -54,7 +50,7 @@ pub enum Size {
 
 impl Size {
     /// The width of `bytes` (1, 2, 4, 8).
-    pub fn of(bytes: usize) -> Option<Size> {
+    pub(crate) fn of(bytes: usize) -> Option<Size> {
         Some(match bytes {
             1 => Size::B,
             2 => Size::H,
@@ -66,7 +62,7 @@ impl Size {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Alu {
+pub(crate) enum Alu {
     Add = 0x00,
     Sub = 0x10,
     Mul = 0x20,
@@ -83,28 +79,23 @@ pub enum Alu {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Jmp {
+pub(crate) enum Jmp {
     Eq = 0x10,
-    Gt = 0x20,
-    Ge = 0x30,
-    Set = 0x40,
     Ne = 0x50,
     Sgt = 0x60,
     Sge = 0x70,
-    Lt = 0xa0,
-    Le = 0xb0,
     Slt = 0xc0,
     Sle = 0xd0,
 }
 
 /// One 8-byte instruction, as the kernel reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Insn {
-    pub code: u8,
-    pub dst: u8,
-    pub src: u8,
-    pub off: i16,
-    pub imm: i32,
+pub(crate) struct Insn {
+    pub(crate) code: u8,
+    pub(crate) dst: u8,
+    pub(crate) src: u8,
+    pub(crate) off: i16,
+    pub(crate) imm: i32,
 }
 
 impl Insn {
@@ -119,7 +110,7 @@ impl Insn {
     }
 
     /// The little-endian bytes of `struct bpf_insn`.
-    pub fn to_bytes(self) -> [u8; 8] {
+    pub(crate) fn to_bytes(self) -> [u8; 8] {
         let off = self.off.to_le_bytes();
         let imm = self.imm.to_le_bytes();
         [
@@ -135,50 +126,39 @@ impl Insn {
     }
 }
 
-pub fn alu_imm(op: Alu, dst: Reg, imm: i32) -> Insn {
+pub(crate) fn alu_imm(op: Alu, dst: Reg, imm: i32) -> Insn {
     Insn::new(BPF_ALU64 | op as u8 | BPF_K, dst, Reg(0), 0, imm)
 }
 
-pub fn alu_reg(op: Alu, dst: Reg, src: Reg) -> Insn {
+pub(crate) fn alu_reg(op: Alu, dst: Reg, src: Reg) -> Insn {
     Insn::new(BPF_ALU64 | op as u8 | BPF_X, dst, src, 0, 0)
 }
 
-pub fn mov_imm(dst: Reg, imm: i32) -> Insn {
+pub(crate) fn mov_imm(dst: Reg, imm: i32) -> Insn {
     alu_imm(Alu::Mov, dst, imm)
 }
 
-pub fn mov_reg(dst: Reg, src: Reg) -> Insn {
+pub(crate) fn mov_reg(dst: Reg, src: Reg) -> Insn {
     alu_reg(Alu::Mov, dst, src)
 }
 
 /// `dst = *(size *)(src + off)`
-pub fn load(size: Size, dst: Reg, src: Reg, off: i16) -> Insn {
+pub(crate) fn load(size: Size, dst: Reg, src: Reg, off: i16) -> Insn {
     Insn::new(BPF_LDX | BPF_MEM | size as u8, dst, src, off, 0)
 }
 
 /// `*(size *)(dst + off) = src`
-pub fn store(size: Size, dst: Reg, off: i16, src: Reg) -> Insn {
+pub(crate) fn store(size: Size, dst: Reg, off: i16, src: Reg) -> Insn {
     Insn::new(BPF_STX | BPF_MEM | size as u8, dst, src, off, 0)
 }
 
 /// `*(size *)(dst + off) = imm`
-pub fn store_imm(size: Size, dst: Reg, off: i16, imm: i32) -> Insn {
+pub(crate) fn store_imm(size: Size, dst: Reg, off: i16, imm: i32) -> Insn {
     Insn::new(BPF_ST | BPF_MEM | size as u8, dst, Reg(0), off, imm)
 }
 
-/// `lock *(u64 *)(dst + off) += src`
-pub fn atomic_add(dst: Reg, off: i16, src: Reg) -> Insn {
-    Insn::new(
-        BPF_STX | BPF_ATOMIC | Size::DW as u8,
-        dst,
-        src,
-        off,
-        Alu::Add as i32,
-    )
-}
-
 /// The two slots of `dst = imm64`; `src` is 0 or `BPF_PSEUDO_MAP_FD`.
-pub fn ld_imm64(dst: Reg, src: u8, imm: u64) -> [Insn; 2] {
+pub(crate) fn ld_imm64(dst: Reg, src: u8, imm: u64) -> [Insn; 2] {
     [
         Insn::new(
             BPF_LD | BPF_IMM | Size::DW as u8,
@@ -193,83 +173,83 @@ pub fn ld_imm64(dst: Reg, src: u8, imm: u64) -> [Insn; 2] {
 
 /// `dst` = the low `bits` (16, 32, 64) of `dst` with their bytes swapped,
 /// zero-extended (BPF_END to big endian, on a little-endian machine).
-pub fn bswap(dst: Reg, bits: i32) -> Insn {
+pub(crate) fn bswap(dst: Reg, bits: i32) -> Insn {
     const BPF_ALU: u8 = 0x04;
     const BPF_END: u8 = 0xd0;
     const BPF_TO_BE: u8 = 0x08;
     Insn::new(BPF_ALU | BPF_END | BPF_TO_BE, dst, Reg(0), 0, bits)
 }
 
-pub fn call(helper: i32) -> Insn {
+pub(crate) fn call(helper: i32) -> Insn {
     Insn::new(BPF_JMP | BPF_CALL, Reg(0), Reg(0), 0, helper)
 }
 
-pub fn exit() -> Insn {
+pub(crate) fn exit() -> Insn {
     Insn::new(BPF_JMP | BPF_EXIT, Reg(0), Reg(0), 0, 0)
 }
 
 /// Helper function ids (linux/bpf.h, `__BPF_FUNC_MAPPER`).
-pub mod helper {
-    pub const MAP_LOOKUP_ELEM: i32 = 1;
-    pub const MAP_UPDATE_ELEM: i32 = 2;
-    pub const MAP_DELETE_ELEM: i32 = 3;
-    pub const KTIME_GET_NS: i32 = 5;
-    pub const GET_SMP_PROCESSOR_ID: i32 = 8;
-    pub const GET_CURRENT_PID_TGID: i32 = 14;
-    pub const GET_CURRENT_UID_GID: i32 = 15;
-    pub const GET_CURRENT_COMM: i32 = 16;
-    pub const PROBE_READ: i32 = 4;
-    pub const GET_CURRENT_TASK: i32 = 35;
-    pub const GET_STACKID: i32 = 27;
-    pub const PROBE_READ_STR: i32 = 45;
-    pub const PROBE_READ_KERNEL: i32 = 113;
-    pub const RINGBUF_OUTPUT: i32 = 130;
-    pub const RINGBUF_RESERVE: i32 = 131;
-    pub const RINGBUF_SUBMIT: i32 = 132;
-    pub const GET_CURRENT_CGROUP_ID: i32 = 80;
+pub(crate) mod helper {
+    pub(crate) const MAP_LOOKUP_ELEM: i32 = 1;
+    pub(crate) const MAP_UPDATE_ELEM: i32 = 2;
+    pub(crate) const MAP_DELETE_ELEM: i32 = 3;
+    pub(crate) const KTIME_GET_NS: i32 = 5;
+    pub(crate) const GET_SMP_PROCESSOR_ID: i32 = 8;
+    pub(crate) const GET_CURRENT_PID_TGID: i32 = 14;
+    pub(crate) const GET_CURRENT_UID_GID: i32 = 15;
+    pub(crate) const GET_CURRENT_COMM: i32 = 16;
+    pub(crate) const PROBE_READ: i32 = 4;
+    pub(crate) const GET_CURRENT_TASK: i32 = 35;
+    pub(crate) const GET_STACKID: i32 = 27;
+    pub(crate) const PROBE_READ_STR: i32 = 45;
+    pub(crate) const PROBE_READ_KERNEL: i32 = 113;
+    pub(crate) const RINGBUF_OUTPUT: i32 = 130;
+    pub(crate) const RINGBUF_RESERVE: i32 = 131;
+    pub(crate) const RINGBUF_SUBMIT: i32 = 132;
+    pub(crate) const GET_CURRENT_CGROUP_ID: i32 = 80;
 }
 
 /// A place in the code, bound later with `Asm::bind`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Label(usize);
+pub(crate) struct Label(usize);
 
 /// Instructions with labels, and the source span of each.
 #[derive(Debug, Default)]
-pub struct Asm {
-    pub insns: Vec<Insn>,
-    pub spans: Vec<Span>,
+pub(crate) struct Asm {
+    pub(crate) insns: Vec<Insn>,
+    pub(crate) spans: Vec<Span>,
     labels: Vec<Option<usize>>,
     fixups: Vec<(usize, Label)>,
     /// The span the next instructions are generated for.
-    pub span: Span,
+    pub(crate) span: Span,
 }
 
 impl Asm {
-    pub fn emit(&mut self, insn: Insn) {
+    pub(crate) fn emit(&mut self, insn: Insn) {
         self.insns.push(insn);
         self.spans.push(self.span);
     }
 
-    pub fn emit_all(&mut self, insns: &[Insn]) {
+    pub(crate) fn emit_all(&mut self, insns: &[Insn]) {
         for insn in insns {
             self.emit(*insn);
         }
     }
 
-    pub fn label(&mut self) -> Label {
+    pub(crate) fn label(&mut self) -> Label {
         self.labels.push(None);
         Label(self.labels.len() - 1)
     }
 
     /// The label points at the next instruction.
-    pub fn bind(&mut self, label: Label) {
+    pub(crate) fn bind(&mut self, label: Label) {
         self.labels[label.0] = Some(self.insns.len());
     }
 
     /// An unconditional jump; none right after another unconditional
     /// jump or an exit where no label points (the verifier refuses
     /// unreachable instructions: `if (c) { exit(); }`, `continue`).
-    pub fn jump(&mut self, to: Label) {
+    pub(crate) fn jump(&mut self, to: Label) {
         let here = self.insns.len();
         let after_jump = self
             .insns
@@ -282,19 +262,19 @@ impl Asm {
         self.emit(Insn::new(BPF_JMP | BPF_JA, Reg(0), Reg(0), 0, 0));
     }
 
-    pub fn jump_if_imm(&mut self, op: Jmp, reg: Reg, imm: i32, to: Label) {
+    pub(crate) fn jump_if_imm(&mut self, op: Jmp, reg: Reg, imm: i32, to: Label) {
         self.fixups.push((self.insns.len(), to));
         self.emit(Insn::new(BPF_JMP | op as u8 | BPF_K, reg, Reg(0), 0, imm));
     }
 
-    pub fn jump_if_reg(&mut self, op: Jmp, dst: Reg, src: Reg, to: Label) {
+    pub(crate) fn jump_if_reg(&mut self, op: Jmp, dst: Reg, src: Reg, to: Label) {
         self.fixups.push((self.insns.len(), to));
         self.emit(Insn::new(BPF_JMP | op as u8 | BPF_X, dst, src, 0, 0));
     }
 
     /// Resolves the jumps; a label never bound, or a jump out of `i16`
     /// range, is an error naming it.
-    pub fn finish(self) -> Result<(Vec<Insn>, Vec<Span>), JumpError> {
+    pub(crate) fn finish(self) -> Result<(Vec<Insn>, Vec<Span>), JumpError> {
         let mut insns = self.insns;
         for (at, label) in self.fixups {
             let target = self.labels[label.0].ok_or(JumpError::Unplaced)?;
@@ -307,7 +287,7 @@ impl Asm {
 
 /// A jump the assembler cannot resolve.
 #[derive(Debug, thiserror::Error)]
-pub enum JumpError {
+pub(crate) enum JumpError {
     #[error("a jump to a label never placed")]
     Unplaced,
     #[error("a jump too far for BPF")]
@@ -343,11 +323,6 @@ mod tests {
         assert_eq!(
             store_imm(Size::B, FP, -1, 7).to_bytes(),
             [0x72, 0x0a, 0xff, 0xff, 7, 0, 0, 0]
-        );
-        // lock *(u64 *)(r0 + 0) += r1
-        assert_eq!(
-            atomic_add(R0, 0, R1).to_bytes(),
-            [0xdb, 0x10, 0, 0, 0, 0, 0, 0]
         );
         assert_eq!(
             call(helper::MAP_LOOKUP_ELEM).to_bytes(),

@@ -6,7 +6,7 @@
 use super::error::{LangError, Span};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Tok {
+pub(crate) enum Tok {
     Int(i64),
     Str(String),
     /// A name: a builtin, a function, a keyword (`if`, `else`).
@@ -22,7 +22,7 @@ pub enum Tok {
 
 impl Tok {
     /// How a syntax error names the token (`unexpected ;`).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Tok::Int(v) => v.to_string(),
             Tok::Str(s) => format!("\"{s}\""),
@@ -42,13 +42,13 @@ const PUNCTS: &[&str] = &[
     "=", "(", ")", "{", "}", "[", "]", ",", ";", "?", ":", ".",
 ];
 
-pub struct Lexer<'a> {
+pub(crate) struct Lexer<'a> {
     src: &'a str,
-    pub pos: usize,
+    pub(crate) pos: usize,
 }
 
 impl<'a> Lexer<'a> {
-    pub fn new(src: &'a str, pos: usize) -> Lexer<'a> {
+    pub(crate) fn new(src: &'a str, pos: usize) -> Lexer<'a> {
         Lexer { src, pos }
     }
 
@@ -57,7 +57,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// Skips blanks and comments; an unclosed `/*` is an error.
-    pub fn skip_blank(&mut self) -> Result<(), LangError> {
+    pub(crate) fn skip_blank(&mut self) -> Result<(), LangError> {
         loop {
             let rest = self.rest();
             let trimmed = rest.trim_start();
@@ -87,7 +87,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// The next token and its span.
-    pub fn next_token(&mut self) -> Result<(Tok, Span), LangError> {
+    pub(crate) fn next_token(&mut self) -> Result<(Tok, Span), LangError> {
         self.skip_blank()?;
         let start = self.pos;
         let rest = self.rest();

@@ -13,23 +13,23 @@
 //! there is one walk of the tree that both checks and generates, and no
 //! type checker to keep in step with it.
 
-pub mod actions;
-pub mod aggregate;
-pub mod ast;
+pub(crate) mod actions;
+pub(crate) mod aggregate;
+pub(crate) mod ast;
 pub(crate) mod attach;
-pub mod btf;
-pub mod calls;
-pub mod codegen;
-pub mod error;
-pub mod expr;
-pub mod fields;
-pub mod insn;
-pub mod lexer;
-pub mod output;
-pub mod parser;
-pub mod printf;
-pub mod probe;
+pub(crate) mod btf;
+pub(crate) mod calls;
+pub(crate) mod codegen;
+pub(crate) mod error;
+pub(crate) mod expr;
+pub(crate) mod fields;
+pub(crate) mod insn;
+pub(crate) mod lexer;
+pub(crate) mod output;
+pub(crate) mod parser;
+pub(crate) mod printf;
+pub(crate) mod probe;
 pub(crate) mod resolve;
-pub mod run;
-pub mod stacks;
-pub mod types;
+pub(crate) mod run;
+pub(crate) mod stacks;
+pub(crate) mod types;

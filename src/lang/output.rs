@@ -12,14 +12,14 @@ use super::types::{MapInfo, MapKind, Ty};
 
 /// One element: its key, and its value (per CPU for aggregations).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub key: Vec<u8>,
-    pub values: Vec<Vec<u8>>,
+pub(crate) struct Entry {
+    pub(crate) key: Vec<u8>,
+    pub(crate) values: Vec<Vec<u8>>,
 }
 
 /// How a key or value of a type that needs the runner (probe names,
 /// stacks) reads.
-pub trait Resolve {
+pub(crate) trait Resolve {
     fn text(&self, ty: Ty, bytes: &[u8]) -> String;
 }
 
@@ -31,7 +31,7 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 }
 
 /// A NUL-terminated string in `bytes`.
-pub fn c_str(bytes: &[u8]) -> String {
+pub(crate) fn c_str(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
@@ -111,7 +111,12 @@ fn keep_top<T>(rows: &mut Vec<T>, top: usize) {
 
 /// The text of one map at exit or for `print(@m)` (`print(@m, top)`: its
 /// `top` greatest elements).
-pub fn print_map(info: &MapInfo, entries: &[Entry], top: usize, resolve: &dyn Resolve) -> String {
+pub(crate) fn print_map(
+    info: &MapInfo,
+    entries: &[Entry],
+    top: usize,
+    resolve: &dyn Resolve,
+) -> String {
     let mut entries: Vec<&Entry> = entries.iter().collect();
     entries.sort_by_key(|e| key_order(info, &e.key));
     match info.kind {
@@ -242,7 +247,7 @@ fn rows(counts: &[u64], header: impl Fn(usize) -> String) -> String {
 }
 
 /// The rows of a log2 histogram, from the first bucket used to the last.
-pub fn hist_rows(counts: &[u64]) -> String {
+pub(crate) fn hist_rows(counts: &[u64]) -> String {
     rows(counts, |i| match i {
         0 => "(..., 0)".to_string(),
         1 => "[0]".to_string(),
@@ -268,7 +273,7 @@ fn lhist_label(n: i64) -> String {
 }
 
 /// The rows of a linear histogram, from the first bucket used to the last.
-pub fn lhist_rows(counts: &[u64], min: i64, max: i64, step: i64) -> String {
+pub(crate) fn lhist_rows(counts: &[u64], min: i64, max: i64, step: i64) -> String {
     let buckets = MapKind::lhist_buckets(min, max, step) as usize;
     rows(counts, |i| {
         if i == 0 {

@@ -9,7 +9,7 @@ use super::ast::*;
 use super::error::{LangError, Span};
 use super::lexer::{Lexer, Tok};
 
-pub fn parse(src: &str) -> Result<Program, LangError> {
+pub(crate) fn parse(src: &str) -> Result<Program, LangError> {
     let mut p = Parser {
         lexer: Lexer::new(src, 0),
         src,

@@ -7,13 +7,13 @@
 
 /// One argument of a formatted line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Arg {
+pub(crate) enum Arg {
     Int(i64),
     Str(String),
 }
 
 /// The conversion letters of `format`, one per argument it takes.
-pub fn conversions(format: &str) -> Result<Vec<char>, FormatError> {
+pub(crate) fn conversions(format: &str) -> Result<Vec<char>, FormatError> {
     Ok(pieces(format)?
         .into_iter()
         .filter_map(|p| match p {
@@ -37,7 +37,7 @@ enum Piece<'a> {
 
 /// A `printf` format scry cannot print.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum FormatError {
+pub(crate) enum FormatError {
     #[error("printf: the format ends inside a conversion")]
     Unterminated,
     #[error("printf: unknown conversion %{0}")]
@@ -113,7 +113,7 @@ fn pieces(format: &str) -> Result<Vec<Piece<'_>>, FormatError> {
 }
 
 /// `format` with `args` in place of its conversions.
-pub fn format(format: &str, args: &[Arg]) -> String {
+pub(crate) fn format(format: &str, args: &[Arg]) -> String {
     let Ok(pieces) = pieces(format) else {
         return format.to_string();
     };

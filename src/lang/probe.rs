@@ -11,7 +11,7 @@
 use super::error::{LangError, Span};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ProbeSpec {
+pub(crate) enum ProbeSpec {
     Begin,
     End,
     Tracepoint {
@@ -54,7 +54,7 @@ pub enum ProbeSpec {
 
 impl ProbeSpec {
     /// The name bpftrace prints for `probe` (the long spelling).
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             ProbeSpec::Begin => "BEGIN".into(),
             ProbeSpec::End => "END".into(),
@@ -87,7 +87,7 @@ impl ProbeSpec {
     }
 }
 
-pub fn parse_probe(text: &str, span: Span) -> Result<ProbeSpec, LangError> {
+pub(crate) fn parse_probe(text: &str, span: Span) -> Result<ProbeSpec, LangError> {
     let bad = |why: &str| LangError::new(span, why.to_string());
     if text == "BEGIN" {
         return Ok(ProbeSpec::Begin);

@@ -25,16 +25,16 @@ use crate::event::format::{EventFormat, load_format};
 
 /// One attach point, resolved.
 pub(crate) struct Concrete {
-    pub spec: ProbeSpec,
-    pub span: Span,
-    pub format: Option<EventFormat>,
+    pub(crate) spec: ProbeSpec,
+    pub(crate) span: Span,
+    pub(crate) format: Option<EventFormat>,
     /// The function an fentry/fexit probe is on, from BTF.
-    pub signature: Option<Signature>,
+    pub(crate) signature: Option<Signature>,
     /// Index into `Program::probes`.
-    pub block: usize,
+    pub(crate) block: usize,
     /// From a wildcard, or one of several attach points of its block: a
     /// refusal to load or attach skips it.
-    pub optional: bool,
+    pub(crate) optional: bool,
 }
 
 pub(crate) fn glob(pattern: &str, text: &str) -> bool {
@@ -250,7 +250,7 @@ pub(crate) fn resolve_probes(
 
 /// The probes `scry run -l PATTERN` lists (tracepoints and software
 /// events, as bpftrace names them), those matching the glob `pattern`.
-pub fn list_probes(pattern: &str) -> io::Result<Vec<String>> {
+pub(crate) fn list_probes(pattern: &str) -> io::Result<Vec<String>> {
     let pattern = pattern
         .strip_prefix("t:")
         .map(|rest| format!("tracepoint:{rest}"))

@@ -26,12 +26,12 @@ use super::stacks::{MAX_DEPTH, StackNames};
 use super::types::Ty;
 use crate::sys::bpf_raw::{self, EventRing, Map, ProgType};
 
-pub use super::resolve::list_probes;
+pub(crate) use super::resolve::list_probes;
 
 /// Why a run failed: bad input (with its place) or the system.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RunError {
+pub(crate) enum RunError {
     #[error("{0}")]
     Source(LangError),
     #[error("{0}")]
@@ -106,7 +106,12 @@ fn compile_all(
 
 /// The instruction a verifier log last names, mapped to its span, and the
 /// log's last lines (the reason).
-pub fn verifier_error(log: &str, compiled: &Compiled, probe: &str, err: &io::Error) -> LangError {
+pub(crate) fn verifier_error(
+    log: &str,
+    compiled: &Compiled,
+    probe: &str,
+    err: &io::Error,
+) -> LangError {
     let insn = log
         .lines()
         .rev()
@@ -423,14 +428,18 @@ impl Runtime<'_> {
 
 /// Options of a run.
 #[derive(Clone, Debug, Default)]
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     /// Print the generated instructions count per probe to stderr.
-    pub verbose: bool,
+    pub(crate) verbose: bool,
 }
 
 /// Compiles and runs `source`, printing to `out` until the program exits
 /// or a stop signal comes.
-pub fn run(source: &str, options: &RunOptions, out: &mut impl Write) -> Result<(), RunError> {
+pub(crate) fn run(
+    source: &str,
+    options: &RunOptions,
+    out: &mut impl Write,
+) -> Result<(), RunError> {
     let program = super::parser::parse(source)?;
     let types = KernelTypes::default();
     let probes = resolve_probes(&program, &types)?;

@@ -15,16 +15,16 @@ use crate::symbol::Kallsyms;
 use crate::sys::bpf_raw::Map;
 
 /// Frames a stack map holds per stack (bpftrace's default depth).
-pub const MAX_DEPTH: usize = 127;
+pub(crate) const MAX_DEPTH: usize = 127;
 
 /// Reads and names stacks.
-pub struct StackNames<'a> {
-    pub map: Option<&'a Map>,
+pub(crate) struct StackNames<'a> {
+    pub(crate) map: Option<&'a Map>,
     kallsyms: OnceCell<Option<Kallsyms>>,
 }
 
 impl<'a> StackNames<'a> {
-    pub fn new(map: Option<&'a Map>) -> Self {
+    pub(crate) fn new(map: Option<&'a Map>) -> Self {
         StackNames {
             map,
             kallsyms: OnceCell::new(),
@@ -100,21 +100,21 @@ impl<'a> StackNames<'a> {
             .collect()
     }
 
-    pub fn kernel(&self, value: u64) -> String {
+    pub(crate) fn kernel(&self, value: u64) -> String {
         Self::lines(self.kernel_names(&self.frames(value), true))
     }
 
-    pub fn user(&self, value: u64, pid: u32) -> String {
+    pub(crate) fn user(&self, value: u64, pid: u32) -> String {
         Self::lines(Self::user_names(&self.frames(value), pid, true))
     }
 
     /// `ksym(addr)`: the name of the kernel function holding `addr`.
-    pub fn ksym(&self, addr: u64) -> String {
+    pub(crate) fn ksym(&self, addr: u64) -> String {
         self.kernel_names(&[addr], false).remove(0)
     }
 
     /// `usym(addr)`: the name of process `pid`'s function holding `addr`.
-    pub fn usym(addr: u64, pid: u32) -> String {
+    pub(crate) fn usym(addr: u64, pid: u32) -> String {
         Self::user_names(&[addr], pid, false).remove(0)
     }
 }

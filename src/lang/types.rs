@@ -12,7 +12,7 @@ use std::fmt;
 
 /// The type of a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ty {
+pub(crate) enum Ty {
     Int,
     /// A NUL-padded string buffer of this many bytes (a multiple of 8).
     Str(usize),
@@ -40,7 +40,7 @@ pub enum Ty {
 
 impl Ty {
     /// Bytes the value takes in a key, a value or an event.
-    pub fn size(self) -> usize {
+    pub(crate) fn size(self) -> usize {
         match self {
             Ty::Int | Ty::Probe | Ty::Kstack | Ty::Ksym | Ty::Ptr(_) | Ty::Record(_) => 8,
             Ty::Ustack | Ty::Usym => 16,
@@ -50,12 +50,12 @@ impl Ty {
     }
 
     /// Values kept in a stack buffer rather than in a register.
-    pub fn in_stack(self) -> bool {
+    pub(crate) fn in_stack(self) -> bool {
         matches!(self, Ty::Str(_) | Ty::Ustack | Ty::Usym | Ty::Inet)
     }
 
     /// Whether values of both types can share a map slot.
-    pub fn compatible(self, other: Ty) -> bool {
+    pub(crate) fn compatible(self, other: Ty) -> bool {
         matches!((self, other), (Ty::Str(_), Ty::Str(_)))
             || self == other
             || (self.is_int() && other.is_int())
@@ -63,12 +63,12 @@ impl Ty {
 
     /// Integers and pointers: what arithmetic, comparisons and conditions
     /// take.
-    pub fn is_int(self) -> bool {
+    pub(crate) fn is_int(self) -> bool {
         matches!(self, Ty::Int | Ty::Ptr(_))
     }
 
     /// The wider of two compatible types.
-    pub fn merge(self, other: Ty) -> Ty {
+    pub(crate) fn merge(self, other: Ty) -> Ty {
         match (self, other) {
             (Ty::Str(a), Ty::Str(b)) => Ty::Str(a.max(b)),
             (Ty::Ptr(a), Ty::Ptr(b)) if a == b => self,
@@ -96,13 +96,13 @@ impl fmt::Display for Ty {
 }
 
 /// A string buffer of at least `len` bytes, rounded up to 8.
-pub fn str_size(len: usize) -> usize {
+pub(crate) fn str_size(len: usize) -> usize {
     len.div_ceil(8).max(1) * 8
 }
 
 /// What a map holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MapKind {
+pub(crate) enum MapKind {
     /// `@x = value`
     Value(Ty),
     Count,
@@ -121,11 +121,11 @@ pub enum MapKind {
 
 impl MapKind {
     /// Aggregations live in per-CPU maps, summed when read.
-    pub fn per_cpu(self) -> bool {
+    pub(crate) fn per_cpu(self) -> bool {
         !matches!(self, MapKind::Value(_))
     }
 
-    pub fn value_size(self) -> usize {
+    pub(crate) fn value_size(self) -> usize {
         match self {
             MapKind::Value(ty) => ty.size(),
             MapKind::Min | MapKind::Max | MapKind::Avg | MapKind::Stats => 16,
@@ -133,12 +133,12 @@ impl MapKind {
         }
     }
 
-    pub fn has_bucket(self) -> bool {
+    pub(crate) fn has_bucket(self) -> bool {
         matches!(self, MapKind::Hist | MapKind::Lhist { .. })
     }
 
     /// The name bpftrace's type errors use.
-    pub fn name(self) -> String {
+    pub(crate) fn name(self) -> String {
         match self {
             MapKind::Value(ty) => ty.to_string(),
             MapKind::Count => "count".into(),
@@ -153,23 +153,23 @@ impl MapKind {
     }
 
     /// Number of buckets of `lhist` (without the two outer ones).
-    pub fn lhist_buckets(min: i64, max: i64, step: i64) -> i64 {
+    pub(crate) fn lhist_buckets(min: i64, max: i64, step: i64) -> i64 {
         (max - min) / step.max(1)
     }
 }
 
 /// One map of the program.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MapInfo {
+pub(crate) struct MapInfo {
     /// `@name` as written (`@` for the unnamed map).
-    pub name: String,
-    pub kind: MapKind,
-    pub keys: Vec<Ty>,
+    pub(crate) name: String,
+    pub(crate) kind: MapKind,
+    pub(crate) keys: Vec<Ty>,
 }
 
 impl MapInfo {
     /// Bytes of the user's key part (8 when there is none).
-    pub fn user_key_size(&self) -> usize {
+    pub(crate) fn user_key_size(&self) -> usize {
         if self.keys.is_empty() {
             8
         } else {
@@ -178,7 +178,7 @@ impl MapInfo {
     }
 
     /// Bytes of the whole key (with the bucket of a histogram).
-    pub fn key_size(&self) -> usize {
+    pub(crate) fn key_size(&self) -> usize {
         self.user_key_size() + if self.kind.has_bucket() { 8 } else { 0 }
     }
 }

@@ -10,7 +10,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 /// `FxHasher`: one multiply and rotate per word.
 #[derive(Default, Clone, Copy)]
-pub struct FxHasher {
+pub(crate) struct FxHasher {
     hash: u64,
 }
 
@@ -66,9 +66,9 @@ impl Hasher for FxHasher {
     }
 }
 
-pub type FxBuild = BuildHasherDefault<FxHasher>;
-pub type FxHashMap<K, V> = HashMap<K, V, FxBuild>;
-pub type FxHashSet<K> = HashSet<K, FxBuild>;
+pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
+pub(crate) type FxHashMap<K, V> = HashMap<K, V, FxBuild>;
+pub(crate) type FxHashSet<K> = HashSet<K, FxBuild>;
 
 #[cfg(test)]
 mod tests {

@@ -3,5 +3,5 @@
 //! aggregation maps use (`hash`). It sits below `symbol` so that `symbol`
 //! and `analysis` both use it and neither uses the other's internals.
 
-pub mod hash;
+pub(crate) mod hash;
 pub mod sample;

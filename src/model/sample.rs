@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// Index of a frame in a `FrameTable`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FrameId(pub u32);
+pub struct FrameId(pub(crate) u32);
 
 /// Which address space a frame's address belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -35,7 +35,7 @@ pub struct Frame {
     /// `file:line` of the address (perf's `srcline`), only when asked for
     /// (`ResolveOptions::srcline`): frames are then one per line, not one
     /// per function.
-    pub srcline: Option<Arc<str>>,
+    pub(crate) srcline: Option<Arc<str>>,
 }
 
 /// Interned frames. Two addresses in one function share one `FrameId`.
@@ -46,7 +46,7 @@ pub struct FrameTable {
 }
 
 impl FrameTable {
-    pub fn intern(&mut self, frame: Frame) -> FrameId {
+    pub(crate) fn intern(&mut self, frame: Frame) -> FrameId {
         if let Some(&id) = self.index.get(&frame) {
             return id;
         }
@@ -60,12 +60,8 @@ impl FrameTable {
         &self.frames[id.0 as usize]
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.frames.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.frames.is_empty()
     }
 }
 
@@ -78,7 +74,7 @@ pub struct ResolvedSample {
     pub pid: i32,
     pub tid: i32,
     /// `u32::MAX` when the sample does not say (no `PERF_SAMPLE_CPU`).
-    pub cpu: u32,
+    pub(crate) cpu: u32,
     /// Nanoseconds, perf clock.
     pub time: u64,
     /// The sample's weight (period): what percentages are computed from.

@@ -20,7 +20,7 @@ use crate::symbol::dso_short_name;
 
 /// Source files read so far (`None`: unreadable), by path.
 #[derive(Debug, Default)]
-pub struct SourceCache {
+pub(crate) struct SourceCache {
     files: HashMap<String, Option<Vec<String>>>,
 }
 
@@ -49,14 +49,14 @@ impl SourceCache {
 
 /// One decoded instruction: its address, length and text.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Disassembled {
-    pub svma: u64,
-    pub len: u64,
-    pub text: String,
+pub(crate) struct Disassembled {
+    pub(crate) svma: u64,
+    pub(crate) len: u64,
+    pub(crate) text: String,
 }
 
 /// Decodes `code` as x86-64, objdump's AT&T syntax (mnemonic padded to 7).
-pub fn disassemble(code: &FunctionCode) -> Vec<Disassembled> {
+pub(crate) fn disassemble(code: &FunctionCode) -> Vec<Disassembled> {
     let mut decoder = Decoder::with_ip(64, &code.bytes, code.svma, DecoderOptions::NONE);
     let mut formatter = GasFormatter::new();
     let options = formatter.options_mut();
@@ -84,7 +84,7 @@ pub fn disassemble(code: &FunctionCode) -> Vec<Disassembled> {
 
 /// Each instruction's samples: a hit at an offset counts for the
 /// instruction holding it.
-pub fn samples_per_instruction(hits: &FunctionHits, code: &[Disassembled]) -> Vec<u64> {
+pub(crate) fn samples_per_instruction(hits: &FunctionHits, code: &[Disassembled]) -> Vec<u64> {
     let Some(first) = code.first() else {
         return Vec::new();
     };
@@ -100,12 +100,12 @@ pub fn samples_per_instruction(hits: &FunctionHits, code: &[Disassembled]) -> Ve
 }
 
 /// What `write_function` prints one function with.
-pub struct FunctionListing<'a> {
-    pub hits: &'a FunctionHits,
+pub(crate) struct FunctionListing<'a> {
+    pub(crate) hits: &'a FunctionHits,
     /// The function's code, or why it could not be read.
-    pub code: Result<&'a FunctionCode, &'a Unavailable>,
+    pub(crate) code: Result<&'a FunctionCode, &'a Unavailable>,
     /// The event's name (`cpu-clock:ppp`).
-    pub event: &'a str,
+    pub(crate) event: &'a str,
 }
 
 fn header(w: &mut dyn Write, listing: &FunctionListing) -> io::Result<()> {
@@ -119,7 +119,7 @@ fn header(w: &mut dyn Write, listing: &FunctionListing) -> io::Result<()> {
 }
 
 /// Prints one function.
-pub fn write_function(
+pub(crate) fn write_function(
     w: &mut dyn Write,
     listing: &FunctionListing,
     sources: &mut SourceCache,

@@ -57,7 +57,7 @@ fn op_name(op: u32) -> &'static str {
 }
 
 /// biolatency -F's label: `flags = Sync-Write`.
-pub fn flags_label(flags: u32) -> String {
+pub(crate) fn flags_label(flags: u32) -> String {
     let mut label = String::from("flags = ");
     for (bit, name) in FLAG_NAMES {
         if flags & bit != 0 {
@@ -69,7 +69,7 @@ pub fn flags_label(flags: u32) -> String {
 }
 
 /// The rwbs letters (`WS`, `R`, `FWFS`...).
-pub fn rwbs(flags: u32) -> String {
+pub(crate) fn rwbs(flags: u32) -> String {
     let mut s = String::new();
     if flags & PREFLUSH != 0 {
         s.push('F');
@@ -91,7 +91,7 @@ pub fn rwbs(flags: u32) -> String {
 }
 
 /// A disk's name, or `Unknown`.
-pub fn disk_name(disks: &[Partition], dev: u32) -> &str {
+pub(crate) fn disk_name(disks: &[Partition], dev: u32) -> &str {
     disks
         .iter()
         .find(|p| p.dev == dev)
@@ -100,10 +100,10 @@ pub fn disk_name(disks: &[Partition], dev: u32) -> &str {
 
 /// biosnoop's table.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BioTable {
+pub(crate) struct BioTable {
     /// -Q: the QUE(ms) column.
-    pub queued: bool,
-    pub disks: Vec<Partition>,
+    pub(crate) queued: bool,
+    pub(crate) disks: Vec<Partition>,
 }
 
 impl SnoopFormat for BioTable {
@@ -152,7 +152,7 @@ impl SnoopFormat for BioTable {
 
 /// One biotop interval: libbpf-tools' head (`HH:MM:SS loadavg: ...`, when
 /// `head` is given), its header and rows, a blank line.
-pub fn top_table(
+pub(crate) fn top_table(
     w: &mut impl Write,
     head: Option<&str>,
     rows: &[(TopKey, TopSums)],
@@ -193,7 +193,7 @@ fn top_disk(disks: &[Partition], dev: u32) -> &str {
 }
 
 /// One biotop interval as one JSON line: an array of rows.
-pub fn top_json(
+pub(crate) fn top_json(
     w: &mut impl Write,
     rows: &[(TopKey, TopSums)],
     disks: &[Partition],

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::snoop::hms;
 use crate::analysis::cachestat::CacheInterval;
 
-pub fn header(w: &mut impl Write, timestamp: bool) -> io::Result<()> {
+pub(crate) fn header(w: &mut impl Write, timestamp: bool) -> io::Result<()> {
     if timestamp {
         write!(w, "{:<8} ", "TIME")?;
     }
@@ -21,7 +21,7 @@ pub fn header(w: &mut impl Write, timestamp: bool) -> io::Result<()> {
 }
 
 /// One interval's line; `time` the wall clock at its end, under `-T`.
-pub fn line(
+pub(crate) fn line(
     w: &mut impl Write,
     time: Option<(u32, u32, u32)>,
     i: &CacheInterval,
@@ -42,7 +42,7 @@ pub fn line(
 }
 
 /// One interval as a JSON object on one line.
-pub fn json(w: &mut impl Write, time: (u32, u32, u32), i: &CacheInterval) -> io::Result<()> {
+pub(crate) fn json(w: &mut impl Write, time: (u32, u32, u32), i: &CacheInterval) -> io::Result<()> {
     let v = json!({
         "time": hms(time),
         "hits": i.hits,

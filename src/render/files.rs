@@ -14,7 +14,11 @@ use super::snoop::{Clock, SnoopFormat, hms};
 
 /// One filetop interval: `head` (the time and load line) if given, the
 /// header, the rows, a blank line.
-pub fn filetop_table(w: &mut impl Write, head: Option<&str>, rows: &[FileStat]) -> io::Result<()> {
+pub(crate) fn filetop_table(
+    w: &mut impl Write,
+    head: Option<&str>,
+    rows: &[FileStat],
+) -> io::Result<()> {
     if let Some(head) = head {
         writeln!(w, "{head}")?;
     }
@@ -41,7 +45,7 @@ pub fn filetop_table(w: &mut impl Write, head: Option<&str>, rows: &[FileStat]) 
 }
 
 /// One filetop interval as one JSON line: an array of rows.
-pub fn filetop_json(w: &mut impl Write, rows: &[FileStat]) -> io::Result<()> {
+pub(crate) fn filetop_json(w: &mut impl Write, rows: &[FileStat]) -> io::Result<()> {
     let rows: Vec<Value> = rows
         .iter()
         .map(|s| {
@@ -60,8 +64,8 @@ pub fn filetop_json(w: &mut impl Write, rows: &[FileStat]) -> io::Result<()> {
 
 /// fsslower's layout: the table, or bcc's CSV (`-j`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FsslowerLayout {
-    pub csv: bool,
+pub(crate) struct FsslowerLayout {
+    pub(crate) csv: bool,
 }
 
 impl SnoopFormat for FsslowerLayout {

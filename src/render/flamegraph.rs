@@ -15,19 +15,19 @@ use inferno::flamegraph::{self, Direction, Palette};
 
 /// Settings of one flame graph.
 #[derive(Clone, Debug)]
-pub struct FlameOptions {
+pub(crate) struct FlameOptions {
     /// An inferno palette name (`perl`, `java`, `hot`, `mem`, `io`, `js`,
     /// `python`, `rust`, `red`, ...). Default `perl`.
-    pub palette: Palette,
+    pub(crate) palette: Palette,
     /// Default "Flame Graph".
-    pub title: String,
+    pub(crate) title: String,
     /// Icicle graph: roots at the top.
-    pub inverted: bool,
+    pub(crate) inverted: bool,
     /// Reverse each stack (leaves become roots): a "who calls the hot
     /// leaves" graph.
-    pub reverse: bool,
+    pub(crate) reverse: bool,
     /// What a count is ("samples"; for periods of time events, nanoseconds).
-    pub count_name: String,
+    pub(crate) count_name: String,
 }
 
 impl Default for FlameOptions {
@@ -47,10 +47,10 @@ impl Default for FlameOptions {
 #[error(
     "unknown colour palette '{0}' (known: perl, java, js, python, rust, wakeup, hot, mem, io, red, green, blue, aqua, yellow, purple, orange)"
 )]
-pub struct UnknownPalette(pub String);
+pub(crate) struct UnknownPalette(pub(crate) String);
 
 /// Parses a palette name, with the list of valid names in the error.
-pub fn parse_palette(name: &str) -> Result<Palette, UnknownPalette> {
+pub(crate) fn parse_palette(name: &str) -> Result<Palette, UnknownPalette> {
     name.parse::<Palette>()
         .map_err(|_| UnknownPalette(name.to_string()))
 }
@@ -70,7 +70,11 @@ fn inferno_options(options: &FlameOptions) -> flamegraph::Options<'static> {
 }
 
 /// Draws folded lines (`a;b;c count`) as an SVG.
-pub fn write_svg<W: Write>(lines: &[String], options: &FlameOptions, w: W) -> io::Result<()> {
+pub(crate) fn write_svg<W: Write>(
+    lines: &[String],
+    options: &FlameOptions,
+    w: W,
+) -> io::Result<()> {
     if lines.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -83,7 +87,7 @@ pub fn write_svg<W: Write>(lines: &[String], options: &FlameOptions, w: W) -> io
 
 /// Draws a differential flame graph: frame widths from `after`, colours
 /// from the change since `before` (red grew, blue shrank).
-pub fn write_diff_svg<W: Write>(
+pub(crate) fn write_diff_svg<W: Write>(
     before: &[String],
     after: &[String],
     options: &FlameOptions,
@@ -112,7 +116,7 @@ pub fn write_diff_svg<W: Write>(
 /// style (`scry serve`'s policy): its `<script>` and `<style>` elements
 /// and its `on...` handler attributes removed, the frames left as they
 /// are (the page brings its own zoom and search).
-pub fn inert_svg(svg: &str) -> String {
+pub(crate) fn inert_svg(svg: &str) -> String {
     let mut out = String::with_capacity(svg.len());
     let mut rest = svg;
     while let Some(open) = rest.find('<') {

@@ -16,15 +16,15 @@ use crate::analysis::sample::{Frame, FrameId, FrameKind, FrameTable};
 
 /// How frames are named in folded output.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FoldedOptions {
+pub(crate) struct FoldedOptions {
     /// Suffix kernel frames with `_[k]` (default off, as in
     /// `inferno-collapse-perf`; flame graphs turn it on).
-    pub annotate_kernel: bool,
+    pub(crate) annotate_kernel: bool,
 }
 
 /// inferno's `tidy_generic`: `;` → `:`, drop a top-level parameter list
 /// (but keep Go's `pkg.(*T).M` and C++'s `(anonymous namespace)`).
-pub fn tidy_name(name: &str) -> String {
+pub(crate) fn tidy_name(name: &str) -> String {
     let func = name.replace(';', ":");
     let mut depth = 0i32;
     let mut last_dot: Option<usize> = None;
@@ -54,7 +54,7 @@ pub fn tidy_name(name: &str) -> String {
 }
 
 /// The folded name of one frame.
-pub fn frame_name(frame: &Frame, options: FoldedOptions) -> String {
+pub(crate) fn frame_name(frame: &Frame, options: FoldedOptions) -> String {
     let mut name = match frame.sym.as_deref() {
         Some(sym) => tidy_name(sym),
         None if &*frame.dso == "[unknown]" => "[unknown]".to_string(),
@@ -78,7 +78,7 @@ fn frame_names(frames: &FrameTable, options: FoldedOptions) -> Vec<String> {
 }
 
 /// The folded lines (without newlines), sorted.
-pub fn folded_lines(
+pub(crate) fn folded_lines(
     folded: &FoldedStacks,
     frames: &FrameTable,
     options: FoldedOptions,
@@ -151,7 +151,7 @@ pub fn folded_lines(
 }
 
 /// Writes folded lines, one per distinct stack.
-pub fn write_folded(
+pub(crate) fn write_folded(
     w: &mut impl Write,
     folded: &FoldedStacks,
     frames: &FrameTable,

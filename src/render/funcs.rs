@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use crate::analysis::funcs::FuncCount;
 
-pub fn write_counts(w: &mut impl Write, rows: &[FuncCount]) -> io::Result<()> {
+pub(crate) fn write_counts(w: &mut impl Write, rows: &[FuncCount]) -> io::Result<()> {
     writeln!(w, "{:<36} {:>8}", "FUNC", "COUNT")?;
     for row in rows {
         writeln!(w, "{:<36} {:>8}", row.function, row.count)?;
@@ -16,7 +16,7 @@ pub fn write_counts(w: &mut impl Write, rows: &[FuncCount]) -> io::Result<()> {
 }
 
 /// `{"functions": [{"function", "count"}...]}` on one line.
-pub fn write_counts_json(w: &mut impl Write, rows: &[FuncCount]) -> io::Result<()> {
+pub(crate) fn write_counts_json(w: &mut impl Write, rows: &[FuncCount]) -> io::Result<()> {
     serde_json::to_writer(&mut *w, &serde_json::json!({ "functions": rows }))
         .map_err(io::Error::other)?;
     writeln!(w)
@@ -25,7 +25,7 @@ pub fn write_counts_json(w: &mut impl Write, rows: &[FuncCount]) -> io::Result<(
 /// bcc's line under funclatency's histograms: the nanoseconds timed and
 /// the calls in `unit` (`div` nanoseconds each, whole units as bcc's
 /// `%ld`); nothing when no call was timed.
-pub fn write_average(
+pub(crate) fn write_average(
     w: &mut impl Write,
     (total_ns, count): (u64, u64),
     unit: &str,

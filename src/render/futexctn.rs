@@ -15,7 +15,7 @@ use crate::analysis::futexctn::{FutexEntry, LockSummary};
 use crate::analysis::offcputime::StackPart;
 
 /// The per-wait blocks, then the per-lock table.
-pub fn write_futex_text(
+pub(crate) fn write_futex_text(
     w: &mut impl Write,
     entries: &[FutexEntry],
     locks: &[LockSummary],
@@ -67,7 +67,7 @@ pub fn write_futex_text(
 
 /// One JSON document: `waits` (per thread, lock and stack, largest
 /// first) and `locks` (largest first), times in ns, histograms in µs.
-pub fn write_futex_json(
+pub(crate) fn write_futex_json(
     w: &mut impl Write,
     entries: &[FutexEntry],
     locks: &[LockSummary],

@@ -20,13 +20,13 @@ use super::report::{ReportInput, ReportMeta, ReportOptions, write_stdio};
 use super::report_json::write_json;
 
 /// What `write` wrote, as a string (the renderers' unit tests).
-pub fn text(write: impl Fn(&mut Vec<u8>) -> std::io::Result<()>) -> String {
+pub(crate) fn text(write: impl Fn(&mut Vec<u8>) -> std::io::Result<()>) -> String {
     let mut out = Vec::new();
     write(&mut out).expect("writing to a Vec");
     String::from_utf8(out).expect("UTF-8 output")
 }
 
-pub fn check_golden(name: &str, actual: &str) {
+pub(crate) fn check_golden(name: &str, actual: &str) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let path = dir.join(name);
     let actual_path = dir.join(format!("{name}.actual"));

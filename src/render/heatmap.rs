@@ -27,11 +27,11 @@ const SCRIPT: &str = include_str!("heatmap.js");
 
 /// What a page says about its input.
 #[derive(Clone, Debug, Default)]
-pub struct PageOptions {
+pub(crate) struct PageOptions {
     /// The page's heading (`scry heatmap: perf.data`).
-    pub title: String,
+    pub(crate) title: String,
     /// A line under it (the event, the number of samples).
-    pub subtitle: String,
+    pub(crate) subtitle: String,
 }
 
 /// The page's layout, in pixels.
@@ -58,7 +58,7 @@ fn cell_colour(count: u64, max: u64) -> String {
 }
 
 /// A duration for people: `850 ns`, `4.19 µs`, `8.39 ms`, `1.07 s`.
-pub fn human_ns(ns: u64) -> String {
+pub(crate) fn human_ns(ns: u64) -> String {
     let v = ns as f64;
     if ns < 1_000 {
         format!("{ns} ns")
@@ -237,7 +237,7 @@ rect.sel {{ stroke: #1060ff; stroke-width: 2; }}
 
 /// The offset heat map page: the grid, and the data its flame graphs are
 /// drawn from. `unit` names a count (`samples`).
-pub fn write_offset_page(
+pub(crate) fn write_offset_page(
     map: &OffsetHeatmap,
     frames: &FrameTable,
     options: &PageOptions,
@@ -301,7 +301,7 @@ pub fn write_offset_page(
 /// The offset heat map's grid alone, as the page draws it (`<svg
 /// id="heatmap">`, a `rect.cell` per non-empty cell with `data-c`,
 /// `data-r`, `data-n` and a `<title>`): `scry serve` answers with it.
-pub fn write_offset_svg(map: &OffsetHeatmap, w: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write_offset_svg(map: &OffsetHeatmap, w: &mut dyn Write) -> io::Result<()> {
     let row_ms = map.row_ns as f64 / 1e6;
     let title = |col: u32, row: u32, n: u64| {
         format!(
@@ -321,7 +321,7 @@ pub fn write_offset_svg(map: &OffsetHeatmap, w: &mut dyn Write) -> io::Result<()
 }
 
 /// The latency heat map page; `label` says what was paired.
-pub fn write_latency_page(
+pub(crate) fn write_latency_page(
     map: &LatencyHeatmap,
     label: &str,
     options: &PageOptions,

@@ -19,7 +19,7 @@ fn stars(count: u64, max: u64, width: usize) -> String {
 }
 
 /// Writes one histogram; nothing when it is empty (as bcc).
-pub fn write_hist(w: &mut impl Write, hist: &Histogram) -> io::Result<()> {
+pub(crate) fn write_hist(w: &mut impl Write, hist: &Histogram) -> io::Result<()> {
     let Some(last) = hist.buckets.iter().rposition(|&c| c > 0) else {
         return Ok(());
     };
@@ -66,7 +66,7 @@ pub fn write_hist(w: &mut impl Write, hist: &Histogram) -> io::Result<()> {
 
 /// Histograms per key, each after a blank line and its label (`pid = 12
 /// name`), as libbpf-tools' `-P`; an empty label prints the histogram alone.
-pub fn write_keyed(w: &mut impl Write, hists: &[KeyedHistogram]) -> io::Result<()> {
+pub(crate) fn write_keyed(w: &mut impl Write, hists: &[KeyedHistogram]) -> io::Result<()> {
     for keyed in hists {
         if !keyed.label.is_empty() {
             writeln!(w, "\n{}", keyed.label)?;
@@ -78,7 +78,7 @@ pub fn write_keyed(w: &mut impl Write, hists: &[KeyedHistogram]) -> io::Result<(
 
 /// A histogram's non-empty buckets as JSON: `{"low", "high", "count"}`
 /// each.
-pub fn buckets_json(h: &Histogram) -> Vec<serde_json::Value> {
+pub(crate) fn buckets_json(h: &Histogram) -> Vec<serde_json::Value> {
     h.buckets
         .iter()
         .enumerate()
@@ -92,7 +92,7 @@ pub fn buckets_json(h: &Histogram) -> Vec<serde_json::Value> {
 
 /// The histograms as one JSON document: per key, the unit, the total and
 /// the non-empty buckets with their bounds.
-pub fn write_keyed_json(w: &mut impl Write, hists: &[KeyedHistogram]) -> io::Result<()> {
+pub(crate) fn write_keyed_json(w: &mut impl Write, hists: &[KeyedHistogram]) -> io::Result<()> {
     let value: Vec<serde_json::Value> = hists
         .iter()
         .map(|keyed| {

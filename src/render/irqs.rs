@@ -19,7 +19,7 @@ fn column(kind: IrqKind) -> (usize, &'static str) {
 }
 
 /// The totals table; `unit` is `usecs`, `nsecs` or `count`.
-pub fn write_irq_table(
+pub(crate) fn write_irq_table(
     w: &mut impl Write,
     kind: IrqKind,
     unit: &str,
@@ -34,7 +34,11 @@ pub fn write_irq_table(
 }
 
 /// `-d`: a histogram per interrupt.
-pub fn write_irq_hists(w: &mut impl Write, kind: IrqKind, rows: &[IrqRow]) -> io::Result<()> {
+pub(crate) fn write_irq_hists(
+    w: &mut impl Write,
+    kind: IrqKind,
+    rows: &[IrqRow],
+) -> io::Result<()> {
     for row in rows {
         match kind {
             IrqKind::Hard => writeln!(w, "hardirq = {}", row.name)?,
@@ -50,7 +54,7 @@ pub fn write_irq_hists(w: &mut impl Write, kind: IrqKind, rows: &[IrqRow]) -> io
 
 /// The rows as one JSON document: name, total, unit and, where there is
 /// one, the histogram's non-empty buckets.
-pub fn write_irq_json(w: &mut impl Write, unit: &str, rows: &[IrqRow]) -> io::Result<()> {
+pub(crate) fn write_irq_json(w: &mut impl Write, unit: &str, rows: &[IrqRow]) -> io::Result<()> {
     let value: Vec<serde_json::Value> = rows
         .iter()
         .map(|row| {

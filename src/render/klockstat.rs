@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::analysis::klockstat::LockRow;
 
 /// A time as perf prints it: `123 ns`, `1.23 us`, `45.67 ms`, `1.02 s`.
-pub fn perf_time(ns: u64) -> String {
+pub(crate) fn perf_time(ns: u64) -> String {
     let ns_f = ns as f64;
     if ns < 1_000 {
         format!("{ns} ns")
@@ -24,7 +24,7 @@ pub fn perf_time(ns: u64) -> String {
 }
 
 /// The header and one line per row.
-pub fn write_lock_table(w: &mut impl Write, rows: &[LockRow]) -> io::Result<()> {
+pub(crate) fn write_lock_table(w: &mut impl Write, rows: &[LockRow]) -> io::Result<()> {
     writeln!(
         w,
         " contended   total wait     max wait     avg wait         type   caller\n"
@@ -45,7 +45,7 @@ pub fn write_lock_table(w: &mut impl Write, rows: &[LockRow]) -> io::Result<()> 
 }
 
 /// One JSON document: the rows, largest total first.
-pub fn write_lock_json(w: &mut impl Write, rows: &[LockRow]) -> io::Result<()> {
+pub(crate) fn write_lock_json(w: &mut impl Write, rows: &[LockRow]) -> io::Result<()> {
     let rows: Vec<serde_json::Value> = rows
         .iter()
         .map(|r| {

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use crate::event::listing::ListedEvent;
 
 /// The two-column text.
-pub fn write_text(out: &mut impl Write, events: &[ListedEvent]) -> io::Result<()> {
+pub(crate) fn write_text(out: &mut impl Write, events: &[ListedEvent]) -> io::Result<()> {
     for e in events {
         let mut name = e.name.clone();
         for alias in &e.aliases {
@@ -39,7 +39,7 @@ struct JsonEvent<'a> {
 }
 
 /// One JSON array: `[{"name", "aliases", "group", "supported", "reason"?, "detail"?}]`.
-pub fn write_json(out: &mut impl Write, events: &[ListedEvent]) -> io::Result<()> {
+pub(crate) fn write_json(out: &mut impl Write, events: &[ListedEvent]) -> io::Result<()> {
     let list: Vec<JsonEvent> = events
         .iter()
         .map(|e| JsonEvent {

@@ -12,7 +12,7 @@ use super::snoop::hms;
 use crate::analysis::memleak::LeakStack;
 
 /// One interval's report; `time` the wall clock.
-pub fn write_text(
+pub(crate) fn write_text(
     w: &mut impl Write,
     time: (u32, u32, u32),
     stacks: &[LeakStack],
@@ -44,7 +44,7 @@ pub fn write_text(
 }
 
 /// One interval as a JSON object on one line.
-pub fn write_json(
+pub(crate) fn write_json(
     w: &mut impl Write,
     time: (u32, u32, u32),
     stacks: &[LeakStack],

@@ -14,8 +14,8 @@ use super::snoop::{Clock, SnoopFormat, hms};
 use crate::analysis::snoop::{CapEvent, OomEvent, ReclaimEvent};
 
 /// oomkill's layout; `loadavg` gives /proc/loadavg's text at the kill.
-pub struct OomLayout<L> {
-    pub loadavg: L,
+pub(crate) struct OomLayout<L> {
+    pub(crate) loadavg: L,
 }
 
 impl<L: Fn() -> String> SnoopFormat for OomLayout<L> {
@@ -50,8 +50,8 @@ impl<L: Fn() -> String> SnoopFormat for OomLayout<L> {
 
 /// drsnoop's layout; `kind`: the KIND column (--memcg).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReclaimLayout {
-    pub kind: bool,
+pub(crate) struct ReclaimLayout {
+    pub(crate) kind: bool,
 }
 
 impl SnoopFormat for ReclaimLayout {
@@ -140,7 +140,7 @@ const CAP_NAMES: [&str; 41] = [
 ];
 
 /// A capability's name; `?` for a number past the table.
-pub fn cap_name(cap: i32) -> &'static str {
+pub(crate) fn cap_name(cap: i32) -> &'static str {
     usize::try_from(cap)
         .ok()
         .and_then(|c| CAP_NAMES.get(c))
@@ -150,8 +150,8 @@ pub fn cap_name(cap: i32) -> &'static str {
 
 /// capable's layout; `tid`: -x's TID column.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CapLayout {
-    pub tid: bool,
+pub(crate) struct CapLayout {
+    pub(crate) tid: bool,
 }
 
 impl SnoopFormat for CapLayout {

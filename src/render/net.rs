@@ -21,11 +21,11 @@ use crate::render::snoop::{Clock, SnoopFormat, hms};
 
 /// The optional time columns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stamps {
+pub(crate) struct Stamps {
     /// -T: HH:MM:SS.
-    pub hms: bool,
+    pub(crate) hms: bool,
     /// -t: seconds since the start.
-    pub secs: bool,
+    pub(crate) secs: bool,
 }
 
 impl Stamps {
@@ -56,7 +56,7 @@ fn ip_version(e: &TcpEvent) -> u8 {
 }
 
 /// The kernel's TCP state names, as tcpstates prints them.
-pub fn state_name(state: u8) -> &'static str {
+pub(crate) fn state_name(state: u8) -> &'static str {
     const NAMES: [&str; 13] = [
         "UNKNOWN",
         "ESTABLISHED",
@@ -77,10 +77,10 @@ pub fn state_name(state: u8) -> &'static str {
 
 /// tcplife's and tcpstates' optional columns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SessionLayout {
-    pub stamps: Stamps,
+pub(crate) struct SessionLayout {
+    pub(crate) stamps: Stamps,
     /// -w: address columns that fit IPv6 (39, not 15).
-    pub wide: bool,
+    pub(crate) wide: bool,
 }
 
 impl SessionLayout {
@@ -171,12 +171,12 @@ fn states_line(w: &mut impl Write, e: &TcpEvent, l: SessionLayout, clock: Clock)
 
 /// tcpconnect's optional columns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ConnectLayout {
-    pub stamps: Stamps,
+pub(crate) struct ConnectLayout {
+    pub(crate) stamps: Stamps,
     /// -U: the user id.
-    pub uid: bool,
+    pub(crate) uid: bool,
     /// -s: the source port.
-    pub sport: bool,
+    pub(crate) sport: bool,
 }
 
 fn connect_header(w: &mut impl Write, l: ConnectLayout) -> io::Result<()> {
@@ -222,7 +222,7 @@ fn connect_line(
 
 /// tcpconnect -c: connections per (source, destination, port), as
 /// libbpf-tools prints them at the end.
-pub fn connect_counts(w: &mut impl Write, counts: &ConnectCounts) -> io::Result<()> {
+pub(crate) fn connect_counts(w: &mut impl Write, counts: &ConnectCounts) -> io::Result<()> {
     write!(w, "\n{:<25} {:<25}", "LADDR", "RADDR")?;
     if counts.with_sport {
         write!(w, " {:<20}", "LPORT")?;
@@ -295,7 +295,7 @@ fn retrans_line(w: &mut impl Write, e: &TcpEvent, clock: Clock) -> io::Result<()
 
 /// tcpretrans -c: retransmits per connection at the end, fewest first, as
 /// bcc prints them (`[ADDR]#PORT <-> [ADDR]#PORT COUNT`).
-pub fn retrans_counts(w: &mut impl Write, counts: &ConnectCounts) -> io::Result<()> {
+pub(crate) fn retrans_counts(w: &mut impl Write, counts: &ConnectCounts) -> io::Result<()> {
     writeln!(
         w,
         "\n{:<25} {:<25} {:<10}",
@@ -315,7 +315,11 @@ pub fn retrans_counts(w: &mut impl Write, counts: &ConnectCounts) -> io::Result<
 /// loadavg: ...`, when given), `PID COMM LADDR RADDR RX_KB TX_KB`, the
 /// IPv6 rows under their own header, a blank line. KB are whole (bytes /
 /// 1024, rounded down).
-pub fn tcptop_table(w: &mut impl Write, head: Option<&str>, flows: &[FlowBytes]) -> io::Result<()> {
+pub(crate) fn tcptop_table(
+    w: &mut impl Write,
+    head: Option<&str>,
+    flows: &[FlowBytes],
+) -> io::Result<()> {
     if let Some(head) = head {
         writeln!(w, "{head}")?;
     }
@@ -350,7 +354,7 @@ pub fn tcptop_table(w: &mut impl Write, head: Option<&str>, flows: &[FlowBytes])
 }
 
 /// One tcptop interval as one JSON line: an array of rows, bytes exact.
-pub fn tcptop_json(w: &mut impl Write, flows: &[FlowBytes]) -> io::Result<()> {
+pub(crate) fn tcptop_json(w: &mut impl Write, flows: &[FlowBytes]) -> io::Result<()> {
     let rows: Vec<Value> = flows
         .iter()
         .map(|f| {
@@ -367,7 +371,7 @@ pub fn tcptop_json(w: &mut impl Write, flows: &[FlowBytes]) -> io::Result<()> {
 }
 
 /// tcpconnect -c as one JSON document: a row per key.
-pub fn connect_counts_json(w: &mut impl Write, counts: &ConnectCounts) -> io::Result<()> {
+pub(crate) fn connect_counts_json(w: &mut impl Write, counts: &ConnectCounts) -> io::Result<()> {
     let rows: Vec<serde_json::Value> = counts
         .rows()
         .map(|(key, count)| {
@@ -384,7 +388,7 @@ pub fn connect_counts_json(w: &mut impl Write, counts: &ConnectCounts) -> io::Re
 
 /// One event's JSON fields: the same keys for every TCP tool (bytes and
 /// spans are 0 where the tool has none).
-pub fn tcp_fields(e: &TcpEvent) -> Value {
+pub(crate) fn tcp_fields(e: &TcpEvent) -> Value {
     json!({
         "pid": e.pid, "uid": e.uid, "comm": e.comm, "ip": ip_version(e),
         "laddr": e.saddr.to_string(), "lport": e.sport,
@@ -397,7 +401,7 @@ pub fn tcp_fields(e: &TcpEvent) -> Value {
 
 /// The table of each TCP tool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TcpTable {
+pub(crate) enum TcpTable {
     Life(SessionLayout),
     States(SessionLayout),
     Connect(ConnectLayout),

@@ -10,16 +10,16 @@ use crate::analysis::sample::{FrameKind, FrameTable};
 
 /// Totals printed in the summary line.
 #[derive(Clone, Debug, Default)]
-pub struct OffCpuSummary {
-    pub total_ns: u64,
-    pub switches: u64,
+pub(crate) struct OffCpuSummary {
+    pub(crate) total_ns: u64,
+    pub(crate) switches: u64,
     /// (state letter, ns), largest first.
-    pub by_state: Vec<(char, u64)>,
-    pub unmatched: u64,
+    pub(crate) by_state: Vec<(char, u64)>,
+    pub(crate) unmatched: u64,
     /// Periods dropped because records were lost.
-    pub lost_dropped: u64,
-    pub lost: u64,
-    pub quality_line: String,
+    pub(crate) lost_dropped: u64,
+    pub(crate) lost: u64,
+    pub(crate) quality_line: String,
 }
 
 fn ms(ns: u64) -> f64 {
@@ -27,7 +27,7 @@ fn ms(ns: u64) -> f64 {
 }
 
 /// Writes the report: the `top` heaviest stacks of `folded` (periods in ns).
-pub fn write_report(
+pub(crate) fn write_report(
     w: &mut impl Write,
     summary: &OffCpuSummary,
     folded: &FoldedStacks,

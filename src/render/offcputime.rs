@@ -19,7 +19,7 @@ const MISSED_KERNEL: &str = "[Missed Kernel Stack]";
 const MISSED_USER: &str = "[Missed User Stack]";
 
 /// The multi-line layout; `delimit`: a `--` between kernel and user frames.
-pub fn write_offcpu_stacks(
+pub(crate) fn write_offcpu_stacks(
     w: &mut impl Write,
     entries: &[OffcpuEntry],
     delimit: bool,
@@ -37,7 +37,7 @@ pub fn write_offcpu_stacks(
 }
 
 /// Folded stacks, one line per entry.
-pub fn write_offcpu_folded(
+pub(crate) fn write_offcpu_folded(
     w: &mut impl Write,
     entries: &[OffcpuEntry],
     delimit: bool,
@@ -55,7 +55,7 @@ pub fn write_offcpu_folded(
 }
 
 /// A stack half in JSON: its frames innermost first, `"missed"`, or null.
-pub fn stack_json(part: &StackPart) -> Value {
+pub(crate) fn stack_json(part: &StackPart) -> Value {
     match part {
         StackPart::Frames(frames) => json!(frames),
         StackPart::Missed => json!("missed"),
@@ -74,7 +74,7 @@ fn states_json(states: &std::collections::BTreeMap<u32, u64>) -> Value {
 /// One JSON document: `total_us`, `states` (the time per state at the
 /// switch-out) and `entries` (largest first: comm, tid, tgid, us, kernel
 /// and user frames innermost first, states).
-pub fn write_offcpu_json(w: &mut impl Write, entries: &[OffcpuEntry]) -> io::Result<()> {
+pub(crate) fn write_offcpu_json(w: &mut impl Write, entries: &[OffcpuEntry]) -> io::Result<()> {
     let rows: Vec<Value> = entries
         .iter()
         .rev()
@@ -126,7 +126,7 @@ fn both(side: &TaskSide) -> bool {
 /// then kernel frames outermost first (a chain down to the wakeup), a
 /// `--  --` line, the blocked task's kernel then user frames innermost
 /// first, `target:` with its name and tid, the total, a blank line.
-pub fn write_offwake_stacks(
+pub(crate) fn write_offwake_stacks(
     w: &mut impl Write,
     entries: &[OffwakeEntry],
     delimit: bool,
@@ -179,7 +179,7 @@ fn side_json(side: &TaskSide) -> Value {
 /// offwaketime as one JSON document: `total_us` and `entries` (largest
 /// first: us, target and waker, each with comm, tid, kernel and user
 /// frames innermost first; a waker never seen has an empty comm).
-pub fn write_offwake_json(w: &mut impl Write, entries: &[OffwakeEntry]) -> io::Result<()> {
+pub(crate) fn write_offwake_json(w: &mut impl Write, entries: &[OffwakeEntry]) -> io::Result<()> {
     let rows: Vec<Value> = entries
         .iter()
         .rev()
@@ -194,7 +194,7 @@ pub fn write_offwake_json(w: &mut impl Write, entries: &[OffwakeEntry]) -> io::R
 /// offwaketime folded (bcc's): `target;its user then kernel frames
 /// outermost first;--;the waker's kernel then user frames innermost
 /// first;waker TOTAL` (`-d`: a `-` between each task's halves).
-pub fn write_offwake_folded(
+pub(crate) fn write_offwake_folded(
     w: &mut impl Write,
     entries: &[OffwakeEntry],
     delimit: bool,
@@ -221,7 +221,7 @@ pub fn write_offwake_folded(
 /// wakeuptime's layout (bcc's, without the addresses): `target:` and
 /// `waker:` right-aligned in 16, the waker's kernel frames between, the
 /// total, a blank line.
-pub fn write_wakeup_stacks(w: &mut impl Write, entries: &[WakeupEntry]) -> io::Result<()> {
+pub(crate) fn write_wakeup_stacks(w: &mut impl Write, entries: &[WakeupEntry]) -> io::Result<()> {
     for e in entries {
         writeln!(w, "{:>16} {}", "target:", e.target)?;
         write_part(w, &e.stack, MISSED_KERNEL, false)?;
@@ -233,7 +233,7 @@ pub fn write_wakeup_stacks(w: &mut impl Write, entries: &[WakeupEntry]) -> io::R
 
 /// wakeuptime folded (bcc's): `waker;kernel frames outermost first;target
 /// TOTAL`.
-pub fn write_wakeup_folded(w: &mut impl Write, entries: &[WakeupEntry]) -> io::Result<()> {
+pub(crate) fn write_wakeup_folded(w: &mut impl Write, entries: &[WakeupEntry]) -> io::Result<()> {
     for e in entries {
         let mut line: Vec<&str> = vec![&e.waker];
         fold_part(&mut line, &e.stack, MISSED_KERNEL, true);

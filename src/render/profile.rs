@@ -16,53 +16,53 @@ use crate::analysis::sample::{FrameId, FrameKind, FrameTable};
 
 /// One distinct stack of an event: frames leaf first and its durations.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct StackStat {
+pub(crate) struct StackStat {
     #[serde(skip)]
-    pub frames: Vec<FrameId>,
-    pub count: u64,
-    pub total: u64,
-    pub max: u64,
-    pub min: u64,
+    pub(crate) frames: Vec<FrameId>,
+    pub(crate) count: u64,
+    pub(crate) total: u64,
+    pub(crate) max: u64,
+    pub(crate) min: u64,
 }
 
 /// A CPU's ring: records, bytes, lost.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
-pub struct CpuStat {
-    pub cpu: u32,
-    pub records: u64,
-    pub bytes: u64,
-    pub lost: u64,
+pub(crate) struct CpuStat {
+    pub(crate) cpu: u32,
+    pub(crate) records: u64,
+    pub(crate) bytes: u64,
+    pub(crate) lost: u64,
 }
 
 /// The pairs summed in the kernel (BPF) instead of streamed: what they
 /// cover and what they could not count.
 #[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct KernelNote {
+pub(crate) struct KernelNote {
     /// The kinds of pairs summed there ("syscalls", "page faults", ...).
-    pub covered: Vec<String>,
+    pub(crate) covered: Vec<String>,
     /// Pairs counted.
-    pub pairs: u64,
+    pub(crate) pairs: u64,
     /// Exits whose enter was never seen (began before the start): not counted.
-    pub exits_without_enter: u64,
+    pub(crate) exits_without_enter: u64,
     /// Pairs or starts not counted because a BPF map was full.
-    pub map_full: u64,
+    pub(crate) map_full: u64,
 }
 
 /// Everything the report shows.
 #[derive(Debug, Default)]
-pub struct ProfileReport {
-    pub cpus: Vec<CpuStat>,
-    pub unmatched: u64,
+pub(crate) struct ProfileReport {
+    pub(crate) cpus: Vec<CpuStat>,
+    pub(crate) unmatched: u64,
     /// Blocked intervals whose wakeup was not seen, ended at the switch-in.
-    pub ended_at_switch_in: u64,
+    pub(crate) ended_at_switch_in: u64,
     /// Pairs dropped because records were lost (never stretched).
-    pub lost_dropped: u64,
+    pub(crate) lost_dropped: u64,
     /// Section → event label → statistic (stacks already grouped).
-    pub sections: BTreeMap<Scope, Vec<(String, PairStat, Vec<StackStat>)>>,
+    pub(crate) sections: BTreeMap<Scope, Vec<(String, PairStat, Vec<StackStat>)>>,
     /// Names of tasks, by tid.
-    pub comms: ThreadNames,
+    pub(crate) comms: ThreadNames,
     /// Set when some pairs were summed in the kernel.
-    pub kernel: Option<KernelNote>,
+    pub(crate) kernel: Option<KernelNote>,
 }
 
 fn ts(ns: u64) -> String {
@@ -88,7 +88,7 @@ fn ordered(report: &ProfileReport) -> Vec<&Scope> {
     scopes.into_iter().map(|(s, _)| s).collect()
 }
 
-pub fn write_text(
+pub(crate) fn write_text(
     w: &mut impl Write,
     report: &ProfileReport,
     frames: &FrameTable,
@@ -186,7 +186,7 @@ pub fn write_text(
     Ok(())
 }
 
-pub fn write_json(
+pub(crate) fn write_json(
     w: &mut impl Write,
     report: &ProfileReport,
     frames: &FrameTable,

@@ -25,15 +25,15 @@ use crate::render::report_columns::Column;
 
 /// What to print.
 #[derive(Clone, Debug)]
-pub struct ReportOptions {
+pub(crate) struct ReportOptions {
     /// Column order of the sort keys.
-    pub sort: Vec<SortKey>,
+    pub(crate) sort: Vec<SortKey>,
     /// `-n`: a `Samples` column.
-    pub show_samples: bool,
+    pub(crate) show_samples: bool,
     /// Branches under this percentage of the total are not drawn. Default 0.5.
-    pub graph_threshold: f64,
+    pub(crate) graph_threshold: f64,
     /// `-F`: the columns, in order; default perf's (`Column::defaults`).
-    pub fields: Option<Vec<Column>>,
+    pub(crate) fields: Option<Vec<Column>>,
 }
 
 impl Default for ReportOptions {
@@ -49,19 +49,19 @@ impl Default for ReportOptions {
 
 /// What the file says besides its samples.
 #[derive(Clone, Debug, Default)]
-pub struct ReportMeta {
+pub(crate) struct ReportMeta {
     /// Event names, by event index in the file.
-    pub event_names: Vec<String>,
+    pub(crate) event_names: Vec<String>,
     /// Lost samples (PERF_RECORD_LOST) over the whole file.
-    pub lost_samples: u64,
-    pub quality: QualitySummary,
+    pub(crate) lost_samples: u64,
+    pub(crate) quality: QualitySummary,
     /// The stack-quality line to print, when the resolver has a richer one
     /// (with named reasons) than `quality.line()`.
-    pub quality_line: Option<String>,
+    pub(crate) quality_line: Option<String>,
 }
 
 impl ReportMeta {
-    pub fn event_name(&self, event: usize) -> &str {
+    pub(crate) fn event_name(&self, event: usize) -> &str {
         self.event_names
             .get(event)
             .map_or("unknown event", String::as_str)
@@ -69,7 +69,7 @@ impl ReportMeta {
 }
 
 /// perf's `convert_unit`: 2134 → "2K".
-pub fn samples_with_unit(n: u64) -> String {
+pub(crate) fn samples_with_unit(n: u64) -> String {
     let (value, unit) = if n > 1_000_000_000 {
         (n / 1_000_000_000, 'G')
     } else if n > 1_000_000 {
@@ -83,7 +83,7 @@ pub fn samples_with_unit(n: u64) -> String {
 }
 
 /// The text of a symbol column cell: `[k] name`, `[.] name`.
-pub fn symbol_cell(frame: &crate::analysis::sample::Frame) -> String {
+pub(crate) fn symbol_cell(frame: &crate::analysis::sample::Frame) -> String {
     let marker = match frame.kind {
         FrameKind::Kernel => "[k]",
         FrameKind::User => "[.]",
@@ -92,7 +92,7 @@ pub fn symbol_cell(frame: &crate::analysis::sample::Frame) -> String {
 }
 
 /// The text of one key cell of an entry.
-pub fn key_cell(key: SortKey, entry: &Entry, frames: &FrameTable) -> String {
+pub(crate) fn key_cell(key: SortKey, entry: &Entry, frames: &FrameTable) -> String {
     let frame = entry.frame.map(|f| frames.get(f));
     match key {
         SortKey::Comm => entry.comm.as_deref().unwrap_or("").to_string(),
@@ -126,22 +126,22 @@ pub fn key_cell(key: SortKey, entry: &Entry, frames: &FrameTable) -> String {
 
 /// What a report (stdio or JSON) is drawn from.
 #[derive(Clone, Copy)]
-pub struct ReportInput<'a> {
+pub(crate) struct ReportInput<'a> {
     /// The entries, per event.
-    pub profile: &'a Profile,
+    pub(crate) profile: &'a Profile,
     /// `trees[section][entry]`, when given: the call graph drawn under
     /// each entry.
-    pub trees: Option<&'a [Vec<CallTree>]>,
+    pub(crate) trees: Option<&'a [Vec<CallTree>]>,
     /// The frames the profile's ids name.
-    pub frames: &'a FrameTable,
+    pub(crate) frames: &'a FrameTable,
     /// The header's facts (events, losses, quality).
-    pub meta: &'a ReportMeta,
+    pub(crate) meta: &'a ReportMeta,
     /// Sort, columns, call-graph threshold.
-    pub options: &'a ReportOptions,
+    pub(crate) options: &'a ReportOptions,
 }
 
 /// Writes the whole stdio report.
-pub fn write_stdio(w: &mut impl Write, input: &ReportInput<'_>) -> io::Result<()> {
+pub(crate) fn write_stdio(w: &mut impl Write, input: &ReportInput<'_>) -> io::Result<()> {
     writeln!(w, "# scry report")?;
     match &input.meta.quality_line {
         Some(line) => writeln!(w, "# {line}")?,
@@ -249,7 +249,7 @@ fn frame_name(frames: &FrameTable, id: FrameId) -> &str {
 }
 
 /// Draws one entry's call graph the way perf's `graph` mode does.
-pub fn write_tree(
+pub(crate) fn write_tree(
     w: &mut impl Write,
     tree: &CallTree,
     frames: &FrameTable,

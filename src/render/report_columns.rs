@@ -20,7 +20,7 @@ use crate::analysis::sample::FrameTable;
 
 /// One column of the report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Column {
+pub(crate) enum Column {
     /// Period of the samples whose stack holds the entry (`Children`).
     Children,
     /// The entry's own period, headed `Self` (beside `Children` by default).
@@ -50,7 +50,7 @@ const FIELDS: [(&str, Column); 6] = [
 
 /// A `-F` list that does not parse.
 #[derive(Debug, thiserror::Error)]
-pub enum FieldListError {
+pub(crate) enum FieldListError {
     #[error("unknown field '{0}' (known: {known}, {keys})", known = field_names(), keys = SortKey::known())]
     Unknown(String),
     #[error("empty field list")]
@@ -65,7 +65,7 @@ fn field_names() -> String {
 impl Column {
     /// Parses `-F` (`overhead,sample,comm,sym`); an unknown name is an
     /// error listing the known ones.
-    pub fn parse_fields(list: &str) -> Result<Vec<Column>, FieldListError> {
+    pub(crate) fn parse_fields(list: &str) -> Result<Vec<Column>, FieldListError> {
         let mut columns = Vec::new();
         for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             let column = FIELDS
@@ -91,7 +91,7 @@ impl Column {
 
     /// perf's columns without `-F`: `Children Self` or `Overhead`, then
     /// `Samples` with `-n`, then the sort keys.
-    pub fn defaults(children: bool, show_samples: bool, sort: &[SortKey]) -> Vec<Column> {
+    pub(crate) fn defaults(children: bool, show_samples: bool, sort: &[SortKey]) -> Vec<Column> {
         let mut columns = if children {
             vec![Column::Children, Column::SelfShare]
         } else {
@@ -104,7 +104,7 @@ impl Column {
         columns
     }
 
-    pub fn header(self) -> &'static str {
+    pub(crate) fn header(self) -> &'static str {
         match self {
             Column::Children => "Children",
             Column::SelfShare => "Self",
@@ -118,7 +118,7 @@ impl Column {
     }
 
     /// The narrowest the column is (its cells may widen a key column).
-    pub fn min_width(self) -> usize {
+    pub(crate) fn min_width(self) -> usize {
         match self {
             Column::Samples | Column::Period => 12,
             Column::Key(SortKey::Pid | SortKey::Tid) => 7,
@@ -130,12 +130,12 @@ impl Column {
 
     /// Whether wider cells widen the column (perf keeps `cpu` at 3 and
     /// lets `-001` stick out).
-    pub fn widens(self) -> bool {
+    pub(crate) fn widens(self) -> bool {
         self != Column::Key(SortKey::Cpu)
     }
 
     /// Numbers are right-aligned; names left-aligned.
-    pub fn right_aligned(self) -> bool {
+    pub(crate) fn right_aligned(self) -> bool {
         !matches!(
             self,
             Column::Key(
@@ -151,7 +151,7 @@ impl Column {
 
     /// How two entries compare in this column: numbers descending, names
     /// ascending (perf's order for `-F` columns and `-s` keys).
-    pub fn compare(self, a: &Entry, b: &Entry, frames: &FrameTable) -> Ordering {
+    pub(crate) fn compare(self, a: &Entry, b: &Entry, frames: &FrameTable) -> Ordering {
         let number = |e: &Entry| match self {
             Column::Children => Some(e.children_period),
             Column::SelfShare | Column::Overhead | Column::Period => Some(e.self_period),
@@ -179,7 +179,7 @@ impl Column {
     }
 
     /// The text of this column in `entry`'s row.
-    pub fn cell(self, ev: &EventProfile, entry: &Entry, frames: &FrameTable) -> String {
+    pub(crate) fn cell(self, ev: &EventProfile, entry: &Entry, frames: &FrameTable) -> String {
         let pct = |period: u64| format!("{:>7.2}%", ev.percent(period));
         match self {
             Column::Children => pct(entry.children_period),
@@ -195,7 +195,7 @@ impl Column {
 
 /// Sorts an event's entries by `by`, in order (stable: ties keep the
 /// profile's order).
-pub fn sort_entries(ev: &mut EventProfile, by: &[Column], frames: &FrameTable) {
+pub(crate) fn sort_entries(ev: &mut EventProfile, by: &[Column], frames: &FrameTable) {
     ev.entries.sort_by(|a, b| {
         by.iter()
             .map(|c| c.compare(a, b, frames))

@@ -179,7 +179,7 @@ fn entry_doc<'a>(
 }
 
 /// Writes the report as one JSON document followed by a newline.
-pub fn write_json(w: &mut impl Write, input: &ReportInput<'_>) -> io::Result<()> {
+pub(crate) fn write_json(w: &mut impl Write, input: &ReportInput<'_>) -> io::Result<()> {
     let options = input.options;
     let events = input
         .profile

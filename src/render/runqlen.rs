@@ -8,7 +8,7 @@ use crate::analysis::hist::KeyedHistogram;
 use crate::render::hist::write_hist;
 
 /// The histograms; `per_cpu`: each under `cpu = KEY`.
-pub fn write_runqlen(
+pub(crate) fn write_runqlen(
     w: &mut impl Write,
     hists: &[KeyedHistogram],
     per_cpu: bool,
@@ -23,7 +23,7 @@ pub fn write_runqlen(
 }
 
 /// `-O`: the share of samples that found a task waiting.
-pub fn write_occupancy(
+pub(crate) fn write_occupancy(
     w: &mut impl Write,
     hists: &[KeyedHistogram],
     per_cpu: bool,

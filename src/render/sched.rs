@@ -12,16 +12,16 @@ use crate::render::hist::{write_hist, write_keyed};
 
 /// What the header lines say about the capture.
 #[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct SchedSummary {
+pub(crate) struct SchedSummary {
     /// Records the kernel could not store.
-    pub lost: u64,
+    pub(crate) lost: u64,
     /// Latencies or rows dropped because records were lost.
-    pub lost_dropped: u64,
+    pub(crate) lost_dropped: u64,
 }
 
 /// The histograms (one, or one per key), then the total: the bcc layout
 /// of `render::hist`, with a warning first when events were lost.
-pub fn write_runqlat(
+pub(crate) fn write_runqlat(
     w: &mut impl Write,
     hists: &[KeyedHistogram],
     summary: &SchedSummary,
@@ -68,7 +68,7 @@ fn buckets_json(hist: &Histogram) -> Vec<serde_json::Value> {
 
 /// One document: the unit, the total and buckets of all keys together,
 /// the losses, and with keys (`-P`, `-L`) each key's own.
-pub fn write_runqlat_json(
+pub(crate) fn write_runqlat_json(
     w: &mut impl Write,
     hists: &[KeyedHistogram],
     summary: &SchedSummary,
@@ -102,7 +102,7 @@ fn msec(ns: Option<u64>) -> String {
     ns.map_or_else(|| "-".to_string(), |ns| format!("{:.3}", ns as f64 / 1e6))
 }
 
-pub fn write_timehist(
+pub(crate) fn write_timehist(
     w: &mut impl Write,
     rows: &[TimehistRow],
     comms: &ThreadNames,
@@ -160,7 +160,7 @@ pub fn write_timehist(
     Ok(())
 }
 
-pub fn write_timehist_json(
+pub(crate) fn write_timehist_json(
     w: &mut impl Write,
     rows: &[TimehistRow],
     comms: &ThreadNames,

@@ -20,7 +20,7 @@ use std::io::{self, Write};
 
 /// A field of `-F` (perf's names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Field {
+pub(crate) enum Field {
     Comm,
     Tid,
     Pid,
@@ -55,7 +55,7 @@ const ALL_FIELDS: [(Field, &str); 12] = [
 pub struct Fields(u32);
 
 impl Fields {
-    pub fn has(self, f: Field) -> bool {
+    pub(crate) fn has(self, f: Field) -> bool {
         self.0 & (1 << f as u32) != 0
     }
     fn with(self, f: Field) -> Self {
@@ -84,7 +84,7 @@ pub enum FieldSpec {
 
 /// Why `-F` text does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum FieldSpecError {
+pub(crate) enum FieldSpecError {
     #[error("unknown field '{0}' (known: {known})", known = ALL_FIELDS.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(","))]
     Unknown(String),
     #[error("mix of fields with and without +/- (use one or the other)")]
@@ -93,7 +93,7 @@ pub enum FieldSpecError {
 
 impl FieldSpec {
     /// Parses `-F` text: `comm,tid,time` or `+cpu,-period`.
-    pub fn parse(text: &str) -> Result<Self, FieldSpecError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, FieldSpecError> {
         let mut list = Fields(0);
         let mut add = Fields(0);
         let mut remove = Fields(0);
@@ -175,12 +175,12 @@ pub struct ScriptSample<'a> {
 pub struct ResolvedAddr {
     /// Symbol and the address's offset into it if known (`sym+0xoff`, or
     /// `sym` without it); `None` prints `[unknown]`.
-    pub sym: Option<(String, Option<u64>)>,
+    pub(crate) sym: Option<(String, Option<u64>)>,
     /// The binary: a path, `[kernel.kallsyms]`, `[unknown]`.
-    pub dso: String,
+    pub(crate) dso: String,
     /// The address to print (perf prints callchain addresses of user
     /// binaries relative to the mapping: `addr - start + pgoff`).
-    pub shown_addr: u64,
+    pub(crate) shown_addr: u64,
 }
 
 /// Turns addresses into names; implemented by the symbol stage.
@@ -227,7 +227,7 @@ impl ScriptPrinter {
     }
 
     /// Renders tracepoint payloads with these formats (else their size).
-    pub fn with_tracepoint_formats(
+    pub(crate) fn with_tracepoint_formats(
         mut self,
         formats: crate::event::format_cache::FormatCache,
     ) -> Self {
@@ -442,7 +442,7 @@ fn fields_for(e: &EventFormat, spec: &FieldSpec) -> Result<Fields, ScriptError> 
 
 /// `perf script -D`: one record in file order, with its offset, a hex dump
 /// and its type.
-pub fn write_raw_record(
+pub(crate) fn write_raw_record(
     out: &mut impl Write,
     file: &str,
     offset: u64,
@@ -481,8 +481,8 @@ pub fn write_raw_record(
 }
 
 /// The `--header` block's lines, each printed as `# {line}`.
-pub struct HeaderBlock<'a> {
-    pub lines: &'a [(String, String)],
+pub(crate) struct HeaderBlock<'a> {
+    pub(crate) lines: &'a [(String, String)],
 }
 
 impl fmt::Display for HeaderBlock<'_> {

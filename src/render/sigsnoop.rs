@@ -12,9 +12,9 @@ use crate::analysis::snoop::SigEvent;
 
 /// The layout's options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SigLayout {
+pub(crate) struct SigLayout {
     /// -n: the signal's name instead of its number.
-    pub names: bool,
+    pub(crate) names: bool,
 }
 
 /// The names of the standard signals (1..31), as libbpf-tools prints them.
@@ -53,14 +53,14 @@ const NAMES: [&str; 31] = [
 ];
 
 /// A signal's name (`SIGUSR1`), or None for 0 and the real-time ones.
-pub fn signal_name(sig: i32) -> Option<&'static str> {
+pub(crate) fn signal_name(sig: i32) -> Option<&'static str> {
     NAMES
         .get(usize::try_from(sig).ok()?.checked_sub(1)?)
         .copied()
 }
 
 /// A signal's number from its name or number (`USR1`, `SIGUSR1`, `10`).
-pub fn signal_number(text: &str) -> Option<i32> {
+pub(crate) fn signal_number(text: &str) -> Option<i32> {
     if let Ok(n) = text.parse::<i32>() {
         return (1..=64).contains(&n).then_some(n);
     }

@@ -18,13 +18,13 @@ use crate::analysis::snoop::{ExecEvent, ExitEvent, OpenEvent};
 
 /// The time columns of one line.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Clock {
-    pub hms: (u32, u32, u32),
-    pub secs: f64,
+pub(crate) struct Clock {
+    pub(crate) hms: (u32, u32, u32),
+    pub(crate) secs: f64,
 }
 
 /// A streaming tool's layout: its table, and its events' JSON fields.
-pub trait SnoopFormat {
+pub(crate) trait SnoopFormat {
     type Event;
     /// The table's header line(s).
     fn header<W: Write>(&self, w: &mut W) -> io::Result<()>;
@@ -37,7 +37,7 @@ pub trait SnoopFormat {
 
 /// One JSON object on one line: `fields` with the clock's `time`
 /// (HH:MM:SS) and `secs` (since the start).
-pub fn json_line(w: &mut impl Write, mut fields: Value, clock: Clock) -> io::Result<()> {
+pub(crate) fn json_line(w: &mut impl Write, mut fields: Value, clock: Clock) -> io::Result<()> {
     if let Value::Object(map) = &mut fields {
         map.insert("time".into(), hms(clock.hms).into());
         map.insert("secs".into(), clock.secs.into());
@@ -47,21 +47,21 @@ pub fn json_line(w: &mut impl Write, mut fields: Value, clock: Clock) -> io::Res
 }
 
 /// `HH:MM:SS`.
-pub fn hms((h, m, s): (u32, u32, u32)) -> String {
+pub(crate) fn hms((h, m, s): (u32, u32, u32)) -> String {
     format!("{h:02}:{m:02}:{s:02}")
 }
 
 /// execsnoop's optional columns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ExecLayout {
+pub(crate) struct ExecLayout {
     /// -T: HH:MM:SS.
-    pub time: bool,
+    pub(crate) time: bool,
     /// -t: seconds since the start.
-    pub timestamp: bool,
+    pub(crate) timestamp: bool,
     /// -U: the user id.
-    pub uid: bool,
+    pub(crate) uid: bool,
     /// -q: arguments in double quotes.
-    pub quote: bool,
+    pub(crate) quote: bool,
 }
 
 impl SnoopFormat for ExecLayout {
@@ -118,17 +118,17 @@ impl SnoopFormat for ExecLayout {
 
 /// opensnoop's optional columns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct OpenLayout {
+pub(crate) struct OpenLayout {
     /// -T: HH:MM:SS.
-    pub time: bool,
+    pub(crate) time: bool,
     /// -U: the user id.
-    pub uid: bool,
+    pub(crate) uid: bool,
     /// -e: the flags, in octal.
-    pub extended: bool,
+    pub(crate) extended: bool,
 }
 
 /// The descriptor (-1 on failure) and the errno (0 on success).
-pub fn fd_err(ret: i32) -> (i32, i32) {
+pub(crate) fn fd_err(ret: i32) -> (i32, i32) {
     if ret >= 0 { (ret, 0) } else { (-1, -ret) }
 }
 
@@ -176,8 +176,8 @@ impl SnoopFormat for OpenLayout {
 
 /// exitsnoop's layout (`time`: -t, a leading TIME column).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ExitLayout {
-    pub time: bool,
+pub(crate) struct ExitLayout {
+    pub(crate) time: bool,
 }
 
 impl SnoopFormat for ExitLayout {

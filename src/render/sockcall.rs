@@ -27,7 +27,7 @@ fn proto_name(proto: u16) -> &'static str {
 }
 
 /// The OPTS column: `FTNRr`, a dot for each one not set.
-pub fn bind_options(opts: u8) -> String {
+pub(crate) fn bind_options(opts: u8) -> String {
     "FTNRr"
         .chars()
         .enumerate()
@@ -61,8 +61,8 @@ fn time_value(w: &mut impl Write, time: bool, clock: Clock) -> io::Result<()> {
 
 /// bindsnoop's table (`time`: -t).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BindLayout {
-    pub time: bool,
+pub(crate) struct BindLayout {
+    pub(crate) time: bool,
 }
 
 impl SnoopFormat for BindLayout {
@@ -105,8 +105,8 @@ impl SnoopFormat for BindLayout {
 
 /// solisten's table (`time`: -t).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ListenLayout {
-    pub time: bool,
+pub(crate) struct ListenLayout {
+    pub(crate) time: bool,
 }
 
 impl SnoopFormat for ListenLayout {

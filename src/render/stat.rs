@@ -23,7 +23,7 @@ const NOT_SUPPORTED: &str = "<not supported>";
 
 /// Which of perf's output shapes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StatFormat {
+pub(crate) enum StatFormat {
     Text,
     /// `-x SEP`.
     Separated(String),
@@ -33,17 +33,17 @@ pub enum StatFormat {
 
 /// How one event is named and scaled on output.
 #[derive(Clone, Debug, PartialEq)]
-pub struct EventLabel {
-    pub name: String,
+pub(crate) struct EventLabel {
+    pub(crate) name: String,
     /// `msec` for the clocks, empty otherwise, or what the event says
     /// (`ns` for tool events, a PMU event's sysfs unit).
-    pub unit: String,
+    pub(crate) unit: String,
     /// Multiplier from the kernel's unit to the printed one (1e-6: ns → msec).
-    pub scale: f64,
+    pub(crate) scale: f64,
 }
 
 impl EventLabel {
-    pub fn new(name: &str, is_clock: bool) -> EventLabel {
+    pub(crate) fn new(name: &str, is_clock: bool) -> EventLabel {
         EventLabel {
             name: name.to_string(),
             unit: if is_clock { "msec" } else { "" }.to_string(),
@@ -52,7 +52,7 @@ impl EventLabel {
     }
 
     /// A label with its own unit and scale.
-    pub fn with_unit(name: &str, unit: &str, scale: f64) -> EventLabel {
+    pub(crate) fn with_unit(name: &str, unit: &str, scale: f64) -> EventLabel {
         EventLabel {
             name: name.to_string(),
             unit: unit.to_string(),
@@ -67,7 +67,7 @@ impl EventLabel {
 
 /// What was counted, for the `Performance counter stats for ...` line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Subject {
+pub(crate) enum Subject {
     Command(Vec<String>),
     SystemWide,
     Cpus(String),
@@ -77,17 +77,22 @@ pub enum Subject {
 
 /// Writes stat output; keeps the interval-header count between calls.
 #[derive(Clone, Debug)]
-pub struct StatPrinter {
-    pub format: StatFormat,
-    pub labels: Vec<EventLabel>,
-    pub cgroup: Option<String>,
-    pub per_cpu: bool,
-    pub runs: usize,
+pub(crate) struct StatPrinter {
+    pub(crate) format: StatFormat,
+    pub(crate) labels: Vec<EventLabel>,
+    pub(crate) cgroup: Option<String>,
+    pub(crate) per_cpu: bool,
+    pub(crate) runs: usize,
     intervals_printed: usize,
 }
 
 impl StatPrinter {
-    pub fn new(format: StatFormat, labels: Vec<EventLabel>, per_cpu: bool, runs: usize) -> Self {
+    pub(crate) fn new(
+        format: StatFormat,
+        labels: Vec<EventLabel>,
+        per_cpu: bool,
+        runs: usize,
+    ) -> Self {
         StatPrinter {
             format,
             labels,
@@ -107,7 +112,7 @@ impl StatPrinter {
 
     /// ` Performance counter stats for 'ls -l' (5 runs):` and its blank
     /// lines; nothing for machine formats.
-    pub fn header(&self, out: &mut impl Write, subject: &Subject) -> io::Result<()> {
+    pub(crate) fn header(&self, out: &mut impl Write, subject: &Subject) -> io::Result<()> {
         if self.format != StatFormat::Text {
             return Ok(());
         }
@@ -128,7 +133,7 @@ impl StatPrinter {
 
     /// One block of lines: the whole run, or one `-I` interval (`at`: time
     /// since the start).
-    pub fn rows(
+    pub(crate) fn rows(
         &mut self,
         out: &mut impl Write,
         rows: &[Row],
@@ -300,7 +305,7 @@ impl StatPrinter {
 
     /// The `seconds time elapsed` block (text format, whole runs only).
     /// `rusage`: the command's user and system seconds (one run only).
-    pub fn footer(
+    pub(crate) fn footer(
         &self,
         out: &mut impl Write,
         walltime_ns: &Stats,

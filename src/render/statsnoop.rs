@@ -12,11 +12,11 @@ use crate::analysis::snoop::{LifeEvent, StatEvent};
 
 /// statsnoop's optional columns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StatLayout {
+pub(crate) struct StatLayout {
     /// -t: seconds since the start.
-    pub timestamp: bool,
+    pub(crate) timestamp: bool,
     /// -s: the system call's name.
-    pub syscall: bool,
+    pub(crate) syscall: bool,
 }
 
 impl SnoopFormat for StatLayout {
@@ -56,7 +56,7 @@ impl SnoopFormat for StatLayout {
 
 /// filelife's layout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LifeLayout;
+pub(crate) struct LifeLayout;
 
 impl SnoopFormat for LifeLayout {
     type Event = LifeEvent;

@@ -9,13 +9,13 @@ use crate::analysis::syscount::SyscountLine;
 
 /// How the table is laid out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SyscountLayout {
-    pub by_process: bool,
-    pub latency: bool,
-    pub milliseconds: bool,
+pub(crate) struct SyscountLayout {
+    pub(crate) by_process: bool,
+    pub(crate) latency: bool,
+    pub(crate) milliseconds: bool,
 }
 
-pub fn write_table(
+pub(crate) fn write_table(
     w: &mut impl Write,
     (h, m, s): (u32, u32, u32),
     lines: &[SyscountLine],
@@ -59,7 +59,7 @@ pub fn write_table(
 }
 
 /// One JSON object per interval: `{"rows": [...]}` on one line.
-pub fn write_json(w: &mut impl Write, lines: &[SyscountLine]) -> io::Result<()> {
+pub(crate) fn write_json(w: &mut impl Write, lines: &[SyscountLine]) -> io::Result<()> {
     serde_json::to_writer(&mut *w, &serde_json::json!({ "rows": lines }))
         .map_err(io::Error::other)?;
     writeln!(w)

@@ -12,8 +12,8 @@ use super::snoop::{Clock, SnoopFormat};
 use crate::analysis::snoop::ThreadEvent;
 
 /// threadsnoop's layout; `name_of` names an event's start function.
-pub struct ThreadLayout<N> {
-    pub name_of: N,
+pub(crate) struct ThreadLayout<N> {
+    pub(crate) name_of: N,
 }
 
 impl<N: Fn(&ThreadEvent) -> Option<String>> ThreadLayout<N> {

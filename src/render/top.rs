@@ -16,22 +16,22 @@ use ratatui::widgets::{Paragraph, Row, Table, TableState};
 
 /// The status of the capture, for the first line.
 #[derive(Clone, Debug, Default)]
-pub struct TopStatus {
+pub(crate) struct TopStatus {
     /// Samples per second over the last interval.
-    pub samples_per_sec: f64,
+    pub(crate) samples_per_sec: f64,
     /// Share of the last interval's samples taken in the kernel.
-    pub kernel_pct: f64,
+    pub(crate) kernel_pct: f64,
     /// Records the kernel reported lost since the start.
-    pub lost: u64,
+    pub(crate) lost: u64,
     /// `4000Hz cpu-clock`.
-    pub event: String,
+    pub(crate) event: String,
     /// `all, 2 CPUs` or `pid 1234`.
-    pub scope: String,
+    pub(crate) scope: String,
 }
 
 impl TopStatus {
     /// `PerfTop:    7911 irqs/sec  kernel:14.9% lost: 0 [4000Hz cpu-clock],  (all, 2 CPUs)`
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         format!(
             "   PerfTop: {:7.0} irqs/sec  kernel:{:4.1}%  lost: {} [{}],  ({})",
             self.samples_per_sec, self.kernel_pct, self.lost, self.event, self.scope
@@ -41,32 +41,32 @@ impl TopStatus {
 
 /// One table row: percentages and the key cells.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TopRow {
+pub(crate) struct TopRow {
     /// `Children` when computed (with -g), else `Overhead`.
-    pub percent: f64,
+    pub(crate) percent: f64,
     /// `Self` when children are computed.
-    pub self_percent: Option<f64>,
-    pub samples: u64,
-    pub cells: Vec<String>,
+    pub(crate) self_percent: Option<f64>,
+    pub(crate) samples: u64,
+    pub(crate) cells: Vec<String>,
 }
 
 /// Everything one screen shows.
 #[derive(Clone, Debug, Default)]
-pub struct TopView {
-    pub status: TopStatus,
+pub(crate) struct TopView {
+    pub(crate) status: TopStatus,
     /// Column headers of the key cells (`Shared Object`, `Symbol`).
-    pub headers: Vec<String>,
+    pub(crate) headers: Vec<String>,
     /// `-n`: a `Samples` column after the percentages, as perf top's.
-    pub show_samples: bool,
-    pub rows: Vec<TopRow>,
+    pub(crate) show_samples: bool,
+    pub(crate) rows: Vec<TopRow>,
     /// The call graph of the selected row, as text lines (with -g).
-    pub detail: Vec<String>,
+    pub(crate) detail: Vec<String>,
     /// `/` search text, when searching.
-    pub search: Option<String>,
+    pub(crate) search: Option<String>,
 }
 
 /// The `--stdio` screen, written once per refresh.
-pub fn write_stdio(w: &mut impl Write, view: &TopView, max_rows: usize) -> io::Result<()> {
+pub(crate) fn write_stdio(w: &mut impl Write, view: &TopView, max_rows: usize) -> io::Result<()> {
     writeln!(w, "{}", view.status.line())?;
     writeln!(w, "{}", "-".repeat(79))?;
     writeln!(w)?;
@@ -129,7 +129,7 @@ fn cell_widths(view: &TopView, rows: usize) -> Vec<usize> {
 }
 
 /// Rows shown with the current search applied: (index into `view.rows`).
-pub fn visible_rows(view: &TopView) -> Vec<usize> {
+pub(crate) fn visible_rows(view: &TopView) -> Vec<usize> {
     let needle = view.search.as_deref().unwrap_or("").to_lowercase();
     (0..view.rows.len())
         .filter(|&i| {
@@ -143,11 +143,11 @@ pub fn visible_rows(view: &TopView) -> Vec<usize> {
 }
 
 /// The smallest terminal the table fits in.
-pub const MIN_WIDTH: u16 = 40;
-pub const MIN_HEIGHT: u16 = 6;
+pub(crate) const MIN_WIDTH: u16 = 40;
+pub(crate) const MIN_HEIGHT: u16 = 6;
 
 /// Draws the full-screen view; `selected` indexes `visible_rows(view)`.
-pub fn draw(frame: &mut Frame<'_>, view: &TopView, table_state: &mut TableState) {
+pub(crate) fn draw(frame: &mut Frame<'_>, view: &TopView, table_state: &mut TableState) {
     let area = frame.area();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         let msg = format!(

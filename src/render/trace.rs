@@ -21,14 +21,14 @@ use crate::analysis::syscalls::{ArgKind, ArgText, Summary, SyscallCall, TraceOut
 use super::trace_args::{self, Shown};
 
 /// Writes trace lines to `out`.
-pub struct TextOutput<W: Write> {
+pub(crate) struct TextOutput<W: Write> {
     out: W,
     first_time: Option<u64>,
     line: String,
 }
 
 impl<W: Write> TextOutput<W> {
-    pub fn new(out: W) -> Self {
+    pub(crate) fn new(out: W) -> Self {
         TextOutput {
             out,
             first_time: None,
@@ -36,7 +36,7 @@ impl<W: Write> TextOutput<W> {
         }
     }
 
-    pub fn get_mut(&mut self) -> &mut W {
+    pub(crate) fn get_mut(&mut self) -> &mut W {
         &mut self.out
     }
 
@@ -47,7 +47,7 @@ impl<W: Write> TextOutput<W> {
 }
 
 /// `-1 ENOENT (No such file or directory)`.
-pub fn errno_text(errno: i32) -> String {
+pub(crate) fn errno_text(errno: i32) -> String {
     match syscalls::Errno::new(errno).name_and_description() {
         Some((name, desc)) => format!("-1 {name} ({desc})"),
         None => format!("-1 E{errno}"),
@@ -162,7 +162,7 @@ impl<W: Write> TraceOutput for TextOutput<W> {
 }
 
 /// The `-s` table, per thread, busiest system call first (as perf trace).
-pub fn write_summary(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write_summary(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "\n Summary of events:")?;
     let total = summary.total_events.max(1) as f64;
     for (&(_pid, tid), thread) in &summary.threads {
@@ -218,9 +218,8 @@ mod tests {
     use std::rc::Rc;
 
     use super::*;
-    use crate::analysis::syscalls::{
-        ArgDesc, SyscallDesc, SyscallEnter, TraceItem, Tracer, TracerOptions,
-    };
+    use crate::analysis::syscall_desc::ArgDesc;
+    use crate::analysis::syscalls::{SyscallDesc, SyscallEnter, TraceItem, Tracer, TracerOptions};
 
     fn openat() -> Rc<SyscallDesc> {
         let arg = |name: &str, kind| ArgDesc {

@@ -13,7 +13,7 @@
 
 /// How one argument shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Shown {
+pub(crate) enum Shown {
     /// Left out of the line.
     Omitted,
     /// By name (or another text of its own).
@@ -387,7 +387,7 @@ fn futex_op(value: u64) -> String {
 
 /// How argument `arg` (named as in the kernel's format) of system call
 /// `call` shows, given the values of all six arguments.
-pub fn shown(call: &str, arg: &str, value: u64, args: &[u64; 6]) -> Shown {
+pub(crate) fn shown(call: &str, arg: &str, value: u64, args: &[u64; 6]) -> Shown {
     let text = match (call, arg) {
         ("open" | "openat", "flags") => Some(open_flags(value)),
         ("open", "mode") if args[1] & 0o20000100 == 0 => return Shown::Omitted,

@@ -52,9 +52,9 @@ struct TextView {
 
 /// What `a` asked for: a symbol's annotation, of one event.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AnnotateRequest {
-    pub symbol: String,
-    pub event: String,
+pub(crate) struct AnnotateRequest {
+    pub(crate) symbol: String,
+    pub(crate) event: String,
 }
 
 /// What the view is narrowed to.
@@ -65,7 +65,7 @@ struct Zoom {
 }
 
 /// The browser's state.
-pub struct Browser<'a> {
+pub(crate) struct Browser<'a> {
     samples: &'a [ResolvedSample],
     frames: &'a FrameTable,
     meta: &'a ReportMeta,
@@ -89,7 +89,7 @@ pub struct Browser<'a> {
 }
 
 impl<'a> Browser<'a> {
-    pub fn new(
+    pub(crate) fn new(
         samples: &'a [ResolvedSample],
         frames: &'a FrameTable,
         meta: &'a ReportMeta,
@@ -126,17 +126,19 @@ impl<'a> Browser<'a> {
     }
 
     /// True once the user asked to leave.
-    pub fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.quit
     }
 
     /// Index of the selected row.
-    pub fn selected(&self) -> Option<usize> {
+    #[cfg(test)]
+    pub(crate) fn selected(&self) -> Option<usize> {
         self.state.selected()
     }
 
     /// The visible rows' text (for tests).
-    pub fn row_texts(&self) -> Vec<&str> {
+    #[cfg(test)]
+    pub(crate) fn row_texts(&self) -> Vec<&str> {
         self.rows.iter().map(|r| r.text.as_str()).collect()
     }
 
@@ -359,12 +361,12 @@ impl<'a> Browser<'a> {
 
     /// The annotation `a` asked for, once (the caller reads the file and
     /// hands the text back with [`Browser::show_text`]).
-    pub fn take_annotate_request(&mut self) -> Option<AnnotateRequest> {
+    pub(crate) fn take_annotate_request(&mut self) -> Option<AnnotateRequest> {
         self.annotate.take()
     }
 
     /// Shows `lines` over the list until Esc (tabs as spaces).
-    pub fn show_text(&mut self, title: String, lines: Vec<String>) {
+    pub(crate) fn show_text(&mut self, title: String, lines: Vec<String>) {
         let lines = lines.into_iter().map(|l| l.replace('\t', "    ")).collect();
         self.view = Some(TextView {
             title,
@@ -419,7 +421,7 @@ impl<'a> Browser<'a> {
     }
 
     /// Applies one key press.
-    pub fn handle_key(&mut self, code: KeyCode) {
+    pub(crate) fn handle_key(&mut self, code: KeyCode) {
         self.note = None;
         if self.view.is_some() {
             self.handle_view_key(code);
@@ -504,7 +506,7 @@ impl<'a> Browser<'a> {
     }
 
     /// Draws the whole screen.
-    pub fn render(&mut self, frame: &mut Frame) {
+    pub(crate) fn render(&mut self, frame: &mut Frame) {
         let [head, body, foot] = Layout::vertical([
             Constraint::Length(3),
             Constraint::Min(1),
@@ -605,7 +607,7 @@ impl<'a> Browser<'a> {
 
 /// Runs the browser on the terminal until `q`; the terminal is restored on
 /// every way out.
-pub fn browse(
+pub(crate) fn browse(
     samples: &[ResolvedSample],
     frames: &FrameTable,
     meta: &ReportMeta,

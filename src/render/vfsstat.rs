@@ -12,7 +12,7 @@ use crate::analysis::vfsstat::VfsInterval;
 /// The columns, in the counters' order.
 const NAMES: [&str; 5] = ["READ", "WRITE", "FSYNC", "OPEN", "CREATE"];
 
-pub fn header(w: &mut impl Write) -> io::Result<()> {
+pub(crate) fn header(w: &mut impl Write) -> io::Result<()> {
     write!(w, "{:<8}  ", "TIME")?;
     for name in NAMES {
         write!(w, " {name:>6}/s")?;
@@ -21,7 +21,7 @@ pub fn header(w: &mut impl Write) -> io::Result<()> {
 }
 
 /// One interval's line; `time` the wall clock at its end.
-pub fn line(w: &mut impl Write, time: (u32, u32, u32), i: &VfsInterval) -> io::Result<()> {
+pub(crate) fn line(w: &mut impl Write, time: (u32, u32, u32), i: &VfsInterval) -> io::Result<()> {
     write!(w, "{:<8}: ", hms(time))?;
     for rate in i.per_second() {
         write!(w, " {rate:>8}")?;
@@ -30,7 +30,7 @@ pub fn line(w: &mut impl Write, time: (u32, u32, u32), i: &VfsInterval) -> io::R
 }
 
 /// One interval as a JSON object on one line.
-pub fn json(w: &mut impl Write, time: (u32, u32, u32), i: &VfsInterval) -> io::Result<()> {
+pub(crate) fn json(w: &mut impl Write, time: (u32, u32, u32), i: &VfsInterval) -> io::Result<()> {
     let mut fields = serde_json::Map::new();
     fields.insert("time".into(), hms(time).into());
     fields.insert("secs".into(), i.secs.into());

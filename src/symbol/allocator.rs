@@ -18,15 +18,15 @@ use super::probe_target::{self, ProbeTargetError};
 /// The allocator of a process: its file and the functions found in it
 /// with their file offsets (malloc first).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Allocator {
-    pub path: PathBuf,
-    pub sites: Vec<(&'static str, u64)>,
+pub(crate) struct Allocator {
+    pub(crate) path: PathBuf,
+    pub(crate) sites: Vec<(&'static str, u64)>,
 }
 
 /// Why no allocator could be found.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum AllocatorError {
+pub(crate) enum AllocatorError {
     #[error(
         "{path}: no malloc to probe ({why}): a static or stripped binary, or an allocator other than libc's"
     )]
@@ -38,7 +38,10 @@ pub enum AllocatorError {
 }
 
 /// The allocator of running process `pid` (see the module doc).
-pub fn of_process(pid: u32, functions: &[&'static str]) -> Result<Allocator, AllocatorError> {
+pub(crate) fn of_process(
+    pid: u32,
+    functions: &[&'static str],
+) -> Result<Allocator, AllocatorError> {
     let maps = crate::sys::proc::maps(pid as i32).map_err(|e| AllocatorError::Process {
         pid,
         what: format!("reading its maps: {e}"),
@@ -60,7 +63,10 @@ pub fn of_process(pid: u32, functions: &[&'static str]) -> Result<Allocator, All
 }
 
 /// The allocator command `program` (a path or a name on `$PATH`) will use.
-pub fn of_command(program: &Path, functions: &[&'static str]) -> Result<Allocator, AllocatorError> {
+pub(crate) fn of_command(
+    program: &Path,
+    functions: &[&'static str],
+) -> Result<Allocator, AllocatorError> {
     let path = probe_target::find_binary(&program.to_string_lossy()).map_err(|e| {
         AllocatorError::Read {
             path: program.display().to_string(),

@@ -33,33 +33,33 @@ use crate::data::build_id_cache::{self, hex};
 
 /// One PT_LOAD segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Load {
-    pub file_offset: u64,
-    pub svma: u64,
-    pub file_size: u64,
+pub(crate) struct Load {
+    pub(crate) file_offset: u64,
+    pub(crate) svma: u64,
+    pub(crate) file_size: u64,
 }
 
 /// A usable binary.
 #[derive(Debug)]
-pub struct Binary {
+pub(crate) struct Binary {
     /// The file read (the original path, or the build-id cache copy).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The file to read symbols from: `path` or its separate debug file.
-    pub symbols_path: PathBuf,
+    pub(crate) symbols_path: PathBuf,
     /// False when neither the file nor a debug file has `.symtab` (nor
     /// MiniDebugInfo): only `.dynsym` names exist.
-    pub has_symtab: bool,
+    pub(crate) has_symtab: bool,
     /// `symbols_path` is MiniDebugInfo: it holds the functions `.dynsym`
     /// lacks, so misses there are asked of `path` too.
-    pub mini_debuginfo: bool,
+    pub(crate) mini_debuginfo: bool,
     /// Without `.symtab`: the functions the unwind tables delimit.
-    pub functions: Option<Arc<FunctionRanges>>,
-    pub loads: Vec<Load>,
+    pub(crate) functions: Option<Arc<FunctionRanges>>,
+    pub(crate) loads: Vec<Load>,
 }
 
 impl Binary {
     /// The address the ELF states (svma) for a file offset.
-    pub fn svma_for_offset(&self, file_offset: u64) -> Option<u64> {
+    pub(crate) fn svma_for_offset(&self, file_offset: u64) -> Option<u64> {
         self.loads
             .iter()
             .find(|l| file_offset >= l.file_offset && file_offset - l.file_offset < l.file_size)
@@ -69,13 +69,13 @@ impl Binary {
 
 /// Why a binary cannot be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinaryMiss {
+pub(crate) enum BinaryMiss {
     Missing,
     BuildIdMismatch,
 }
 
 /// Open a file for `object` to read on demand.
-pub fn open_elf(path: &Path) -> Option<ReadCache<std::fs::File>> {
+pub(crate) fn open_elf(path: &Path) -> Option<ReadCache<std::fs::File>> {
     std::fs::File::open(path).ok().map(ReadCache::new)
 }
 
@@ -88,7 +88,7 @@ pub fn read_build_id(path: &Path) -> Option<Vec<u8>> {
 
 /// Whether a file's build-id is the recorded one. perf pads recorded
 /// build-ids with zeros to 20 or 24 bytes.
-pub fn build_id_matches(recorded: &[u8], actual: &[u8]) -> bool {
+pub(crate) fn build_id_matches(recorded: &[u8], actual: &[u8]) -> bool {
     if actual.is_empty() {
         return false;
     }
@@ -238,15 +238,15 @@ type BinaryKey = (Arc<str>, Option<Vec<u8>>);
 
 /// Opened binaries, by path and recorded build-id.
 #[derive(Debug, Default)]
-pub struct BinaryCache {
+pub(crate) struct BinaryCache {
     entries: HashMap<BinaryKey, Result<Arc<Binary>, BinaryMiss>>,
     /// Whether perf's `~/.debug` build-id cache may stand in for replaced or
     /// missing files. Default true.
-    pub use_build_id_cache: bool,
+    pub(crate) use_build_id_cache: bool,
 }
 
 impl BinaryCache {
-    pub fn new(use_build_id_cache: bool) -> Self {
+    pub(crate) fn new(use_build_id_cache: bool) -> Self {
         BinaryCache {
             entries: HashMap::new(),
             use_build_id_cache,
@@ -254,7 +254,7 @@ impl BinaryCache {
     }
 
     /// The binary for a recorded path and build-id.
-    pub fn get(
+    pub(crate) fn get(
         &mut self,
         path: &Arc<str>,
         recorded: Option<&[u8]>,

@@ -19,12 +19,12 @@ use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 use super::probe_target::{Reader, dwarf_sections, file_name};
 
 /// The longest function annotate reads (1 MiB).
-pub const MAX_FUNCTION_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_FUNCTION_BYTES: u64 = 1 << 20;
 
 /// Why a function's code could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum CodeError {
+pub(crate) enum CodeError {
     #[error("cannot read {path}")]
     Open {
         path: String,
@@ -46,7 +46,7 @@ pub enum CodeError {
 /// Why annotate shows no code for a sampled function (printed under its
 /// header).
 #[derive(Debug, thiserror::Error)]
-pub enum Unavailable {
+pub(crate) enum Unavailable {
     #[error(
         "kernel code is read from /proc/kcore, which this kernel does not have (CONFIG_PROC_KCORE)"
     )]
@@ -70,24 +70,24 @@ pub enum Unavailable {
 }
 
 /// `(svma, source file, line)`: an address DWARF gives a line.
-pub type LineRow = (u64, String, u64);
+pub(crate) type LineRow = (u64, String, u64);
 
 /// One function's code.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FunctionCode {
+pub(crate) struct FunctionCode {
     /// Its name in the symbol table (raw, not demangled).
-    pub symbol: String,
+    pub(crate) symbol: String,
     /// Where it starts: the address the ELF states (kernel: the virtual
     /// address).
-    pub svma: u64,
-    pub bytes: Vec<u8>,
+    pub(crate) svma: u64,
+    pub(crate) bytes: Vec<u8>,
     /// `(svma, source file, line)` of the addresses DWARF gives a line,
     /// sorted by address, one row per address.
-    pub lines: Vec<LineRow>,
+    pub(crate) lines: Vec<LineRow>,
 }
 
 /// The function of the ELF file at `path` that starts at `file_offset`.
-pub fn function_code(path: &Path, file_offset: u64) -> Result<FunctionCode, CodeError> {
+pub(crate) fn function_code(path: &Path, file_offset: u64) -> Result<FunctionCode, CodeError> {
     let name = path.display().to_string();
     let data = crate::sys::mapped::MappedFile::open(path).map_err(|source| CodeError::Open {
         path: name.clone(),
@@ -97,7 +97,7 @@ pub fn function_code(path: &Path, file_offset: u64) -> Result<FunctionCode, Code
 }
 
 /// As [`function_code`], over the file's bytes; `path` names it in errors.
-pub fn function_code_in(
+pub(crate) fn function_code_in(
     data: &[u8],
     path: &str,
     file_offset: u64,
@@ -230,7 +230,7 @@ fn covers(
 
 /// `size` bytes of kernel code at virtual address `addr`, from
 /// `/proc/kcore` (root only: anyone else gets the permission error).
-pub fn kernel_code(addr: u64, size: u64) -> Result<Vec<u8>, CodeError> {
+pub(crate) fn kernel_code(addr: u64, size: u64) -> Result<Vec<u8>, CodeError> {
     use std::os::unix::fs::FileExt;
     let open = |source| CodeError::Open {
         path: "/proc/kcore".to_string(),

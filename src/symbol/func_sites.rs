@@ -28,7 +28,7 @@ use crate::event::name::matches_glob;
 
 /// What a pattern names.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FuncPattern {
+pub(crate) enum FuncPattern {
     /// User functions of a binary: `binary` as written (a path, a library
     /// name; empty: the traced process's own binary), the glob.
     User { binary: String, glob: String },
@@ -43,7 +43,7 @@ pub enum FuncPattern {
 /// Why a pattern found nothing to probe.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum FuncSitesError {
+pub(crate) enum FuncSitesError {
     #[error("'{0}': unknown probe type '{1}' (p, t or u)")]
     BadType(String, String),
     #[error("'{0}': too many ':'-separated parts")]
@@ -63,7 +63,7 @@ pub enum FuncSitesError {
 }
 
 /// Parses bcc's forms; `binary` is `-x BINARY`.
-pub fn parse(pattern: &str, binary: Option<&str>) -> Result<FuncPattern, FuncSitesError> {
+pub(crate) fn parse(pattern: &str, binary: Option<&str>) -> Result<FuncPattern, FuncSitesError> {
     if let Some(binary) = binary {
         return user(pattern, binary, pattern);
     }
@@ -99,17 +99,17 @@ fn user(pattern: &str, binary: &str, glob: &str) -> Result<FuncPattern, FuncSite
 
 /// The functions of one binary a glob matched.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FuncSites {
-    pub path: PathBuf,
+pub(crate) struct FuncSites {
+    pub(crate) path: PathBuf,
     /// By name.
-    pub functions: Vec<FunctionSite>,
+    pub(crate) functions: Vec<FunctionSite>,
 }
 
 /// The file `binary` names for a run on process `pid` (or, `program`, a
 /// command about to run): empty is the process's (or command's) own
 /// executable; a bare library name is looked up in the process's maps
 /// first.
-pub fn find_binary(
+pub(crate) fn find_binary(
     binary: &str,
     pattern: &str,
     pid: Option<u32>,
@@ -147,7 +147,7 @@ pub fn find_binary(
 }
 
 /// Every function of the file at `path` whose name `glob` matches.
-pub fn find(path: &Path, glob: &str) -> Result<FuncSites, FuncSitesError> {
+pub(crate) fn find(path: &Path, glob: &str) -> Result<FuncSites, FuncSitesError> {
     let data = std::fs::read(path).map_err(|e| FuncSitesError::Read {
         path: path.display().to_string(),
         what: e.to_string(),
@@ -161,7 +161,11 @@ pub fn find(path: &Path, glob: &str) -> Result<FuncSites, FuncSitesError> {
 
 /// The functions of the ELF `data` whose names `glob` matches, each
 /// address once, by name; none is an error.
-pub fn matching(data: &[u8], path: &str, glob: &str) -> Result<Vec<FunctionSite>, FuncSitesError> {
+pub(crate) fn matching(
+    data: &[u8],
+    path: &str,
+    glob: &str,
+) -> Result<Vec<FunctionSite>, FuncSitesError> {
     let file = object::File::parse(data).map_err(|e| probe_target::ProbeTargetError::NotElf {
         path: path.to_string(),
         what: e.to_string(),

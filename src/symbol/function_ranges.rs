@@ -18,11 +18,11 @@ use gimli::{BaseAddresses, CieOrFde, EhFrame, LittleEndian, UnwindSection};
 
 /// Larger `.eh_frame` sections are not read (the biggest libraries here
 /// have a few MB).
-pub const MAX_EH_FRAME: u64 = 64 << 20;
+pub(crate) const MAX_EH_FRAME: u64 = 64 << 20;
 
 /// Function ranges (svmas) of one binary, sorted by start.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct FunctionRanges {
+pub(crate) struct FunctionRanges {
     ranges: Vec<(u64, u64)>,
 }
 
@@ -31,7 +31,7 @@ impl FunctionRanges {
     /// byte is at `eh_frame_svma`; `text_svma` for pointer encodings
     /// relative to `.text`. Malformed entries end the walk: what was read
     /// before them is kept.
-    pub fn parse(eh_frame: &[u8], eh_frame_svma: u64, text_svma: u64) -> Self {
+    pub(crate) fn parse(eh_frame: &[u8], eh_frame_svma: u64, text_svma: u64) -> Self {
         let section = EhFrame::new(eh_frame, LittleEndian);
         let bases = BaseAddresses::default()
             .set_eh_frame(eh_frame_svma)
@@ -56,25 +56,25 @@ impl FunctionRanges {
     }
 
     /// The start of the function holding `svma`.
-    pub fn find(&self, svma: u64) -> Option<u64> {
+    pub(crate) fn find(&self, svma: u64) -> Option<u64> {
         let idx = self.ranges.partition_point(|r| r.0 <= svma);
         let (start, end) = *self.ranges.get(idx.checked_sub(1)?)?;
         (svma < end).then_some(start)
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.ranges.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }
 }
 
 /// The name a function without a symbol gets: its binary's base name and
 /// its start (`gzip+0x4290`).
-pub fn range_name(dso: &str, start: u64) -> String {
+pub(crate) fn range_name(dso: &str, start: u64) -> String {
     format!("{}+{start:#x}", super::dso_short_name(dso))
 }
 

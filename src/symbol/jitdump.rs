@@ -14,17 +14,17 @@
 //! The file is read up to `MAX_JITDUMP` bytes.
 
 /// Larger files are read only this far.
-pub const MAX_JITDUMP: u64 = 512 << 20;
+pub(crate) const MAX_JITDUMP: u64 = 512 << 20;
 
 const MAGIC: u32 = 0x4a69_5444; // "JiTD", written in the writer's byte order
 const JIT_CODE_LOAD: u32 = 0;
 
 /// One JIT_CODE_LOAD: where the code is, and its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JitCode {
-    pub start: u64,
-    pub size: u64,
-    pub name: String,
+pub(crate) struct JitCode {
+    pub(crate) start: u64,
+    pub(crate) size: u64,
+    pub(crate) name: String,
 }
 
 fn u32_at(b: &[u8], at: usize, swap: bool) -> Option<u32> {
@@ -38,7 +38,7 @@ fn u64_at(b: &[u8], at: usize, swap: bool) -> Option<u64> {
 }
 
 /// The code loads of a jitdump file's bytes (empty if it is not one).
-pub fn parse(bytes: &[u8]) -> Vec<JitCode> {
+pub(crate) fn parse(bytes: &[u8]) -> Vec<JitCode> {
     let mut out = Vec::new();
     let swap = match u32_at(bytes, 0, false) {
         Some(MAGIC) => false,
@@ -78,7 +78,7 @@ pub fn parse(bytes: &[u8]) -> Vec<JitCode> {
 }
 
 /// Reads the jitdump file at `path` (None if unreadable).
-pub fn read(path: &std::path::Path) -> Option<Vec<JitCode>> {
+pub(crate) fn read(path: &std::path::Path) -> Option<Vec<JitCode>> {
     use std::io::Read;
     let file = std::fs::File::open(path).ok()?;
     let mut bytes = Vec::new();
@@ -87,7 +87,7 @@ pub fn read(path: &std::path::Path) -> Option<Vec<JitCode>> {
 }
 
 /// Whether a mapped path is a jitdump marker (`.../jit-PID.dump`).
-pub fn is_jitdump(path: &str) -> bool {
+pub(crate) fn is_jitdump(path: &str) -> bool {
     path.rsplit('/')
         .next()
         .and_then(|n| n.strip_prefix("jit-"))

@@ -26,7 +26,7 @@ use std::io::BufRead;
 
 use crate::event::format_cache::KernelSymbols;
 
-pub use cache::load_running;
+pub(crate) use cache::load_running;
 
 #[derive(Debug, Clone)]
 struct KSym {
@@ -44,7 +44,7 @@ struct KSym {
 
 /// A kernel symbol table.
 #[derive(Debug, Default)]
-pub struct Kallsyms {
+pub(crate) struct Kallsyms {
     syms: Vec<KSym>,
     names: String,
     modules: Vec<String>,
@@ -59,18 +59,18 @@ pub struct Kallsyms {
 
 /// A named kernel address.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelSym<'a> {
-    pub name: &'a str,
+pub(crate) struct KernelSym<'a> {
+    pub(crate) name: &'a str,
     /// The symbol's address (`addr - start` is perf's `symoff`).
-    pub start: u64,
+    pub(crate) start: u64,
     /// `[kernel.kallsyms]` or `[module]`, as perf names the dso.
-    pub dso: &'a str,
+    pub(crate) dso: &'a str,
 }
 
 impl Kallsyms {
     /// Parse kallsyms text (`ADDR TYPE NAME [MODULE]` lines). Lines that do
     /// not parse are skipped: the file comes from the running kernel.
-    pub fn parse(text: impl BufRead) -> std::io::Result<Self> {
+    pub(crate) fn parse(text: impl BufRead) -> std::io::Result<Self> {
         let mut syms: Vec<KSym> = Vec::new();
         let mut modules: Vec<String> = Vec::new();
         let mut names = String::new();
@@ -163,7 +163,7 @@ impl Kallsyms {
     /// table read from the kernel's list; for a cached one, inside the
     /// ranges it kept (elsewhere a BPF program or trampoline may have come
     /// or gone since: read the list again).
-    pub fn holds(&self, addr: u64) -> bool {
+    pub(crate) fn holds(&self, addr: u64) -> bool {
         match &self.known {
             None => true,
             Some(ranges) => ranges
@@ -179,13 +179,13 @@ impl Kallsyms {
     }
 
     /// Read the running kernel's `/proc/kallsyms`.
-    pub fn from_proc() -> std::io::Result<Self> {
+    pub(crate) fn from_proc() -> std::io::Result<Self> {
         let file = std::fs::File::open("/proc/kallsyms")?;
         Self::parse(std::io::BufReader::new(file))
     }
 
     /// True when the kernel hid its addresses (`kptr_restrict`).
-    pub fn hidden(&self) -> bool {
+    pub(crate) fn hidden(&self) -> bool {
         self.hidden
     }
 
@@ -193,7 +193,7 @@ impl Kallsyms {
     /// code, the core kernel's data symbols cover nothing: an address there
     /// is code kallsyms no longer lists (a BPF program unloaded since the
     /// recording), not the last variable before the module area.
-    pub fn find(&self, addr: u64) -> Option<KernelSym<'_>> {
+    pub(crate) fn find(&self, addr: u64) -> Option<KernelSym<'_>> {
         let idx = self.syms.partition_point(|s| s.addr <= addr);
         let sym = self.syms.get(idx.checked_sub(1)?)?;
         let dso = self.dso_of(sym);
@@ -210,14 +210,14 @@ impl Kallsyms {
 
     /// The start of the first symbol after `addr`: where the function at
     /// `addr` ends, at the latest.
-    pub fn next_start(&self, addr: u64) -> Option<u64> {
+    pub(crate) fn next_start(&self, addr: u64) -> Option<u64> {
         let idx = self.syms.partition_point(|s| s.addr <= addr);
         self.syms.get(idx).map(|s| s.addr)
     }
 
     /// `[module]` names are returned bare by `find`; this adds the brackets
     /// perf prints.
-    pub fn dso_name(sym: &KernelSym<'_>) -> String {
+    pub(crate) fn dso_name(sym: &KernelSym<'_>) -> String {
         if sym.dso.starts_with('[') {
             sym.dso.to_string()
         } else {
@@ -225,11 +225,7 @@ impl Kallsyms {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.syms.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.syms.is_empty()
     }
 }

@@ -30,12 +30,12 @@ macro_rules! bail {
 const ARG_REGS: [&str; 6] = ["%di", "%si", "%dx", "%cx", "%r8", "%r9"];
 
 /// The group perf probe puts kernel probes in.
-pub const KPROBE_GROUP: &str = "probe";
+pub(crate) const KPROBE_GROUP: &str = "probe";
 
 /// The function a probe's named arguments are read against.
-pub struct Prototype<'a> {
-    pub btf: &'a Btf,
-    pub func: &'a Function,
+pub(crate) struct Prototype<'a> {
+    pub(crate) btf: &'a Btf,
+    pub(crate) func: &'a Function,
 }
 
 /// A value being fetched: a register, or memory at an offset from another
@@ -85,7 +85,7 @@ fn check_type(word: &str, ty: &str) -> Result<(), ProbeSpecError> {
 }
 
 /// One fetch argument in `kprobe_events` syntax, with its name.
-pub fn fetch_kernel_arg(
+pub(crate) fn fetch_kernel_arg(
     word: &str,
     index: usize,
     proto: Option<&Prototype>,
@@ -301,7 +301,7 @@ fn last_name(path: &str) -> String {
 }
 
 /// The `kprobe_events` line of a probe point with its fetch arguments.
-pub fn kprobe_line(point: &ProbePoint, fetch: &[String]) -> String {
+pub(crate) fn kprobe_line(point: &ProbePoint, fetch: &[String]) -> String {
     let kind = if point.retprobe { "r" } else { "p" };
     let mut line = format!(
         "{kind}:{KPROBE_GROUP}/{} {}",
@@ -320,19 +320,19 @@ pub fn kprobe_line(point: &ProbePoint, fetch: &[String]) -> String {
 
 /// A parsed `kprobe_events` line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KernelDefined {
-    pub group: String,
-    pub name: String,
-    pub retprobe: bool,
+pub(crate) struct KernelDefined {
+    pub(crate) group: String,
+    pub(crate) name: String,
+    pub(crate) retprobe: bool,
     /// `FUNC` or `FUNC+OFF` (or an address).
-    pub place: String,
+    pub(crate) place: String,
     /// The names of its fetch arguments.
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
 }
 
 /// Parses a line as the kernel prints it: `p:probe/NAME FUNC ARGS`,
 /// `r10:probe/NAME FUNC ARGS` (maxactive after the `r`).
-pub fn parse_kernel_defined(line: &str) -> Option<KernelDefined> {
+pub(crate) fn parse_kernel_defined(line: &str) -> Option<KernelDefined> {
     let mut words = line.split_whitespace();
     let (kind, event) = words.next()?.split_once(':')?;
     let retprobe = match kind.as_bytes().first()? {
@@ -355,7 +355,7 @@ pub fn parse_kernel_defined(line: &str) -> Option<KernelDefined> {
 
 impl KernelDefined {
     /// Whether `pattern` (`GROUP:EVENT` or `EVENT`, globs) names it.
-    pub fn matches(&self, pattern: &str) -> bool {
+    pub(crate) fn matches(&self, pattern: &str) -> bool {
         matches_event(pattern, &self.group, &self.name)
     }
 }

@@ -12,7 +12,7 @@ use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use super::names::strip_version;
 
 /// The symbolizer, kept so each binary's symbols are parsed once.
-pub struct LiveNames {
+pub(crate) struct LiveNames {
     symbolizer: Symbolizer,
 }
 
@@ -29,7 +29,7 @@ impl Default for LiveNames {
 }
 
 impl LiveNames {
-    pub fn new() -> LiveNames {
+    pub(crate) fn new() -> LiveNames {
         LiveNames {
             symbolizer: Symbolizer::new(),
         }
@@ -37,7 +37,7 @@ impl LiveNames {
 
     /// The function at `abs_addr` in process `pid`, if it is still there
     /// and a symbol covers the address.
-    pub fn function(&self, pid: u32, abs_addr: u64) -> Option<String> {
+    pub(crate) fn function(&self, pid: u32, abs_addr: u64) -> Option<String> {
         let mut process = Process::new(Pid::from(pid));
         process.debug_syms = false;
         process.perf_map = false;

@@ -35,21 +35,21 @@
 //! The resolver is not `Send` (blazesym's symbolizer caches with `Rc`): keep
 //! it on the thread that reads the records.
 
-pub mod allocator;
+pub(crate) mod allocator;
 mod binary;
-pub mod code;
-pub mod func_sites;
+pub(crate) mod code;
+pub(crate) mod func_sites;
 mod function_ranges;
 mod jitdump;
 mod kallsyms;
-pub mod kprobe_spec;
-pub mod live_names;
+pub(crate) mod kprobe_spec;
+pub(crate) mod live_names;
 mod names;
 mod perf_map;
-pub mod probe_spec;
+pub(crate) mod probe_spec;
 pub mod probe_target;
 mod process;
-pub mod raw_stacks;
+pub(crate) mod raw_stacks;
 mod resolver;
 mod stack_join;
 mod stacks;
@@ -59,11 +59,11 @@ mod unwind;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use binary::{build_id_matches, read_build_id};
-pub use kallsyms::{Kallsyms, ProcKallsyms};
-pub use names::demangle;
-pub use perf_map::PerfMap;
-pub use resolver::{AddressName, Reach, Resolution, Resolver};
+pub(crate) use binary::build_id_matches;
+pub use binary::read_build_id;
+pub(crate) use kallsyms::Kallsyms;
+pub use kallsyms::ProcKallsyms;
+pub(crate) use resolver::{Reach, Resolution, Resolver};
 
 use crate::model::sample::{FrameTable, ResolvedSample};
 
@@ -160,7 +160,7 @@ pub enum UnresolvedReason {
 
 impl UnresolvedReason {
     /// The words reports print.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Self::UnknownMapping => "unknown mapping",
             Self::MissingBinary => "missing binary",
@@ -178,11 +178,11 @@ impl UnresolvedReason {
 pub struct ResolveStats {
     pub samples: u64,
     pub complete: u64,
-    pub truncated: u64,
-    pub no_callchain: u64,
+    pub(crate) truncated: u64,
+    pub(crate) no_callchain: u64,
     /// `-g` samples whose frame-pointer chain was kept unchecked
     /// (`StackQuality::FramePointerOnly`).
-    pub fp_kept: u64,
+    pub(crate) fp_kept: u64,
     /// Frame occurrences over all samples (an inlined expansion counts once).
     pub frames: u64,
     /// Of those, frames without a name.
@@ -194,9 +194,9 @@ pub struct ResolveStats {
     /// Lines of perf-PID.map files that did not parse.
     pub malformed_perf_map_lines: u64,
     /// Distinct (binary, offset) locations named.
-    pub distinct_locations: u64,
+    pub(crate) distinct_locations: u64,
     /// Distinct stacks of locations.
-    pub distinct_stacks: u64,
+    pub(crate) distinct_stacks: u64,
 }
 
 impl ResolveStats {
@@ -214,7 +214,7 @@ impl ResolveStats {
     }
 
     /// Percentage of frames without a name.
-    pub fn unknown_frame_pct(&self) -> f64 {
+    pub(crate) fn unknown_frame_pct(&self) -> f64 {
         Self::pct(self.unknown_frames, self.frames)
     }
 
@@ -262,8 +262,8 @@ impl ResolveStats {
 
 /// One event (attribute) of a recording.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EventInfo {
-    pub name: String,
+pub(crate) struct EventInfo {
+    pub(crate) name: String,
 }
 
 /// A resolved recording.
@@ -271,10 +271,10 @@ pub struct EventInfo {
 pub struct Resolved {
     pub samples: Vec<ResolvedSample>,
     pub frames: FrameTable,
-    pub events: Vec<EventInfo>,
+    pub(crate) events: Vec<EventInfo>,
     pub stats: ResolveStats,
     /// Events the kernel reported lost (LOST and LOST_SAMPLES records).
-    pub lost: u64,
+    pub(crate) lost: u64,
 }
 
 /// The basename perf's `--sort dso` prints for a `Frame::dso`.
@@ -293,7 +293,7 @@ pub fn resolve_file(path: &Path, options: &ResolveOptions) -> Result<Resolved, S
 }
 
 /// As [`resolve_file`], for a reader already open (a stream on stdin).
-pub fn resolve_reader(
+pub(crate) fn resolve_reader(
     mut reader: crate::data::reader::PerfReader,
     options: &ResolveOptions,
 ) -> Result<Resolved, SymbolError> {

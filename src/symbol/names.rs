@@ -44,20 +44,20 @@ use super::process::{FxMap, FxSet};
 /// One name for an address: the function, and for `--inline` the functions
 /// inlined into it at that address, outermost first.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Names {
-    pub function: String,
+pub(crate) struct Names {
+    pub(crate) function: String,
     /// The address's offset into `function` (perf's `symoff`), if known.
-    pub offset: Option<u64>,
+    pub(crate) offset: Option<u64>,
     /// `file:line` of the address (base name), with `ElfNames::with_srcline`
     /// and DWARF line info; otherwise `function+offset` in decimal, as perf
     /// prints an address it has no line for.
-    pub srcline: Option<String>,
-    pub inlined: Vec<String>,
+    pub(crate) srcline: Option<String>,
+    pub(crate) inlined: Vec<String>,
 }
 
 /// `name` without a symbol-version tail (`clock_nanosleep@@GLIBC_2.17` →
 /// `clock_nanosleep`); `@plt` stubs and names starting with `@` are kept.
-pub fn strip_version(name: &str) -> &str {
+pub(crate) fn strip_version(name: &str) -> &str {
     match name.find('@') {
         Some(at) if at > 0 && !name[at..].eq_ignore_ascii_case("@plt") => &name[..at],
         _ => name,
@@ -67,7 +67,7 @@ pub fn strip_version(name: &str) -> &str {
 /// Demangle a Rust or C++ symbol the way perf prints it (C++ without the
 /// parameter list, perf adds it only with `-v`); other names are returned
 /// unchanged.
-pub fn demangle(name: &str) -> String {
+pub(crate) fn demangle(name: &str) -> String {
     let rust_legacy = name.starts_with("_ZN") && looks_like_rust_hash(name);
     if (rust_legacy || name.starts_with("_R"))
         && let Ok(d) = rustc_demangle::try_demangle(name)
@@ -108,7 +108,7 @@ fn looks_like_rust_hash(name: &str) -> bool {
 
 /// What an `ElfNames` was made with.
 #[derive(Clone, Copy, Debug)]
-pub struct NamesConfig {
+pub(crate) struct NamesConfig {
     inline: bool,
     demangle: bool,
     srcline: bool,
@@ -116,7 +116,7 @@ pub struct NamesConfig {
 
 impl NamesConfig {
     /// A fresh `ElfNames` with this configuration.
-    pub fn build(self) -> ElfNames {
+    pub(crate) fn build(self) -> ElfNames {
         let names = ElfNames::new(self.inline, self.demangle);
         if self.srcline {
             names.with_srcline()
@@ -127,7 +127,7 @@ impl NamesConfig {
 }
 
 /// The blazesym symbolizer, configured once.
-pub struct ElfNames {
+pub(crate) struct ElfNames {
     symbolizer: Symbolizer,
     inline: bool,
     demangle: bool,
@@ -260,7 +260,7 @@ impl std::fmt::Debug for ElfNames {
 }
 
 impl ElfNames {
-    pub fn new(inline: bool, demangle: bool) -> Self {
+    pub(crate) fn new(inline: bool, demangle: bool) -> Self {
         let symbolizer = Symbolizer::builder()
             .enable_demangling(false)
             .enable_code_info(inline)
@@ -276,14 +276,14 @@ impl ElfNames {
     }
 
     /// Also finds each address's source line (`Names::srcline`).
-    pub fn with_srcline(mut self) -> Self {
+    pub(crate) fn with_srcline(mut self) -> Self {
         self.lines = Some(Symbolizer::builder().enable_code_info(true).build());
         self
     }
 
     /// How this one is configured, to make another like it on another
     /// thread (blazesym's symbolizer is not `Send`).
-    pub fn config(&self) -> NamesConfig {
+    pub(crate) fn config(&self) -> NamesConfig {
         NamesConfig {
             inline: self.inline,
             demangle: self.demangle,
@@ -325,7 +325,7 @@ impl ElfNames {
     /// Drops what is cached for `path` (its parsed symbols, its alias
     /// picks): a one-shot resolve names each file in one batch, and keeping
     /// every big library's tables until the end only raises peak memory.
-    pub fn forget(&mut self, path: &Path) {
+    pub(crate) fn forget(&mut self, path: &Path) {
         let _ = self
             .symbolizer
             .evict(&blazesym::symbolize::evict::Elf::new(path).into());
@@ -334,7 +334,7 @@ impl ElfNames {
 
     /// Name the svmas of one file, in order; `None` where no symbol covers
     /// the address. An error means the file could not be parsed at all.
-    pub fn symbolize(
+    pub(crate) fn symbolize(
         &mut self,
         path: &Path,
         svmas: &[u64],
@@ -388,7 +388,7 @@ impl ElfNames {
 
 /// The vDSO's function symbols, sorted by address.
 #[derive(Debug, Default)]
-pub struct VdsoSymbols {
+pub(crate) struct VdsoSymbols {
     syms: Vec<(u64, u64, String)>,
     /// File offset → svma of the vDSO image (its PT_LOAD).
     load_bias: i64,
@@ -396,7 +396,7 @@ pub struct VdsoSymbols {
 
 impl VdsoSymbols {
     /// Read this process's vDSO; empty if it has none or cannot be read.
-    pub fn from_self() -> Self {
+    pub(crate) fn from_self() -> Self {
         Self::read_self().unwrap_or_default()
     }
 
@@ -405,7 +405,7 @@ impl VdsoSymbols {
     }
 
     /// Parse vDSO ELF bytes.
-    pub fn parse(data: &[u8]) -> Option<Self> {
+    pub(crate) fn parse(data: &[u8]) -> Option<Self> {
         use object::ObjectSegment;
         let obj = object::File::parse(data).ok()?;
         let load_bias = obj
@@ -431,7 +431,7 @@ impl VdsoSymbols {
 
     /// The symbol at a file offset in the vDSO mapping, and the offset
     /// into it.
-    pub fn find(&self, file_offset: u64) -> Option<(&str, u64)> {
+    pub(crate) fn find(&self, file_offset: u64) -> Option<(&str, u64)> {
         let svma = (file_offset as i64).checked_add(self.load_bias)? as u64;
         let idx = self.syms.partition_point(|s| s.0 <= svma);
         let (start, size, name) = self.syms.get(idx.checked_sub(1)?)?;

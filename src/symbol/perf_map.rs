@@ -21,10 +21,10 @@ struct JitSym {
 
 /// The symbols of one perf-PID.map file.
 #[derive(Debug, Default)]
-pub struct PerfMap {
+pub(crate) struct PerfMap {
     syms: Vec<JitSym>,
     /// Lines that were not `START SIZE NAME`.
-    pub malformed_lines: u64,
+    pub(crate) malformed_lines: u64,
 }
 
 fn hex(s: &str) -> Option<u64> {
@@ -36,7 +36,7 @@ fn hex(s: &str) -> Option<u64> {
 }
 
 impl PerfMap {
-    pub fn parse(text: impl BufRead) -> Self {
+    pub(crate) fn parse(text: impl BufRead) -> Self {
         let mut map = PerfMap::default();
         let mut order = 0usize;
         let mut syms: Vec<(usize, JitSym)> = Vec::new();
@@ -79,7 +79,7 @@ impl PerfMap {
 
     /// Adds a jitdump's code loads (`symbol::jitdump`); at a start both
     /// name, the jitdump's wins.
-    pub fn extend(&mut self, codes: impl IntoIterator<Item = super::jitdump::JitCode>) {
+    pub(crate) fn extend(&mut self, codes: impl IntoIterator<Item = super::jitdump::JitCode>) {
         for c in codes {
             if let Some(end) = c.start.checked_add(c.size) {
                 self.syms.push(JitSym {
@@ -97,29 +97,26 @@ impl PerfMap {
     }
 
     /// Read `/tmp/perf-PID.map`; a missing file is an empty map.
-    pub fn for_pid(pid: i32) -> Option<Self> {
+    pub(crate) fn for_pid(pid: i32) -> Option<Self> {
         let file = std::fs::File::open(Self::path(pid)).ok()?;
         Some(Self::parse(std::io::BufReader::new(file)))
     }
 
-    pub fn path(pid: i32) -> String {
+    pub(crate) fn path(pid: i32) -> String {
         format!("/tmp/perf-{pid}.map")
     }
 
     /// The JIT symbol covering the absolute address `addr`, and the
     /// address's offset into it (perf's `symoff`).
-    pub fn find(&self, addr: u64) -> Option<(&str, u64)> {
+    pub(crate) fn find(&self, addr: u64) -> Option<(&str, u64)> {
         let idx = self.syms.partition_point(|s| s.start <= addr);
         let sym = self.syms.get(idx.checked_sub(1)?)?;
         (addr < sym.end).then_some((sym.name.as_str(), addr - sym.start))
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.syms.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.syms.is_empty()
     }
 }
 

@@ -15,7 +15,7 @@ use super::probe_target::{FunctionInfo, ParamPlace};
 /// Why a probe definition was refused (the message names the word).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct ProbeSpecError(pub String);
+pub(crate) struct ProbeSpecError(pub(crate) String);
 
 macro_rules! bail {
     ($($t:tt)*) => {
@@ -25,20 +25,20 @@ macro_rules! bail {
 
 /// `[EVENT=]FUNC[%return] ARG...`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProbePoint {
+pub(crate) struct ProbePoint {
     /// `EVENT=`: the name to give the event instead of FUNC.
-    pub event: Option<String>,
-    pub func: String,
+    pub(crate) event: Option<String>,
+    pub(crate) func: String,
     /// `FUNC+OFFSET`: bytes into the function (0 at its entry).
-    pub offset: u64,
-    pub retprobe: bool,
-    pub args: Vec<String>,
+    pub(crate) offset: u64,
+    pub(crate) retprobe: bool,
+    pub(crate) args: Vec<String>,
 }
 
 impl ProbePoint {
     /// The event name perf would give: EVENT, FUNC, FUNC_OFFSET or
     /// FUNC__return.
-    pub fn event_name(&self) -> String {
+    pub(crate) fn event_name(&self) -> String {
         match &self.event {
             Some(e) => e.clone(),
             None if self.retprobe => format!("{}__return", self.func),
@@ -48,7 +48,7 @@ impl ProbePoint {
     }
 
     /// Whether some argument names a variable (DWARF is needed).
-    pub fn needs_dwarf(&self) -> bool {
+    pub(crate) fn needs_dwarf(&self) -> bool {
         self.args.iter().any(|w| {
             let body = w.split_once('=').map_or(w.as_str(), |(_, e)| e);
             body.chars()
@@ -59,7 +59,7 @@ impl ProbePoint {
 }
 
 /// Parses a definition (words separated by blanks).
-pub fn parse_point(def: &str) -> Result<ProbePoint, ProbeSpecError> {
+pub(crate) fn parse_point(def: &str) -> Result<ProbePoint, ProbeSpecError> {
     let mut words = def.split_whitespace();
     let Some(point) = words.next() else {
         bail!("empty probe definition");
@@ -107,7 +107,7 @@ pub fn parse_point(def: &str) -> Result<ProbePoint, ProbeSpecError> {
 }
 
 /// One fetch argument in uprobe_events syntax, with its name.
-pub fn fetch_arg(
+pub(crate) fn fetch_arg(
     word: &str,
     index: usize,
     info: Option<&FunctionInfo>,
@@ -209,16 +209,16 @@ pub fn fetch_arg(
 
 /// A parsed `uprobe_events` line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Defined {
-    pub group: String,
-    pub name: String,
-    pub retprobe: bool,
-    pub path: String,
-    pub offset: u64,
-    pub args: Vec<String>,
+pub(crate) struct Defined {
+    pub(crate) group: String,
+    pub(crate) name: String,
+    pub(crate) retprobe: bool,
+    pub(crate) path: String,
+    pub(crate) offset: u64,
+    pub(crate) args: Vec<String>,
 }
 
-pub fn parse_defined(line: &str) -> Option<Defined> {
+pub(crate) fn parse_defined(line: &str) -> Option<Defined> {
     let mut words = line.split_whitespace();
     let head = words.next()?;
     let (kind, event) = head.split_once(':')?;
@@ -240,13 +240,13 @@ pub fn parse_defined(line: &str) -> Option<Defined> {
 }
 
 /// Whether `pattern` (`GROUP:EVENT` or `EVENT`, globs) names `d`.
-pub fn matches(pattern: &str, d: &Defined) -> bool {
+pub(crate) fn matches(pattern: &str, d: &Defined) -> bool {
     matches_event(pattern, &d.group, &d.name)
 }
 
 /// Whether `pattern` (`GROUP:EVENT` or `EVENT`, globs) names the probe
 /// event `group:name` (uprobes and kprobes alike).
-pub fn matches_event(pattern: &str, group: &str, name: &str) -> bool {
+pub(crate) fn matches_event(pattern: &str, group: &str, name: &str) -> bool {
     match pattern.split_once(':') {
         Some((g, n)) => matches_glob(g, group) && matches_glob(n, name),
         None => matches_glob(pattern, name),

@@ -60,16 +60,16 @@ pub enum ProbeTargetError {
 /// A function located in a file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FunctionSite {
-    pub symbol: String,
+    pub(crate) symbol: String,
     /// The address the ELF file states.
-    pub svma: u64,
-    pub size: u64,
+    pub(crate) svma: u64,
+    pub(crate) size: u64,
     pub file_offset: u64,
 }
 
 /// Where a parameter lives at the function's entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ParamPlace {
+pub(crate) enum ParamPlace {
     /// The n-th integer argument register (0 = di).
     Register(usize),
     /// Not in one integer register; the reason.
@@ -78,27 +78,27 @@ pub enum ParamPlace {
 
 /// A formal parameter from DWARF.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Param {
-    pub name: String,
+pub(crate) struct Param {
+    pub(crate) name: String,
     /// The C type as written (`const char *`, `int`, `size_t`).
-    pub type_name: String,
+    pub(crate) type_name: String,
     /// Bytes of the value (pointers 8).
-    pub size: u64,
-    pub signed: bool,
+    pub(crate) size: u64,
+    pub(crate) signed: bool,
     /// A pointer to `char`: fetchable as `:string`.
-    pub is_char_pointer: bool,
-    pub place: ParamPlace,
+    pub(crate) is_char_pointer: bool,
+    pub(crate) place: ParamPlace,
 }
 
 /// A function's DWARF description.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FunctionInfo {
-    pub params: Vec<Param>,
+pub(crate) struct FunctionInfo {
+    pub(crate) params: Vec<Param>,
     /// Source file and line of the declaration.
-    pub decl_file: Option<String>,
-    pub decl_line: Option<u64>,
+    pub(crate) decl_file: Option<String>,
+    pub(crate) decl_line: Option<u64>,
     /// Lines of the function's body that have code, sorted, with their file.
-    pub code_lines: Vec<(String, u64)>,
+    pub(crate) code_lines: Vec<(String, u64)>,
 }
 
 /// Finds `name` among the functions of the ELF `data` (symbol table first,
@@ -182,7 +182,7 @@ fn kind_name(kind: SymbolKind) -> String {
 
 /// Every defined function name of the ELF `data`, sorted, deduplicated
 /// (for `-F`-style listings and "did you mean").
-pub fn function_names(data: &[u8]) -> Vec<String> {
+pub(crate) fn function_names(data: &[u8]) -> Vec<String> {
     let Ok(file) = object::File::parse(data) else {
         return Vec::new();
     };
@@ -224,7 +224,7 @@ pub(crate) fn dwarf_sections<'d>(
 }
 
 /// The DWARF description of the function at `svma`, or `NoDebugInfo`.
-pub fn function_info(
+pub(crate) fn function_info(
     data: &[u8],
     path: &str,
     site: &FunctionSite,
@@ -562,7 +562,7 @@ fn is_elf(path: &Path) -> bool {
 
 /// perf's group name for probes in `path`: `probe_` + the file name up to
 /// its first dot, other characters than letters, digits and `_` as `_`.
-pub fn probe_group(path: &Path) -> String {
+pub(crate) fn probe_group(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -18,17 +18,17 @@ use std::sync::Arc;
 
 /// FxHash (`analysis::hash`): the process maps and the resolver's location
 /// table are hashed once per sample or per frame; SipHash showed in profiles.
-pub use crate::model::hash::{FxHashMap as FxMap, FxHashSet as FxSet, FxHasher};
+pub(crate) use crate::model::hash::{FxHashMap as FxMap, FxHashSet as FxSet, FxHasher};
 
 use crate::data::threads::ThreadNames;
 
 /// Index of a binary in a `DsoTable`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DsoId(pub u32);
+pub(crate) struct DsoId(pub(crate) u32);
 
 /// What kind of code a `Dso` holds; decides how its addresses are named.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum DsoKind {
+pub(crate) enum DsoKind {
     /// An ELF file on disk, looked up by file offset.
     File,
     /// The kernel's `[vdso]` page, looked up by offset in the page.
@@ -44,31 +44,31 @@ pub enum DsoKind {
 
 /// One binary as the recording saw it.
 #[derive(Clone, Debug)]
-pub struct Dso {
+pub(crate) struct Dso {
     /// The name frames carry: the full path, `[vdso]`, `/tmp/perf-PID.map`,
     /// `[kernel.kallsyms]` or `[unknown]`.
-    pub name: Arc<str>,
+    pub(crate) name: Arc<str>,
     /// The file to read: `name`, or for a process whose binaries the host
     /// cannot see by their path (a chroot, another mount namespace) the
     /// same path under `/proc/PID/root`, while the process lives.
-    pub file: Arc<str>,
-    pub kind: DsoKind,
+    pub(crate) file: Arc<str>,
+    pub(crate) kind: DsoKind,
     /// The build-id the recording stated (MMAP2 or HEADER_BUILD_ID), if any.
-    pub build_id: Option<Vec<u8>>,
+    pub(crate) build_id: Option<Vec<u8>>,
 }
 
 /// Interned binaries. Ids 0 and 1 are always the kernel and `[unknown]`.
 #[derive(Debug)]
-pub struct DsoTable {
+pub(crate) struct DsoTable {
     dsos: Vec<Dso>,
     index: HashMap<(Arc<str>, Option<Vec<u8>>), DsoId>,
 }
 
 impl DsoTable {
-    pub const KERNEL: DsoId = DsoId(0);
-    pub const UNKNOWN: DsoId = DsoId(1);
+    pub(crate) const KERNEL: DsoId = DsoId(0);
+    pub(crate) const UNKNOWN: DsoId = DsoId(1);
 
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut table = DsoTable {
             dsos: Vec::new(),
             index: HashMap::new(),
@@ -78,13 +78,13 @@ impl DsoTable {
         table
     }
 
-    pub fn intern(&mut self, name: &str, kind: DsoKind, build_id: Option<Vec<u8>>) -> DsoId {
+    pub(crate) fn intern(&mut self, name: &str, kind: DsoKind, build_id: Option<Vec<u8>>) -> DsoId {
         self.intern_file(name, name, kind, build_id)
     }
 
     /// As [`Self::intern`], for a binary read from `file` (see `Dso::file`);
     /// binaries are told apart by the file read.
-    pub fn intern_file(
+    pub(crate) fn intern_file(
         &mut self,
         name: &str,
         file: &str,
@@ -108,7 +108,7 @@ impl DsoTable {
     }
 
     /// The dso for an id this table handed out.
-    pub fn get(&self, id: DsoId) -> &Dso {
+    pub(crate) fn get(&self, id: DsoId) -> &Dso {
         // Ids only come from `intern`, so they are in range.
         &self.dsos[id.0 as usize]
     }
@@ -122,26 +122,26 @@ impl Default for DsoTable {
 
 /// One executable mapping of a process.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mapping {
-    pub start: u64,
-    pub end: u64,
+pub(crate) struct Mapping {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
     /// File offset of `start`.
-    pub pgoff: u64,
-    pub dso: DsoId,
+    pub(crate) pgoff: u64,
+    pub(crate) dso: DsoId,
 }
 
 /// A process's executable mappings, sorted by start, never overlapping.
 #[derive(Clone, Debug, Default)]
-pub struct AddressSpace {
-    pub maps: Vec<Mapping>,
+pub(crate) struct AddressSpace {
+    pub(crate) maps: Vec<Mapping>,
     /// Bumped on every change, so caches built from the maps (the DWARF
     /// unwinder) know when to rebuild.
-    pub generation: u64,
+    pub(crate) generation: u64,
 }
 
 impl AddressSpace {
     /// Insert a mapping; whatever it overlaps is cut away, as mmap does.
-    pub fn insert(&mut self, new: Mapping) {
+    pub(crate) fn insert(&mut self, new: Mapping) {
         if new.end <= new.start {
             return;
         }
@@ -172,7 +172,7 @@ impl AddressSpace {
     }
 
     /// The mapping holding `addr`, if any.
-    pub fn find(&self, addr: u64) -> Option<&Mapping> {
+    pub(crate) fn find(&self, addr: u64) -> Option<&Mapping> {
         let idx = self.maps.partition_point(|m| m.start <= addr);
         let m = self.maps.get(idx.checked_sub(1)?)?;
         (addr < m.end).then_some(m)
@@ -182,19 +182,19 @@ impl AddressSpace {
 /// Per-process maps and per-thread names (the one thread-name model,
 /// `data::threads::ThreadNames`).
 #[derive(Debug, Default)]
-pub struct ProcessModel {
+pub(crate) struct ProcessModel {
     spaces: FxMap<i32, AddressSpace>,
     comms: ThreadNames<crate::model::hash::FxBuild>,
 }
 
 impl ProcessModel {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// COMM / COMM_EXEC: name the thread; an exec also empties the process's
     /// maps (the new image's mmaps follow).
-    pub fn handle_comm(&mut self, pid: i32, tid: i32, name: &[u8], is_exec: bool) {
+    pub(crate) fn handle_comm(&mut self, pid: i32, tid: i32, name: &[u8], is_exec: bool) {
         self.comms.set(tid, name);
         if is_exec {
             let space = self.spaces.entry(pid).or_default();
@@ -205,7 +205,7 @@ impl ProcessModel {
 
     /// FORK: a new process starts with a copy of its parent's maps; a new
     /// thread shares its process's maps. Either way it inherits the comm.
-    pub fn handle_fork(&mut self, pid: i32, ppid: i32, tid: i32, ptid: i32) {
+    pub(crate) fn handle_fork(&mut self, pid: i32, ppid: i32, tid: i32, ptid: i32) {
         if pid != ppid
             && let Some(parent) = self.spaces.get(&ppid).cloned()
         {
@@ -215,16 +215,16 @@ impl ProcessModel {
     }
 
     /// MMAP / MMAP2 of a user process.
-    pub fn handle_mmap(&mut self, pid: i32, mapping: Mapping) {
+    pub(crate) fn handle_mmap(&mut self, pid: i32, mapping: Mapping) {
         self.spaces.entry(pid).or_default().insert(mapping);
     }
 
-    pub fn space(&self, pid: i32) -> Option<&AddressSpace> {
+    pub(crate) fn space(&self, pid: i32) -> Option<&AddressSpace> {
         self.spaces.get(&pid)
     }
 
     /// The thread's current name, or perf's fallback (`data::threads`).
-    pub fn comm(&mut self, tid: i32) -> Arc<str> {
+    pub(crate) fn comm(&mut self, tid: i32) -> Arc<str> {
         self.comms.get(tid)
     }
 }

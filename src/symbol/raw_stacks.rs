@@ -28,27 +28,27 @@ use crate::sys::proc::{self, MapEntry};
 /// One stack to name: the thread, its name, its addresses innermost first
 /// (kernel, then user) and its weight.
 #[derive(Clone, Copy, Debug)]
-pub struct RawStack<'a> {
-    pub pid: i32,
-    pub tid: i32,
-    pub comm: &'a str,
-    pub kernel: &'a [u64],
-    pub user: &'a [u64],
-    pub weight: u64,
+pub(crate) struct RawStack<'a> {
+    pub(crate) pid: i32,
+    pub(crate) tid: i32,
+    pub(crate) comm: &'a str,
+    pub(crate) kernel: &'a [u64],
+    pub(crate) user: &'a [u64],
+    pub(crate) weight: u64,
     /// The user registers and stack top taken with it: its first user
     /// frames are then unwound and joined to the chain (`stack_join`), so
     /// a frameless libc function's caller is not skipped.
-    pub top: Option<RawTop<'a>>,
+    pub(crate) top: Option<RawTop<'a>>,
 }
 
 /// The user %ip, %sp, %bp and the stack from %sp up, when a stack was
 /// taken.
 #[derive(Clone, Copy, Debug)]
-pub struct RawTop<'a> {
-    pub ip: u64,
-    pub sp: u64,
-    pub bp: u64,
-    pub stack: &'a [u8],
+pub(crate) struct RawTop<'a> {
+    pub(crate) ip: u64,
+    pub(crate) sp: u64,
+    pub(crate) bp: u64,
+    pub(crate) stack: &'a [u8],
 }
 
 /// perf's x86 register bits of %bp, %sp, %ip (PERF_REG_X86_*): a sample's
@@ -57,16 +57,16 @@ const TOP_REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 
 /// The stacks named, in the order they were added.
 #[derive(Debug)]
-pub struct Named {
-    pub samples: Vec<ResolvedSample>,
-    pub frames: FrameTable,
+pub(crate) struct Named {
+    pub(crate) samples: Vec<ResolvedSample>,
+    pub(crate) frames: FrameTable,
     /// Processes whose maps were never read (gone before first seen).
-    pub gone: Vec<i32>,
+    pub(crate) gone: Vec<i32>,
 }
 
 /// Names raw stacks; see the module doc.
 #[derive(Debug)]
-pub struct RawStackResolver {
+pub(crate) struct RawStackResolver {
     options: ResolveOptions,
     resolver: Resolver,
     /// The maps each process had when first seen.
@@ -78,7 +78,7 @@ pub struct RawStackResolver {
 }
 
 impl RawStackResolver {
-    pub fn new(options: &ResolveOptions) -> RawStackResolver {
+    pub(crate) fn new(options: &ResolveOptions) -> RawStackResolver {
         RawStackResolver {
             options: options.clone(),
             resolver: Resolver::new(options),
@@ -91,7 +91,7 @@ impl RawStackResolver {
 
     /// Reads the maps of each process not seen before (one that already
     /// exited is skipped: `add` tells).
-    pub fn see(&mut self, pids: impl IntoIterator<Item = i32>) {
+    pub(crate) fn see(&mut self, pids: impl IntoIterator<Item = i32>) {
         for pid in pids {
             if pid > 0
                 && !self.first_seen.contains_key(&pid)
@@ -105,7 +105,7 @@ impl RawStackResolver {
     /// Reads the maps of `pid` again if it lives (a process followed from
     /// before its exec, or that maps libraries later): these are the maps
     /// its stacks get once it is gone.
-    pub fn refresh(&mut self, pid: i32) {
+    pub(crate) fn refresh(&mut self, pid: i32) {
         if let Some(maps) = live_maps(pid) {
             self.first_seen.insert(pid, maps);
         }
@@ -113,7 +113,7 @@ impl RawStackResolver {
 
     /// Names every stack added so far and starts again, keeping the maps
     /// seen (a tool that prints every interval).
-    pub fn take_named(&mut self) -> Named {
+    pub(crate) fn take_named(&mut self) -> Named {
         let resolver = std::mem::replace(&mut self.resolver, Resolver::new(&self.options));
         self.fed.clear();
         let done = resolver.finish();
@@ -127,18 +127,18 @@ impl RawStackResolver {
     /// The stacks added since the last call, named, in the order added;
     /// their frames stay in [`RawStackResolver::frames`] with every frame
     /// named before (a live view that keeps earlier intervals' samples).
-    pub fn take_samples(&mut self) -> Vec<ResolvedSample> {
+    pub(crate) fn take_samples(&mut self) -> Vec<ResolvedSample> {
         self.resolver.take_samples()
     }
 
     /// Every frame named so far.
-    pub fn frames(&self) -> &FrameTable {
+    pub(crate) fn frames(&self) -> &FrameTable {
         self.resolver.frames()
     }
 
     /// Adds a stack (its process's maps go in first, once, if it has user
     /// frames).
-    pub fn add(&mut self, stack: &RawStack<'_>) {
+    pub(crate) fn add(&mut self, stack: &RawStack<'_>) {
         if !stack.user.is_empty() && self.fed.insert(stack.pid) {
             self.feed_maps(stack.pid);
         }
@@ -235,7 +235,7 @@ impl RawStackResolver {
     }
 
     /// Names every stack added.
-    pub fn finish(self) -> Named {
+    pub(crate) fn finish(self) -> Named {
         let done = self.resolver.finish();
         Named {
             samples: done.samples,

@@ -26,7 +26,7 @@ use super::unwind::{Unwound, UnwoundFrame};
 
 /// Why the frame-pointer chain was kept unrepaired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KeptReason {
+pub(crate) enum KeptReason {
     /// The sampled address is in code without unwind tables.
     NoUnwindInfo,
     /// The unwinder could not take one step within the stack copy.
@@ -37,7 +37,7 @@ pub enum KeptReason {
 
 /// What joining made of a sample's user stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Join {
+pub(crate) enum Join {
     /// The unwound frames, then the chain from where they meet (or the
     /// unwound frames alone when they reached the root, or went past the
     /// end of the chain).
@@ -52,11 +52,11 @@ pub enum Join {
 
 /// The registers and stack copy of a sample, as the kernel walked them.
 #[derive(Clone, Copy, Debug)]
-pub struct UserTop<'a> {
-    pub sp: u64,
-    pub bp: u64,
+pub(crate) struct UserTop<'a> {
+    pub(crate) sp: u64,
+    pub(crate) bp: u64,
     /// The copy of the stack from `sp` up.
-    pub stack: &'a [u8],
+    pub(crate) stack: &'a [u8],
 }
 
 impl UserTop<'_> {
@@ -70,7 +70,7 @@ impl UserTop<'_> {
 /// Join the user part of a frame-pointer chain (`chain`, leaf first,
 /// starting at the sampled address) with the `unwound` frames of the same
 /// sample; the result, leaf first, goes to `out`.
-pub fn join(
+pub(crate) fn join(
     chain: &[u64],
     top: &UserTop<'_>,
     unwound: &[UnwoundFrame],

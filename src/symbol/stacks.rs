@@ -16,7 +16,7 @@ const NONE: u32 = u32::MAX;
 
 /// See the module doc.
 #[derive(Debug, Default)]
-pub struct StackTable {
+pub(crate) struct StackTable {
     ids: Vec<u32>,
     /// Per stack: its range in `ids`, and the next stack with the same hash.
     spans: Vec<(u32, u32, u32)>,
@@ -25,7 +25,7 @@ pub struct StackTable {
 
 impl StackTable {
     /// The id of `stack`, adding it if it is new.
-    pub fn intern(&mut self, stack: &[u32]) -> u32 {
+    pub(crate) fn intern(&mut self, stack: &[u32]) -> u32 {
         let mut h = FxHasher::default();
         for &id in stack {
             h.write_u32(id);
@@ -49,7 +49,7 @@ impl StackTable {
     }
 
     /// The location ids of stack `id`, leaf first.
-    pub fn get(&self, id: u32) -> &[u32] {
+    pub(crate) fn get(&self, id: u32) -> &[u32] {
         self.spans
             .get(id as usize)
             .and_then(|&(start, len, _)| self.ids.get(start as usize..(start + len) as usize))
@@ -57,7 +57,7 @@ impl StackTable {
     }
 
     /// How many distinct stacks.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.spans.len()
     }
 }

@@ -28,23 +28,23 @@ const SCAN_WORDS: u64 = 2;
 
 /// Mapped code of a binary with unwind tables.
 #[derive(Debug, Clone)]
-pub struct TabledCode {
-    pub range: Range<u64>,
-    pub binary: Arc<Binary>,
+pub(crate) struct TabledCode {
+    pub(crate) range: Range<u64>,
+    pub(crate) binary: Arc<Binary>,
     /// The avma of svma 0 (`unwind::base_avma`).
-    pub base: u64,
+    pub(crate) base: u64,
 }
 
 /// Files and verdicts kept between samples.
 #[derive(Debug, Default)]
-pub struct CallSites {
+pub(crate) struct CallSites {
     files: HashMap<PathBuf, Option<File>>,
     verdicts: HashMap<(PathBuf, u64), bool>,
 }
 
 /// Whether `bytes` (the up to 7 bytes that end where a return address
 /// points) end with a call instruction.
-pub fn ends_with_call(bytes: &[u8; 7]) -> bool {
+pub(crate) fn ends_with_call(bytes: &[u8; 7]) -> bool {
     let at = |back: usize| bytes[7 - back];
     // FF /2: the ModRM's reg field is 2.
     let ff2 = |back: usize| at(back) == 0xff && at(back - 1) & 0x38 == 0x10;
@@ -87,7 +87,7 @@ impl CallSites {
 
     /// The return address of a stub frame whose stack pointer is `sp`,
     /// and the slot it was read from.
-    pub fn step(
+    pub(crate) fn step(
         &mut self,
         code: &[TabledCode],
         sp: u64,

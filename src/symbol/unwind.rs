@@ -33,9 +33,9 @@ use super::process::{AddressSpace, DsoId};
 use super::stub_frames::{CallSites, TabledCode};
 
 /// x86_64 perf register numbers (arch/x86/include/uapi/asm/perf_regs.h).
-pub const PERF_REG_X86_BP: u64 = 6;
-pub const PERF_REG_X86_SP: u64 = 7;
-pub const PERF_REG_X86_IP: u64 = 8;
+pub(crate) const PERF_REG_X86_BP: u64 = 6;
+pub(crate) const PERF_REG_X86_SP: u64 = 7;
+pub(crate) const PERF_REG_X86_IP: u64 = 8;
 
 /// A section's bytes: a range of its binary's mapping (none: no bytes).
 #[derive(Clone, Default)]
@@ -120,7 +120,7 @@ impl UnwindSections {
 
 /// The avma of svma 0 for a mapping of `binary` at `start` with file offset
 /// `pgoff` (see the module doc for why the segment choice matters).
-pub fn base_avma(loads: &[Load], start: u64, pgoff: u64) -> Option<u64> {
+pub(crate) fn base_avma(loads: &[Load], start: u64, pgoff: u64) -> Option<u64> {
     const PAGE: u64 = 4096;
     let load = loads
         .iter()
@@ -150,23 +150,23 @@ struct ProcessUnwinder {
 /// A frame the unwinder found: its address, and the stack address its
 /// return address was read from (`None` for the sampled instruction).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UnwoundFrame {
-    pub addr: u64,
-    pub slot: Option<u64>,
+pub(crate) struct UnwoundFrame {
+    pub(crate) addr: u64,
+    pub(crate) slot: Option<u64>,
 }
 
 /// How an unwind ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Unwound {
+pub(crate) struct Unwound {
     /// The root of the stack was reached.
-    pub complete: bool,
+    pub(crate) complete: bool,
     /// The sampled address is in a binary with unwind tables.
-    pub leaf_has_tables: bool,
+    pub(crate) leaf_has_tables: bool,
 }
 
 /// Per-process framehop unwinders.
 #[derive(Default)]
-pub struct DwarfUnwinder {
+pub(crate) struct DwarfUnwinder {
     processes: HashMap<i32, ProcessUnwinder>,
     sections: HashMap<DsoId, Option<Arc<UnwindSections>>>,
     cache: CacheX86_64,
@@ -183,15 +183,15 @@ impl std::fmt::Debug for DwarfUnwinder {
 }
 
 /// A sample's user registers and stack copy.
-pub struct UserState<'a> {
-    pub ip: u64,
-    pub sp: u64,
-    pub bp: u64,
-    pub stack: &'a [u8],
+pub(crate) struct UserState<'a> {
+    pub(crate) ip: u64,
+    pub(crate) sp: u64,
+    pub(crate) bp: u64,
+    pub(crate) stack: &'a [u8],
 }
 
 impl DwarfUnwinder {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -201,7 +201,7 @@ impl DwarfUnwinder {
     /// return address was read (what `stack_join` meets the frame-pointer
     /// chain by); says whether the root of the stack was reached and
     /// whether the sampled address lies in a binary with unwind tables.
-    pub fn unwind_frames(
+    pub(crate) fn unwind_frames(
         &mut self,
         pid: i32,
         space: &AddressSpace,

@@ -7,19 +7,19 @@ use std::io;
 
 /// One disk or partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Partition {
-    pub dev: u32,
-    pub name: String,
+pub(crate) struct Partition {
+    pub(crate) dev: u32,
+    pub(crate) name: String,
 }
 
 /// The kernel's dev_t of `major:minor`.
-pub fn mkdev(major: u32, minor: u32) -> u32 {
+pub(crate) fn mkdev(major: u32, minor: u32) -> u32 {
     (major << 20) | (minor & 0xf_ffff)
 }
 
 /// Parses `/proc/partitions` (`major minor #blocks name` per line, after
 /// a header); lines that do not parse are skipped.
-pub fn parse_partitions(text: &str) -> Vec<Partition> {
+pub(crate) fn parse_partitions(text: &str) -> Vec<Partition> {
     text.lines()
         .filter_map(|line| {
             let f: Vec<&str> = line.split_whitespace().collect();
@@ -35,7 +35,7 @@ pub fn parse_partitions(text: &str) -> Vec<Partition> {
 }
 
 /// This machine's partitions.
-pub fn partitions() -> io::Result<Vec<Partition>> {
+pub(crate) fn partitions() -> io::Result<Vec<Partition>> {
     let text = std::fs::read_to_string("/proc/partitions")
         .map_err(|e| io::Error::new(e.kind(), format!("reading /proc/partitions: {e}")))?;
     Ok(parse_partitions(&text))

@@ -69,7 +69,7 @@ const CAP_BPF: u32 = 39;
 
 /// Why BPF tools cannot run here: what is missing and what provides it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Unavailable {
+pub(crate) enum Unavailable {
     #[error(
         "BPF tools need CAP_BPF and CAP_PERFMON (or root): this process has neither, \
          and kernel.unprivileged_bpf_disabled={unprivileged_bpf_disabled}"
@@ -85,7 +85,7 @@ pub enum Unavailable {
 /// Why BPF tools cannot run here, or Ok: the kernel's BTF is there and
 /// this process may load tracing programs (CAP_SYS_ADMIN, or CAP_BPF with
 /// CAP_PERFMON).
-pub fn preflight() -> Result<(), Unavailable> {
+pub(crate) fn preflight() -> Result<(), Unavailable> {
     let effective = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {

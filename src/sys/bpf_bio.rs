@@ -17,41 +17,41 @@ use skel::{BioSkel, BioSkelBuilder};
 
 /// The program's settings (its `const volatile`s).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BioSettings {
+pub(crate) struct BioSettings {
     /// A histogram per disk (-D).
-    pub per_disk: bool,
+    pub(crate) per_disk: bool,
     /// A histogram per set of flags (-F).
-    pub per_flag: bool,
+    pub(crate) per_flag: bool,
     /// Time from the insert into the queue where there is one (-Q).
-    pub queued: bool,
-    pub milliseconds: bool,
+    pub(crate) queued: bool,
+    pub(crate) milliseconds: bool,
     /// Only this disk (the kernel's dev_t: major << 20 | minor).
-    pub dev: Option<u32>,
+    pub(crate) dev: Option<u32>,
 }
 
 /// One completed request (biosnoop).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BioEvent {
-    pub ts_ns: u64,
+pub(crate) struct BioEvent {
+    pub(crate) ts_ns: u64,
     /// From issue to completion.
-    pub latency_ns: u64,
+    pub(crate) latency_ns: u64,
     /// From insert to issue; None when it did not pass a scheduler.
-    pub queued_ns: Option<u64>,
-    pub sector: u64,
-    pub bytes: u32,
-    pub dev: u32,
+    pub(crate) queued_ns: Option<u64>,
+    pub(crate) sector: u64,
+    pub(crate) bytes: u32,
+    pub(crate) dev: u32,
     /// Canonical flags: the operation in bits 0-7, then Sync, Metadata,
     /// FUA, PreFlush, ReadAhead, Background, NoWait, Priority, NoMerge,
     /// Idle, Integrity (bits 8-18).
-    pub flags: u32,
+    pub(crate) flags: u32,
     /// The process that started it (0 and "?" when unknown).
-    pub pid: u32,
-    pub comm: String,
+    pub(crate) pid: u32,
+    pub(crate) comm: String,
 }
 
 impl BioEvent {
     /// Decodes one ring record (`struct bio_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<BioEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<BioEvent> {
         let queued = u64_at(r, 16)?;
         Some(BioEvent {
             ts_ns: u64_at(r, 0)?,
@@ -113,14 +113,14 @@ fn open(settings: BioSettings, mode: u8) -> io::Result<Loaded<BioSkel<'static>>>
 /// biolatency's programs, counting: histograms by key, a disk's dev_t
 /// (-D) in the high 32 bits, canonical flags (-F) in the low, or
 /// u32::MAX; bitesize's: by tgid.
-pub type BiolatencyBpf = HistBpf<BioSkel<'static>>;
+pub(crate) type BiolatencyBpf = HistBpf<BioSkel<'static>>;
 
 /// The disk and the flags of a biolatency key (each 0 unless asked for).
-pub fn split_key(key: u64) -> (u32, u32) {
+pub(crate) fn split_key(key: u64) -> (u32, u32) {
     ((key >> 32) as u32, key as u32)
 }
 
-pub fn load_latency(settings: BioSettings) -> io::Result<BiolatencyBpf> {
+pub(crate) fn load_latency(settings: BioSettings) -> io::Result<BiolatencyBpf> {
     Ok(HistBpf::new(
         open(settings, LATENCY)?,
         |s: &BioSkel<'static>| &s.maps.hists,
@@ -129,7 +129,7 @@ pub fn load_latency(settings: BioSettings) -> io::Result<BiolatencyBpf> {
 
 /// bitesize's programs: a histogram of request Kbytes per tgid (the
 /// process current at issue), only `settings.dev` when given.
-pub fn load_size(settings: BioSettings) -> io::Result<BiolatencyBpf> {
+pub(crate) fn load_size(settings: BioSettings) -> io::Result<BiolatencyBpf> {
     Ok(HistBpf::new(
         open(settings, SIZE)?,
         |s: &BioSkel<'static>| &s.maps.hists,
@@ -137,9 +137,9 @@ pub fn load_size(settings: BioSettings) -> io::Result<BiolatencyBpf> {
 }
 
 /// biosnoop's programs, streaming [`BioEvent`]s.
-pub type BiosnoopBpf = EventStream<BioEvent>;
+pub(crate) type BiosnoopBpf = EventStream<BioEvent>;
 
-pub fn load_snoop(settings: BioSettings) -> io::Result<BiosnoopBpf> {
+pub(crate) fn load_snoop(settings: BioSettings) -> io::Result<BiosnoopBpf> {
     Ok(EventStream::new(
         open(settings, SNOOP)?,
         |s: &skel::BioSkel<'static>| (&s.maps.events, &s.maps.drops),

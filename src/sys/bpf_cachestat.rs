@@ -59,22 +59,22 @@ const TRACEPOINTS: &[&str] = &[
 /// dirties, and what bcc takes off the accesses and the misses (its hooks
 /// only: mark_buffer_dirty's calls, folio_account_dirtied's).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct CacheCounts {
-    pub accesses: u64,
-    pub misses: u64,
-    pub dirties: u64,
-    pub less_accesses: u64,
-    pub less_misses: u64,
+pub(crate) struct CacheCounts {
+    pub(crate) accesses: u64,
+    pub(crate) misses: u64,
+    pub(crate) dirties: u64,
+    pub(crate) less_accesses: u64,
+    pub(crate) less_misses: u64,
 }
 
 /// The loaded, attached programs.
 #[derive(Debug)]
-pub struct CachestatBpf {
+pub(crate) struct CachestatBpf {
     loaded: Loaded<CachestatSkel<'static>>,
 }
 
 impl CachestatBpf {
-    pub fn load() -> io::Result<CachestatBpf> {
+    pub(crate) fn load() -> io::Result<CachestatBpf> {
         let mut optional: Vec<&str> = OPTIONAL.iter().map(|(g, _)| *g).collect();
         optional.push("scry_k_cache_accounted");
         let loaded = bpf_engine::load(
@@ -92,12 +92,12 @@ impl CachestatBpf {
     }
 
     /// Whether bcc's hooks count (kernel functions), not the tracepoints.
-    pub fn on_kernel_functions(&self) -> bool {
+    pub(crate) fn on_kernel_functions(&self) -> bool {
         self.loaded.on_kernel_functions()
     }
 
     /// What is not counted here: the optional programs that did not attach.
-    pub fn missing(&self) -> Vec<&'static str> {
+    pub(crate) fn missing(&self) -> Vec<&'static str> {
         if self.on_kernel_functions() {
             return if self.loaded.has("scry_k_cache_accounted") {
                 Vec::new()
@@ -112,12 +112,12 @@ impl CachestatBpf {
             .collect()
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// The counters since the programs attached.
-    pub fn read(&self) -> io::Result<CacheCounts> {
+    pub(crate) fn read(&self) -> io::Result<CacheCounts> {
         let values = bpf_engine::array_values(
             &self.loaded.skel.maps.counts,
             7,

@@ -13,20 +13,20 @@ use skel::CapableSkelBuilder;
 
 /// One capability check.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CapEvent {
-    pub pid: u32,
-    pub tid: u32,
-    pub uid: u32,
+pub(crate) struct CapEvent {
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) uid: u32,
     /// The capability's number (`CAP_*`).
-    pub cap: i32,
+    pub(crate) cap: i32,
     /// 0: allowed; else minus the errno (-EPERM).
-    pub ret: i32,
-    pub comm: String,
+    pub(crate) ret: i32,
+    pub(crate) comm: String,
 }
 
 impl CapEvent {
     /// Decodes one ring record (`struct cap_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<CapEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<CapEvent> {
         Some(CapEvent {
             pid: u32_at(r, 0)?,
             tid: u32_at(r, 4)?,
@@ -38,10 +38,10 @@ impl CapEvent {
     }
 }
 
-pub type CapableBpf = EventStream<CapEvent>;
+pub(crate) type CapableBpf = EventStream<CapEvent>;
 
 /// `pid`: only this process's checks.
-pub fn load(pid: Option<u32>) -> io::Result<CapableBpf> {
+pub(crate) fn load(pid: Option<u32>) -> io::Result<CapableBpf> {
     EventStream::load(
         CapableSkelBuilder::default,
         |open: &mut skel::OpenCapableSkel<'static>| {

@@ -15,21 +15,21 @@ use skel::{CpudistSkel, CpudistSkelBuilder};
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CpudistSettings {
-    pub off_cpu: bool,
-    pub per_process: bool,
-    pub per_thread: bool,
-    pub milliseconds: bool,
-    pub pid: Option<u32>,
+pub(crate) struct CpudistSettings {
+    pub(crate) off_cpu: bool,
+    pub(crate) per_process: bool,
+    pub(crate) per_thread: bool,
+    pub(crate) milliseconds: bool,
+    pub(crate) pid: Option<u32>,
 }
 
 #[derive(Debug)]
-pub struct CpudistBpf {
+pub(crate) struct CpudistBpf {
     loaded: Loaded<CpudistSkel<'static>>,
 }
 
 impl CpudistBpf {
-    pub fn load(settings: CpudistSettings) -> io::Result<CpudistBpf> {
+    pub(crate) fn load(settings: CpudistSettings) -> io::Result<CpudistBpf> {
         let loaded = bpf_engine::load_now(
             CpudistSkelBuilder::default,
             |open: &mut skel::OpenCpudistSkel<'static>| {
@@ -45,16 +45,16 @@ impl CpudistBpf {
         Ok(CpudistBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// The histograms since the last read (they are deleted), by key.
-    pub fn read(&self) -> io::Result<Vec<KeyedSlots>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<KeyedSlots>> {
         bpf_hists::drain(&self.loaded.skel.maps.hists)
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

@@ -15,28 +15,28 @@ const MEMCG_GROUPS: [&str; 2] = ["scry_dr_memcg_begin", "scry_dr_memcg_end"];
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReclaimSettings {
-    pub pid: Option<u32>,
-    pub tid: Option<u32>,
+pub(crate) struct ReclaimSettings {
+    pub(crate) pid: Option<u32>,
+    pub(crate) tid: Option<u32>,
     /// Also memory-cgroup reclaims (--memcg).
-    pub memcg: bool,
+    pub(crate) memcg: bool,
 }
 
 /// One reclaim.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ReclaimEvent {
-    pub delta_ns: u64,
-    pub nr_reclaimed: u64,
-    pub pid: u32,
-    pub tid: u32,
+pub(crate) struct ReclaimEvent {
+    pub(crate) delta_ns: u64,
+    pub(crate) nr_reclaimed: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
     /// A memory cgroup's reclaim, not a direct reclaim.
-    pub memcg: bool,
-    pub comm: String,
+    pub(crate) memcg: bool,
+    pub(crate) comm: String,
 }
 
 impl ReclaimEvent {
     /// Decodes one ring record (`struct reclaim_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<ReclaimEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<ReclaimEvent> {
         Some(ReclaimEvent {
             delta_ns: u64_at(r, 0)?,
             nr_reclaimed: u64_at(r, 8)?,
@@ -48,9 +48,9 @@ impl ReclaimEvent {
     }
 }
 
-pub type DrsnoopBpf = EventStream<ReclaimEvent>;
+pub(crate) type DrsnoopBpf = EventStream<ReclaimEvent>;
 
-pub fn load(settings: ReclaimSettings) -> io::Result<DrsnoopBpf> {
+pub(crate) fn load(settings: ReclaimSettings) -> io::Result<DrsnoopBpf> {
     let skip: &[&str] = if settings.memcg { &[] } else { &MEMCG_GROUPS };
     EventStream::load(
         DrsnoopSkelBuilder::default,

@@ -34,12 +34,12 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, PrintLevel};
 
 use super::bpf::io_error;
-pub use super::bpf::{Unavailable, preflight};
-pub use super::bpf_maps::*;
+pub(crate) use super::bpf::preflight;
+pub(crate) use super::bpf_maps::*;
 
 /// A hook kind, best first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum HookKind {
+pub(crate) enum HookKind {
     Fentry,
     TpBtf,
     RawTp,
@@ -53,7 +53,7 @@ pub enum HookKind {
 
 impl HookKind {
     /// The kind of a program from its ELF section (`tp_btf/sched_switch`).
-    pub fn of_section(section: &str) -> HookKind {
+    pub(crate) fn of_section(section: &str) -> HookKind {
         let prefix = section.split('/').next().unwrap_or("");
         match prefix {
             "fentry" | "fexit" | "fmod_ret" => HookKind::Fentry,
@@ -67,7 +67,7 @@ impl HookKind {
     }
 
     /// The spelling `SCRY_BPF_HOOKS` uses.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             HookKind::Fentry => "fentry",
             HookKind::TpBtf => "tp_btf",
@@ -82,27 +82,27 @@ impl HookKind {
 
 /// A hook that was tried and refused, and what the kernel or libbpf said.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    pub section: String,
-    pub reason: String,
+pub(crate) struct Refusal {
+    pub(crate) section: String,
+    pub(crate) reason: String,
 }
 
 /// Where one group of programs ended up.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Hook {
-    pub group: String,
+pub(crate) struct Hook {
+    pub(crate) group: String,
     /// The section of the variant in use; `None`: an optional group left
     /// without a hook, or a tracepoint group on standby.
-    pub section: Option<String>,
+    pub(crate) section: Option<String>,
     /// Better variants refused first, best first.
-    pub refused: Vec<Refusal>,
+    pub(crate) refused: Vec<Refusal>,
     /// A tracepoint group not loaded: the kernel-function hooks count.
-    pub standby: bool,
+    pub(crate) standby: bool,
 }
 
 impl Hook {
     /// The `-v` line: which hook was used, and why a better one was not.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let used = match &self.section {
             Some(section) => format!("{}: {section}", self.group),
             None if self.standby => format!(
@@ -188,15 +188,15 @@ impl Group {
 /// not exist here), which are not wanted this run (not loaded), and which
 /// are bcc's hooks on kernel functions with their tracepoint fallback.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct GroupRules<'a> {
-    pub optional: &'a [&'a str],
-    pub skip: &'a [&'a str],
+pub(crate) struct GroupRules<'a> {
+    pub(crate) optional: &'a [&'a str],
+    pub(crate) skip: &'a [&'a str],
     /// Groups on kernel functions (fentry/fexit, then kprobe/kretprobe
     /// variants), used all together (those also in `optional` may be
     /// missing) or not at all.
-    pub functions: &'a [&'a str],
+    pub(crate) functions: &'a [&'a str],
     /// Groups loaded only when the function groups are given up.
-    pub tracepoints: &'a [&'a str],
+    pub(crate) tracepoints: &'a [&'a str],
 }
 
 /// Whether the function groups are still in the running: there are some,
@@ -319,8 +319,8 @@ fn group_of(prog: &str) -> &str {
 
 /// A skeleton loaded, its programs attached (or only loaded, see
 /// [`load_only`]); links close with it.
-pub struct Loaded<S> {
-    pub skel: S,
+pub(crate) struct Loaded<S> {
+    pub(crate) skel: S,
     links: Vec<Link>,
     groups: BTreeMap<String, Group>,
 }
@@ -336,7 +336,7 @@ impl<S> std::fmt::Debug for Loaded<S> {
 
 impl<S> Loaded<S> {
     /// Where each group ended up, by group name.
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         let functions = functions_alive(&self.groups);
         self.groups
             .iter()
@@ -353,7 +353,7 @@ impl<S> Loaded<S> {
     }
 
     /// Whether group `name` has a hook.
-    pub fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         let functions = functions_alive(&self.groups);
         self.groups
             .get(name)
@@ -362,13 +362,13 @@ impl<S> Loaded<S> {
 
     /// Whether bcc's hooks on kernel functions count (`GroupRules::functions`),
     /// not the tracepoint groups.
-    pub fn on_kernel_functions(&self) -> bool {
+    pub(crate) fn on_kernel_functions(&self) -> bool {
         functions_alive(&self.groups)
     }
 
     /// Err saying `missing` (what did not attach, and what would provide
     /// it) unless one of `groups` (all optional) has a hook.
-    pub fn require_any(&self, groups: &[&str], missing: &str) -> io::Result<()> {
+    pub(crate) fn require_any(&self, groups: &[&str], missing: &str) -> io::Result<()> {
         if groups.iter().any(|g| self.has(g)) {
             Ok(())
         } else {
@@ -381,7 +381,7 @@ impl<S: Skel<'static>> Loaded<S> {
     /// Attaches every loaded program; a refusal of an optional group drops
     /// it, any other is an error (used after `load(.., Attach::Later)`,
     /// where reloading is not possible).
-    pub fn attach(&mut self) -> io::Result<()> {
+    pub(crate) fn attach(&mut self) -> io::Result<()> {
         self.attach_programs(false).map(drop)
     }
 
@@ -409,7 +409,7 @@ impl<S: Skel<'static>> Loaded<S> {
 
     /// Attaches program `prog` to each of `events` (perf events: a
     /// software clock per CPU); each link owns its event and closes it.
-    pub fn attach_perf_events(
+    pub(crate) fn attach_perf_events(
         &mut self,
         prog: &str,
         events: Vec<super::perf_event::PerfEventFd>,
@@ -430,7 +430,7 @@ impl<S: Skel<'static>> Loaded<S> {
     /// the uprobe PMU's descriptor belongs to the link, so it goes with
     /// scry however it ends. The caller found the offset (nothing here
     /// reads ELF). The program reads `cookie` with `bpf_get_attach_cookie`.
-    pub fn attach_uprobe(
+    pub(crate) fn attach_uprobe(
         &mut self,
         prog: &str,
         retprobe: bool,
@@ -459,7 +459,7 @@ impl<S: Skel<'static>> Loaded<S> {
     }
 
     /// Detaches every program: maps stop moving.
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.links.clear();
     }
 
@@ -498,7 +498,7 @@ fn attach_one<S: Skel<'static>>(skel: &S, prog: &str) -> Result<Link, (io::Error
 
 /// When [`load`] attaches the programs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Attach {
+pub(crate) enum Attach {
     /// At once; a refused hook demotes its group and the object is loaded
     /// again with the next variant.
     Now,
@@ -510,7 +510,7 @@ pub enum Attach {
 /// group, and attaches them (`attach`). `configure` sets the object's
 /// `.rodata` before each load; `rules` say which groups may end without a
 /// hook and which to leave out.
-pub fn load<B, C>(
+pub(crate) fn load<B, C>(
     builder: impl Fn() -> B,
     configure: C,
     rules: GroupRules<'_>,
@@ -538,7 +538,7 @@ where
 /// object before its programs attach (to fill maps a program reads from
 /// its first run: a cgroup, the processes to watch). A refused hook loads
 /// the object again, so `prepare` may run more than once.
-pub fn load_prepared<B, C, P>(
+pub(crate) fn load_prepared<B, C, P>(
     builder: impl Fn() -> B,
     configure: C,
     rules: GroupRules<'_>,

@@ -22,7 +22,7 @@ trait Streaming {
 }
 
 /// The maps of a skeleton `S`: `(&events, &drops)`.
-pub type MapsOf<S> = for<'r> fn(&'r S) -> (&'r MapMut<'static>, &'r MapMut<'static>);
+pub(crate) type MapsOf<S> = for<'r> fn(&'r S) -> (&'r MapMut<'static>, &'r MapMut<'static>);
 
 struct Source<S> {
     loaded: Loaded<S>,
@@ -41,7 +41,7 @@ impl<S: Skel<'static>> Streaming for Source<S> {
 
 /// A streaming tool's programs, loaded and attached, whose events are
 /// decoded into `E`s.
-pub struct EventStream<E> {
+pub(crate) struct EventStream<E> {
     source: Box<dyn Streaming>,
     decode: fn(&[u8]) -> Option<E>,
 }
@@ -57,7 +57,7 @@ impl<E> std::fmt::Debug for EventStream<E> {
 impl<E> EventStream<E> {
     /// `loaded`'s events, decoded by `decode`; `maps` names its ring and
     /// drop count.
-    pub fn new<S: Skel<'static> + 'static>(
+    pub(crate) fn new<S: Skel<'static> + 'static>(
         loaded: Loaded<S>,
         maps: MapsOf<S>,
         decode: fn(&[u8]) -> Option<E>,
@@ -89,13 +89,16 @@ impl<E> EventStream<E> {
     }
 
     /// Which hooks are in use (for `-v`).
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.source.hooks()
     }
 
     /// The ring's reader, calling `on_event` with each event decoded
     /// (records too short to decode are skipped).
-    pub fn reader<'a>(&'a self, mut on_event: impl FnMut(E) + 'a) -> io::Result<RingReader<'a>> {
+    pub(crate) fn reader<'a>(
+        &'a self,
+        mut on_event: impl FnMut(E) + 'a,
+    ) -> io::Result<RingReader<'a>> {
         let decode = self.decode;
         bpf_engine::ring_reader(self.source.maps().0, move |raw| {
             if let Some(event) = decode(raw) {
@@ -105,24 +108,24 @@ impl<E> EventStream<E> {
     }
 
     /// Events the ring had no room for.
-    pub fn dropped(&self) -> io::Result<u64> {
+    pub(crate) fn dropped(&self) -> io::Result<u64> {
         bpf_engine::dropped(self.source.maps().1)
     }
 }
 
 /// A NUL-terminated string at `offset` of a record, at most `len` bytes.
-pub fn c_string_at(bytes: &[u8], offset: usize, len: usize) -> String {
+pub(crate) fn c_string_at(bytes: &[u8], offset: usize, len: usize) -> String {
     super::bpf_engine::comm_at(bytes, offset, len)
 }
 
 /// An i32 at `offset` of a record.
-pub fn i32_at(bytes: &[u8], offset: usize) -> Option<i32> {
+pub(crate) fn i32_at(bytes: &[u8], offset: usize) -> Option<i32> {
     let b = bytes.get(offset..offset + 4)?;
     Some(i32::from_ne_bytes(b.try_into().ok()?))
 }
 
 /// A u16 at `offset` of a record.
-pub fn u16_at(bytes: &[u8], offset: usize) -> Option<u16> {
+pub(crate) fn u16_at(bytes: &[u8], offset: usize) -> Option<u16> {
     let b = bytes.get(offset..offset + 2)?;
     Some(u16::from_ne_bytes(b.try_into().ok()?))
 }

@@ -19,32 +19,32 @@ use skel::ExecsnoopSkelBuilder;
 
 /// The program's settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ExecSettings {
+pub(crate) struct ExecSettings {
     /// Failed calls too (-x).
-    pub include_failed: bool,
+    pub(crate) include_failed: bool,
     /// Only this user (-u).
-    pub uid: Option<u32>,
+    pub(crate) uid: Option<u32>,
     /// Only tasks under this cgroup directory (--cgroup).
-    pub cgroup: Option<PathBuf>,
+    pub(crate) cgroup: Option<PathBuf>,
     /// Arguments copied per call (--max-args, at most 60).
-    pub max_args: u32,
+    pub(crate) max_args: u32,
 }
 
 /// The most arguments the program copies (its TOTAL_MAX_ARGS).
-pub const MAX_ARGS: u32 = 60;
+pub(crate) const MAX_ARGS: u32 = 60;
 
 /// One execve(2), as the kernel saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ExecEvent {
-    pub comm: String,
-    pub pid: u32,
-    pub ppid: u32,
-    pub uid: u32,
-    pub ret: i32,
+pub(crate) struct ExecEvent {
+    pub(crate) comm: String,
+    pub(crate) pid: u32,
+    pub(crate) ppid: u32,
+    pub(crate) uid: u32,
+    pub(crate) ret: i32,
     /// The file name passed, then argv[1..].
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
     /// More arguments than were copied.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
 }
 
 /// Offsets in `struct exec_event`.
@@ -52,7 +52,7 @@ const ARGS_OFFSET: usize = 40;
 
 impl ExecEvent {
     /// Decodes one ring record; None when it is too short.
-    pub fn decode(record: &[u8]) -> Option<ExecEvent> {
+    pub(crate) fn decode(record: &[u8]) -> Option<ExecEvent> {
         let count = i32_at(record, 16)?;
         let size = u32_at(record, 20)? as usize;
         let body = record.get(ARGS_OFFSET..)?;
@@ -122,10 +122,10 @@ where
 }
 
 /// The loaded, attached program, streaming [`ExecEvent`]s.
-pub type ExecsnoopBpf = EventStream<ExecEvent>;
+pub(crate) type ExecsnoopBpf = EventStream<ExecEvent>;
 
 /// Loads and attaches the program, its cgroup filter filled first.
-pub fn load(settings: &ExecSettings) -> io::Result<ExecsnoopBpf> {
+pub(crate) fn load(settings: &ExecSettings) -> io::Result<ExecsnoopBpf> {
     let cgroup = open_cgroup(settings.cgroup.as_deref())?;
     let loaded = load_in_cgroup(
         ExecsnoopSkelBuilder::default,

@@ -13,29 +13,29 @@ use skel::ExitsnoopSkelBuilder;
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ExitSettings {
-    pub pid: Option<u32>,
+pub(crate) struct ExitSettings {
+    pub(crate) pid: Option<u32>,
     /// Only exits with a non-zero code or a signal (-x).
-    pub failed_only: bool,
+    pub(crate) failed_only: bool,
     /// Every thread's exit, not only the process's (-T).
-    pub threads: bool,
+    pub(crate) threads: bool,
 }
 
 /// One exit, as the kernel saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ExitEvent {
-    pub age_ns: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub ppid: u32,
+pub(crate) struct ExitEvent {
+    pub(crate) age_ns: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) ppid: u32,
     /// As wait(2) reports it: the code in bits 8-15, the signal in 0-6,
     /// bit 7 a core dump.
-    pub status: u32,
-    pub comm: String,
+    pub(crate) status: u32,
+    pub(crate) comm: String,
 }
 
 impl ExitEvent {
-    pub fn decode(r: &[u8]) -> Option<ExitEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<ExitEvent> {
         Some(ExitEvent {
             age_ns: u64_at(r, 0)?,
             pid: u32_at(r, 8)?,
@@ -47,24 +47,24 @@ impl ExitEvent {
     }
 
     /// The exit code (0 when a signal ended it).
-    pub fn code(&self) -> u32 {
+    pub(crate) fn code(&self) -> u32 {
         (self.status >> 8) & 0xff
     }
 
     /// The signal that ended it, if one did.
-    pub fn signal(&self) -> Option<u32> {
+    pub(crate) fn signal(&self) -> Option<u32> {
         Some(self.status & 0x7f).filter(|&s| s != 0)
     }
 
-    pub fn core_dumped(&self) -> bool {
+    pub(crate) fn core_dumped(&self) -> bool {
         self.status & 0x80 != 0
     }
 }
 
 /// The loaded, attached program, streaming [`ExitEvent`]s.
-pub type ExitsnoopBpf = EventStream<ExitEvent>;
+pub(crate) type ExitsnoopBpf = EventStream<ExitEvent>;
 
-pub fn load(settings: ExitSettings) -> io::Result<ExitsnoopBpf> {
+pub(crate) fn load(settings: ExitSettings) -> io::Result<ExitsnoopBpf> {
     EventStream::load(
         ExitsnoopSkelBuilder::default,
         |open: &mut skel::OpenExitsnoopSkel<'static>| {

@@ -32,20 +32,20 @@ const DELETES: [&str; 4] = [
 
 /// One file deleted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LifeEvent {
+pub(crate) struct LifeEvent {
     /// From its creation to its deletion.
-    pub age_ns: u64,
+    pub(crate) age_ns: u64,
     /// The deleting process and thread.
-    pub pid: u32,
-    pub tid: u32,
-    pub comm: String,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) comm: String,
     /// As the deleting call wrote it.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 impl LifeEvent {
     /// Decodes one ring record (`struct life_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<LifeEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<LifeEvent> {
         Some(LifeEvent {
             age_ns: u64_at(r, 0)?,
             pid: u32_at(r, 8)?,
@@ -56,10 +56,10 @@ impl LifeEvent {
     }
 }
 
-pub type FilelifeBpf = EventStream<LifeEvent>;
+pub(crate) type FilelifeBpf = EventStream<LifeEvent>;
 
 /// `pid`: only the files this process deletes.
-pub fn load(pid: Option<u32>) -> io::Result<FilelifeBpf> {
+pub(crate) fn load(pid: Option<u32>) -> io::Result<FilelifeBpf> {
     let optional: Vec<&str> = CREATES.iter().chain(&DELETES).copied().collect();
     let loaded = bpf_engine::load(
         FilelifeSkelBuilder::default,

@@ -41,28 +41,28 @@ const GROUPS: &[&str] = &[
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FiletopSettings {
-    pub pid: Option<u32>,
+pub(crate) struct FiletopSettings {
+    pub(crate) pid: Option<u32>,
     /// Sockets, pipes and devices too (`-a`), not only regular files.
-    pub all_files: bool,
+    pub(crate) all_files: bool,
 }
 
 /// One file's reads and writes by one thread in an interval.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FileStat {
-    pub inode: u64,
-    pub dev: u32,
-    pub pid: u32,
-    pub tid: u32,
-    pub reads: u64,
-    pub read_bytes: u64,
-    pub writes: u64,
-    pub write_bytes: u64,
-    pub comm: String,
+pub(crate) struct FileStat {
+    pub(crate) inode: u64,
+    pub(crate) dev: u32,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) reads: u64,
+    pub(crate) read_bytes: u64,
+    pub(crate) writes: u64,
+    pub(crate) write_bytes: u64,
+    pub(crate) comm: String,
     /// The file's name (its last path component, as bcc shows it).
-    pub name: String,
+    pub(crate) name: String,
     /// `R` regular, `S` socket, `O` other.
-    pub kind: char,
+    pub(crate) kind: char,
 }
 
 impl FileStat {
@@ -86,12 +86,12 @@ impl FileStat {
 
 /// The loaded, attached programs.
 #[derive(Debug)]
-pub struct FiletopBpf {
+pub(crate) struct FiletopBpf {
     loaded: Loaded<FiletopSkel<'static>>,
 }
 
 impl FiletopBpf {
-    pub fn load(settings: FiletopSettings) -> io::Result<FiletopBpf> {
+    pub(crate) fn load(settings: FiletopSettings) -> io::Result<FiletopBpf> {
         let loaded = bpf_engine::load(
             FiletopSkelBuilder::default,
             |open: &mut skel::OpenFiletopSkel<'static>| {
@@ -111,12 +111,12 @@ impl FiletopBpf {
         Ok(FiletopBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// The counts since the last take (each entry read and deleted).
-    pub fn take(&self) -> io::Result<Vec<FileStat>> {
+    pub(crate) fn take(&self) -> io::Result<Vec<FileStat>> {
         let entries =
             bpf_engine::take_entries(&self.loaded.skel.maps.entries, "reading filetop's counts")?;
         Ok(entries
@@ -125,7 +125,7 @@ impl FiletopBpf {
             .collect())
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

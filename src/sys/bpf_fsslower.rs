@@ -35,22 +35,22 @@ const CALLS: &[&str] = &[
 
 /// The longest file system name `-t` takes (the program's FS_NAME_LEN,
 /// with its NUL).
-pub const FS_NAME_MAX: usize = 15;
+pub(crate) const FS_NAME_MAX: usize = 15;
 
 /// The program's settings (its `const volatile`s).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FsslowerSettings {
-    pub pid: Option<u32>,
+pub(crate) struct FsslowerSettings {
+    pub(crate) pid: Option<u32>,
     /// Operations slower than this many µs (0: all).
-    pub min_us: u64,
+    pub(crate) min_us: u64,
     /// Only files of this file system type (`ext4`); at most
     /// [`FS_NAME_MAX`] bytes.
-    pub fs: Option<String>,
+    pub(crate) fs: Option<String>,
 }
 
 /// The operation, as bcc's T column spells it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FsOp {
+pub(crate) enum FsOp {
     #[default]
     Read,
     Write,
@@ -70,7 +70,7 @@ impl FsOp {
     }
 
     /// `R`, `W`, `O` or `F`.
-    pub fn letter(self) -> char {
+    pub(crate) fn letter(self) -> char {
         match self {
             FsOp::Read => 'R',
             FsOp::Write => 'W',
@@ -82,25 +82,25 @@ impl FsOp {
 
 /// One slow operation.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FsEvent {
-    pub latency_us: u64,
+pub(crate) struct FsEvent {
+    pub(crate) latency_us: u64,
     /// Where it started in the file (bytes).
-    pub offset: i64,
+    pub(crate) offset: i64,
     /// Bytes read or written (the call's result); 0 for opens and fsyncs.
-    pub size: i64,
-    pub pid: u32,
-    pub tid: u32,
-    pub op: FsOp,
-    pub comm: String,
+    pub(crate) size: i64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) op: FsOp,
+    pub(crate) comm: String,
     /// The file system's type name (`ext4`).
-    pub fs: String,
+    pub(crate) fs: String,
     /// The file's name (its last path component, as bcc shows it).
-    pub file: String,
+    pub(crate) file: String,
 }
 
 impl FsEvent {
     /// Decodes one ring record (`struct fs_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<FsEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<FsEvent> {
         Some(FsEvent {
             latency_us: u64_at(r, 0)?,
             offset: u64_at(r, 8)? as i64,
@@ -116,10 +116,10 @@ impl FsEvent {
 }
 
 /// The loaded, attached programs, streaming [`FsEvent`]s.
-pub type FsslowerBpf = EventStream<FsEvent>;
+pub(crate) type FsslowerBpf = EventStream<FsEvent>;
 
 /// Loads and attaches the programs.
-pub fn load(settings: &FsslowerSettings) -> io::Result<FsslowerBpf> {
+pub(crate) fn load(settings: &FsslowerSettings) -> io::Result<FsslowerBpf> {
     let groups: Vec<String> = CALLS
         .iter()
         .flat_map(|c| [format!("scry_fss_{c}"), format!("scry_fss_{c}_exit")])

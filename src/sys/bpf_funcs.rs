@@ -16,11 +16,11 @@ super::bpf::bpf_skeleton!("funcs.skel.rs");
 use skel::{FuncsSkel, FuncsSkelBuilder};
 
 /// The most functions one run probes: the program's MAX_FUNCS.
-pub const MAX_FUNCS: usize = 1024;
+pub(crate) const MAX_FUNCS: usize = 1024;
 
 /// What to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FuncsMode {
+pub(crate) enum FuncsMode {
     /// Calls per function (funccount), on one CPU only if given.
     Count { cpu: Option<u32> },
     /// Time from entry to return, in units of `unit_div` nanoseconds.
@@ -30,20 +30,20 @@ pub enum FuncsMode {
 /// Where the probes go: each site's file and file offset; a site's index
 /// in the list is its function's index in the maps.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FuncSites {
+pub(crate) struct FuncSites {
     /// -1: every process.
-    pub pid: i32,
-    pub sites: Vec<(PathBuf, u64)>,
+    pub(crate) pid: i32,
+    pub(crate) sites: Vec<(PathBuf, u64)>,
 }
 
 #[derive(Debug)]
-pub struct FuncsBpf {
+pub(crate) struct FuncsBpf {
     loaded: Loaded<FuncsSkel<'static>>,
     functions: usize,
 }
 
 impl FuncsBpf {
-    pub fn load(mode: FuncsMode, sites: &FuncSites) -> io::Result<FuncsBpf> {
+    pub(crate) fn load(mode: FuncsMode, sites: &FuncSites) -> io::Result<FuncsBpf> {
         if sites.sites.len() > MAX_FUNCS {
             return Err(io::Error::other(format!(
                 "{} functions match: at most {MAX_FUNCS} can be probed",
@@ -88,12 +88,12 @@ impl FuncsBpf {
         })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// Each function's calls since the start, by index.
-    pub fn counts(&self) -> io::Result<Vec<u64>> {
+    pub(crate) fn counts(&self) -> io::Result<Vec<u64>> {
         let values = bpf_engine::array_values(
             &self.loaded.skel.maps.counts,
             MAX_FUNCS as u32,
@@ -108,19 +108,19 @@ impl FuncsBpf {
 
     /// The latency histograms since the last read (they are deleted), by
     /// key (function index << 32 | tgid).
-    pub fn hists(&self) -> io::Result<Vec<KeyedSlots>> {
+    pub(crate) fn hists(&self) -> io::Result<Vec<KeyedSlots>> {
         bpf_hists::drain(&self.loaded.skel.maps.hists)
     }
 
     /// (nanoseconds timed, calls timed) since the start.
-    pub fn totals(&self) -> io::Result<(u64, u64)> {
+    pub(crate) fn totals(&self) -> io::Result<(u64, u64)> {
         let values =
             bpf_engine::array_values(&self.loaded.skel.maps.totals, 2, "reading the BPF totals")?;
         let at = |i: usize| values.get(i).and_then(|v| u64_at(v, 0)).unwrap_or(0);
         Ok((at(0), at(1)))
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

@@ -23,50 +23,50 @@ const COPY_BYTES: usize = 1024;
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FutexctnSettings {
-    pub pid: Option<u32>,
-    pub tid: Option<u32>,
+pub(crate) struct FutexctnSettings {
+    pub(crate) pid: Option<u32>,
+    pub(crate) tid: Option<u32>,
     /// Only this futex address.
-    pub lock: Option<u64>,
+    pub(crate) lock: Option<u64>,
     /// Distinct stacks the stack map holds.
-    pub stack_storage: u32,
+    pub(crate) stack_storage: u32,
 }
 
 /// The user registers and the top of the stack when a stack was taken.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UserCopy {
-    pub ip: u64,
-    pub sp: u64,
-    pub bp: u64,
+pub(crate) struct UserCopy {
+    pub(crate) ip: u64,
+    pub(crate) sp: u64,
+    pub(crate) bp: u64,
     /// The stack from `sp` up.
-    pub stack: Vec<u8>,
+    pub(crate) stack: Vec<u8>,
 }
 
 /// One thread's waits on one futex from one stack.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FutexWaits {
-    pub tid: u32,
-    pub tgid: u32,
-    pub comm: String,
-    pub uaddr: u64,
-    pub contended: u64,
-    pub total_ns: u64,
-    pub max_ns: u64,
-    pub min_ns: u64,
+pub(crate) struct FutexWaits {
+    pub(crate) tid: u32,
+    pub(crate) tgid: u32,
+    pub(crate) comm: String,
+    pub(crate) uaddr: u64,
+    pub(crate) contended: u64,
+    pub(crate) total_ns: u64,
+    pub(crate) max_ns: u64,
+    pub(crate) min_ns: u64,
     /// log2 slots of the waits in µs.
-    pub slots: Vec<u64>,
+    pub(crate) slots: Vec<u64>,
     /// The user stack, innermost first (`None`: not taken).
-    pub stack: Option<Vec<u64>>,
-    pub copy: Option<UserCopy>,
+    pub(crate) stack: Option<Vec<u64>>,
+    pub(crate) copy: Option<UserCopy>,
 }
 
 #[derive(Debug)]
-pub struct FutexctnBpf {
+pub(crate) struct FutexctnBpf {
     loaded: Loaded<FutexctnSkel<'static>>,
 }
 
 impl FutexctnBpf {
-    pub fn load(settings: FutexctnSettings) -> io::Result<FutexctnBpf> {
+    pub(crate) fn load(settings: FutexctnSettings) -> io::Result<FutexctnBpf> {
         let loaded = bpf_engine::load_now(
             FutexctnSkelBuilder::default,
             |open: &mut skel::OpenFutexctnSkel<'static>| {
@@ -81,12 +81,12 @@ impl FutexctnBpf {
         Ok(FutexctnBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// The processes (tgids) that waited so far.
-    pub fn tgids(&self) -> io::Result<Vec<u32>> {
+    pub(crate) fn tgids(&self) -> io::Result<Vec<u32>> {
         let entries = bpf_engine::hash_entries(&self.loaded.skel.maps.hists, "reading the waits")?;
         let mut tgids: Vec<u32> = entries.iter().filter_map(|(k, _)| u32_at(k, 4)).collect();
         tgids.sort_unstable();
@@ -95,7 +95,7 @@ impl FutexctnBpf {
     }
 
     /// Every thread's waits, with their stacks.
-    pub fn read(&self) -> io::Result<Vec<FutexWaits>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<FutexWaits>> {
         let maps = &self.loaded.skel.maps;
         let entries = bpf_engine::hash_entries(&maps.hists, "reading the BPF futex waits")?;
         let mut copies: HashMap<i32, Option<UserCopy>> = HashMap::new();
@@ -139,7 +139,7 @@ impl FutexctnBpf {
         Ok(waits)
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

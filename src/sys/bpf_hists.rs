@@ -16,7 +16,7 @@ use super::bpf::io_error;
 use super::bpf_engine::{Hook, Loaded, comm_at, u32_at, u64_at};
 
 /// Slots per histogram: the header's MAX_SLOTS.
-pub const MAX_SLOTS: usize = 36;
+pub(crate) const MAX_SLOTS: usize = 36;
 /// The bytes of a task name after the slots.
 const COMM_LEN: usize = 16;
 
@@ -24,10 +24,10 @@ const COMM_LEN: usize = 16;
 /// single one; a program with 8-byte keys packs two values in it), the
 /// name of the task that opened it, its log2 slots.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KeyedSlots {
-    pub key: u64,
-    pub comm: String,
-    pub slots: Vec<u64>,
+pub(crate) struct KeyedSlots {
+    pub(crate) key: u64,
+    pub(crate) comm: String,
+    pub(crate) slots: Vec<u64>,
 }
 
 impl KeyedSlots {
@@ -48,7 +48,7 @@ impl KeyedSlots {
 }
 
 /// Takes every histogram out of `map` (they are deleted), by key.
-pub fn drain<M: MapCore>(map: &M) -> io::Result<Vec<KeyedSlots>> {
+pub(crate) fn drain<M: MapCore>(map: &M) -> io::Result<Vec<KeyedSlots>> {
     let keys: Vec<Vec<u8>> = map.keys().collect();
     let mut out = Vec::with_capacity(keys.len());
     for key in keys {
@@ -77,7 +77,7 @@ pub fn drain<M: MapCore>(map: &M) -> io::Result<Vec<KeyedSlots>> {
 
 /// A histogram tool's programs, loaded: its hooks, its histograms read
 /// by [`drain`] from the map `hists` names, and detaching at the end.
-pub struct HistBpf<S> {
+pub(crate) struct HistBpf<S> {
     loaded: Loaded<S>,
     hists: for<'r> fn(&'r S) -> &'r MapMut<'static>,
 }
@@ -91,20 +91,23 @@ impl<S> std::fmt::Debug for HistBpf<S> {
 }
 
 impl<S: Skel<'static>> HistBpf<S> {
-    pub fn new(loaded: Loaded<S>, hists: for<'r> fn(&'r S) -> &'r MapMut<'static>) -> HistBpf<S> {
+    pub(crate) fn new(
+        loaded: Loaded<S>,
+        hists: for<'r> fn(&'r S) -> &'r MapMut<'static>,
+    ) -> HistBpf<S> {
         HistBpf { loaded, hists }
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// The histograms since the last read (they are deleted), by key.
-    pub fn read(&self) -> io::Result<Vec<KeyedSlots>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<KeyedSlots>> {
         drain((self.hists)(&self.loaded.skel))
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

@@ -15,20 +15,20 @@ super::bpf::bpf_skeleton!("irqs.skel.rs");
 use skel::{IrqsSkel, IrqsSkelBuilder};
 
 /// Slots per histogram: the program's MAX_SLOTS.
-pub const MAX_SLOTS: usize = 36;
+pub(crate) const MAX_SLOTS: usize = 36;
 /// The program's NAME_LEN.
 const NAME_LEN: usize = 32;
 
 /// Which interrupts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IrqKind {
+pub(crate) enum IrqKind {
     Hard,
     Soft,
 }
 
 /// What the program sums.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IrqMeasure {
+pub(crate) enum IrqMeasure {
     /// Time, summed.
     Total,
     /// Time, as log2 histograms.
@@ -39,31 +39,31 @@ pub enum IrqMeasure {
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IrqSettings {
-    pub kind: IrqKind,
-    pub measure: IrqMeasure,
+pub(crate) struct IrqSettings {
+    pub(crate) kind: IrqKind,
+    pub(crate) measure: IrqMeasure,
     /// Nanoseconds (default: microseconds).
-    pub nanoseconds: bool,
+    pub(crate) nanoseconds: bool,
 }
 
 /// One interrupt's sums: a hard irq by handler name (`vec` 0), a softirq
 /// by vector (`name` empty). `total` is the time or the count; `slots`
 /// the histogram (all zero unless `IrqMeasure::Dist`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct IrqSum {
-    pub vec: u32,
-    pub name: String,
-    pub total: u64,
-    pub slots: Vec<u64>,
+pub(crate) struct IrqSum {
+    pub(crate) vec: u32,
+    pub(crate) name: String,
+    pub(crate) total: u64,
+    pub(crate) slots: Vec<u64>,
 }
 
 #[derive(Debug)]
-pub struct IrqsBpf {
+pub(crate) struct IrqsBpf {
     loaded: Loaded<IrqsSkel<'static>>,
 }
 
 impl IrqsBpf {
-    pub fn load(settings: IrqSettings) -> io::Result<IrqsBpf> {
+    pub(crate) fn load(settings: IrqSettings) -> io::Result<IrqsBpf> {
         let counting = settings.measure == IrqMeasure::Count;
         let skip: &[&str] = match (settings.kind, counting) {
             (IrqKind::Hard, false) => &["scry_si_entry", "scry_si_exit"],
@@ -86,12 +86,12 @@ impl IrqsBpf {
         Ok(IrqsBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// The sums since the last read (they are deleted).
-    pub fn read(&self) -> io::Result<Vec<IrqSum>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<IrqSum>> {
         let maps = &self.loaded.skel.maps;
         let entries = bpf_engine::hash_entries(&maps.infos, "reading the BPF irq sums")?;
         bpf_engine::clear_hash(&maps.infos, "clearing the BPF irq sums")?;
@@ -111,7 +111,7 @@ impl IrqsBpf {
             .collect())
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

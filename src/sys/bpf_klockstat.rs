@@ -13,34 +13,34 @@ use skel::{KlockstatSkel, KlockstatSkelBuilder};
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct KlockstatSettings {
-    pub pid: Option<u32>,
-    pub tid: Option<u32>,
+pub(crate) struct KlockstatSettings {
+    pub(crate) pid: Option<u32>,
+    pub(crate) tid: Option<u32>,
     /// Distinct stacks the stack map holds.
-    pub stack_storage: u32,
+    pub(crate) stack_storage: u32,
 }
 
 /// The contentions from one kernel stack on one type of lock.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LockWaits {
+pub(crate) struct LockWaits {
     /// `LCB_F_*` of lock:contention_begin (spin, read, write, rt, percpu,
     /// mutex).
-    pub flags: u32,
-    pub count: u64,
-    pub total_ns: u64,
-    pub max_ns: u64,
-    pub min_ns: u64,
+    pub(crate) flags: u32,
+    pub(crate) count: u64,
+    pub(crate) total_ns: u64,
+    pub(crate) max_ns: u64,
+    pub(crate) min_ns: u64,
     /// The kernel stack, innermost first (`None`: not taken).
-    pub stack: Option<Vec<u64>>,
+    pub(crate) stack: Option<Vec<u64>>,
 }
 
 #[derive(Debug)]
-pub struct KlockstatBpf {
+pub(crate) struct KlockstatBpf {
     loaded: Loaded<KlockstatSkel<'static>>,
 }
 
 impl KlockstatBpf {
-    pub fn load(settings: KlockstatSettings) -> io::Result<KlockstatBpf> {
+    pub(crate) fn load(settings: KlockstatSettings) -> io::Result<KlockstatBpf> {
         let loaded = bpf_engine::load_now(
             KlockstatSkelBuilder::default,
             |open: &mut skel::OpenKlockstatSkel<'static>| {
@@ -54,12 +54,12 @@ impl KlockstatBpf {
         Ok(KlockstatBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// Every sum, with its stack.
-    pub fn read(&self) -> io::Result<Vec<LockWaits>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<LockWaits>> {
         let maps = &self.loaded.skel.maps;
         let entries = bpf_engine::hash_entries(&maps.waits, "reading the BPF lock waits")?;
         let mut waits = Vec::with_capacity(entries.len());
@@ -84,7 +84,7 @@ impl KlockstatBpf {
         Ok(waits)
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

@@ -13,7 +13,7 @@ use super::bpf::io_error;
 
 /// Every (key, value) of a hash map: in batches where the kernel allows
 /// (5.6 and later), else key by key.
-pub fn hash_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+pub(crate) fn hash_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
     if let Ok(batches) = map.lookup_batch(BATCH, MapFlags::ANY, MapFlags::ANY) {
         return Ok(batches.collect());
     }
@@ -31,7 +31,7 @@ pub fn hash_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>,
 
 /// Every (key, value) of a hash map, each deleted as it is read (so the
 /// next read starts from zero; an entry added meanwhile waits for it).
-pub fn take_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+pub(crate) fn take_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let mut entries = Vec::new();
     for key in map.keys() {
         match map.lookup_and_delete(&key) {
@@ -45,12 +45,12 @@ pub fn take_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>,
 }
 
 /// A key and its value on each CPU.
-pub type PerCpuEntry = (Vec<u8>, Vec<Vec<u8>>);
+pub(crate) type PerCpuEntry = (Vec<u8>, Vec<Vec<u8>>);
 
 /// Every value of an array map of `len` elements, in index order: in
 /// batches (a few system calls), or one lookup per element where batched
 /// reads are refused (kernels before 5.6) or come back short.
-pub fn array_values<M: MapCore>(map: &M, len: u32, what: &str) -> io::Result<Vec<Vec<u8>>> {
+pub(crate) fn array_values<M: MapCore>(map: &M, len: u32, what: &str) -> io::Result<Vec<Vec<u8>>> {
     if let Ok(batches) = map.lookup_batch(BATCH, MapFlags::ANY, MapFlags::ANY) {
         let values: Vec<Vec<u8>> = batches.map(|(_, value)| value).collect();
         if values.len() == len as usize {
@@ -69,7 +69,7 @@ pub fn array_values<M: MapCore>(map: &M, len: u32, what: &str) -> io::Result<Vec
 /// A BPF ring buffer's reader (the `events` map of `src/bpf/ring.bpf.h`):
 /// `fd` polls readable when events wait; `consume` hands each to the
 /// callback given to [`ring_reader`].
-pub struct RingReader<'a> {
+pub(crate) struct RingReader<'a> {
     ring: libbpf_rs::RingBuffer<'a>,
 }
 
@@ -81,12 +81,12 @@ impl std::fmt::Debug for RingReader<'_> {
 
 impl RingReader<'_> {
     /// The descriptor to poll (an epoll set over the ring).
-    pub fn fd(&self) -> std::os::fd::RawFd {
+    pub(crate) fn fd(&self) -> std::os::fd::RawFd {
         self.ring.epoll_fd()
     }
 
     /// Hands every waiting event to the callback.
-    pub fn consume(&self) -> io::Result<()> {
+    pub(crate) fn consume(&self) -> io::Result<()> {
         self.ring
             .consume()
             .map_err(|e| io_error("reading the BPF ring buffer", e))
@@ -95,7 +95,7 @@ impl RingReader<'_> {
 
 /// A reader of ring buffer `map`, calling `on_event` with each event's
 /// bytes.
-pub fn ring_reader<'a, M: MapCore>(
+pub(crate) fn ring_reader<'a, M: MapCore>(
     map: &'a M,
     mut on_event: impl FnMut(&[u8]) + 'a,
 ) -> io::Result<RingReader<'a>> {
@@ -113,7 +113,7 @@ pub fn ring_reader<'a, M: MapCore>(
 }
 
 /// The events a program could not send (its `drops`, summed over CPUs).
-pub fn dropped<M: MapCore>(drops: &M) -> io::Result<u64> {
+pub(crate) fn dropped<M: MapCore>(drops: &M) -> io::Result<u64> {
     let per_cpu = drops
         .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
         .map_err(|e| io_error("reading the BPF drop count", e))?
@@ -125,7 +125,7 @@ pub fn dropped<M: MapCore>(drops: &M) -> io::Result<u64> {
 const BATCH: u32 = 4096;
 
 /// Every (key, per-CPU values) of a per-CPU hash or array map.
-pub fn percpu_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<PerCpuEntry>> {
+pub(crate) fn percpu_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<PerCpuEntry>> {
     let mut entries = Vec::new();
     for key in map.keys() {
         if let Some(values) = map
@@ -140,7 +140,7 @@ pub fn percpu_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<PerCpuE
 
 /// Sizes a BPF_MAP_TYPE_STACK_TRACE map before load: `entries` distinct
 /// stacks (bcc's `--stack-storage-size`).
-pub fn size_stack_map(map: &mut libbpf_rs::OpenMapMut<'_>, entries: u32) -> io::Result<()> {
+pub(crate) fn size_stack_map(map: &mut libbpf_rs::OpenMapMut<'_>, entries: u32) -> io::Result<()> {
     map.set_max_entries(entries)
         .map_err(|e| io_error("sizing the BPF stack map", e))
 }
@@ -149,7 +149,7 @@ pub fn size_stack_map(map: &mut libbpf_rs::OpenMapMut<'_>, entries: u32) -> io::
 /// innermost first (the map's zeroed tail cut off); `None` when the id is
 /// negative (`bpf_get_stackid` failed: no user stack, the map was full) or
 /// no longer in the map.
-pub fn stack_ips<M: MapCore>(map: &M, id: i32, what: &str) -> io::Result<Option<Vec<u64>>> {
+pub(crate) fn stack_ips<M: MapCore>(map: &M, id: i32, what: &str) -> io::Result<Option<Vec<u64>>> {
     let Ok(key) = u32::try_from(id) else {
         return Ok(None);
     };
@@ -174,7 +174,7 @@ const TARGET_AT_EXEC: u8 = 2;
 /// Puts process `tgid` in a program's `targets` map (targets.bpf.h): it
 /// and what it forks count from now on; `from_exec`: only from its next
 /// exec on (a workload forked and waiting to exec).
-pub fn add_target<M: MapCore>(targets: &M, tgid: i32, from_exec: bool) -> io::Result<()> {
+pub(crate) fn add_target<M: MapCore>(targets: &M, tgid: i32, from_exec: bool) -> io::Result<()> {
     let value = if from_exec {
         TARGET_AT_EXEC
     } else {
@@ -186,7 +186,7 @@ pub fn add_target<M: MapCore>(targets: &M, tgid: i32, from_exec: bool) -> io::Re
 }
 
 /// Empties a hash map (for interval output: each interval starts at 0).
-pub fn clear_hash<M: MapCore>(map: &M, what: &str) -> io::Result<()> {
+pub(crate) fn clear_hash<M: MapCore>(map: &M, what: &str) -> io::Result<()> {
     let keys: Vec<Vec<u8>> = map.keys().collect();
     for key in keys {
         match map.delete(&key) {
@@ -199,19 +199,19 @@ pub fn clear_hash<M: MapCore>(map: &M, what: &str) -> io::Result<()> {
 }
 
 /// A u64 at `offset` of a map key or value.
-pub fn u64_at(bytes: &[u8], offset: usize) -> Option<u64> {
+pub(crate) fn u64_at(bytes: &[u8], offset: usize) -> Option<u64> {
     let b = bytes.get(offset..offset + 8)?;
     Some(u64::from_ne_bytes(b.try_into().ok()?))
 }
 
 /// A u32 at `offset` of a map key or value.
-pub fn u32_at(bytes: &[u8], offset: usize) -> Option<u32> {
+pub(crate) fn u32_at(bytes: &[u8], offset: usize) -> Option<u32> {
     let b = bytes.get(offset..offset + 4)?;
     Some(u32::from_ne_bytes(b.try_into().ok()?))
 }
 
 /// A NUL-terminated name (a task's comm) at `offset`, at most `len` bytes.
-pub fn comm_at(bytes: &[u8], offset: usize, len: usize) -> String {
+pub(crate) fn comm_at(bytes: &[u8], offset: usize, len: usize) -> String {
     let raw = bytes.get(offset..).unwrap_or_default();
     let raw = &raw[..raw.len().min(len)];
     let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());

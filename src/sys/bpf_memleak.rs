@@ -16,7 +16,7 @@ use skel::{MemleakSkel, MemleakSkelBuilder};
 
 /// The allocator's functions probed, in user mode; each has a program
 /// `scry_ml_NAME`, and those that return an address `scry_ml_NAME_ret`.
-pub const USER_FUNCTIONS: [&str; 11] = [
+pub(crate) const USER_FUNCTIONS: [&str; 11] = [
     "malloc",
     "calloc",
     "realloc",
@@ -43,37 +43,37 @@ const KERNEL_GROUPS: [&str; 4] = [
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemleakSettings {
+pub(crate) struct MemleakSettings {
     /// Allocations smaller than this are not followed (0: all; bcc's -z).
-    pub min_size: u64,
+    pub(crate) min_size: u64,
     /// Allocations larger than this are not followed (0: all; bcc's -Z).
-    pub max_size: u64,
+    pub(crate) max_size: u64,
     /// Distinct stacks the stack map holds.
-    pub stack_storage: u32,
+    pub(crate) stack_storage: u32,
 }
 
 /// Where the user-mode probes go: the allocator's file and, for each
 /// function of [`USER_FUNCTIONS`] it has, its file offset.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UserProbes<'a> {
-    pub pid: u32,
-    pub path: &'a Path,
-    pub sites: Vec<(&'static str, u64)>,
+pub(crate) struct UserProbes<'a> {
+    pub(crate) pid: u32,
+    pub(crate) path: &'a Path,
+    pub(crate) sites: Vec<(&'static str, u64)>,
 }
 
 /// One allocation not freed (yet).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Outstanding {
-    pub address: u64,
-    pub size: u64,
+pub(crate) struct Outstanding {
+    pub(crate) address: u64,
+    pub(crate) size: u64,
     /// When it was made (CLOCK_MONOTONIC, ns).
-    pub timestamp_ns: u64,
+    pub(crate) timestamp_ns: u64,
     /// Its stack in the stack map; negative: none taken.
-    pub stack_id: i32,
+    pub(crate) stack_id: i32,
 }
 
 #[derive(Debug)]
-pub struct MemleakBpf {
+pub(crate) struct MemleakBpf {
     loaded: Loaded<MemleakSkel<'static>>,
 }
 
@@ -91,7 +91,10 @@ fn configure(
 
 impl MemleakBpf {
     /// User mode: every probe of `probes` attached to its process.
-    pub fn load_user(settings: MemleakSettings, probes: &UserProbes<'_>) -> io::Result<MemleakBpf> {
+    pub(crate) fn load_user(
+        settings: MemleakSettings,
+        probes: &UserProbes<'_>,
+    ) -> io::Result<MemleakBpf> {
         let mut loaded = bpf_engine::load(
             MemleakSkelBuilder::default,
             configure(settings),
@@ -112,7 +115,7 @@ impl MemleakBpf {
     }
 
     /// Kernel mode: the kmem tracepoints.
-    pub fn load_kernel(settings: MemleakSettings) -> io::Result<MemleakBpf> {
+    pub(crate) fn load_kernel(settings: MemleakSettings) -> io::Result<MemleakBpf> {
         let user: Vec<String> = USER_FUNCTIONS
             .iter()
             .flat_map(|f| [format!("scry_ml_{f}"), format!("scry_ml_{f}_ret")])
@@ -127,12 +130,12 @@ impl MemleakBpf {
         Ok(MemleakBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// Every allocation outstanding now.
-    pub fn outstanding(&self) -> io::Result<Vec<Outstanding>> {
+    pub(crate) fn outstanding(&self) -> io::Result<Vec<Outstanding>> {
         let entries = bpf_engine::hash_entries(
             &self.loaded.skel.maps.allocs,
             "reading the BPF allocation map",
@@ -151,7 +154,7 @@ impl MemleakBpf {
     }
 
     /// The addresses of stack `id`, innermost first.
-    pub fn stack(&self, id: i32) -> io::Result<Option<Vec<u64>>> {
+    pub(crate) fn stack(&self, id: i32) -> io::Result<Option<Vec<u64>>> {
         bpf_engine::stack_ips(
             &self.loaded.skel.maps.stacks,
             id,
@@ -160,7 +163,7 @@ impl MemleakBpf {
     }
 
     /// Allocations not followed because the allocation map was full.
-    pub fn dropped(&self) -> io::Result<u64> {
+    pub(crate) fn dropped(&self) -> io::Result<u64> {
         bpf_engine::dropped(&self.loaded.skel.maps.drops)
     }
 }

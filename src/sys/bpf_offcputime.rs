@@ -36,50 +36,50 @@ pub(crate) use configure_blocked;
 
 /// The programs' settings (offcputime's and offwaketime's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OffcputimeSettings {
-    pub pid: Option<u32>,
-    pub tid: Option<u32>,
-    pub user_threads_only: bool,
-    pub kernel_threads_only: bool,
+pub(crate) struct OffcputimeSettings {
+    pub(crate) pid: Option<u32>,
+    pub(crate) tid: Option<u32>,
+    pub(crate) user_threads_only: bool,
+    pub(crate) kernel_threads_only: bool,
     /// Only blocks that began in a task state matching this one, as bcc's
     /// `--state` (0: TASK_RUNNING, i.e. preempted; another value: a state
     /// with one of its bits; `None`: any).
-    pub state: Option<u32>,
-    pub min_block_us: u64,
-    pub max_block_us: u64,
+    pub(crate) state: Option<u32>,
+    pub(crate) min_block_us: u64,
+    pub(crate) max_block_us: u64,
     /// Distinct stacks the stack map holds.
-    pub stack_storage: u32,
+    pub(crate) stack_storage: u32,
 }
 
 /// One sum: a thread blocked with these stacks (innermost first; `None`:
 /// the kernel could not take it, or the thread has no user stack) for
 /// `us` microseconds in all.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OffcpuSum {
-    pub tid: u32,
-    pub tgid: u32,
-    pub comm: String,
-    pub us: u64,
-    pub user: Option<Vec<u64>>,
-    pub kernel: Option<Vec<u64>>,
+pub(crate) struct OffcpuSum {
+    pub(crate) tid: u32,
+    pub(crate) tgid: u32,
+    pub(crate) comm: String,
+    pub(crate) us: u64,
+    pub(crate) user: Option<Vec<u64>>,
+    pub(crate) kernel: Option<Vec<u64>>,
     /// The key's user stack id: -1 for a kernel thread (no user stack to
     /// miss), another negative one for a stack the kernel missed.
-    pub user_stack_id: i32,
+    pub(crate) user_stack_id: i32,
     /// The task's state when it left the CPU (`__state`: 0 preempted, 1
     /// TASK_INTERRUPTIBLE, 2 TASK_UNINTERRUPTIBLE, ...).
-    pub state: u32,
+    pub(crate) state: u32,
     /// The key's kernel stack id: -EFAULT for a sample taken in user mode
     /// (no kernel stack to miss), another negative one for a miss.
-    pub kernel_stack_id: i32,
+    pub(crate) kernel_stack_id: i32,
 }
 
 #[derive(Debug)]
-pub struct OffcputimeBpf {
+pub(crate) struct OffcputimeBpf {
     loaded: Loaded<OffcputimeSkel<'static>>,
 }
 
 impl OffcputimeBpf {
-    pub fn load(settings: OffcputimeSettings) -> io::Result<OffcputimeBpf> {
+    pub(crate) fn load(settings: OffcputimeSettings) -> io::Result<OffcputimeBpf> {
         let loaded = bpf_engine::load_now(
             OffcputimeSkelBuilder::default,
             |open: &mut skel::OpenOffcputimeSkel<'static>| configure_blocked!(open, settings),
@@ -87,12 +87,12 @@ impl OffcputimeBpf {
         Ok(OffcputimeBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// The processes (tgids) that blocked so far.
-    pub fn tgids(&self) -> io::Result<Vec<u32>> {
+    pub(crate) fn tgids(&self) -> io::Result<Vec<u32>> {
         let entries = bpf_engine::hash_entries(&self.loaded.skel.maps.sums, "reading the sums")?;
         let mut tgids: Vec<u32> = entries.iter().filter_map(|(k, _)| u32_at(k, 4)).collect();
         tgids.sort_unstable();
@@ -101,7 +101,7 @@ impl OffcputimeBpf {
     }
 
     /// Every sum over zero, with its stacks.
-    pub fn read(&self) -> io::Result<Vec<OffcpuSum>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<OffcpuSum>> {
         let maps = &self.loaded.skel.maps;
         let entries = bpf_engine::hash_entries(&maps.sums, "reading the BPF off-CPU sums")?;
         let mut sums = Vec::with_capacity(entries.len());
@@ -135,7 +135,7 @@ impl OffcputimeBpf {
         Ok(sums)
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

@@ -17,28 +17,28 @@ use skel::{OffwaketimeSkel, OffwaketimeSkelBuilder};
 /// One side of a sum: a task and its stacks (innermost first; `None`:
 /// not taken, or none: a kernel thread's user stack).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TaskStacks {
-    pub tid: u32,
-    pub tgid: u32,
-    pub comm: String,
-    pub user: Option<Vec<u64>>,
-    pub kernel: Option<Vec<u64>>,
+pub(crate) struct TaskStacks {
+    pub(crate) tid: u32,
+    pub(crate) tgid: u32,
+    pub(crate) comm: String,
+    pub(crate) user: Option<Vec<u64>>,
+    pub(crate) kernel: Option<Vec<u64>>,
     /// The user stack id: -1 a kernel thread (nothing missed), another
     /// negative one a stack the kernel missed.
-    pub user_stack_id: i32,
+    pub(crate) user_stack_id: i32,
 }
 
 /// One sum: `target` blocked `us` microseconds in all with these stacks,
 /// until `waker` (`None`: no wakeup seen, e.g. a preemption) woke it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OffwakeSum {
-    pub target: TaskStacks,
-    pub waker: Option<TaskStacks>,
-    pub us: u64,
+pub(crate) struct OffwakeSum {
+    pub(crate) target: TaskStacks,
+    pub(crate) waker: Option<TaskStacks>,
+    pub(crate) us: u64,
 }
 
 #[derive(Debug)]
-pub struct OffwaketimeBpf {
+pub(crate) struct OffwaketimeBpf {
     loaded: Loaded<OffwaketimeSkel<'static>>,
 }
 
@@ -72,7 +72,7 @@ fn half<M: libbpf_rs::MapCore>(
 }
 
 impl OffwaketimeBpf {
-    pub fn load(settings: OffcputimeSettings) -> io::Result<OffwaketimeBpf> {
+    pub(crate) fn load(settings: OffcputimeSettings) -> io::Result<OffwaketimeBpf> {
         let loaded = bpf_engine::load_now(
             OffwaketimeSkelBuilder::default,
             |open: &mut skel::OpenOffwaketimeSkel<'static>| configure_blocked!(open, settings),
@@ -80,12 +80,12 @@ impl OffwaketimeBpf {
         Ok(OffwaketimeBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// The processes (tgids) of the targets and wakers seen so far.
-    pub fn tgids(&self) -> io::Result<Vec<u32>> {
+    pub(crate) fn tgids(&self) -> io::Result<Vec<u32>> {
         let entries = bpf_engine::hash_entries(&self.loaded.skel.maps.sums, "reading the sums")?;
         let mut tgids: Vec<u32> = entries
             .iter()
@@ -98,7 +98,7 @@ impl OffwaketimeBpf {
     }
 
     /// Every sum over zero, with its stacks.
-    pub fn read(&self) -> io::Result<Vec<OffwakeSum>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<OffwakeSum>> {
         let maps = &self.loaded.skel.maps;
         let entries = bpf_engine::hash_entries(&maps.sums, "reading the BPF off-wake sums")?;
         let mut sums = Vec::with_capacity(entries.len());
@@ -118,7 +118,7 @@ impl OffwaketimeBpf {
         Ok(sums)
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

@@ -28,35 +28,35 @@ use skel::{OncpuSkel, OncpuSkelBuilder};
 
 /// The program's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OncpuSettings {
+pub(crate) struct OncpuSettings {
     /// Samples per second on each CPU.
-    pub frequency: u64,
+    pub(crate) frequency: u64,
     /// The CPUs sampled (`None`: every online CPU).
-    pub cpus: Option<Vec<u32>>,
+    pub(crate) cpus: Option<Vec<u32>>,
     /// Only this process (bcc's -p).
-    pub pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
     /// Only this thread (bcc's -L).
-    pub tid: Option<u32>,
+    pub(crate) tid: Option<u32>,
     /// Only the processes given to `watch`, and what they fork.
-    pub targets: bool,
+    pub(crate) targets: bool,
     /// Count the idle task too (bcc's -I).
-    pub include_idle: bool,
-    pub user_stacks: bool,
-    pub kernel_stacks: bool,
+    pub(crate) include_idle: bool,
+    pub(crate) user_stacks: bool,
+    pub(crate) kernel_stacks: bool,
     /// Distinct stacks the stack map holds.
-    pub stack_storage: u32,
+    pub(crate) stack_storage: u32,
     /// Distinct (process, comm, stacks) keys the counts map holds.
-    pub hash_storage: u32,
+    pub(crate) hash_storage: u32,
 }
 
 #[derive(Debug)]
-pub struct OncpuBpf {
+pub(crate) struct OncpuBpf {
     loaded: Loaded<OncpuSkel<'static>>,
 }
 
 impl OncpuBpf {
     /// Loads the program and starts sampling.
-    pub fn load(settings: &OncpuSettings) -> io::Result<OncpuBpf> {
+    pub(crate) fn load(settings: &OncpuSettings) -> io::Result<OncpuBpf> {
         let cpus = match &settings.cpus {
             Some(cpus) => cpus.clone(),
             None => super::proc::online_cpus()?,
@@ -91,19 +91,19 @@ impl OncpuBpf {
         Ok(OncpuBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// Count process `tgid` and what it forks from now on (a `targets`
     /// run); `from_exec`: only from its next exec on (a workload forked
     /// and waiting to exec).
-    pub fn watch(&self, tgid: i32, from_exec: bool) -> io::Result<()> {
+    pub(crate) fn watch(&self, tgid: i32, from_exec: bool) -> io::Result<()> {
         bpf_engine::add_target(&self.loaded.skel.maps.targets, tgid, from_exec)
     }
 
     /// The processes (tgids) sampled so far.
-    pub fn tgids(&self) -> io::Result<Vec<u32>> {
+    pub(crate) fn tgids(&self) -> io::Result<Vec<u32>> {
         let entries =
             bpf_engine::hash_entries(&self.loaded.skel.maps.counts, "reading the BPF counts")?;
         let mut tgids: Vec<u32> = entries.iter().filter_map(|(k, _)| u32_at(k, 0)).collect();
@@ -114,7 +114,7 @@ impl OncpuBpf {
 
     /// Every count so far, with its stacks (see the module doc for the
     /// fields' meaning).
-    pub fn read(&self) -> io::Result<Vec<OffcpuSum>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<OffcpuSum>> {
         let maps = &self.loaded.skel.maps;
         let entries = bpf_engine::hash_entries(&maps.counts, "reading the BPF counts")?;
         self.sums(&entries)
@@ -125,7 +125,7 @@ impl OncpuBpf {
     /// a sample that lands on a key being taken may be lost, none is
     /// counted twice). The stacks stay for the next take (a stack seen
     /// again keeps its id): [`OncpuBpf::clear_stacks`] empties them.
-    pub fn take(&self) -> io::Result<Vec<OffcpuSum>> {
+    pub(crate) fn take(&self) -> io::Result<Vec<OffcpuSum>> {
         let counts = &self.loaded.skel.maps.counts;
         let entries: Vec<(Vec<u8>, Vec<u8>)> =
             match counts.lookup_and_delete_batch(TAKE_BATCH, MapFlags::ANY, MapFlags::ANY) {
@@ -150,7 +150,7 @@ impl OncpuBpf {
     /// Empties the stack map (a long run of interval takes: its distinct
     /// stacks would fill it). A sample counted between the last take and
     /// this loses its stacks.
-    pub fn clear_stacks(&self) -> io::Result<()> {
+    pub(crate) fn clear_stacks(&self) -> io::Result<()> {
         bpf_engine::clear_hash(&self.loaded.skel.maps.stacks, "emptying the BPF stack map")
     }
 
@@ -187,12 +187,12 @@ impl OncpuBpf {
     }
 
     /// Samples not counted: the counts map was full.
-    pub fn dropped(&self) -> io::Result<u64> {
+    pub(crate) fn dropped(&self) -> io::Result<u64> {
         bpf_engine::dropped(&self.loaded.skel.maps.drops)
     }
 
     /// Stops sampling: the counts stop moving.
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

@@ -13,20 +13,20 @@ use skel::OomkillSkelBuilder;
 
 /// One OOM kill.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OomEvent {
+pub(crate) struct OomEvent {
     /// The process whose allocation invoked the OOM killer.
-    pub trigger_pid: u32,
-    pub trigger_comm: String,
+    pub(crate) trigger_pid: u32,
+    pub(crate) trigger_comm: String,
     /// The process killed.
-    pub victim_pid: u32,
-    pub victim_comm: String,
+    pub(crate) victim_pid: u32,
+    pub(crate) victim_comm: String,
     /// The victim's address-space size, in pages.
-    pub pages: u64,
+    pub(crate) pages: u64,
 }
 
 impl OomEvent {
     /// Decodes one ring record (`struct oom_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<OomEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<OomEvent> {
         Some(OomEvent {
             trigger_pid: u32_at(r, 0)?,
             victim_pid: u32_at(r, 4)?,
@@ -37,9 +37,9 @@ impl OomEvent {
     }
 }
 
-pub type OomkillBpf = EventStream<OomEvent>;
+pub(crate) type OomkillBpf = EventStream<OomEvent>;
 
-pub fn load() -> io::Result<OomkillBpf> {
+pub(crate) fn load() -> io::Result<OomkillBpf> {
     EventStream::load(
         OomkillSkelBuilder::default,
         |_: &mut skel::OpenOomkillSkel<'static>| Ok(()),

@@ -13,31 +13,31 @@ use skel::OpensnoopSkelBuilder;
 
 /// The program's settings (its `const volatile`s).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct OpenSettings {
-    pub pid: Option<u32>,
-    pub tid: Option<u32>,
-    pub uid: Option<u32>,
-    pub failed_only: bool,
+pub(crate) struct OpenSettings {
+    pub(crate) pid: Option<u32>,
+    pub(crate) tid: Option<u32>,
+    pub(crate) uid: Option<u32>,
+    pub(crate) failed_only: bool,
 }
 
 /// One open(2) or openat(2), as the kernel saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OpenEvent {
-    pub duration_ns: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub uid: u32,
+pub(crate) struct OpenEvent {
+    pub(crate) duration_ns: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) uid: u32,
     /// The descriptor, or minus the errno.
-    pub ret: i32,
-    pub flags: i32,
-    pub mode: i32,
-    pub comm: String,
-    pub path: String,
+    pub(crate) ret: i32,
+    pub(crate) flags: i32,
+    pub(crate) mode: i32,
+    pub(crate) comm: String,
+    pub(crate) path: String,
 }
 
 impl OpenEvent {
     /// Decodes one ring record (`struct open_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<OpenEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<OpenEvent> {
         Some(OpenEvent {
             duration_ns: u64_at(r, 8)?,
             pid: u32_at(r, 16)?,
@@ -53,10 +53,10 @@ impl OpenEvent {
 }
 
 /// The loaded, attached program, streaming [`OpenEvent`]s.
-pub type OpensnoopBpf = EventStream<OpenEvent>;
+pub(crate) type OpensnoopBpf = EventStream<OpenEvent>;
 
 /// Loads and attaches the program.
-pub fn load(settings: OpenSettings) -> io::Result<OpensnoopBpf> {
+pub(crate) fn load(settings: OpenSettings) -> io::Result<OpensnoopBpf> {
     EventStream::load(
         OpensnoopSkelBuilder::default,
         |open: &mut skel::OpenOpensnoopSkel<'static>| {

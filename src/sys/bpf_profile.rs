@@ -20,19 +20,19 @@ use std::io;
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::bpf::io_error;
-use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, u32_at, u64_at};
+use super::bpf_engine::{self, Attach, GroupRules, Loaded, u32_at, u64_at};
 
 super::bpf::bpf_skeleton!("profile.skel.rs");
 
 use skel::{ProfileSkel, ProfileSkelBuilder};
 
 /// `key.kind` in the program.
-pub const KIND_SYSCALL: u32 = 0;
-pub const KIND_PAGE_FAULT_USER: u32 = 1;
-pub const KIND_PAGE_FAULT_KERNEL: u32 = 2;
-pub const KIND_IRQ: u32 = 3;
-pub const KIND_SOFTIRQ: u32 = 4;
-pub const KIND_SOFTIRQ_RAISE: u32 = 5;
+pub(crate) const KIND_SYSCALL: u32 = 0;
+pub(crate) const KIND_PAGE_FAULT_USER: u32 = 1;
+pub(crate) const KIND_PAGE_FAULT_KERNEL: u32 = 2;
+pub(crate) const KIND_IRQ: u32 = 3;
+pub(crate) const KIND_SOFTIRQ: u32 = 4;
+pub(crate) const KIND_SOFTIRQ_RAISE: u32 = 5;
 
 /// Indices of the program's per-CPU `counters`.
 const COUNTER_EXIT_WITHOUT_ENTER: u32 = 0;
@@ -46,27 +46,27 @@ const START_SLOTS: u32 = 65536;
 
 /// Which of the program's hooks are attached.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Covered {
+pub(crate) struct Covered {
     /// raw_syscalls sys_enter/sys_exit (with fork, exec and exit: always
     /// together, or the load fails).
-    pub syscalls: bool,
-    pub page_faults: bool,
-    pub irqs: bool,
-    pub softirqs: bool,
+    pub(crate) syscalls: bool,
+    pub(crate) page_faults: bool,
+    pub(crate) irqs: bool,
+    pub(crate) softirqs: bool,
 }
 
 /// One statistic as the kernel summed it; times in ns, CLOCK_MONOTONIC.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct KernelStat {
-    pub tid: u32,
-    pub kind: u32,
-    pub nr: u64,
-    pub count: u64,
-    pub total: u64,
-    pub max: u64,
-    pub max_ts: u64,
-    pub min: u64,
-    pub min_ts: u64,
+pub(crate) struct KernelStat {
+    pub(crate) tid: u32,
+    pub(crate) kind: u32,
+    pub(crate) nr: u64,
+    pub(crate) count: u64,
+    pub(crate) total: u64,
+    pub(crate) max: u64,
+    pub(crate) max_ts: u64,
+    pub(crate) min: u64,
+    pub(crate) min_ts: u64,
 }
 
 impl KernelStat {
@@ -90,25 +90,25 @@ impl KernelStat {
 
 /// Everything the program counted.
 #[derive(Clone, Debug, Default)]
-pub struct KernelSums {
-    pub stats: Vec<KernelStat>,
+pub(crate) struct KernelSums {
+    pub(crate) stats: Vec<KernelStat>,
     /// System calls entered and not yet exited when read.
-    pub open_starts: u64,
+    pub(crate) open_starts: u64,
     /// Exits of watched tasks whose enter was never seen (not counted).
-    pub exit_without_enter: u64,
+    pub(crate) exit_without_enter: u64,
     /// Pairs not counted because the statistics map was full.
-    pub stats_full: u64,
+    pub(crate) stats_full: u64,
     /// Enters not kept because the start map was full.
-    pub starts_full: u64,
+    pub(crate) starts_full: u64,
     /// Pairs counted.
-    pub pairs: u64,
+    pub(crate) pairs: u64,
 }
 
 /// The loaded, attached program.
 #[derive(Debug)]
-pub struct ProfileBpf {
+pub(crate) struct ProfileBpf {
     loaded: Loaded<ProfileSkel<'static>>,
-    pub covered: Covered,
+    pub(crate) covered: Covered,
 }
 
 /// The hooks that may be missing here, in the sets that count together.
@@ -125,7 +125,7 @@ impl ProfileBpf {
     /// otherwise only the processes given to `watch` (and their forks).
     /// The syscall hooks must attach; the page-fault, irq and softirq
     /// hooks are attached where their tracepoints exist (`covered`).
-    pub fn load(all_tasks: bool) -> io::Result<ProfileBpf> {
+    pub(crate) fn load(all_tasks: bool) -> io::Result<ProfileBpf> {
         let optional: Vec<&str> = [PAGE_FAULT_HOOKS, IRQ_HOOKS, SOFTIRQ_HOOKS].concat();
         let loaded = bpf_engine::load(
             ProfileSkelBuilder::default,
@@ -147,24 +147,19 @@ impl ProfileBpf {
         Ok(ProfileBpf { loaded, covered })
     }
 
-    /// Which hooks are in use (for `-v`).
-    pub fn hooks(&self) -> Vec<Hook> {
-        self.loaded.hooks()
-    }
-
     /// Watch process `tgid` and what it forks from now on; `from_exec`:
     /// only from its next exec on (a workload forked and waiting to exec).
-    pub fn watch(&mut self, tgid: i32, from_exec: bool) -> io::Result<()> {
+    pub(crate) fn watch(&mut self, tgid: i32, from_exec: bool) -> io::Result<()> {
         bpf_engine::add_target(&self.loaded.skel.maps.targets, tgid, from_exec)
     }
 
     /// Detaches every hook: the sums stop moving.
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 
     /// Reads the sums (after `detach`, they are final).
-    pub fn read(&self) -> io::Result<KernelSums> {
+    pub(crate) fn read(&self) -> io::Result<KernelSums> {
         let maps = &self.loaded.skel.maps;
         let mut sums = KernelSums::default();
         for key in maps.stats.keys() {

@@ -15,7 +15,6 @@
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
-use std::time::Duration;
 
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
@@ -25,7 +24,7 @@ use super::perf_event::PerfEventFd;
 
 /// The program types `scry run` makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProgType {
+pub(crate) enum ProgType {
     Kprobe,
     Tracepoint,
     PerfEvent,
@@ -60,9 +59,9 @@ impl ProgType {
 
 /// A refused program: the error and the verifier's log.
 #[derive(Debug)]
-pub struct LoadError {
-    pub error: io::Error,
-    pub log: String,
+pub(crate) struct LoadError {
+    pub(crate) error: io::Error,
+    pub(crate) log: String,
 }
 
 /// The most verifier log kept (the kernel truncates past it).
@@ -70,7 +69,7 @@ const LOG_SIZE: usize = 4 << 20;
 
 /// Loads a program of `insns` (8-byte `struct bpf_insn`s). The licence is
 /// GPL: the helpers that read kernel memory require it.
-pub fn load_program(
+pub(crate) fn load_program(
     prog_type: ProgType,
     name: &str,
     insns: &[[u8; 8]],
@@ -140,11 +139,11 @@ pub fn load_program(
 
 /// A map of this process.
 #[derive(Debug)]
-pub struct Map(MapHandle);
+pub(crate) struct Map(MapHandle);
 
 /// The kinds of map `scry run` makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MapKind {
+pub(crate) enum MapKind {
     Hash,
     PerCpuHash,
     PerCpuArray,
@@ -153,7 +152,7 @@ pub enum MapKind {
 }
 
 impl Map {
-    pub fn create(
+    pub(crate) fn create(
         kind: MapKind,
         name: &str,
         key_size: u32,
@@ -188,17 +187,17 @@ impl Map {
         .map_err(|e| io_error("creating a BPF map", e))
     }
 
-    pub fn raw_fd(&self) -> i32 {
+    pub(crate) fn raw_fd(&self) -> i32 {
         self.0.as_fd().as_raw_fd()
     }
 
     /// Every key of the map, as it holds them now.
-    pub fn keys(&self) -> Vec<Vec<u8>> {
+    pub(crate) fn keys(&self) -> Vec<Vec<u8>> {
         self.0.keys().collect()
     }
 
     /// The value of `key`, one per CPU for per-CPU maps.
-    pub fn lookup(&self, key: &[u8], per_cpu: bool) -> io::Result<Option<Vec<Vec<u8>>>> {
+    pub(crate) fn lookup(&self, key: &[u8], per_cpu: bool) -> io::Result<Option<Vec<Vec<u8>>>> {
         if per_cpu {
             self.0
                 .lookup_percpu(key, MapFlags::ANY)
@@ -211,14 +210,14 @@ impl Map {
         }
     }
 
-    pub fn delete(&self, key: &[u8]) -> io::Result<()> {
+    pub(crate) fn delete(&self, key: &[u8]) -> io::Result<()> {
         self.0
             .delete(key)
             .map_err(|e| io_error("deleting from a BPF map", e))
     }
 
     /// Writes `value` to every CPU's slot of `key` (zeroing a per-CPU map).
-    pub fn set_all(&self, key: &[u8], value: &[u8], per_cpu: bool) -> io::Result<()> {
+    pub(crate) fn set_all(&self, key: &[u8], value: &[u8], per_cpu: bool) -> io::Result<()> {
         let result = if per_cpu {
             let cpus = libbpf_rs::num_possible_cpus().map_err(|e| io_error("counting CPUs", e))?;
             self.0
@@ -229,16 +228,16 @@ impl Map {
         result.map_err(|e| io_error("writing a BPF map", e))
     }
 
-    pub fn handle(&self) -> &MapHandle {
+    pub(crate) fn handle(&self) -> &MapHandle {
         &self.0
     }
 }
 
 /// A BPF ring buffer's consumer: `callback` gets each record.
-pub struct EventRing<'a>(libbpf_rs::RingBuffer<'a>);
+pub(crate) struct EventRing<'a>(libbpf_rs::RingBuffer<'a>);
 
 impl<'a> EventRing<'a> {
-    pub fn new(map: &'a Map, callback: impl FnMut(&[u8]) -> i32 + 'a) -> io::Result<Self> {
+    pub(crate) fn new(map: &'a Map, callback: impl FnMut(&[u8]) -> i32 + 'a) -> io::Result<Self> {
         let mut builder = libbpf_rs::RingBufferBuilder::new();
         builder
             .add(map.handle(), callback)
@@ -250,26 +249,20 @@ impl<'a> EventRing<'a> {
     }
 
     /// A descriptor that polls readable when records are waiting.
-    pub fn fd(&self) -> i32 {
+    pub(crate) fn fd(&self) -> i32 {
         self.0.epoll_fd()
     }
 
     /// Hands every waiting record to the callback.
-    pub fn consume(&self) -> io::Result<()> {
+    pub(crate) fn consume(&self) -> io::Result<()> {
         self.0
             .consume()
-            .map_err(|e| io_error("reading the BPF ring buffer", e))
-    }
-
-    pub fn poll(&self, timeout: Duration) -> io::Result<()> {
-        self.0
-            .poll(timeout)
             .map_err(|e| io_error("reading the BPF ring buffer", e))
     }
 }
 
 /// Attaches `prog` to a perf event (PERF_EVENT_IOC_SET_BPF) and enables it.
-pub fn attach_perf_event(event: &PerfEventFd, prog: &OwnedFd) -> io::Result<()> {
+pub(crate) fn attach_perf_event(event: &PerfEventFd, prog: &OwnedFd) -> io::Result<()> {
     // SAFETY: both descriptors are valid and ours; SET_BPF takes the
     // program's descriptor by value.
     let rc =
@@ -281,7 +274,7 @@ pub fn attach_perf_event(event: &PerfEventFd, prog: &OwnedFd) -> io::Result<()> 
 }
 
 /// Attaches a raw tracepoint program to `name` (`sched_switch`).
-pub fn attach_raw_tracepoint(name: &str, prog: &OwnedFd) -> io::Result<OwnedFd> {
+pub(crate) fn attach_raw_tracepoint(name: &str, prog: &OwnedFd) -> io::Result<OwnedFd> {
     let name = CString::new(name)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name holds a NUL byte"))?;
     // SAFETY: the name is NUL-terminated and outlives the call.
@@ -295,7 +288,7 @@ pub fn attach_raw_tracepoint(name: &str, prog: &OwnedFd) -> io::Result<OwnedFd> 
 
 /// Attaches an fentry/fexit program to the function it was loaded for
 /// (BPF_RAW_TRACEPOINT_OPEN without a name: kernels from 5.5).
-pub fn attach_tracing(prog: &OwnedFd) -> io::Result<OwnedFd> {
+pub(crate) fn attach_tracing(prog: &OwnedFd) -> io::Result<OwnedFd> {
     // SAFETY: a NULL name is how a tracing program is attached to the
     // target it was loaded with; the descriptor is ours.
     let fd = unsafe { libbpf_sys::bpf_raw_tracepoint_open(std::ptr::null(), prog.as_raw_fd()) };
@@ -307,7 +300,7 @@ pub fn attach_tracing(prog: &OwnedFd) -> io::Result<OwnedFd> {
 }
 
 /// Runs a raw tracepoint program once on this CPU (BPF_PROG_TEST_RUN).
-pub fn test_run(prog: &OwnedFd) -> io::Result<()> {
+pub(crate) fn test_run(prog: &OwnedFd) -> io::Result<()> {
     let mut opts = libbpf_sys::bpf_test_run_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
         ..Default::default()

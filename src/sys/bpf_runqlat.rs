@@ -18,7 +18,7 @@ use skel::{RunqlatSkel, RunqlatSkelBuilder};
 
 /// What a histogram is per.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum RunqlatKey {
+pub(crate) enum RunqlatKey {
     /// One histogram.
     #[default]
     All,
@@ -29,21 +29,21 @@ pub enum RunqlatKey {
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RunqlatSettings {
-    pub key: RunqlatKey,
-    pub milliseconds: bool,
+pub(crate) struct RunqlatSettings {
+    pub(crate) key: RunqlatKey,
+    pub(crate) milliseconds: bool,
     /// Time only the processes given to [`RunqlatBpf::watch`] (and their
     /// children); otherwise every task.
-    pub filter: bool,
+    pub(crate) filter: bool,
 }
 
 #[derive(Debug)]
-pub struct RunqlatBpf {
+pub(crate) struct RunqlatBpf {
     loaded: Loaded<RunqlatSkel<'static>>,
 }
 
 impl RunqlatBpf {
-    pub fn load(settings: RunqlatSettings) -> io::Result<RunqlatBpf> {
+    pub(crate) fn load(settings: RunqlatSettings) -> io::Result<RunqlatBpf> {
         let loaded = bpf_engine::load_now(
             RunqlatSkelBuilder::default,
             |open: &mut skel::OpenRunqlatSkel<'static>| {
@@ -59,12 +59,12 @@ impl RunqlatBpf {
         Ok(RunqlatBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// Time this process (with a filter), and the children it forks from now on.
-    pub fn watch(&self, tgid: u32) -> io::Result<()> {
+    pub(crate) fn watch(&self, tgid: u32) -> io::Result<()> {
         self.loaded
             .skel
             .maps
@@ -74,11 +74,11 @@ impl RunqlatBpf {
     }
 
     /// The histograms since the last read (they are deleted), by key.
-    pub fn read(&self) -> io::Result<Vec<KeyedSlots>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<KeyedSlots>> {
         bpf_hists::drain(&self.loaded.skel.maps.hists)
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

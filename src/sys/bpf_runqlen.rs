@@ -20,27 +20,27 @@ use skel::{RunqlenSkel, RunqlenSkelBuilder};
 
 /// Slots per histogram: the program's MAX_SLOTS (the last holds longer
 /// queues too).
-pub const MAX_SLOTS: usize = 32;
+pub(crate) const MAX_SLOTS: usize = 32;
 /// CPUs the program has histograms for (its MAX_CPUS).
 const MAX_CPUS: u32 = 512;
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RunqlenSettings {
+pub(crate) struct RunqlenSettings {
     /// A histogram per CPU.
-    pub per_cpu: bool,
+    pub(crate) per_cpu: bool,
     /// Samples per second on each CPU.
-    pub frequency: u64,
+    pub(crate) frequency: u64,
 }
 
 #[derive(Debug)]
-pub struct RunqlenBpf {
+pub(crate) struct RunqlenBpf {
     loaded: Loaded<RunqlenSkel<'static>>,
     cpus: Vec<u32>,
 }
 
 impl RunqlenBpf {
-    pub fn load(settings: RunqlenSettings) -> io::Result<RunqlenBpf> {
+    pub(crate) fn load(settings: RunqlenSettings) -> io::Result<RunqlenBpf> {
         let cpus = super::proc::online_cpus()?;
         if let Some(&cpu) = cpus.iter().find(|&&c| c >= MAX_CPUS) {
             return Err(io::Error::other(format!(
@@ -62,13 +62,13 @@ impl RunqlenBpf {
         Ok(RunqlenBpf { loaded, cpus })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// (CPU, slots) since the last read, which zeroes them: every online
     /// CPU with `per_cpu`, else one entry (CPU 0) for all.
-    pub fn read(&self, per_cpu: bool) -> io::Result<Vec<(u32, Vec<u64>)>> {
+    pub(crate) fn read(&self, per_cpu: bool) -> io::Result<Vec<(u32, Vec<u64>)>> {
         let map = &self.loaded.skel.maps.hists;
         let cpus: &[u32] = if per_cpu { &self.cpus } else { &[0] };
         let zero = vec![0u8; MAX_SLOTS * 8];
@@ -89,7 +89,7 @@ impl RunqlenBpf {
         Ok(out)
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

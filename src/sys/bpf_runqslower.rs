@@ -13,27 +13,27 @@ use skel::{RunqslowerSkel, RunqslowerSkelBuilder};
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RunqslowerSettings {
+pub(crate) struct RunqslowerSettings {
     /// Report waits longer than this (0: all).
-    pub min_us: u64,
-    pub pid: Option<u32>,
-    pub tid: Option<u32>,
+    pub(crate) min_us: u64,
+    pub(crate) pid: Option<u32>,
+    pub(crate) tid: Option<u32>,
 }
 
 /// One wait longer than the threshold.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct SlowWait {
-    pub tid: u32,
-    pub comm: String,
-    pub delta_us: u64,
+pub(crate) struct SlowWait {
+    pub(crate) tid: u32,
+    pub(crate) comm: String,
+    pub(crate) delta_us: u64,
     /// The task that ran on the CPU before it.
-    pub prev_tid: u32,
-    pub prev_comm: String,
+    pub(crate) prev_tid: u32,
+    pub(crate) prev_comm: String,
 }
 
 impl SlowWait {
     /// Parses an event; `None` when it is short.
-    pub fn parse(raw: &[u8]) -> Option<SlowWait> {
+    pub(crate) fn parse(raw: &[u8]) -> Option<SlowWait> {
         if raw.len() < 48 {
             return None;
         }
@@ -48,12 +48,12 @@ impl SlowWait {
 }
 
 #[derive(Debug)]
-pub struct RunqslowerBpf {
+pub(crate) struct RunqslowerBpf {
     loaded: Loaded<RunqslowerSkel<'static>>,
 }
 
 impl RunqslowerBpf {
-    pub fn load(settings: RunqslowerSettings) -> io::Result<RunqslowerBpf> {
+    pub(crate) fn load(settings: RunqslowerSettings) -> io::Result<RunqslowerBpf> {
         let loaded = bpf_engine::load_now(
             RunqslowerSkelBuilder::default,
             |open: &mut skel::OpenRunqslowerSkel<'static>| {
@@ -67,12 +67,12 @@ impl RunqslowerBpf {
         Ok(RunqslowerBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// The reader of the program's events.
-    pub fn events<'a>(
+    pub(crate) fn events<'a>(
         &'a self,
         mut on_wait: impl FnMut(SlowWait) + 'a,
     ) -> io::Result<RingReader<'a>> {
@@ -84,7 +84,7 @@ impl RunqslowerBpf {
     }
 
     /// Events the program could not send (the ring was full).
-    pub fn dropped(&self) -> io::Result<u64> {
+    pub(crate) fn dropped(&self) -> io::Result<u64> {
         bpf_engine::dropped(&self.loaded.skel.maps.drops)
     }
 }

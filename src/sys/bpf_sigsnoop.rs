@@ -28,21 +28,21 @@ const GENERATE_GROUPS: &[&str] = &["scry_sig_generate"];
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SigSettings {
+pub(crate) struct SigSettings {
     /// Only signals this process sends (-p).
-    pub pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
     /// Bit `sig - 1` set: signal `sig` is shown (-s); 0: every signal.
-    pub signals: u64,
+    pub(crate) signals: u64,
     /// Only failed ones (-x).
-    pub failed_only: bool,
+    pub(crate) failed_only: bool,
     /// The kill(2), tkill(2) and tgkill(2) calls instead of every
     /// generated signal (killsnoop, sigsnoop -k).
-    pub kill_only: bool,
+    pub(crate) kill_only: bool,
 }
 
 /// What sent a signal.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SigSource {
+pub(crate) enum SigSource {
     /// signal:signal_generate (any sender).
     #[default]
     Generated,
@@ -52,7 +52,7 @@ pub enum SigSource {
 }
 
 impl SigSource {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             SigSource::Generated => "signal_generate",
             SigSource::Kill => "kill",
@@ -64,22 +64,22 @@ impl SigSource {
 
 /// One signal, as the kernel saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SigEvent {
+pub(crate) struct SigEvent {
     /// The sender.
-    pub pid: u32,
-    pub tid: u32,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
     /// The target as given (kill(2): a negative process group, 0, -1).
-    pub tpid: i32,
-    pub sig: i32,
+    pub(crate) tpid: i32,
+    pub(crate) sig: i32,
     /// A call's return (minus the errno), or signal_generate's errno.
-    pub ret: i32,
-    pub source: SigSource,
-    pub comm: String,
+    pub(crate) ret: i32,
+    pub(crate) source: SigSource,
+    pub(crate) comm: String,
 }
 
 impl SigEvent {
     /// Decodes one ring record (`struct sig_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<SigEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<SigEvent> {
         let source = match u32_at(r, 20)? {
             1 => SigSource::Kill,
             2 => SigSource::Tkill,
@@ -99,9 +99,9 @@ impl SigEvent {
 }
 
 /// The loaded, attached programs, streaming [`SigEvent`]s.
-pub type SigsnoopBpf = EventStream<SigEvent>;
+pub(crate) type SigsnoopBpf = EventStream<SigEvent>;
 
-pub fn load(settings: SigSettings) -> io::Result<SigsnoopBpf> {
+pub(crate) fn load(settings: SigSettings) -> io::Result<SigsnoopBpf> {
     let skip = if settings.kill_only {
         GENERATE_GROUPS
     } else {

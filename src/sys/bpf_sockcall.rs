@@ -18,7 +18,7 @@ use skel::SockcallSkelBuilder;
 
 /// Which call the program follows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SockCall {
+pub(crate) enum SockCall {
     #[default]
     Bind,
     Listen,
@@ -26,43 +26,43 @@ pub enum SockCall {
 
 /// The program's settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SockcallSettings {
-    pub call: SockCall,
-    pub pid: Option<u32>,
+pub(crate) struct SockcallSettings {
+    pub(crate) call: SockCall,
+    pub(crate) pid: Option<u32>,
     /// Failed binds too (-x).
-    pub include_failed: bool,
+    pub(crate) include_failed: bool,
     /// Only tasks under this cgroup directory.
-    pub cgroup: Option<PathBuf>,
+    pub(crate) cgroup: Option<PathBuf>,
     /// Local ports (at most [`MAX_PORTS`], none 0); empty: any.
-    pub ports: Vec<u16>,
+    pub(crate) ports: Vec<u16>,
 }
 
 /// One bind or listen, at its return.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SockcallEvent {
+pub(crate) struct SockcallEvent {
     /// The local address (the socket's; the one asked for when the call failed).
-    pub addr: IpAddr,
-    pub pid: u32,
-    pub ret: i32,
+    pub(crate) addr: IpAddr,
+    pub(crate) pid: u32,
+    pub(crate) ret: i32,
     /// listen: the backlog.
-    pub backlog: u32,
+    pub(crate) backlog: u32,
     /// bind: the device the socket is bound to (0: none).
-    pub bound_dev_if: i32,
-    pub port: u16,
-    pub family: u16,
+    pub(crate) bound_dev_if: i32,
+    pub(crate) port: u16,
+    pub(crate) family: u16,
     /// IPPROTO_TCP, IPPROTO_UDP... (0: no socket behind the descriptor).
-    pub proto: u16,
+    pub(crate) proto: u16,
     /// SOCK_STREAM, SOCK_DGRAM...
-    pub sock_type: u16,
+    pub(crate) sock_type: u16,
     /// bind's options: bits freebind, transparent, bind_address_no_port,
     /// reuseaddr, reuseport (libbpf-tools' order).
-    pub opts: u8,
-    pub comm: String,
+    pub(crate) opts: u8,
+    pub(crate) comm: String,
 }
 
 impl SockcallEvent {
     /// Decodes one ring record (`struct sockcall_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<SockcallEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<SockcallEvent> {
         let family = u16_at(r, 34)?;
         let bytes: [u8; 16] = r.get(0..16)?.try_into().ok()?;
         let addr = if family == AF_INET6 {
@@ -85,17 +85,17 @@ impl SockcallEvent {
         })
     }
 
-    pub fn is_ipv6(&self) -> bool {
+    pub(crate) fn is_ipv6(&self) -> bool {
         self.family == AF_INET6
     }
 }
 
 /// The loaded, attached programs, streaming [`SockcallEvent`]s.
-pub type SockcallBpf = EventStream<SockcallEvent>;
+pub(crate) type SockcallBpf = EventStream<SockcallEvent>;
 
 /// Loads and attaches the programs of `settings.call`, the cgroup filter
 /// filled first.
-pub fn load(settings: &SockcallSettings) -> io::Result<SockcallBpf> {
+pub(crate) fn load(settings: &SockcallSettings) -> io::Result<SockcallBpf> {
     if settings.ports.len() > MAX_PORTS {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -13,7 +13,7 @@ super::bpf::bpf_skeleton!("statsnoop.skel.rs");
 use skel::StatsnoopSkelBuilder;
 
 /// The calls traced, in the program's order (`enum stat_call`).
-pub const CALLS: [&str; 5] = ["statfs", "newstat", "newlstat", "statx", "newfstatat"];
+pub(crate) const CALLS: [&str; 5] = ["statfs", "newstat", "newlstat", "statx", "newfstatat"];
 
 /// The programs' groups (each call's entry and exit), all optional.
 const GROUPS: [&str; 10] = [
@@ -31,28 +31,28 @@ const GROUPS: [&str; 10] = [
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StatSettings {
-    pub pid: Option<u32>,
+pub(crate) struct StatSettings {
+    pub(crate) pid: Option<u32>,
     /// Only calls that failed (-x).
-    pub failed_only: bool,
+    pub(crate) failed_only: bool,
 }
 
 /// One stat-family call, as the kernel saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StatEvent {
-    pub pid: u32,
-    pub tid: u32,
+pub(crate) struct StatEvent {
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
     /// 0, or minus the errno.
-    pub ret: i32,
+    pub(crate) ret: i32,
     /// The call's name (one of [`CALLS`]).
-    pub call: &'static str,
-    pub comm: String,
-    pub path: String,
+    pub(crate) call: &'static str,
+    pub(crate) comm: String,
+    pub(crate) path: String,
 }
 
 impl StatEvent {
     /// Decodes one ring record (`struct stat_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<StatEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<StatEvent> {
         let call = usize::try_from(u32_at(r, 12)?).ok()?;
         Some(StatEvent {
             pid: u32_at(r, 0)?,
@@ -66,9 +66,9 @@ impl StatEvent {
 }
 
 /// The loaded, attached programs, streaming [`StatEvent`]s.
-pub type StatsnoopBpf = EventStream<StatEvent>;
+pub(crate) type StatsnoopBpf = EventStream<StatEvent>;
 
-pub fn load(settings: StatSettings) -> io::Result<StatsnoopBpf> {
+pub(crate) fn load(settings: StatSettings) -> io::Result<StatsnoopBpf> {
     let loaded = bpf_engine::load(
         StatsnoopSkelBuilder::default,
         |open: &mut skel::OpenStatsnoopSkel<'static>| {

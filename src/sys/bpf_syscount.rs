@@ -17,41 +17,41 @@ use skel::{SyscountSkel, SyscountSkelBuilder};
 
 /// The program's settings (its `const volatile`s).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SyscountSettings {
-    pub failed_only: bool,
-    pub latency: bool,
-    pub by_process: bool,
+pub(crate) struct SyscountSettings {
+    pub(crate) failed_only: bool,
+    pub(crate) latency: bool,
+    pub(crate) by_process: bool,
     /// Only this process (tgid).
-    pub pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
     /// Only this thread.
-    pub tid: Option<u32>,
+    pub(crate) tid: Option<u32>,
     /// Only calls failing with this error number.
-    pub errno: Option<u32>,
+    pub(crate) errno: Option<u32>,
     /// Only this call number.
-    pub syscall: Option<u32>,
+    pub(crate) syscall: Option<u32>,
     /// Only the cgroup given to [`SyscountBpf::set_cgroup`].
-    pub cgroup: bool,
+    pub(crate) cgroup: bool,
 }
 
 /// One row the kernel counted: a call number, or a process (tgid).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SyscountRow {
-    pub key: u32,
-    pub count: u64,
-    pub total_ns: u64,
+pub(crate) struct SyscountRow {
+    pub(crate) key: u32,
+    pub(crate) count: u64,
+    pub(crate) total_ns: u64,
     /// The process's name (per process only).
-    pub comm: String,
+    pub(crate) comm: String,
 }
 
 /// The loaded, attached program.
 #[derive(Debug)]
-pub struct SyscountBpf {
+pub(crate) struct SyscountBpf {
     loaded: Loaded<SyscountSkel<'static>>,
     settings: SyscountSettings,
 }
 
 impl SyscountBpf {
-    pub fn load(settings: SyscountSettings) -> io::Result<SyscountBpf> {
+    pub(crate) fn load(settings: SyscountSettings) -> io::Result<SyscountBpf> {
         let skip: &[&str] = if settings.latency {
             &[]
         } else {
@@ -81,19 +81,19 @@ impl SyscountBpf {
 
     /// Counts only the tasks under the cgroup v2 directory `dir` (loaded
     /// with `cgroup` set: nothing counts until this is called).
-    pub fn set_cgroup(&self, dir: &std::path::Path) -> io::Result<()> {
+    pub(crate) fn set_cgroup(&self, dir: &std::path::Path) -> io::Result<()> {
         let dir = super::bpf_execsnoop::open_cgroup(Some(dir))?;
         super::bpf_execsnoop::fill_cgroup(&self.loaded.skel.maps.cgroup_map, dir.as_ref())
     }
 
     /// Which hooks are in use (for `-v`).
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// Per call number: the totals since the start. Per process: the rows
     /// since the last read (they are deleted).
-    pub fn read(&self) -> io::Result<Vec<SyscountRow>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<SyscountRow>> {
         let maps = &self.loaded.skel.maps;
         if self.settings.by_process {
             let entries = bpf_engine::hash_entries(&maps.by_process, "reading the BPF counts")?;
@@ -129,7 +129,7 @@ impl SyscountBpf {
     }
 
     /// Detaches the hooks: the counts stop moving.
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

@@ -17,14 +17,14 @@ super::bpf::bpf_skeleton!("tcp.skel.rs");
 use skel::TcpSkelBuilder;
 
 /// Ports per filter list: the program's MAX_PORTS.
-pub const MAX_PORTS: usize = 8;
+pub(crate) const MAX_PORTS: usize = 8;
 
-pub const AF_INET: u16 = 2;
-pub const AF_INET6: u16 = 10;
+pub(crate) const AF_INET: u16 = 2;
+pub(crate) const AF_INET6: u16 = 10;
 
 /// Which tool's rules the program follows (its `mode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum TcpMode {
+pub(crate) enum TcpMode {
     /// Every state transition (tcpstates).
     #[default]
     States,
@@ -84,39 +84,39 @@ const CONNECT_FUNCTIONS: [&str; 4] = [C4, C4R, C6, C6R];
 
 /// The program's settings (its `const volatile`s).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TcpSettings {
-    pub mode: TcpMode,
+pub(crate) struct TcpSettings {
+    pub(crate) mode: TcpMode,
     /// AF_INET or AF_INET6 only.
-    pub family: Option<u16>,
-    pub pid: Option<u32>,
-    pub uid: Option<u32>,
+    pub(crate) family: Option<u16>,
+    pub(crate) pid: Option<u32>,
+    pub(crate) uid: Option<u32>,
     /// Local ports (at most [`MAX_PORTS`], none 0); empty: any.
-    pub lports: Vec<u16>,
+    pub(crate) lports: Vec<u16>,
     /// Remote ports, as `lports`.
-    pub rports: Vec<u16>,
+    pub(crate) rports: Vec<u16>,
 }
 
 /// One event of the TCP program.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TcpEvent {
+pub(crate) struct TcpEvent {
     /// The kernel's socket address (tcpstates' SKADDR).
-    pub skaddr: u64,
-    pub ts_ns: u64,
+    pub(crate) skaddr: u64,
+    pub(crate) ts_ns: u64,
     /// tcplife: the session's life; tcpstates: time in the old state.
-    pub span_ns: u64,
+    pub(crate) span_ns: u64,
     /// tcplife: bytes the peer acked, and bytes received.
-    pub tx_bytes: u64,
-    pub rx_bytes: u64,
-    pub saddr: IpAddr,
-    pub daddr: IpAddr,
-    pub sport: u16,
-    pub dport: u16,
-    pub family: u16,
-    pub pid: u32,
-    pub uid: u32,
-    pub oldstate: u8,
-    pub newstate: u8,
-    pub comm: String,
+    pub(crate) tx_bytes: u64,
+    pub(crate) rx_bytes: u64,
+    pub(crate) saddr: IpAddr,
+    pub(crate) daddr: IpAddr,
+    pub(crate) sport: u16,
+    pub(crate) dport: u16,
+    pub(crate) family: u16,
+    pub(crate) pid: u32,
+    pub(crate) uid: u32,
+    pub(crate) oldstate: u8,
+    pub(crate) newstate: u8,
+    pub(crate) comm: String,
 }
 
 impl Default for TcpEvent {
@@ -154,7 +154,7 @@ fn addr_at(r: &[u8], offset: usize, family: u16) -> Option<IpAddr> {
 
 impl TcpEvent {
     /// Decodes one ring record (`struct tcp_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<TcpEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<TcpEvent> {
         let family = u16_at(r, 76)?;
         Some(TcpEvent {
             skaddr: u64_at(r, 0)?,
@@ -177,7 +177,7 @@ impl TcpEvent {
 }
 
 /// The loaded, attached program, streaming [`TcpEvent`]s.
-pub type TcpBpf = EventStream<TcpEvent>;
+pub(crate) type TcpBpf = EventStream<TcpEvent>;
 
 /// A port list as the program's array (0 ends it).
 fn port_array(ports: &[u16]) -> [u16; MAX_PORTS] {
@@ -189,7 +189,7 @@ fn port_array(ports: &[u16]) -> [u16; MAX_PORTS] {
 }
 
 /// Loads and attaches the programs of `settings.mode`.
-pub fn load(settings: &TcpSettings) -> io::Result<TcpBpf> {
+pub(crate) fn load(settings: &TcpSettings) -> io::Result<TcpBpf> {
     if settings.lports.len() > MAX_PORTS || settings.rports.len() > MAX_PORTS {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

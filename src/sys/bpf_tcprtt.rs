@@ -14,16 +14,16 @@ use skel::{TcprttSkel, TcprttSkelBuilder};
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TcprttSettings {
+pub(crate) struct TcprttSettings {
     /// Only this local port.
-    pub lport: Option<u16>,
+    pub(crate) lport: Option<u16>,
     /// Only this remote port.
-    pub rport: Option<u16>,
+    pub(crate) rport: Option<u16>,
     /// Only sockets with this local address.
-    pub laddr: Option<IpAddr>,
+    pub(crate) laddr: Option<IpAddr>,
     /// Only sockets with this remote address.
-    pub raddr: Option<IpAddr>,
-    pub milliseconds: bool,
+    pub(crate) raddr: Option<IpAddr>,
+    pub(crate) milliseconds: bool,
 }
 
 /// An address as the program compares it: (family, 16 bytes with an IPv4
@@ -40,9 +40,9 @@ fn addr_filter(addr: Option<IpAddr>) -> (u16, [u8; 16]) {
     }
 }
 
-pub type TcprttBpf = HistBpf<TcprttSkel<'static>>;
+pub(crate) type TcprttBpf = HistBpf<TcprttSkel<'static>>;
 
-pub fn load(settings: TcprttSettings) -> io::Result<TcprttBpf> {
+pub(crate) fn load(settings: TcprttSettings) -> io::Result<TcprttBpf> {
     let loaded = bpf_engine::load_now(
         TcprttSkelBuilder::default,
         |open: &mut skel::OpenTcprttSkel<'static>| {

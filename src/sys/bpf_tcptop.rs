@@ -20,25 +20,25 @@ use skel::{TcptopSkel, TcptopSkelBuilder};
 
 /// The program's settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TcptopSettings {
-    pub pid: Option<u32>,
+pub(crate) struct TcptopSettings {
+    pub(crate) pid: Option<u32>,
     /// AF_INET or AF_INET6 only.
-    pub family: Option<u16>,
-    pub cgroup: Option<PathBuf>,
+    pub(crate) family: Option<u16>,
+    pub(crate) cgroup: Option<PathBuf>,
 }
 
 /// One connection's bytes in an interval, for one process.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlowBytes {
-    pub saddr: IpAddr,
-    pub daddr: IpAddr,
-    pub pid: u32,
-    pub lport: u16,
-    pub dport: u16,
-    pub family: u16,
-    pub sent: u64,
-    pub received: u64,
-    pub comm: String,
+pub(crate) struct FlowBytes {
+    pub(crate) saddr: IpAddr,
+    pub(crate) daddr: IpAddr,
+    pub(crate) pid: u32,
+    pub(crate) lport: u16,
+    pub(crate) dport: u16,
+    pub(crate) family: u16,
+    pub(crate) sent: u64,
+    pub(crate) received: u64,
+    pub(crate) comm: String,
 }
 
 impl FlowBytes {
@@ -69,12 +69,12 @@ impl FlowBytes {
 
 /// The loaded, attached programs.
 #[derive(Debug)]
-pub struct TcptopBpf {
+pub(crate) struct TcptopBpf {
     loaded: Loaded<TcptopSkel<'static>>,
 }
 
 impl TcptopBpf {
-    pub fn load(settings: &TcptopSettings) -> io::Result<TcptopBpf> {
+    pub(crate) fn load(settings: &TcptopSettings) -> io::Result<TcptopBpf> {
         let cgroup = open_cgroup(settings.cgroup.as_deref())?;
         let loaded = load_in_cgroup(
             TcptopSkelBuilder::default,
@@ -96,12 +96,12 @@ impl TcptopBpf {
         Ok(TcptopBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<bpf_engine::Hook> {
+    pub(crate) fn hooks(&self) -> Vec<bpf_engine::Hook> {
         self.loaded.hooks()
     }
 
     /// The counts since the last take (each entry read and deleted).
-    pub fn take(&self) -> io::Result<Vec<FlowBytes>> {
+    pub(crate) fn take(&self) -> io::Result<Vec<FlowBytes>> {
         let entries =
             bpf_engine::take_entries(&self.loaded.skel.maps.flows, "reading tcptop's counts")?;
         Ok(entries
@@ -110,7 +110,7 @@ impl TcptopBpf {
             .collect())
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

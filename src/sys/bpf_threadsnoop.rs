@@ -12,25 +12,25 @@ super::bpf::bpf_skeleton!("threadsnoop.skel.rs");
 use skel::ThreadsnoopSkelBuilder;
 
 /// The group of the uprobe on libc's pthread_create (the start functions).
-pub const START_FUNCTIONS: &str = "scry_ts_pthread";
+pub(crate) const START_FUNCTIONS: &str = "scry_ts_pthread";
 
 /// One thread created, as the kernel saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ThreadEvent {
+pub(crate) struct ThreadEvent {
     /// The start function's address in the process (pthread_create's
     /// third argument), 0 when unknown.
-    pub func: u64,
+    pub(crate) func: u64,
     /// The creating process and thread.
-    pub pid: u32,
-    pub tid: u32,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
     /// The new thread.
-    pub new_tid: u32,
-    pub comm: String,
+    pub(crate) new_tid: u32,
+    pub(crate) comm: String,
 }
 
 impl ThreadEvent {
     /// Decodes one ring record (`struct thread_event`); None when short.
-    pub fn decode(r: &[u8]) -> Option<ThreadEvent> {
+    pub(crate) fn decode(r: &[u8]) -> Option<ThreadEvent> {
         Some(ThreadEvent {
             func: u64_at(r, 0)?,
             pid: u32_at(r, 8)?,
@@ -42,10 +42,10 @@ impl ThreadEvent {
 }
 
 /// The loaded, attached programs, streaming [`ThreadEvent`]s.
-pub type ThreadsnoopBpf = EventStream<ThreadEvent>;
+pub(crate) type ThreadsnoopBpf = EventStream<ThreadEvent>;
 
 /// Loads and attaches the programs; `pid`: only this process's threads.
-pub fn load(pid: Option<u32>) -> io::Result<ThreadsnoopBpf> {
+pub(crate) fn load(pid: Option<u32>) -> io::Result<ThreadsnoopBpf> {
     EventStream::load(
         ThreadsnoopSkelBuilder::default,
         |open: &mut skel::OpenThreadsnoopSkel<'static>| {

@@ -24,17 +24,13 @@ super::bpf::bpf_skeleton!("trace_args.skel.rs");
 use skel::{TraceArgsSkel, TraceArgsSkelBuilder};
 
 /// `syscall_args` entries: the program's NR_SYSCALLS.
-pub const NR_SYSCALLS: u64 = 1024;
+pub(crate) const NR_SYSCALLS: u64 = 1024;
 /// Copies per record (MAX_COPIES).
-pub const MAX_COPIES: usize = 3;
-/// Longest string copied, with its NUL (STR_MAX).
-pub const STR_MAX: usize = 1024;
-/// Longest buffer copied (BUF_MAX).
-pub const BUF_MAX: usize = 256;
+pub(crate) const MAX_COPIES: usize = 3;
 
 /// What to copy of one argument (the program's ARG_*).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum ArgCopy {
+pub(crate) enum ArgCopy {
     #[default]
     None,
     /// A NUL-terminated string.
@@ -55,7 +51,7 @@ impl ArgCopy {
 
 /// How a copy went (the program's COPY_*).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CopyStatus {
+pub(crate) enum CopyStatus {
     Complete,
     /// Cut at `STR_MAX` or `BUF_MAX` bytes.
     Truncated,
@@ -66,20 +62,20 @@ pub enum CopyStatus {
 
 /// One copied argument.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Copied<'a> {
-    pub arg: usize,
-    pub status: CopyStatus,
+pub(crate) struct Copied<'a> {
+    pub(crate) arg: usize,
+    pub(crate) status: CopyStatus,
     /// A string's bytes include its NUL.
-    pub bytes: &'a [u8],
+    pub(crate) bytes: &'a [u8],
 }
 
 /// One record of the program: the call's number, its six argument values
 /// and the copies.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArgCopies<'a> {
-    pub nr: u64,
-    pub args: [u64; 6],
-    pub copies: Vec<Copied<'a>>,
+pub(crate) struct ArgCopies<'a> {
+    pub(crate) nr: u64,
+    pub(crate) args: [u64; 6],
+    pub(crate) copies: Vec<Copied<'a>>,
 }
 
 /// Bytes before the copies: nr, count, args[6], copies[3], pad.
@@ -88,7 +84,7 @@ const HEADER: usize = 4 + 4 + 6 * 8 + MAX_COPIES * 4 + 4;
 impl<'a> ArgCopies<'a> {
     /// Parses a record (the sample's raw bytes, perhaps padded); `None`
     /// when it is malformed.
-    pub fn parse(raw: &'a [u8]) -> Option<ArgCopies<'a>> {
+    pub(crate) fn parse(raw: &'a [u8]) -> Option<ArgCopies<'a>> {
         let u32_at = |at: usize| -> Option<u32> {
             Some(u32::from_ne_bytes(raw.get(at..at + 4)?.try_into().ok()?))
         };
@@ -127,14 +123,14 @@ impl<'a> ArgCopies<'a> {
 
 /// The loaded program (attached by `attach`).
 #[derive(Debug)]
-pub struct TraceArgsBpf {
+pub(crate) struct TraceArgsBpf {
     loaded: Loaded<TraceArgsSkel<'static>>,
 }
 
 impl TraceArgsBpf {
     /// Loads the program (not attached yet). `all_tasks`: every task but
     /// `self_tgid` (scry); otherwise the processes given to `watch`.
-    pub fn load(all_tasks: bool, self_tgid: u32) -> io::Result<TraceArgsBpf> {
+    pub(crate) fn load(all_tasks: bool, self_tgid: u32) -> io::Result<TraceArgsBpf> {
         let loaded = bpf_engine::load(
             TraceArgsSkelBuilder::default,
             |open: &mut skel::OpenTraceArgsSkel<'static>| {
@@ -150,7 +146,7 @@ impl TraceArgsBpf {
     }
 
     /// Copy these arguments of system call `nr` (ignored past NR_SYSCALLS).
-    pub fn copy_args(&mut self, nr: u64, kinds: [ArgCopy; 6]) -> io::Result<()> {
+    pub(crate) fn copy_args(&mut self, nr: u64, kinds: [ArgCopy; 6]) -> io::Result<()> {
         if nr >= NR_SYSCALLS {
             return Ok(());
         }
@@ -169,13 +165,13 @@ impl TraceArgsBpf {
 
     /// Copy for process `tgid` and what it forks from now on; `from_exec`:
     /// only from its next exec on (a workload waiting to exec).
-    pub fn watch(&mut self, tgid: i32, from_exec: bool) -> io::Result<()> {
+    pub(crate) fn watch(&mut self, tgid: i32, from_exec: bool) -> io::Result<()> {
         bpf_engine::add_target(&self.loaded.skel.maps.targets, tgid, from_exec)
     }
 
     /// Records of `cpu` go to the bpf-output perf event `fd` (opened on
     /// that CPU, for every task).
-    pub fn set_output(&mut self, cpu: u32, fd: RawFd) -> io::Result<()> {
+    pub(crate) fn set_output(&mut self, cpu: u32, fd: RawFd) -> io::Result<()> {
         self.loaded
             .skel
             .maps
@@ -185,12 +181,12 @@ impl TraceArgsBpf {
     }
 
     /// Attaches to raw_syscalls:sys_enter and the fork and exec hooks.
-    pub fn attach(&mut self) -> io::Result<()> {
+    pub(crate) fn attach(&mut self) -> io::Result<()> {
         self.loaded.attach()
     }
 
     /// Detaches every hook: no more records.
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

@@ -14,7 +14,7 @@ super::bpf::bpf_skeleton!("vfsstat.skel.rs");
 use skel::{VfsstatSkel, VfsstatSkelBuilder};
 
 /// The counters, in the program's order (`enum vfs_stat`).
-pub const COLUMNS: [&str; 5] = ["READ", "WRITE", "FSYNC", "OPEN", "CREATE"];
+pub(crate) const COLUMNS: [&str; 5] = ["READ", "WRITE", "FSYNC", "OPEN", "CREATE"];
 
 /// bcc's hooks: the VFS functions (fentry or kprobe variants).
 const VFS_GROUPS: &[&str] = &[
@@ -52,13 +52,13 @@ const GROUPS: &[&str] = &[
 
 /// The loaded, attached programs.
 #[derive(Debug)]
-pub struct VfsstatBpf {
+pub(crate) struct VfsstatBpf {
     loaded: Loaded<VfsstatSkel<'static>>,
 }
 
 impl VfsstatBpf {
     /// Loads and attaches the programs; `pid`: only this process's calls.
-    pub fn load(pid: Option<u32>) -> io::Result<VfsstatBpf> {
+    pub(crate) fn load(pid: Option<u32>) -> io::Result<VfsstatBpf> {
         let loaded = bpf_engine::load(
             VfsstatSkelBuilder::default,
             |open: &mut skel::OpenVfsstatSkel<'static>| {
@@ -82,12 +82,12 @@ impl VfsstatBpf {
         Ok(VfsstatBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// The counters since the programs attached, in [`COLUMNS`] order.
-    pub fn read(&self) -> io::Result<[u64; 5]> {
+    pub(crate) fn read(&self) -> io::Result<[u64; 5]> {
         let values = bpf_engine::array_values(
             &self.loaded.skel.maps.counts,
             COLUMNS.len() as u32,

@@ -14,33 +14,33 @@ use skel::{WakeuptimeSkel, WakeuptimeSkelBuilder};
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WakeuptimeSettings {
+pub(crate) struct WakeuptimeSettings {
     /// Only targets of this process.
-    pub pid: Option<u32>,
-    pub user_threads_only: bool,
-    pub min_us: u64,
-    pub max_us: u64,
+    pub(crate) pid: Option<u32>,
+    pub(crate) user_threads_only: bool,
+    pub(crate) min_us: u64,
+    pub(crate) max_us: u64,
     /// Distinct stacks the stack map holds.
-    pub stack_storage: u32,
+    pub(crate) stack_storage: u32,
 }
 
 /// One sum: `target` blocked `us` microseconds in all until `waker` woke
 /// it, with this kernel stack (innermost first; `None`: not taken).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct WakeupSum {
-    pub waker: String,
-    pub target: String,
-    pub us: u64,
-    pub stack: Option<Vec<u64>>,
+pub(crate) struct WakeupSum {
+    pub(crate) waker: String,
+    pub(crate) target: String,
+    pub(crate) us: u64,
+    pub(crate) stack: Option<Vec<u64>>,
 }
 
 #[derive(Debug)]
-pub struct WakeuptimeBpf {
+pub(crate) struct WakeuptimeBpf {
     loaded: Loaded<WakeuptimeSkel<'static>>,
 }
 
 impl WakeuptimeBpf {
-    pub fn load(settings: WakeuptimeSettings) -> io::Result<WakeuptimeBpf> {
+    pub(crate) fn load(settings: WakeuptimeSettings) -> io::Result<WakeuptimeBpf> {
         let loaded = bpf_engine::load_now(
             WakeuptimeSkelBuilder::default,
             |open: &mut skel::OpenWakeuptimeSkel<'static>| {
@@ -56,12 +56,12 @@ impl WakeuptimeBpf {
         Ok(WakeuptimeBpf { loaded })
     }
 
-    pub fn hooks(&self) -> Vec<Hook> {
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.loaded.hooks()
     }
 
     /// Every sum over zero, with its stack.
-    pub fn read(&self) -> io::Result<Vec<WakeupSum>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<WakeupSum>> {
         let maps = &self.loaded.skel.maps;
         let entries = bpf_engine::hash_entries(&maps.sums, "reading the BPF wakeup sums")?;
         let mut sums = Vec::with_capacity(entries.len());
@@ -86,7 +86,7 @@ impl WakeuptimeBpf {
         Ok(sums)
     }
 
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.loaded.detach();
     }
 }

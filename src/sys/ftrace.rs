@@ -16,20 +16,20 @@ use std::process::{Child, Command, Stdio};
 
 /// What to trace.
 #[derive(Clone, Debug, Default)]
-pub struct TracerOptions {
+pub(crate) struct TracerOptions {
     /// `function_graph` or `function`.
-    pub tracer: String,
+    pub(crate) tracer: String,
     /// `max_graph_depth` (function_graph; 0 is no limit).
-    pub depth: u32,
+    pub(crate) depth: u32,
     /// `set_ftrace_filter` globs (empty: every function).
-    pub filters: Vec<String>,
+    pub(crate) filters: Vec<String>,
     /// `set_ftrace_notrace` globs.
-    pub notrace: Vec<String>,
+    pub(crate) notrace: Vec<String>,
     /// `set_graph_function` (function_graph: only these functions and
     /// what they call; empty: every function).
-    pub graph_functions: Vec<String>,
+    pub(crate) graph_functions: Vec<String>,
     /// `set_ftrace_pid` (empty: every task); their children follow.
-    pub pids: Vec<i32>,
+    pub(crate) pids: Vec<i32>,
 }
 
 /// Options switched on for the run and off again after it.
@@ -41,7 +41,7 @@ const OPTIONS: &[&str] = &[
 ];
 
 /// A function tracer running until [`FunctionTracer::finish`] or drop.
-pub struct FunctionTracer {
+pub(crate) struct FunctionTracer {
     root: PathBuf,
     watchdog: Option<Child>,
     done: bool,
@@ -59,7 +59,7 @@ fn write(root: &Path, file: &str, text: &str) -> io::Result<()> {
 }
 
 /// The tracers this kernel offers (`available_tracers`).
-pub fn available(root: &Path) -> Vec<String> {
+pub(crate) fn available(root: &Path) -> Vec<String> {
     std::fs::read_to_string(root.join("available_tracers"))
         .map(|t| t.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default()
@@ -67,7 +67,7 @@ pub fn available(root: &Path) -> Vec<String> {
 
 /// Puts the tracer settings back as a kernel boots with them. Errors are
 /// ignored: each file is tried.
-pub fn restore(root: &Path) {
+pub(crate) fn restore(root: &Path) {
     let _ = write(root, "current_tracer", "nop");
     let _ = write(root, "set_ftrace_filter", "");
     let _ = write(root, "set_ftrace_notrace", "");
@@ -83,7 +83,7 @@ pub fn restore(root: &Path) {
 impl FunctionTracer {
     /// Starts `opts.tracer`, with `watchdog` the command that restores the
     /// tracer when its stdin closes (None: no watchdog).
-    pub fn start(
+    pub(crate) fn start(
         root: &Path,
         opts: &TracerOptions,
         watchdog: Option<Command>,
@@ -143,7 +143,7 @@ impl FunctionTracer {
     }
 
     /// Stops tracing, returns the trace text and restores the settings.
-    pub fn finish(mut self) -> io::Result<String> {
+    pub(crate) fn finish(mut self) -> io::Result<String> {
         let _ = write(&self.root, "tracing_on", "0");
         let text = std::fs::read_to_string(self.root.join("trace"));
         self.put_back();
@@ -172,7 +172,7 @@ impl Drop for FunctionTracer {
 
 /// The watchdog's body: waits for its stdin to close (scry exited, however)
 /// and restores the tracer unless scry already did.
-pub fn watchdog(root: &Path) {
+pub(crate) fn watchdog(root: &Path) {
     let mut sink = Vec::new();
     let _ = io::Read::read_to_end(&mut io::stdin(), &mut sink);
     let current = std::fs::read_to_string(root.join("current_tracer")).unwrap_or_default();

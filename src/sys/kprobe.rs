@@ -17,23 +17,23 @@ fn events_file(tracefs_root: &Path) -> PathBuf {
 }
 
 /// Whether this kernel has kprobes (a `kprobe_events` file).
-pub fn available(tracefs_root: &Path) -> bool {
+pub(crate) fn available(tracefs_root: &Path) -> bool {
     events_file(tracefs_root).exists()
 }
 
 /// Appends one definition; the kernel's refusal comes back with tracefs
 /// `error_log`'s last line.
-pub fn add_event(tracefs_root: &Path, definition: &str) -> io::Result<()> {
+pub(crate) fn add_event(tracefs_root: &Path, definition: &str) -> io::Result<()> {
     super::uprobe::append_line(&events_file(tracefs_root), tracefs_root, definition)
 }
 
 /// Removes the probe `GROUP/NAME` (`-:GROUP/NAME`); EBUSY while in use.
-pub fn remove_event(tracefs_root: &Path, group: &str, name: &str) -> io::Result<()> {
+pub(crate) fn remove_event(tracefs_root: &Path, group: &str, name: &str) -> io::Result<()> {
     add_event(tracefs_root, &format!("-:{group}/{name}"))
 }
 
 /// The text of `kprobe_events`, one definition a line as the kernel prints
 /// them (`r10:probe/FUNC__return FUNC arg1=$retval:s64`).
-pub fn list_events(tracefs_root: &Path) -> io::Result<String> {
+pub(crate) fn list_events(tracefs_root: &Path) -> io::Result<String> {
     std::fs::read_to_string(events_file(tracefs_root))
 }

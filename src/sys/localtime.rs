@@ -3,7 +3,7 @@
 //! /etc/localtime apply, as for them).
 
 /// (hours, minutes, seconds) now, local time; UTC if the conversion fails.
-pub fn now_hms() -> (u32, u32, u32) {
+pub(crate) fn now_hms() -> (u32, u32, u32) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -29,7 +29,7 @@ pub fn now_hms() -> (u32, u32, u32) {
 /// `format` (strftime's conversions, as bpftrace's `time()` takes them)
 /// applied to the local time now; the format as written if it does not
 /// fit 256 bytes or holds a NUL.
-pub fn strftime_now(format: &str) -> String {
+pub(crate) fn strftime_now(format: &str) -> String {
     let Ok(c_format) = std::ffi::CString::new(format) else {
         return format.to_string();
     };

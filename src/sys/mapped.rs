@@ -8,10 +8,10 @@ use std::path::Path;
 
 /// A whole file mapped read-only.
 #[derive(Debug)]
-pub struct MappedFile(memmap2::Mmap);
+pub(crate) struct MappedFile(memmap2::Mmap);
 
 impl MappedFile {
-    pub fn open(path: &Path) -> io::Result<Self> {
+    pub(crate) fn open(path: &Path) -> io::Result<Self> {
         let file = File::open(path)?;
         // SAFETY: the mapping is private and read-only, and lives as long as
         // `self`. Another process truncating the file while it is mapped

@@ -10,66 +10,57 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use perf_event_open_sys::bindings as b;
-pub use perf_event_open_sys::bindings::perf_event_attr;
+pub(crate) use perf_event_open_sys::bindings::perf_event_attr;
 
 /// The attribute size scry writes and asks for (PERF_ATTR_SIZE_VER7).
-pub const ATTR_SIZE: u32 = b::PERF_ATTR_SIZE_VER7;
+pub(crate) const ATTR_SIZE: u32 = b::PERF_ATTR_SIZE_VER7;
 
-pub const PERF_TYPE_HARDWARE: u32 = b::PERF_TYPE_HARDWARE;
-pub const PERF_TYPE_SOFTWARE: u32 = b::PERF_TYPE_SOFTWARE;
+pub(crate) const PERF_TYPE_HARDWARE: u32 = b::PERF_TYPE_HARDWARE;
+pub(crate) const PERF_TYPE_SOFTWARE: u32 = b::PERF_TYPE_SOFTWARE;
 /// The software clock of each CPU (perf's `cpu-clock`).
-pub const PERF_COUNT_SW_CPU_CLOCK: u64 = b::PERF_COUNT_SW_CPU_CLOCK as u64;
+pub(crate) const PERF_COUNT_SW_CPU_CLOCK: u64 = b::PERF_COUNT_SW_CPU_CLOCK as u64;
 /// The software event a BPF program writes samples into (bpf_perf_event_output).
-pub const PERF_COUNT_SW_BPF_OUTPUT: u64 = b::PERF_COUNT_SW_BPF_OUTPUT as u64;
-pub const PERF_COUNT_SW_DUMMY: u64 = b::PERF_COUNT_SW_DUMMY as u64;
-pub const PERF_TYPE_TRACEPOINT: u32 = b::PERF_TYPE_TRACEPOINT;
-pub const PERF_TYPE_HW_CACHE: u32 = b::PERF_TYPE_HW_CACHE;
-pub const PERF_TYPE_RAW: u32 = b::PERF_TYPE_RAW;
+pub(crate) const PERF_COUNT_SW_BPF_OUTPUT: u64 = b::PERF_COUNT_SW_BPF_OUTPUT as u64;
+pub(crate) const PERF_COUNT_SW_DUMMY: u64 = b::PERF_COUNT_SW_DUMMY as u64;
+pub(crate) const PERF_TYPE_TRACEPOINT: u32 = b::PERF_TYPE_TRACEPOINT;
+pub(crate) const PERF_TYPE_HW_CACHE: u32 = b::PERF_TYPE_HW_CACHE;
+pub(crate) const PERF_TYPE_RAW: u32 = b::PERF_TYPE_RAW;
 
-pub const PERF_SAMPLE_IP: u64 = b::PERF_SAMPLE_IP as u64;
-pub const PERF_SAMPLE_TID: u64 = b::PERF_SAMPLE_TID as u64;
-pub const PERF_SAMPLE_TIME: u64 = b::PERF_SAMPLE_TIME as u64;
-pub const PERF_SAMPLE_ADDR: u64 = b::PERF_SAMPLE_ADDR as u64;
-pub const PERF_SAMPLE_ID: u64 = b::PERF_SAMPLE_ID as u64;
-pub const PERF_SAMPLE_CPU: u64 = b::PERF_SAMPLE_CPU as u64;
-pub const PERF_SAMPLE_PERIOD: u64 = b::PERF_SAMPLE_PERIOD as u64;
-pub const PERF_SAMPLE_CALLCHAIN: u64 = b::PERF_SAMPLE_CALLCHAIN as u64;
-pub const PERF_SAMPLE_RAW: u64 = b::PERF_SAMPLE_RAW as u64;
-pub const PERF_SAMPLE_REGS_USER: u64 = b::PERF_SAMPLE_REGS_USER as u64;
-pub const PERF_SAMPLE_STACK_USER: u64 = b::PERF_SAMPLE_STACK_USER as u64;
-pub const PERF_SAMPLE_IDENTIFIER: u64 = b::PERF_SAMPLE_IDENTIFIER as u64;
+pub(crate) const PERF_SAMPLE_IP: u64 = b::PERF_SAMPLE_IP as u64;
+pub(crate) const PERF_SAMPLE_TID: u64 = b::PERF_SAMPLE_TID as u64;
+pub(crate) const PERF_SAMPLE_TIME: u64 = b::PERF_SAMPLE_TIME as u64;
+pub(crate) const PERF_SAMPLE_ID: u64 = b::PERF_SAMPLE_ID as u64;
+pub(crate) const PERF_SAMPLE_CPU: u64 = b::PERF_SAMPLE_CPU as u64;
+pub(crate) const PERF_SAMPLE_PERIOD: u64 = b::PERF_SAMPLE_PERIOD as u64;
+pub(crate) const PERF_SAMPLE_CALLCHAIN: u64 = b::PERF_SAMPLE_CALLCHAIN as u64;
+pub(crate) const PERF_SAMPLE_RAW: u64 = b::PERF_SAMPLE_RAW as u64;
+pub(crate) const PERF_SAMPLE_REGS_USER: u64 = b::PERF_SAMPLE_REGS_USER as u64;
+pub(crate) const PERF_SAMPLE_STACK_USER: u64 = b::PERF_SAMPLE_STACK_USER as u64;
+pub(crate) const PERF_SAMPLE_IDENTIFIER: u64 = b::PERF_SAMPLE_IDENTIFIER as u64;
 
-pub const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = b::PERF_FORMAT_TOTAL_TIME_ENABLED as u64;
-pub const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = b::PERF_FORMAT_TOTAL_TIME_RUNNING as u64;
-pub const PERF_FORMAT_ID: u64 = b::PERF_FORMAT_ID as u64;
-pub const PERF_FORMAT_GROUP: u64 = b::PERF_FORMAT_GROUP as u64;
+pub(crate) const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = b::PERF_FORMAT_TOTAL_TIME_ENABLED as u64;
+pub(crate) const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = b::PERF_FORMAT_TOTAL_TIME_RUNNING as u64;
+pub(crate) const PERF_FORMAT_ID: u64 = b::PERF_FORMAT_ID as u64;
+pub(crate) const PERF_FORMAT_GROUP: u64 = b::PERF_FORMAT_GROUP as u64;
 
-pub const PERF_RECORD_MMAP: u32 = b::PERF_RECORD_MMAP;
-pub const PERF_RECORD_LOST: u32 = b::PERF_RECORD_LOST;
-pub const PERF_RECORD_COMM: u32 = b::PERF_RECORD_COMM;
-pub const PERF_RECORD_EXIT: u32 = b::PERF_RECORD_EXIT;
-pub const PERF_RECORD_THROTTLE: u32 = b::PERF_RECORD_THROTTLE;
-pub const PERF_RECORD_UNTHROTTLE: u32 = b::PERF_RECORD_UNTHROTTLE;
-pub const PERF_RECORD_FORK: u32 = b::PERF_RECORD_FORK;
-pub const PERF_RECORD_SAMPLE: u32 = b::PERF_RECORD_SAMPLE;
-pub const PERF_RECORD_MMAP2: u32 = b::PERF_RECORD_MMAP2;
-pub const PERF_RECORD_LOST_SAMPLES: u32 = b::PERF_RECORD_LOST_SAMPLES;
-/// A perf tool record (not from the kernel): "every record before this one
-/// in the file may be sorted and flushed".
-pub const PERF_RECORD_FINISHED_ROUND: u32 = 68;
+pub(crate) const PERF_RECORD_MMAP: u32 = b::PERF_RECORD_MMAP;
+pub(crate) const PERF_RECORD_LOST: u32 = b::PERF_RECORD_LOST;
+pub(crate) const PERF_RECORD_COMM: u32 = b::PERF_RECORD_COMM;
+pub(crate) const PERF_RECORD_SAMPLE: u32 = b::PERF_RECORD_SAMPLE;
+pub(crate) const PERF_RECORD_MMAP2: u32 = b::PERF_RECORD_MMAP2;
+pub(crate) const PERF_RECORD_LOST_SAMPLES: u32 = b::PERF_RECORD_LOST_SAMPLES;
 
-pub const PERF_RECORD_MISC_KERNEL: u16 = b::PERF_RECORD_MISC_KERNEL as u16;
-pub const PERF_RECORD_MISC_USER: u16 = b::PERF_RECORD_MISC_USER as u16;
-pub const PERF_RECORD_MISC_COMM_EXEC: u16 = b::PERF_RECORD_MISC_COMM_EXEC as u16;
+pub(crate) const PERF_RECORD_MISC_KERNEL: u16 = b::PERF_RECORD_MISC_KERNEL as u16;
+pub(crate) const PERF_RECORD_MISC_USER: u16 = b::PERF_RECORD_MISC_USER as u16;
 
 /// x86-64 user registers perf samples for DWARF unwinding: every general
 /// purpose register, ip, sp and flags, without the segment registers.
-pub const PERF_REGS_MASK_X86_64: u64 = 0xff0fff;
+pub(crate) const PERF_REGS_MASK_X86_64: u64 = 0xff0fff;
 /// %bp, %sp and %ip only (perf register numbers 6, 7 and 8).
-pub const PERF_REGS_MASK_IP_SP_BP: u64 = (1 << 6) | (1 << 7) | (1 << 8);
+pub(crate) const PERF_REGS_MASK_IP_SP_BP: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 
 /// A zeroed attribute with `size` set.
-pub fn new_attr() -> perf_event_attr {
+pub(crate) fn new_attr() -> perf_event_attr {
     perf_event_attr {
         size: ATTR_SIZE,
         ..Default::default()
@@ -78,7 +69,7 @@ pub fn new_attr() -> perf_event_attr {
 
 /// The first `ATTR_SIZE` bytes of `attr`, as the kernel reads them and as
 /// perf.data stores them.
-pub fn attr_bytes(attr: &perf_event_attr) -> Vec<u8> {
+pub(crate) fn attr_bytes(attr: &perf_event_attr) -> Vec<u8> {
     let len = (ATTR_SIZE as usize).min(std::mem::size_of::<perf_event_attr>());
     // SAFETY: perf_event_attr is a plain #[repr(C)] struct of integers with
     // no padding bytes in its first ATTR_SIZE bytes (the kernel ABI packs it),
@@ -90,12 +81,12 @@ pub fn attr_bytes(attr: &perf_event_attr) -> Vec<u8> {
 
 /// One counter's file descriptor.
 #[derive(Debug)]
-pub struct PerfEventFd(OwnedFd);
+pub(crate) struct PerfEventFd(OwnedFd);
 
 /// A software clock (`cpu-clock`) sampling `frequency` times a second on
 /// each of `cpus`, counting every task: the events a BPF program that
 /// samples (runqlen, oncpu) is attached to.
-pub fn cpu_clocks(cpus: &[u32], frequency: u64) -> io::Result<Vec<PerfEventFd>> {
+pub(crate) fn cpu_clocks(cpus: &[u32], frequency: u64) -> io::Result<Vec<PerfEventFd>> {
     let mut attr = new_attr();
     attr.type_ = PERF_TYPE_SOFTWARE;
     attr.config = PERF_COUNT_SW_CPU_CLOCK;
@@ -112,12 +103,12 @@ pub fn cpu_clocks(cpus: &[u32], frequency: u64) -> io::Result<Vec<PerfEventFd>> 
 
 impl PerfEventFd {
     /// perf_event_open(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC).
-    pub fn open(attr: &perf_event_attr, pid: i32, cpu: i32) -> io::Result<Self> {
+    pub(crate) fn open(attr: &perf_event_attr, pid: i32, cpu: i32) -> io::Result<Self> {
         Self::open_in_group(attr, pid, cpu, None)
     }
 
     /// As `open`, as a member of `leader`'s group when given (`group_fd`).
-    pub fn open_in_group(
+    pub(crate) fn open_in_group(
         attr: &perf_event_attr,
         pid: i32,
         cpu: i32,
@@ -147,7 +138,7 @@ impl PerfEventFd {
     /// perf_event_open on a cgroup: `cgroup_dir` is an open descriptor of
     /// the cgroup's directory (PERF_FLAG_PID_CGROUP); `cpu` must be a CPU.
     /// `leader`, when given, makes the counter a member of its group.
-    pub fn open_cgroup(
+    pub(crate) fn open_cgroup(
         attr: &perf_event_attr,
         cgroup_dir: RawFd,
         cpu: i32,
@@ -173,18 +164,18 @@ impl PerfEventFd {
         Ok(PerfEventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    pub fn enable(&self) -> io::Result<()> {
+    pub(crate) fn enable(&self) -> io::Result<()> {
         // SAFETY: a valid perf event fd; ENABLE takes no pointer.
         check(unsafe { perf_event_open_sys::ioctls::ENABLE(self.0.as_raw_fd(), 0) })
     }
 
-    pub fn disable(&self) -> io::Result<()> {
+    pub(crate) fn disable(&self) -> io::Result<()> {
         // SAFETY: a valid perf event fd; DISABLE takes no pointer.
         check(unsafe { perf_event_open_sys::ioctls::DISABLE(self.0.as_raw_fd(), 0) })
     }
 
     /// The sample id the kernel puts in this counter's records.
-    pub fn id(&self) -> io::Result<u64> {
+    pub(crate) fn id(&self) -> io::Result<u64> {
         let mut id = 0u64;
         // SAFETY: ID writes one u64 through the pointer, which is valid.
         check(unsafe { perf_event_open_sys::ioctls::ID(self.0.as_raw_fd(), &mut id) })?;
@@ -192,7 +183,7 @@ impl PerfEventFd {
     }
 
     /// Send this counter's records to `target`'s ring buffer.
-    pub fn set_output(&self, target: &PerfEventFd) -> io::Result<()> {
+    pub(crate) fn set_output(&self, target: &PerfEventFd) -> io::Result<()> {
         // SAFETY: both are valid perf event fds owned by us.
         check(unsafe {
             perf_event_open_sys::ioctls::SET_OUTPUT(self.0.as_raw_fd(), target.0.as_raw_fd())
@@ -200,7 +191,7 @@ impl PerfEventFd {
     }
 
     /// Apply a tracepoint filter (ftrace syntax).
-    pub fn set_filter(&self, filter: &str) -> io::Result<()> {
+    pub(crate) fn set_filter(&self, filter: &str) -> io::Result<()> {
         let filter = CString::new(filter).map_err(|_| {
             io::Error::new(io::ErrorKind::InvalidInput, "filter contains a NUL byte")
         })?;
@@ -215,7 +206,7 @@ impl PerfEventFd {
 
     /// read(2) of the counter: `[value, time_enabled, time_running, id]`
     /// as far as `read_format` asked for them.
-    pub fn read_values(&self, buf: &mut [u64]) -> io::Result<usize> {
+    pub(crate) fn read_values(&self, buf: &mut [u64]) -> io::Result<usize> {
         // SAFETY: buf is valid writable memory of the given byte length.
         let n = unsafe {
             libc::read(
@@ -230,13 +221,13 @@ impl PerfEventFd {
         Ok(n as usize / 8)
     }
 
-    pub fn raw_fd(&self) -> RawFd {
+    pub(crate) fn raw_fd(&self) -> RawFd {
         self.0.as_raw_fd()
     }
 
     /// Gives the descriptor up to a new owner (a BPF link, which closes
     /// it when it goes).
-    pub fn into_raw_fd(self) -> RawFd {
+    pub(crate) fn into_raw_fd(self) -> RawFd {
         std::os::fd::IntoRawFd::into_raw_fd(self.0)
     }
 }
@@ -250,7 +241,7 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 }
 
 /// `/proc/sys/kernel/perf_event_paranoid`, if readable.
-pub fn paranoid_level() -> Option<i32> {
+pub(crate) fn paranoid_level() -> Option<i32> {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()?
         .trim()
@@ -259,7 +250,7 @@ pub fn paranoid_level() -> Option<i32> {
 }
 
 /// `/proc/sys/kernel/perf_event_max_sample_rate`, if readable.
-pub fn max_sample_rate() -> Option<u64> {
+pub(crate) fn max_sample_rate() -> Option<u64> {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
         .ok()?
         .trim()

@@ -10,7 +10,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 /// Where the kernel lists its PMUs.
-pub const DEVICES: &str = "/sys/bus/event_source/devices";
+pub(crate) const DEVICES: &str = "/sys/bus/event_source/devices";
 
 /// No format or event file of a real PMU comes close to this.
 const MAX_FILE: u64 = 64 * 1024;
@@ -21,25 +21,25 @@ const METADATA: &[&str] = &[".unit", ".scale", ".per-pkg", ".snapshot"];
 
 /// One named event of a PMU (`events/tsc` holds `event=0x00`).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct PmuAlias {
-    pub name: String,
+pub(crate) struct PmuAlias {
+    pub(crate) name: String,
     /// The terms, as the file holds them.
-    pub terms: String,
+    pub(crate) terms: String,
     /// `events/NAME.unit`, if present.
-    pub unit: Option<String>,
+    pub(crate) unit: Option<String>,
     /// `events/NAME.scale`, if present and a number.
-    pub scale: Option<f64>,
+    pub(crate) scale: Option<f64>,
 }
 
 /// A PMU as sysfs describes it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct PmuInfo {
-    pub name: String,
-    pub type_: u32,
+pub(crate) struct PmuInfo {
+    pub(crate) name: String,
+    pub(crate) type_: u32,
     /// `(term, spec)`: `("event", "config:0-7")`, sorted by term.
-    pub formats: Vec<(String, String)>,
+    pub(crate) formats: Vec<(String, String)>,
     /// Named events, sorted by name.
-    pub events: Vec<PmuAlias>,
+    pub(crate) events: Vec<PmuAlias>,
 }
 
 fn read_small(path: &Path) -> io::Result<String> {
@@ -67,7 +67,7 @@ fn names_in(dir: &Path) -> io::Result<Vec<String>> {
 
 /// Reads PMU `name` under `devices` (normally [`DEVICES`]). NotFound when
 /// there is no such PMU.
-pub fn read_pmu_in(devices: &Path, name: &str) -> io::Result<PmuInfo> {
+pub(crate) fn read_pmu_in(devices: &Path, name: &str) -> io::Result<PmuInfo> {
     if name.is_empty() || name.contains(['/', '\0']) || name == "." || name == ".." {
         return Err(io::Error::new(io::ErrorKind::NotFound, "no such PMU"));
     }
@@ -118,7 +118,7 @@ pub fn read_pmu_in(devices: &Path, name: &str) -> io::Result<PmuInfo> {
 }
 
 /// Reads PMU `name` from this machine's sysfs.
-pub fn read_pmu(name: &str) -> io::Result<PmuInfo> {
+pub(crate) fn read_pmu(name: &str) -> io::Result<PmuInfo> {
     read_pmu_in(Path::new(DEVICES), name)
 }
 

@@ -10,7 +10,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// Creates (or truncates) `path` for writing, mode 0600.
-pub fn create(path: &Path) -> io::Result<File> {
+pub(crate) fn create(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
         .write(true)
         .create(true)

@@ -8,27 +8,27 @@ use std::path::PathBuf;
 
 /// One line of /proc/PID/maps.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MapEntry {
-    pub start: u64,
-    pub end: u64,
+pub(crate) struct MapEntry {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
     /// `rwxp` / `r-xs` as the kernel prints it.
-    pub perms: String,
-    pub offset: u64,
-    pub dev_major: u32,
-    pub dev_minor: u32,
-    pub inode: u64,
+    pub(crate) perms: String,
+    pub(crate) offset: u64,
+    pub(crate) dev_major: u32,
+    pub(crate) dev_minor: u32,
+    pub(crate) inode: u64,
     /// The path, `[vdso]`, `[heap]`, or empty for anonymous memory.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 impl MapEntry {
-    pub fn is_executable(&self) -> bool {
+    pub(crate) fn is_executable(&self) -> bool {
         self.perms.as_bytes().get(2) == Some(&b'x')
     }
 }
 
 /// Parse the text of /proc/PID/maps. Lines that do not parse are skipped.
-pub fn parse_maps(text: &str) -> Vec<MapEntry> {
+pub(crate) fn parse_maps(text: &str) -> Vec<MapEntry> {
     text.lines().filter_map(parse_map_line).collect()
 }
 
@@ -54,7 +54,7 @@ fn parse_map_line(line: &str) -> Option<MapEntry> {
     })
 }
 
-pub fn maps(pid: i32) -> io::Result<Vec<MapEntry>> {
+pub(crate) fn maps(pid: i32) -> io::Result<Vec<MapEntry>> {
     Ok(parse_maps(&std::fs::read_to_string(format!(
         "/proc/{pid}/maps"
     ))?))
@@ -69,7 +69,7 @@ const VDSO_MAX: u64 = 1 << 24;
 /// this process's own mapping (`/proc/self/maps` + `/proc/self/mem`), for
 /// its build id and its symbols. `None` when there is none, it cannot be
 /// read, or it is over 16 MiB.
-pub fn vdso_image() -> Option<&'static [u8]> {
+pub(crate) fn vdso_image() -> Option<&'static [u8]> {
     static IMAGE: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
     IMAGE.get_or_init(read_vdso_image).as_deref()
 }
@@ -89,13 +89,13 @@ fn read_vdso_image() -> Option<Vec<u8>> {
     Some(image)
 }
 
-pub fn comm(pid: i32, tid: i32) -> io::Result<String> {
+pub(crate) fn comm(pid: i32, tid: i32) -> io::Result<String> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))?;
     Ok(text.trim_end_matches('\n').to_string())
 }
 
 /// Thread ids of a process, sorted.
-pub fn threads(pid: i32) -> io::Result<Vec<i32>> {
+pub(crate) fn threads(pid: i32) -> io::Result<Vec<i32>> {
     let mut tids = Vec::new();
     for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
         if let Some(tid) = entry?.file_name().to_str().and_then(|s| s.parse().ok()) {
@@ -107,7 +107,7 @@ pub fn threads(pid: i32) -> io::Result<Vec<i32>> {
 }
 
 /// Every process id in /proc, sorted.
-pub fn pids() -> io::Result<Vec<i32>> {
+pub(crate) fn pids() -> io::Result<Vec<i32>> {
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc")? {
         if let Some(pid) = entry?.file_name().to_str().and_then(|s| s.parse().ok()) {
@@ -119,7 +119,7 @@ pub fn pids() -> io::Result<Vec<i32>> {
 }
 
 /// The thread group (process) id of a thread, from /proc/TID/status.
-pub fn tgid(tid: i32) -> io::Result<i32> {
+pub(crate) fn tgid(tid: i32) -> io::Result<i32> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
     status
         .lines()
@@ -133,12 +133,12 @@ pub fn tgid(tid: i32) -> io::Result<i32> {
         })
 }
 
-pub fn exists(pid: i32) -> bool {
+pub(crate) fn exists(pid: i32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Parse a CPU list as the kernel prints it (`0-3,5,7-8`).
-pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+pub(crate) fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     let mut cpus = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
@@ -168,15 +168,9 @@ pub fn online_cpus() -> io::Result<Vec<u32>> {
     })
 }
 
-/// The address of a kernel symbol in /proc/kallsyms (0 when hidden by
-/// kptr_restrict, which the caller must treat as unknown).
-pub fn kallsyms_address(symbol: &str) -> io::Result<Option<u64>> {
-    Ok(kallsyms_addresses(&[symbol])?.pop().flatten())
-}
-
 /// The addresses of several kernel symbols in one pass over /proc/kallsyms
 /// (generating it costs the kernel ~90 ms), stopping once all are found.
-pub fn kallsyms_addresses(symbols: &[&str]) -> io::Result<Vec<Option<u64>>> {
+pub(crate) fn kallsyms_addresses(symbols: &[&str]) -> io::Result<Vec<Option<u64>>> {
     use std::io::BufRead;
     let mut found: Vec<Option<u64>> = vec![None; symbols.len()];
     let mut missing = symbols.len();
@@ -202,13 +196,13 @@ pub fn kallsyms_addresses(symbols: &[&str]) -> io::Result<Vec<Option<u64>>> {
 
 /// A loaded kernel module from /proc/modules: name, load address, size.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Module {
-    pub name: String,
-    pub start: u64,
-    pub size: u64,
+pub(crate) struct Module {
+    pub(crate) name: String,
+    pub(crate) start: u64,
+    pub(crate) size: u64,
 }
 
-pub fn modules() -> io::Result<Vec<Module>> {
+pub(crate) fn modules() -> io::Result<Vec<Module>> {
     let text = match std::fs::read_to_string("/proc/modules") {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -231,7 +225,7 @@ pub fn modules() -> io::Result<Vec<Module>> {
 }
 
 /// Where a module's file lives, from modules.dep of the running kernel.
-pub fn module_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn module_path(name: &str) -> Option<PathBuf> {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
     let dir = PathBuf::from("/lib/modules").join(release.trim());
     let deps = std::fs::read_to_string(dir.join("modules.dep")).ok()?;

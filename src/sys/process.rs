@@ -23,7 +23,7 @@ use std::os::unix::ffi::OsStrExt;
 /// A forked child waiting for `start()` before it execs. Dropped without
 /// `start`, it is killed and reaped.
 #[derive(Debug)]
-pub struct PendingChild {
+pub(crate) struct PendingChild {
     pid: i32,
     /// The start pipe's write end; `None` once `start` wrote to it.
     go: Option<OwnedFd>,
@@ -34,20 +34,20 @@ pub struct PendingChild {
 /// A running (or exited, not yet reaped) child. Dropped before it was
 /// reaped, it is killed and reaped.
 #[derive(Debug)]
-pub struct Child {
-    pub pid: i32,
+pub(crate) struct Child {
+    pub(crate) pid: i32,
     status: Option<ExitStatus>,
 }
 
 /// How the child ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExitStatus {
+pub(crate) enum ExitStatus {
     Code(i32),
     Signal(i32),
 }
 
 impl ExitStatus {
-    pub fn success(self) -> bool {
+    pub(crate) fn success(self) -> bool {
         self == ExitStatus::Code(0)
     }
 }
@@ -112,7 +112,7 @@ unsafe fn child_until_exec(
 }
 
 /// Fork a child that will exec `argv` once `start()` is called.
-pub fn fork_pending(argv: &[OsString]) -> io::Result<PendingChild> {
+pub(crate) fn fork_pending(argv: &[OsString]) -> io::Result<PendingChild> {
     let Some(first) = argv.first() else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -166,13 +166,13 @@ pub fn fork_pending(argv: &[OsString]) -> io::Result<PendingChild> {
 }
 
 impl PendingChild {
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.pid
     }
 
     /// Let the child exec. Fails with the exec error (ENOENT, EACCES, ...)
     /// if it could not run the program; the child is reaped then.
-    pub fn start(mut self) -> Result<Child, (String, io::Error)> {
+    pub(crate) fn start(mut self) -> Result<Child, (String, io::Error)> {
         let byte = 1u8;
         if let Some(go) = self.go.take() {
             // SAFETY: writing one byte from a valid local to our pipe.
@@ -205,7 +205,7 @@ impl PendingChild {
     }
 
     /// Kill the waiting child (the counters could not be set up).
-    pub fn abort(self) {
+    pub(crate) fn abort(self) {
         drop(self);
     }
 }
@@ -242,7 +242,7 @@ impl Child {
     }
 
     /// Reap the child if it has exited.
-    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         if self.status.is_some() {
             return Ok(self.status);
         }
@@ -259,7 +259,7 @@ impl Child {
     }
 
     /// Block until the child exits.
-    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+    pub(crate) fn wait(&mut self) -> io::Result<ExitStatus> {
         if let Some(status) = self.status {
             return Ok(status);
         }
@@ -282,7 +282,7 @@ impl Child {
 
 /// Raise the soft limit on open files to the hard limit: one counter per
 /// event × CPU × thread adds up quickly (perf does the same).
-pub fn raise_fd_limit() {
+pub(crate) fn raise_fd_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -299,7 +299,7 @@ pub fn raise_fd_limit() {
 
 /// CPU time (user, system) of every reaped child of this process so far
 /// (getrusage(RUSAGE_CHILDREN)); `stat` prints the workload's share.
-pub fn children_cpu_time() -> io::Result<(std::time::Duration, std::time::Duration)> {
+pub(crate) fn children_cpu_time() -> io::Result<(std::time::Duration, std::time::Duration)> {
     // SAFETY: rusage is plain integers; zeroed is a valid value to overwrite.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage writes into the valid local struct.

@@ -14,7 +14,7 @@ use perf_event_open_sys::bindings::perf_event_mmap_page;
 
 /// A mapped ring buffer. Unmapped on drop.
 #[derive(Debug)]
-pub struct RingBuffer {
+pub(crate) struct RingBuffer {
     base: *mut u8,
     map_len: usize,
     data_offset: usize,
@@ -25,7 +25,7 @@ pub struct RingBuffer {
 // (reads) or atomics; moving it to another thread is sound.
 unsafe impl Send for RingBuffer {}
 
-pub fn page_size() -> usize {
+pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if size > 0 { size as usize } else { 4096 }
@@ -33,7 +33,7 @@ pub fn page_size() -> usize {
 
 impl RingBuffer {
     /// Map `1 + data_pages` pages of `fd`. `data_pages` must be a power of two.
-    pub fn map(fd: RawFd, data_pages: usize) -> io::Result<Self> {
+    pub(crate) fn map(fd: RawFd, data_pages: usize) -> io::Result<Self> {
         if !data_pages.is_power_of_two() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -78,14 +78,8 @@ impl RingBuffer {
         self.base.cast()
     }
 
-    pub fn data_size(&self) -> usize {
+    pub(crate) fn data_size(&self) -> usize {
         self.data_size
-    }
-
-    /// Bytes waiting to be read.
-    pub fn pending(&self) -> usize {
-        let (head, tail) = self.head_tail();
-        head.wrapping_sub(tail) as usize
     }
 
     fn head_tail(&self) -> (u64, u64) {
@@ -102,7 +96,7 @@ impl RingBuffer {
 
     /// Append every whole record waiting in the ring to `out` and free the
     /// space. Returns the number of bytes copied.
-    pub fn read_into(&mut self, out: &mut Vec<u8>) -> usize {
+    pub(crate) fn read_into(&mut self, out: &mut Vec<u8>) -> usize {
         let (head, tail) = self.head_tail();
         let avail = head.wrapping_sub(tail) as usize;
         if avail == 0 {

@@ -10,10 +10,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The signals that stop a capture cleanly: Ctrl-C, kill, a hangup.
-pub const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+pub(crate) const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// A signal as the C library describes it ("Killed", "Segmentation fault").
-pub fn describe(sig: i32) -> String {
+pub(crate) fn describe(sig: i32) -> String {
     // SAFETY: strsignal returns a pointer to a NUL-terminated string (static
     // or in a thread-local buffer) valid until the next call on this thread;
     // it is copied at once.
@@ -47,14 +47,14 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// Catches the given signals for as long as it lives (handlers are reset to
 /// the default on drop).
 #[derive(Debug)]
-pub struct SignalPipe {
+pub(crate) struct SignalPipe {
     read: OwnedFd,
     _write: OwnedFd,
     signals: Vec<i32>,
 }
 
 impl SignalPipe {
-    pub fn install(signals: &[i32]) -> io::Result<Self> {
+    pub(crate) fn install(signals: &[i32]) -> io::Result<Self> {
         let mut fds = [0; 2];
         // SAFETY: fds is a valid array of two ints for pipe2 to fill.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
@@ -84,12 +84,12 @@ impl SignalPipe {
         })
     }
 
-    pub fn fd(&self) -> RawFd {
+    pub(crate) fn fd(&self) -> RawFd {
         self.read.as_raw_fd()
     }
 
     /// The last signal caught, if any.
-    pub fn received(&self) -> Option<i32> {
+    pub(crate) fn received(&self) -> Option<i32> {
         match LAST_SIGNAL.load(Ordering::SeqCst) {
             0 => None,
             sig => Some(sig),
@@ -97,7 +97,7 @@ impl SignalPipe {
     }
 
     /// Empty the pipe after a wake-up.
-    pub fn drain(&self) {
+    pub(crate) fn drain(&self) {
         let mut buf = [0u8; 64];
         // SAFETY: reading into a valid local buffer from our non-blocking pipe.
         while unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {
@@ -119,17 +119,17 @@ impl Drop for SignalPipe {
 
 /// One entry of a poll set.
 #[derive(Clone, Copy, Debug)]
-pub struct PollFd {
-    pub fd: RawFd,
-    pub revents: i16,
+pub(crate) struct PollFd {
+    pub(crate) fd: RawFd,
+    pub(crate) revents: i16,
 }
 
-pub const POLLIN: i16 = libc::POLLIN;
-pub const POLLHUP: i16 = libc::POLLHUP;
-pub const POLLERR: i16 = libc::POLLERR;
+pub(crate) const POLLIN: i16 = libc::POLLIN;
+pub(crate) const POLLHUP: i16 = libc::POLLHUP;
+pub(crate) const POLLERR: i16 = libc::POLLERR;
 
 /// poll(2) for readability; an interrupted wait returns Ok(0).
-pub fn poll(fds: &mut [PollFd], timeout_ms: i32) -> io::Result<usize> {
+pub(crate) fn poll(fds: &mut [PollFd], timeout_ms: i32) -> io::Result<usize> {
     let mut raw: Vec<libc::pollfd> = fds
         .iter()
         .map(|p| libc::pollfd {
@@ -155,7 +155,7 @@ pub fn poll(fds: &mut [PollFd], timeout_ms: i32) -> io::Result<usize> {
 }
 
 /// pidfd_open(2): a descriptor that polls readable when the process exits.
-pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+pub(crate) fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags; no memory is passed.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
@@ -166,7 +166,7 @@ pub fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
 }
 
 /// kill(2).
-pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
+pub(crate) fn kill(pid: i32, sig: i32) -> io::Result<()> {
     // SAFETY: kill has no memory-safety preconditions.
     if unsafe { libc::kill(pid, sig) } < 0 {
         Err(io::Error::last_os_error())

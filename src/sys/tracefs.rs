@@ -90,13 +90,13 @@ fn mount_tracefs(target: &Path) -> io::Result<()> {
 }
 
 /// The directory of one tracepoint: `events/<subsystem>/<name>`.
-pub fn event_dir(subsystem: &str, name: &str) -> io::Result<PathBuf> {
+pub(crate) fn event_dir(subsystem: &str, name: &str) -> io::Result<PathBuf> {
     Ok(root()?.join("events").join(subsystem).join(name))
 }
 
 /// The numeric id of a tracepoint (`events/<subsystem>/<name>/id`), which is
 /// the `config` of a PERF_TYPE_TRACEPOINT counter.
-pub fn event_id(subsystem: &str, name: &str) -> io::Result<u64> {
+pub(crate) fn event_id(subsystem: &str, name: &str) -> io::Result<u64> {
     let path = event_dir(subsystem, name)?.join("id");
     let text = std::fs::read_to_string(&path)?;
     text.trim().parse().map_err(|_| {
@@ -108,7 +108,7 @@ pub fn event_id(subsystem: &str, name: &str) -> io::Result<u64> {
 }
 
 /// Every `(subsystem, name)` tracepoint pair tracefs offers, sorted.
-pub fn list_events() -> io::Result<Vec<(String, String)>> {
+pub(crate) fn list_events() -> io::Result<Vec<(String, String)>> {
     let mut out = list_events_dir_order()?;
     out.sort();
     Ok(out)
@@ -116,7 +116,7 @@ pub fn list_events() -> io::Result<Vec<(String, String)>> {
 
 /// As `list_events`, in the order tracefs lists its directories (the order
 /// perf expands `'block:*'` in).
-pub fn list_events_dir_order() -> io::Result<Vec<(String, String)>> {
+pub(crate) fn list_events_dir_order() -> io::Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     for subsystem in std::fs::read_dir(root()?.join("events"))? {
         let subsystem = subsystem?;

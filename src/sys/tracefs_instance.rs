@@ -89,13 +89,6 @@ impl Instance {
         Ok(())
     }
 
-    /// Disables `system:name`.
-    pub fn disable(&mut self, system: &str, name: &str) -> io::Result<()> {
-        self.write_file(&format!("events/{system}/{name}/enable"), "0")?;
-        self.enabled.retain(|(s, n)| !(s == system && n == name));
-        Ok(())
-    }
-
     /// Turns recording into this instance's ring buffer on or off.
     pub fn set_tracing_on(&self, on: bool) -> io::Result<()> {
         self.write_file("tracing_on", if on { "1" } else { "0" })
@@ -123,19 +116,14 @@ impl Instance {
     }
 
     /// The instance's `error_log` text.
-    pub fn error_log(&self) -> io::Result<String> {
+    pub(crate) fn error_log(&self) -> io::Result<String> {
         Ok(String::from_utf8_lossy(&self.read_file("error_log")?).into_owned())
-    }
-
-    /// The human-readable `trace` text of this instance.
-    pub fn trace_text(&self) -> io::Result<String> {
-        Ok(String::from_utf8_lossy(&self.read_file("trace")?).into_owned())
     }
 }
 
 /// Removes `instances/scry-<pid>-<n>` of dead pids (a scry that was
 /// SIGKILLed cannot clean up after itself). Best effort.
-pub fn remove_stale(root: &Path) {
+pub(crate) fn remove_stale(root: &Path) {
     let Ok(entries) = std::fs::read_dir(root.join("instances")) else {
         return;
     };
@@ -173,7 +161,7 @@ impl Drop for Instance {
 ///   Command: nosuch == 3
 ///                 ^
 /// ```
-pub fn error_log_reason(log: &str) -> Option<String> {
+pub(crate) fn error_log_reason(log: &str) -> Option<String> {
     let lines: Vec<&str> = log.lines().collect();
     let start = lines.iter().rposition(|l| l.starts_with('['))?;
     let head = lines[start];
@@ -200,7 +188,7 @@ pub fn error_log_reason(log: &str) -> Option<String> {
 /// Asks the kernel why it refuses `filter` for `system:name`: sets it in a
 /// scratch instance and reads the reason from its `error_log`. `Ok(None)`
 /// when the kernel accepts the filter there.
-pub fn filter_error(
+pub(crate) fn filter_error(
     root: &Path,
     system: &str,
     name: &str,
@@ -219,7 +207,7 @@ pub fn filter_error(
 
 /// `err` (from PERF_EVENT_IOC_SET_FILTER on `system:name`) with the
 /// kernel's reason in place of the bare errno when tracefs can tell it.
-pub fn explain_filter_error(
+pub(crate) fn explain_filter_error(
     tracepoint: Option<&(String, String)>,
     filter: &str,
     err: io::Error,

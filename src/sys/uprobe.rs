@@ -32,21 +32,21 @@ const KPROBE_PMU_DIR: &str = "/sys/bus/event_source/devices/kprobe";
 
 /// The `uprobe` PMU, when the kernel has it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UprobePmu {
+pub(crate) struct UprobePmu {
     /// `perf_event_attr.type` for uprobes.
-    pub type_: u32,
+    pub(crate) type_: u32,
     /// The `config` bit that makes a return probe.
-    pub retprobe_bit: u32,
+    pub(crate) retprobe_bit: u32,
 }
 
 impl UprobePmu {
     /// Reads the PMU's type and `format/retprobe` (`config:0`).
-    pub fn detect() -> io::Result<UprobePmu> {
+    pub(crate) fn detect() -> io::Result<UprobePmu> {
         Self::detect_in(PMU_DIR)
     }
 
     /// The kprobe PMU, read as the uprobe one (`sys::kprobe`).
-    pub fn detect_kprobe() -> io::Result<UprobePmu> {
+    pub(crate) fn detect_kprobe() -> io::Result<UprobePmu> {
         Self::detect_in(KPROBE_PMU_DIR)
     }
 
@@ -73,7 +73,7 @@ impl UprobePmu {
     }
 
     /// `config` for a probe: the retprobe bit for a return probe, else 0.
-    pub fn config(&self, retprobe: bool) -> u64 {
+    pub(crate) fn config(&self, retprobe: bool) -> u64 {
         if retprobe {
             1u64 << self.retprobe_bit
         } else {
@@ -86,7 +86,7 @@ impl UprobePmu {
 /// file offset in `config2`; `config1` points at `path` for the duration of
 /// `open` only (the kernel resolves the path to an inode at once, and the
 /// caller's attribute, which may be written to perf.data, keeps 0 there).
-pub fn open_at(
+pub(crate) fn open_at(
     attr: &perf_event_attr,
     path: &Path,
     open: impl FnOnce(&perf_event_attr) -> io::Result<PerfEventFd>,
@@ -111,19 +111,19 @@ fn events_file(tracefs_root: &Path) -> std::path::PathBuf {
 }
 
 /// Whether this kernel has uprobes (a `uprobe_events` file).
-pub fn available(tracefs_root: &Path) -> bool {
+pub(crate) fn available(tracefs_root: &Path) -> bool {
     events_file(tracefs_root).exists()
 }
 
 /// Appends one probe definition (`p:GROUP/NAME PATH:0xOFF ARGS...` or
 /// `r:...`). The kernel checks it; its refusal comes back as the error,
 /// with tracefs `error_log`'s last line when there is one.
-pub fn add_event(tracefs_root: &Path, definition: &str) -> io::Result<()> {
+pub(crate) fn add_event(tracefs_root: &Path, definition: &str) -> io::Result<()> {
     write_line(tracefs_root, definition)
 }
 
 /// Removes the probe `GROUP/NAME` (`-:GROUP/NAME`).
-pub fn remove_event(tracefs_root: &Path, group: &str, name: &str) -> io::Result<()> {
+pub(crate) fn remove_event(tracefs_root: &Path, group: &str, name: &str) -> io::Result<()> {
     write_line(tracefs_root, &format!("-:{group}/{name}"))
 }
 
@@ -149,13 +149,13 @@ fn with_error_log(tracefs_root: &Path, err: io::Error) -> io::Error {
 
 /// The text of `uprobe_events`: one definition a line, as the kernel
 /// prints them (`p:probe_libc/malloc /usr/lib/...:0x...`).
-pub fn list_events(tracefs_root: &Path) -> io::Result<String> {
+pub(crate) fn list_events(tracefs_root: &Path) -> io::Result<String> {
     std::fs::read_to_string(events_file(tracefs_root))
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock trace counters stamp records
 /// with (`use_clockid`), so a reader can tell which records it has drained.
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -34,7 +34,7 @@ use scry::analysis::profile::{Profile, ProfileOptions, SortKey};
 use scry::symbol::{ResolveOptions, Resolved, resolve_file};
 
 #[derive(Args, Debug)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Recordings to serve (perf.data format). Default perf.data.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -54,25 +54,25 @@ pub struct ServeArgs {
 /// A thread of a served file, for the page's filters.
 #[derive(Clone, Debug, serde::Serialize)]
 pub(crate) struct ThreadRow {
-    pub comm: String,
-    pub pid: i32,
-    pub tid: i32,
-    pub samples: u64,
+    pub(crate) comm: String,
+    pub(crate) pid: i32,
+    pub(crate) tid: i32,
+    pub(crate) samples: u64,
 }
 
 /// One file the server was given, resolved.
 pub(crate) struct Served {
     /// As named on the command line.
-    pub name: String,
-    pub resolved: Resolved,
+    pub(crate) name: String,
+    pub(crate) resolved: Resolved,
     /// Its threads, busiest first (`analysis::profile` keyed by comm, pid
     /// and tid).
-    pub threads: Vec<ThreadRow>,
+    pub(crate) threads: Vec<ThreadRow>,
 }
 
 /// Everything the server answers from.
 pub(crate) struct State {
-    pub files: Vec<Served>,
+    pub(crate) files: Vec<Served>,
     /// The answers made so far (`api::Memo`).
     memo: api::Memo,
 }
@@ -136,7 +136,7 @@ fn load(args: &ServeArgs) -> anyhow::Result<State> {
     })
 }
 
-pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     let state = Arc::new(load(&args)?);
     let addr = SocketAddr::new(args.bind, args.port);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -28,9 +28,9 @@ use super::layout::{
     record_type_name,
 };
 
-pub const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
-pub const PERF_RECORD_AUXTRACE: u32 = 71;
-pub const PERF_RECORD_HEADER_FEATURE: u32 = 80;
+pub(crate) const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
+pub(crate) const PERF_RECORD_AUXTRACE: u32 = 71;
+pub(crate) const PERF_RECORD_HEADER_FEATURE: u32 = 80;
 const PERF_RECORD_MMAP2: u32 = 10;
 /// `PERF_RECORD_MISC_MMAP_BUILD_ID`: the MMAP2 record holds a build-id.
 const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
@@ -45,15 +45,15 @@ const TRAILING_MAX: u64 = 1 << 30;
 pub struct RecordFrame {
     pub offset: u64,
     pub record_type: u32,
-    pub misc: u16,
+    pub(crate) misc: u16,
     /// From the header: header plus body, without AUXTRACE's trailing data.
-    pub size: u16,
+    pub(crate) size: u16,
     /// Where the next record starts (trailing data included).
-    pub next: u64,
+    pub(crate) next: u64,
 }
 
 /// The 8 header bytes of `frame`, as they were in the file.
-pub fn header_bytes(frame: &RecordFrame, endian: Endian) -> [u8; 8] {
+pub(crate) fn header_bytes(frame: &RecordFrame, endian: Endian) -> [u8; 8] {
     let mut head = [0u8; 8];
     let (t, m, z) = match endian {
         Endian::Little => (
@@ -76,22 +76,23 @@ pub fn header_bytes(frame: &RecordFrame, endian: Endian) -> [u8; 8] {
 /// What was left out while reading: stretches of bytes that were not whole
 /// records, and whole records refused. Offsets are file offsets.
 #[derive(Clone, Debug, Default)]
-pub struct Skipped {
-    pub spans: u64,
-    pub span_bytes: u64,
-    pub first_span: Option<(u64, String)>,
-    pub records: u64,
-    pub record_bytes: u64,
+pub(crate) struct Skipped {
+    pub(crate) spans: u64,
+    pub(crate) span_bytes: u64,
+    pub(crate) first_span: Option<(u64, String)>,
+    pub(crate) records: u64,
+    pub(crate) record_bytes: u64,
     /// Where (none inside compressed data or a stream) and what.
-    pub first_record: Option<(Option<u64>, String)>,
+    pub(crate) first_record: Option<(Option<u64>, String)>,
 }
 
 impl Skipped {
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.spans == 0 && self.records == 0
     }
 
-    pub fn add_span(&mut self, offset: u64, bytes: u64, why: impl FnOnce() -> String) {
+    pub(crate) fn add_span(&mut self, offset: u64, bytes: u64, why: impl FnOnce() -> String) {
         self.spans += 1;
         self.span_bytes += bytes;
         if self.first_span.is_none() {
@@ -100,7 +101,12 @@ impl Skipped {
     }
 
     /// `what` names the record and the reason: `PERF_RECORD_SAMPLE: ...`.
-    pub fn add_record(&mut self, offset: Option<u64>, bytes: u64, what: impl FnOnce() -> String) {
+    pub(crate) fn add_record(
+        &mut self,
+        offset: Option<u64>,
+        bytes: u64,
+        what: impl FnOnce() -> String,
+    ) {
         self.records += 1;
         self.record_bytes += bytes;
         if self.first_record.is_none() {
@@ -108,7 +114,7 @@ impl Skipped {
         }
     }
 
-    pub fn merge(&mut self, other: &Skipped) {
+    pub(crate) fn merge(&mut self, other: &Skipped) {
         self.spans += other.spans;
         self.span_bytes += other.span_bytes;
         self.records += other.records;
@@ -122,7 +128,7 @@ impl Skipped {
     }
 
     /// One line saying where and how much was left out; `None` if nothing.
-    pub fn describe(&self) -> Option<String> {
+    pub(crate) fn describe(&self) -> Option<String> {
         let plural = |n: u64, one: &str, many: &str| {
             if n == 1 {
                 one.to_owned()
@@ -153,7 +159,7 @@ impl Skipped {
 /// Walks the records of `data` in file order (see the module doc; lenient),
 /// calling `visit` with each record's frame and body (trailing data not
 /// included). Returns what was skipped.
-pub fn walk_records<R: Read + Seek + ?Sized>(
+pub(crate) fn walk_records<R: Read + Seek + ?Sized>(
     r: &mut R,
     data: Section,
     endian: Endian,
@@ -173,7 +179,7 @@ pub fn walk_records<R: Read + Seek + ?Sized>(
 
 /// The first problem a strict walk of `data` meets, as its offset and error;
 /// `None` if every record is sound.
-pub fn first_problem<R: Read + Seek + ?Sized>(
+pub(crate) fn first_problem<R: Read + Seek + ?Sized>(
     r: &mut R,
     data: Section,
     endian: Endian,
@@ -205,7 +211,7 @@ enum Framed {
 }
 
 /// See the module doc; the reader's time-order pass reads through it.
-pub struct RecordCursor<R: Read> {
+pub(crate) struct RecordCursor<R: Read> {
     r: io::BufReader<R>,
     endian: Endian,
     /// Where the next record starts.
@@ -216,15 +222,15 @@ pub struct RecordCursor<R: Read> {
     lenient: bool,
     /// A header found by resynchronizing, not yet read as a record.
     pending: Option<[u8; 8]>,
-    pub skipped: Skipped,
+    pub(crate) skipped: Skipped,
     /// The blob after a HEADER_TRACING_DATA record (pipe format), if any.
-    pub tracing_data: Option<Vec<u8>>,
+    pub(crate) tracing_data: Option<Vec<u8>>,
 }
 
 impl<R: Read> RecordCursor<R> {
     /// `r` must be positioned at `data.offset`; a `data.size` of `u64::MAX`
     /// (less the offset) means "to the end of the input".
-    pub fn new(r: R, data: Section, endian: Endian, buffer: usize, lenient: bool) -> Self {
+    pub(crate) fn new(r: R, data: Section, endian: Endian, buffer: usize, lenient: bool) -> Self {
         RecordCursor {
             r: io::BufReader::with_capacity(buffer, r),
             endian,
@@ -265,7 +271,10 @@ impl<R: Read> RecordCursor<R> {
 
     /// Appends the next record's body (without trailing data) to `body` and
     /// returns its frame; `None` at the end of the section.
-    pub fn next_into(&mut self, body: &mut Vec<u8>) -> Result<Option<RecordFrame>, LayoutError> {
+    pub(crate) fn next_into(
+        &mut self,
+        body: &mut Vec<u8>,
+    ) -> Result<Option<RecordFrame>, LayoutError> {
         loop {
             let offset = self.offset;
             if offset >= self.end {
@@ -518,7 +527,7 @@ fn plausible(endian: Endian, head: &[u8; 8], left: u64) -> bool {
 }
 
 /// A framing problem in words, without the offset (the caller gives it).
-pub fn describe(e: &LayoutError) -> String {
+pub(crate) fn describe(e: &LayoutError) -> String {
     match e {
         LayoutError::TruncatedRecord {
             record_type: 0,

@@ -16,28 +16,28 @@
 use std::io::{self, Read, Seek, SeekFrom};
 
 /// `sizeof(struct perf_file_header)`.
-pub const FILE_HEADER_SIZE: u64 = 104;
+pub(crate) const FILE_HEADER_SIZE: u64 = 104;
 /// `sizeof(struct perf_pipe_file_header)`.
-pub const PIPE_HEADER_SIZE: u64 = 16;
+pub(crate) const PIPE_HEADER_SIZE: u64 = 16;
 /// `PERF_ATTR_SIZE_VER0`: the smallest `perf_event_attr`.
 const ATTR_SIZE_MIN: u64 = 64;
 /// Larger than any `perf_event_attr` a kernel has defined (136 in 6.x) plus
 /// perf's 16-byte id section: a bigger value is corruption, not a new kernel.
 const ATTR_SIZE_MAX: u64 = 4096;
 /// `sizeof(struct perf_event_header)`.
-pub const RECORD_HEADER_SIZE: u64 = 8;
+pub(crate) const RECORD_HEADER_SIZE: u64 = 8;
 
 pub(super) const HEADER_EVENT_DESC: u32 = 12;
 
 /// The byte order of a file, from its magic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endian {
+pub(crate) enum Endian {
     Little,
     Big,
 }
 
 impl Endian {
-    pub fn u16(self, b: &[u8], at: usize) -> Option<u16> {
+    pub(crate) fn u16(self, b: &[u8], at: usize) -> Option<u16> {
         let bytes: [u8; 2] = b.get(at..at.checked_add(2)?)?.try_into().ok()?;
         Some(match self {
             Endian::Little => u16::from_le_bytes(bytes),
@@ -45,7 +45,7 @@ impl Endian {
         })
     }
 
-    pub fn u32(self, b: &[u8], at: usize) -> Option<u32> {
+    pub(crate) fn u32(self, b: &[u8], at: usize) -> Option<u32> {
         let bytes: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
         Some(match self {
             Endian::Little => u32::from_le_bytes(bytes),
@@ -53,7 +53,7 @@ impl Endian {
         })
     }
 
-    pub fn u64(self, b: &[u8], at: usize) -> Option<u64> {
+    pub(crate) fn u64(self, b: &[u8], at: usize) -> Option<u64> {
         let bytes: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
         Some(match self {
             Endian::Little => u64::from_le_bytes(bytes),
@@ -66,7 +66,7 @@ impl Endian {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Section {
     pub offset: u64,
-    pub size: u64,
+    pub(crate) size: u64,
 }
 
 impl Section {
@@ -80,26 +80,26 @@ impl Section {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileLayout {
     /// The file's length in bytes.
-    pub file_len: u64,
-    pub endian: Endian,
+    pub(crate) file_len: u64,
+    pub(crate) endian: Endian,
     /// True for the pipe format (`perf record -o -`): a 16-byte header, then
     /// records, the attributes and features among them.
-    pub pipe: bool,
-    pub header_size: u64,
-    pub attr_size: u64,
-    pub attrs: Section,
+    pub(crate) pipe: bool,
+    pub(crate) header_size: u64,
+    pub(crate) attr_size: u64,
+    pub(crate) attrs: Section,
     /// The records. In the pipe format: everything after the header.
-    pub data: Section,
-    pub event_types: Section,
+    pub(crate) data: Section,
+    pub(crate) event_types: Section,
     /// The feature bits set in the header with their sections, in bit order.
-    pub features: Vec<(u32, Section)>,
+    pub(crate) features: Vec<(u32, Section)>,
     /// What was wrong with a header that is not stale, as lines for
     /// stderr, each with the file offset of the feature table entry to
     /// blank (0: the whole table, the header's feature bits).
-    pub notes: Vec<(u64, String)>,
+    pub(crate) notes: Vec<(u64, String)>,
     /// Set when the header was written before the recording ended: the
     /// data then runs to the end of the file, and `features` is empty.
-    pub stale: Option<StaleHeader>,
+    pub(crate) stale: Option<StaleHeader>,
 }
 
 /// A header that does not describe the file: written before the recording
@@ -109,16 +109,16 @@ pub struct FileLayout {
 /// data size of 0: the "table" is then records), or when there are no
 /// features and bytes follow the data (scry's header between updates).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StaleHeader {
+pub(crate) struct StaleHeader {
     /// The data size the header says.
-    pub data_size: u64,
+    pub(crate) data_size: u64,
     /// Why the header is taken as stale.
-    pub why: String,
+    pub(crate) why: String,
 }
 
 impl FileLayout {
     /// Where the feature section table starts (just after the data).
-    pub fn features_offset(&self) -> u64 {
+    pub(crate) fn features_offset(&self) -> u64 {
         self.data.end()
     }
 
@@ -132,7 +132,7 @@ impl FileLayout {
 
 /// What is wrong with the layout; `reader` adds the file name.
 #[derive(Debug)]
-pub enum LayoutError {
+pub(crate) enum LayoutError {
     Empty,
     BadMagic(u64),
     TruncatedHeader {
@@ -177,7 +177,11 @@ impl From<io::Error> for LayoutError {
 
 /// Reads `len` bytes at `offset`. Callers check the range against the file
 /// length first, so `len` is never larger than the file.
-pub fn read_at<R: Read + Seek + ?Sized>(r: &mut R, offset: u64, len: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_at<R: Read + Seek + ?Sized>(
+    r: &mut R,
+    offset: u64,
+    len: u64,
+) -> io::Result<Vec<u8>> {
     r.seek(SeekFrom::Start(offset))?;
     let mut buf = Vec::new();
     r.take(len).read_to_end(&mut buf)?;
@@ -199,7 +203,10 @@ fn check_section(name: &str, s: Section, len: u64) -> Result<(), LayoutError> {
 }
 
 /// Checks the header of a file of `len` bytes and every section it points to.
-pub fn check_file<R: Read + Seek + ?Sized>(r: &mut R, len: u64) -> Result<FileLayout, LayoutError> {
+pub(crate) fn check_file<R: Read + Seek + ?Sized>(
+    r: &mut R,
+    len: u64,
+) -> Result<FileLayout, LayoutError> {
     if len == 0 {
         return Err(LayoutError::Empty);
     }
@@ -419,7 +426,7 @@ fn check_attributes<R: Read + Seek + ?Sized>(r: &mut R, l: &FileLayout) -> Resul
 /// bits it does not know), in the order the crate lists the events:
 /// EVENT_DESC, else the attribute section. Empty for the old event types
 /// section and simpleperf's files. Runs after `check_file`.
-pub fn raw_read_formats<R: Read + Seek + ?Sized>(
+pub(crate) fn raw_read_formats<R: Read + Seek + ?Sized>(
     r: &mut R,
     l: &FileLayout,
 ) -> Result<Vec<u64>, LayoutError> {
@@ -454,7 +461,7 @@ pub fn raw_read_formats<R: Read + Seek + ?Sized>(
 
 /// Checks a HEADER_EVENT_DESC body: every count and length fits in what is
 /// left. Returns the offset in `b` and what is wrong.
-pub fn check_event_desc(b: &[u8], e: Endian) -> Result<(), (usize, String)> {
+pub(crate) fn check_event_desc(b: &[u8], e: Endian) -> Result<(), (usize, String)> {
     let short = |at: usize, what: &str| (at, format!("{what} runs past the end of the section"));
     let nr = e.u32(b, 0).ok_or_else(|| short(0, "event count"))?;
     let attr_size = e.u32(b, 4).ok_or_else(|| short(4, "attribute size"))? as usize;
@@ -496,7 +503,7 @@ pub fn check_event_desc(b: &[u8], e: Endian) -> Result<(), (usize, String)> {
 }
 
 /// perf's name for a record type: `PERF_RECORD_SAMPLE`, ...
-pub fn record_type_name(t: u32) -> String {
+pub(crate) fn record_type_name(t: u32) -> String {
     let name = match t {
         1 => "MMAP",
         2 => "LOST",
@@ -546,7 +553,7 @@ pub fn record_type_name(t: u32) -> String {
 
 /// perf's name for a feature bit (`HEADER_<name>` without the prefix), or
 /// `bit N` for a bit perf has not defined.
-pub fn feature_name(bit: u32) -> String {
+pub(crate) fn feature_name(bit: u32) -> String {
     let name = linux_perf_data::Feature(bit).to_string();
     if name.starts_with("Unknown") {
         format!("bit {bit}")
@@ -556,7 +563,7 @@ pub fn feature_name(bit: u32) -> String {
 }
 
 /// A `perf_header_string`: u32 length, then that many bytes, NUL padded.
-pub fn header_string(b: &[u8], at: usize, e: Endian) -> Option<(String, usize)> {
+pub(crate) fn header_string(b: &[u8], at: usize, e: Endian) -> Option<(String, usize)> {
     let len = e.u32(b, at)? as usize;
     let start = at.checked_add(4)?;
     let bytes = b.get(start..start.checked_add(len)?)?;
@@ -565,7 +572,7 @@ pub fn header_string(b: &[u8], at: usize, e: Endian) -> Option<(String, usize)> 
 }
 
 /// A `perf_header_string_list`: u32 count, then that many strings.
-pub fn header_string_list(b: &[u8], e: Endian) -> Option<Vec<String>> {
+pub(crate) fn header_string_list(b: &[u8], e: Endian) -> Option<Vec<String>> {
     let nr = e.u32(b, 0)?;
     let mut at = 4;
     let mut out = Vec::new();

@@ -52,7 +52,7 @@ impl PerfReader {
     /// Reads a stream (stdin, a pipe): the magic is checked in its first 8
     /// bytes; the pipe format is then read as it comes (never ahead), and
     /// the file format, which needs seeking, is read into memory first.
-    pub fn from_stream(
+    pub(crate) fn from_stream(
         name: &str,
         mut stream: impl Read + Send + 'static,
     ) -> Result<Self, ReadError> {

@@ -45,17 +45,17 @@ enum IdLookup {
 }
 
 /// A record handed out in time order: its bytes borrow from the reader.
-pub struct FileRecord<'a> {
-    pub raw: RawRecord<'a>,
-    pub offset: u64,
+pub(crate) struct FileRecord<'a> {
+    pub(crate) raw: RawRecord<'a>,
+    pub(crate) offset: u64,
     /// None for perf's own (user) record types.
-    pub attr_index: Option<usize>,
+    pub(crate) attr_index: Option<usize>,
     /// The parse info of the record's event (with `attr_index`).
-    pub parse_info: Option<RecordParseInfo>,
+    pub(crate) parse_info: Option<RecordParseInfo>,
 }
 
 /// See the module doc.
-pub struct Rounds<R: Read> {
+pub(crate) struct Rounds<R: Read> {
     cursor: RecordCursor<R>,
     endian: Endianness,
     lookup: IdLookup,
@@ -71,7 +71,7 @@ impl<R: Read> Rounds<R> {
     /// Returns `None` when the crate would not read these events' records
     /// the same way (several events without a common way to find the id):
     /// the caller then takes the crate's path, and its error.
-    pub fn new(r: R, data: Section, endian: Endian, events: &[EventDesc]) -> Option<Self> {
+    pub(crate) fn new(r: R, data: Section, endian: Endian, events: &[EventDesc]) -> Option<Self> {
         let endianness = match endian {
             Endian::Little => Endianness::LittleEndian,
             Endian::Big => Endianness::BigEndian,
@@ -230,7 +230,7 @@ enum Message {
 }
 
 /// `Rounds` on a thread of its own; see the module doc.
-pub struct RoundsThread {
+pub(crate) struct RoundsThread {
     rx: Receiver<Message>,
     /// Spent batches, back to the reading thread.
     back: Sender<Batch>,
@@ -239,11 +239,11 @@ pub struct RoundsThread {
     next: usize,
     done: bool,
     /// What the framing skipped, once the end is reached.
-    pub skipped: Arc<Mutex<Skipped>>,
+    pub(crate) skipped: Arc<Mutex<Skipped>>,
 }
 
 impl RoundsThread {
-    pub fn spawn<R: Read + Send + 'static>(mut rounds: Rounds<R>) -> io::Result<Self> {
+    pub(crate) fn spawn<R: Read + Send + 'static>(mut rounds: Rounds<R>) -> io::Result<Self> {
         // A rendezvous: the thread reads the next round while the caller
         // uses this one, then waits; two rounds in memory, not more.
         let (tx, rx): (SyncSender<Message>, _) = sync_channel(0);
@@ -280,7 +280,7 @@ impl RoundsThread {
     }
 
     /// The next record in time order.
-    pub fn next_record(&mut self) -> Result<Option<FileRecord<'_>>, LayoutError> {
+    pub(crate) fn next_record(&mut self) -> Result<Option<FileRecord<'_>>, LayoutError> {
         while self.next >= self.batch.len() {
             if self.done {
                 return Ok(None);

@@ -26,7 +26,7 @@ use serde_json::json;
 use super::{EventKind, ExportError, ExportInput, ExportResult, ExportSummary, Exporter};
 
 /// The Chrome trace exporter.
-pub struct ChromeTrace;
+pub(crate) struct ChromeTrace;
 
 /// Microseconds from `base` with nanosecond fractions.
 fn micros(ns: u64, base: u64) -> f64 {

@@ -35,7 +35,7 @@ use crate::model::hash::FxHashMap;
 use crate::model::sample::{FrameId, ResolvedSample};
 
 /// The Firefox Profiler exporter.
-pub struct Firefox;
+pub(crate) struct Firefox;
 
 /// A tracepoint occurrence, as a marker.
 struct TracepointMarker {

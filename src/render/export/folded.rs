@@ -9,7 +9,7 @@ use crate::analysis::folded::{FoldOptions, FoldedStacks};
 use crate::render::folded::{FoldedOptions, folded_lines};
 
 /// The folded-stacks exporter.
-pub struct Folded;
+pub(crate) struct Folded;
 
 impl Exporter for Folded {
     fn write(&self, input: &ExportInput, out: &mut dyn Write) -> ExportResult {

@@ -13,12 +13,12 @@
 //! leaves it out and says so in [`ExportSummary::skipped`]; when nothing
 //! would be left it fails with [`ExportError::Unsupported`].
 
-pub mod chrome_trace;
-pub mod firefox;
-pub mod folded;
-pub mod pprof;
+pub(crate) mod chrome_trace;
+pub(crate) mod firefox;
+pub(crate) mod folded;
+pub(crate) mod pprof;
 mod pprof_proto;
-pub mod speedscope;
+pub(crate) mod speedscope;
 
 use std::io::Write;
 
@@ -28,7 +28,7 @@ use crate::symbol::{Resolved, dso_short_name};
 
 /// What kind of event an attribute of the file counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventKind {
+pub(crate) enum EventKind {
     /// `cpu-clock` or `task-clock`: periods are nanoseconds.
     Clock,
     /// A tracepoint (`sched:sched_switch`): each sample is one occurrence.
@@ -43,15 +43,15 @@ pub enum EventKind {
 
 /// One event (attribute) of the file, by its index in `Resolved::events`.
 #[derive(Clone, Debug)]
-pub struct ExportEvent {
-    pub name: String,
-    pub kind: EventKind,
+pub(crate) struct ExportEvent {
+    pub(crate) name: String,
+    pub(crate) kind: EventKind,
 }
 
 impl ExportEvent {
     /// The name without perf's modifiers (`cpu-clock:ppp` → `cpu-clock`);
     /// a tracepoint keeps its `system:name`.
-    pub fn base_name(&self) -> &str {
+    pub(crate) fn base_name(&self) -> &str {
         if self.kind == EventKind::Tracepoint {
             return &self.name;
         }
@@ -60,22 +60,22 @@ impl ExportEvent {
 }
 
 /// Everything an exporter reads.
-pub struct ExportInput<'a> {
-    pub resolved: &'a Resolved,
+pub(crate) struct ExportInput<'a> {
+    pub(crate) resolved: &'a Resolved,
     /// Parallel to `resolved.events`.
-    pub events: Vec<ExportEvent>,
+    pub(crate) events: Vec<ExportEvent>,
     /// `(binary path, build id in hex)` from the file's BUILD_ID feature.
-    pub build_ids: Vec<(String, String)>,
+    pub(crate) build_ids: Vec<(String, String)>,
     /// Scheduler runs (`analysis::sched`'s switch-outs, each with its run
     /// time) when the format wants them and the file has sched_switch;
     /// empty otherwise.
-    pub runs: &'a [TimehistRow],
+    pub(crate) runs: &'a [TimehistRow],
 }
 
 impl ExportInput<'_> {
     /// The event of a sample, or a made-up counter when the index is out of
     /// range (it cannot be: the resolver only hands out known indices).
-    pub fn event(&self, index: usize) -> ExportEvent {
+    pub(crate) fn event(&self, index: usize) -> ExportEvent {
         self.events.get(index).cloned().unwrap_or(ExportEvent {
             name: format!("event{index}"),
             kind: EventKind::Counter,
@@ -85,36 +85,36 @@ impl ExportInput<'_> {
 
 /// How an exporter wants the recording resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Wants {
+pub(crate) struct Wants {
     /// One sample per distinct (event, thread, stack): no time, no CPU.
-    pub merged: bool,
+    pub(crate) merged: bool,
     /// Source lines per frame (`Frame::srcline`).
-    pub srcline: bool,
+    pub(crate) srcline: bool,
     /// Scheduler runs from sched_switch (`ExportInput::runs`).
-    pub runs: bool,
+    pub(crate) runs: bool,
 }
 
 impl Wants {
     /// Aggregate formats: merged samples, names only.
-    pub const MERGED: Wants = Wants {
+    pub(crate) const MERGED: Wants = Wants {
         merged: true,
         srcline: false,
         runs: false,
     };
     /// Merged samples with source lines (pprof).
-    pub const MERGED_WITH_LINES: Wants = Wants {
+    pub(crate) const MERGED_WITH_LINES: Wants = Wants {
         merged: true,
         srcline: true,
         runs: false,
     };
     /// Timed formats: one sample per record, with time and CPU.
-    pub const TIMED: Wants = Wants {
+    pub(crate) const TIMED: Wants = Wants {
         merged: false,
         srcline: false,
         runs: false,
     };
     /// Timelines: timed samples and the scheduler's runs.
-    pub const TIMELINE: Wants = Wants {
+    pub(crate) const TIMELINE: Wants = Wants {
         merged: false,
         srcline: false,
         runs: true,
@@ -123,7 +123,7 @@ impl Wants {
 
 /// The indices of `samples` in time order (a stable sort: records of one
 /// time keep the file's order).
-pub fn time_order(samples: &[crate::model::sample::ResolvedSample]) -> Vec<usize> {
+pub(crate) fn time_order(samples: &[crate::model::sample::ResolvedSample]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..samples.len()).collect();
     order.sort_by_key(|&i| samples[i].time);
     order
@@ -131,14 +131,14 @@ pub fn time_order(samples: &[crate::model::sample::ResolvedSample]) -> Vec<usize
 
 /// What an export left out, one line each, for the command to print.
 #[derive(Debug, Default)]
-pub struct ExportSummary {
-    pub skipped: Vec<String>,
+pub(crate) struct ExportSummary {
+    pub(crate) skipped: Vec<String>,
 }
 
 /// Errors of an export.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ExportError {
+pub(crate) enum ExportError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The format cannot hold any of the file's samples.
@@ -149,11 +149,11 @@ pub enum ExportError {
 }
 
 /// What an export returns.
-pub type ExportResult = Result<ExportSummary, ExportError>;
+pub(crate) type ExportResult = Result<ExportSummary, ExportError>;
 
 /// One output format (how it wants the recording resolved is
 /// [`Format::wants`]).
-pub trait Exporter {
+pub(crate) trait Exporter {
     /// Write the export. Large formats are written as they are built where
     /// the format allows; `out` should be buffered.
     fn write(&self, input: &ExportInput, out: &mut dyn Write) -> ExportResult;
@@ -161,7 +161,7 @@ pub trait Exporter {
 
 /// The formats `scry convert --to` knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Pprof,
     Firefox,
     Speedscope,
@@ -171,10 +171,10 @@ pub enum Format {
 
 impl Format {
     /// `--to`'s spellings.
-    pub const NAMES: &'static [&'static str] =
+    pub(crate) const NAMES: &'static [&'static str] =
         &["pprof", "firefox", "speedscope", "chrome-trace", "folded"];
 
-    pub fn parse(name: &str) -> Option<Format> {
+    pub(crate) fn parse(name: &str) -> Option<Format> {
         Some(match name {
             "pprof" => Format::Pprof,
             "firefox" => Format::Firefox,
@@ -186,7 +186,7 @@ impl Format {
     }
 
     /// `--to`'s spelling of the format.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Format::Pprof => "pprof",
             Format::Firefox => "firefox",
@@ -197,7 +197,7 @@ impl Format {
     }
 
     /// The file written when no `-o` is given.
-    pub fn default_file_name(self) -> &'static str {
+    pub(crate) fn default_file_name(self) -> &'static str {
         match self {
             Format::Pprof => "profile.pb.gz",
             Format::Firefox => "profile.firefox.json",
@@ -208,7 +208,7 @@ impl Format {
     }
 
     /// How the recording should be resolved for this format.
-    pub fn wants(self) -> Wants {
+    pub(crate) fn wants(self) -> Wants {
         match self {
             Format::Pprof => Wants::MERGED_WITH_LINES,
             Format::Folded => Wants::MERGED,
@@ -217,7 +217,7 @@ impl Format {
         }
     }
 
-    pub fn exporter(self) -> Box<dyn Exporter> {
+    pub(crate) fn exporter(self) -> Box<dyn Exporter> {
         match self {
             Format::Pprof => Box::new(pprof::Pprof),
             Format::Firefox => Box::new(firefox::Firefox),
@@ -230,7 +230,7 @@ impl Format {
 
 /// A frame's function name as viewers show it: the symbol, else the
 /// binary's short name in brackets (`[libc.so.6]`), else `[unknown]`.
-pub fn function_name(frame: &Frame) -> String {
+pub(crate) fn function_name(frame: &Frame) -> String {
     match &frame.sym {
         Some(sym) => sym.to_string(),
         None => {
@@ -245,20 +245,20 @@ pub fn function_name(frame: &Frame) -> String {
 }
 
 /// `(file, line)` of a frame's `file:line` srcline, when it has one.
-pub fn source_location(frame: &Frame) -> Option<(&str, u32)> {
+pub(crate) fn source_location(frame: &Frame) -> Option<(&str, u32)> {
     let srcline = frame.srcline.as_deref()?;
     let (file, line) = srcline.rsplit_once(':')?;
     Some((file, line.parse().ok()?))
 }
 
 /// Whether a frame is kernel code.
-pub fn is_kernel(frame: &Frame) -> bool {
+pub(crate) fn is_kernel(frame: &Frame) -> bool {
     frame.kind == FrameKind::Kernel
 }
 
 /// Names of the events that have samples and that `keep` refuses, for an
 /// exporter's skipped line; `Err(Unsupported)` when no sample is kept.
-pub fn partition_events(
+pub(crate) fn partition_events(
     input: &ExportInput,
     format: &'static str,
     keep: impl Fn(EventKind) -> bool,

@@ -31,7 +31,7 @@ use super::{
 use crate::model::sample::FrameId;
 
 /// The pprof exporter.
-pub struct Pprof;
+pub(crate) struct Pprof;
 
 /// The profile's string table: index 0 is "".
 struct Strings {

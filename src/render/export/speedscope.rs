@@ -21,7 +21,7 @@ use super::{
 use crate::model::sample::FrameId;
 
 /// The speedscope exporter.
-pub struct Speedscope;
+pub(crate) struct Speedscope;
 
 /// One profile being built: stacks as indices into the shared frames.
 #[derive(Default)]

@@ -96,7 +96,7 @@ impl CacheKey {
 /// The running kernel's symbols: the cached table when its key still
 /// holds, else `/proc/kallsyms` read whole (and its lasting part cached for
 /// the next run). Empty (every kernel frame then says why) when unreadable.
-pub fn load_running() -> Kallsyms {
+pub(crate) fn load_running() -> Kallsyms {
     let Some(key) = CacheKey::running() else {
         return Kallsyms::from_proc().unwrap_or_default();
     };

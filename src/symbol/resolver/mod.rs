@@ -80,14 +80,14 @@ struct LocResult {
 
 /// One address of a sample, named (`Resolver::address`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AddressName {
+pub(crate) struct AddressName {
     /// The function's frame (the outermost one when inlined frames expand it).
-    pub frame: FrameId,
+    pub(crate) frame: FrameId,
     /// The address's offset into that function (perf's `symoff`).
-    pub symoff: Option<u64>,
+    pub(crate) symoff: Option<u64>,
     /// The address as perf script prints callchain frames: relative to its
     /// binary (`addr - map start + pgoff`) in user binaries, else as is.
-    pub shown: u64,
+    pub(crate) shown: u64,
 }
 
 /// A distinct stack, named: the frames every sample with it shares, and
@@ -111,7 +111,7 @@ struct NamedStack {
 
 /// How far a sample's stack reaches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Reach {
+pub(crate) enum Reach {
     /// The sample has no callchain (nor stack copy).
     NoCallchain,
     /// Cut short: the unwinder stopped early, or the chain hit the
@@ -149,19 +149,19 @@ struct PendingStack {
 
 /// What a resolver hands over at the end (`Resolver::finish`).
 #[derive(Debug)]
-pub struct Resolution {
+pub(crate) struct Resolution {
     /// The samples, in feeding order (merged when `merge_samples` asked).
-    pub samples: Vec<ResolvedSample>,
+    pub(crate) samples: Vec<ResolvedSample>,
     /// The frames the samples' stacks point into.
-    pub frames: FrameTable,
+    pub(crate) frames: FrameTable,
     /// How well stacks were unwound and named.
-    pub stats: ResolveStats,
+    pub(crate) stats: ResolveStats,
     /// Events the kernel or the recorder reported lost.
-    pub lost: u64,
+    pub(crate) lost: u64,
 }
 
 /// Turns records into resolved samples; see the module doc.
-pub struct Resolver {
+pub(crate) struct Resolver {
     procs: ProcessModel,
     dsos: DsoTable,
     binaries: BinaryCache,
@@ -241,7 +241,7 @@ impl std::fmt::Debug for Resolver {
 }
 
 impl Resolver {
-    pub fn new(options: &ResolveOptions) -> Self {
+    pub(crate) fn new(options: &ResolveOptions) -> Self {
         Resolver {
             procs: ProcessModel::new(),
             dsos: DsoTable::new(),
@@ -292,14 +292,17 @@ impl Resolver {
     }
 
     /// Build-ids the file's HEADER_BUILD_ID section states, by path.
-    pub fn set_header_build_ids(&mut self, ids: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) {
+    pub(crate) fn set_header_build_ids(
+        &mut self,
+        ids: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>,
+    ) {
         self.header_build_ids.extend(ids);
     }
 
     /// Feed one record, in time order. `attr_index` is the event (attribute)
     /// the record belongs to. (The record pipeline calls the
     /// `RecordHandler` methods below directly.)
-    pub fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
+    pub(crate) fn handle_record(&mut self, attr_index: usize, record: &EventRecord<'_>) {
         dispatch(self, attr_index, record, &CommonData::default());
     }
 
@@ -372,7 +375,7 @@ impl Resolver {
 
     /// Name every location not named yet and return the samples fed since
     /// the last call, in feeding order. Frame ids index `frames()`.
-    pub fn take_samples(&mut self) -> Vec<ResolvedSample> {
+    pub(crate) fn take_samples(&mut self) -> Vec<ResolvedSample> {
         self.resolve_locations();
         self.name_stacks();
         let mut out = std::mem::take(&mut self.pending);
@@ -413,7 +416,7 @@ impl Resolver {
     }
 
     /// The interned frames the samples' stacks point into.
-    pub fn frames(&self) -> &FrameTable {
+    pub(crate) fn frames(&self) -> &FrameTable {
         &self.frames
     }
 
@@ -421,7 +424,7 @@ impl Resolver {
     /// for an address of a sample already taken (`take_samples` named its
     /// location); `None` for one never seen. Looked up as given (no
     /// return-address adjustment).
-    pub fn address(&self, pid: i32, addr: u64, kernel: bool) -> Option<AddressName> {
+    pub(crate) fn address(&self, pid: i32, addr: u64, kernel: bool) -> Option<AddressName> {
         let kernel = kernel || addr >= KERNEL_START;
         let key = loc_key(&self.dsos, self.procs.space(pid), addr, kernel);
         let id = *self.loc_index.get(&key)?;
@@ -438,18 +441,8 @@ impl Resolver {
         })
     }
 
-    /// Counts so far (samples are counted when taken).
-    pub fn stats(&self) -> &ResolveStats {
-        &self.stats
-    }
-
-    /// Lost events seen so far.
-    pub fn lost(&self) -> u64 {
-        self.lost.count()
-    }
-
     /// Take everything: the remaining samples, the frames and the counts.
-    pub fn finish(mut self) -> Resolution {
+    pub(crate) fn finish(mut self) -> Resolution {
         self.last_batch = true;
         let samples = if self.merged.is_some() {
             self.fold_pending();

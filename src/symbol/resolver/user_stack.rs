@@ -32,7 +32,7 @@ impl Resolver {
     /// Fills `addrs` (cleared first) with the addresses of sample `s` of
     /// process `pid`, leaf first, each with whether it is a kernel address;
     /// returns how far the stack reaches. `scry script` prints these.
-    pub fn sample_addresses(
+    pub(crate) fn sample_addresses(
         &mut self,
         pid: i32,
         s: &SampleRecord<'_>,

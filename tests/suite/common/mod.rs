@@ -16,7 +16,7 @@
 //! `// build: FLAGS`, so a workload says how it is made.
 #![allow(dead_code)] // each test binary uses a different subset
 
-pub mod tracer;
+pub(crate) mod tracer;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -24,13 +24,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// True when `SCRY_KERNEL_TESTS=required`: a missing facility fails the test.
-pub fn kernel_tests_required() -> bool {
+pub(crate) fn kernel_tests_required() -> bool {
     std::env::var("SCRY_KERNEL_TESTS").is_ok_and(|v| v == "required")
 }
 
 /// Skips (returns false after printing the reason) or, when kernel tests are
 /// required, panics with the reason.
-pub fn gate(what: Result<(), String>) -> bool {
+pub(crate) fn gate(what: Result<(), String>) -> bool {
     match what {
         Ok(()) => true,
         Err(reason) if kernel_tests_required() => {
@@ -51,7 +51,7 @@ fn euid() -> Option<u32> {
 
 /// Whether this process may sample with perf_event_open: the kernel has it
 /// (the paranoid sysctl exists) and we are root or paranoid allows users.
-pub fn perf_events_available() -> Result<(), String> {
+pub(crate) fn perf_events_available() -> Result<(), String> {
     let path = "/proc/sys/kernel/perf_event_paranoid";
     let paranoid: i32 = match std::fs::read_to_string(path) {
         Ok(s) => s
@@ -70,24 +70,24 @@ pub fn perf_events_available() -> Result<(), String> {
 }
 
 /// True when perf events can be used; see [`gate`].
-pub fn require_perf_events() -> bool {
+pub(crate) fn require_perf_events() -> bool {
     gate(perf_events_available())
 }
 
 /// Whether tracefs is mounted or can be mounted (as root) with its events.
-pub fn tracefs_available() -> Result<(), String> {
+pub(crate) fn tracefs_available() -> Result<(), String> {
     scry::sys::tracefs::root()
         .map(|_| ())
         .map_err(|e| format!("tracefs is unavailable: {e}"))
 }
 
 /// True when tracefs can be used; see [`gate`].
-pub fn require_tracefs() -> bool {
+pub(crate) fn require_tracefs() -> bool {
     gate(tracefs_available())
 }
 
 /// Whether the oracle `perf` binary is installed and runs.
-pub fn perf_available() -> Result<(), String> {
+pub(crate) fn perf_available() -> Result<(), String> {
     match perf().arg("--version").output() {
         Ok(out) if out.status.success() => Ok(()),
         Ok(out) => Err(format!(
@@ -101,13 +101,13 @@ pub fn perf_available() -> Result<(), String> {
 }
 
 /// True when the oracle `perf` runs; see [`gate`].
-pub fn require_perf() -> bool {
+pub(crate) fn require_perf() -> bool {
     gate(perf_available())
 }
 
 /// True when `program -V` starts (a tool a test drives or compares with);
 /// otherwise `missing` goes to [`gate`].
-pub fn require_tool(program: &str, missing: &str) -> bool {
+pub(crate) fn require_tool(program: &str, missing: &str) -> bool {
     gate(
         Command::new(program)
             .arg("-V")
@@ -149,18 +149,18 @@ macro_rules! require_perf {
 }
 
 /// The scry binary under test.
-pub fn scry() -> Command {
+pub(crate) fn scry() -> Command {
     Command::new(env!("CARGO_BIN_EXE_scry"))
 }
 
 /// The oracle: Debian's perf (override with env `SCRY_TEST_PERF`).
-pub fn perf() -> Command {
+pub(crate) fn perf() -> Command {
     let bin = std::env::var_os("SCRY_TEST_PERF").unwrap_or_else(|| "perf".into());
     Command::new(bin)
 }
 
 /// A fresh temporary directory, removed when dropped.
-pub fn tempdir() -> tempfile::TempDir {
+pub(crate) fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("scry-test-")
         .tempdir()
@@ -169,7 +169,7 @@ pub fn tempdir() -> tempfile::TempDir {
 
 /// Runs `cmd`, panics (showing the command, status and stderr) unless it
 /// succeeds; returns its stdout as text.
-pub fn run_ok(cmd: &mut Command) -> String {
+pub(crate) fn run_ok(cmd: &mut Command) -> String {
     let out = output(cmd);
     assert!(
         out.status.success(),
@@ -182,7 +182,7 @@ pub fn run_ok(cmd: &mut Command) -> String {
 
 /// Runs `cmd` (a `stat`, ours or perf's: the counts are on stderr), panics
 /// unless it succeeds; returns its stderr as text.
-pub fn stderr_ok(cmd: &mut Command) -> String {
+pub(crate) fn stderr_ok(cmd: &mut Command) -> String {
     let out = output(cmd);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
@@ -194,7 +194,7 @@ pub fn stderr_ok(cmd: &mut Command) -> String {
 }
 
 /// Runs `cmd` to completion, panicking only if it cannot be started.
-pub fn output(cmd: &mut Command) -> Output {
+pub(crate) fn output(cmd: &mut Command) -> Output {
     cmd.output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
 }
@@ -202,7 +202,7 @@ pub fn output(cmd: &mut Command) -> Output {
 /// Asserts that `out` is scry's answer to bad input: exit status 2 and one
 /// stderr line, `scry: ...`, that contains `needle`; `case` names the input
 /// in the failure message.
-pub fn assert_bad_input(out: &Output, needle: &str, case: &dyn std::fmt::Debug) {
+pub(crate) fn assert_bad_input(out: &Output, needle: &str, case: &dyn std::fmt::Debug) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{case:?}: {err}");
     assert_eq!(err.lines().count(), 1, "{case:?}: {err}");
@@ -213,7 +213,7 @@ pub fn assert_bad_input(out: &Output, needle: &str, case: &dyn std::fmt::Debug) 
 }
 
 /// `perf record -F 999 -g` of `program args` into `dir/name.data`.
-pub fn perf_record_g(dir: &Path, name: &str, program: &Path, args: &[&str]) -> PathBuf {
+pub(crate) fn perf_record_g(dir: &Path, name: &str, program: &Path, args: &[&str]) -> PathBuf {
     let data = dir.join(format!("{name}.data"));
     run_ok(
         perf()
@@ -227,7 +227,7 @@ pub fn perf_record_g(dir: &Path, name: &str, program: &Path, args: &[&str]) -> P
 }
 
 /// `kernel.perf_event_paranoid`, or 2 (the kernel's default) when unreadable.
-pub fn perf_event_paranoid() -> i32 {
+pub(crate) fn perf_event_paranoid() -> i32 {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -236,7 +236,7 @@ pub fn perf_event_paranoid() -> i32 {
 
 /// Runs scry with `args` as `nobody` (root drops privileges with setpriv);
 /// None, after [`gate`], when we are not root: then there is nothing to drop.
-pub fn scry_as_nobody(args: &[&str]) -> Option<Output> {
+pub(crate) fn scry_as_nobody(args: &[&str]) -> Option<Output> {
     if !gate(match euid() {
         Some(0) => Ok(()),
         _ => Err("privilege tests need root (to drop to nobody)".to_string()),
@@ -254,7 +254,7 @@ pub fn scry_as_nobody(args: &[&str]) -> Option<Output> {
 
 /// The lines of perf's stderr that are warnings or errors (perf prints
 /// nothing else there for a clean file, bar its "no symbols" hints).
-pub fn perf_warnings(stderr: &[u8]) -> Vec<String> {
+pub(crate) fn perf_warnings(stderr: &[u8]) -> Vec<String> {
     String::from_utf8_lossy(stderr)
         .lines()
         .map(str::trim)
@@ -265,7 +265,7 @@ pub fn perf_warnings(stderr: &[u8]) -> Vec<String> {
 }
 
 /// Waits up to `limit` for `child` to exit; returns its status, or None.
-pub fn wait_timeout(
+pub(crate) fn wait_timeout(
     child: &mut std::process::Child,
     limit: Duration,
 ) -> Option<std::process::ExitStatus> {
@@ -280,7 +280,7 @@ pub fn wait_timeout(
 }
 
 /// Sends signal `sig` (e.g. "INT", "TERM", "KILL") to `pid` with kill(1).
-pub fn signal(pid: u32, sig: &str) {
+pub(crate) fn signal(pid: u32, sig: &str) {
     let status = Command::new("kill")
         .arg(format!("-{sig}"))
         .arg(pid.to_string())
@@ -305,7 +305,7 @@ fn modified(path: &Path) -> Option<std::time::SystemTime> {
 
 /// The path of workload `name` (from `workloads/<name>.{c,cpp,rs}`), built
 /// if missing or older than its source. Panics if it does not build.
-pub fn workload(name: &str) -> PathBuf {
+pub(crate) fn workload(name: &str) -> PathBuf {
     let src_dir = repo().join("workloads");
     let (source, compiler) = [("c", "cc"), ("cpp", "c++"), ("rs", "rustc")]
         .iter()
@@ -352,7 +352,7 @@ pub fn workload(name: &str) -> PathBuf {
 /// The header lines (`# hostname : vm`) every perf.data file scry and perf
 /// write holds, as `perf script --header` and `perf report --header` print
 /// them.
-pub const HEADER_KEYS: [&str; 10] = [
+pub(crate) const HEADER_KEYS: [&str; 10] = [
     "# hostname :",
     "# os release :",
     "# perf version :",
@@ -367,7 +367,7 @@ pub const HEADER_KEYS: [&str; 10] = [
 
 /// The lines of `text` starting with one of `HEADER_KEYS` or `extra`,
 /// trailing blanks trimmed.
-pub fn header_lines(text: &str, extra: &[&str]) -> Vec<String> {
+pub(crate) fn header_lines(text: &str, extra: &[&str]) -> Vec<String> {
     text.lines()
         .filter(|l| HEADER_KEYS.iter().chain(extra).any(|k| l.starts_with(k)))
         .map(|l| l.trim_end().to_owned())
@@ -376,7 +376,7 @@ pub fn header_lines(text: &str, extra: &[&str]) -> Vec<String> {
 
 /// The system chromium, which the page tests drive headless, or why it is
 /// missing; see [`gate`].
-pub fn chromium() -> Result<PathBuf, String> {
+pub(crate) fn chromium() -> Result<PathBuf, String> {
     let path = Path::new("/usr/bin/chromium");
     if path.is_file() {
         Ok(path.to_path_buf())
@@ -389,7 +389,7 @@ pub fn chromium() -> Result<PathBuf, String> {
 /// (`--dump-dom`), and the console's lines (chromium logs every console
 /// message and uncaught error as `...:CONSOLE...`; GL driver chatter left
 /// out). `profile_dir`: chromium's user data directory, one per run.
-pub fn headless_dom(url: &str, profile_dir: &Path) -> (String, Vec<String>) {
+pub(crate) fn headless_dom(url: &str, profile_dir: &Path) -> (String, Vec<String>) {
     let chromium = chromium().expect("chromium");
     let result = output(
         Command::new(chromium)
@@ -421,7 +421,7 @@ pub fn headless_dom(url: &str, profile_dir: &Path) -> (String, Vec<String>) {
 }
 
 /// `scry record -F 999 [-g] -o dir/name.data -- cpu7525 CPU_TIME`.
-pub fn scry_record_cpu7525(dir: &Path, name: &str, stacks: bool, cpu_time: &str) -> PathBuf {
+pub(crate) fn scry_record_cpu7525(dir: &Path, name: &str, stacks: bool, cpu_time: &str) -> PathBuf {
     let data = dir.join(format!("{name}.data"));
     let mut cmd = scry();
     cmd.args(["record", "-q", "-F", "999"]);
@@ -438,11 +438,11 @@ pub fn scry_record_cpu7525(dir: &Path, name: &str, stacks: bool, cpu_time: &str)
 }
 
 /// The pprof reader: Debian's golang-go.
-pub fn require_go() -> bool {
+pub(crate) fn require_go() -> bool {
     require_tool("go", "golang-go is not installed (scripts/deps)")
 }
 
-pub fn go_pprof(args: &[&str], profile: &Path) -> String {
+pub(crate) fn go_pprof(args: &[&str], profile: &Path) -> String {
     run_ok(
         Command::new("go")
             .args(["tool", "pprof"])
@@ -452,7 +452,7 @@ pub fn go_pprof(args: &[&str], profile: &Path) -> String {
 }
 
 /// The counts of a bcc-style histogram's rows (`low -> high : count |...|`), summed.
-pub fn hist_total(text: &str) -> u64 {
+pub(crate) fn hist_total(text: &str) -> u64 {
     text.lines()
         .filter(|l| l.contains(" -> "))
         .filter_map(|l| {

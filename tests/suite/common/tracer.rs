@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// Root (the BPF programs need CAP_BPF and CAP_PERFMON) and libbpf-tools'
 /// `tool`, or skip.
-pub fn require_root_and(tool: &str) -> bool {
+pub(crate) fn require_root_and(tool: &str) -> bool {
     let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
     super::gate(if root {
         Ok(())
@@ -25,14 +25,14 @@ pub fn require_root_and(tool: &str) -> bool {
 }
 
 /// A tracer running, its stdout lines gathered by a thread.
-pub struct Tracer {
-    pub child: Child,
+pub(crate) struct Tracer {
+    pub(crate) child: Child,
     lines: Arc<Mutex<Vec<String>>>,
     reader: std::thread::JoinHandle<()>,
 }
 
 /// The BPF ids (`prog_id`, `link_id`) the process holds, from its fdinfo.
-pub fn bpf_fd_ids(pid: u32) -> BTreeMap<&'static str, Vec<u32>> {
+pub(crate) fn bpf_fd_ids(pid: u32) -> BTreeMap<&'static str, Vec<u32>> {
     let mut ids: BTreeMap<&'static str, Vec<u32>> = BTreeMap::new();
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
         return ids;
@@ -59,7 +59,7 @@ pub fn bpf_fd_ids(pid: u32) -> BTreeMap<&'static str, Vec<u32>> {
 impl Tracer {
     /// Starts `cmd`; returns once it is attached: scry holds `links` BPF
     /// links, a peer printed its first line.
-    pub fn start(mut cmd: Command, links: usize) -> Tracer {
+    pub(crate) fn start(mut cmd: Command, links: usize) -> Tracer {
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -91,7 +91,7 @@ impl Tracer {
 
     /// Waits (at most a minute: a bound, not a measure) until `done` holds
     /// for the lines so far.
-    pub fn wait_until(&self, done: impl Fn(&[String]) -> bool) {
+    pub(crate) fn wait_until(&self, done: impl Fn(&[String]) -> bool) {
         let start = Instant::now();
         while !done(&self.lines.lock().expect("lines")) {
             assert!(
@@ -105,14 +105,14 @@ impl Tracer {
     }
 
     /// SIGINT; its lines and stderr once it ended (successfully).
-    pub fn stop(self) -> (Vec<String>, String) {
+    pub(crate) fn stop(self) -> (Vec<String>, String) {
         super::signal(self.child.id(), "INT");
         self.finish()
     }
 
     /// Its lines and stderr once it ended (successfully) by itself (a
     /// tracer of a process that exited), waiting at most 20 s.
-    pub fn finish(mut self) -> (Vec<String>, String) {
+    pub(crate) fn finish(mut self) -> (Vec<String>, String) {
         let status =
             super::wait_timeout(&mut self.child, Duration::from_secs(20)).expect("tracer ends");
         self.reader.join().expect("reader");
@@ -129,7 +129,7 @@ impl Tracer {
 /// `program ARGS`, forked and stopped before its exec (sh stops itself,
 /// then execs it once continued: same pid, nothing run yet), its stderr
 /// going to `stderr`.
-pub fn stopped_to(path: &Path, args: &[&str], stderr: Stdio) -> Child {
+pub(crate) fn stopped_to(path: &Path, args: &[&str], stderr: Stdio) -> Child {
     let child = Command::new("sh")
         .arg("-c")
         .arg("kill -STOP $$; exec \"$0\" \"$@\"")
@@ -157,7 +157,7 @@ pub fn stopped_to(path: &Path, args: &[&str], stderr: Stdio) -> Child {
 
 /// Continues a workload started by [`stopped_to`] (its stderr piped) and
 /// waits for its successful end: what it said on stderr.
-pub fn run_stopped(mut workload: Child) -> String {
+pub(crate) fn run_stopped(mut workload: Child) -> String {
     super::signal(workload.id(), "CONT");
     let mut said = String::new();
     if let Some(mut e) = workload.stderr.take() {
@@ -172,7 +172,7 @@ pub fn run_stopped(mut workload: Child) -> String {
 
 /// The numbers a workload said after `name` (`tid=12 blocked_us=5`:
 /// `said_numbers(said, "tid=")` is `[12]`), in order.
-pub fn said_numbers(said: &str, name: &str) -> Vec<u64> {
+pub(crate) fn said_numbers(said: &str, name: &str) -> Vec<u64> {
     said.split_whitespace()
         .filter_map(|w| w.strip_prefix(name)?.parse().ok())
         .collect()
@@ -181,7 +181,7 @@ pub fn said_numbers(said: &str, name: &str) -> Vec<u64> {
 /// Continues piper (started by [`stopped_to`], its stderr piped) and
 /// waits for its end: (its main thread's tid, the µs it measured blocked
 /// in wait_for_reply, what it said).
-pub fn run_piper(piper: Child) -> (u32, u64, String) {
+pub(crate) fn run_piper(piper: Child) -> (u32, u64, String) {
     let said = run_stopped(piper);
     let field = |name: &str| -> u64 {
         said_numbers(&said, name)
@@ -192,14 +192,14 @@ pub fn run_piper(piper: Child) -> (u32, u64, String) {
     (field("tid=") as u32, field("blocked_us="), said)
 }
 
-pub fn scry_tool(args: &[&str]) -> Command {
+pub(crate) fn scry_tool(args: &[&str]) -> Command {
     let mut cmd = super::scry();
     cmd.args(args);
     cmd
 }
 
 /// libbpf-tools' `tool ARGS`, line-buffered.
-pub fn peer(args: &[&str]) -> Command {
+pub(crate) fn peer(args: &[&str]) -> Command {
     let mut cmd = Command::new("stdbuf");
     cmd.arg("-oL").args(args);
     cmd
@@ -209,7 +209,7 @@ pub fn peer(args: &[&str]) -> Command {
 /// it with SIGKILL, and checks that none of its programs and links is
 /// left (the kernel frees them when the last descriptor closes, after an
 /// RCU grace period: waited for, boundedly).
-pub fn sigkill_frees_everything(args: &[&str], links: usize) {
+pub(crate) fn sigkill_frees_everything(args: &[&str], links: usize) {
     let mut tracer = Tracer::start(scry_tool(args), links);
     let ids = bpf_fd_ids(tracer.child.id());
     let progs = ids.get("prog_id").cloned().unwrap_or_default();
@@ -240,7 +240,7 @@ pub fn sigkill_frees_everything(args: &[&str], links: usize) {
 
 /// Each case (`scry ARGS`, with `SCRY_BPF_HOOKS` when given) is bad input:
 /// one line on stderr containing the needle, exit 2.
-pub fn assert_each_bad_input(cases: &[(&[&str], Option<&str>, &str)]) {
+pub(crate) fn assert_each_bad_input(cases: &[(&[&str], Option<&str>, &str)]) {
     for &(args, hooks, needle) in cases {
         let mut cmd = scry_tool(args);
         if let Some(kinds) = hooks {
