@@ -274,6 +274,9 @@ pub(crate) fn ftrace_watchdog(root: &std::path::Path) -> Option<std::process::Co
 #[error("exit status {0}")]
 pub(crate) struct Exit(pub(crate) u8);
 
+/// The `scry` binary's entry point: parses the command line, runs the
+/// command and turns its result into the exit code (0, 1 target failed, 2
+/// bad input or usage).
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse_from(bpf_tool::busybox_args(std::env::args_os())) {
         Ok(cli) => cli,

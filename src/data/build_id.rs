@@ -27,11 +27,20 @@ const NT_GNU_BUILD_ID: u32 = 3;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildIdError {
+    /// The file could not be opened or read.
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file whose build-id was asked for.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: io::Error,
+    },
+    /// The file was read but does not parse as an ELF object.
     #[error("{path}: not a readable object file: {source}")]
     Object {
+        /// The file whose build-id was asked for.
         path: PathBuf,
+        /// The `object` crate's parse error.
         source: object::Error,
     },
 }

@@ -104,6 +104,8 @@ pub struct Features {
     pub(crate) total_mem_kb: u64,
     /// The recording command line, argv[0] first.
     pub(crate) cmdline: Vec<String>,
+    /// The BUILD_ID feature: one entry per kernel, module and user binary
+    /// with samples (or every one mapped, with `--buildid-all`).
     pub build_ids: Vec<BuildIdEntry>,
     /// The TRACING_DATA blob (see `data::tracing_data`), when tracepoints
     /// were recorded.

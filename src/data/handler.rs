@@ -99,12 +99,20 @@ impl LostTally {
 /// `sample_id_all`); samples carry their own.
 #[allow(unused_variables)]
 pub trait RecordHandler {
+    /// A PERF_RECORD_SAMPLE of event `attr_index` (index into the file's
+    /// attributes).
     fn handle_sample(&mut self, attr_index: usize, sample: &SampleRecord<'_>) {}
+    /// A PERF_RECORD_MMAP or MMAP2: a file or anonymous range mapped.
     fn handle_mmap(&mut self, attr_index: usize, mmap: &Mmap<'_>, id: &CommonData) {}
+    /// A PERF_RECORD_COMM: a thread's name set (or changed by exec).
     fn handle_comm(&mut self, attr_index: usize, comm: &Comm<'_>, id: &CommonData) {}
+    /// A PERF_RECORD_FORK: a process or thread created.
     fn handle_fork(&mut self, attr_index: usize, fork: &ForkOrExitRecord, id: &CommonData) {}
+    /// A PERF_RECORD_EXIT: a process or thread gone.
     fn handle_exit(&mut self, attr_index: usize, exit: &ForkOrExitRecord, id: &CommonData) {}
+    /// A PERF_RECORD_LOST: the kernel dropped records (ring buffer full).
     fn handle_lost(&mut self, lost: &Lost, id: &CommonData) {}
+    /// A PERF_RECORD_SWITCH or SWITCH_CPU_WIDE: a context switch in or out.
     fn handle_switch(&mut self, switch: &ContextSwitchRecord, id: &CommonData) {}
     /// Any other kernel record (throttling, records this crate leaves raw).
     fn handle_other(&mut self, attr_index: usize, record: &EventRecord<'_>, id: &CommonData) {}

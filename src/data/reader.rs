@@ -75,7 +75,10 @@ pub struct EventDesc {
     /// From EVENT_DESC (`cpu-clock:ppp`, `sched:sched_switch`), else made up
     /// from the attribute's type and config (`cpu-clock`, `tracepoint 316`).
     pub name: String,
+    /// The event's `perf_event_attr`, from the file's attrs section.
     pub attr: PerfEventAttr,
+    /// The sample ids the kernel gave this event (one per CPU or thread
+    /// opened), which map a record's id back to this event.
     pub ids: Vec<u64>,
 }
 
@@ -112,7 +115,9 @@ pub struct FileInfo {
 pub enum Record<'a> {
     /// A kernel record (sample, mmap, comm, ...) of event `attr_index`.
     Event {
+        /// Index of the record's event in the file's attributes.
         attr_index: usize,
+        /// The record, parsed as far as its kind.
         record: EventRecord<'a>,
     },
     /// A record perf adds (ID_INDEX, THREAD_MAP, TIME_CONV, ...), unparsed.

@@ -39,16 +39,33 @@ const VERSION: &[u8] = b"0.6\0";
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TracingDataError {
+    /// A tracefs file (header_page, a format, kallsyms, ...) could not be
+    /// read.
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: io::Error },
+    Read {
+        /// The file that failed.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: io::Error,
+    },
+    /// A tracepoint asked for has no directory under `events/`.
     #[error("tracepoint {subsystem}:{name} not found in tracefs ({path} is missing)")]
     NoSuchEvent {
+        /// The tracepoint's subsystem (`sched`).
         subsystem: String,
+        /// The tracepoint's name (`sched_switch`).
         name: String,
+        /// The `format` file looked for.
         path: PathBuf,
     },
+    /// A file's size does not fit the format's length field.
     #[error("tracefs file {path} is {len} bytes, too big for the tracing data format")]
-    TooBig { path: PathBuf, len: usize },
+    TooBig {
+        /// The file that is too big.
+        path: PathBuf,
+        /// Its size in bytes.
+        len: usize,
+    },
 }
 
 /// Builds the TRACING_DATA blob for `tracepoints` (`(subsystem, name)`

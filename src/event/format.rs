@@ -30,20 +30,38 @@ use super::print_fmt::{self, PrintFmt, PrintFmtError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FormatError {
+    /// A line of a tracepoint's `format` text does not parse.
     #[error("format of {event}: line {line}: {what}")]
     Malformed {
+        /// The tracepoint whose format it is.
         event: String,
+        /// The line's number in the format text, from 1.
         line: usize,
+        /// What is wrong with the line.
         what: String,
     },
+    /// The TRACING_DATA blob of a perf.data file is malformed.
     #[error("tracing data: {what} at offset {offset}")]
-    TracingData { offset: usize, what: String },
+    TracingData {
+        /// Byte offset in the blob where parsing failed.
+        offset: usize,
+        /// What was expected there.
+        what: String,
+    },
+    /// No subsystem of that name under tracefs `events/`; holds the name.
     #[error("unknown tracepoint subsystem '{0}' (see 'scry list')")]
     NoSuchSubsystem(String),
+    /// No tracepoint of that name; holds the name as given.
     #[error("unknown tracepoint '{0}' (see 'scry list')")]
     NoSuchEvent(String),
+    /// A tracefs file could not be read.
     #[error("cannot read {path}: {err}")]
-    Read { path: PathBuf, err: io::Error },
+    Read {
+        /// The file that failed.
+        path: PathBuf,
+        /// The underlying I/O error.
+        err: io::Error,
+    },
 }
 
 /// Why one `field:` line does not parse.
@@ -66,8 +84,10 @@ enum FieldError {
 /// Byte order of the recorded data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Endian {
+    /// Least significant byte first (x86, arm64, riscv).
     #[default]
     Little,
+    /// Most significant byte first (s390x, some powerpc).
     Big,
 }
 
@@ -116,10 +136,13 @@ pub(crate) enum FieldKind {
 /// One field of a tracepoint record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Field {
+    /// The field's name as the format declares it (`prev_pid`).
     pub name: String,
     /// The C type as the kernel spells it (`char`, `pid_t`, `const char *`),
     /// without the array suffix and `__data_loc`/`__rel_loc`.
     pub(crate) type_name: String,
+    /// Byte offset of the field in the raw record, from the format's
+    /// `offset:`.
     pub offset: usize,
     pub(crate) size: usize,
     pub(crate) signed: bool,
@@ -206,6 +229,7 @@ pub(crate) fn sign_extend(value: u64, size: usize) -> u64 {
 pub struct EventFormat {
     /// The subsystem (`sched`), from the directory or the tracing data.
     pub(crate) system: String,
+    /// The tracepoint's name within its subsystem (`sched_switch`).
     pub name: String,
     /// The tracepoint id: `perf_event_attr.config` and `common_type`.
     pub id: u64,

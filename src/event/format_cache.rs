@@ -33,6 +33,8 @@ use super::tracing_data_parse::{TracingData, parse_tracing_data};
 /// Kernel symbols for `%pS`/`%ps`: address → (name, start address), as
 /// perf script resolves them (`func+0xoff`; nothing for user addresses).
 pub trait KernelSymbols {
+    /// The kernel function holding `addr`: its name and start address,
+    /// `None` when no kernel symbol covers it.
     fn lookup(&self, addr: u64) -> Option<(&str, u64)>;
 }
 

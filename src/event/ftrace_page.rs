@@ -33,6 +33,7 @@ pub struct PageRecord<'a> {
 /// What a page says besides its records.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Page<'a> {
+    /// The page's event records in the order written.
     pub records: Vec<PageRecord<'a>>,
     /// The kernel dropped events before this page (overwritten or full).
     pub missed_events: bool,

@@ -26,24 +26,51 @@ const MAX_DEPTH: usize = 200;
 /// token's index).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PrintFmtError {
+    /// A character no token starts with.
     #[error("unexpected character '{ch}' at byte {at}")]
-    UnexpectedChar { ch: char, at: usize },
+    UnexpectedChar {
+        /// The character found.
+        ch: char,
+        /// Its byte offset in the print fmt text.
+        at: usize,
+    },
+    /// A string or character literal without its closing quote.
     #[error("unterminated literal starting at byte {at}")]
-    Unterminated { at: usize },
+    Unterminated {
+        /// Byte offset of the opening quote in the print fmt text.
+        at: usize,
+    },
+    /// A numeric literal that does not parse as a 64-bit number; holds its
+    /// text.
     #[error("bad number '{0}'")]
     BadNumber(String),
+    /// The grammar wanted one token and found another.
     #[error("expected {want} at token {at}, found {found}")]
     Expected {
+        /// What the parser wanted (e.g. "an operand").
         want: String,
+        /// Index of the offending token, from 0.
         at: usize,
+        /// The token found instead.
         found: String,
     },
+    /// Parentheses or operators nested past the parser's depth limit.
     #[error("expression nested too deeply (over {MAX_DEPTH} levels)")]
     TooDeep,
+    /// The print fmt's first token is not the format string literal.
     #[error("print fmt does not start with a string: {found}")]
-    NoFormat { found: String },
+    NoFormat {
+        /// The token found first instead.
+        found: String,
+    },
+    /// Tokens left after the last argument.
     #[error("unexpected {found} after argument {after}")]
-    Trailing { found: String, after: usize },
+    Trailing {
+        /// The first token left over.
+        found: String,
+        /// How many arguments after the format string were parsed.
+        after: usize,
+    },
 }
 
 /// A parsed print fmt.

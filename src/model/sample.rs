@@ -15,7 +15,9 @@ pub struct FrameId(pub(crate) u32);
 /// Which address space a frame's address belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FrameKind {
+    /// A kernel or kernel-module address (the callchain's kernel part).
     Kernel,
+    /// A user-space address of the sampled process.
     User,
 }
 
@@ -29,6 +31,7 @@ pub struct Frame {
     /// The binary: a path, `[kernel.kallsyms]`, a module name, `[vdso]`,
     /// `[JIT] tid N` (perf's name for perf-PID.map code) or `[unknown]`.
     pub dso: Arc<str>,
+    /// Whether the address was in the kernel or in user space.
     pub kind: FrameKind,
     /// True for a frame DWARF says was inlined into the next one (`--inline`).
     pub inlined: bool,
@@ -56,6 +59,7 @@ impl FrameTable {
         id
     }
 
+    /// The frame interned as `id` (ids come from this table only).
     pub fn get(&self, id: FrameId) -> &Frame {
         &self.frames[id.0 as usize]
     }
@@ -70,8 +74,12 @@ impl FrameTable {
 pub struct ResolvedSample {
     /// Index of the event (attribute) in the file that produced the sample.
     pub event: usize,
+    /// The thread's name when the sample was taken (from COMM records),
+    /// `:TID` when none was seen.
     pub comm: Arc<str>,
+    /// Process id (thread group id) from the sample's `PERF_SAMPLE_TID`.
     pub pid: i32,
+    /// Thread id from the sample's `PERF_SAMPLE_TID`.
     pub tid: i32,
     /// `u32::MAX` when the sample does not say (no `PERF_SAMPLE_CPU`).
     pub(crate) cpu: u32,

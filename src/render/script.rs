@@ -79,7 +79,12 @@ pub enum FieldSpec {
     /// Exactly these (an error if an event lacks one).
     Exactly(Fields),
     /// The defaults with these added and removed.
-    Changed { add: Fields, remove: Fields },
+    Changed {
+        /// Fields printed on top of the defaults (`+cpu`).
+        add: Fields,
+        /// Default fields left out (`-period`).
+        remove: Fields,
+    },
 }
 
 /// Why `-F` text does not parse.
@@ -130,14 +135,23 @@ impl FieldSpec {
 pub struct EventFormat {
     /// As perf prints it: `cpu-clock:ppp`, `sched:sched_switch`.
     pub name: String,
+    /// The event is a tracepoint (`PERF_TYPE_TRACEPOINT`): its raw payload
+    /// is printed through the tracepoint's format.
     pub is_tracepoint: bool,
-    /// Which values the samples carry (from the attribute's sample_type).
+    /// The samples carry pid and tid: `PERF_SAMPLE_TID` is in the
+    /// attribute's sample_type (each `has_*` below reads its own bit).
     pub has_tid: bool,
+    /// `PERF_SAMPLE_TIME`: the timestamp.
     pub has_time: bool,
+    /// `PERF_SAMPLE_CPU`: the CPU the sample was taken on.
     pub has_cpu: bool,
+    /// `PERF_SAMPLE_PERIOD`: the sample's weight.
     pub has_period: bool,
+    /// `PERF_SAMPLE_IP`: the sampled instruction address.
     pub has_ip: bool,
+    /// `PERF_SAMPLE_CALLCHAIN`: the stack (`-g`).
     pub has_callchain: bool,
+    /// `PERF_SAMPLE_RAW`: the tracepoint payload.
     pub has_raw: bool,
 }
 
@@ -145,8 +159,14 @@ pub struct EventFormat {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ScriptError {
+    /// `-F` asked for a field the event's sample_type does not record.
     #[error("samples of event '{event}' do not have the {field} field (-F {field})")]
-    MissingField { event: String, field: &'static str },
+    MissingField {
+        /// The event's name as printed (`cpu-clock:ppp`).
+        event: String,
+        /// The `-F` field's name (`cpu`, `period`, ...).
+        field: &'static str,
+    },
 }
 
 /// A sample as the printer needs it; absent values are `None`.
@@ -154,13 +174,20 @@ pub enum ScriptError {
 pub struct ScriptSample<'a> {
     /// Index into the printer's events.
     pub event: usize,
+    /// The thread's name at the sample (from COMM records).
     pub comm: &'a str,
+    /// Process id (thread group id), when the event samples `TID`.
     pub pid: Option<i32>,
+    /// Thread id, when the event samples `TID`.
     pub tid: Option<i32>,
+    /// CPU the sample was taken on, when the event samples `CPU`.
     pub cpu: Option<u32>,
     /// Nanoseconds.
     pub time: Option<u64>,
+    /// The sample's weight (events or nanoseconds since the last sample),
+    /// when the event samples `PERIOD`.
     pub period: Option<u64>,
+    /// The sampled instruction address, when the event samples `IP`.
     pub ip: Option<u64>,
     /// True if `ip` is a kernel address (from the record's cpu mode).
     pub ip_kernel: bool,

@@ -71,20 +71,28 @@ use crate::model::sample::{FrameTable, ResolvedSample};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SymbolError {
+    /// The recording could not be opened.
     #[error("cannot open {path}")]
     Open {
+        /// The recording's path.
         path: PathBuf,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
     /// The file could not be read (the reader's message says where).
     #[error(transparent)]
     Read(#[from] crate::data::reader::ReadError),
+    /// A record of the recording does not parse.
     #[error("{path}: malformed {record_type} record (event #{attr_index})")]
     Record {
+        /// The recording's path.
         path: PathBuf,
+        /// The record's kind, by its kernel name (`PERF_RECORD_SAMPLE`).
         record_type: String,
+        /// Index of the record's event in the file's attributes.
         attr_index: usize,
+        /// The parser's error, saying what is malformed.
         #[source]
         source: std::io::Error,
     },
@@ -176,7 +184,10 @@ impl UnresolvedReason {
 /// What resolving saw: stack quality and the reasons for unnamed frames.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResolveStats {
+    /// Samples resolved, each counted as many times as it stands for.
     pub samples: u64,
+    /// Of those, samples whose stack was unwound to its outermost frame
+    /// (`StackQuality::Complete`).
     pub complete: u64,
     pub(crate) truncated: u64,
     pub(crate) no_callchain: u64,
@@ -190,6 +201,7 @@ pub struct ResolveStats {
     /// Frames in functions without a symbol, named by the function range
     /// their binary's unwind tables give (`gzip+0x4290`).
     pub ranged_frames: u64,
+    /// Unnamed frame occurrences, counted by why each has no name.
     pub reasons: BTreeMap<UnresolvedReason, u64>,
     /// Lines of perf-PID.map files that did not parse.
     pub malformed_perf_map_lines: u64,
@@ -269,9 +281,13 @@ pub(crate) struct EventInfo {
 /// A resolved recording.
 #[derive(Debug)]
 pub struct Resolved {
+    /// The recording's samples in the order read, stacks resolved (merged
+    /// when `ResolveOptions::merge_samples` asked).
     pub samples: Vec<ResolvedSample>,
+    /// The frames the samples' stacks index into.
     pub frames: FrameTable,
     pub(crate) events: Vec<EventInfo>,
+    /// Stack quality and unnamed-frame counts over all samples.
     pub stats: ResolveStats,
     /// Events the kernel reported lost (LOST and LOST_SAMPLES records).
     pub(crate) lost: u64,

@@ -27,32 +27,73 @@ use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProbeTargetError {
+    /// The binary does not parse as an ELF object.
     #[error("{path}: not an ELF file we can read: {what}")]
-    NotElf { path: String, what: String },
+    NotElf {
+        /// The binary, as the user named it or as resolved to a path.
+        path: String,
+        /// The ELF parser's message.
+        what: String,
+    },
+    /// The binary is stripped and its dynamic symbols lack the function.
     #[error(
         "{path}: the binary has no symbol table (stripped) and '{symbol}' is not among its dynamic symbols"
     )]
-    NoSymbols { path: String, symbol: String },
+    NoSymbols {
+        /// The binary, as the user named it or as resolved to a path.
+        path: String,
+        /// The function's name as asked for.
+        symbol: String,
+    },
+    /// The symbol tables hold no symbol of that name.
     #[error("{path}: no function '{symbol}' (see 'nm -D {path}')")]
-    NoSuchSymbol { path: String, symbol: String },
+    NoSuchSymbol {
+        /// The binary, as the user named it or as resolved to a path.
+        path: String,
+        /// The function's name as asked for.
+        symbol: String,
+    },
+    /// The symbol exists but names data, a section or the like.
     #[error("{path}: '{symbol}' is not a function (it is {kind})")]
     NotAFunction {
+        /// The binary, as the user named it or as resolved to a path.
         path: String,
+        /// The function's name as asked for.
         symbol: String,
+        /// What the symbol is instead ("a data object", "a section", ...).
         kind: String,
     },
+    /// The symbol's address is outside every PT_LOAD segment, so it has
+    /// no file offset to probe.
     #[error("{path}: '{symbol}' at {svma:#x} lies in no loadable segment")]
     NotLoaded {
+        /// The binary, as the user named it or as resolved to a path.
         path: String,
+        /// The function's name as asked for.
         symbol: String,
+        /// The symbol's address as the ELF file states it.
         svma: u64,
     },
+    /// Fetching arguments by name needs DWARF, and the binary has none for
+    /// the function.
     #[error(
         "{path}: no DWARF debug info for '{symbol}' (build with -g, or fetch by register: %di, +8(%sp))"
     )]
-    NoDebugInfo { path: String, symbol: String },
+    NoDebugInfo {
+        /// The binary, as the user named it or as resolved to a path.
+        path: String,
+        /// The function's name as asked for.
+        symbol: String,
+    },
+    /// The DWARF debug info is there but does not parse.
     #[error("{path}: bad DWARF: {what}")]
-    BadDwarf { path: String, what: String },
+    BadDwarf {
+        /// The binary, as the user named it or as resolved to a path.
+        path: String,
+        /// What the DWARF reader found wrong.
+        what: String,
+    },
+    /// No file and no library of that name; holds the name as given.
     #[error("binary '{0}' not found (give a path, or a library name such as 'libc')")]
     NoSuchBinary(String),
 }
@@ -64,6 +105,8 @@ pub struct FunctionSite {
     /// The address the ELF file states.
     pub(crate) svma: u64,
     pub(crate) size: u64,
+    /// Offset of the function's first byte in the file: what a uprobe
+    /// attaches to.
     pub file_offset: u64,
 }
 
