@@ -162,11 +162,15 @@ fn cpu7525_agrees_with_perf_and_splits_75_25() {
         &scry_report(&data, &["--no-children", "--sort", "sym"]),
         false,
     );
+    // hot_a does three times hot_b's work: 75/25 between the two. Their
+    // share of the whole run is the machine's (a loaded one spends more in
+    // the kernel and start-up: 83% was seen), so only a majority is asked.
     let a = percent_of(&selfs, "[.] hot_a");
     let b = percent_of(&selfs, "[.] hot_b");
+    let split = 100.0 * a / (a + b).max(f64::MIN_POSITIVE);
     assert!(
-        (a - 75.0).abs() < 5.0 && (b - 25.0).abs() < 5.0,
-        "hot_a {a}% hot_b {b}%"
+        (split - 75.0).abs() < 5.0 && a + b > 50.0,
+        "hot_a {a}% hot_b {b}%: {split:.1}% of the two in hot_a"
     );
     let children = parse_report(&scry_report(&data, &["--children", "--sort", "sym"]), true);
     let outer_b = children
