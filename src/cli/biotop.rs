@@ -21,9 +21,6 @@ use scry::sys::bpf_bio::{self, BioSettings};
 use super::biolatency::disk_filter;
 use super::bpf_tool;
 
-/// libbpf-tools' bound on the rows.
-const ROWS_LIMIT: usize = 10240;
-
 #[derive(Args, Debug)]
 #[command(
     mut_arg("pid", |a| a.help("Only I/O started by this process")),
@@ -37,10 +34,8 @@ pub(crate) struct BiotopArgs {
     #[arg(short = 's', long = "sort", value_name = "SORT", default_value = "all",
           value_parser = ["all", "io", "bytes", "time"])]
     sort: String,
-    /// At most ROWS rows per interval.
-    #[arg(short = 'r', long = "rows", value_name = "ROWS", default_value_t = 20,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    rows: u64,
+    #[command(flatten)]
+    rows: bpf_tool::RowsArg,
     #[command(flatten)]
     target: PidArg,
     #[command(flatten)]
@@ -80,7 +75,7 @@ pub(crate) fn run(args: BiotopArgs) -> anyhow::Result<()> {
         }
     })?;
     let opts = args.every.run_options(None);
-    let (sort, limit) = (sort_of(&args.sort), (args.rows as usize).min(ROWS_LIMIT));
+    let (sort, limit) = (sort_of(&args.sort), args.rows.rows as usize);
     bpf_run::run_events(&opts, &[ring.fd()], |wake| {
         ring.consume()?;
         if wake == Wake::Ready {

@@ -264,6 +264,15 @@ impl TimedArgs {
     }
 }
 
+/// `-r ROWS` of the top tools (biotop, filetop, tcptop), as bcc's.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub(crate) struct RowsArg {
+    /// At most ROWS rows per interval.
+    #[arg(short = 'r', long = "rows", value_name = "ROWS", default_value_t = 20,
+          value_parser = clap::value_parser!(u64).range(1..=10240))]
+    pub(crate) rows: u64,
+}
+
 /// `interval [count]` of the tools that print every interval, as top
 /// does (biotop, tcptop): every second by default.
 #[derive(clap::Args, Clone, Copy, Debug)]

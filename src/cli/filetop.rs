@@ -33,10 +33,8 @@ pub(crate) struct FiletopArgs {
     #[arg(short = 's', long = "sort", value_name = "SORT", default_value = "all",
           value_parser = ["all", "reads", "writes", "rbytes", "wbytes"])]
     sort: String,
-    /// At most ROWS rows per interval.
-    #[arg(short = 'r', long = "rows", value_name = "ROWS", default_value_t = 20,
-          value_parser = clap::value_parser!(u64).range(1..=10240))]
-    rows: u64,
+    #[command(flatten)]
+    rows: bpf_tool::RowsArg,
     #[command(flatten)]
     table: bpf_tool::TableArgs,
     #[command(flatten)]
@@ -67,7 +65,7 @@ pub(crate) fn run(args: FiletopArgs) -> anyhow::Result<()> {
         if last {
             bpf.detach();
         }
-        let rows = top_files(bpf.take()?, sort, args.rows as usize);
+        let rows = top_files(bpf.take()?, sort, args.rows.rows as usize);
         if args.table.json {
             filetop_json(&mut out, &rows)?;
         } else {

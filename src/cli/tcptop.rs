@@ -41,10 +41,8 @@ pub(crate) struct TcptopArgs {
     #[arg(short = 's', long = "sort", value_name = "SORT", default_value = "all",
           value_parser = ["all", "sent", "received"])]
     sort: String,
-    /// At most ROWS rows per interval.
-    #[arg(short = 'r', long = "rows", value_name = "ROWS", default_value_t = 20,
-          value_parser = clap::value_parser!(u64).range(1..=10240))]
-    rows: u64,
+    #[command(flatten)]
+    rows: bpf_tool::RowsArg,
     #[command(flatten)]
     table: bpf_tool::TableArgs,
     #[command(flatten)]
@@ -80,7 +78,7 @@ pub(crate) fn run(args: TcptopArgs) -> anyhow::Result<()> {
         if last {
             bpf.detach();
         }
-        let flows = top_flows(bpf.take()?, sort, args.rows as usize);
+        let flows = top_flows(bpf.take()?, sort, args.rows.rows as usize);
         if args.table.json {
             tcptop_json(&mut out, &flows)?;
         } else {

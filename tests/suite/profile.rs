@@ -606,8 +606,7 @@ fn no_function_tracer_is_one_line_and_the_rest_runs() {
     require_kernel!();
     require_tracefs!();
     let root = scry::sys::tracefs::root().expect("tracefs");
-    let tracers = std::fs::read_to_string(root.join("available_tracers")).unwrap_or_default();
-    if tracers.split_whitespace().any(|t| t == "function_graph") {
+    if common::has_function_graph() {
         eprintln!("skipping: this kernel has function_graph (checked in the kernel matrix)");
         return;
     }

@@ -686,8 +686,7 @@ fn graph_without_the_tracer_is_one_line() {
     require_kernel!();
     require_tracefs!();
     let root = scry::sys::tracefs::root().expect("tracefs");
-    let tracers = std::fs::read_to_string(root.join("available_tracers")).unwrap_or_default();
-    if tracers.split_whitespace().any(|t| t == "function_graph") {
+    if common::has_function_graph() {
         eprintln!("skipping: this kernel has function_graph (checked in the kernel matrix)");
         return;
     }

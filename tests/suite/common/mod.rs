@@ -465,3 +465,13 @@ pub(crate) fn hist_total(text: &str) -> u64 {
         })
         .sum()
 }
+
+/// Whether this kernel offers the function_graph tracer (the tests of
+/// its absence skip where it is there: the kernel matrix checks it).
+pub(crate) fn has_function_graph() -> bool {
+    let root = scry::sys::tracefs::root().expect("tracefs");
+    std::fs::read_to_string(root.join("available_tracers"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|t| t == "function_graph")
+}
