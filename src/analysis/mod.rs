@@ -37,7 +37,6 @@ pub(crate) mod snoop;
 pub(crate) mod sort_key;
 pub(crate) mod stack_text;
 pub(crate) mod stat;
-pub(crate) mod syscall_desc;
 pub(crate) mod syscalls;
 pub(crate) mod syscount;
 #[cfg(test)]

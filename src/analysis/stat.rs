@@ -18,41 +18,7 @@
 
 use crate::sys::perf_event::{PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_SOFTWARE};
 
-/// One counter's `read(2)`: value, time enabled, time running (ns).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Reading {
-    pub(crate) value: u64,
-    pub(crate) enabled: u64,
-    pub(crate) running: u64,
-}
-
-impl Reading {
-    /// What happened between `earlier` and `self` (for `-I`).
-    pub(crate) fn since(self, earlier: Reading) -> Reading {
-        Reading {
-            value: self.value.saturating_sub(earlier.value),
-            enabled: self.enabled.saturating_sub(earlier.enabled),
-            running: self.running.saturating_sub(earlier.running),
-        }
-    }
-
-    fn add(self, other: Reading) -> Reading {
-        Reading {
-            value: self.value.saturating_add(other.value),
-            enabled: self.enabled.saturating_add(other.enabled),
-            running: self.running.saturating_add(other.running),
-        }
-    }
-}
-
-/// One opened counter's reading, labelled with its event index and (for
-/// per-CPU counters) its CPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CounterReading {
-    pub(crate) event: usize,
-    pub(crate) cpu: Option<u32>,
-    pub(crate) reading: Reading,
-}
+pub(crate) use crate::model::counter::{CounterReading, Reading};
 
 /// What kind of counter an event is, for the derived metrics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

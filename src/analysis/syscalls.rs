@@ -2,7 +2,7 @@
 //! thread (`Pairer`), the copies of their string arguments joined to them,
 //! thread names, and the per-thread summary table (`Summary`: calls,
 //! errors, total, min, avg, max, stddev). How each call's arguments read is
-//! `syscall_desc` (re-exported here).
+//! `event::syscall`, with the items the tracer decodes (re-exported here).
 //!
 //! Decisions:
 //! - Pairing is per thread id: a thread is in at most one system call at a
@@ -29,33 +29,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::rc::Rc;
 
-pub(crate) use super::syscall_desc::{ArgKind, SyscallDesc};
-
-/// A string or buffer argument as copied at the entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ArgText {
-    /// The bytes (a string without its NUL); `truncated`: there were more.
-    Copied { bytes: Vec<u8>, truncated: bool },
-    /// Why there are no bytes ("not copied", "unreadable at entry").
-    Unavailable(&'static str),
-}
-
-impl ArgText {
-    /// What an argument shows until its copies arrive.
-    pub(crate) const NOT_COPIED: ArgText = ArgText::Unavailable("not copied");
-}
-
-/// A system call entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SyscallEnter {
-    pub(crate) pid: i32,
-    pub(crate) tid: i32,
-    pub(crate) time: u64,
-    pub(crate) desc: Rc<SyscallDesc>,
-    pub(crate) args: [u64; 6],
-    /// Strings for the arguments that are strings, by argument index.
-    pub(crate) strings: Vec<(usize, ArgText)>,
-}
+pub(crate) use crate::event::syscall::{
+    ArgCopies, ArgKind, ArgText, SyscallDesc, SyscallEnter, TraceItem,
+};
 
 impl SyscallEnter {
     /// Takes `copies` when they are this call's: same number, same values
@@ -81,17 +57,6 @@ impl SyscallEnter {
         }
         fits
     }
-}
-
-/// Argument bytes copied at an entry of thread `tid`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ArgCopies {
-    pub(crate) tid: i32,
-    pub(crate) time: u64,
-    pub(crate) nr: u64,
-    /// The call's argument values, as the copying program saw them.
-    pub(crate) args: [u64; 6],
-    pub(crate) texts: Vec<(usize, ArgText)>,
 }
 
 /// A system call, entry and exit paired as far as both were seen.
@@ -295,53 +260,6 @@ impl Summary {
     }
 }
 
-/// What the live tracer hands over, in time order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum TraceItem {
-    Enter(SyscallEnter),
-    ArgCopies(ArgCopies),
-    Exit {
-        pid: i32,
-        tid: i32,
-        time: u64,
-        desc: Rc<SyscallDesc>,
-        ret: i64,
-    },
-    /// Any other event (a tracepoint, a probe hit), already rendered.
-    Event {
-        pid: i32,
-        tid: i32,
-        time: u64,
-        name: Rc<str>,
-        text: String,
-    },
-    /// A thread's name from `time` on (a COMM record: exec or rename).
-    Comm {
-        tid: i32,
-        comm: String,
-        time: u64,
-    },
-    /// Thread `tid` was made by thread `ptid` at `time`: it has its name.
-    Fork {
-        tid: i32,
-        ptid: i32,
-        time: u64,
-    },
-    /// A name read from /proc when the thread was first seen: it holds
-    /// only when no COMM or FORK named the thread (it existed before
-    /// tracing began).
-    NameGuess {
-        tid: i32,
-        comm: String,
-        time: u64,
-    },
-    ThreadExit {
-        pid: i32,
-        tid: i32,
-        time: u64,
-    },
-}
-
 /// Where the tracer's lines go (`render::trace` writes them as text).
 pub(crate) trait TraceOutput {
     /// A finished (or abandoned) system call.
@@ -499,7 +417,7 @@ impl Tracer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::syscall_desc::ArgDesc;
+    use crate::event::syscall::ArgDesc;
 
     fn desc(nr: u64) -> Rc<SyscallDesc> {
         Rc::new(SyscallDesc::bare(nr, "x"))

@@ -3,8 +3,8 @@
 //! `PERF_FORMAT_GROUP` read for all, members that follow their leader),
 //! and reading one counter's value out of its group's read by its id.
 
-use crate::analysis::stat::Reading;
 use crate::event::name::{self, ResolvedEvent};
+use crate::model::counter::Reading;
 use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
 
 use super::CaptureError;

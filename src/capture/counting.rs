@@ -36,8 +36,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::analysis::stat::{CounterReading, Reading};
 use crate::event::name::{self, ResolvedEvent};
+use crate::model::counter::{CounterReading, Reading};
 use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
 use crate::sys::process::{Child, ExitStatus, PendingChild};
 use crate::sys::signal::{self, PollFd, SignalPipe};

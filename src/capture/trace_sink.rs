@@ -1,5 +1,5 @@
 //! `SyscallDecoder`: the `TraceSink` of `scry trace`. It turns the tracer's
-//! records into `analysis::syscalls::TraceItem`s: system call entries with
+//! records into `event::syscall::TraceItem`s: system call entries with
 //! their arguments (and path strings), exits with their return values,
 //! other tracepoints rendered through the event formats, uprobe hits with
 //! their registers. Records come in time order (the record pipeline's
@@ -19,11 +19,9 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::rc::Rc;
 
-use crate::analysis::syscalls::{
-    ArgCopies, ArgKind, ArgText, SyscallDesc, SyscallEnter, TraceItem,
-};
 use crate::event::format::{Endian, EventFormat, Field, FieldValue};
 use crate::event::format_cache::FormatCache;
+use crate::event::syscall::{ArgCopies, ArgKind, ArgText, SyscallDesc, SyscallEnter, TraceItem};
 use crate::sys::bpf_trace::{self, CopyStatus};
 
 use super::trace::{TraceRecord, TraceSample, TraceSink};

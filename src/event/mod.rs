@@ -21,4 +21,5 @@ pub mod print_fmt;
 pub(crate) mod print_render;
 mod printf;
 pub(crate) mod resolve;
+pub(crate) mod syscall;
 pub mod tracing_data_parse;

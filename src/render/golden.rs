@@ -217,10 +217,10 @@ fn golden_folded_and_svg() {
 fn trace_layout() {
     use std::rc::Rc;
 
-    use crate::analysis::syscall_desc::{ArgDesc, ArgKind, SyscallDesc};
     use crate::analysis::syscalls::{
         ArgCopies, ArgText, SyscallEnter, TraceItem, Tracer, TracerOptions,
     };
+    use crate::event::syscall::{ArgDesc, ArgKind, SyscallDesc};
     use crate::render::trace::{TextOutput, write_summary};
 
     let desc = |nr: u64, name: &str, args: &[(&str, ArgKind)]| {

@@ -218,8 +218,8 @@ mod tests {
     use std::rc::Rc;
 
     use super::*;
-    use crate::analysis::syscall_desc::ArgDesc;
     use crate::analysis::syscalls::{SyscallDesc, SyscallEnter, TraceItem, Tracer, TracerOptions};
+    use crate::event::syscall::ArgDesc;
 
     fn openat() -> Rc<SyscallDesc> {
         let arg = |name: &str, kind| ArgDesc {

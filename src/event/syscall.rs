@@ -1,7 +1,13 @@
 //! How each system call's arguments read: their names and kinds
 //! (`SyscallDesc`), from the kernel's `syscalls:sys_enter_*` formats. The
 //! kind decides how a value prints (number, pointer, `CWD`) and which
-//! arguments are copied at the entry (strings, input buffers).
+//! arguments are copied at the entry (strings, input buffers). And the
+//! items the live tracer decodes from its records (`TraceItem`): they sit
+//! here, in the event model, so that `capture` (which decodes them) and
+//! `analysis::syscalls` (which pairs and sums them) share them without
+//! capture naming analysis.
+
+use std::rc::Rc;
 
 use crate::event::format::{EventFormat, Field};
 
@@ -153,6 +159,90 @@ fn arg_kind(field: &Field) -> ArgKind {
     } else {
         ArgKind::Signed(size(4))
     }
+}
+
+/// A string or buffer argument as copied at the entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ArgText {
+    /// The bytes (a string without its NUL); `truncated`: there were more.
+    Copied { bytes: Vec<u8>, truncated: bool },
+    /// Why there are no bytes ("not copied", "unreadable at entry").
+    Unavailable(&'static str),
+}
+
+impl ArgText {
+    /// What an argument shows until its copies arrive.
+    pub(crate) const NOT_COPIED: ArgText = ArgText::Unavailable("not copied");
+}
+
+/// A system call entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SyscallEnter {
+    pub(crate) pid: i32,
+    pub(crate) tid: i32,
+    pub(crate) time: u64,
+    pub(crate) desc: Rc<SyscallDesc>,
+    pub(crate) args: [u64; 6],
+    /// Strings for the arguments that are strings, by argument index.
+    pub(crate) strings: Vec<(usize, ArgText)>,
+}
+
+/// Argument bytes copied at an entry of thread `tid`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ArgCopies {
+    pub(crate) tid: i32,
+    pub(crate) time: u64,
+    pub(crate) nr: u64,
+    /// The call's argument values, as the copying program saw them.
+    pub(crate) args: [u64; 6],
+    pub(crate) texts: Vec<(usize, ArgText)>,
+}
+
+/// What the live tracer hands over, in time order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TraceItem {
+    Enter(SyscallEnter),
+    ArgCopies(ArgCopies),
+    Exit {
+        pid: i32,
+        tid: i32,
+        time: u64,
+        desc: Rc<SyscallDesc>,
+        ret: i64,
+    },
+    /// Any other event (a tracepoint, a probe hit), already rendered.
+    Event {
+        pid: i32,
+        tid: i32,
+        time: u64,
+        name: Rc<str>,
+        text: String,
+    },
+    /// A thread's name from `time` on (a COMM record: exec or rename).
+    Comm {
+        tid: i32,
+        comm: String,
+        time: u64,
+    },
+    /// Thread `tid` was made by thread `ptid` at `time`: it has its name.
+    Fork {
+        tid: i32,
+        ptid: i32,
+        time: u64,
+    },
+    /// A name read from /proc when the thread was first seen: it holds
+    /// only when no COMM or FORK named the thread (it existed before
+    /// tracing began).
+    NameGuess {
+        tid: i32,
+        comm: String,
+        time: u64,
+    },
+    ThreadExit {
+        pid: i32,
+        tid: i32,
+        time: u64,
+    },
 }
 
 #[cfg(test)]
