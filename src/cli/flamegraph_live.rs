@@ -64,11 +64,6 @@ impl KernelStacks {
     }
 }
 
-/// Why the stacks are not counted in the kernel here, or Ok.
-fn bpf_refused() -> Result<(), String> {
-    scry::sys::bpf_engine::preflight().map_err(|why| why.to_string())
-}
-
 /// Counts the stacks in the kernel until the run ends (Ctrl-C, the
 /// command's or the one `-p` process's exit); `Ok(None)` when BPF cannot
 /// load here (said on stderr, once): the caller streams instead.
@@ -78,7 +73,7 @@ pub(super) fn count_in_kernel(
 ) -> anyhow::Result<Option<KernelStacks>> {
     const TOOL: &str = "flamegraph";
     let started = Instant::now();
-    if let Err(why) = bpf_refused() {
+    if let Err(why) = scry::sys::bpf_engine::preflight() {
         eprintln!("scry: {TOOL}: {why}; sampling through the perf rings instead (--no-bpf)");
         return Ok(None);
     }

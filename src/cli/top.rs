@@ -475,7 +475,7 @@ fn kernel_top(
             }
             Err(why) => why.to_string(),
         },
-        Err(why) => why,
+        Err(why) => why.to_string(),
     };
     if args.verbose {
         eprintln!("top: streaming every sample: {why}");

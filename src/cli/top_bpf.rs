@@ -30,41 +30,58 @@ const STACK_STORAGE: u32 = 16384;
 /// top's frequency when `-F` is not given (perf top's).
 const DEFAULT_HZ: u64 = 4000;
 
+/// Why top streams its samples instead of counting them in the kernel.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum NeedsStream {
+    /// An event other than cpu-clock.
+    #[error("-e {0}: only cpu-clock samples are counted in the kernel")]
+    OtherEvent(String),
+    /// More than one event.
+    #[error("several events: only cpu-clock is counted in the kernel")]
+    SeveralEvents,
+    /// `-c`: a period instead of a frequency.
+    #[error("-c: the kernel counts samples taken at a frequency")]
+    Period,
+    /// `--call-graph dwarf`.
+    #[error("--call-graph dwarf needs each sample's stack copy")]
+    Dwarf,
+    /// `-s tid`.
+    #[error("-s tid: the kernel counts per process, not per thread")]
+    PerThread,
+    /// `-s cpu` or `-s socket` (the key's name).
+    #[error("-s {0}: the kernel's counts do not keep the CPU")]
+    PerCpu(String),
+}
+
 /// Why `opts` (and `-s`) need the streamed samples, or the program's
 /// settings.
 pub(super) fn kernel_settings(
     opts: &CaptureOptions,
     sort: &[SortKey],
-) -> Result<OncpuSettings, String> {
+) -> Result<OncpuSettings, NeedsStream> {
     if let [event] = opts.events.as_slice() {
         if event.name != "cpu-clock" {
-            return Err(format!(
-                "-e {}: only cpu-clock samples are counted in the kernel",
-                event.name
-            ));
+            return Err(NeedsStream::OtherEvent(event.name.clone()));
         }
     } else {
-        return Err("several events: only cpu-clock is counted in the kernel".to_string());
+        return Err(NeedsStream::SeveralEvents);
     }
     let frequency = match opts.sampling {
         Some(Sampling::Frequency(hz)) => hz,
         None => DEFAULT_HZ,
-        Some(_) => return Err("-c: the kernel counts samples taken at a frequency".to_string()),
+        Some(_) => return Err(NeedsStream::Period),
     };
     if matches!(opts.call_graph, CallGraph::Dwarf { .. }) {
-        return Err("--call-graph dwarf needs each sample's stack copy".to_string());
+        return Err(NeedsStream::Dwarf);
     }
     if sort.contains(&SortKey::Tid) {
-        return Err("-s tid: the kernel counts per process, not per thread".to_string());
+        return Err(NeedsStream::PerThread);
     }
     if let Some(key) = sort
         .iter()
         .find(|k| matches!(k, SortKey::Cpu | SortKey::Socket))
     {
-        return Err(format!(
-            "-s {}: the kernel's counts do not keep the CPU",
-            key.header().to_lowercase()
-        ));
+        return Err(NeedsStream::PerCpu(key.header().to_lowercase()));
     }
     let target = &opts.target;
     Ok(OncpuSettings {
