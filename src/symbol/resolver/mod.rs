@@ -174,6 +174,10 @@ pub(crate) struct Resolver {
     /// kallsyms being read on a thread of its own since the first kernel
     /// address: the kernel takes ~70 ms to print it, the records meanwhile.
     kallsyms_loader: Option<std::thread::JoinHandle<Kallsyms>>,
+    /// The recording's `[kernel.kallsyms]_text` map (start, end). An
+    /// unnamed kernel address outside it is in no binary (a BPF program
+    /// the recording has no KSYMBOL for): `[unknown]`, as perf reads it.
+    kernel_text: Option<(u64, u64)>,
     vdso: Option<VdsoSymbols>,
     perf_maps: HashMap<i32, Option<PerfMap>>,
     /// The jitdump file each process mapped as its marker (`jit-PID.dump`).
@@ -251,6 +255,7 @@ impl Resolver {
             kallsyms: None,
             kallsyms_path: options.kallsyms.clone(),
             kallsyms_loader: None,
+            kernel_text: None,
             vdso: None,
             perf_maps: HashMap::new(),
             jitdumps: HashMap::new(),
@@ -311,6 +316,9 @@ impl Resolver {
         self.forget_addresses();
         // Kernel and module maps: kernel addresses are named from kallsyms.
         if m.pid == -1 || matches!(m.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) {
+            if m.path.starts_with(b"[kernel.kallsyms]") {
+                self.kernel_text = Some((m.start, m.start.saturating_add(m.len)));
+            }
             return;
         }
         let (pid, path) = (m.pid, m.path);

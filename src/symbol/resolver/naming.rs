@@ -230,7 +230,14 @@ impl Resolver {
                     } else {
                         UnresolvedReason::NoSymbol
                     };
-                    self.set_unnamed(id, DsoTable::KERNEL, FrameKind::Kernel, reason);
+                    let outside_text = self
+                        .kernel_text
+                        .is_some_and(|(start, end)| addr < start || addr >= end);
+                    let dso = match outside_text {
+                        true => DsoTable::UNKNOWN,
+                        false => DsoTable::KERNEL,
+                    };
+                    self.set_unnamed(id, dso, FrameKind::Kernel, reason);
                 }
             }
         }

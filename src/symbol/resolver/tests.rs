@@ -221,6 +221,58 @@ fn user_and_kernel_frames_are_named_from_the_binary_and_kallsyms() {
     );
 }
 
+/// An unnamed kernel address is in `[kernel.kallsyms]` when the
+/// recording's kernel map covers it, else in no binary (`[unknown]`, a BPF
+/// program the file has no KSYMBOL for): what perf prints for the file.
+#[test]
+fn unnamed_kernel_code_outside_the_kernel_map_is_in_no_binary() {
+    let mut kallsyms = tempfile::NamedTempFile::new().expect("a temporary file");
+    writeln!(
+        kallsyms,
+        "ffffffff81000000 T _stext\nffffffff81000100 T do_test_work\nffffffff81001000 T _etext\nffffffff82000000 D some_data"
+    )
+    .expect("write kallsyms");
+    let options = ResolveOptions {
+        kallsyms: Some(kallsyms.path().to_path_buf()),
+        ..ResolveOptions::default()
+    };
+    let bpf_code = 0xffff_ffff_a000_0010;
+    // (the recording's kernel map, the dso the unnamed address gets)
+    let table = [
+        (None, "[kernel.kallsyms]"),
+        (Some((0xffff_ffff_8100_0000, 0x1000)), "[unknown]"),
+        (
+            Some((0xffff_ffff_8100_0000, u64::MAX >> 1)),
+            "[kernel.kallsyms]",
+        ),
+    ];
+    for (map, dso) in table {
+        let mut r = Resolver::new(&options);
+        if let Some((start, len)) = map {
+            r.handle_record(
+                0,
+                &EventRecord::Mmap(MmapRecord {
+                    pid: -1,
+                    tid: 0,
+                    address: start,
+                    length: len,
+                    page_offset: start,
+                    is_executable: true,
+                    cpu_mode: CpuMode::Kernel,
+                    path: RawData::Single(b"[kernel.kallsyms]_text"),
+                }),
+            );
+        }
+        r.handle_record(
+            0,
+            &EventRecord::Sample(sample(bpf_code, CpuMode::Kernel, None)),
+        );
+        let done = r.finish();
+        let frame = done.frames.get(done.samples[0].stack[0]);
+        assert_eq!((frame.sym.as_deref(), &*frame.dso), (None, dso), "{map:x?}");
+    }
+}
+
 #[test]
 fn a_missing_binary_and_a_missing_jit_map_are_reasons() {
     let mut r = Resolver::new(&ResolveOptions::default());
