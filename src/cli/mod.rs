@@ -259,6 +259,63 @@ pub(crate) fn create_private(path: &std::path::Path) -> anyhow::Result<std::fs::
         .with_context(|| format!("cannot create {}", path.display()))
 }
 
+impl Command {
+    /// The BPF tools and `scry run`: each ends in a run loop that waits on
+    /// the stop signals, so catching them before it loads is safe (a
+    /// command that never waits on them must not: Ctrl-C would not stop it).
+    fn catches_stop_signals_early(&self) -> bool {
+        use Command::*;
+        matches!(
+            self,
+            Syscount(_)
+                | Runqlat(_)
+                | Cpudist(_)
+                | Funccount(_)
+                | Funclatency(_)
+                | Runqslower(_)
+                | Offcputime(_)
+                | Futexctn(_)
+                | Klockstat(_)
+                | Offwaketime(_)
+                | ProfileBpf(_)
+                | Wakeuptime(_)
+                | Runqlen(_)
+                | Hardirqs(_)
+                | Softirqs(_)
+                | Execsnoop(_)
+                | Exitsnoop(_)
+                | Opensnoop(_)
+                | Killsnoop(_)
+                | Sigsnoop(_)
+                | Run(_)
+                | Statsnoop(_)
+                | Tcplife(_)
+                | Tcpconnect(_)
+                | Tcpaccept(_)
+                | Tcpstates(_)
+                | Tcptop(_)
+                | Tcprtt(_)
+                | Tcpretrans(_)
+                | Threadsnoop(_)
+                | Bindsnoop(_)
+                | Solisten(_)
+                | Biolatency(_)
+                | Biosnoop(_)
+                | Biotop(_)
+                | Bitesize(_)
+                | Cachestat(_)
+                | Vfsstat(_)
+                | Memleak(_)
+                | Oomkill(_)
+                | Drsnoop(_)
+                | Capable(_)
+                | Filelife(_)
+                | Filetop(_)
+                | Fsslower(_)
+        )
+    }
+}
+
 /// The command that puts the kernel's function tracer back if scry dies
 /// while it runs (`scry __ftrace-restore ROOT`, see `sys::ftrace`).
 pub(crate) fn ftrace_watchdog(root: &std::path::Path) -> Option<std::process::Command> {
@@ -289,6 +346,13 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    // The BPF tools and `scry run` catch the stop signals before they load
+    // and attach: a Ctrl-C or SIGTERM that comes while they set up ends the
+    // run cleanly (links closed, summary printed) instead of killing scry.
+    let _early = cli
+        .command
+        .catches_stop_signals_early()
+        .then(|| scry::sys::signal::SignalPipe::install(&scry::sys::signal::STOP_SIGNALS));
     let result = match cli.command {
         Command::Record(args) => record::run(args),
         Command::Stat(args) => stat::run(args),

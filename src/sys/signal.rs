@@ -45,7 +45,9 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 /// Catches the given signals for as long as it lives (handlers are reset to
-/// the default on drop).
+/// the default on drop). Installed while another is alive (a tool's early
+/// catch, taken before it loads and attaches), it keeps the signal that
+/// one caught, so a Ctrl-C during the setup ends the run cleanly at once.
 #[derive(Debug)]
 pub(crate) struct SignalPipe {
     read: OwnedFd,
@@ -62,8 +64,19 @@ impl SignalPipe {
         }
         // SAFETY: pipe2 just returned these two descriptors; we own them.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        PIPE_WRITE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
-        LAST_SIGNAL.store(0, Ordering::SeqCst);
+        // A pipe already catching (the early catch a tool takes before it
+        // attaches): what it caught still ends this run, at its first wait.
+        let earlier = PIPE_WRITE_FD.swap(write.as_raw_fd(), Ordering::SeqCst) >= 0;
+        if !earlier {
+            LAST_SIGNAL.store(0, Ordering::SeqCst);
+        } else if LAST_SIGNAL.load(Ordering::SeqCst) != 0 {
+            let byte = 1u8;
+            // SAFETY: writing one byte from a valid local to our own
+            // non-blocking pipe.
+            unsafe {
+                libc::write(write.as_raw_fd(), (&byte as *const u8).cast(), 1);
+            }
+        }
         for &sig in signals {
             // SAFETY: a zeroed sigaction with a valid handler function and an
             // empty mask is a valid argument; the old action is not needed.
