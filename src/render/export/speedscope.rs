@@ -8,8 +8,16 @@
 //! a unitless count (`none`) for the others, tracepoints included (one per
 //! occurrence). Frames are shared by every profile; each is a function,
 //! with file and line when the recording was resolved with source lines.
+//!
+//! The decision that isn't obvious: each distinct stack (samples that share
+//! one `Arc`) is turned into frame indices once, and a thread's samples are
+//! indices of those stacks; the file is then written as it goes, stack by
+//! stack, instead of as one `serde_json::Value`. On the bench's deep
+//! 400,000-sample file the tree of values (every frame index of every
+//! sample a `Value`) was most of the export's time and memory. The bytes
+//! are the same: keys in the order serde_json's map sorts them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use serde_json::{Value, json};
@@ -18,25 +26,84 @@ use super::{
     EventKind, ExportError, ExportInput, ExportResult, ExportSummary, Exporter, function_name,
     source_location,
 };
-use crate::model::sample::FrameId;
+use crate::model::hash::FxHashMap;
+use crate::model::sample::{FrameId, ResolvedSample};
 
 /// The speedscope exporter.
 pub(crate) struct Speedscope;
 
-/// One profile being built: stacks as indices into the shared frames.
+/// One profile being built: its samples as indices into the stacks.
 #[derive(Default)]
 struct Thread {
     comm: String,
-    samples: Vec<Vec<usize>>,
+    samples: Vec<u32>,
     weights: Vec<u64>,
+}
+
+/// Frames and stacks, each interned once.
+#[derive(Default)]
+struct Tables {
+    frames: Vec<Value>,
+    frame_index: FxHashMap<FrameId, usize>,
+    /// Root-first frame indices per distinct stack.
+    stacks: Vec<Box<[usize]>>,
+    /// Per stack (its `Arc`'s address): its index in `stacks`.
+    stack_index: FxHashMap<usize, u32>,
+}
+
+impl Tables {
+    fn stack(&mut self, s: &ResolvedSample, input: &ExportInput) -> u32 {
+        let key = s.stack.as_ptr() as usize;
+        if let Some(&known) = self.stack_index.get(&key) {
+            return known;
+        }
+        let frames = &mut self.frames;
+        let stack = s
+            .stack
+            .iter()
+            .rev()
+            .map(|&id| {
+                *self.frame_index.entry(id).or_insert_with(|| {
+                    let frame = input.resolved.frames.get(id);
+                    let mut f = json!({ "name": function_name(frame) });
+                    if let Some((file, line)) = source_location(frame) {
+                        f["file"] = json!(file);
+                        f["line"] = json!(line);
+                    }
+                    frames.push(f);
+                    frames.len() - 1
+                })
+            })
+            .collect();
+        let index = u32::try_from(self.stacks.len()).unwrap_or(u32::MAX);
+        self.stacks.push(stack);
+        self.stack_index.insert(key, index);
+        index
+    }
+}
+
+/// `value` as JSON to `out`.
+fn json_to(out: &mut dyn Write, value: &impl serde::Serialize) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, value).map_err(std::io::Error::from)
+}
+
+/// `[a,b,c]` of numbers.
+fn write_numbers(out: &mut dyn Write, numbers: &[impl std::fmt::Display]) -> std::io::Result<()> {
+    out.write_all(b"[")?;
+    for (i, n) in numbers.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        write!(out, "{n}")?;
+    }
+    out.write_all(b"]")
 }
 
 impl Exporter for Speedscope {
     fn write(&self, input: &ExportInput, out: &mut dyn Write) -> ExportResult {
         let resolved = input.resolved;
         let order = super::time_order(&resolved.samples);
-        let mut frames: Vec<Value> = Vec::new();
-        let mut frame_index: HashMap<FrameId, usize> = HashMap::new();
+        let mut tables = Tables::default();
         // Keyed by (event, pid, tid) so profiles come out in a stable order.
         let mut threads: BTreeMap<(usize, i32, i32), Thread> = BTreeMap::new();
         for i in order {
@@ -45,71 +112,56 @@ impl Exporter for Speedscope {
             if thread.comm.is_empty() {
                 thread.comm = s.comm.to_string();
             }
-            let stack = s
-                .stack
-                .iter()
-                .rev()
-                .map(|&id| {
-                    *frame_index.entry(id).or_insert_with(|| {
-                        let frame = resolved.frames.get(id);
-                        let mut f = json!({ "name": function_name(frame) });
-                        if let Some((file, line)) = source_location(frame) {
-                            f["file"] = json!(file);
-                            f["line"] = json!(line);
-                        }
-                        frames.push(f);
-                        frames.len() - 1
-                    })
-                })
-                .collect();
-            thread.samples.push(stack);
+            thread.samples.push(tables.stack(s, input));
             thread.weights.push(s.period.max(1) * s.count.max(1));
         }
-        if threads.is_empty() {
+        let Some(first_event) = threads.keys().next().map(|k| k.0) else {
             return Err(ExportError::NoSamples);
-        }
-        let several_events = threads
-            .keys()
-            .any(|k| k.0 != threads.keys().next().map_or(0, |f| f.0));
+        };
+        let several_events = threads.keys().any(|k| k.0 != first_event);
         // Open on the heaviest profile, not on whichever thread came first.
         let active = threads
             .values()
             .enumerate()
             .max_by_key(|(_, t)| t.weights.iter().sum::<u64>())
             .map_or(0, |(i, _)| i);
-        let profiles: Vec<Value> = threads
-            .into_iter()
-            .map(|((event, pid, tid), t)| {
-                let event = input.event(event);
-                let unit = match event.kind {
-                    EventKind::Clock | EventKind::OffCpu => "nanoseconds",
-                    _ => "none",
-                };
-                let total: u64 = t.weights.iter().sum();
-                let mut name = format!("{} (pid {pid}, tid {tid})", t.comm);
-                if several_events {
-                    name = format!("{name} {}", event.base_name());
+        out.write_all(b"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\"")?;
+        write!(out, ",\"activeProfileIndex\":{active},\"exporter\":")?;
+        json_to(out, &concat!("scry ", env!("CARGO_PKG_VERSION")))?;
+        out.write_all(b",\"name\":\"scry\",\"profiles\":[")?;
+        for (n, ((event, pid, tid), t)) in threads.into_iter().enumerate() {
+            let event = input.event(event);
+            let unit = match event.kind {
+                EventKind::Clock | EventKind::OffCpu => "nanoseconds",
+                _ => "none",
+            };
+            let total: u64 = t.weights.iter().sum();
+            let mut name = format!("{} (pid {pid}, tid {tid})", t.comm);
+            if several_events {
+                name = format!("{name} {}", event.base_name());
+            }
+            if n > 0 {
+                out.write_all(b",")?;
+            }
+            write!(out, "{{\"endValue\":{total},\"name\":")?;
+            json_to(out, &name)?;
+            out.write_all(b",\"samples\":[")?;
+            for (i, &stack) in t.samples.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
                 }
-                json!({
-                    "type": "sampled",
-                    "name": name,
-                    "unit": unit,
-                    "startValue": 0,
-                    "endValue": total,
-                    "samples": t.samples,
-                    "weights": t.weights,
-                })
-            })
-            .collect();
-        let file = json!({
-            "$schema": "https://www.speedscope.app/file-format-schema.json",
-            "shared": { "frames": frames },
-            "profiles": profiles,
-            "name": "scry",
-            "activeProfileIndex": active,
-            "exporter": concat!("scry ", env!("CARGO_PKG_VERSION")),
-        });
-        serde_json::to_writer(&mut *out, &file).map_err(std::io::Error::from)?;
+                write_numbers(out, &tables.stacks[stack as usize])?;
+            }
+            write!(
+                out,
+                "],\"startValue\":0,\"type\":\"sampled\",\"unit\":\"{unit}\",\"weights\":"
+            )?;
+            write_numbers(out, &t.weights)?;
+            out.write_all(b"}")?;
+        }
+        out.write_all(b"],\"shared\":{\"frames\":")?;
+        json_to(out, &tables.frames)?;
+        out.write_all(b"}}")?;
         Ok(ExportSummary::default())
     }
 }
