@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::model::sample::{FrameKind, ResolvedSample};
+use crate::model::sample::{Frame, FrameId, FrameKind, ResolvedSample};
 use crate::symbol::raw_stacks::{Named, RawStack};
 use crate::sys::bpf_offcputime::OffcpuSum;
 use crate::sys::bpf_offwaketime::{OffwakeSum, TaskStacks};
@@ -225,6 +225,50 @@ pub(crate) fn offwake_entries(
             .then_with(|| a.target.tid.cmp(&b.target.tid))
     });
     entries
+}
+
+/// offwaketime's sums as one stack each, for an export (`--to`): bcc's
+/// folded chain (`target;blocked stack;--;waker's stack;waker`) as a
+/// sample of the blocked task, leaf first: the waker's name, its stack
+/// outermost frame first, `--`, the blocked stack innermost first; the
+/// period is the blocked microseconds. `named` holds the stacks as
+/// [`offwake_raw_stacks`] gave them (a sum with no waker seen keeps only
+/// the blocked stack).
+pub(crate) fn offwake_joined(named: Named) -> Named {
+    let Named {
+        samples,
+        mut frames,
+        gone,
+    } = named;
+    let mut label = |name: &str| {
+        frames.intern(Frame {
+            sym: Some(name.into()),
+            dso: "[unknown]".into(),
+            kind: FrameKind::Kernel,
+            inlined: false,
+            srcline: None,
+        })
+    };
+    let mut joined = Vec::with_capacity(samples.len() / 2);
+    let mut pairs = samples.into_iter();
+    while let Some(target) = pairs.next() {
+        let mut stack: Vec<FrameId> = Vec::new();
+        if let Some(waker) = pairs.next().filter(|w| w.pid >= 0) {
+            stack.push(label(&waker.comm));
+            stack.extend(waker.stack.iter().rev());
+            stack.push(label("--"));
+        }
+        stack.extend(target.stack.iter());
+        joined.push(ResolvedSample {
+            stack: stack.into(),
+            ..target
+        });
+    }
+    Named {
+        samples: joined,
+        frames,
+        gone,
+    }
 }
 
 /// One wakeuptime entry: `target` blocked `us` in all until `waker`

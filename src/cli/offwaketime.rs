@@ -3,8 +3,10 @@
 //! joined to the stacks of the task that woke it, printed at the end
 //! (Ctrl-C, the duration, or the `-p` process's exit) as bcc's chains
 //! (waker's stacks, `--`, the blocked stacks), folded (`-f`) or JSON
-//! (`--json`). Its flags are offcputime's (`-p -t -u -k -U -K -d -f -m -M
-//! --state --stack-storage-size`); the maps of each process seen, blocked
+//! (`--json`), or with `--to FORMAT [-o FILE]` as an export whose samples
+//! are bcc's folded chains (`analysis::offcputime::offwake_joined`). Its
+//! flags are offcputime's (`-p -t -u -k -U -K -d -f -m -M --state
+//! --stack-storage-size --to -o`); the maps of each process seen, blocked
 //! or waker, are read while it runs. `scry offcpu --wakeup` is the
 //! streamed (perf_event) counterpart. Wiring only:
 //! `sys::bpf_offwaketime` → `symbol::raw_stacks` → `analysis::offcputime`
@@ -12,12 +14,12 @@
 
 use std::io::{self, Write};
 
-use scry::analysis::offcputime::{offwake_entries, offwake_raw_stacks};
+use scry::analysis::offcputime::{offwake_entries, offwake_joined, offwake_raw_stacks};
 use scry::render::offcputime::{write_offwake_folded, write_offwake_json, write_offwake_stacks};
 use scry::sys::bpf_offwaketime::OffwaketimeBpf;
 
 use super::bpf_tool;
-use super::offcputime::{OffcputimeArgs, finish_naming, run_seeing};
+use super::offcputime::{OffcputimeArgs, export_blocked, finish_naming, run_seeing};
 
 pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
     args.check("offwaketime")?;
@@ -25,7 +27,7 @@ pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load("offwaketime", || OffwaketimeBpf::load(settings))?;
     bpf_tool::print_hooks("offwaketime", &bpf.hooks(), args.run.verbose);
     let mut out = io::stdout().lock();
-    if !args.stacks.folded && !args.json {
+    if !args.stacks.folded && !args.json && args.run.export.to.is_none() {
         writeln!(
             out,
             "Tracing blocked time (us) by {} off-CPU and waker stack{}",
@@ -35,6 +37,7 @@ pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     let halves = args.halves();
+    let mut exported = None;
     run_seeing(
         &args.run_options(),
         &mut bpf,
@@ -48,6 +51,10 @@ pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
                 resolver.add(stack);
             }
             let named = finish_naming("offwaketime", resolver);
+            if args.run.export.to.is_some() {
+                exported = Some(offwake_joined(named));
+                return Ok(());
+            }
             let entries = offwake_entries(&sums, &named, halves);
             if args.json {
                 write_offwake_json(&mut out, &entries)?;
@@ -58,5 +65,6 @@ pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
             }
             out.flush()
         },
-    )
+    )?;
+    export_blocked(&args.run.export, exported, "off-wake", "offwaketime")
 }

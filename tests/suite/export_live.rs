@@ -171,7 +171,7 @@ fn speedscope_ns_and_frames(path: &Path) -> (u64, Vec<String>) {
     (ns, frames)
 }
 
-/// offcputime, wakeuptime and profile-bpf (the BPF stack tools) `--to
+/// offcputime, wakeuptime, offwaketime and profile-bpf (the BPF stack tools) `--to
 /// speedscope -o`:
 /// sleeper's 2 s of 5 ms sleeps, watched for 1 s with -p, are blocked
 /// under clock_nanosleep (offcputime) and woken by the timer (wakeuptime),
@@ -191,7 +191,13 @@ fn bpf_stack_tools_to_export_their_stacks() {
         return;
     }
     let dir = common::tempdir();
-    for (tool, want) in [("offcputime", "nanosleep"), ("wakeuptime", "hrtimer")] {
+    // offwaketime's samples are bcc's folded chains: the blocked stack,
+    // `--`, the waker's stack and name (the timer's softirq or interrupt).
+    for (tool, want) in [
+        ("offcputime", &["nanosleep"][..]),
+        ("wakeuptime", &["hrtimer"][..]),
+        ("offwaketime", &["nanosleep", "--"][..]),
+    ] {
         let mut sleeper = std::process::Command::new(common::workload("sleeper"))
             .args(["400", "5"])
             .stderr(std::process::Stdio::null())
@@ -217,10 +223,12 @@ fn bpf_stack_tools_to_export_their_stacks() {
         let (ns, frames) = speedscope_ns_and_frames(&out);
         // At least 10 of the sleeps, however loaded the machine.
         assert!(ns >= 50_000_000, "{tool}: {ns} ns blocked");
-        assert!(
-            frames.iter().any(|f| f.contains(want)),
-            "{tool}: no {want} frame in {frames:?}"
-        );
+        for want in want {
+            assert!(
+                frames.iter().any(|f| f.contains(want)),
+                "{tool}: no {want} frame in {frames:?}"
+            );
+        }
     }
 
     // profile-bpf (the in-kernel on-CPU profile): spinner's second of CPU
