@@ -11,6 +11,7 @@
 //! code; a function's start is its sampled offset minus the offset into it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use linux_perf_event_reader::{CpuMode, EventRecord};
 
@@ -38,6 +39,10 @@ pub(crate) struct AddressProfile {
     pub(crate) samples: u64,
     /// Samples whose address no function covers (or that had none).
     pub(crate) unnamed: u64,
+    /// Of those, the ones in a known binary, per binary (a binary rebuilt
+    /// since the recording has its samples here: its symbols are not
+    /// read, so annotate can say why).
+    pub(crate) unnamed_in: BTreeMap<Arc<str>, u64>,
 }
 
 /// How many distinct addresses wait before they are named.
@@ -55,6 +60,7 @@ pub(crate) struct AddressCollector {
     named: FxHashMap<(FrameId, u64), BTreeMap<u64, u64>>,
     samples: u64,
     unnamed: u64,
+    unnamed_in: BTreeMap<Arc<str>, u64>,
 }
 
 impl AddressCollector {
@@ -67,6 +73,7 @@ impl AddressCollector {
             named: FxHashMap::default(),
             samples: 0,
             unnamed: 0,
+            unnamed_in: BTreeMap::new(),
         }
     }
 
@@ -119,7 +126,12 @@ impl AddressCollector {
                         .entry(symoff)
                         .or_default() += n;
                 }
-                _ => self.unnamed += n,
+                Some(name) => {
+                    self.unnamed += n;
+                    let dso = &self.resolver.frames().get(name.frame).dso;
+                    *self.unnamed_in.entry(Arc::clone(dso)).or_default() += n;
+                }
+                None => self.unnamed += n,
             }
         }
     }
@@ -153,6 +165,7 @@ impl AddressCollector {
             functions,
             samples: self.samples,
             unnamed: self.unnamed,
+            unnamed_in: self.unnamed_in,
         }
     }
 }

@@ -7,8 +7,10 @@
 //!
 //! Code that cannot be read is named with the reason under its function's
 //! header (kernel code without root, JIT code gone with its process, a
-//! binary rebuilt since the recording); a SYMBOL without samples in the
-//! file is bad input (exit 2).
+//! binary rebuilt since the recording); samples in no named function are
+//! counted at the end, per binary with that reason where it has one (a
+//! rebuilt binary's symbols are not read, so its samples land there); a
+//! SYMBOL without samples in the file is bad input (exit 2).
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -161,6 +163,12 @@ fn write_annotation(args: &AnnotateArgs, out: &mut dyn Write) -> anyhow::Result<
             "# {} of {} samples are in no named function (not shown)",
             profile.unnamed, profile.samples
         )?;
+        // Why, where the file can say: a binary rebuilt or gone since.
+        for (dso, n) in &profile.unnamed_in {
+            if let Err(why) = check_build_id(dso, &build_ids) {
+                writeln!(out, "#   {n} in {dso}: {why}")?;
+            }
+        }
     }
     Ok(())
 }
@@ -209,6 +217,14 @@ fn read_code(
             dso: dso.to_owned(),
         });
     }
+    check_build_id(dso, build_ids)?;
+    function_code(Path::new(dso), hits.start).map_err(Unavailable::Code)
+}
+
+/// Whether the binary at `dso` is the one the file recorded (by the build
+/// id its header holds for it): `Rebuilt` or `Missing` when not; fine when
+/// the file recorded none.
+fn check_build_id(dso: &str, build_ids: &[(Vec<u8>, Vec<u8>)]) -> Result<(), Unavailable> {
     let path = Path::new(dso);
     if let Some((_, recorded)) = build_ids.iter().find(|(file, _)| file == dso.as_bytes())
         && !recorded.iter().all(|&b| b == 0)
@@ -230,5 +246,5 @@ fn read_code(
             }
         }
     }
-    function_code(path, hits.start).map_err(Unavailable::Code)
+    Ok(())
 }

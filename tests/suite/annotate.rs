@@ -32,14 +32,20 @@ fn hottest(rows: &[(f64, u64, String)]) -> &(f64, u64, String) {
 }
 
 fn record_divloop(dir: &Path) -> PathBuf {
+    record_div(dir, &common::workload("divloop"), "0.6s")
+}
+
+/// `scry record -F 999 -o dir/div.data -- BINARY TIME` of divloop (or a
+/// copy of it).
+fn record_div(dir: &Path, binary: &Path, time: &str) -> PathBuf {
     let data = dir.join("div.data");
     common::run_ok(
         common::scry()
             .args(["record", "-q", "-F", "999", "-o"])
             .arg(&data)
             .arg("--")
-            .arg(common::workload("divloop"))
-            .arg("0.6s"),
+            .arg(binary)
+            .arg(time),
     );
     data
 }
@@ -185,4 +191,21 @@ fn kernel_functions_are_read_from_kcore_or_say_what_is_needed() {
             }
         }
     }
+}
+
+/// A binary rebuilt since the recording (another program copied over it):
+/// its functions are named with the reason, in one line each, not
+/// disassembled from the wrong code, and annotate does not fail.
+#[test]
+fn a_binary_rebuilt_since_the_recording_is_said_not_read() {
+    require_kernel!();
+    let dir = common::tempdir();
+    let binary = dir.path().join("divloop");
+    std::fs::copy(common::workload("divloop"), &binary).expect("copy divloop");
+    let data = record_div(dir.path(), &binary, "0.4s");
+    std::fs::remove_file(&binary).expect("remove divloop");
+    std::fs::copy(common::workload("cpu7525"), &binary).expect("copy cpu7525 over it");
+    let text = common::run_ok(common::scry().args(["annotate", "-i"]).arg(&data));
+    let said = format!("{} was rebuilt since the recording", binary.display());
+    assert!(text.contains(&said), "no '{said}' in:\n{text}");
 }
