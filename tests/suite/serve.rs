@@ -7,7 +7,8 @@
 //!   the root at the top; the function table has `pulse_busy` first.
 //! - Diff: `cpu7525`, then `cpu7525` and `pulse` in one recording: the diff
 //!   marks `pulse_busy` as the function that grew most; the process filter
-//!   keeps one process's stacks.
+//!   keeps one process's stacks, the thread filter one thread's; a link
+//!   with `sort=total` orders the table by total, `zoom=NAME` zooms.
 //! - Hostile requests (path traversal, garbage, huge values, bad numbers)
 //!   get a 4xx, and the server keeps answering; `--bind` elsewhere warns.
 
@@ -306,17 +307,55 @@ fn diff_marks_the_function_that_grew_and_filters_keep_one_process() {
 
     // The process filter: pulse's stacks only.
     let files: Value = serde_json::from_str(&get_ok(server.addr, "/api/files")).expect("JSON");
-    let pid = files[1]["threads"]
-        .as_array()
-        .expect("threads")
-        .iter()
-        .find(|t| t["comm"] == "pulse")
-        .and_then(|t| t["pid"].as_i64())
-        .expect("pulse's pid");
+    let id_of = |comm: &str, key: &str| {
+        files[1]["threads"]
+            .as_array()
+            .expect("threads")
+            .iter()
+            .find(|t| t["comm"] == comm)
+            .and_then(|t| t[key].as_i64())
+            .unwrap_or_else(|| panic!("{comm}'s {key}"))
+    };
+    let pid = id_of("pulse", "pid");
     let only = get_ok(server.addr, &format!("/api/flamegraph?file=1&pid={pid}"));
     assert!(only.contains("<title>pulse_busy (") && !only.contains("<title>hot_a ("));
     let dom = page(&server, &format!("file=1&pid={pid}"), dir.path(), "pid");
     assert!(!dom.contains("<title>hot_a (") && dom.contains("<title>pulse_busy ("));
+
+    // The thread filter, the table sorted by total and a zoom, from a link:
+    // cpu7525's thread only; rows in falling total; hot_a's frame (zoomed)
+    // the graph's whole width, frames beside it hidden.
+    let tid = id_of("cpu7525", "tid");
+    let only = get_ok(server.addr, &format!("/api/flamegraph?file=1&tid={tid}"));
+    assert!(only.contains("<title>hot_a (") && !only.contains("<title>pulse_busy ("));
+    let fragment = format!("file=1&tid={tid}&sort=total&zoom=hot_a");
+    let dom = page(&server, &fragment, dir.path(), "tid");
+    assert!(dom.contains("<title>hot_a (") && !dom.contains("<title>pulse_busy ("));
+    assert!(
+        dom.contains(r#"data-key="children_period" class="num sortable sorted""#),
+        "the Total column is not the sorted one"
+    );
+    let totals: Vec<f64> = dom
+        .split(r#"data-total=""#)
+        .skip(1)
+        .map(|t| t[..t.find('"').expect("quote")].parse().expect("total"))
+        .collect();
+    assert!(totals.len() >= 3, "{totals:?}");
+    assert!(
+        totals.windows(2).all(|w| w[0] >= w[1]),
+        "not sorted by total: {totals:?}"
+    );
+    let hot_a = dom.split("<title>hot_a (").nth(1).expect("hot_a's frame");
+    let width = hot_a
+        .split(r#"width=""#)
+        .nth(1)
+        .and_then(|w| w.split('"').next())
+        .expect("width");
+    assert_eq!(width, "100.0000%", "hot_a is not zoomed into");
+    assert!(
+        dom.contains(r#"class="hidden""#),
+        "no frame hidden by the zoom"
+    );
 }
 
 #[test]

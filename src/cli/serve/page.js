@@ -6,15 +6,18 @@
 // in magenta, the share they cover), and, on a diff, marks the frames that
 // grew. The heat map is `scry heatmap`'s grid: press on a cell, release on
 // another, and the flame graph of the samples between them is asked for.
-// The state lives in the URL's fragment (`#file=0&select=2.3-2.8&pid=..`),
-// so a view can be shared as a link and is restored on load.
+// The state lives in the URL's fragment (`#file=0&select=2.3-2.8&pid=..`,
+// `sort=total` for the table's order, `zoom=NAME` for the widest frame of
+// that function zoomed into), so a view can be shared as a link and is
+// restored on load.
 "use strict";
 (function () {
   const ROWS = 50;
   const $ = function (id) { return document.getElementById(id); };
-  const state = { file: 0, base: "", pid: "", tid: "", inverted: false, select: null, search: "" };
+  const state = { file: 0, base: "", pid: "", tid: "", inverted: false, select: null, search: "", zoom: "" };
+  const SORTS = { self: "self_period", total: "children_period" };
   let files = [];
-  let sortKey = "self_period";
+  let sortKey = SORTS.self;
   let table = [];
   let flame = null;
 
@@ -27,6 +30,8 @@
     state.tid = h.get("tid") || "";
     state.inverted = h.get("inverted") === "1";
     state.search = h.get("search") || "";
+    state.zoom = h.get("zoom") || "";
+    sortKey = SORTS[h.get("sort")] || SORTS.self;
     state.select = null;
     const m = /^([0-9]+)\.([0-9]+)-([0-9]+)\.([0-9]+)$/.exec(h.get("select") || "");
     if (m) {
@@ -38,13 +43,16 @@
   function writeHash() {
     const h = new URLSearchParams();
     h.set("file", String(state.file));
-    for (const key of ["base", "pid", "tid", "search"]) {
+    for (const key of ["base", "pid", "tid", "search", "zoom"]) {
       if (state[key] !== "") {
         h.set(key, state[key]);
       }
     }
     if (state.inverted) {
       h.set("inverted", "1");
+    }
+    if (sortKey !== SORTS.self) {
+      h.set("sort", "total");
     }
     if (state.select) {
       h.set("select", place(state.select[0]) + "-" + place(state.select[1]));
@@ -198,6 +206,8 @@
       }
     }
     flame.zoomed = target;
+    state.zoom = target ? target.name : "";
+    writeHash();
     fitTexts();
   }
   function applySearch() {
@@ -323,6 +333,16 @@
         });
       }
       $("range").textContent = rangeText() + ": " + answer.samples + " samples";
+      // A zoom named in the link: the widest frame of that function.
+      let widest = null;
+      for (const f of flame.list) {
+        if (f.name === state.zoom && (!widest || f.fw > widest.fw)) {
+          widest = f;
+        }
+      }
+      if (widest) {
+        zoom(widest);
+      }
       fitTexts();
       applySearch();
       markGrowth();
@@ -464,6 +484,7 @@
     for (const th of document.querySelectorAll("#calltree th.sortable")) {
       th.addEventListener("click", function () {
         sortKey = th.dataset.key;
+        writeHash();
         drawTable();
       });
     }
