@@ -139,8 +139,26 @@ fn pprof_matches_report_in_go_tool_pprof() {
     }
     // Labels for pid, tid and comm.
     assert!(
-        traces.contains("comm:") && traces.contains("tid:"),
+        traces.contains("comm:") && traces.contains("pid:") && traces.contains("tid:"),
         "{traces}"
+    );
+    // The workload's mapping carries its build id (the file's BUILD_ID
+    // feature); the sample types are the samples and their nanoseconds.
+    let raw = go_pprof(&["-raw"], &out);
+    let binary = common::workload("cpu7525");
+    let id = scry::data::build_id::read_build_id(&binary)
+        .expect("read the workload's build id")
+        .expect("the workload has a build id");
+    let id = scry::data::build_id::to_hex(&id);
+    assert!(
+        raw.lines()
+            .any(|l| l.contains(&*binary.to_string_lossy()) && l.contains(&id)),
+        "no mapping of {} with build id {id} in\n{raw}",
+        binary.display()
+    );
+    assert!(
+        raw.contains("samples/count cpu/nanoseconds"),
+        "sample types:\n{raw}"
     );
     // Source lines were kept: -lines names the file.
     let lines = go_pprof(&["-top", "-lines"], &out);
