@@ -9,7 +9,9 @@
 // not counted) and opens one for `next`; off-CPU mode opens a stretch for
 // `prev` and closes the one of `next`. A start is kept per tid and not
 // removed once used (as libbpf-tools). Units (µs or ms) are applied here,
-// so the slots are those of the printed histogram.
+// so the slots are those of the printed histogram. With `filter_cgroup`
+// (-c), a switch counts only when the current task (the one switching
+// out) is under the cgroup, as libbpf-tools filters.
 //
 // Variants: tp_btf, then raw_tp (the classic tracepoint has no tgid).
 
@@ -26,6 +28,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #include "task.bpf.h"
 #include "starts.bpf.h"
 #include "task_hist.bpf.h"
+#include "cgroup.bpf.h"
 
 const volatile bool per_process = false;
 const volatile bool per_thread = false;
@@ -55,6 +58,8 @@ static __always_inline void update_hist(void *task, __u32 tgid, __u32 tid, __u64
 
 static __always_inline void on_switch(void *prev, void *next)
 {
+	if (!in_cgroup())
+		return;
 	struct task_struct___scry *p = prev, *n = next;
 	__u32 prev_tid = BPF_CORE_READ(p, pid), prev_tgid = BPF_CORE_READ(p, tgid);
 	__u32 next_tid = BPF_CORE_READ(n, pid), next_tgid = BPF_CORE_READ(n, tgid);

@@ -10,6 +10,8 @@
 // the entry stores the time in a per-CPU slot (one for hard irqs, one for
 // softirqs: a hard irq may interrupt a softirq), the exit adds the time
 // since; counting counts at the entry. Units (µs or ns) are applied here.
+// With `filter_cgroup` (-c), only interrupts that came while a task under
+// the cgroup was current count (libbpf-tools' hardirqs filter).
 // Each tool loads only its own pair of hooks (the other group skipped).
 //
 // Variants: tp_btf, then raw_tp.
@@ -27,6 +29,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
 #include "hist.bpf.h"
+#include "cgroup.bpf.h"
 
 #define MAX_SLOTS 36
 #define MAX_KEYS 256
@@ -115,6 +118,8 @@ static __always_inline void on_exit(__u32 slot, struct irq_key *key)
 
 static __always_inline void hardirq(bool entry, struct irqaction *action)
 {
+	if (!in_cgroup())
+		return;
 	struct irq_key key = {};
 	// The name is only needed where the key is: at the exit, or counting.
 	if (!entry || do_count)
@@ -127,6 +132,8 @@ static __always_inline void hardirq(bool entry, struct irqaction *action)
 
 static __always_inline void softirq(bool entry, unsigned int vec)
 {
+	if (!in_cgroup())
+		return;
 	struct irq_key key = {.vec = vec};
 	if (entry)
 		on_entry(SLOT_SOFTIRQ, &key);

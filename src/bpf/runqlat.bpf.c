@@ -8,6 +8,8 @@
 // same waits). With `filter_on`, only the processes in `watched` are timed,
 // and a watched process's children are watched from their fork (as perf's
 // inherited counters follow a workload), so `-- COMMAND` sees its pipeline.
+// With `filter_cgroup` (-c), wakeups and switches count only when the
+// current task is under the cgroup, as libbpf-tools filters.
 //
 // Variants: tp_btf, then raw_tp (the classic tracepoints carry no tgid).
 
@@ -26,6 +28,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #include "task.bpf.h"
 #include "starts.bpf.h"
 #include "task_hist.bpf.h"
+#include "cgroup.bpf.h"
 
 const volatile bool per_process = false;
 const volatile bool per_thread = false;
@@ -59,10 +62,18 @@ static __always_inline bool runq_watched(__u32 tgid, __u32 tid)
 
 #include "runq.bpf.h"
 
+static __always_inline void on_wakeup(void *p)
+{
+	if (in_cgroup())
+		runq_enqueue(p);
+}
+
 static __always_inline void on_switch(void *prev, void *next)
 {
 	struct task_struct___scry *n = next;
 	__u64 delta;
+	if (!in_cgroup())
+		return;
 	if (!runq_switch(prev, next, &delta))
 		return;
 	__u32 key = (__u32)-1;
@@ -88,8 +99,8 @@ static __always_inline void on_fork(void *parent, void *child)
 	bpf_map_update_elem(&watched, &ctgid, &one, BPF_ANY);
 }
 
-BTF_OR_RAW(scry_rl_wakeup, "sched_wakeup", runq_enqueue(p), struct task_struct *p)
-BTF_OR_RAW(scry_rl_wakeup_new, "sched_wakeup_new", runq_enqueue(p), struct task_struct *p)
+BTF_OR_RAW(scry_rl_wakeup, "sched_wakeup", on_wakeup(p), struct task_struct *p)
+BTF_OR_RAW(scry_rl_wakeup_new, "sched_wakeup_new", on_wakeup(p), struct task_struct *p)
 BTF_OR_RAW(scry_rl_switch, "sched_switch", on_switch(prev, next),
 	   bool preempt, struct task_struct *prev, struct task_struct *next)
 BTF_OR_RAW(scry_rl_fork, "sched_process_fork", on_fork(parent, child),

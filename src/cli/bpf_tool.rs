@@ -264,6 +264,24 @@ impl TimedArgs {
     }
 }
 
+/// libbpf-tools' `-c CG` (cpudist, runqlat, hardirqs): only the tasks
+/// under one cgroup v2 directory.
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct CgroupArg {
+    /// Only the tasks under this cgroup v2 directory (/sys/fs/cgroup/...).
+    #[arg(short = 'c', long = "cgroup", value_name = "CG")]
+    pub(crate) cgroup: Option<std::path::PathBuf>,
+}
+
+impl CgroupArg {
+    /// The directory opened (its descriptor fills the program's cgroup
+    /// array), checked before anything loads; none without `-c`.
+    pub(crate) fn open(&self, tool: &str) -> anyhow::Result<Option<std::fs::File>> {
+        scry::sys::bpf_execsnoop::open_cgroup(self.cgroup.as_deref())
+            .map_err(|e| anyhow!("{tool}: {e}"))
+    }
+}
+
 /// `-r ROWS` of the top tools (biotop, filetop, tcptop), as bcc's.
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub(crate) struct RowsArg {

@@ -1,7 +1,8 @@
 //! `scry cpudist` (bcc's cpudist, libbpf-tools' flags and layout): how long
 //! tasks ran on a CPU per stretch (`-O`: how long they were off it), as
 //! log2 histograms counted in the kernel: one, or one per process (`-P`)
-//! or thread (`-L`); `-p` one process; `interval [count]` as bcc. Wiring
+//! or thread (`-L`); `-p` one process, `-c` one cgroup; `interval
+//! [count]` as bcc. Wiring
 //! only: `sys::bpf_cpudist` → `analysis::hist` → `render::hist`.
 
 use std::io::{self, Write};
@@ -34,6 +35,8 @@ pub(crate) struct CpudistArgs {
     #[command(flatten)]
     target: PidArg,
     #[command(flatten)]
+    cgroup: bpf_tool::CgroupArg,
+    #[command(flatten)]
     table: bpf_tool::TableArgs,
     #[command(flatten)]
     intervals: bpf_tool::IntervalArgs,
@@ -46,10 +49,15 @@ pub(crate) fn run(args: CpudistArgs) -> anyhow::Result<()> {
         per_thread: args.tids,
         milliseconds: args.milliseconds,
         pid: args.target.pid,
+        cgroup: args.cgroup.cgroup.is_some(),
     };
     let run_opts = args.intervals.run_options(args.target.pid);
     bpf_tool::check_pid("cpudist", "-p", args.target.pid)?;
+    let cgroup = args.cgroup.open("cpudist")?;
     let mut bpf = bpf_tool::load("cpudist", || CpudistBpf::load(settings))?;
+    if let Some(dir) = &cgroup {
+        bpf.set_cgroup(dir)?;
+    }
     bpf_tool::print_hooks("cpudist", &bpf.hooks(), args.table.verbose);
     let mut out = io::stdout().lock();
     if !args.table.json {

@@ -1,7 +1,8 @@
 //! `scry hardirqs` and `scry softirqs` (bcc's tools, libbpf-tools' flags
 //! and layout): time spent in each hard interrupt handler or softirq
 //! vector, summed in the kernel (`-d`: as histograms, `-C`: events
-//! counted instead), `-N` nanoseconds, `-T` timestamps, `interval
+//! counted instead), `-N` nanoseconds, `-T` timestamps, `-c` one cgroup
+//! (libbpf-tools' hardirqs has it; softirqs takes it too), `interval
 //! [count]` as bcc, `--json`. Both tools take the same flags, so one
 //! `IrqsArgs` serves both. Wiring only: `sys::bpf_irqs` →
 //! `analysis::irqs` → `render::irqs`.
@@ -32,6 +33,8 @@ pub(crate) struct IrqsArgs {
     #[arg(short = 'T', long = "timestamp")]
     timestamp: bool,
     #[command(flatten)]
+    cgroup: bpf_tool::CgroupArg,
+    #[command(flatten)]
     table: bpf_tool::TableArgs,
     #[command(flatten)]
     intervals: bpf_tool::IntervalArgs,
@@ -53,9 +56,14 @@ pub(crate) fn run(kind: IrqKind, args: IrqsArgs) -> anyhow::Result<()> {
         kind,
         measure,
         nanoseconds: args.nanoseconds,
+        cgroup: args.cgroup.cgroup.is_some(),
     };
     let run_opts = args.intervals.run_options(None);
+    let cgroup = args.cgroup.open(tool)?;
     let mut bpf = bpf_tool::load(tool, || IrqsBpf::load(settings))?;
+    if let Some(dir) = &cgroup {
+        bpf.set_cgroup(dir)?;
+    }
     bpf_tool::print_hooks(tool, &bpf.hooks(), args.table.verbose);
     let mut out = io::stdout().lock();
     if !args.table.json {

@@ -1,7 +1,7 @@
 //! `scry runqlat` (bcc's runqlat, libbpf-tools' flags and layout) and the
 //! live path of `scry sched runqlat`: run-queue latency counted in the
 //! kernel as log2 histograms (one, or per process `-P`, thread `-L`, pid
-//! namespace `--pidnss`). BPF sees every scheduler event; the perf_event
+//! namespace `--pidnss`; `-p` one process, `-c` one cgroup). BPF sees every scheduler event; the perf_event
 //! stream `scry sched runqlat --no-bpf` uses misses some raised in the
 //! idle task on some kernels (6.18 here). Wiring only:
 //! `sys::bpf_runqlat` → `analysis::hist` → `render::hist`.
@@ -30,6 +30,8 @@ pub(crate) struct RunqlatArgs {
     per: PerArgs,
     #[command(flatten)]
     target: PidArg,
+    #[command(flatten)]
+    cgroup: bpf_tool::CgroupArg,
     /// Print a timestamp with each interval.
     #[arg(short = 'T', long = "timestamp")]
     timestamp: bool,
@@ -88,9 +90,14 @@ pub(crate) fn run(args: RunqlatArgs) -> anyhow::Result<()> {
         key: args.per.key(),
         milliseconds: args.milliseconds,
         filter: args.target.pid.is_some(),
+        cgroup: args.cgroup.cgroup.is_some(),
     };
     bpf_tool::check_pid("runqlat", "-p", args.target.pid)?;
+    let cgroup = args.cgroup.open("runqlat")?;
     let mut bpf = bpf_tool::load("runqlat", || RunqlatBpf::load(settings))?;
+    if let Some(dir) = &cgroup {
+        bpf.set_cgroup(dir)?;
+    }
     if let Some(pid) = args.target.pid {
         bpf.watch(pid)?;
     }
@@ -145,6 +152,7 @@ pub(crate) fn sched_live(
         key: live.per.key(),
         milliseconds: live.milliseconds,
         filter: !watch.is_empty(),
+        cgroup: false,
     };
     let mut bpf = match bpf_tool::load("runqlat", || RunqlatBpf::load(settings)) {
         Ok(bpf) => bpf,

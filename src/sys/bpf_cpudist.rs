@@ -21,6 +21,8 @@ pub(crate) struct CpudistSettings {
     pub(crate) per_thread: bool,
     pub(crate) milliseconds: bool,
     pub(crate) pid: Option<u32>,
+    /// Only the cgroup given to [`CpudistBpf::set_cgroup`].
+    pub(crate) cgroup: bool,
 }
 
 #[derive(Debug)]
@@ -39,10 +41,17 @@ impl CpudistBpf {
                 rodata.per_thread = settings.per_thread;
                 rodata.milliseconds = settings.milliseconds;
                 rodata.filter_tgid = settings.pid.unwrap_or(0);
+                rodata.filter_cgroup = settings.cgroup;
                 Ok(())
             },
         )?;
         Ok(CpudistBpf { loaded })
+    }
+
+    /// Counts only the tasks under the cgroup directory `dir` (loaded
+    /// with `cgroup` set: nothing counts until this is called).
+    pub(crate) fn set_cgroup(&self, dir: &std::fs::File) -> io::Result<()> {
+        super::bpf_execsnoop::fill_cgroup(&self.loaded.skel.maps.cgroup_map, Some(dir))
     }
 
     pub(crate) fn hooks(&self) -> Vec<Hook> {

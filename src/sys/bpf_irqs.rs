@@ -44,6 +44,8 @@ pub(crate) struct IrqSettings {
     pub(crate) measure: IrqMeasure,
     /// Nanoseconds (default: microseconds).
     pub(crate) nanoseconds: bool,
+    /// Only the cgroup given to [`IrqsBpf::set_cgroup`].
+    pub(crate) cgroup: bool,
 }
 
 /// One interrupt's sums: a hard irq by handler name (`vec` 0), a softirq
@@ -78,12 +80,19 @@ impl IrqsBpf {
                 rodata.do_count = counting;
                 rodata.dist = settings.measure == IrqMeasure::Dist;
                 rodata.nanoseconds = settings.nanoseconds;
+                rodata.filter_cgroup = settings.cgroup;
                 Ok(())
             },
             GroupRules::skipping(skip),
             Attach::Now,
         )?;
         Ok(IrqsBpf { loaded })
+    }
+
+    /// Counts only the tasks under the cgroup directory `dir` (loaded
+    /// with `cgroup` set: nothing counts until this is called).
+    pub(crate) fn set_cgroup(&self, dir: &std::fs::File) -> io::Result<()> {
+        super::bpf_execsnoop::fill_cgroup(&self.loaded.skel.maps.cgroup_map, Some(dir))
     }
 
     pub(crate) fn hooks(&self) -> Vec<Hook> {

@@ -35,6 +35,8 @@ pub(crate) struct RunqlatSettings {
     /// Time only the processes given to [`RunqlatBpf::watch`] (and their
     /// children); otherwise every task.
     pub(crate) filter: bool,
+    /// Only the cgroup given to [`RunqlatBpf::set_cgroup`].
+    pub(crate) cgroup: bool,
 }
 
 #[derive(Debug)]
@@ -53,10 +55,17 @@ impl RunqlatBpf {
                 rodata.per_pidns = settings.key == RunqlatKey::PidNamespace;
                 rodata.milliseconds = settings.milliseconds;
                 rodata.filter_on = settings.filter;
+                rodata.filter_cgroup = settings.cgroup;
                 Ok(())
             },
         )?;
         Ok(RunqlatBpf { loaded })
+    }
+
+    /// Counts only the tasks under the cgroup directory `dir` (loaded
+    /// with `cgroup` set: nothing counts until this is called).
+    pub(crate) fn set_cgroup(&self, dir: &std::fs::File) -> io::Result<()> {
+        super::bpf_execsnoop::fill_cgroup(&self.loaded.skel.maps.cgroup_map, Some(dir))
     }
 
     pub(crate) fn hooks(&self) -> Vec<Hook> {

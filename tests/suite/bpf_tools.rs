@@ -270,6 +270,152 @@ fn syscount_counts_one_cgroup_as_libbpf_tools() {
     common::assert_bad_input(&out, "--cgroup /nonexistent-cg", &"-c /nonexistent-cg");
 }
 
+/// A cgroup v2 directory of this test's own, removed when dropped.
+struct TestCgroup(std::path::PathBuf);
+
+impl TestCgroup {
+    /// None (after the gate said why) without a cgroup v2 hierarchy.
+    fn new(name: &str) -> Option<TestCgroup> {
+        let Some(root) = cgroup2_root() else {
+            assert!(!common::kernel_tests_required(), "no cgroup v2 hierarchy");
+            return None;
+        };
+        let dir = root.join(format!("scry-{name}-{}", std::process::id()));
+        std::fs::create_dir(&dir).expect("a cgroup");
+        Some(TestCgroup(dir))
+    }
+
+    fn arg(&self) -> String {
+        self.0.to_str().expect("utf-8").to_string()
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// The `pid = N` labels of per-process histograms, in order.
+fn pid_labels(text: &str) -> Vec<u32> {
+    text.lines()
+        .filter_map(|l| {
+            l.strip_prefix("pid = ")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// libbpf-tools' `-c CG` of cpudist and runqlat: pingpong moved (stopped)
+/// into a cgroup of its own, another pingpong outside it, scry's and the
+/// peer's `-P -c CG` side by side. Both filter on the task current at each
+/// event, so both print the same processes and the same totals (neither
+/// window is closed by a process exit: both are interrupted after the
+/// workloads ended, and nothing in the cgroup runs outside them). cpudist
+/// runs with `-O`: pingpong blocks rather than being preempted, and
+/// on-CPU cpudist only counts preempted stretches.
+#[test]
+fn cgroup_filters_cpudist_and_runqlat_as_libbpf_tools() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let Some(cg) = TestCgroup::new("cg-sched") else {
+        return;
+    };
+    for (tool, ready, extra) in [
+        ("cpudist", "CPU time", Some("-O")),
+        ("runqlat", "run queue latency", None),
+    ] {
+        let mut inside = stopped_workload("pingpong", &["1000"]);
+        std::fs::write(cg.0.join("cgroup.procs"), inside.id().to_string())
+            .expect("moved into the cgroup");
+        let mut args: Vec<String> = vec!["-P".into(), "-c".into(), cg.arg()];
+        args.extend(extra.map(String::from));
+        let mut cmd = common::scry();
+        cmd.arg(tool).args(&args);
+        let (scry, scry_out) = tracer(cmd, ready);
+        let (oracle, oracle_out) = tracer(peer(tool, &args), ready);
+        let mut outside = Command::new(common::workload("pingpong"))
+            .arg("1000")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("pingpong runs");
+        common::signal(inside.id(), "CONT");
+        assert!(inside.wait().expect("workload ends").success());
+        assert!(outside.wait().expect("workload ends").success());
+        let (peer_text, _) = finish(oracle, oracle_out, true);
+        let (text, err) = finish(scry, scry_out, true);
+        let (ours, theirs) = (hist_total(&text), hist_total(&peer_text));
+        eprintln!("{tool} -c: scry {ours}, libbpf-tools {theirs}");
+        let report = format!("scry:\n{text}\n{err}\nlibbpf-tools:\n{peer_text}");
+        assert!(theirs >= 100, "{report}");
+        assert!(ours.abs_diff(theirs) <= 2, "{report}");
+        let mut labels = pid_labels(&text);
+        let mut peer_labels = pid_labels(&peer_text);
+        labels.sort_unstable();
+        peer_labels.sort_unstable();
+        assert_eq!(labels, peer_labels, "{report}");
+        assert!(labels.contains(&inside.id()), "{report}");
+    }
+}
+
+/// hardirqs `-c`: counted during fsyncer's disk interrupts by three scry
+/// runs side by side: `-c` the cgroup v2 root (every task is under it:
+/// the unfiltered events), `-c` an empty cgroup (no task is current in it:
+/// nothing), each as libbpf-tools' hardirqs `-c` says for the empty one.
+#[test]
+fn hardirqs_cgroup_counts_only_the_cgroups_tasks() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let Some(empty) = TestCgroup::new("cg-empty") else {
+        return;
+    };
+    let root = cgroup2_root().expect("a cgroup v2 root");
+    let root = root.to_str().expect("utf-8").to_string();
+    let run = |cg: &str| {
+        let mut cmd = common::scry();
+        cmd.args(["hardirqs", "-C", "-c", cg]);
+        tracer(cmd, "irq events")
+    };
+    let (all, all_out) = run(&root);
+    let (none, none_out) = run(&empty.arg());
+    let (oracle, oracle_out) = tracer(
+        peer("hardirqs", &["-C".into(), "-c".into(), empty.arg()]),
+        "irq events",
+    );
+    let workload = Command::new(common::workload("fsyncer"))
+        .arg("100")
+        .stderr(Stdio::null())
+        .status()
+        .expect("fsyncer runs");
+    assert!(workload.success());
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    let (none_text, none_err) = finish(none, none_out, true);
+    let (all_text, all_err) = finish(all, all_out, true);
+    // Rows: `NAME COUNT` under the `HARDIRQ TOTAL_count` head.
+    let events = |t: &str| -> u64 {
+        t.lines()
+            .skip_while(|l| !l.starts_with("HARDIRQ"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+            .sum()
+    };
+    let report = format!(
+        "root:\n{all_text}\n{all_err}\nempty:\n{none_text}\n{none_err}\n\
+         libbpf-tools empty:\n{peer_text}"
+    );
+    assert!(events(&all_text) >= 50, "{report}");
+    assert_eq!(events(&none_text), 0, "{report}");
+    assert_eq!(events(&peer_text), 0, "{report}");
+    assert!(none_text.contains("HARDIRQ"), "{report}");
+    let out = common::output(common::scry().args(["runqlat", "-c", "/nonexistent-cg"]));
+    common::assert_bad_input(&out, "--cgroup /nonexistent-cg", &"-c /nonexistent-cg");
+}
+
 /// Both tools count the stretches of the workload's tasks between their
 /// attach and their end; the workload only starts (SIGCONT) once both are
 /// attached, so both windows open before its first stretch. They close
