@@ -19,7 +19,7 @@ pub(crate) mod pmu;
 pub(crate) mod print_eval;
 pub mod print_fmt;
 pub(crate) mod print_render;
-mod printf;
+pub(crate) mod printf;
 pub(crate) mod resolve;
 pub(crate) mod syscall;
 pub mod tracing_data_parse;

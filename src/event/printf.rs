@@ -11,14 +11,14 @@
 use super::format::sign_extend;
 
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Spec {
-    pub(super) left: bool,
-    pub(super) zero: bool,
-    pub(super) plus: bool,
-    pub(super) space: bool,
-    pub(super) alt: bool,
-    pub(super) width: Option<i32>,
-    pub(super) precision: Option<i32>,
+pub(crate) struct Spec {
+    pub(crate) left: bool,
+    pub(crate) zero: bool,
+    pub(crate) plus: bool,
+    pub(crate) space: bool,
+    pub(crate) alt: bool,
+    pub(crate) width: Option<i32>,
+    pub(crate) precision: Option<i32>,
 }
 
 /// The widest field (width or precision) a conversion gets. A `*` width
@@ -29,7 +29,7 @@ pub(super) const MAX_FIELD_WIDTH: i32 = 4096;
 
 /// A width or precision: digits, or `*` (the next argument), clamped to
 /// ±[`MAX_FIELD_WIDTH`].
-pub(super) fn read_count<E>(
+pub(crate) fn read_count<E>(
     bytes: &[u8],
     i: &mut usize,
     star: &mut dyn FnMut() -> Result<i32, E>,
@@ -79,7 +79,10 @@ pub(super) fn take_pointer_ext(bytes: &[u8], i: &mut usize) -> String {
     ext
 }
 
-pub(super) fn format_int(out: &mut String, spec: &Spec, conv: u8, long: i8, v: u64) {
+/// `v` as conversion `conv` (`d i u x X o c`) lays it out: `long` is the
+/// length modifier (-2 `hh`, -1 `h`, 0 none: C's `int`, 1 `l`, 2 `ll`),
+/// which truncates `v` to its C type first.
+pub(crate) fn format_int(out: &mut String, spec: &Spec, conv: u8, long: i8, v: u64) {
     // Truncate to the argument's C type.
     let bits = match long {
         i8::MIN..=-2 => 8,
@@ -158,7 +161,8 @@ pub(super) fn format_int(out: &mut String, spec: &Spec, conv: u8, long: i8, v: u
     }
 }
 
-pub(super) fn format_str(out: &mut String, spec: &Spec, text: &str) {
+/// `text` as `%s` lays it out (precision cuts, width pads).
+pub(crate) fn format_str(out: &mut String, spec: &Spec, text: &str) {
     let text = match spec.precision {
         Some(p) => {
             let end = text

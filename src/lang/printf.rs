@@ -2,8 +2,17 @@
 //! arguments at compile time), and the formatting of an event's
 //! arguments in user space, C's way (`%-8s`, `%5d`, `%lx`, `%c`).
 //!
-//! bpftrace 0.17 prints `%%` as it is written (two percent signs); scry
-//! does the same, so a script's output does not change.
+//! bpftrace hands each 64-bit value to the C library's `printf` with the
+//! format as written, so a conversion without a length modifier reads
+//! C's `int`: `%d` of 2^32+5 prints 5, `%u` and `%x` of -1 print
+//! 4294967295 and ffffffff, `%hu` a short; `%ld`, `%llu`, `%zu`, `%jd`,
+//! `%lx` print all 64 bits, `%p` always does. scry lays the values out
+//! with `event::printf` (the kernel print fmt's C conversions), which
+//! truncates the same way. bpftrace 0.17 prints `%%` as it is written
+//! (two percent signs); scry does the same, so a script's output does
+//! not change.
+
+use crate::event::printf::{Spec, format_int, format_str, read_count};
 
 /// One argument of a formatted line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,7 +26,7 @@ pub(crate) fn conversions(format: &str) -> Result<Vec<char>, FormatError> {
     Ok(pieces(format)?
         .into_iter()
         .filter_map(|p| match p {
-            Piece::Conv { conv, .. } => Some(conv),
+            Piece::Conv { conv, .. } => Some(char::from(conv)),
             Piece::Text(_) => None,
         })
         .collect())
@@ -27,11 +36,11 @@ pub(crate) fn conversions(format: &str) -> Result<Vec<char>, FormatError> {
 enum Piece<'a> {
     Text(&'a str),
     Conv {
-        left: bool,
-        zero: bool,
-        width: usize,
-        precision: Option<usize>,
-        conv: char,
+        spec: Spec,
+        /// The length modifier: -2 `hh`, -1 `h`, 0 none, 1 `l`, 2 `ll`
+        /// (`z`, `j`, `t` are 64 bits too).
+        long: i8,
+        conv: u8,
     },
 }
 
@@ -57,54 +66,48 @@ fn pieces(format: &str) -> Result<Vec<Piece<'_>>, FormatError> {
             rest = after;
             continue;
         }
-        let mut chars = rest.char_indices().peekable();
-        let (mut left, mut zero) = (false, false);
-        while let Some(&(_, c)) = chars.peek() {
+        let bytes = rest.as_bytes();
+        let mut at = 0;
+        let mut spec = Spec::default();
+        while let Some(&c) = bytes.get(at) {
             match c {
-                '-' => left = true,
-                '0' => zero = true,
-                '+' | ' ' | '#' => {}
+                b'-' => spec.left = true,
+                b'0' => spec.zero = true,
+                b'+' => spec.plus = true,
+                b' ' => spec.space = true,
+                b'#' => spec.alt = true,
                 _ => break,
             }
-            chars.next();
+            at += 1;
         }
-        let mut width = 0usize;
-        while let Some(&(_, c)) = chars.peek() {
-            let Some(d) = c.to_digit(10) else { break };
-            width = width
-                .saturating_mul(10)
-                .saturating_add(d as usize)
-                .min(1024);
-            chars.next();
+        let mut star = || Err(FormatError::Unknown('*'));
+        spec.width = read_count(bytes, &mut at, &mut star)?;
+        if bytes.get(at) == Some(&b'.') {
+            at += 1;
+            spec.precision = Some(read_count(bytes, &mut at, &mut star)?.unwrap_or(0));
         }
-        let mut precision = None;
-        if chars.peek().map(|&(_, c)| c) == Some('.') {
-            chars.next();
-            let mut p = 0usize;
-            while let Some(&(_, c)) = chars.peek() {
-                let Some(d) = c.to_digit(10) else { break };
-                p = p.saturating_mul(10).saturating_add(d as usize).min(1024);
-                chars.next();
-            }
-            precision = Some(p);
+        let mut long = 0i8;
+        while let Some(&c) = bytes.get(at) {
+            long = match c {
+                b'h' => long.min(0) - 1,
+                b'l' => long.max(0) + 1,
+                b'z' | b'j' | b't' => 2,
+                _ => break,
+            };
+            at += 1;
         }
-        while matches!(chars.peek().map(|&(_, c)| c), Some('l' | 'h' | 'z' | 'j')) {
-            chars.next();
-        }
-        let Some((at, conv)) = chars.next() else {
+        let Some(&conv) = bytes.get(at) else {
             return Err(FormatError::Unterminated);
         };
-        if !matches!(conv, 'd' | 'i' | 'u' | 'x' | 'X' | 'o' | 's' | 'c' | 'p') {
-            return Err(FormatError::Unknown(conv));
-        }
-        out.push(Piece::Conv {
-            left,
-            zero,
-            width,
-            precision,
+        if !matches!(
             conv,
-        });
-        rest = &rest[at + conv.len_utf8()..];
+            b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b's' | b'c' | b'p'
+        ) {
+            let c = rest[at..].chars().next().unwrap_or('?');
+            return Err(FormatError::Unknown(c));
+        }
+        out.push(Piece::Conv { spec, long, conv });
+        rest = &rest[at + 1..];
     }
     if !rest.is_empty() {
         out.push(Piece::Text(rest));
@@ -120,52 +123,30 @@ pub(crate) fn format(format: &str, args: &[Arg]) -> String {
     let mut out = String::new();
     let mut args = args.iter();
     for piece in pieces {
-        let (left, zero, width, precision, conv) = match piece {
+        let (spec, long, conv) = match piece {
             Piece::Text(t) => {
                 out.push_str(t);
                 continue;
             }
-            Piece::Conv {
-                left,
-                zero,
-                width,
-                precision,
-                conv,
-            } => (left, zero, width, precision, conv),
+            Piece::Conv { spec, long, conv } => (spec, long, conv),
         };
-        let text = match (conv, args.next()) {
-            ('s', Some(Arg::Str(s))) => match precision {
-                Some(p) => s.chars().take(p).collect(),
-                None => s.clone(),
-            },
-            (_, Some(Arg::Str(s))) => s.clone(),
-            ('d' | 'i', Some(Arg::Int(v))) => v.to_string(),
-            ('u', Some(Arg::Int(v))) => (*v as u64).to_string(),
-            ('x', Some(Arg::Int(v))) => format!("{:x}", *v as u64),
-            ('X', Some(Arg::Int(v))) => format!("{:X}", *v as u64),
-            ('o', Some(Arg::Int(v))) => format!("{:o}", *v as u64),
-            ('p', Some(Arg::Int(v))) => format!("0x{:x}", *v as u64),
-            ('c', Some(Arg::Int(v))) => char::from(*v as u8).to_string(),
-            (_, Some(Arg::Int(v))) => v.to_string(),
-            (_, None) => String::new(),
-        };
-        let len = text.chars().count();
-        if len >= width {
-            out.push_str(&text);
-        } else if left {
-            out.push_str(&text);
-            out.push_str(&" ".repeat(width - len));
-        } else if zero && conv != 's' {
-            let (sign, digits) = match text.strip_prefix('-') {
-                Some(d) => ("-", d),
-                None => ("", text.as_str()),
-            };
-            out.push_str(sign);
-            out.push_str(&"0".repeat(width - len));
-            out.push_str(digits);
-        } else {
-            out.push_str(&" ".repeat(width - len));
-            out.push_str(&text);
+        match (conv, args.next()) {
+            (b's', Some(Arg::Str(s))) => format_str(&mut out, &spec, s),
+            (_, Some(Arg::Str(s))) => format_str(&mut out, &Spec::default(), s),
+            (b'p', Some(Arg::Int(v))) => {
+                let text = format!("0x{:x}", *v as u64);
+                format_str(
+                    &mut out,
+                    &Spec {
+                        precision: None,
+                        ..spec
+                    },
+                    &text,
+                );
+            }
+            (b's', Some(Arg::Int(v))) => format_int(&mut out, &spec, b'd', 2, *v as u64),
+            (_, Some(Arg::Int(v))) => format_int(&mut out, &spec, conv, long, *v as u64),
+            (_, None) => {}
         }
     }
     out
@@ -201,10 +182,66 @@ mod tests {
         );
     }
 
+    /// What bpftrace 0.17 prints for these (its values reach C's printf
+    /// as 64 bits; the conversion reads its C type).
+    #[test]
+    fn lengths_truncate_as_bpftrace() {
+        let big = Arg::Int((1 << 32) + 5);
+        let m1 = Arg::Int(-1);
+        assert_eq!(
+            format(
+                "%d|%u|%x|%ld|%lu|%llu|%zx",
+                &[
+                    big.clone(),
+                    big.clone(),
+                    big.clone(),
+                    big.clone(),
+                    m1.clone(),
+                    m1.clone(),
+                    big.clone()
+                ]
+            ),
+            "5|5|5|4294967301|18446744073709551615|18446744073709551615|100000005"
+        );
+        assert_eq!(
+            format(
+                "%u|%x|%X|%o|%hu|%hhd|%lx|%p",
+                &[
+                    m1.clone(),
+                    m1.clone(),
+                    m1.clone(),
+                    m1.clone(),
+                    m1.clone(),
+                    m1.clone(),
+                    m1.clone(),
+                    m1
+                ]
+            ),
+            "4294967295|ffffffff|FFFFFFFF|37777777777|65535|-1|ffffffffffffffff|0xffffffffffffffff"
+        );
+        assert_eq!(
+            format(
+                "%.3d|%08.3d|%-08d|%10s|%-3s|%.2s|%5.1s|%-6.2s|",
+                &[
+                    Arg::Int(5),
+                    Arg::Int(5),
+                    Arg::Int(5),
+                    Arg::Str("abcdef".into()),
+                    Arg::Str("abcdef".into()),
+                    Arg::Str("abcdef".into()),
+                    Arg::Str("abcdef".into()),
+                    Arg::Str("abcdef".into())
+                ]
+            ),
+            "005|     005|5       |    abcdef|abcdef|ab|    a|ab    |"
+        );
+    }
+
     #[test]
     fn conversions_are_counted() {
         assert_eq!(conversions("%d %s %%\n"), Ok(vec!['d', 's']));
         assert!(conversions("%q").is_err());
         assert!(conversions("%").is_err());
+        assert!(conversions("%*d").is_err());
     }
 }

@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// A copy of `program` named `name` (a comm no other process has).
-fn unique_copy(dir: &Path, program: &Path, name: &str) -> PathBuf {
+pub(crate) fn unique_copy(dir: &Path, program: &Path, name: &str) -> PathBuf {
     let to = dir.join(name);
     std::fs::copy(program, &to).expect("copy the workload");
     to
@@ -25,7 +25,7 @@ fn unique_copy(dir: &Path, program: &Path, name: &str) -> PathBuf {
 /// Runs `tool` (scry run or bpftrace -e) on a program whose BEGIN prints
 /// `ready`; then `workload` runs the workload; returns the tool's whole
 /// stdout once it exits.
-fn run_with(mut tool: Command, workload: impl FnOnce()) -> String {
+pub(crate) fn run_with(mut tool: Command, workload: impl FnOnce()) -> String {
     let mut child: Child = tool
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -63,32 +63,32 @@ fn run_with(mut tool: Command, workload: impl FnOnce()) -> String {
     reader.join().expect("reader")
 }
 
-fn run_status(cmd: &mut Command) {
+pub(crate) fn run_status(cmd: &mut Command) {
     let status = cmd.status().expect("run the workload");
     assert!(status.success(), "{cmd:?}: {status}");
 }
 
-fn scry_run(prog: &str) -> Command {
+pub(crate) fn scry_run(prog: &str) -> Command {
     let mut cmd = common::scry();
     cmd.args(["run", prog]);
     cmd
 }
 
-fn bpftrace(prog: &str) -> Command {
+pub(crate) fn bpftrace(prog: &str) -> Command {
     let mut cmd = Command::new("bpftrace");
     cmd.args(["-e", prog]);
     cmd
 }
 
 /// Both tracers are usable here.
-fn gates() -> bool {
+pub(crate) fn gates() -> bool {
     common::require_tracefs()
         && common::require_tool("bpftrace", "bpftrace is not installed (scripts/deps)")
 }
 
 /// The C library uprobes attach to, if this machine has it where Debian
 /// puts it.
-fn libc() -> Option<&'static Path> {
+pub(crate) fn libc() -> Option<&'static Path> {
     let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
     common::gate(if libc.exists() {
         Ok(())
@@ -100,7 +100,7 @@ fn libc() -> Option<&'static Path> {
 
 /// The lines of `text` that start with `prefix`, sorted (bpftrace leaves
 /// the order of equal values to its hash map).
-fn lines_with(text: &str, prefix: &str) -> Vec<String> {
+pub(crate) fn lines_with(text: &str, prefix: &str) -> Vec<String> {
     let mut v: Vec<String> = text
         .lines()
         .filter(|l| l.starts_with(prefix))
@@ -267,6 +267,37 @@ fn begin_output_matches_bpftrace_byte_for_byte() {
     let ours = common::run_ok(&mut scry_run(prog));
     let theirs = common::run_ok(&mut bpftrace(prog));
     assert_eq!(ours, theirs);
+}
+
+/// printf's conversions read their C type as bpftrace's (whose values
+/// reach C's printf as 64 bits): `%d`, `%u`, `%x` of -1 and of 2^32+5
+/// are 32-bit, `%hu`/`%hhd` 16 and 8, `%ld`/`%lu`/`%llu`/`%zx`/`%p` 64;
+/// widths, precisions and `-`/`0` flags as C lays them out.
+#[test]
+fn printf_conversions_match_bpftrace_byte_for_byte() {
+    if !gates() {
+        return;
+    }
+    let prog = "BEGIN { $m = -1; $b = 4294967296 + 5; \
+                printf(\"%d|%u|%x|%X|%o|%hu|%hhd|%lu|%llu|%ld|%lld|%lx|%p|%zu|%jd\\n\", $m, $m, $m, $m, $m, $m, $m, $m, $m, $m, $m, $m, $m, $m, $m); \
+                printf(\"%d|%u|%x|%ld|%lu|%zx|%5d|%-5d|%08x|%.3d|%08.3d|%-08d|\\n\", $b, $b, $b, $b, $b, $b, $b, $b, $b, $b, $b, $b); \
+                printf(\"%10s|%-10s|%.2s|%5.1s|%-6.2s|%-3s|\\n\", \"abcdef\", \"abc\", \"abcdef\", \"xyz\", \"abcdef\", \"abcd\"); \
+                printf(\"%u %d %lu\\n\", 0xffffffff + 1, nsecs > 0, 0xffffffff + 1); exit(); }";
+    let ours = common::run_ok(&mut scry_run(prog));
+    assert!(
+        ours.contains(
+            "\n-1|4294967295|ffffffff|FFFFFFFF|37777777777|65535|-1|18446744073709551615|"
+        ),
+        "{ours}"
+    );
+    assert!(
+        ours.contains(
+            "\n5|5|5|4294967301|4294967301|100000005|    5|5    |00000005|005|     005|5       |\n"
+        ),
+        "{ours}"
+    );
+    assert!(ours.contains("\n0 1 4294967296\n"), "{ours}");
+    assert_eq!(ours, common::run_ok(&mut bpftrace(prog)));
 }
 
 /// Bad programs: one message each with the place, exit 2.
