@@ -8,52 +8,11 @@
 
 use crate::common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use common::hist_total;
+use common::loop_device::LoopDevice;
 use common::tracer::{Tracer, assert_each_bad_input, peer, require_root_and, scry_tool};
-
-/// A loop device on a 16 MiB temporary file, detached when dropped.
-struct LoopDevice {
-    dev: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl LoopDevice {
-    fn new() -> LoopDevice {
-        let dir = common::tempdir();
-        let file = dir.path().join("disk");
-        std::fs::File::create(&file)
-            .and_then(|f| f.set_len(16 << 20))
-            .expect("backing file");
-        let out = common::output(
-            Command::new("losetup")
-                .arg("--find")
-                .arg("--show")
-                .arg(&file),
-        );
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        LoopDevice { dev, _dir: dir }
-    }
-
-    /// Its name in /proc/partitions (`loop0`).
-    fn name(&self) -> String {
-        let name = self.dev.file_name().expect("a device name");
-        name.to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for LoopDevice {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
-    }
-}
 
 /// Root, libbpf-tools' biolatency and losetup, or skip.
 fn require_loop_and_oracle() -> bool {

@@ -27,6 +27,8 @@ mod jit_runtimes;
 mod kallsyms_cache;
 mod kernel_matrix;
 mod lang;
+mod lang_corpus;
+mod lang_errors;
 mod lifecycle;
 mod list;
 mod mem;

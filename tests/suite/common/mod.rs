@@ -16,6 +16,7 @@
 //! `// build: FLAGS`, so a workload says how it is made.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub(crate) mod loop_device;
 pub(crate) mod tracer;
 
 use std::path::{Path, PathBuf};
