@@ -53,7 +53,13 @@ impl<'a> StackNames<'a> {
             .collect()
     }
 
+    /// One frame a line, four spaces in, after a newline; no frames (a
+    /// kernel stack sampled in user mode) is empty, as bpftrace prints
+    /// it (`@[]: 3`).
     fn lines(names: Vec<String>) -> String {
+        if names.is_empty() {
+            return String::new();
+        }
         let mut out = String::from("\n");
         for n in names {
             out.push_str("    ");

@@ -94,12 +94,15 @@ fn files_opened_by_process_match_bpftrace() {
     }
 }
 
-/// The stacks printed as `@[\n frames \n]: N`: (frames, N).
+/// The stacks printed as `@[\n frames \n]: N` or `@[]: N`: (frames, N).
 fn stacks(text: &str) -> Vec<(Vec<String>, u64)> {
     let mut out = Vec::new();
     let mut frames: Option<Vec<String>> = None;
     for line in text.lines() {
-        if line == "@[" {
+        if let Some(n) = line.strip_prefix("@[]: ") {
+            // A kernel stack sampled in user mode: no frames.
+            out.extend(n.parse().ok().map(|n| (Vec::new(), n)));
+        } else if line == "@[" {
             frames = Some(Vec::new());
         } else if let Some(n) = line.strip_prefix("]: ") {
             if let (Some(f), Ok(n)) = (frames.take(), n.parse()) {
@@ -115,7 +118,8 @@ fn stacks(text: &str) -> Vec<(Vec<String>, u64)> {
 /// On-CPU kernel stacks at 99 Hz of `dd` reading /dev/zero: in both
 /// tools the stacks sum to the samples counted, and the most sampled
 /// stack is the same path (read_zero under vfs_read), frames below the
-/// sampled instruction identical, as bpftrace symbolizes them.
+/// sampled instruction identical, as bpftrace symbolizes them; and a
+/// kernel stack sampled in user mode is printed empty as bpftrace does.
 #[test]
 fn on_cpu_kernel_stacks_at_99_hz_match_bpftrace() {
     if !gates() {
@@ -153,6 +157,20 @@ fn on_cpu_kernel_stacks_at_99_hz_match_bpftrace() {
     assert_eq!(top.first().map(String::as_str), Some("read_zero"), "{ours}");
     assert!(top.iter().any(|f| f.starts_with("vfs_read+")), "{ours}");
     assert_eq!(top, heaviest(&theirs), "scry:\n{ours}\nbpftrace:\n{theirs}");
+    // A process spinning in user mode: its kernel stacks are empty,
+    // printed `@[]: N` by both.
+    let name = format!("lusr{}", std::process::id() % 100000);
+    let spin = unique_copy(dir.path(), &common::workload("cpu7525"), &name);
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         profile:hz:99 /comm == \"{name}\"/ {{ @[kstack] = count(); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}"
+    );
+    let (ours, theirs) = both(&prog, || run_status(Command::new(&spin).arg("30")));
+    for text in [&ours, &theirs] {
+        assert!(text.contains("\n@[]: "), "{text}");
+        assert!(!text.contains("\n@[\n]"), "{text}");
+    }
 }
 
 /// Block I/O latency from block_rq_issue to block_rq_complete, keyed by
