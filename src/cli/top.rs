@@ -560,7 +560,14 @@ pub(crate) fn run(args: TopArgs) -> anyhow::Result<()> {
     let freq = match opts.sampling {
         Some(Sampling::Frequency(hz)) => format!("{hz}Hz "),
         Some(_) => String::new(),
-        None if opts.events.first().is_some_and(|e| e.is_tracepoint()) => "1Hz ".to_string(),
+        // Tracepoints and probes: every hit (period 1), as the session opens them.
+        None if opts
+            .events
+            .first()
+            .is_some_and(|e| e.is_tracepoint() || e.uprobe.is_some()) =>
+        {
+            "1Hz ".to_string()
+        }
         None => "4000Hz ".to_string(),
     };
     let event = match &session {

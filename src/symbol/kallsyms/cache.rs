@@ -7,9 +7,10 @@
 //! change until the next boot is kept parsed: the core kernel's symbols,
 //! and those of the modules loaded (with their addresses) when the cache
 //! was written. The key is the boot id, the modules' names, addresses and
-//! sizes from `/proc/modules`, and the first line of kallsyms as this
-//! user reads it (its address is the KASLR base, or 0 when
-//! `kptr_restrict` hides addresses from this user): any change, and the
+//! sizes from `/proc/modules`, and the first line of kallsyms with a
+//! non-zero address as this user reads it (the KASLR base, or a per-CPU
+//! offset on 6.1; the first line, 0, when `kptr_restrict` hides addresses
+//! from this user): any change, and the
 //! cache is read anew. BPF programs and ftrace trampolines come and go
 //! without any of these changing, so they are not kept: a cached table
 //! holds only its address ranges (`Kallsyms::holds`), and an address
@@ -42,15 +43,13 @@ impl CacheKey {
     fn running() -> Option<CacheKey> {
         let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
         // One read: the kernel prints the first lines only.
-        let mut head = [0u8; 512];
+        let mut head = [0u8; 4096];
         let n = std::fs::File::open("/proc/kallsyms")
             .and_then(|mut f| f.read(&mut head))
             .ok()?;
-        let head = head.get(..n)?;
-        let line = head.split(|&b| b == b'\n').next()?;
         Some(CacheKey {
             boot_id: boot_id.trim().to_string(),
-            first_line: String::from_utf8_lossy(line).into_owned(),
+            first_line: first_addressed_line(head.get(..n)?)?,
             modules: crate::sys::proc::modules().ok()?,
         })
     }
@@ -91,6 +90,24 @@ impl CacheKey {
             modules,
         })
     }
+}
+
+/// The key's line of the head of kallsyms: the first with a non-zero
+/// address, else the first. Kernels before 6.2 or so (Debian 12's 6.1)
+/// list per-CPU symbols first, from offset 0 (`0000000000000000 A
+/// fixed_percpu_data`) whether or not addresses are hidden; the next ones'
+/// offsets (`0000000000001000 A cpu_debug_store`) read 0 only when hidden.
+fn first_addressed_line(head: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(head);
+    // The last piece may be a line cut by the read's end.
+    let mut lines = text.split('\n');
+    let first = lines.next()?;
+    let addressed = std::iter::once(first).chain(lines).find(|line| {
+        let addr = line.split_ascii_whitespace().next();
+        addr.and_then(|a| u64::from_str_radix(a, 16).ok())
+            .is_some_and(|a| a != 0)
+    });
+    Some(addressed.unwrap_or(first).to_string())
 }
 
 /// The running kernel's symbols: the cached table when its key still
@@ -377,6 +394,34 @@ ffffffffc0500100 t gone_fn2\t[gone]
         let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777);
         assert_eq!(mode(&path).ok(), Some(0o600));
         assert_eq!(mode(path.parent().expect("a folder")).ok(), Some(0o700));
+    }
+
+    #[test]
+    fn per_cpu_symbols_at_offset_zero_are_not_hidden_addresses() {
+        // Debian 12's 6.1: per-CPU offsets first, the first one 0.
+        let head = b"0000000000000000 A fixed_percpu_data\n0000000000000000 A __per_cpu_start\n0000000000001000 A cpu_debug_store\n0000000000002000 A irq_sta";
+        let line = first_addressed_line(head);
+        assert_eq!(line.as_deref(), Some("0000000000001000 A cpu_debug_store"));
+        let shown = CacheKey {
+            first_line: line.unwrap_or_default(),
+            ..key("boot-1")
+        };
+        assert!(!shown.hidden());
+        // kptr_restrict: every address reads 0.
+        let head = b"0000000000000000 A fixed_percpu_data\n0000000000000000 A __per_cpu_start\n0000000000000000 A cpu_debug_store\n";
+        let line = first_addressed_line(head).unwrap_or_default();
+        assert_eq!(line, "0000000000000000 A fixed_percpu_data");
+        let hidden = CacheKey {
+            first_line: line,
+            ..key("boot-1")
+        };
+        assert!(hidden.hidden());
+        // 6.18: the kernel text first.
+        let head = b"ffffffff81000000 T srso_alias_untrain_ret\nffffffff81000000 T _stext\n";
+        assert_eq!(
+            first_addressed_line(head).as_deref(),
+            Some("ffffffff81000000 T srso_alias_untrain_ret")
+        );
     }
 
     #[test]
