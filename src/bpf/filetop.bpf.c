@@ -3,28 +3,32 @@
 // summed in the kernel; user space reads and deletes the map each
 // interval.
 //
-// Hooks: the system calls that read or write a descriptor (read, readv,
+// Hooks: bcc's first where the kernel allows them, vfs_read and
+// vfs_write (the struct file and the bytes asked for) by fentry, else by
+// kprobe (the engine's kernel-function groups, src/sys/bpf_engine.rs).
+// Where neither can be hooked (no fentry, no kprobes: this project's CI
+// host), the system calls that read or write a descriptor (read, readv,
 // pread64, preadv, preadv2; write, writev, pwrite64, pwritev, pwritev2),
 // entered (the descriptor kept by thread) and exited (the file found
-// through the task's file table, fd_file.bpf.h, and counted): bcc's
-// kprobes on vfs_read and vfs_write do not load on every kernel, these
-// tracepoints do. Every call is its own group, optional (not every
-// architecture has every call). All hooks meet in count_rw(): a kernel
-// function hook (fentry or kprobe on vfs_read/vfs_write, given the
-// struct file and the bytes) calls it the same way, and the choice of
-// hooks is made in one place, sys::bpf_filetop's GROUPS.
+// through the task's file table, fd_file.bpf.h, and counted); every call
+// is its own group, optional (not every architecture has every call).
+// Both meet in count_rw(); the choice of hooks is made in one place,
+// sys::bpf_filetop's groups.
 //
 // What the calls see against bcc's VFS hooks: the bytes are those a call
 // moved (its result), where bcc counts the bytes asked for; a call that
 // failed counts as a call with no bytes; I/O that does not come through
 // these calls (sendfile, splice, copy_file_range, io_uring, mmap'd
-// files, the kernel's own reads such as exec's) is not seen.
+// files, the kernel's own reads such as exec's) is not seen. The vector
+// calls (readv, writev...) are one call each there, where vfs_read and
+// vfs_write do not see them (bcc's filetop neither).
 // Filters in the kernel: one process (-p), regular files only (unless
 // -a: then sockets, pipes and devices too).
 
 #include <stdbool.h>
 #include <linux/types.h>
 #include <linux/bpf.h>
+#include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
@@ -164,3 +168,24 @@ ON_CALL(writev, 0)
 ON_CALL(pwrite64, 0)
 ON_CALL(pwritev, 0)
 ON_CALL(pwritev2, 0)
+
+// bcc's hooks: FUNC's file and the bytes asked for, a read (1) or a
+// write (0); fentry, else kprobe.
+#define ON_VFS(FUNC, IS_READ)                                                           \
+	SEC("fentry/" #FUNC)                                                            \
+	int BPF_PROG(scry_k_##FUNC##__fentry, struct file___scry *file, char *buf,      \
+		     unsigned long count)                                               \
+	{                                                                               \
+		count_rw(file, count, IS_READ);                                         \
+		return 0;                                                               \
+	}                                                                               \
+	SEC("kprobe/" #FUNC)                                                            \
+	int BPF_KPROBE(scry_k_##FUNC##__kprobe, struct file___scry *file, char *buf,    \
+		       unsigned long count)                                             \
+	{                                                                               \
+		count_rw(file, count, IS_READ);                                         \
+		return 0;                                                               \
+	}
+
+ON_VFS(vfs_read, 1)
+ON_VFS(vfs_write, 0)

@@ -1,11 +1,11 @@
 //! `scry filetop`'s kernel side: loads `src/bpf/filetop.bpf.c` through
 //! the engine and takes its per-file, per-thread counts (read and
 //! deleted, so each interval starts from zero). The hooks are chosen
-//! here, in [`GROUPS`], and nowhere else: today the read and write system
-//! calls' tracepoints (all optional, one must attach); a kernel-function
-//! hook (vfs_read and vfs_write by fentry or kprobe) joins that list and
-//! the program's `count_rw()`. What the tracepoints miss is in the
-//! program's header.
+//! here and nowhere else: bcc's, vfs_read and vfs_write by fentry or
+//! kprobe ([`VFS_GROUPS`]), when both attach; else the read and write
+//! system calls' tracepoints ([`GROUPS`], all optional, one must attach;
+//! the engine's kernel-function groups, `GroupRules::functions`). What
+//! the tracepoints see differently is in the program's header.
 
 use std::io;
 
@@ -15,7 +15,11 @@ super::bpf::bpf_skeleton!("filetop.skel.rs");
 
 use skel::{FiletopSkel, FiletopSkelBuilder};
 
-/// Every program's group (a call's entry and exit), all optional.
+/// bcc's hooks: vfs_read and vfs_write (fentry or kprobe variants).
+const VFS_GROUPS: &[&str] = &["scry_k_vfs_read", "scry_k_vfs_write"];
+
+/// The system calls' tracepoint groups (a call's entry and exit), all
+/// optional.
 const GROUPS: &[&str] = &[
     "scry_ft_read",
     "scry_ft_read_exit",
@@ -100,14 +104,21 @@ impl FiletopBpf {
                 rodata.regular_only = !settings.all_files;
                 Ok(())
             },
-            GroupRules::optional(GROUPS),
+            GroupRules {
+                optional: GROUPS,
+                functions: VFS_GROUPS,
+                tracepoints: GROUPS,
+                ..GroupRules::default()
+            },
             Attach::Now,
         )?;
-        loaded.require_any(
-            GROUPS,
-            "none of the read and write system calls' tracepoints filetop counts attached here \
-             (syscalls:sys_enter_read and the like, CONFIG_FTRACE_SYSCALLS)",
-        )?;
+        if !loaded.on_kernel_functions() {
+            loaded.require_any(
+                GROUPS,
+                "none of the read and write system calls' tracepoints filetop counts attached here \
+                 (syscalls:sys_enter_read and the like, CONFIG_FTRACE_SYSCALLS)",
+            )?;
+        }
         Ok(FiletopBpf { loaded })
     }
 
