@@ -1,9 +1,10 @@
 //! `scry filetop` (bcc's filetop, libbpf-tools' flags and layout): every
 //! interval (1 s by default), the files read and written the most, per
-//! thread: calls and KB each way, summed in the kernel from the read and
-//! write system calls (libbpf-tools' own needs kprobes on vfs_read and
-//! vfs_write; what the calls miss is in the program's header). The
-//! screen is not cleared (`-C` is accepted for bcc's command lines).
+//! thread: calls and KB each way, summed in the kernel on vfs_read and
+//! vfs_write as bcc hooks them (fentry, else kprobe) or, where neither
+//! can be hooked, on the read and write system calls (what those see
+//! differently is in the program's header). The screen is not cleared
+//! (`-C` is accepted for bcc's command lines).
 //! Wiring only: `sys::bpf_filetop` → `analysis::files` → `render::files`.
 
 use std::io::{self, Write};
