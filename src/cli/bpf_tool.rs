@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::anyhow;
 
 use scry::analysis::hist::{Histogram, KeyedHistogram, Scale};
-use scry::capture::bpf_run::RunOptions;
+use scry::capture::bpf_run::{self, RunOptions};
 use scry::render::hist::{write_keyed, write_keyed_json};
 use scry::sys::bpf_engine::{self, Hook};
 use scry::sys::bpf_hists::KeyedSlots;
@@ -360,6 +360,35 @@ pub(crate) fn write_hists(
     out.flush()
 }
 
+/// `-T`, `-v`/`-j` and `[INTERVAL [COUNT]]`, the last flags of the
+/// interval tools that stamp each print (cachestat, runqlat); a tool that
+/// words `-T` otherwise rewords it with
+/// `#[command(mut_arg("timestamp", ...))]`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct StampedIntervalArgs {
+    /// Print a timestamp with each interval.
+    #[arg(short = 'T', long = "timestamp")]
+    pub(crate) timestamp: bool,
+    #[command(flatten)]
+    pub(crate) table: TableArgs,
+    #[command(flatten)]
+    pub(crate) intervals: IntervalArgs,
+}
+
+/// `--stack-storage-size`, `-v`/`-j` and `[DURATION]`, the last flags of
+/// the lock tools that print once at the end (futexctn, klockstat).
+#[derive(clap::Args, Debug)]
+pub(crate) struct StacksUntilArgs {
+    /// Distinct stacks kept (default 1024).
+    #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    pub(crate) stack_storage_size: u32,
+    #[command(flatten)]
+    pub(crate) table: TableArgs,
+    /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
+    #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) duration: Option<u64>,
+}
+
 /// The line a tool starts with (bcc's `Tracing ... Hit Ctrl-C to end.`),
 /// unless it writes JSON; flushed, so it shows before the first interval.
 pub(crate) fn write_banner(
@@ -371,6 +400,31 @@ pub(crate) fn write_banner(
         writeln!(out, "{banner}")?;
     }
     out.flush()
+}
+
+/// The top-like tools' run (filetop, tcptop): bcc's banner, then one
+/// table every `-i` seconds (`interval(out, last)` writes it, `last` the
+/// one after Ctrl-C, the count or the `-p` process's exit), flushed each time.
+pub(crate) fn run_every(
+    every: &EveryArgs,
+    json: bool,
+    pid: Option<u32>,
+    mut interval: impl FnMut(&mut io::StdoutLock<'static>, bool) -> io::Result<()>,
+) -> anyhow::Result<()> {
+    let mut out = io::stdout().lock();
+    write_banner(
+        &mut out,
+        json,
+        format_args!(
+            "Tracing... Output every {} secs. Hit Ctrl-C to end",
+            every.interval
+        ),
+    )?;
+    bpf_run::run(&every.run_options(pid), |last| {
+        interval(&mut out, last)?;
+        out.flush()
+    })?;
+    Ok(())
 }
 
 /// Loads a tool's programs; a refusal says what is needed in one line.

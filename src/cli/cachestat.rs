@@ -20,19 +20,15 @@ use scry::sys::localtime::now_hms;
 use super::bpf_tool;
 
 #[derive(Args, Debug)]
+#[command(mut_arg("timestamp", |a| a.help("Start each line with the time (HH:MM:SS)")))]
 pub(crate) struct CachestatArgs {
-    /// Start each line with the time (HH:MM:SS).
-    #[arg(short = 'T', long = "timestamp")]
-    timestamp: bool,
     #[command(flatten)]
-    table: bpf_tool::TableArgs,
-    #[command(flatten)]
-    intervals: bpf_tool::IntervalArgs,
+    every: bpf_tool::StampedIntervalArgs,
 }
 
 pub(crate) fn run(args: CachestatArgs) -> anyhow::Result<()> {
     let bpf = bpf_tool::load("cachestat", CachestatBpf::load)?;
-    bpf_tool::print_hooks("cachestat", &bpf.hooks(), args.table.verbose);
+    bpf_tool::print_hooks("cachestat", &bpf.hooks(), args.every.table.verbose);
     if !bpf.on_kernel_functions() {
         eprintln!(
             "cachestat: HITS are the pages read() and mmap faults ask of the page cache less the \
@@ -44,12 +40,14 @@ pub(crate) fn run(args: CachestatArgs) -> anyhow::Result<()> {
         eprintln!("cachestat: not counted here: {what}");
     }
     let opts = RunOptions {
-        interval: Some(Duration::from_secs(args.intervals.interval.unwrap_or(1))),
-        ..args.intervals.run_options(None)
+        interval: Some(Duration::from_secs(
+            args.every.intervals.interval.unwrap_or(1),
+        )),
+        ..args.every.intervals.run_options(None)
     };
     let mut out = io::BufWriter::new(io::stdout().lock());
-    if !args.table.json {
-        cachestat::header(&mut out, args.timestamp)?;
+    if !args.every.table.json {
+        cachestat::header(&mut out, args.every.timestamp)?;
     }
     out.flush()?;
     let mut before = bpf.read()?;
@@ -58,10 +56,10 @@ pub(crate) fn run(args: CachestatArgs) -> anyhow::Result<()> {
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
         let interval = CacheInterval::between(&before, &now, &meminfo);
         before = now;
-        if args.table.json {
+        if args.every.table.json {
             cachestat::json(&mut out, now_hms(), &interval)?;
         } else {
-            let time = args.timestamp.then(now_hms);
+            let time = args.every.timestamp.then(now_hms);
             cachestat::line(&mut out, time, &interval)?;
         }
         out.flush()

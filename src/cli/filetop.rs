@@ -7,13 +7,10 @@
 //! (`-C` is accepted for bcc's command lines).
 //! Wiring only: `sys::bpf_filetop` → `analysis::files` → `render::files`.
 
-use std::io::{self, Write};
-
 use clap::Args;
 
 use super::target::PidArg;
 use scry::analysis::files::{FileSort, top_files};
-use scry::capture::bpf_run;
 use scry::render::files::{filetop_json, filetop_table};
 use scry::sys::bpf_filetop::{FiletopBpf, FiletopSettings};
 
@@ -53,26 +50,15 @@ pub(crate) fn run(args: FiletopArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load("filetop", || FiletopBpf::load(settings))?;
     bpf_tool::print_hooks("filetop", &bpf.hooks(), args.table.verbose);
     let sort = FileSort::parse(&args.sort).unwrap_or_default();
-    let mut out = io::stdout().lock();
-    bpf_tool::write_banner(
-        &mut out,
-        args.table.json,
-        format_args!(
-            "Tracing... Output every {} secs. Hit Ctrl-C to end",
-            args.every.interval
-        ),
-    )?;
-    bpf_run::run(&args.every.run_options(pid), |last| {
+    bpf_tool::run_every(&args.every, args.table.json, pid, |out, last| {
         if last {
             bpf.detach();
         }
         let rows = top_files(bpf.take()?, sort, args.rows.rows as usize);
         if args.table.json {
-            filetop_json(&mut out, &rows)?;
+            filetop_json(out, &rows)
         } else {
-            filetop_table(&mut out, Some(&bpf_tool::loadavg_summary()), &rows)?;
+            filetop_table(out, Some(&bpf_tool::loadavg_summary()), &rows)
         }
-        out.flush()
-    })?;
-    Ok(())
+    })
 }

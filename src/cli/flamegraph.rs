@@ -36,6 +36,8 @@ use super::flamegraph_live::{self, LiveOptions};
 use super::offcputime::export_named;
 
 #[derive(Args, Debug)]
+#[command(mut_arg("all_cpus", |a| a.help("Sample every CPU (the idle task too) until Ctrl-C, or until the command exits; with --offcpu, watch every task")))]
+#[command(mut_arg("pid", |a| a.help("Sample these processes (and what they fork) until Ctrl-C or the process's exit: PID[,PID...]. With --offcpu, watch them")))]
 pub(crate) struct FlamegraphArgs {
     /// Input file; `-`: standard input (perf script text, folded stacks or
     /// perf.data). Default perf.data, or standard input when it is a pipe
@@ -80,14 +82,8 @@ pub(crate) struct FlamegraphArgs {
     /// switched out (as `scry offcpu --svg`), of the command, -p or -a.
     #[arg(long)]
     offcpu: bool,
-    /// Sample every CPU (the idle task too) until Ctrl-C, or until the
-    /// command exits; with --offcpu, watch every task.
-    #[arg(short = 'a', long = "all-cpus")]
-    all_cpus: bool,
-    /// Sample these processes (and what they fork) until Ctrl-C or the
-    /// process's exit: PID[,PID...]. With --offcpu, watch them.
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pid: Option<String>,
+    #[command(flatten)]
+    watch: super::target::WatchArgs,
     /// Live samples per second on each CPU (-a, -p, a command). Default 999.
     #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 999,
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
@@ -122,10 +118,10 @@ fn offcpu_flamegraph(args: &FlamegraphArgs) -> anyhow::Result<()> {
         anyhow::bail!("--offcpu and --diff cannot be combined");
     }
     let mut argv: Vec<OsString> = vec!["offcpu".into()];
-    if args.all_cpus {
+    if args.watch.all_cpus {
         argv.push("-a".into());
     }
-    if let Some(pid) = &args.pid {
+    if let Some(pid) = &args.watch.pid.pid {
         argv.extend(["-p".into(), pid.into()]);
     }
     if args.wakeup {
@@ -280,18 +276,18 @@ pub(crate) fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
     // Live (-a, -p, a command): the stacks counted in the kernel where
     // only they are needed (no --event) and BPF loads, else recorded into
     // a temporary file first.
-    let pids = super::target::parse_id_list(args.pid.as_deref(), "-p")?;
+    let pids = args.watch.pid.pids()?;
     if let Some(pid) = pids.iter().find(|&&pid| !scry::sys::proc::exists(pid)) {
         anyhow::bail!("-p: no such process: {pid}");
     }
     let live = LiveOptions {
-        all_cpus: args.all_cpus,
+        all_cpus: args.watch.all_cpus,
         pids,
         command: &args.command,
         frequency: args.freq,
         verbose: args.verbose,
     };
-    let is_live = !args.command.is_empty() || args.all_cpus || !live.pids.is_empty();
+    let is_live = !args.command.is_empty() || args.watch.all_cpus || !live.pids.is_empty();
     let kernel = match is_live && !args.no_bpf && args.event.is_none() {
         true => flamegraph_live::count_in_kernel(&live, &resolve_options(&args))?,
         false => None,

@@ -33,14 +33,8 @@ pub(crate) struct FutexctnArgs {
     /// Only this lock (the futex's address, hex with or without 0x).
     #[arg(short = 'l', long = "lock", value_name = "LOCK", value_parser = parse_lock)]
     lock: Option<u64>,
-    /// Distinct stacks kept (default 1024).
-    #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
-    stack_storage_size: u32,
     #[command(flatten)]
-    table: bpf_tool::TableArgs,
-    /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
-    #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    duration: Option<u64>,
+    run: bpf_tool::StacksUntilArgs,
 }
 
 /// A `-l` that is no lock address.
@@ -62,22 +56,22 @@ pub(crate) fn run(args: FutexctnArgs) -> anyhow::Result<()> {
         pid: args.target.pid,
         tid: args.tid,
         lock: args.lock,
-        stack_storage: args.stack_storage_size,
+        stack_storage: args.run.stack_storage_size,
     };
     let mut bpf = bpf_tool::load("futexctn", || FutexctnBpf::load(settings))?;
-    bpf_tool::print_hooks("futexctn", &bpf.hooks(), args.table.verbose);
+    bpf_tool::print_hooks("futexctn", &bpf.hooks(), args.run.table.verbose);
     let mut out = io::stdout().lock();
     bpf_tool::write_banner(
         &mut out,
-        args.table.json,
+        args.run.table.json,
         format_args!(
             "Tracing futex contention latency (us){}",
-            until(args.duration)
+            until(args.run.duration)
         ),
     )?;
     let opts = RunOptions {
         interval: Some(SEE_EVERY),
-        ..args.target.run_until(args.duration)
+        ..args.target.run_until(args.run.duration)
     };
     run_seeing(&opts, &mut bpf, FutexctnBpf::tgids, |bpf, mut resolver| {
         bpf.detach();
@@ -90,7 +84,7 @@ pub(crate) fn run(args: FutexctnArgs) -> anyhow::Result<()> {
         let named = finish_naming("futexctn", resolver);
         let entries = futex_entries(&waits, &named);
         let locks = by_lock(&entries);
-        if args.table.json {
+        if args.run.table.json {
             write_futex_json(&mut out, &entries, &locks)?;
         } else {
             write_futex_text(&mut out, &entries, &locks)?;

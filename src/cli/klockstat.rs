@@ -29,14 +29,8 @@ pub(crate) struct KlockstatArgs {
     /// Only this thread.
     #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
     tid: Option<u32>,
-    /// Distinct stacks kept (default 1024).
-    #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
-    stack_storage_size: u32,
     #[command(flatten)]
-    table: bpf_tool::TableArgs,
-    /// Trace this many seconds (default: until Ctrl-C or the -p process's exit).
-    #[arg(value_name = "DURATION", value_parser = clap::value_parser!(u64).range(1..))]
-    duration: Option<u64>,
+    run: bpf_tool::StacksUntilArgs,
 }
 
 pub(crate) fn run(args: KlockstatArgs) -> anyhow::Result<()> {
@@ -44,17 +38,17 @@ pub(crate) fn run(args: KlockstatArgs) -> anyhow::Result<()> {
     let settings = KlockstatSettings {
         pid: args.target.pid,
         tid: args.tid,
-        stack_storage: args.stack_storage_size,
+        stack_storage: args.run.stack_storage_size,
     };
     let mut bpf = bpf_tool::load("klockstat", || KlockstatBpf::load(settings))?;
-    bpf_tool::print_hooks("klockstat", &bpf.hooks(), args.table.verbose);
+    bpf_tool::print_hooks("klockstat", &bpf.hooks(), args.run.table.verbose);
     let mut out = io::stdout().lock();
     bpf_tool::write_banner(
         &mut out,
-        args.table.json,
-        format_args!("Tracing kernel lock contention{}", until(args.duration)),
+        args.run.table.json,
+        format_args!("Tracing kernel lock contention{}", until(args.run.duration)),
     )?;
-    let opts = args.target.run_until(args.duration);
+    let opts = args.target.run_until(args.run.duration);
     bpf_run::run(&opts, |last| {
         if !last {
             return Ok(());
@@ -66,7 +60,7 @@ pub(crate) fn run(args: KlockstatArgs) -> anyhow::Result<()> {
             resolver.add(stack);
         }
         let rows = lock_rows(&waits, &finish_naming("klockstat", resolver));
-        if args.table.json {
+        if args.run.table.json {
             write_lock_json(&mut out, &rows)?;
         } else {
             write_lock_table(&mut out, &rows)?;

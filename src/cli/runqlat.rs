@@ -32,13 +32,8 @@ pub(crate) struct RunqlatArgs {
     target: PidArg,
     #[command(flatten)]
     cgroup: bpf_tool::CgroupArg,
-    /// Print a timestamp with each interval.
-    #[arg(short = 'T', long = "timestamp")]
-    timestamp: bool,
     #[command(flatten)]
-    table: bpf_tool::TableArgs,
-    #[command(flatten)]
-    intervals: bpf_tool::IntervalArgs,
+    every: bpf_tool::StampedIntervalArgs,
 }
 
 /// What a histogram is per: `-P`, `-L`, `--pidnss` (also `scry sched runqlat`'s).
@@ -101,21 +96,21 @@ pub(crate) fn run(args: RunqlatArgs) -> anyhow::Result<()> {
     if let Some(pid) = args.target.pid {
         bpf.watch(pid)?;
     }
-    bpf_tool::print_hooks("runqlat", &bpf.hooks(), args.table.verbose);
+    bpf_tool::print_hooks("runqlat", &bpf.hooks(), args.every.table.verbose);
     let mut out = io::stdout().lock();
     bpf_tool::write_banner(
         &mut out,
-        args.table.json,
+        args.every.table.json,
         format_args!("Tracing run queue latency... Hit Ctrl-C to end."),
     )?;
-    let run_opts = args.intervals.run_options(args.target.pid);
+    let run_opts = args.every.intervals.run_options(args.target.pid);
     let (label, unit) = (args.per.label(), unit(args.milliseconds));
     bpf_run::run(&run_opts, |last| {
         if last {
             bpf.detach();
         }
         let hists = bpf_tool::keyed_hists(&bpf.read()?, label, unit);
-        bpf_tool::write_hists(&mut out, &hists, &args.table, args.timestamp)
+        bpf_tool::write_hists(&mut out, &hists, &args.every.table, args.every.timestamp)
     })?;
     Ok(())
 }

@@ -86,7 +86,7 @@ pub(crate) fn run(args: SchedArgs) -> anyhow::Result<()> {
         other => anyhow::bail!("--format: unknown format '{other}' (text or json)"),
     };
     let pids = match args.input {
-        Some(_) => super::target::parse_id_list(args.watch.pid.as_deref(), "-p")?,
+        Some(_) => args.watch.pid.pids()?,
         None => args.watch.live_pids(&args.command)?,
     };
     let watch = Watch {

@@ -1,6 +1,7 @@
 //! The flags that say what to watch (`-p`, `-t`, `-a`, `-C`) and how to
 //! sample it (`-F`, `-c`, `-g`, `--call-graph`): one declaration each,
-//! flattened into `record`, `stat` and `top`; the BPF tools' `-p PID`
+//! flattened into `record`, `stat` and `top`; the live commands' `-p
+//! PID[,PID...]` ([`PidsArg`], [`WatchArgs`]) and the BPF tools' `-p PID`
 //! ([`PidArg`]) likewise.
 //!
 //! The help lines are `record`'s; a command whose wording differs (`stat`
@@ -47,25 +48,42 @@ impl TargetArgs {
     }
 }
 
-/// `-a`, `-p` of the live analyses (`offcpu`, `sched`, `profile`): which
-/// tasks to keep. Their capture itself is always system-wide
-/// (`CaptureOptions::every_switch`); a command after `--` is watched when
-/// no `-p` is given.
+/// `-p PID[,PID...]` of the commands that watch processes live: `trace`,
+/// `flamegraph` and, in [`WatchArgs`], `offcpu`, `sched`, `profile`. A
+/// command whose help says more rewords it with
+/// `#[command(mut_arg("pid", ...))]`.
+#[derive(Args, Debug)]
+pub(crate) struct PidsArg {
+    /// Watch these processes (and what they fork): PID[,PID...].
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pub(crate) pid: Option<String>,
+}
+
+impl PidsArg {
+    /// The ids given; none without `-p`.
+    pub(crate) fn pids(&self) -> anyhow::Result<Vec<i32>> {
+        parse_id_list(self.pid.as_deref(), "-p")
+    }
+}
+
+/// `-a`, `-p` of the live analyses (`offcpu`, `sched`, `profile`,
+/// `flamegraph`): which tasks to keep. Their capture itself is always
+/// system-wide (`CaptureOptions::every_switch`); a command after `--` is
+/// watched when no `-p` is given.
 #[derive(Args, Debug)]
 pub(crate) struct WatchArgs {
     /// Watch every task on every CPU.
     #[arg(short = 'a', long = "all-cpus")]
     pub(crate) all_cpus: bool,
-    /// Watch these processes (and what they fork): PID[,PID...].
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pub(crate) pid: Option<String>,
+    #[command(flatten)]
+    pub(crate) pid: PidsArg,
 }
 
 impl WatchArgs {
     /// The `-p` ids, each checked to exist, after checking that something
     /// is watched at all (`-a`, `-p` or `command`).
     pub(crate) fn live_pids(&self, command: &[OsString]) -> anyhow::Result<Vec<i32>> {
-        let pids = parse_id_list(self.pid.as_deref(), "-p")?;
+        let pids = self.pid.pids()?;
         if command.is_empty() && pids.is_empty() && !self.all_cpus {
             anyhow::bail!("nothing to watch: give a command after --, or -p PID, or -a");
         }

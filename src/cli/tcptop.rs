@@ -7,14 +7,12 @@
 //! cleared (`-C` is accepted for bcc's command lines). Wiring only:
 //! `sys::bpf_tcptop` → `analysis::net` → `render::net`.
 
-use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::target::PidArg;
 use scry::analysis::net::{FlowSort, top_flows};
-use scry::capture::bpf_run::{self};
 use scry::render::net::{tcptop_json, tcptop_table};
 use scry::sys::bpf_tcptop::{TcptopBpf, TcptopSettings};
 
@@ -64,28 +62,21 @@ pub(crate) fn run(args: TcptopArgs) -> anyhow::Result<()> {
         "received" => FlowSort::Received,
         _ => FlowSort::All,
     };
-    let opts = args.every.run_options(args.target.pid);
-    let mut out = io::stdout().lock();
-    bpf_tool::write_banner(
-        &mut out,
+    bpf_tool::run_every(
+        &args.every,
         args.table.json,
-        format_args!(
-            "Tracing... Output every {} secs. Hit Ctrl-C to end",
-            args.every.interval
-        ),
-    )?;
-    bpf_run::run(&opts, |last| {
-        if last {
-            bpf.detach();
-        }
-        let flows = top_flows(bpf.take()?, sort, args.rows.rows as usize);
-        if args.table.json {
-            tcptop_json(&mut out, &flows)?;
-        } else {
-            let head = (!args.nosummary).then(bpf_tool::loadavg_summary);
-            tcptop_table(&mut out, head.as_deref(), &flows)?;
-        }
-        out.flush()
-    })?;
-    Ok(())
+        args.target.pid,
+        |out, last| {
+            if last {
+                bpf.detach();
+            }
+            let flows = top_flows(bpf.take()?, sort, args.rows.rows as usize);
+            if args.table.json {
+                tcptop_json(out, &flows)
+            } else {
+                let head = (!args.nosummary).then(bpf_tool::loadavg_summary);
+                tcptop_table(out, head.as_deref(), &flows)
+            }
+        },
+    )
 }

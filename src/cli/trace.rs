@@ -42,6 +42,7 @@ use scry::sys::bpf_trace::ArgCopy;
 use super::trace_functions;
 
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Trace these processes (all their threads): PID[,PID...]")))]
 pub(crate) struct TraceArgs {
     /// What to trace: system calls by name or glob (openat,read 'open*'), tracepoints
     /// ('sched:*', probe_libc:malloc), or a probe for this run only (uprobe:BINARY:FUNC,
@@ -64,9 +65,8 @@ pub(crate) struct TraceArgs {
     /// standard error (where perf trace writes them too).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
-    /// Trace these processes (all their threads): PID[,PID...].
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pid: Option<String>,
+    #[command(flatten)]
+    pid: super::target::PidsArg,
     /// Trace every process of the system.
     #[arg(short = 'a', long = "all-cpus")]
     all_cpus: bool,
@@ -148,12 +148,7 @@ fn id_filter(ids: &BTreeSet<u64>) -> String {
 pub(crate) fn run(args: TraceArgs) -> anyhow::Result<()> {
     let target = Target {
         command: args.command.clone(),
-        pids: args
-            .pid
-            .as_deref()
-            .map(|p| super::parse_ids(p, "-p"))
-            .transpose()?
-            .unwrap_or_default(),
+        pids: args.pid.pids()?,
         system_wide: args.all_cpus,
         ..Target::default()
     };

@@ -28,13 +28,13 @@
 use std::io::{self, BufWriter, Write};
 
 use super::features::{Features, bit};
+use super::raw::{
+    PERF_RECORD_HEADER_ATTR, PERF_RECORD_HEADER_FEATURE, PERF_RECORD_HEADER_TRACING_DATA,
+};
 use super::writer::{
     EventDesc, FINISHED_ROUND, append_records, encode_event_desc, normalize_events,
 };
 
-const PERF_RECORD_HEADER_ATTR: u32 = 64;
-const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
-const PERF_RECORD_HEADER_FEATURE: u32 = 80;
 /// `HEADER_LAST_FEATURE` of perf 6.1: the end-of-features marker.
 const HEADER_LAST_FEATURE: u64 = 32;
 const PIPE_HEADER_SIZE: u64 = 16;

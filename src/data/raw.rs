@@ -15,8 +15,18 @@ use linux_perf_event_reader::{
     Endianness, PerfEventAttr, RawData, RawEventRecord, RecordParseInfo, RecordType,
 };
 
-const PERF_RECORD_LOST: u32 = 2;
-const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+use crate::sys::perf_event::{PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES};
+
+// perf's own record types (the tool's, numbered from 64: never from the
+// kernel, so not in `sys::perf_event`), defined here once for the readers
+// and the writers.
+pub(crate) const PERF_RECORD_HEADER_ATTR: u32 = 64;
+pub(crate) const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
+pub(crate) const PERF_RECORD_FINISHED_ROUND: u32 = 68;
+pub(crate) const PERF_RECORD_AUXTRACE: u32 = 71;
+pub(crate) const PERF_RECORD_HEADER_FEATURE: u32 = 80;
+pub(crate) const PERF_RECORD_COMPRESSED: u32 = 81;
+pub(crate) const PERF_RECORD_COMPRESSED2: u32 = 83;
 
 /// See the module doc.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -43,7 +43,7 @@
 //! checks the headers chain exactly over its input); `data_size` is the
 //! number of data bytes accepted so far.
 
-use super::raw::RawRecords;
+use super::raw::{PERF_RECORD_FINISHED_ROUND, RawRecords};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 
 use super::features::{Features, bit, header_string, len_u32};
@@ -56,8 +56,6 @@ const ATTR_SIZE_COMPAT: usize = 128;
 pub(crate) const HEADER_SIZE: u64 = 104;
 /// `sizeof(struct perf_file_section)`.
 const SECTION_SIZE: u64 = 16;
-/// `PERF_RECORD_FINISHED_ROUND`.
-pub(crate) const PERF_RECORD_FINISHED_ROUND: u32 = 68;
 const BUF_CAPACITY: usize = 4 << 20;
 
 #[cfg(target_endian = "little")]
@@ -376,7 +374,7 @@ mod tests {
     use super::*;
     use std::io::Cursor;
 
-    const PERF_TYPE_SOFTWARE: u32 = 1;
+    use crate::sys::perf_event::PERF_TYPE_SOFTWARE;
     const SAMPLE_IP_TID_TIME: u64 = 1 | 2 | 4;
     const SAMPLE_ID_ALL: u64 = 1 << 18;
 

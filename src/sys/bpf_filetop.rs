@@ -128,12 +128,11 @@ impl FiletopBpf {
 
     /// The counts since the last take (each entry read and deleted).
     pub(crate) fn take(&self) -> io::Result<Vec<FileStat>> {
-        let entries =
-            bpf_engine::take_entries(&self.loaded.skel.maps.entries, "reading filetop's counts")?;
-        Ok(entries
-            .iter()
-            .filter_map(|(key, value)| FileStat::parse(key, value))
-            .collect())
+        bpf_engine::take_entries(
+            &self.loaded.skel.maps.entries,
+            "reading filetop's counts",
+            FileStat::parse,
+        )
     }
 
     pub(crate) fn detach(&mut self) {

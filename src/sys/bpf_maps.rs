@@ -30,12 +30,17 @@ pub(crate) fn hash_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(V
 }
 
 /// Every (key, value) of a hash map, each deleted as it is read (so the
-/// next read starts from zero; an entry added meanwhile waits for it).
-pub(crate) fn take_entries<M: MapCore>(map: &M, what: &str) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+/// next read starts from zero; an entry added meanwhile waits for it), as
+/// `parse` makes it (an entry it refuses, `None`, is dropped).
+pub(crate) fn take_entries<M: MapCore, T>(
+    map: &M,
+    what: &str,
+    parse: impl Fn(&[u8], &[u8]) -> Option<T>,
+) -> io::Result<Vec<T>> {
     let mut entries = Vec::new();
     for key in map.keys() {
         match map.lookup_and_delete(&key) {
-            Ok(Some(value)) => entries.push((key, value)),
+            Ok(Some(value)) => entries.extend(parse(&key, &value)),
             Ok(None) => {}
             Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => {}
             Err(e) => return Err(io_error(what, e)),

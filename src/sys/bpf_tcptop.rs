@@ -102,12 +102,11 @@ impl TcptopBpf {
 
     /// The counts since the last take (each entry read and deleted).
     pub(crate) fn take(&self) -> io::Result<Vec<FlowBytes>> {
-        let entries =
-            bpf_engine::take_entries(&self.loaded.skel.maps.flows, "reading tcptop's counts")?;
-        Ok(entries
-            .iter()
-            .filter_map(|(key, value)| FlowBytes::parse(key, value))
-            .collect())
+        bpf_engine::take_entries(
+            &self.loaded.skel.maps.flows,
+            "reading tcptop's counts",
+            FlowBytes::parse,
+        )
     }
 
     pub(crate) fn detach(&mut self) {

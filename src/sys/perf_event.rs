@@ -42,6 +42,7 @@ pub(crate) const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = b::PERF_FORMAT_TOTAL_TIME
 pub(crate) const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = b::PERF_FORMAT_TOTAL_TIME_RUNNING as u64;
 pub(crate) const PERF_FORMAT_ID: u64 = b::PERF_FORMAT_ID as u64;
 pub(crate) const PERF_FORMAT_GROUP: u64 = b::PERF_FORMAT_GROUP as u64;
+pub(crate) const PERF_FORMAT_LOST: u64 = b::PERF_FORMAT_LOST as u64;
 
 pub(crate) const PERF_RECORD_MMAP: u32 = b::PERF_RECORD_MMAP;
 pub(crate) const PERF_RECORD_LOST: u32 = b::PERF_RECORD_LOST;

@@ -23,15 +23,16 @@
 
 use std::io::{self, Read, Seek, SeekFrom};
 
+use crate::data::raw::{
+    PERF_RECORD_AUXTRACE, PERF_RECORD_HEADER_FEATURE, PERF_RECORD_HEADER_TRACING_DATA,
+};
+use crate::sys::perf_event::PERF_RECORD_MMAP2;
+
 use super::layout::{
     Endian, HEADER_EVENT_DESC, LayoutError, RECORD_HEADER_SIZE, Section, check_event_desc,
     record_type_name,
 };
 
-pub(crate) const PERF_RECORD_HEADER_TRACING_DATA: u32 = 66;
-pub(crate) const PERF_RECORD_AUXTRACE: u32 = 71;
-pub(crate) const PERF_RECORD_HEADER_FEATURE: u32 = 80;
-const PERF_RECORD_MMAP2: u32 = 10;
 /// `PERF_RECORD_MISC_MMAP_BUILD_ID`: the MMAP2 record holds a build-id.
 const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 /// `HEADER_FEAT_BITS`: feature ids are below it.

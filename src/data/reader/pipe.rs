@@ -20,12 +20,12 @@
 use std::io::{self, Read};
 use std::sync::{Arc, Mutex};
 
-use super::framing::{
-    PERF_RECORD_AUXTRACE, PERF_RECORD_HEADER_TRACING_DATA, RecordCursor, Skipped, header_bytes,
+use crate::data::raw::{
+    PERF_RECORD_AUXTRACE, PERF_RECORD_HEADER_ATTR, PERF_RECORD_HEADER_TRACING_DATA,
 };
-use super::layout::{Endian, LayoutError, PIPE_HEADER_SIZE, Section};
 
-const PERF_RECORD_HEADER_ATTR: u32 = 64;
+use super::framing::{RecordCursor, Skipped, header_bytes};
+use super::layout::{Endian, LayoutError, PIPE_HEADER_SIZE, Section};
 
 /// What the adapter found, for the reader.
 #[derive(Debug, Default)]

@@ -17,12 +17,10 @@ use linux_perf_data::linux_perf_event_reader::{
 };
 
 use super::layout::Endian;
-
-const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1;
-const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
-const PERF_FORMAT_ID: u64 = 1 << 2;
-const PERF_FORMAT_GROUP: u64 = 1 << 3;
-const PERF_FORMAT_LOST: u64 = 1 << 4;
+use crate::sys::perf_event::{
+    PERF_FORMAT_GROUP, PERF_FORMAT_ID, PERF_FORMAT_LOST, PERF_FORMAT_TOTAL_TIME_ENABLED,
+    PERF_FORMAT_TOTAL_TIME_RUNNING,
+};
 
 /// How to cut the read values out of one event's samples.
 #[derive(Clone, Copy, Debug)]

@@ -31,11 +31,9 @@ use super::EventDesc;
 use super::framing::{RecordCursor, Skipped};
 use super::layout::{Endian, LayoutError, Section};
 use crate::data::order::{Batch, RoundOrder};
-use crate::data::raw::RawRecord;
-
-const PERF_RECORD_FINISHED_ROUND: u32 = 68;
-const PERF_RECORD_COMPRESSED: u32 = 81;
-const PERF_RECORD_COMPRESSED2: u32 = 83;
+use crate::data::raw::{
+    PERF_RECORD_COMPRESSED, PERF_RECORD_COMPRESSED2, PERF_RECORD_FINISHED_ROUND, RawRecord,
+};
 
 /// How a record's event (attribute) is found, as the crate decides it.
 enum IdLookup {
