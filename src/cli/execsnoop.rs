@@ -74,10 +74,8 @@ pub(crate) fn run(args: ExecsnoopArgs) -> anyhow::Result<()> {
     };
     let bpf = bpf_tool::load("execsnoop", || bpf_execsnoop::load(&settings))?;
     let how = snoop::Stream {
-        tool: "execsnoop",
-        duration: args.common.duration,
-        pid: None,
         filters: filter_flags(&args),
+        ..snoop::Stream::new("execsnoop", &args.common, None)
     };
     snoop::run(&how, &args.common, &bpf, &layout, |e| filter.keeps(e))
 }

@@ -36,12 +36,7 @@ pub(crate) fn run(args: ExitsnoopArgs) -> anyhow::Result<()> {
         threads: args.threaded,
     };
     let bpf = bpf_tool::load("exitsnoop", || bpf_exitsnoop::load(settings))?;
-    let how = snoop::Stream {
-        tool: "exitsnoop",
-        duration: args.common.duration,
-        pid: None,
-        filters: Vec::new(),
-    };
+    let how = snoop::Stream::new("exitsnoop", &args.common, None);
     let layout = ExitLayout {
         time: args.timestamp,
     };

@@ -58,10 +58,8 @@ pub(crate) fn run(args: OpensnoopArgs) -> anyhow::Result<()> {
     };
     let bpf = bpf_tool::load("opensnoop", || bpf_opensnoop::load(settings))?;
     let how = snoop::Stream {
-        tool: "opensnoop",
-        duration: args.common.duration,
-        pid: args.target.pid,
         filters: args.name.iter().map(|n| format!("-n {n}")).collect(),
+        ..snoop::Stream::new("opensnoop", &args.common, args.target.pid)
     };
     snoop::run(&how, &args.common, &bpf, &layout, |e| {
         open_kept(args.name.as_deref(), e)

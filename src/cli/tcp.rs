@@ -180,12 +180,7 @@ pub(crate) fn run(
     keep: impl Fn(&TcpEvent) -> bool,
 ) -> anyhow::Result<u64> {
     let bpf = bpf_tool::load(how.tool, || bpf_tcp::load(&how.settings))?;
-    let stream = snoop::Stream {
-        tool: how.tool,
-        duration: how.flags.duration,
-        pid: how.settings.pid,
-        filters: Vec::new(),
-    };
+    let stream = snoop::Stream::new(how.tool, how.flags, how.settings.pid);
     let events = Cell::new(0u64);
     snoop::run(&stream, how.flags, &bpf, &table, |e| {
         events.set(events.get() + 1);

@@ -541,7 +541,19 @@ mod tests {
         }
     }
 
-    fn render(p: &ScriptPrinter, s: &ScriptSample<'_>) -> String {
+    /// A sample of thread `tid` at `time` (ns), nothing else known.
+    fn sample(comm: &str, tid: i32, time: u64) -> ScriptSample<'_> {
+        ScriptSample {
+            comm,
+            tid: Some(tid),
+            time: Some(time),
+            ..Default::default()
+        }
+    }
+
+    /// One sample as `spec` prints it for `event`.
+    fn render(event: EventFormat, spec: &FieldSpec, s: &ScriptSample<'_>) -> String {
+        let p = ScriptPrinter::new(vec![event], spec).unwrap();
         let mut out = Vec::new();
         p.write_sample(&mut out, s, &mut Unresolved).unwrap();
         String::from_utf8(out).unwrap()
@@ -549,19 +561,15 @@ mod tests {
 
     #[test]
     fn default_line_matches_perf_layout() {
-        let p = ScriptPrinter::new(vec![sw_event()], &FieldSpec::Default).unwrap();
         let s = ScriptSample {
-            comm: "calls",
             pid: Some(13429),
-            tid: Some(13429),
-            time: Some(614_927_935_123),
             period: Some(1001001),
             ip: Some(0x7f1d817cb829),
-            ..Default::default()
+            ..sample("calls", 13429, 614_927_935_123)
         };
         // perf 6.1 prints (with symbols) "... (/usr/lib/.../libc.so.6)".
         assert_eq!(
-            render(&p, &s),
+            render(sw_event(), &FieldSpec::Default, &s),
             "           calls 13429   614.927935:    1001001 cpu-clock:ppp:      7f1d817cb829 [unknown] ([unknown])\n"
         );
     }
@@ -570,19 +578,15 @@ mod tests {
     fn callchain_sample_has_frame_lines_and_blank_line() {
         let mut e = sw_event();
         e.has_callchain = true;
-        let p = ScriptPrinter::new(vec![e], &FieldSpec::Default).unwrap();
         let chain = [(0xffffffff8138639f, true), (0x101829, false)];
         let s = ScriptSample {
-            comm: "calls",
-            tid: Some(13162),
-            time: Some(600_855_999_000),
             period: Some(1001001),
             ip: Some(0xffffffff8138639f),
             callchain: Some(&chain),
-            ..Default::default()
+            ..sample("calls", 13162, 600_855_999_000)
         };
         assert_eq!(
-            render(&p, &s),
+            render(e, &FieldSpec::Default, &s),
             "calls 13162   600.855999:    1001001 cpu-clock:ppp: \n\
              \tffffffff8138639f [unknown] ([unknown])\n\
              \t          101829 [unknown] ([unknown])\n\n"
@@ -592,18 +596,12 @@ mod tests {
     #[test]
     fn pid_tid_fields() {
         let spec = FieldSpec::parse("comm,pid,tid,time").unwrap();
-        let p = ScriptPrinter::new(vec![sw_event()], &spec).unwrap();
         let s = ScriptSample {
-            comm: "threads",
             pid: Some(13396),
-            tid: Some(13399),
-            time: Some(613_352_178_999),
-            ..Default::default()
+            ..sample("threads", 13399, 613_352_178_999)
         };
-        assert_eq!(
-            render(&p, &s),
-            "         threads 13396/13399   613.352178: \n"
-        );
+        let line = render(sw_event(), &spec, &s);
+        assert_eq!(line, "         threads 13396/13399   613.352178: \n");
     }
 
     #[test]
@@ -611,15 +609,11 @@ mod tests {
         assert!(FieldSpec::parse("comm,bogus").is_err());
         assert!(FieldSpec::parse("+cpu,comm").is_err());
         let spec = FieldSpec::parse("-period").unwrap();
-        let p = ScriptPrinter::new(vec![sw_event()], &spec).unwrap();
         let s = ScriptSample {
-            comm: "x",
-            tid: Some(1),
-            time: Some(0),
             ip: Some(1),
-            ..Default::default()
+            ..sample("x", 1, 0)
         };
-        assert!(!render(&p, &s).contains("    0 cpu"));
+        assert!(!render(sw_event(), &spec, &s).contains("    0 cpu"));
         let cpu = FieldSpec::parse("comm,cpu").unwrap();
         let err = ScriptPrinter::new(vec![sw_event()], &cpu).err().unwrap();
         assert!(err.to_string().contains("cpu"), "{err}");
