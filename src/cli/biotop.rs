@@ -39,9 +39,7 @@ pub(crate) struct BiotopArgs {
     #[command(flatten)]
     target: PidArg,
     #[command(flatten)]
-    table: bpf_tool::TableArgs,
-    #[command(flatten)]
-    every: bpf_tool::EveryArgs,
+    out: bpf_tool::TopTailArgs,
 }
 
 fn sort_of(name: &str) -> TopSort {
@@ -58,23 +56,16 @@ pub(crate) fn run(args: BiotopArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("biotop", "-p", args.target.pid)?;
     let (disks, _) = disk_filter("biotop", None)?;
     let bpf = bpf_tool::load("biotop", || bpf_bio::load_snoop(BioSettings::default()))?;
-    bpf_tool::print_hooks("biotop", &bpf.hooks(), args.table.verbose);
+    bpf_tool::print_hooks("biotop", &bpf.hooks(), args.out.table.verbose);
     let mut out = io::BufWriter::new(io::stdout().lock());
-    bpf_tool::write_banner(
-        &mut out,
-        args.table.json,
-        format_args!(
-            "Tracing... Output every {} secs. Hit Ctrl-C to end\n",
-            args.every.interval
-        ),
-    )?;
+    args.out.write_banner(&mut out, "\n")?;
     let top = RefCell::new(BioTop::default());
     let ring = bpf.reader(|e| {
         if args.target.pid.is_none_or(|p| p == e.pid) {
             top.borrow_mut().add(&e);
         }
     })?;
-    let opts = args.every.run_options(None);
+    let opts = args.out.every.run_options(None);
     let (sort, limit) = (sort_of(&args.sort), args.rows.rows as usize);
     bpf_run::run_events(&opts, &[ring.fd()], |wake| {
         ring.consume()?;
@@ -82,7 +73,7 @@ pub(crate) fn run(args: BiotopArgs) -> anyhow::Result<()> {
             return Ok(());
         }
         let rows = top.borrow_mut().take(sort, limit);
-        if args.table.json {
+        if args.out.table.json {
             top_json(&mut out, &rows, &disks)?;
         } else {
             top_table(&mut out, Some(&bpf_tool::loadavg_summary()), &rows, &disks)?;

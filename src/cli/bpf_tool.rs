@@ -402,29 +402,45 @@ pub(crate) fn write_banner(
     out.flush()
 }
 
-/// The top-like tools' run (filetop, tcptop): bcc's banner, then one
-/// table every `-i` seconds (`interval(out, last)` writes it, `last` the
-/// one after Ctrl-C, the count or the `-p` process's exit), flushed each time.
-pub(crate) fn run_every(
-    every: &EveryArgs,
-    json: bool,
-    pid: Option<u32>,
-    mut interval: impl FnMut(&mut io::StdoutLock<'static>, bool) -> io::Result<()>,
-) -> anyhow::Result<()> {
-    let mut out = io::stdout().lock();
-    write_banner(
-        &mut out,
-        json,
-        format_args!(
-            "Tracing... Output every {} secs. Hit Ctrl-C to end",
-            every.interval
-        ),
-    )?;
-    bpf_run::run(&every.run_options(pid), |last| {
-        interval(&mut out, last)?;
-        out.flush()
-    })?;
-    Ok(())
+/// `-v`/`-j` and `[INTERVAL [COUNT]]`, the last flags of the top tools
+/// (biotop, filetop, tcptop).
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub(crate) struct TopTailArgs {
+    #[command(flatten)]
+    pub(crate) table: TableArgs,
+    #[command(flatten)]
+    pub(crate) every: EveryArgs,
+}
+
+impl TopTailArgs {
+    /// The banner top tools start with (bcc's), `end` after it.
+    pub(crate) fn write_banner(&self, out: &mut impl Write, end: &str) -> io::Result<()> {
+        write_banner(
+            out,
+            self.table.json,
+            format_args!(
+                "Tracing... Output every {} secs. Hit Ctrl-C to end{end}",
+                self.every.interval
+            ),
+        )
+    }
+
+    /// filetop's and tcptop's run: the banner, then one table every
+    /// interval (`interval(out, last)` writes it, `last` the one after
+    /// Ctrl-C, the count or the `-p` process's exit), flushed each time.
+    pub(crate) fn run(
+        &self,
+        pid: Option<u32>,
+        mut interval: impl FnMut(&mut io::StdoutLock<'static>, bool) -> io::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut out = io::stdout().lock();
+        self.write_banner(&mut out, "")?;
+        bpf_run::run(&self.every.run_options(pid), |last| {
+            interval(&mut out, last)?;
+            out.flush()
+        })?;
+        Ok(())
+    }
 }
 
 /// Loads a tool's programs; a refusal says what is needed in one line.

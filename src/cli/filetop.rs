@@ -34,9 +34,7 @@ pub(crate) struct FiletopArgs {
     #[command(flatten)]
     rows: bpf_tool::RowsArg,
     #[command(flatten)]
-    table: bpf_tool::TableArgs,
-    #[command(flatten)]
-    every: bpf_tool::EveryArgs,
+    out: bpf_tool::TopTailArgs,
 }
 
 pub(crate) fn run(args: FiletopArgs) -> anyhow::Result<()> {
@@ -48,14 +46,14 @@ pub(crate) fn run(args: FiletopArgs) -> anyhow::Result<()> {
         all_files: args.all,
     };
     let mut bpf = bpf_tool::load("filetop", || FiletopBpf::load(settings))?;
-    bpf_tool::print_hooks("filetop", &bpf.hooks(), args.table.verbose);
+    bpf_tool::print_hooks("filetop", &bpf.hooks(), args.out.table.verbose);
     let sort = FileSort::parse(&args.sort).unwrap_or_default();
-    bpf_tool::run_every(&args.every, args.table.json, pid, |out, last| {
+    args.out.run(pid, |out, last| {
         if last {
             bpf.detach();
         }
         let rows = top_files(bpf.take()?, sort, args.rows.rows as usize);
-        if args.table.json {
+        if args.out.table.json {
             filetop_json(out, &rows)
         } else {
             filetop_table(out, Some(&bpf_tool::loadavg_summary()), &rows)

@@ -42,9 +42,7 @@ pub(crate) struct TcptopArgs {
     #[command(flatten)]
     rows: bpf_tool::RowsArg,
     #[command(flatten)]
-    table: bpf_tool::TableArgs,
-    #[command(flatten)]
-    every: bpf_tool::EveryArgs,
+    out: bpf_tool::TopTailArgs,
 }
 
 pub(crate) fn run(args: TcptopArgs) -> anyhow::Result<()> {
@@ -56,27 +54,22 @@ pub(crate) fn run(args: TcptopArgs) -> anyhow::Result<()> {
         cgroup: args.cgroup.clone(),
     };
     let mut bpf = bpf_tool::load("tcptop", || TcptopBpf::load(&settings))?;
-    bpf_tool::print_hooks("tcptop", &bpf.hooks(), args.table.verbose);
+    bpf_tool::print_hooks("tcptop", &bpf.hooks(), args.out.table.verbose);
     let sort = match args.sort.as_str() {
         "sent" => FlowSort::Sent,
         "received" => FlowSort::Received,
         _ => FlowSort::All,
     };
-    bpf_tool::run_every(
-        &args.every,
-        args.table.json,
-        args.target.pid,
-        |out, last| {
-            if last {
-                bpf.detach();
-            }
-            let flows = top_flows(bpf.take()?, sort, args.rows.rows as usize);
-            if args.table.json {
-                tcptop_json(out, &flows)
-            } else {
-                let head = (!args.nosummary).then(bpf_tool::loadavg_summary);
-                tcptop_table(out, head.as_deref(), &flows)
-            }
-        },
-    )
+    args.out.run(args.target.pid, |out, last| {
+        if last {
+            bpf.detach();
+        }
+        let flows = top_flows(bpf.take()?, sort, args.rows.rows as usize);
+        if args.out.table.json {
+            tcptop_json(out, &flows)
+        } else {
+            let head = (!args.nosummary).then(bpf_tool::loadavg_summary);
+            tcptop_table(out, head.as_deref(), &flows)
+        }
+    })
 }

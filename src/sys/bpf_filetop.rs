@@ -145,7 +145,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_an_entry() {
+    fn parses_a_file_entry() {
         let mut key = vec![0u8; 24];
         key[0..8].copy_from_slice(&77u64.to_ne_bytes());
         key[16..20].copy_from_slice(&42u32.to_ne_bytes());

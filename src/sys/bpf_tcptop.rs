@@ -119,7 +119,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_an_entry() {
+    fn parses_a_flow_entry() {
         let mut key = vec![0u8; 44];
         key[0..4].copy_from_slice(&[127, 0, 0, 1]);
         key[16..20].copy_from_slice(&[127, 0, 0, 2]);
