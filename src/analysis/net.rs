@@ -2,14 +2,43 @@
 //! summed in user space: tcpconnect's `-c` count of connections per
 //! (source, destination, destination port), the source port kept only
 //! when asked for (`-s`), as libbpf-tools counts them (it sums in a map;
-//! here the same events are summed as they stream).
+//! here the same events are summed as they stream); tcprtt's histograms
+//! per address with their averages.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 pub(crate) use crate::sys::bpf_sockcall::SockcallEvent;
 pub(crate) use crate::sys::bpf_tcp::TcpEvent;
+pub(crate) use crate::sys::bpf_tcprtt::{AddrSide, RttHist};
 pub(crate) use crate::sys::bpf_tcptop::FlowBytes;
+
+use crate::analysis::hist::{Histogram, Scale};
+
+/// tcprtt's histogram of one address (None: all sockets), with the
+/// average of its RTTs (libbpf-tools' `-e`: the total over the count,
+/// rounded down).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RttHistogram {
+    pub(crate) addr: Option<IpAddr>,
+    pub(crate) average: u64,
+    pub(crate) hist: Histogram,
+}
+
+/// The histograms tcprtt read, in `unit`; one whose slots are all empty
+/// has average 0.
+pub(crate) fn rtt_histograms(read: &[RttHist], unit: &str) -> Vec<RttHistogram> {
+    read.iter()
+        .map(|h| {
+            let hist = Histogram::from_slots(Scale::Log2, unit, &h.slots);
+            RttHistogram {
+                addr: h.addr,
+                average: h.sum.checked_div(hist.total()).unwrap_or(0),
+                hist,
+            }
+        })
+        .collect()
+}
 
 /// tcptop's sort orders (`-s`): sent + received, sent, received.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,5 +134,24 @@ mod tests {
         assert_eq!(by_dest.rows().map(|(_, n)| n).collect::<Vec<_>>(), [3]);
         assert_eq!(by_source.rows().map(|(_, n)| n).collect::<Vec<_>>(), [2, 1]);
         assert_eq!(by_source.total(), 3);
+    }
+
+    #[test]
+    fn rtt_average_is_the_total_over_the_count() {
+        let mut slots = vec![0; 36];
+        slots[4] = 3;
+        let read = [RttHist {
+            addr: None,
+            slots: slots.clone(),
+            sum: 50,
+        }];
+        let h = rtt_histograms(&read, "usecs");
+        assert_eq!((h[0].average, h[0].hist.total()), (16, 3));
+        let empty = [RttHist {
+            addr: None,
+            slots: vec![0; 36],
+            sum: 0,
+        }];
+        assert_eq!(rtt_histograms(&empty, "usecs")[0].average, 0);
     }
 }

@@ -5,7 +5,9 @@
 // histogram; a program that needs more defines HIST_KEY as __u64 before
 // including this), each with the name of the task that opened it. User space
 // reads and deletes them (src/sys/bpf_hists.rs), so each interval starts
-// from zero. Include after task.bpf.h.
+// from zero. A program that wants the values' total too (an average)
+// defines HIST_SUM: each histogram then ends with `sum`. Include after
+// task.bpf.h.
 
 #include "maps.bpf.h"
 
@@ -21,6 +23,9 @@
 struct hist {
 	__u64 slots[MAX_SLOTS];
 	char comm[TASK_COMM_LEN];
+#ifdef HIST_SUM
+	__u64 sum;
+#endif
 };
 
 BPF_HASH(hists, HIST_KEY, struct hist, MAX_KEYS);
@@ -47,4 +52,7 @@ static __always_inline void hist_add(HIST_KEY key, void *task, __u64 value)
 	if (slot >= MAX_SLOTS)
 		slot = MAX_SLOTS - 1;
 	__sync_fetch_and_add(&h->slots[slot], 1);
+#ifdef HIST_SUM
+	__sync_fetch_and_add(&h->sum, value);
+#endif
 }

@@ -79,7 +79,8 @@ const volatile __u16 rports[MAX_PORTS] = {};
 struct tcp_event {
 	__u64 skaddr;
 	__u64 ts;
-	// LIFE: since the birth; STATES: since the previous transition.
+	// LIFE: since the birth; STATES: since the previous transition;
+	// RETRANS: the segment's sequence number.
 	__u64 span_ns;
 	__u64 tx_bytes;
 	__u64 rx_bytes;
@@ -279,8 +280,15 @@ int scry_tcp_state__tp(struct set_state_record *ctx)
 	return 0;
 }
 
-// tcpretrans: each retransmitted segment, the socket's state at the time.
-static __always_inline void on_retransmit(const void *sk)
+// tcpretrans: each retransmitted segment, the socket's state at the time,
+// and the segment's first sequence number (TCP_SKB_CB(skb)->seq: the
+// first field of the control block in skb->cb, where bcc's -s reads it)
+// in the event's span_ns.
+struct sk_buff___scry {
+	char cb[48];
+} __attribute__((preserve_access_index));
+
+static __always_inline void on_retransmit(const void *sk, const void *skb)
 {
 	struct sock_ends ends = {};
 	sock_ends(sk, &ends);
@@ -288,10 +296,13 @@ static __always_inline void on_retransmit(const void *sk)
 		return;
 	const struct sock___scry *s = sk;
 	__u8 state = BPF_CORE_READ(s, __sk_common.skc_state);
-	send_event(sk, &ends, 0, bpf_ktime_get_ns(), 0, state, state, MODE_RETRANS);
+	__u32 seq = 0;
+	if (skb)
+		bpf_core_read(&seq, sizeof(seq), &((const struct sk_buff___scry *)skb)->cb);
+	send_event(sk, &ends, 0, bpf_ktime_get_ns(), seq, state, state, MODE_RETRANS);
 }
 
-BTF_OR_RAW(scry_tcp_retrans, "tcp_retransmit_skb", on_retransmit(sk),
+BTF_OR_RAW(scry_tcp_retrans, "tcp_retransmit_skb", on_retransmit(sk, skb),
 	   const struct sock *sk, const struct sk_buff *skb)
 
 struct retransmit_record {
@@ -303,7 +314,7 @@ struct retransmit_record {
 SEC("tracepoint/tcp/tcp_retransmit_skb")
 int scry_tcp_retrans__tp(struct retransmit_record *ctx)
 {
-	on_retransmit(ctx->skaddr);
+	on_retransmit(ctx->skaddr, ctx->skbaddr);
 	return 0;
 }
 

@@ -7,7 +7,9 @@
 // (µs, or ms), as libbpf-tools reads it. Filters: local and remote port,
 // local and remote address (family 0: none; an IPv4 address is its first
 // four bytes, as sock_ends holds it).
-// Key (u32)-1: one histogram (task_hist.bpf.h).
+// Key: an address (libbpf-tools' hist_key): the local one (`by_addr` 1,
+// -b), the remote one (2, -B), or family 0 and zeros (one histogram for
+// all). Each histogram also sums its values (HIST_SUM: -e's average).
 
 #include <stdbool.h>
 #include <linux/types.h>
@@ -22,6 +24,14 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #include "hooks.bpf.h"
 #include "sock.bpf.h"
 #include "task.bpf.h"
+
+struct addr_key {
+	__u16 family;
+	__u8 addr[16];
+};
+
+#define HIST_KEY struct addr_key
+#define HIST_SUM
 #include "task_hist.bpf.h"
 
 struct sock;
@@ -34,6 +44,8 @@ const volatile __u16 filter_laddr_family = 0;
 const volatile __u8 filter_laddr[16] = {};
 const volatile __u16 filter_raddr_family = 0;
 const volatile __u8 filter_raddr[16] = {};
+// 0: one histogram; 1: per local address; 2: per remote address.
+const volatile __u8 by_addr = 0;
 
 // Whether `addr` of a socket of `family` is the filter's (none: any).
 static __always_inline bool addr_matches(const __u8 *addr, __u16 family, __u16 want_family,
@@ -71,7 +83,12 @@ static __always_inline void on_probe(const void *sk)
 	__u64 srtt = BPF_CORE_READ((const struct tcp_sock___scry_rtt *)sk, srtt_us) >> 3;
 	if (milliseconds)
 		srtt /= 1000;
-	hist_add((__u32)-1, (void *)bpf_get_current_task(), srtt);
+	struct addr_key key = {};
+	if (by_addr) {
+		key.family = ends.family;
+		__builtin_memcpy(key.addr, by_addr == 1 ? ends.saddr : ends.daddr, sizeof(key.addr));
+	}
+	hist_add(key, (void *)bpf_get_current_task(), srtt);
 }
 
 BTF_OR_RAW(scry_tcprtt_probe, "tcp_probe", on_probe(sk), struct sock *sk, struct sk_buff *skb)

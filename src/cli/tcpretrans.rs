@@ -1,7 +1,8 @@
 //! `scry tcpretrans` (bcc's tcpretrans, its flags and layout): each
 //! retransmitted TCP segment with its connection and the socket's state,
-//! from the tcp:tcp_retransmit_skb tracepoint; `-c` counts them per
-//! connection instead, printed at the end. The PID is the task current
+//! from the tcp:tcp_retransmit_skb tracepoint; `-s` adds the segment's
+//! sequence number (bcc's SEQ); `-c` counts them per connection instead,
+//! printed at the end. The PID is the task current
 //! at the retransmit (bcc's too): mostly 0, as retransmits run from the
 //! timer. Tail loss probes (`-l`) have no tracepoint (bcc hooks
 //! tcp_send_loss_probe with a kprobe): asked for, that is one line and
@@ -21,6 +22,9 @@ pub(crate) struct TcpretransArgs {
     /// Count retransmits per connection; print at the end.
     #[arg(short = 'c', long = "count")]
     count: bool,
+    /// Each retransmit's TCP sequence number too (SEQ).
+    #[arg(short = 's', long = "sequence")]
+    sequence: bool,
     /// Tail loss probes too (not available: they have no tracepoint).
     #[arg(short = 'l', long = "lossprobe")]
     lossprobe: bool,
@@ -47,7 +51,13 @@ pub(crate) fn run(args: TcpretransArgs) -> anyhow::Result<()> {
         if !args.common.json {
             println!("Tracing retransmits ... Hit Ctrl-C to end");
         }
-        tcp::run(&how, TcpTable::Retrans, |_| true)?;
+        tcp::run(
+            &how,
+            TcpTable::Retrans {
+                sequence: args.sequence,
+            },
+            |_| true,
+        )?;
         return Ok(());
     }
     tcp::run_counted(&how, true, retrans_counts)

@@ -4,16 +4,19 @@
 //! receives; libbpf-tools' own needs fentry or a kprobe on
 //! tcp_rcv_established). `-i` interval, `-d` duration, `-p`/`-P` one local
 //! or remote port (`-l`/`-r`, scry's first spelling, still taken), `-a`/`-A`
-//! one local or remote address, all filtered in the kernel. Not here yet:
-//! libbpf-tools' per-address histograms (`-b`/`-B`) and averages (`-e`).
-//! Wiring only: `sys::bpf_tcprtt` → `analysis::hist` → `render::hist`.
+//! one local or remote address, all filtered in the kernel; `-b`/`-B` one
+//! histogram per local or remote address, `-e` each with its average
+//! (counted in the kernel too). Wiring only: `sys::bpf_tcprtt` →
+//! `analysis::net` → `render::net`.
 
-use std::io;
+use std::io::{self, Write};
 use std::net::IpAddr;
 
 use clap::Args;
 
+use scry::analysis::net::{AddrSide, rtt_histograms};
 use scry::capture::bpf_run;
+use scry::render::net::{rtt_hists, rtt_hists_json};
 use scry::sys::bpf_tcprtt::{self, TcprttSettings};
 
 use super::bpf_tool::{self, TableArgs};
@@ -40,6 +43,15 @@ pub(crate) struct TcprttArgs {
     /// Only this remote address (IPv4 or IPv6).
     #[arg(short = 'A', long = "raddr", value_name = "RADDR")]
     raddr: Option<String>,
+    /// One histogram per local address.
+    #[arg(short = 'b', long = "byladdr", conflicts_with = "byraddr")]
+    byladdr: bool,
+    /// One histogram per remote address.
+    #[arg(short = 'B', long = "byraddr")]
+    byraddr: bool,
+    /// Each histogram's average RTT too.
+    #[arg(short = 'e', long = "extension")]
+    extension: bool,
     #[command(flatten)]
     table: TableArgs,
 }
@@ -60,6 +72,13 @@ pub(crate) fn run(args: TcprttArgs) -> anyhow::Result<()> {
         laddr: address("-a", args.laddr.as_deref())?,
         raddr: address("-A", args.raddr.as_deref())?,
         milliseconds: args.milliseconds,
+        by_addr: if args.byladdr {
+            Some(AddrSide::Local)
+        } else if args.byraddr {
+            Some(AddrSide::Remote)
+        } else {
+            None
+        },
     };
     let mut bpf = bpf_tool::load("tcprtt", || bpf_tcprtt::load(settings))?;
     bpf_tool::print_hooks("tcprtt", &bpf.hooks(), args.table.verbose);
@@ -75,8 +94,14 @@ pub(crate) fn run(args: TcprttArgs) -> anyhow::Result<()> {
         if last {
             bpf.detach();
         }
-        let hists = bpf_tool::keyed_hists(&bpf.read()?, None, unit);
-        bpf_tool::write_hists(&mut out, &hists, &args.table, args.timestamp)
+        let hists = rtt_histograms(&bpf_tcprtt::read(&bpf)?, unit);
+        if args.table.json {
+            rtt_hists_json(&mut out, &hists)?;
+        } else {
+            bpf_tool::write_interval_head(&mut out, args.timestamp)?;
+            rtt_hists(&mut out, &hists, settings.by_addr, args.extension)?;
+        }
+        out.flush()
     })?;
     Ok(())
 }

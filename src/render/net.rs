@@ -3,9 +3,10 @@
 //! MS`; `SKADDR PID COMM LADDR ... OLDSTATE -> NEWSTATE MS`), tcpconnect
 //! as libbpf-tools (`PID COMM IP SADDR DADDR DPORT`, and its `-c` table),
 //! tcpaccept as bcc's (`PID COMM IP RADDR RPORT LADDR LPORT`), tcpretrans
-//! as bcc's (`TIME PID IP LADDR:LPORT T> RADDR:RPORT STATE`, and its `-c`
-//! table), each a [`TcpTable`] behind the streaming tools' `SnoopFormat`,
-//! and one JSON object per event, the same keys for every tool.
+//! as bcc's (`TIME PID IP LADDR:LPORT T> RADDR:RPORT STATE`, `-s` adding
+//! `SEQ`, and its `-c` table), each a [`TcpTable`] behind the streaming tools' `SnoopFormat`,
+//! and one JSON object per event, the same keys for every tool; tcprtt's
+//! histograms under libbpf-tools' address lines.
 //!
 //! The time columns are one choice for all five (bcc's tcplife and
 //! tcpaccept): `-T` HH:MM:SS under `TIME`, `-t` seconds since the tool
@@ -16,7 +17,8 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use crate::analysis::net::{ConnectCounts, FlowBytes, TcpEvent};
+use crate::analysis::net::{AddrSide, ConnectCounts, FlowBytes, RttHistogram, TcpEvent};
+use crate::render::hist::{buckets_json, write_hist};
 use crate::render::snoop::{Clock, SnoopFormat, hms};
 
 /// The optional time columns.
@@ -267,12 +269,17 @@ fn accept_line(w: &mut impl Write, e: &TcpEvent, stamps: Stamps, clock: Clock) -
     )
 }
 
-fn retrans_header(w: &mut impl Write) -> io::Result<()> {
-    writeln!(
+fn retrans_header(w: &mut impl Write, sequence: bool) -> io::Result<()> {
+    write!(
         w,
-        "{:<8} {:<7} {:<2} {:<20} {:1}> {:<20} {:<4}",
-        "TIME", "PID", "IP", "LADDR:LPORT", "T", "RADDR:RPORT", "STATE"
-    )
+        "{:<8} {:<7} {:<2} {:<20} {:1}> {:<20}",
+        "TIME", "PID", "IP", "LADDR:LPORT", "T", "RADDR:RPORT"
+    )?;
+    if sequence {
+        writeln!(w, " {:<12} {:<10}", "STATE", "SEQ")
+    } else {
+        writeln!(w, " {:<4}", "STATE")
+    }
 }
 
 /// bcc's `ADDR:PORT` (no brackets for IPv6).
@@ -280,17 +287,26 @@ fn endpoint(addr: std::net::IpAddr, port: u16) -> String {
     format!("{addr}:{port}")
 }
 
-fn retrans_line(w: &mut impl Write, e: &TcpEvent, clock: Clock) -> io::Result<()> {
-    writeln!(
+fn retrans_line(w: &mut impl Write, e: &TcpEvent, clock: Clock, sequence: bool) -> io::Result<()> {
+    write!(
         w,
-        "{:<8} {:<7} {:<2} {:<20} R> {:<20} {}",
+        "{:<8} {:<7} {:<2} {:<20} R> {:<20}",
         hms(clock.hms),
         e.pid,
         ip_version(e),
         endpoint(e.saddr, e.sport),
         endpoint(e.daddr, e.dport),
-        state_name(e.newstate)
-    )
+    )?;
+    if sequence {
+        writeln!(w, " {:<12} {}", state_name(e.newstate), retrans_seq(e))
+    } else {
+        writeln!(w, " {}", state_name(e.newstate))
+    }
+}
+
+/// A retransmit's sequence number (the program sends it in `span_ns`).
+fn retrans_seq(e: &TcpEvent) -> u32 {
+    e.span_ns as u32
 }
 
 /// tcpretrans -c: retransmits per connection at the end, fewest first, as
@@ -386,6 +402,51 @@ pub(crate) fn connect_counts_json(w: &mut impl Write, counts: &ConnectCounts) ->
     writeln!(w)
 }
 
+/// tcprtt's histograms as libbpf-tools prints them, each under its line:
+/// `All Addresses = ****** `, or `Local Address = ADDR ` (`-b`) or
+/// `Remote Address = ADDR ` (`-B`), then `[AVG N]` under `-e`.
+pub(crate) fn rtt_hists(
+    w: &mut impl Write,
+    hists: &[RttHistogram],
+    by: Option<AddrSide>,
+    extended: bool,
+) -> io::Result<()> {
+    for h in hists {
+        match (by, h.addr) {
+            (Some(AddrSide::Local), Some(addr)) => write!(w, "Local Address = {addr} ")?,
+            (Some(AddrSide::Remote), Some(addr)) => write!(w, "Remote Address = {addr} ")?,
+            _ => write!(w, "All Addresses = ****** ")?,
+        }
+        if extended {
+            write!(w, "[AVG {}]", h.average)?;
+        }
+        writeln!(w)?;
+        write_hist(w, &h.hist)?;
+    }
+    Ok(())
+}
+
+/// tcprtt's histograms as one JSON document: per histogram its address
+/// (null: all sockets), the average, the unit, the total and the
+/// non-empty buckets.
+pub(crate) fn rtt_hists_json(w: &mut impl Write, hists: &[RttHistogram]) -> io::Result<()> {
+    let rows: Vec<Value> = hists
+        .iter()
+        .map(|h| {
+            json!({
+                "address": h.addr.map(|a| a.to_string()),
+                "average": h.average,
+                "unit": h.hist.unit,
+                "scale": h.hist.scale,
+                "total": h.hist.total(),
+                "buckets": buckets_json(&h.hist),
+            })
+        })
+        .collect();
+    serde_json::to_writer_pretty(&mut *w, &rows)?;
+    writeln!(w)
+}
+
 /// One event's JSON fields: the same keys for every TCP tool (bytes and
 /// spans are 0 where the tool has none).
 pub(crate) fn tcp_fields(e: &TcpEvent) -> Value {
@@ -406,7 +467,10 @@ pub(crate) enum TcpTable {
     States(SessionLayout),
     Connect(ConnectLayout),
     Accept(Stamps),
-    Retrans,
+    /// tcpretrans; `sequence`: bcc's `-s` SEQ column.
+    Retrans {
+        sequence: bool,
+    },
     /// tcpconnect -c: no line per event (the counts print at the end).
     Counted,
 }
@@ -420,7 +484,7 @@ impl SnoopFormat for TcpTable {
             TcpTable::States(l) => states_header(w, l),
             TcpTable::Connect(l) => connect_header(w, l),
             TcpTable::Accept(stamps) => accept_header(w, stamps),
-            TcpTable::Retrans => retrans_header(w),
+            TcpTable::Retrans { sequence } => retrans_header(w, sequence),
             TcpTable::Counted => Ok(()),
         }
     }
@@ -431,19 +495,64 @@ impl SnoopFormat for TcpTable {
             TcpTable::States(l) => states_line(w, e, l, clock),
             TcpTable::Connect(l) => connect_line(w, e, l, clock),
             TcpTable::Accept(stamps) => accept_line(w, e, stamps, clock),
-            TcpTable::Retrans => retrans_line(w, e, clock),
+            TcpTable::Retrans { sequence } => retrans_line(w, e, clock, sequence),
             TcpTable::Counted => Ok(()),
         }
     }
 
     fn fields(&self, e: &TcpEvent) -> Value {
-        tcp_fields(e)
+        let mut fields = tcp_fields(e);
+        if let TcpTable::Retrans { .. } = self {
+            fields["seq"] = retrans_seq(e).into();
+        }
+        fields
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::hist::{Histogram, Scale};
+
+    /// The lines libbpf-tools' tcprtt prints above each histogram.
+    #[test]
+    fn rtt_address_lines_are_libbpf_tools() {
+        let hist = Histogram::from_slots(Scale::Log2, "usecs", &[0, 0, 1]);
+        let h = |addr: Option<&str>| RttHistogram {
+            addr: addr.map(|a| a.parse().unwrap()),
+            average: 5,
+            hist: hist.clone(),
+        };
+        let first = |hists: &[RttHistogram], by, extended| {
+            let mut out = Vec::new();
+            rtt_hists(&mut out, hists, by, extended).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            text.lines()
+                .filter(|l| l.contains("Address"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(first(&[h(None)], None, false), ["All Addresses = ****** "]);
+        assert_eq!(
+            first(&[h(None)], None, true),
+            ["All Addresses = ****** [AVG 5]"]
+        );
+        assert_eq!(
+            first(
+                &[h(Some("127.0.0.1")), h(Some("::1"))],
+                Some(AddrSide::Local),
+                true
+            ),
+            [
+                "Local Address = 127.0.0.1 [AVG 5]",
+                "Local Address = ::1 [AVG 5]"
+            ]
+        );
+        assert_eq!(
+            first(&[h(Some("10.0.0.2"))], Some(AddrSide::Remote), false),
+            ["Remote Address = 10.0.0.2 "]
+        );
+    }
 
     /// Rows as libbpf-tools' tcplife and tcpstates print them.
     #[test]
@@ -471,8 +580,12 @@ mod tests {
         TcpTable::Accept(l.stamps)
             .line(&mut out, &e, clock)
             .unwrap();
-        TcpTable::Retrans.header(&mut out).unwrap();
-        TcpTable::Retrans.line(&mut out, &e, clock).unwrap();
+        let plain = TcpTable::Retrans { sequence: false };
+        plain.header(&mut out).unwrap();
+        plain.line(&mut out, &e, clock).unwrap();
+        let sequence = TcpTable::Retrans { sequence: true };
+        sequence.header(&mut out).unwrap();
+        sequence.line(&mut out, &e, clock).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "PID     COMM             LADDR           LPORT RADDR           RPORT TX_KB  RX_KB  MS\n\
@@ -480,8 +593,11 @@ mod tests {
              ffff88810a2b3c00 77      conns      127.0.0.1       5000  127.0.0.1       41234 LAST_ACK    -> CLOSE       1.235\n\
              77      conns        4  127.0.0.1        41234 127.0.0.1        5000 \n\
              TIME     PID     IP LADDR:LPORT          T> RADDR:RPORT          STATE\n\
-             00:00:00 77      4  127.0.0.1:5000       R> 127.0.0.1:41234      CLOSE\n"
+             00:00:00 77      4  127.0.0.1:5000       R> 127.0.0.1:41234      CLOSE\n\
+             TIME     PID     IP LADDR:LPORT          T> RADDR:RPORT          STATE        SEQ       \n\
+             00:00:00 77      4  127.0.0.1:5000       R> 127.0.0.1:41234      CLOSE        1234567\n"
         );
+        assert_eq!(sequence.fields(&e)["seq"], 1_234_567);
         let mut counts = ConnectCounts::new(true);
         counts.add(&e);
         counts.add(&e);

@@ -18,7 +18,7 @@ use super::bpf_engine::{Hook, Loaded, comm_at, u32_at, u64_at};
 /// Slots per histogram: the header's MAX_SLOTS.
 pub(crate) const MAX_SLOTS: usize = 36;
 /// The bytes of a task name after the slots.
-const COMM_LEN: usize = 16;
+pub(crate) const COMM_LEN: usize = 16;
 
 /// One histogram: its key (a tgid, tid or pid namespace; u32::MAX for the
 /// single one; a program with 8-byte keys packs two values in it), the
@@ -32,7 +32,7 @@ pub(crate) struct KeyedSlots {
 
 impl KeyedSlots {
     /// A map entry; `None` when its bytes are shorter than the layout.
-    fn parse(key: &[u8], value: &[u8]) -> Option<KeyedSlots> {
+    pub(crate) fn parse(key: &[u8], value: &[u8]) -> Option<KeyedSlots> {
         let slots = (0..MAX_SLOTS)
             .map(|i| u64_at(value, i * 8))
             .collect::<Option<Vec<u64>>>()?;
@@ -49,6 +49,19 @@ impl KeyedSlots {
 
 /// Takes every histogram out of `map` (they are deleted), by key.
 pub(crate) fn drain<M: MapCore>(map: &M) -> io::Result<Vec<KeyedSlots>> {
+    let mut out = drain_with(map, KeyedSlots::parse)?;
+    out.sort_by_key(|h| h.key);
+    Ok(out)
+}
+
+/// Takes every entry out of `map` (they are deleted), each parsed from its
+/// key and value bytes by `parse` (an entry it refuses is left out): for
+/// programs whose keys or values are not [`KeyedSlots`]' (tcprtt's
+/// addresses). In the map's order.
+pub(crate) fn drain_with<M: MapCore, T>(
+    map: &M,
+    parse: impl Fn(&[u8], &[u8]) -> Option<T>,
+) -> io::Result<Vec<T>> {
     let keys: Vec<Vec<u8>> = map.keys().collect();
     let mut out = Vec::with_capacity(keys.len());
     for key in keys {
@@ -67,11 +80,10 @@ pub(crate) fn drain<M: MapCore>(map: &M) -> io::Result<Vec<KeyedSlots>> {
                 value
             }
         };
-        if let Some(h) = value.and_then(|v| KeyedSlots::parse(&key, &v)) {
+        if let Some(h) = value.and_then(|v| parse(&key, &v)) {
             out.push(h);
         }
     }
-    out.sort_by_key(|h| h.key);
     Ok(out)
 }
 
@@ -105,6 +117,15 @@ impl<S: Skel<'static>> HistBpf<S> {
     /// The histograms since the last read (they are deleted), by key.
     pub(crate) fn read(&self) -> io::Result<Vec<KeyedSlots>> {
         drain((self.hists)(&self.loaded.skel))
+    }
+
+    /// The entries since the last read (they are deleted), as `parse`
+    /// makes them ([`drain_with`]).
+    pub(crate) fn read_with<T>(
+        &self,
+        parse: impl Fn(&[u8], &[u8]) -> Option<T>,
+    ) -> io::Result<Vec<T>> {
+        drain_with((self.hists)(&self.loaded.skel), parse)
     }
 
     pub(crate) fn detach(&mut self) {

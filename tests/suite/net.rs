@@ -798,3 +798,180 @@ fn tcprtt_counts_each_segment_the_tracepoint_sees() {
     assert_eq!(doc[0]["total"], count, "{doc}");
     assert_eq!(doc[0]["unit"], "msecs", "{doc}");
 }
+
+/// The sections of tcprtt's text: each address line and its histogram's
+/// total.
+fn rtt_sections(lines: &[String]) -> Vec<(String, u64)> {
+    let mut sections: Vec<(String, u64)> = Vec::new();
+    for line in lines {
+        if line.contains(" Address") {
+            sections.push((line.clone(), 0));
+        } else if let Some(last) = sections.last_mut() {
+            last.1 += common::hist_total(line);
+        }
+    }
+    sections
+}
+
+/// tcprtt -b / -B (libbpf-tools' histograms per local or remote address)
+/// and -e (each with its average) on IPv4 and IPv6 connections to one
+/// port: a histogram per address holding the segments bpftrace counts
+/// for that family at tcp:tcp_probe, and the average its srtt sum gives.
+#[test]
+fn tcprtt_by_address_with_averages() {
+    if !require_root_and("tcplife")
+        || !common::require_tool("bpftrace", "bpftrace is not installed (scripts/deps)")
+    {
+        return;
+    }
+    let port = free_port();
+    let p = port.to_string();
+    let local = Tracer::start(scry_tool(&["tcprtt", "-p", &p, "-b", "-e"]), 1);
+    let remote = Tracer::start(scry_tool(&["tcprtt", "-p", &p, "-B"]), 1);
+    let all = Tracer::start(scry_tool(&["tcprtt", "-p", &p, "-e"]), 1);
+    let json = Tracer::start(scry_tool(&["tcprtt", "-p", &p, "-b", "--json"]), 1);
+    let program = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }} tracepoint:tcp:tcp_probe /args->sport == {port}/ \
+         {{ @n[args->family] = count(); @s[args->family] = sum(args->srtt); }}"
+    );
+    let oracle = Tracer::start(peer(&["bpftrace", "-e", &program]), 0);
+    oracle.wait_until(|l| l.iter().any(|l| l == "ready"));
+    run_conns(4, 100_000, 20_000, 4, port);
+    run_conns(4, 100_000, 20_000, 6, port);
+    let (local, _) = local.stop();
+    let (remote, _) = remote.stop();
+    let (all, _) = all.stop();
+    let (json, _) = json.stop();
+    let (theirs, _) = oracle.stop();
+    let value = |map: &str, family: u16| -> u64 {
+        let prefix = format!("@{map}[{family}]: ");
+        theirs
+            .iter()
+            .find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("bpftrace's {prefix}: {theirs:?}"))
+    };
+    let (n4, n6) = (value("n", 2), value("n", 10));
+    let (s4, s6) = (value("s", 2), value("s", 10));
+    assert_eq!(
+        rtt_sections(&local),
+        [
+            (format!("Local Address = 127.0.0.1 [AVG {}]", s4 / n4), n4),
+            (format!("Local Address = ::1 [AVG {}]", s6 / n6), n6),
+        ],
+        "{local:?}"
+    );
+    assert_eq!(
+        rtt_sections(&remote),
+        [
+            ("Remote Address = 127.0.0.1 ".to_string(), n4),
+            ("Remote Address = ::1 ".to_string(), n6),
+        ],
+        "{remote:?}"
+    );
+    assert_eq!(
+        rtt_sections(&all),
+        [(
+            format!("All Addresses = ****** [AVG {}]", (s4 + s6) / (n4 + n6)),
+            n4 + n6
+        )],
+        "{all:?}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&json.join("\n")).expect("one JSON document");
+    assert_eq!(doc[0]["address"], "127.0.0.1", "{doc}");
+    assert_eq!(doc[1]["address"], "::1", "{doc}");
+    assert_eq!(
+        (doc[0]["total"].clone(), doc[1]["total"].clone()),
+        (n4.into(), n6.into()),
+        "{doc}"
+    );
+    assert_eq!(doc[1]["average"], s6 / n6, "{doc}");
+}
+
+/// tcpretrans -s (bcc's SEQ column): each retransmitted SYN's sequence
+/// number, which the kernel reads from the segment's control block; the
+/// oracle is bpftrace at the same tracepoint reading the socket's
+/// snd_una, which is the SYN's sequence number while the socket is in
+/// SYN_SENT (tcp_connect_init).
+#[test]
+fn tcpretrans_sequence_numbers_are_the_syns() {
+    if !require_root_and("tcplife")
+        || !common::require_tool("bpftrace", "bpftrace is not installed (scripts/deps)")
+    {
+        return;
+    }
+    let n = 2;
+    let ours = Tracer::start(scry_tool(&["tcpretrans", "-s"]), 1);
+    let json = Tracer::start(scry_tool(&["tcpretrans", "--json"]), 1);
+    let oracle = Tracer::start(
+        peer(&[
+            "bpftrace",
+            "-e",
+            "BEGIN { printf(\"ready\\n\"); } \
+             tracepoint:tcp:tcp_retransmit_skb { printf(\"%d %d %u\\n\", args->sport, args->dport, \
+             ((struct tcp_sock *)args->skaddr)->snd_una); }",
+        ]),
+        0,
+    );
+    oracle.wait_until(|l| l.iter().any(|l| l == "ready"));
+    let ports = [run_retrans(n, 4), run_retrans(n, 6)];
+    let ours_port = |l: &String| {
+        ports
+            .iter()
+            .any(|p| l.split_whitespace().nth(1) == Some(p.to_string().as_str()))
+    };
+    oracle.wait_until(|l| l.iter().filter(|l| ours_port(l)).count() >= 2 * n);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (theirs, _) = oracle.stop();
+    let (ours, _) = ours.stop();
+    let (json_lines, _) = json.stop();
+    let mut expected: Vec<(String, String)> = theirs
+        .iter()
+        .filter(|l| ours_port(l))
+        .filter_map(|l| {
+            let [sport, _, seq] = l.split_whitespace().collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            Some((sport.to_string(), seq.to_string()))
+        })
+        .collect();
+    expected.sort();
+    assert!(expected.len() >= 2 * n, "{theirs:?}");
+    assert!(
+        ours.iter().any(|l| l.split_whitespace().collect::<Vec<_>>()
+            == [
+                "TIME",
+                "PID",
+                "IP",
+                "LADDR:LPORT",
+                "T>",
+                "RADDR:RPORT",
+                "STATE",
+                "SEQ"
+            ]),
+        "{ours:?}"
+    );
+    let mut got: Vec<(String, String)> = ours
+        .iter()
+        .filter_map(|l| {
+            let [_, _, _, local, "R>", remote, "SYN_SENT", seq] =
+                l.split_whitespace().collect::<Vec<_>>()[..]
+            else {
+                return None;
+            };
+            let rport: u16 = remote.rsplit(':').next()?.parse().ok()?;
+            ports.contains(&rport).then(|| {
+                let lport = local.rsplit(':').next().unwrap_or_default();
+                (lport.to_string(), seq.to_string())
+            })
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, expected, "scry:\n{ours:?}");
+    let mut from_json: Vec<(String, String)> = json_of(&json_lines)
+        .iter()
+        .filter(|v| ports.iter().any(|p| v["rport"] == *p))
+        .map(|v| (v["lport"].to_string(), v["seq"].to_string()))
+        .collect();
+    from_json.sort();
+    assert_eq!(from_json, expected, "--json: {json_lines:?}");
+}
