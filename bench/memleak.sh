@@ -11,16 +11,19 @@
 # watches -p PID, writes to a file, and counts as attached once it printed
 # its line saying so (scry: "Attaching to pid ..."; bpftrace: its BEGIN
 # probe's line, printed after every probe attached). Timed: from the line
-# written to the workload's exit. For each: the median wall time of REPS
-# interleaved runs; slowdown = traced / bare; the last line prints scry's
-# time as a ratio to bpftrace's (below 1: scry slows the workload less).
+# written to the workload's exit. REPS repetitions, each a bare, a bpftrace
+# and a scry run in an order rotated every repetition; per tracer the
+# median wall time, and its slowdown: the median of the per repetition
+# traced / bare ratios (bench/common.sh), spreads beside; the last line
+# prints scry's time over bpftrace's the same way (below 1: scry slows the
+# workload less).
 #
-# Usage: bench/memleak.sh   (env REPS=5, PAIRS=1000000, SCRY_BIN=path to
+# Usage: bench/memleak.sh   (env REPS=7, PAIRS=1000000, SCRY_BIN=path to
 #   skip the build)
 # Needs: root, bpftrace (scripts/deps), cc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPS=${REPS:-5} PAIRS=${PAIRS:-1000000}
+REPS=${REPS:-7} PAIRS=${PAIRS:-1000000}
 for tool in bpftrace cc; do
     command -v "$tool" >/dev/null || { echo "bench/memleak.sh: no $tool (scripts/deps)" >&2; exit 2; }
 done
@@ -70,20 +73,20 @@ run() {
     fi
 }
 
-for _ in $(seq "$REPS"); do
-    run bare ""
-    run bpftrace '^attached' bpftrace -e "$program"
-    run scry '^Attaching to pid' "$scry" memleak
+for rep in $(seq "$REPS"); do
+    for name in $(rotated "$rep" bare bpftrace scry); do
+        case $name in
+            bare) run bare "" ;;
+            bpftrace) run bpftrace '^attached' bpftrace -e "$program" ;;
+            scry) run scry '^Attaching to pid' "$scry" memleak ;;
+        esac
+    done
 done
 
+echo "medians of $REPS repetitions (min..max); slowdown: per repetition traced / bare"
 echo "memleak on $PAIRS malloc/free pairs:"
-bare=$(median bare)
-printf '  %-14s %10s %10s\n' tracer "wall (s)" slowdown
-for name in bare bpftrace scry; do
-    m=$(median "$name")
-    printf '  %-14s %10.3f %9.2fx\n' "$name" "$m" "$(ratio "$m" "$bare")"
-done
+slowdown_table "" bare bpftrace scry
 for name in bpftrace scry; do
     [ -s "$out/$name.err" ] && { echo "$name's stderr:"; sort "$out/$name.err" | uniq -c | head -5; }
 done
-echo "scry / bpftrace wall time, memleak: $(ratio "$(median scry)" "$(median bpftrace)")"
+echo "scry / bpftrace wall time, memleak: $(versus "" scry bpftrace)"

@@ -9,16 +9,18 @@
 # continued: same pid). Both tracers watch -p PID, write to a file (a
 # terminal or a pipe would time the reader), and count as attached once
 # they printed their header. Timed: from SIGCONT to the workload's exit.
-# For each: the median wall time of REPS interleaved runs; slowdown =
-# traced / bare; the last line prints scry's time as a ratio to the
-# peer's (below 1: scry slows the workload less). Each tracer's session
-# count (2N) is checked.
+# REPS repetitions, each a bare, a libbpf-tools and a scry run in an order
+# rotated every repetition; per tracer the median wall time, and its
+# slowdown: the median of the per repetition traced / bare ratios
+# (bench/common.sh), spreads beside; the last line prints scry's time over
+# the peer's the same way (below 1: scry slows the workload less). Each
+# tracer's session count (2N) is checked.
 #
-# Usage: bench/net.sh   (env REPS=5, CONNS=5000, SCRY_BIN=path to skip the build)
+# Usage: bench/net.sh   (env REPS=7, CONNS=5000, SCRY_BIN=path to skip the build)
 # Needs: root, libbpf-tools (scripts/deps), cc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPS=${REPS:-5} CONNS=${CONNS:-5000}
+REPS=${REPS:-7} CONNS=${CONNS:-5000}
 for tool in tcplife stdbuf cc; do
     command -v "$tool" >/dev/null || { echo "bench/net.sh: no $tool (scripts/deps installs libbpf-tools)" >&2; exit 2; }
 done
@@ -53,17 +55,17 @@ run() {
     fi
 }
 
-for _ in $(seq "$REPS"); do
-    run bare
-    run libbpf-tools tcplife
-    run scry "$scry" tcplife
+for rep in $(seq "$REPS"); do
+    for name in $(rotated "$rep" bare libbpf-tools scry); do
+        case $name in
+            bare) run bare ;;
+            libbpf-tools) run libbpf-tools tcplife ;;
+            scry) run scry "$scry" tcplife ;;
+        esac
+    done
 done
 
+echo "medians of $REPS repetitions (min..max); slowdown: per repetition traced / bare"
 echo "tcplife on $CONNS loopback connections ($((2 * CONNS)) sessions):"
-bare=$(median bare)
-printf '  %-14s %10s %10s\n' tracer "wall (s)" slowdown
-for name in bare libbpf-tools scry; do
-    m=$(median "$name")
-    printf '  %-14s %10.3f %9.2fx\n' "$name" "$m" "$(ratio "$m" "$bare")"
-done
-echo "scry / libbpf-tools wall time, tcplife: $(ratio "$(median scry)" "$(median libbpf-tools)")"
+slowdown_table "" bare libbpf-tools scry
+echo "scry / libbpf-tools wall time, tcplife: $(versus "" scry libbpf-tools)"

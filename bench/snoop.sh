@@ -11,17 +11,19 @@
 # tracers watch -p PID; execsnoop has no -p in libbpf-tools, so both watch the system.
 # Each tracer writes to a file (a terminal or a pipe would time the
 # reader), and counts as attached once it printed its header. Timed: from
-# SIGCONT to the workload's exit. For each: the median wall time of REPS
-# interleaved runs; slowdown = traced / bare; the last lines print scry's
-# time as a ratio to the peer's (below 1: scry slows the workload less).
-# Each tracer's line count for the workload is checked.
+# SIGCONT to the workload's exit. REPS repetitions, each a bare, a
+# libbpf-tools and a scry run in an order rotated every repetition; per
+# tracer the median wall time, and its slowdown: the median of the per
+# repetition traced / bare ratios (bench/common.sh), spreads beside; the
+# last lines print scry's time over the peer's the same way (below 1:
+# scry slows the workload less). Each tracer's line count is checked.
 #
-# Usage: bench/snoop.sh   (env REPS=5, OPENS=200000, EXECS=2000, KILLS=200000,
+# Usage: bench/snoop.sh   (env REPS=7, OPENS=200000, EXECS=2000, KILLS=200000,
 #   KINDS="opens execs kills" the workloads to run, SCRY_BIN=path to skip the build)
 # Needs: root, libbpf-tools (scripts/deps), cc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPS=${REPS:-5} OPENS=${OPENS:-200000} EXECS=${EXECS:-2000} KILLS=${KILLS:-200000}
+REPS=${REPS:-7} OPENS=${OPENS:-200000} EXECS=${EXECS:-2000} KILLS=${KILLS:-200000}
 KINDS=${KINDS:-opens execs kills}
 for tool in opensnoop execsnoop killsnoop stdbuf cc; do
     command -v "$tool" >/dev/null || { echo "bench/snoop.sh: no $tool (scripts/deps installs libbpf-tools)" >&2; exit 2; }
@@ -73,24 +75,24 @@ run() {
     fi
 }
 
-for _ in $(seq "$REPS"); do
+for rep in $(seq "$REPS"); do
     for kind in $KINDS; do
-        run "$kind" bare
-        run "$kind" libbpf-tools "${kind%s}snoop"
-        run "$kind" scry "$scry" "${kind%s}snoop"
+        for name in $(rotated "$rep" bare libbpf-tools scry); do
+            case $name in
+                bare) run "$kind" bare ;;
+                libbpf-tools) run "$kind" libbpf-tools "${kind%s}snoop" ;;
+                scry) run "$kind" scry "$scry" "${kind%s}snoop" ;;
+            esac
+        done
     done
 done
 
+echo "medians of $REPS repetitions (min..max); slowdown: per repetition traced / bare"
 for kind in $KINDS; do
     n=$OPENS; [ "$kind" = execs ] && n=$EXECS; [ "$kind" = kills ] && n=$KILLS
     echo "${kind%s}snoop on $n $kind:"
-    bare=$(median "$kind-bare")
-    printf '  %-14s %10s %10s\n' tracer "wall (s)" slowdown
-    for name in bare libbpf-tools scry; do
-        m=$(median "$kind-$name")
-        printf '  %-14s %10.3f %9.2fx\n' "$name" "$m" "$(ratio "$m" "$bare")"
-    done
+    slowdown_table "$kind-" bare libbpf-tools scry
 done
 for kind in $KINDS; do
-    echo "scry / libbpf-tools wall time, ${kind%s}snoop: $(ratio "$(median "$kind-scry")" "$(median "$kind-libbpf-tools")")"
+    echo "scry / libbpf-tools wall time, ${kind%s}snoop: $(versus "$kind-" scry libbpf-tools)"
 done
