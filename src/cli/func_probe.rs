@@ -1,6 +1,7 @@
 //! What `scry funccount` and `scry funclatency` share: bcc's pattern
 //! argument with `-x BINARY`, `-p PID` or a command to run (`--
-//! COMMAND`), `-i`/`-d`/`-T`, the functions found (`symbol::func_sites`),
+//! COMMAND`), `-r` (the pattern a regular expression), `-i`/`-d`/`-T`,
+//! the functions found (`symbol::func_sites`),
 //! the uprobes loaded (`sys::bpf_funcs`), bcc's header and closing line,
 //! and the run loop. Kernel functions, tracepoints and USDT probes are
 //! refused in one line naming what they would need.
@@ -13,7 +14,7 @@ use anyhow::{anyhow, bail};
 use clap::Args;
 
 use scry::capture::bpf_run::{self, EndReason, Workload};
-use scry::symbol::func_sites::{self, FuncPattern};
+use scry::symbol::func_sites::{self, FuncPattern, NameMatch};
 use scry::sys::bpf_funcs::{FuncSites, FuncsBpf, FuncsMode};
 use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
@@ -32,6 +33,10 @@ pub(crate) struct FuncProbeArgs {
     /// are in; the whole PATTERN is then the function glob.
     #[arg(short = 'x', long = "binary", value_name = "BINARY")]
     binary: Option<String>,
+    /// PATTERN's function part is a regular expression, matched at the
+    /// start of each name as bcc's -r (default: `*` and `?` wildcards).
+    #[arg(short = 'r', long = "regexp")]
+    regexp: bool,
     #[command(flatten)]
     target: PidArg,
     #[command(flatten)]
@@ -70,10 +75,11 @@ pub(crate) fn load(tool: &str, args: &FuncProbeArgs, mode: FuncsMode) -> anyhow:
         FuncPattern::User { binary, glob } => (binary, glob),
         other => bail!("{tool}: {}", refusal(&other)),
     };
+    let names = NameMatch::new(&glob, args.regexp).map_err(|e| anyhow!("{tool}: {e}"))?;
     let program = args.command.first().map(Path::new);
     let path = func_sites::find_binary(&binary, &args.pattern, args.target.pid, program)
         .map_err(|e| anyhow!("{tool}: {e}"))?;
-    let found = func_sites::find(&path, &glob).map_err(|e| anyhow!("{tool}: {e}"))?;
+    let found = func_sites::find(&path, &names).map_err(|e| anyhow!("{tool}: {e}"))?;
     let signals = SignalPipe::install(&STOP_SIGNALS)?;
     let workload = match args.command.is_empty() {
         true => None,

@@ -14,6 +14,8 @@
 //!   name once however many addresses; of aliases (`_IO_printf` and
 //!   `printf`), the plainest name is shown (fewest leading underscores,
 //!   then shortest).
+//! - With `-r` the function pattern is a regular expression matched at
+//!   the start of each name (bcc's `re.match`: `^` implied, `$` not).
 //! - A bare pattern without `-x` names kernel functions, `t:` tracepoints
 //!   and `u:` USDT probes: those are answered with what they would need,
 //!   not probed here.
@@ -60,6 +62,54 @@ pub(crate) enum FuncSitesError {
     Read { path: String, what: String },
     #[error("{path}: no function matches '{glob}'")]
     NoMatch { path: String, glob: String },
+    #[error("-r '{pattern}': not a regular expression: {what}")]
+    BadRegex { pattern: String, what: String },
+}
+
+/// How function names are matched: bcc's glob (`*`, `?`, the whole
+/// name), or (`-r`) a regular expression at the start of the name.
+#[derive(Clone, Debug)]
+pub(crate) enum NameMatch {
+    Glob(String),
+    Regex {
+        pattern: String,
+        regex: regex::Regex,
+    },
+}
+
+impl NameMatch {
+    /// `pattern` as a glob, or as a regular expression when `regex`.
+    pub(crate) fn new(pattern: &str, regex: bool) -> Result<NameMatch, FuncSitesError> {
+        if !regex {
+            return Ok(NameMatch::Glob(pattern.to_string()));
+        }
+        match regex::Regex::new(&format!("^(?:{pattern})")) {
+            Ok(regex) => Ok(NameMatch::Regex {
+                pattern: pattern.to_string(),
+                regex,
+            }),
+            // The crate's message draws a caret under the pattern on lines
+            // of their own: its last line says what is wrong.
+            Err(e) => Err(FuncSitesError::BadRegex {
+                pattern: pattern.to_string(),
+                what: e.to_string().lines().last().unwrap_or("").to_string(),
+            }),
+        }
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        match self {
+            NameMatch::Glob(glob) => matches_glob(glob, name),
+            NameMatch::Regex { regex, .. } => regex.is_match(name),
+        }
+    }
+
+    /// The pattern as given.
+    fn text(&self) -> &str {
+        match self {
+            NameMatch::Glob(text) | NameMatch::Regex { pattern: text, .. } => text,
+        }
+    }
 }
 
 /// Parses bcc's forms; `binary` is `-x BINARY`.
@@ -147,7 +197,7 @@ pub(crate) fn find_binary(
 }
 
 /// Every function of the file at `path` whose name `glob` matches.
-pub(crate) fn find(path: &Path, glob: &str) -> Result<FuncSites, FuncSitesError> {
+pub(crate) fn find(path: &Path, glob: &NameMatch) -> Result<FuncSites, FuncSitesError> {
     let data = std::fs::read(path).map_err(|e| FuncSitesError::Read {
         path: path.display().to_string(),
         what: e.to_string(),
@@ -164,7 +214,7 @@ pub(crate) fn find(path: &Path, glob: &str) -> Result<FuncSites, FuncSitesError>
 pub(crate) fn matching(
     data: &[u8],
     path: &str,
-    glob: &str,
+    glob: &NameMatch,
 ) -> Result<Vec<FunctionSite>, FuncSitesError> {
     let file = object::File::parse(data).map_err(|e| probe_target::ProbeTargetError::NotElf {
         path: path.to_string(),
@@ -175,7 +225,7 @@ pub(crate) fn matching(
         .chain(file.dynamic_symbols())
         .filter(|s| s.kind() == SymbolKind::Text && !s.is_undefined() && s.address() != 0)
         .filter_map(|s| Some((s.name().ok()?.to_string(), s.address(), s.size())))
-        .filter(|(name, _, _)| !name.is_empty() && matches_glob(glob, name))
+        .filter(|(name, _, _)| !name.is_empty() && glob.matches(name))
         .collect();
     // Aliases of one address: the plainest name first (fewest leading
     // underscores, then shortest), so `printf` wins over `_IO_printf`.
@@ -216,7 +266,7 @@ pub(crate) fn matching(
     if sites.is_empty() {
         return Err(FuncSitesError::NoMatch {
             path: path.to_string(),
-            glob: glob.to_string(),
+            glob: glob.text().to_string(),
         });
     }
     Ok(sites)
@@ -275,18 +325,46 @@ mod tests {
         let Ok(path) = probe_target::find_binary("libc") else {
             return;
         };
-        let sites = find(&path, "*printf").unwrap();
+        let glob = |g: &str| NameMatch::new(g, false).unwrap();
+        let sites = find(&path, &glob("*printf")).unwrap();
         assert!(sites.functions.iter().any(|f| f.symbol == "printf"));
         assert!(sites.functions.iter().all(|f| f.symbol.ends_with("printf")));
         let addresses: BTreeSet<u64> = sites.functions.iter().map(|f| f.svma).collect();
         assert_eq!(addresses.len(), sites.functions.len());
         assert!(matches!(
-            find(&path, "no_such_function_*"),
+            find(&path, &glob("no_such_function_*")),
             Err(FuncSitesError::NoMatch { .. })
         ));
         assert!(matches!(
-            matching(b"junk", "x", "*"),
+            matching(b"junk", "x", &glob("*")),
             Err(FuncSitesError::Target(_))
         ));
+    }
+
+    #[test]
+    fn a_regex_matches_at_the_start_of_names_as_bccs() {
+        let Ok(path) = probe_target::find_binary("libc") else {
+            return;
+        };
+        let re = NameMatch::new("v?s?n?printf", true).unwrap();
+        let names: BTreeSet<String> = find(&path, &re)
+            .unwrap()
+            .functions
+            .into_iter()
+            .map(|f| f.symbol)
+            .collect();
+        assert!(
+            names.contains("printf") && names.contains("vsnprintf"),
+            "{names:?}"
+        );
+        assert!(
+            !names.contains("fprintf"),
+            "anchored at the start: {names:?}"
+        );
+        let err = NameMatch::new("foo(", true).unwrap_err().to_string();
+        assert!(
+            err.starts_with("-r 'foo(': not a regular expression: ") && !err.contains('\n'),
+            "{err}"
+        );
     }
 }

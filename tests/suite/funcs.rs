@@ -249,6 +249,58 @@ fn funclatency_with_a_command_is_one_histogram_in_nanoseconds() {
     assert!(text.contains("count: 700\n"), "{text}");
 }
 
+/// bcc's `-r`: the pattern is a regular expression matched at the start
+/// of each name (`re.match`), so `fn_(alpha|beta)` counts those two
+/// exactly, and `alpha` (no `fn_` before it) matches nothing; funclatency
+/// times what `fn_n.p` matches. A pattern that does not compile is said
+/// in one line.
+#[test]
+fn funccount_and_funclatency_take_a_regex_with_r() {
+    if !require_root_and("funclatency") {
+        return;
+    }
+    let wl = workload();
+    let n = 2000u64;
+    let text = common::run_ok(
+        scry_tool(&[
+            "funccount",
+            "-r",
+            "-x",
+            path_str(&wl),
+            "fn_(alpha|beta)",
+            "--",
+        ])
+        .arg(&wl)
+        .args([n.to_string().as_str(), "1", "1"]),
+    );
+    let want = BTreeMap::from([("fn_alpha".to_string(), n), ("fn_beta".to_string(), 2 * n)]);
+    assert_eq!(counts(&text), want, "{text}");
+    let text = common::run_ok(
+        scry_tool(&[
+            "funclatency",
+            "-r",
+            &format!("{}:fn_n.p", path_str(&wl)),
+            "--",
+        ])
+        .arg(&wl)
+        .args(["10", "3", "1"]),
+    );
+    assert_eq!(common::hist_total(&text), 3, "{text}");
+    let wl = path_str(&wl);
+    assert_each_bad_input(&[
+        (
+            &["funccount", "-r", "-x", wl, "alpha"][..],
+            None,
+            "no function matches 'alpha'",
+        ),
+        (
+            &["funclatency", "-r", "-x", wl, "fn_(alpha"][..],
+            None,
+            "-r 'fn_(alpha': not a regular expression",
+        ),
+    ]);
+}
+
 #[test]
 fn funccount_and_funclatency_refuse_bad_input_in_one_line() {
     if !require_root_and("funclatency") {
