@@ -559,8 +559,10 @@ fn sigkill_leaves_no_program_or_link_attached() {
     for tool in [
         &["syscount", "-L"][..],
         &["cpudist", "-O"][..],
+        &["runqlat", "-P"][..],
         &["runqslower"][..],
         &["hardirqs", "-d"][..],
+        &["softirqs", "-C"][..],
         &["offcputime"][..],
         &["runqlen", "-C"][..],
         &["wakeuptime"][..],
