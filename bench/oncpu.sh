@@ -15,6 +15,13 @@
 # included): the BPF programs run in the sampled tasks, not in the tool, in
 # scry's and bpftrace's case alike. Peak RSS is /usr/bin/time's %M.
 #
+# Start CPU: the CPU time (user + system, /usr/bin/time) of a start
+# followed by an end at once, which the load of a shared machine does not
+# stretch as it stretches wall times: `scry profile-bpf -F 99 -p PID` of a
+# process that exits 0.2 s later (no sample to name), against
+# `bpftrace -e 'BEGIN { exit(); } profile:hz:99 {...}'` (BEGIN runs once
+# every probe is attached).
+#
 # Start: the wall time from the command to its ready line, median of REPS:
 # scry's banner (printed once the sampling program is attached to every
 # CPU: its first sample follows within 1/99 s) against bpftrace's
@@ -31,6 +38,9 @@
 # scry's `-v` line "loaded and attached in N ms" splits its start (BTF,
 # load and verifier, attach) from the exec; "N counts named in M ms" is
 # the cost of the symbols at the end (both printed below, medians).
+#
+# Every tool runs under `timeout`, KILL as the last word: a tool that
+# ignores the signal that should stop it cannot hang the bench.
 #
 # Usage: bench/oncpu.sh   (env SECS=10, RUNS=3, REPS=5, SCRY_BIN=path to skip the build)
 # Needs: root, perf, bpftrace (scripts/deps), cc, /usr/bin/time.
@@ -68,15 +78,17 @@ timed() {
     awk '{printf "%.3f %d\n", $1 + $2, $3}' "$out/$name.time" >>"$out/$name"
 }
 
-echo "bench/oncpu.sh: ${SECS} s at 99 Hz, every CPU, two spinners busy, median of $RUNS interleaved runs"
+echo "bench/oncpu.sh: ${SECS} s at 99 Hz, every CPU, two spinners busy, median of $RUNS interleaved runs (load average $(cut -d" " -f1-3 /proc/loadavg))"
 for _ in $(seq "$RUNS"); do
-    timed scry "$scry" profile-bpf -v -F 99 -f "$SECS" >"$out/scry.folded" 2>"$out/scry.err"
+    limit=$((SECS + 120))
+    timed scry timeout -s KILL "$limit" "$scry" profile-bpf -v -F 99 -f "$SECS" >"$out/scry.folded" 2>"$out/scry.err"
     sed -n 's/.*loaded and attached in \([0-9.]*\) ms/\1/p' "$out/scry.err" >>"$out/scry_load"
     sed -n 's/.* counts named in \([0-9.]*\) ms/\1/p' "$out/scry.err" >>"$out/scry_naming"
-    timed perf_record perf record -q -F 99 -a -g -o "$out/perf.data" -- sleep "$SECS"
-    timed perf_script sh -c "perf script -i '$out/perf.data' > '$out/perf.script' 2>/dev/null"
-    timed collapse sh -c "$collapse_cmd < '$out/perf.script' > '$out/perf.folded'"
-    timeout -s INT "$SECS" /usr/bin/time -f "%U %S %M" -o "$out/bpftrace.time" \
+    timed perf_record timeout -s KILL "$limit" perf record -q -F 99 -a -g -o "$out/perf.data" -- sleep "$SECS"
+    timed perf_script timeout -s KILL "$limit" sh -c "perf script -i '$out/perf.data' > '$out/perf.script' 2>/dev/null"
+    timed collapse timeout -s KILL "$limit" sh -c "$collapse_cmd < '$out/perf.script' > '$out/perf.folded'"
+    # -k: bpftrace names every stack before it exits (a minute, loaded).
+    timeout -k 300 -s INT "$SECS" /usr/bin/time -f "%U %S %M" -o "$out/bpftrace.time" \
         bpftrace -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }' >"$out/bpftrace.out" 2>&1 || true
     awk '{printf "%.3f %d\n", $1 + $2, $3}' "$out/bpftrace.time" >>"$out/bpftrace"
 done
@@ -108,19 +120,32 @@ printf '%-40s %9s %8s %10s %9s\n' "bpftrace" "$b_cpu" "$(share "$b_cpu")" "$b_rs
 echo "cpu   scry / perf pipeline $(ratio "$s_cpu" "$perf_cpu")   scry / bpftrace $(ratio "$s_cpu" "$b_cpu")"
 echo "rss   scry / perf pipeline $(ratio "$s_rss" "$perf_rss")   scry / bpftrace $(ratio "$s_rss" "$b_rss")"
 
+# stop PID: SIGTERM to a `timeout -s KILL` wrapper, which passes it on
+# (a background job of a script ignores SIGINT); if the tool still runs
+# 3 s later, SIGALRM: timeout takes it for its expiry and KILLs the tool.
+stop() {
+    kill -TERM "$1" 2>/dev/null || return 0
+    for _ in $(seq 30); do
+        kill -0 "$1" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    echo "bench/oncpu.sh: $2 still running 3 s after SIGTERM (naming its stacks): killed" >&2
+    kill -ALRM "$1" 2>/dev/null || true
+}
+
 # ready NAME WORD CMD...: the wall time from the start to the first line
-# holding WORD; the tool is then stopped (SIGTERM: a background job of a
-# script ignores SIGINT, which bpftrace keeps).
+# holding WORD; the tool is then stopped. The reading is bounded too (a
+# tool that never prints WORD is killed after 60 s).
 ready() {
     local name=$1 word=$2; shift 2
     rm -f "$out/fifo"; mkfifo "$out/fifo"
     local t0=$EPOCHREALTIME
-    stdbuf -oL "$@" >"$out/fifo" 2>>"$out/$name.err" &
+    timeout -s KILL 60 stdbuf -oL "$@" >"$out/fifo" 2>>"$out/$name.err" &
     local tool=$!
     exec 3<"$out/fifo"
     while read -r line <&3; do [[ $line == *"$word"* ]] && break; done
     awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.6f\n", b - a}' >>"$out/$name"
-    kill -TERM "$tool" 2>/dev/null || true
+    stop "$tool" "$name"
     cat <&3 >/dev/null
     exec 3<&-
     wait "$tool" || true
@@ -130,6 +155,17 @@ for _ in $(seq "$REPS"); do
     ready bpftrace_ready ready bpftrace -e 'BEGIN { printf("ready\n"); } profile:hz:99 { @[kstack, ustack, comm] = count(); }'
     ready bpftrace_first sample bpftrace -e 'profile:hz:99 { printf("sample\n"); exit(); }'
 done
+for _ in $(seq "$REPS"); do
+    sleep 0.2 & nap=$!
+    /usr/bin/time -f "%U %S" -o "$out/t" timeout -s KILL 60 "$scry" profile-bpf -F 99 -p "$nap" >/dev/null 2>&1 || true
+    awk '{printf "%.3f\n", $1 + $2}' "$out/t" >>"$out/scry_start_cpu"
+    wait "$nap" || true
+    /usr/bin/time -f "%U %S" -o "$out/t" timeout -s KILL 60 bpftrace \
+        -e 'BEGIN { exit(); } profile:hz:99 { @[kstack, ustack, comm] = count(); }' >/dev/null 2>&1 || true
+    awk '{printf "%.3f\n", $1 + $2}' "$out/t" >>"$out/bpftrace_start_cpu"
+done
+s_start_cpu=$(median scry_start_cpu) b_start_cpu=$(median bpftrace_start_cpu)
+echo "start CPU (median of $REPS): scry ${s_start_cpu} s, bpftrace ${b_start_cpu} s (start and end, no samples)   scry / bpftrace $(ratio "$s_start_cpu" "$b_start_cpu")"
 s_start=$(median scry_start) b_ready=$(median bpftrace_ready) b_first=$(median bpftrace_first)
 echo "start (median of $REPS): scry ${s_start} s to attached (first sample within 1/99 s more), bpftrace ${b_ready} s to attached, ${b_first} s to its first sample"
 echo "start scry / bpftrace attached $(ratio "$s_start" "$b_ready")   scry / bpftrace first sample $(ratio "$s_start" "$b_first")"
