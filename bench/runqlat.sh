@@ -8,16 +8,19 @@
 # 20 receivers passing LOOPS messages over sockets: wakeups and switches
 # by the hundred thousand). Each tracer runs system-wide and is attached
 # (its first line printed) before the workload starts; timed: the
-# workload's wall time. For each: the median of REPS interleaved runs;
-# slowdown = traced / bare; the last line prints scry's time as a ratio to
-# the peer's (below 1 means scry slows the workload less). Each tracer's
-# histogram total is printed beside it.
+# workload's wall time. For each: the median of REPS runs, in an order
+# rotated each repetition; slowdown: the median of the per repetition
+# ratios traced / bare, with its spread (bench/common.sh's
+# slowdown_table); the last line prints scry's time as a ratio to the
+# peer's, per repetition (below 1 means scry slows the workload less).
+# Each tracer's histogram total is printed; each runs under `timeout -s
+# KILL`.
 #
-# Usage: bench/runqlat.sh   (env REPS=5, NGROUPS=10, LOOPS=300, SCRY_BIN=path to skip the build)
+# Usage: bench/runqlat.sh   (env REPS=7, NGROUPS=10, LOOPS=300, SCRY_BIN=path to skip the build)
 # Needs: root, libbpf-tools and perf (scripts/deps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPS=${REPS:-5} NGROUPS=${NGROUPS:-10} LOOPS=${LOOPS:-300}
+REPS=${REPS:-7} NGROUPS=${NGROUPS:-10} LOOPS=${LOOPS:-300}
 for tool in runqlat perf stdbuf; do
     command -v "$tool" >/dev/null || { echo "bench/runqlat.sh: no $tool (scripts/deps installs it)" >&2; exit 2; }
 done
@@ -48,18 +51,17 @@ run() {
     fi
 }
 
-for _ in $(seq "$REPS"); do
-    run bare
-    run libbpf-tools runqlat
-    run scry "$scry" runqlat
+for rep in $(seq "$REPS"); do
+    for name in $(rotated "$rep" bare libbpf-tools scry); do
+        case $name in
+            bare) run bare ;;
+            libbpf-tools) run libbpf-tools timeout -s KILL 120 runqlat ;;
+            scry) run scry timeout -s KILL 120 "$scry" runqlat ;;
+        esac
+    done
 done
 
-bare=$(median bare)
-printf '%-14s %10s %10s %16s\n' tracer "wall (s)" slowdown "waits (median)"
-for name in bare libbpf-tools scry; do
-    m=$(median "$name")
-    waits=-
-    [ -f "$out/$name.total" ] && waits=$(median "$name.total")
-    printf '%-14s %10.3f %9.2fx %16s\n' "$name" "$m" "$(ratio "$m" "$bare")" "$waits"
-done
-echo "scry / libbpf-tools wall time: $(ratio "$(median scry)" "$(median libbpf-tools)")"
+echo "bench/runqlat.sh: perf bench sched messaging -g $NGROUPS -l $LOOPS, $REPS repetitions (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+slowdown_table "" bare libbpf-tools scry
+echo "waits counted (median): libbpf-tools $(median libbpf-tools.total), scry $(median scry.total)"
+echo "scry / libbpf-tools wall time: $(versus "" scry libbpf-tools)"

@@ -7,15 +7,18 @@
 # stopped (sh stops itself, then execs it once continued: same pid), so each
 # tracer attaches with -p PID before the first call. Timed: from SIGCONT to
 # the workload's exit. For each: the median wall time of REPS interleaved
-# runs; slowdown = traced / bare; the last line prints scry's time as a
-# ratio to the peer's (below 1 means scry slows the workload less). Each
-# tracer's getppid count is checked to be N.
+# runs, in an order rotated each repetition; slowdown: the median of the
+# per repetition ratios traced / bare, with its spread (bench/common.sh's
+# slowdown_table); the last line prints scry's time as a ratio to the
+# peer's, per repetition (below 1 means scry slows the workload less).
+# Each tracer's getppid count is checked to be N; each runs under
+# `timeout -s KILL`.
 #
-# Usage: bench/syscount.sh   (env REPS=5, CALLS=1000000, SCRY_BIN=path to skip the build)
+# Usage: bench/syscount.sh   (env REPS=7, CALLS=1000000, SCRY_BIN=path to skip the build)
 # Needs: root, libbpf-tools (scripts/deps), cc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPS=${REPS:-5} CALLS=${CALLS:-1000000}
+REPS=${REPS:-7} CALLS=${CALLS:-1000000}
 for tool in syscount stdbuf cc; do
     command -v "$tool" >/dev/null || { echo "bench/syscount.sh: no $tool (scripts/deps installs libbpf-tools)" >&2; exit 2; }
 done
@@ -50,16 +53,16 @@ run() {
     fi
 }
 
-for _ in $(seq "$REPS"); do
-    run bare
-    run libbpf-tools syscount
-    run scry "$scry" syscount
+for rep in $(seq "$REPS"); do
+    for name in $(rotated "$rep" bare libbpf-tools scry); do
+        case $name in
+            bare) run bare ;;
+            libbpf-tools) run libbpf-tools timeout -s KILL 120 syscount ;;
+            scry) run scry timeout -s KILL 120 "$scry" syscount ;;
+        esac
+    done
 done
 
-bare=$(median bare)
-printf '%-14s %10s %10s\n' tracer "wall (s)" slowdown
-for name in bare libbpf-tools scry; do
-    m=$(median "$name")
-    printf '%-14s %10.3f %9.2fx\n' "$name" "$m" "$(ratio "$m" "$bare")"
-done
-echo "scry / libbpf-tools wall time: $(ratio "$(median scry)" "$(median libbpf-tools)")"
+echo "bench/syscount.sh: $CALLS getppid calls, $REPS repetitions (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+slowdown_table "" bare libbpf-tools scry
+echo "scry / libbpf-tools wall time: $(versus "" scry libbpf-tools)"
