@@ -7,7 +7,7 @@
 //! symbols the size up to the next address, then drops the zero-sized
 //! aliases), e.g. `__x64_sys_getppid` over `__ia32_sys_getppid`.
 //!
-//! Invariant: `syms` is sorted by address with one entry per address; a
+//! Invariant: the table (`table`) is sorted by address with one entry per address; a
 //! symbol covers addresses up to the next one. When `kptr_restrict` hides the
 //! addresses (all read as 0) the table is empty and `hidden` is set, so each
 //! kernel frame is counted under that reason instead of being misnamed.
@@ -20,6 +20,7 @@
 //! reads the kernel's list again.
 
 mod cache;
+mod table;
 
 use std::cell::OnceCell;
 use std::io::BufRead;
@@ -27,26 +28,13 @@ use std::io::BufRead;
 use crate::event::format_cache::KernelSymbols;
 
 pub(crate) use cache::load_running;
-
-#[derive(Debug, Clone)]
-struct KSym {
-    addr: u64,
-    /// Range of the name in `Kallsyms::names` (one string for all: the
-    /// table has ~120k symbols, and a `String` each doubled its memory).
-    name: (u32, u32),
-    /// Index into `modules`, or `None` for the core kernel. Code the
-    /// kernel lists as `[__builtin__ftrace]` and the like has its module
-    /// here too, but is named as the core kernel's (`Kallsyms::dso_of`).
-    module: Option<u32>,
-    /// A data or bss symbol (D, d, B, b), not code.
-    data: bool,
-}
+use table::{KSym, SymTable};
 
 /// A kernel symbol table.
 #[derive(Debug, Default)]
 pub(crate) struct Kallsyms {
-    syms: Vec<KSym>,
-    names: String,
+    /// The symbols, sorted by address (owned, or the cache's in place).
+    table: SymTable,
     modules: Vec<String>,
     hidden: bool,
     /// `_etext`: the end of the core kernel's code.
@@ -142,8 +130,7 @@ impl Kallsyms {
         names.shrink_to_fit();
         let hidden = syms.is_empty() && lines > 0;
         Ok(Kallsyms {
-            syms,
-            names,
+            table: SymTable::Owned { syms, names },
             modules,
             hidden,
             etext,
@@ -172,10 +159,16 @@ impl Kallsyms {
         }
     }
 
-    fn name_of(&self, sym: &KSym) -> &str {
-        self.names
-            .get(sym.name.0 as usize..sym.name.1 as usize)
-            .unwrap_or_default()
+    /// The symbol covering `addr` (the last at or before it), with its
+    /// name; `None` when none does or its record does not fit.
+    fn covering(&self, addr: u64) -> Option<(KSym, &str)> {
+        let idx = self.table.partition_point(addr);
+        let sym = self.table.get(idx.checked_sub(1)?)?;
+        if sym.module.is_some_and(|m| m as usize >= self.modules.len()) {
+            return None;
+        }
+        let name = self.table.name(&sym)?;
+        Some((sym, name))
     }
 
     /// Read the running kernel's `/proc/kallsyms`.
@@ -194,15 +187,14 @@ impl Kallsyms {
     /// is code kallsyms no longer lists (a BPF program unloaded since the
     /// recording), not the last variable before the module area.
     pub(crate) fn find(&self, addr: u64) -> Option<KernelSym<'_>> {
-        let idx = self.syms.partition_point(|s| s.addr <= addr);
-        let sym = self.syms.get(idx.checked_sub(1)?)?;
-        let dso = self.dso_of(sym);
+        let (sym, name) = self.covering(addr)?;
+        let dso = self.dso_of(&sym);
         if sym.data && dso.is_none() && self.etext.is_some_and(|end| addr >= end) {
             return None;
         }
         let dso = dso.unwrap_or("[kernel.kallsyms]");
         Some(KernelSym {
-            name: self.name_of(sym),
+            name,
             start: sym.addr,
             dso,
         })
@@ -211,8 +203,7 @@ impl Kallsyms {
     /// The start of the first symbol after `addr`: where the function at
     /// `addr` ends, at the latest.
     pub(crate) fn next_start(&self, addr: u64) -> Option<u64> {
-        let idx = self.syms.partition_point(|s| s.addr <= addr);
-        self.syms.get(idx).map(|s| s.addr)
+        self.table.addr(self.table.partition_point(addr))
     }
 
     /// `[module]` names are returned bare by `find`; this adds the brackets
@@ -226,7 +217,7 @@ impl Kallsyms {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.syms.is_empty()
+        self.table.len() == 0
     }
 }
 
@@ -234,9 +225,8 @@ impl Kallsyms {
 /// as perf script resolves them through its kernel map.
 impl KernelSymbols for Kallsyms {
     fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
-        let idx = self.syms.partition_point(|s| s.addr <= addr);
-        let sym = self.syms.get(idx.checked_sub(1)?)?;
-        Some((self.name_of(sym), sym.addr))
+        let (sym, name) = self.covering(addr)?;
+        Some((name, sym.addr))
     }
 }
 

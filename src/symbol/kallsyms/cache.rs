@@ -16,14 +16,18 @@
 //! holds only its address ranges (`Kallsyms::holds`), and an address
 //! outside them sends the caller back to the kernel's list.
 //!
-//! The file is checked as it is read (sizes against what is left, names
-//! inside the text, addresses ascending) and anything that does not fit
-//! is a miss, never an error: the kernel's list is always there.
+//! The file is used in place (mapped, `table`): its header and sizes are
+//! checked when it is opened (sizes against what is left, the records
+//! filling the rest), each record when a lookup finds it (name inside the
+//! text, module in the table); anything that does not fit is a miss, never
+//! an error: the kernel's list is always there.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::table::{Backing, Layout, RECORD_BYTES, SymTable};
 use super::{KSym, Kallsyms};
+use crate::sys::mapped::MappedFile;
 
 const MAGIC: &[u8; 8] = b"SCRYKSY1";
 
@@ -140,12 +144,23 @@ fn cache_path() -> PathBuf {
     crate::data::build_id_cache::scry_dir().join("kallsyms")
 }
 
-/// The cached table at `path` when it was written under `key`.
+/// The cached table at `path` when it was written under `key`: used in
+/// place (mapped; read into memory where it cannot be mapped).
 pub(super) fn read_cache(path: &Path, key: &CacheKey) -> Option<Kallsyms> {
-    let file = std::fs::File::open(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(MAX_BYTES).read_to_end(&mut bytes).ok()?;
-    decode(&bytes, key)
+    let size = std::fs::metadata(path).ok()?.len();
+    if size > MAX_BYTES {
+        return None;
+    }
+    let backing = match MappedFile::open(path) {
+        Ok(map) => Backing::File(map),
+        Err(_) => {
+            let mut bytes = Vec::new();
+            let file = std::fs::File::open(path).ok()?;
+            file.take(MAX_BYTES).read_to_end(&mut bytes).ok()?;
+            Backing::Bytes(bytes)
+        }
+    };
+    decode(backing, key)
 }
 
 /// Writes `table` under `key` to `path` (0600, renamed into place, so a
@@ -169,7 +184,7 @@ impl Kallsyms {
             None => true,
             Some(m) => lasting_module.get(m as usize).copied().unwrap_or(false),
         };
-        let syms: Vec<KSym> = self.syms.iter().filter(|s| keep(s)).cloned().collect();
+        let syms: Vec<KSym> = self.table.iter().filter(|s| keep(s)).collect();
         let mut ranges: Vec<(u64, u64)> = Vec::new();
         let mut groups: Vec<Option<u32>> = vec![None];
         groups.extend((0..self.modules.len() as u32).map(Some));
@@ -183,8 +198,10 @@ impl Kallsyms {
             }
         }
         Kallsyms {
-            syms,
-            names: self.names.clone(),
+            table: SymTable::Owned {
+                syms,
+                names: self.table.names().to_string(),
+            },
             modules: self.modules.clone(),
             hidden: false,
             etext: self.etext,
@@ -194,7 +211,8 @@ impl Kallsyms {
 }
 
 fn encode(key: &CacheKey, table: &Kallsyms) -> Vec<u8> {
-    let mut out = Vec::with_capacity(table.names.len() + table.syms.len() * 21 + 4096);
+    let names = table.table.names();
+    let mut out = Vec::with_capacity(names.len() + table.table.len() * RECORD_BYTES + 4096);
     out.extend_from_slice(MAGIC);
     key.encode(&mut out);
     put_u64(&mut out, table.etext.unwrap_or(0));
@@ -208,9 +226,10 @@ fn encode(key: &CacheKey, table: &Kallsyms) -> Vec<u8> {
     for m in &table.modules {
         put_str(&mut out, m);
     }
-    put_str(&mut out, &table.names);
-    put_u32(&mut out, table.syms.len() as u32);
-    for s in &table.syms {
+    put_str(&mut out, names);
+    let syms: Vec<KSym> = table.table.iter().collect();
+    put_u32(&mut out, syms.len() as u32);
+    for s in &syms {
         put_u64(&mut out, s.addr);
         put_u32(&mut out, s.name.0);
         put_u32(&mut out, s.name.1);
@@ -220,8 +239,14 @@ fn encode(key: &CacheKey, table: &Kallsyms) -> Vec<u8> {
     out
 }
 
-/// The table in `bytes` if they are a whole cache written under `key`.
-fn decode(bytes: &[u8], key: &CacheKey) -> Option<Kallsyms> {
+/// The table in `backing` if its bytes are a whole cache written under
+/// `key`. The header (key, ranges, modules) is checked here, the records
+/// as they are used (`table`).
+fn decode(backing: Backing, key: &CacheKey) -> Option<Kallsyms> {
+    let bytes = match &backing {
+        Backing::File(f) => &f[..],
+        Backing::Bytes(b) => &b[..],
+    };
     let mut r = Bytes(bytes);
     if r.take(MAGIC.len())? != MAGIC || CacheKey::decode(&mut r)? != *key {
         return None;
@@ -241,31 +266,21 @@ fn decode(bytes: &[u8], key: &CacheKey) -> Option<Kallsyms> {
     for _ in 0..n {
         modules.push(r.str()?);
     }
-    let names = r.str()?;
-    let n = r.count(21)?;
-    let mut syms: Vec<KSym> = Vec::with_capacity(n);
-    for _ in 0..n {
-        let (addr, start, end, module, data) = (r.u64()?, r.u32()?, r.u32()?, r.u32()?, r.u8()?);
-        let sorted = syms.last().is_none_or(|s| s.addr < addr);
-        let named = start <= end && names.get(start as usize..end as usize).is_some();
-        let module = (module != u32::MAX).then_some(module);
-        let in_table = module.is_none_or(|m| (m as usize) < modules.len());
-        if !(sorted && named && in_table && data <= 1) {
-            return None;
-        }
-        syms.push(KSym {
-            addr,
-            name: (start, end),
-            module,
-            data: data == 1,
-        });
-    }
-    if !r.0.is_empty() || syms.is_empty() {
+    let names_len = r.u32()? as usize;
+    let names_at = bytes.len() - r.0.len();
+    r.take(names_len)?;
+    let count = r.count(RECORD_BYTES)?;
+    // The records fill the rest exactly.
+    if r.0.len() != count * RECORD_BYTES || count == 0 {
         return None;
     }
+    let layout = Layout {
+        names: names_at..names_at + names_len,
+        records: bytes.len() - r.0.len(),
+        count,
+    };
     Some(Kallsyms {
-        syms,
-        names,
+        table: SymTable::InPlace { backing, layout },
         modules,
         hidden: false,
         etext,
@@ -294,10 +309,6 @@ impl<'a> Bytes<'a> {
         let (head, rest) = self.0.split_at_checked(n)?;
         self.0 = rest;
         Some(head)
-    }
-
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1)?.first().copied()
     }
 
     fn u32(&mut self) -> Option<u32> {
@@ -367,6 +378,14 @@ ffffffffc0500100 t gone_fn2\t[gone]
         )
         .expect("the cache is written");
         let cached = read_cache(&path, &key("boot-1")).expect("the cache is read back");
+        // Used where it lies, not copied into memory.
+        assert!(matches!(
+            cached.table,
+            SymTable::InPlace {
+                backing: Backing::File(_),
+                ..
+            }
+        ));
         let mut held = 0;
         for addr in (0xffffffff80ff0000u64..0xffffffffc0600000).step_by(0x1000) {
             assert!(whole.holds(addr));
@@ -452,18 +471,24 @@ ffffffffc0500100 t gone_fn2\t[gone]
     fn a_damaged_cache_is_a_miss() {
         let k = key("boot-1");
         let bytes = encode(&k, &full().lasting(&k.modules));
-        assert!(decode(&bytes, &k).is_some());
+        let table = |b: &[u8]| decode(Backing::Bytes(b.to_vec()), &k);
+        assert!(table(&bytes).is_some());
         for cut in 0..bytes.len() {
-            assert!(decode(&bytes[..cut], &k).is_none(), "cut at {cut}");
+            assert!(table(&bytes[..cut]).is_none(), "cut at {cut}");
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(decode(&longer, &k).is_none());
-        // Every byte changed in turn: a miss or a table, never a panic.
+        assert!(table(&longer).is_none());
+        // Every byte changed in turn: a miss or a table whose lookups name
+        // something or nothing, never a panic.
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0xff;
-            let _ = decode(&bad, &k);
+            if let Some(t) = table(&bad) {
+                for addr in [0, 0xffffffff81000150, 0xffffffffc0400010, u64::MAX] {
+                    let _ = (t.find(addr), t.next_start(addr), t.holds(addr));
+                }
+            }
         }
     }
 }
