@@ -14,6 +14,10 @@
 #                  fill the file (their stacks and binaries are another
 #                  recording); needs root (chrt). The kernel leaves 5% of
 #                  each CPU to the rest.
+#   BENCH_PIDS=1   record the workloads' processes only (`-p PID,PID`,
+#                  not `-a`): nothing of the machine's other load (a
+#                  compiler's libLLVM samples made perf report take 24
+#                  minutes on a system-wide file of a busy machine).
 set -eu
 
 scry=$1
@@ -40,7 +44,11 @@ while [ "$i" -lt "$(nproc)" ]; do
     $rt_work "$work/$workload" 1000000000 & echo $! >> "$work/pids"
     i=$((i + 1))
 done
-echo "recording $seconds s system-wide at $freq Hz ($workload)..." >&2
+target="-a" what="system-wide"
+if [ "${BENCH_PIDS:-0}" = 1 ]; then
+    target="-p $(paste -sd, "$work/pids")" what="the workloads' processes"
+fi
+echo "recording $seconds s of $what at $freq Hz ($workload)..." >&2
 # shellcheck disable=SC2086
-$rt_rec "$scry" record -q -a -F "$freq" -g $events -o "$data" -- sleep "$seconds"
+$rt_rec "$scry" record -q $target -F "$freq" -g $events -o "$data" -- sleep "$seconds"
 rm -f "$data.old"

@@ -11,9 +11,17 @@
 #   SCRY_BASE=PATH           also time this one (an earlier build: before/after)
 #   RUNS=N                   runs of each command (default 3; medians printed)
 #   BENCH_FIFO=1             record with the workloads real-time (bench_data.sh)
+#   BENCH_PIDS=0             record system-wide (-a) instead of the
+#                            workloads' processes only (-p, the default)
+#   BENCH_NICE=N             run the timed commands at this nice value
+#                            (e.g. -10 on a machine others share: the
+#                            wall times then measure the tools, not the
+#                            queue for a CPU; default: as started)
 #
-# The recordings (bench/bench_data.sh, cpu-clock only, `-a -F 10000 -g`
-# with a busy workload on every CPU):
+# The recordings (bench/bench_data.sh, cpu-clock only, `-p WORKLOADS -F
+# 10000 -g` with a busy workload on every CPU: the workloads' processes
+# only, so another process's samples (a compiler's libLLVM took perf
+# report 24 minutes) never enter the file):
 #   deep     20 s of workloads/deep (work 24-71 frames down, many distinct
 #            stacks; perf report's cost grows with depth): 400k samples on
 #            2 CPUs
@@ -74,13 +82,15 @@ file() {
     else
         rec=$scry
     fi
-    BENCH_EVENTS="-e cpu-clock" "$repo/bench/bench_data.sh" "$rec" "$work/$1.data" "$2" 10000 "$3" >&2
+    BENCH_EVENTS="-e cpu-clock" BENCH_PIDS=${BENCH_PIDS:-1} "$repo/bench/bench_data.sh" "$rec" "$work/$1.data" "$2" 10000 "$3" >&2
     echo "$work/$1.data"
 }
 deep=$(file deep 20 deep "${SCRY_BENCH_DATA:-}")
 shallow=$(file shallow 10 shallow "${SCRY_BENCH_SHALLOW:-}")
 
 runs=${RUNS:-3}
+nice=
+[ -n "${BENCH_NICE:-}" ] && nice="nice -n $BENCH_NICE "
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 # once NAME COMMAND: one run of COMMAND (a shell string; a pipeline's
@@ -93,7 +103,7 @@ once() {
     old_ifs=$IFS; IFS='|'
     for stage in $*; do
         i=$((i + 1))
-        part="/usr/bin/time -f '%U %S %M' -o $work/stage$i $stage"
+        part="$nice/usr/bin/time -f '%U %S %M' -o $work/stage$i $stage"
         cmd=${cmd:+$cmd |}$part
     done
     IFS=$old_ifs
