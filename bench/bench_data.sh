@@ -32,8 +32,13 @@ trap 'kill $(cat "$work/pids" 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' 
 
 source=$workload
 [ "$workload" = shallow ] && source=cpu7525
+# The workload stays beside the file (OUT-bin/WORKLOAD): a report names
+# its functions from it (in a temporary folder, it was gone by then, and
+# every frame of the workload [unknown], in perf report as in scry's).
+mkdir -p "$data-bin"
+bin="$data-bin/$workload"
 cc -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
-    -o "$work/$workload" "$repo/workloads/$source.c"
+    -o "$bin" "$repo/workloads/$source.c"
 rt_work= rt_rec=
 if [ "${BENCH_FIFO:-0}" = 1 ]; then
     rt_work="chrt -f 1" rt_rec="chrt -f 2"
@@ -41,7 +46,7 @@ fi
 : > "$work/pids"
 i=0
 while [ "$i" -lt "$(nproc)" ]; do
-    $rt_work "$work/$workload" 1000000000 & echo $! >> "$work/pids"
+    $rt_work "$bin" 1000000000 & echo $! >> "$work/pids"
     i=$((i + 1))
 done
 target="-a" what="system-wide"
