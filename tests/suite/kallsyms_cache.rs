@@ -98,7 +98,18 @@ fn kernel_frames_are_named_alike_from_the_kernel_and_from_the_cache() {
     assert_eq!(k, 1, "the boot id is in the cache once");
     std::fs::write(&cache, &foreign).expect("write the cache");
     assert_eq!(report(&data, &home), cold);
-    assert_eq!(std::fs::read(&cache).expect("the cache"), written);
+    // (Not byte for byte the first: the names of the kernel's pseudo
+    // modules, `[bpf]` among them, come and go with other tools' programs.)
+    let rewritten = std::fs::read(&cache).expect("the cache");
+    assert_eq!(
+        replaced(&rewritten, boot_id, boot_id).1,
+        1,
+        "this boot's id"
+    );
+    assert_eq!(
+        replaced(&rewritten, b"do_syscall_6X", b"do_syscall_6X").1,
+        0
+    );
 
     // Damaged caches: cut short, and garbage.
     std::fs::write(&cache, &written[..written.len() / 2]).expect("write the cache");
