@@ -80,41 +80,19 @@ impl CallTree {
     }
 
     /// Adds the path (frames in tree order) of samples weighing
-    /// `(period, samples)`.
+    /// `(period, samples)`: the trees the others are checked against.
+    #[cfg(test)]
     pub(crate) fn insert(
         &mut self,
         profile: &Profile,
         path: impl Iterator<Item = FrameId>,
         (period, samples): (u64, u64),
     ) {
-        let mut at = 0usize;
         self.nodes[0].period += period;
         self.nodes[0].samples += samples;
+        let mut at = 0;
         for frame in path {
-            let sym = profile.keys.sym_of(frame);
-            let found = self.nodes[at]
-                .children
-                .iter()
-                .copied()
-                .find(|&c| self.nodes[c as usize].sym == sym);
-            let child = match found {
-                Some(c) => c as usize,
-                None => {
-                    let c = self.nodes.len();
-                    self.nodes.push(Node {
-                        frame,
-                        sym,
-                        period: 0,
-                        samples: 0,
-                        children: Vec::new(),
-                    });
-                    self.nodes[at].children.push(c as u32);
-                    c
-                }
-            };
-            self.nodes[child].period += period;
-            self.nodes[child].samples += samples;
-            at = child;
+            at = self.add_child(profile, at, frame, (period, samples));
         }
     }
 }
@@ -169,9 +147,38 @@ pub(crate) fn build_trees_above(
             min_period,
         );
     }
-    let mut trees = vec![CallTree::new(); entries.len()];
+    self_trees(profile, ev.event, &wanted, entries.len(), order, min_period)
+}
+
+/// One self stack being walked down its entry's tree (`self_trees`).
+struct Walk<'a> {
+    slot: usize,
+    stack: &'a [FrameId],
+    weight: (u64, u64),
+    /// The node this stack reached at the last depth.
+    node: u32,
+}
+
+/// The `--no-children` trees: each entry's self stacks, built a depth at a
+/// time, so that the nodes under `min_period` (never drawn) are dropped,
+/// with everything below them, before the next depth: built whole, the
+/// callee trees of a deep profile held every distinct stack (28 of the 62
+/// MB of bench/report.sh's deep report). Siblings keep the order in which
+/// the stacks, in the profile's order, first reach them, and each node the
+/// first frame that reached it: the trees one insertion pass builds, less
+/// the nodes under the threshold.
+fn self_trees(
+    profile: &Profile,
+    event: usize,
+    wanted: &FxHashMap<RawKey, usize>,
+    slots: usize,
+    order: GraphOrder,
+    min_period: u64,
+) -> Vec<CallTree> {
+    let mut trees = vec![CallTree::new(); slots];
+    let mut walks = Vec::new();
     for group in &profile.groups {
-        if group.event != ev.event {
+        if group.event != event {
             continue;
         }
         let stack = profile.stack_of(group);
@@ -181,14 +188,126 @@ pub(crate) fn build_trees_above(
         let Some(&slot) = wanted.get(&profile.key_in(group, leaf)) else {
             continue;
         };
-        let weight = (group.period, group.samples);
-        let tree = &mut trees[slot];
-        match order {
-            GraphOrder::Callee => tree.insert(profile, stack.iter().copied(), weight),
-            GraphOrder::Caller => tree.insert(profile, stack.iter().rev().copied(), weight),
-        }
+        let root = &mut trees[slot].nodes[0];
+        root.period += group.period;
+        root.samples += group.samples;
+        walks.push(Walk {
+            slot,
+            stack,
+            weight: (group.period, group.samples),
+            node: 0,
+        });
+    }
+    let mut depth = 0usize;
+    while !walks.is_empty() {
+        // The nodes this depth adds start here in each tree.
+        let firsts: Vec<usize> = trees.iter().map(|t| t.nodes.len()).collect();
+        walks.retain_mut(|w| {
+            let at = match order {
+                GraphOrder::Callee => Some(depth),
+                GraphOrder::Caller => w.stack.len().checked_sub(depth + 1),
+            };
+            let Some(&frame) = at.and_then(|i| w.stack.get(i)) else {
+                return false;
+            };
+            w.node = trees[w.slot].add_child(profile, w.node, frame, w.weight);
+            true
+        });
+        // Where each new node went (None: under the threshold, dropped).
+        let moved: Vec<Vec<Option<u32>>> = trees
+            .iter_mut()
+            .zip(&firsts)
+            .map(|(tree, &first)| tree.drop_new_below(first, min_period))
+            .collect();
+        walks.retain_mut(|w| {
+            let first = firsts[w.slot];
+            let to = (w.node as usize)
+                .checked_sub(first)
+                .and_then(|i| moved[w.slot].get(i).copied().flatten());
+            match to {
+                Some(to) => {
+                    w.node = to;
+                    true
+                }
+                None => false,
+            }
+        });
+        depth += 1;
     }
     trees
+}
+
+impl CallTree {
+    /// The child of `at` for `frame`'s function, made if missing, with
+    /// `(period, samples)` added.
+    fn add_child(
+        &mut self,
+        profile: &Profile,
+        at: u32,
+        frame: FrameId,
+        (period, samples): (u64, u64),
+    ) -> u32 {
+        let sym = profile.keys.sym_of(frame);
+        let at = at as usize;
+        let found = self.nodes[at]
+            .children
+            .iter()
+            .copied()
+            .find(|&c| self.nodes[c as usize].sym == sym);
+        let child = match found {
+            Some(c) => c as usize,
+            None => {
+                let c = self.nodes.len();
+                self.nodes.push(Node {
+                    frame,
+                    sym,
+                    period: 0,
+                    samples: 0,
+                    children: Vec::new(),
+                });
+                self.nodes[at].children.push(c as u32);
+                c
+            }
+        };
+        self.nodes[child].period += period;
+        self.nodes[child].samples += samples;
+        child as u32
+    }
+
+    /// Drops the nodes from `first` on (the last depth's, all leaves)
+    /// whose period is under `min_period`; returns where each went.
+    fn drop_new_below(&mut self, first: usize, min_period: u64) -> Vec<Option<u32>> {
+        let mut moved = Vec::with_capacity(self.nodes.len().saturating_sub(first));
+        let mut next = first;
+        for i in first..self.nodes.len() {
+            if self.nodes[i].period < min_period {
+                moved.push(None);
+            } else {
+                self.nodes.swap(next, i);
+                moved.push(Some(next as u32));
+                next += 1;
+            }
+        }
+        self.nodes.truncate(next);
+        if moved.iter().all(Option::is_some) {
+            return moved;
+        }
+        // Only the nodes before `first` have children among the new ones.
+        for node in &mut self.nodes[..first] {
+            node.children
+                .retain_mut(|c| match (*c as usize).checked_sub(first) {
+                    None => true,
+                    Some(i) => match moved.get(i).copied().flatten() {
+                        Some(to) => {
+                            *c = to;
+                            true
+                        }
+                        None => false,
+                    },
+                });
+        }
+        moved
+    }
 }
 
 #[cfg(test)]
@@ -250,6 +369,64 @@ mod tests {
         let inner = child_named(tree, outer, &mut b, "rec");
         let leaf = child_named(tree, inner, &mut b, "leaf");
         assert_eq!(tree.nodes[leaf as usize].period, 2000);
+    }
+
+    /// `--no-children` trees leave out the nodes under the threshold, and
+    /// all below them, and are otherwise the whole trees: the same nodes,
+    /// periods, frames and sibling order.
+    #[test]
+    fn self_trees_hold_only_what_the_threshold_lets_through() {
+        let mut b = Builder::default();
+        b.sample("app", 1, &["f", "a", "main"], 6);
+        b.sample("app", 1, &["f", "b", "main"], 1);
+        b.sample("app", 1, &["f", "c", "x", "main"], 3);
+        b.sample("app", 1, &["g", "main"], 1);
+        let options = ProfileOptions {
+            children: false,
+            ..ProfileOptions::default()
+        };
+        let profile = Profile::build(&b.samples, &b.frames, &options);
+        let f = entry_index(&profile, &mut b, "f");
+        for order in [GraphOrder::Callee, GraphOrder::Caller] {
+            let whole = &build_trees_above(&profile, 0, &[f], order, 0)[0];
+            let cut = &build_trees_above(&profile, 0, &[f], order, 2000)[0];
+            // The node at each path of names, with its period and frame.
+            fn paths(t: &CallTree, at: u32, path: &mut Vec<FrameId>, out: &mut Vec<String>) {
+                for c in t.sorted_children(at) {
+                    let n = &t.nodes[c as usize];
+                    path.push(n.frame);
+                    out.push(format!("{path:?} {} {}", n.period, n.samples));
+                    paths(t, c, path, out);
+                    path.pop();
+                }
+            }
+            let (mut all, mut kept) = (Vec::new(), Vec::new());
+            paths(whole, 0, &mut Vec::new(), &mut all);
+            paths(cut, 0, &mut Vec::new(), &mut kept);
+            let expected: Vec<String> = all
+                .into_iter()
+                .filter(|line| {
+                    // A path is kept when every node on it is at 2000 or more;
+                    // its own period is the smallest on it.
+                    let period: u64 = line
+                        .split(' ')
+                        .nth_back(1)
+                        .and_then(|p| p.parse().ok())
+                        .unwrap_or(0);
+                    period >= 2000
+                })
+                .collect();
+            assert_eq!(kept, expected, "{order:?}");
+            assert!(cut.nodes.len() < whole.nodes.len(), "{order:?}");
+            assert_eq!(cut.root().period, 10_000);
+        }
+        // Callee order: f, then a (6) before c (3); b (1) is gone.
+        let cut = &build_trees_above(&profile, 0, &[f], GraphOrder::Callee, 2000)[0];
+        let n_f = child_named(cut, 0, &mut b, "f");
+        let n_a = child_named(cut, n_f, &mut b, "a");
+        let n_c = child_named(cut, n_f, &mut b, "c");
+        assert_eq!(cut.sorted_children(n_f), vec![n_a, n_c]);
+        assert_eq!(cut.nodes.len(), 7, "root, f, a, main, c, x, main");
     }
 
     #[test]
