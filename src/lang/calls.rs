@@ -90,6 +90,19 @@ impl Gen<'_> {
                 Ok(Val::int())
             }
             "ntop" => self.ntop(e, args),
+            // bpftrace's address-space annotations: the value itself.
+            "kptr" | "uptr" => {
+                let [arg] = args else {
+                    return Err(LangError::new(
+                        e.span,
+                        format!("{name}() takes one address"),
+                    ));
+                };
+                let v = self.expr(arg)?;
+                self.want_int(v, arg)?;
+                Ok(v)
+            }
+            "strncmp" => self.strncmp(e, args),
             "bswap" => {
                 let [arg] = args else {
                     return Err(LangError::new(e.span, "bswap() takes one integer"));
@@ -113,6 +126,32 @@ impl Gen<'_> {
             }
             _ => Err(LangError::new(e.span, format!("Unknown function: {name}"))),
         }
+    }
+
+    /// `strncmp(a, b, n)`: 0 when the strings agree over their first `n`
+    /// bytes (or up to a common NUL), 1 when not, as bpftrace's; `n` a
+    /// literal.
+    fn strncmp(&mut self, e: &Expr, args: &[Expr]) -> Result<Val, LangError> {
+        let usage = || LangError::new(e.span, "strncmp() takes two strings and a literal length");
+        let [
+            a,
+            b,
+            Expr {
+                kind: ExprKind::Int(n),
+                ..
+            },
+        ] = args
+        else {
+            return Err(usage());
+        };
+        let n = usize::try_from(*n).map_err(|_| usage())?;
+        let (l, r) = (self.expr(a)?, self.expr(b)?);
+        let (Ty::Str(x), Ty::Str(y), Loc::Stack(la), Loc::Stack(rb)) = (l.ty, r.ty, l.loc, r.loc)
+        else {
+            return Err(usage());
+        };
+        self.str_equal(la, rb, x.min(y).min(n), false);
+        Ok(Val::int())
     }
 
     /// `str(ptr)`: the string at a pointer, 63 bytes at most and its NUL

@@ -171,6 +171,8 @@ impl Gen<'_> {
                 self.asm.emit(alu_reg(Alu::Sub, R0, R1));
             }
             "cgroup" => self.asm.emit(call(helper::GET_CURRENT_CGROUP_ID)),
+            "rand" => self.asm.emit(call(helper::GET_PRANDOM_U32)),
+            "numaid" => self.asm.emit(call(helper::GET_NUMA_NODE_ID)),
             "curtask" => return Ok(self.curtask()),
             "func" => {
                 let Some(func) = self.env.func else {
@@ -382,7 +384,7 @@ impl Gen<'_> {
 
     /// r0 = whether the strings at `a` and `b` are equal over their first
     /// `n` bytes or up to a common NUL (`want_equal`), or differ.
-    fn str_equal(&mut self, a: i16, b: i16, n: usize, want_equal: bool) {
+    pub(super) fn str_equal(&mut self, a: i16, b: i16, n: usize, want_equal: bool) {
         let differ = self.asm.label();
         let same = self.asm.label();
         let end = self.asm.label();

@@ -194,7 +194,9 @@ pub(crate) mod helper {
     pub(crate) const MAP_UPDATE_ELEM: i32 = 2;
     pub(crate) const MAP_DELETE_ELEM: i32 = 3;
     pub(crate) const KTIME_GET_NS: i32 = 5;
+    pub(crate) const GET_PRANDOM_U32: i32 = 7;
     pub(crate) const GET_SMP_PROCESSOR_ID: i32 = 8;
+    pub(crate) const GET_NUMA_NODE_ID: i32 = 42;
     pub(crate) const GET_CURRENT_PID_TGID: i32 = 14;
     pub(crate) const GET_CURRENT_UID_GID: i32 = 15;
     pub(crate) const GET_CURRENT_COMM: i32 = 16;

@@ -300,6 +300,22 @@ fn printf_conversions_match_bpftrace_byte_for_byte() {
     assert_eq!(ours, common::run_ok(&mut bpftrace(prog)));
 }
 
+/// `strncmp()`, `kptr()`/`uptr()`, `numaid` and `rand`, as bpftrace
+/// prints them.
+#[test]
+fn strncmp_kptr_numaid_and_rand_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let prog = "BEGIN { printf(\"%d %d %d %d %d %d %d\\n\", strncmp(\"abc\", \"abd\", 2), strncmp(\"abc\", \"abd\", 3), \
+                strncmp(comm, comm, 16), strncmp(\"ab\", \"abc\", 8), kptr(5), uptr(6) + 1, numaid); \
+                @r[rand >= 0] = count(); exit(); }";
+    let ours = common::run_ok(&mut scry_run(prog));
+    assert!(ours.contains("\n0 1 0 1 5 7 0\n"), "{ours}");
+    assert!(ours.contains("\n@r[1]: 1\n"), "{ours}");
+    assert_eq!(ours, common::run_ok(&mut bpftrace(prog)));
+}
+
 /// Bad programs: one message each with the place, exit 2.
 #[test]
 fn bad_programs_say_what_and_where() {
