@@ -53,7 +53,9 @@ impl Gen<'_> {
                 self.stack_builtin(e, name == "ustack", depth)
             }
             "str" => self.str_call(e, args),
-            "ksym" | "usym" => {
+            // kptr()/uptr(): bpftrace's address-space annotations, the
+            // value itself.
+            "ksym" | "usym" | "kptr" | "uptr" => {
                 let [arg] = args else {
                     return Err(LangError::new(
                         e.span,
@@ -62,6 +64,9 @@ impl Gen<'_> {
                 };
                 let v = self.expr(arg)?;
                 self.want_int(v, arg)?;
+                if matches!(name, "kptr" | "uptr") {
+                    return Ok(v);
+                }
                 if name == "ksym" {
                     return Ok(Val {
                         ty: Ty::Ksym,
@@ -90,18 +95,6 @@ impl Gen<'_> {
                 Ok(Val::int())
             }
             "ntop" => self.ntop(e, args),
-            // bpftrace's address-space annotations: the value itself.
-            "kptr" | "uptr" => {
-                let [arg] = args else {
-                    return Err(LangError::new(
-                        e.span,
-                        format!("{name}() takes one address"),
-                    ));
-                };
-                let v = self.expr(arg)?;
-                self.want_int(v, arg)?;
-                Ok(v)
-            }
             "strncmp" => self.strncmp(e, args),
             "bswap" => {
                 let [arg] = args else {
