@@ -1,8 +1,9 @@
 //! `scry convert -i perf.data --to FORMAT [-o FILE]`: a recording →
 //! `symbol::resolve_file` (merged or timed samples, with or without source
 //! lines, as the format wants; for timelines also `analysis::sched`'s runs,
-//! read as `scry sched timehist -i` reads them) → one `render::export`
-//! exporter.
+//! read as `scry sched timehist -i` reads them, and `analysis::pairs`'
+//! event pairs, read as `scry heatmap --latency` reads them) → one
+//! `render::export` exporter.
 //!
 //! `convert_file` and `write_export` are also the `--to` of `scry
 //! flamegraph` (a file, or a command it records); `ToArgs` and
@@ -97,6 +98,7 @@ pub(crate) fn export_stacks(
         }],
         build_ids: Vec::new(),
         runs: &[],
+        pairs: None,
     };
     write_export(format, &input, output, Path::new(tool))
 }
@@ -179,11 +181,20 @@ pub(super) fn convert_file(
         tracker.finish();
         runs = tracker.rows;
     }
+    // Timelines: the event pairs, as `scry heatmap --latency` reads them.
+    let mut pairs = None;
+    if wants.runs && events.iter().any(|e| e.kind == EventKind::Tracepoint) {
+        let (mut feed, _) =
+            super::profile::pairs_of_file(path, &super::profile::FileWatch::default(), true)?;
+        feed.engine.finish();
+        pairs = feed.engine.log.take();
+    }
     let input = ExportInput {
         resolved: &resolved,
         events,
         build_ids,
         runs: &runs,
+        pairs: pairs.as_ref(),
     };
     write_export(format, &input, output, path)
 }

@@ -7,7 +7,8 @@
 //!   renders the file (the hot function on the page, no console error).
 //! - Firefox Profiler: the JSON read back: threads, sample counts, the hot
 //!   stack.
-//! - Chrome trace: each thread's run slices add up to its on-CPU time.
+//! - Chrome trace: each thread's run slices add up to its on-CPU time;
+//!   event pairs (system calls) are slices.
 //! - Bad input: flat samples without stacks, tracepoints into pprof, an
 //!   unknown format, a file that is not perf.data.
 
@@ -23,6 +24,21 @@ use serde_json::Value;
 /// `scry record -F 999 [-g] -o dir/name.data -- cpu7525 CPU_TIME`.
 fn record_cpu7525(dir: &Path, name: &str, stacks: bool, cpu_time: &str) -> PathBuf {
     common::scry_record_cpu7525(dir, name, stacks, cpu_time)
+}
+
+/// `scry record -q ARGS -o data -- WORKLOAD ARGS...` (`workload[0]` a
+/// workload of the suite); what the workload printed.
+fn record(data: &Path, args: &[&str], workload: &[&str]) -> String {
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q"])
+            .args(args)
+            .arg("-o")
+            .arg(data)
+            .arg("--")
+            .arg(common::workload(workload[0]))
+            .args(&workload[1..]),
+    )
 }
 
 /// `scry convert -i data --to format -o out`.
@@ -273,14 +289,18 @@ fn firefox_profile_has_threads_samples_and_markers() {
     require_perf!();
     let dir = common::tempdir();
     let data = dir.path().join("ff.data");
-    let stdout = common::run_ok(
-        common::scry()
-            .args(["record", "-q", "-F", "999", "-g", "-e", "cpu-clock"])
-            .args(["-e", "sched:sched_switch", "-o"])
-            .arg(&data)
-            .arg("--")
-            .arg(common::workload("threads"))
-            .args(["3", "0.2s"]),
+    let stdout = record(
+        &data,
+        &[
+            "-F",
+            "999",
+            "-g",
+            "-e",
+            "cpu-clock",
+            "-e",
+            "sched:sched_switch",
+        ],
+        &["threads", "3", "0.2s"],
     );
     let out = dir.path().join("ff.json");
     convert(&data, "firefox", &out);
@@ -376,13 +396,10 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
     require_perf!();
     let dir = common::tempdir();
     let data = dir.path().join("sw.data");
-    let stdout = common::run_ok(
-        common::scry()
-            .args(["record", "-q", "-e", "sched:sched_switch", "-a", "-o"])
-            .arg(&data)
-            .arg("--")
-            .arg(common::workload("threads"))
-            .args(["2", "0.3s"]),
+    let stdout = record(
+        &data,
+        &["-e", "sched:sched_switch", "-a"],
+        &["threads", "2", "0.3s"],
     );
     let out = dir.path().join("trace.json");
     convert(&data, "chrome-trace", &out);
@@ -402,6 +419,8 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
                 *slices.entry(e["tid"].to_string()).or_default() += dur / 1000.0;
             }
             "i" => assert!(e["ts"].as_f64().is_some() && e["s"] == "t", "{e}"),
+            // Event pairs (blocked time, wakeups): async slices.
+            "b" | "e" => assert!(e["cat"] == "pair" && e["id"].is_u64(), "{e}"),
             "M" => {
                 names.insert(
                     e["tid"].to_string(),
@@ -439,6 +458,53 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
         assert_eq!(names.get(*tid).map(String::as_str), Some("threads"));
     }
     assert_eq!(workers, 2, "{stdout}");
+}
+
+/// Event pairs as slices: sleeper's 20 sleeps of 5 ms, recorded with
+/// raw_syscalls' enter and exit, are 20 `sys_clock_nanosleep` slices of
+/// 5 ms or more on sleeper's process, each begun and ended once.
+#[test]
+fn chrome_trace_pairs_are_slices() {
+    require_kernel!();
+    require_tracefs!();
+    let dir = common::tempdir();
+    let data = dir.path().join("raw.data");
+    let events = [
+        "-e",
+        "raw_syscalls:sys_enter",
+        "-e",
+        "raw_syscalls:sys_exit",
+    ];
+    record(&data, &events, &["sleeper", "20", "5"]);
+    let out = dir.path().join("pairs.json");
+    convert(&data, "chrome-trace", &out);
+    let trace: Value = serde_json::from_slice(&std::fs::read(&out).expect("read")).expect("JSON");
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    let mut sleeps: BTreeMap<u64, (Option<f64>, Option<f64>, i64)> = BTreeMap::new();
+    for e in events.iter().filter(|e| e["name"] == "sys_clock_nanosleep") {
+        let id = e["id"].as_u64().expect("id");
+        let ts = e["ts"].as_f64().expect("ts");
+        let slot = sleeps.entry(id).or_default();
+        slot.2 = e["pid"].as_i64().expect("pid");
+        match e["ph"].as_str() {
+            Some("b") => assert!(slot.0.replace(ts).is_none(), "begun twice: {e}"),
+            Some("e") => assert!(slot.1.replace(ts).is_none(), "ended twice: {e}"),
+            _ => panic!("not a pair slice: {e}"),
+        }
+    }
+    assert_eq!(sleeps.len(), 20, "{sleeps:?}");
+    let process = events
+        .iter()
+        .find(|e| e["name"] == "process_name" && e["args"]["name"] == "sleeper")
+        .and_then(|e| e["pid"].as_i64())
+        .expect("sleeper's process");
+    for (begin, end, pid) in sleeps.values() {
+        let (Some(begin), Some(end)) = (begin, end) else {
+            panic!("an unpaired slice: {sleeps:?}");
+        };
+        assert!(end - begin >= 5000.0, "a 5 ms sleep of {} us", end - begin);
+        assert_eq!(*pid, process);
+    }
 }
 
 /// speedscope's built page from the npm package (`npm install -g

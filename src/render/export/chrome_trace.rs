@@ -11,8 +11,14 @@
 //! run. A run that began before the recording has no start and no slice.
 //! The idle task's events (tid 0) get a track per CPU. Other tracepoints are
 //! thread-scoped instants (`i`); sched_switch samples are already the
-//! slices. Timestamps are microseconds (the format's unit) from the first
-//! event, with nanosecond fractions. Sampled profiles (cpu-clock, cycles)
+//! slices. Event pairs (`analysis::pairs`: a system call's enter to its
+//! exit, a wakeup to the switch-in, blocked time, interrupts, faults; the
+//! pairs `scry profile` and the latency heat maps count) are async slices
+//! (`b`/`e`, category `pair`, named for the pair) on their task's process:
+//! they overlap the run slices of their thread (a system call spans
+//! switches), which a thread's own track cannot nest. Timestamps are
+//! microseconds (the format's unit) from the first event, with nanosecond
+//! fractions. Sampled profiles (cpu-clock, cycles)
 //! are not timelines: they are left out, and said so.
 //!
 //! Events are written one at a time, so a large recording is not held
@@ -24,6 +30,7 @@ use std::io::Write;
 use serde_json::json;
 
 use super::{EventKind, ExportError, ExportInput, ExportResult, ExportSummary, Exporter};
+use crate::analysis::pairs::Scope;
 
 /// The Chrome trace exporter.
 pub(crate) struct ChromeTrace;
@@ -77,7 +84,8 @@ impl Exporter for ChromeTrace {
             }
         }
         let runs: Vec<_> = input.runs.iter().filter(|r| r.run.is_some()).collect();
-        if runs.is_empty() && instants.is_empty() {
+        let pairs = input.pairs.map_or(&[][..], |log| &log.pairs[..]);
+        if runs.is_empty() && instants.is_empty() && pairs.is_empty() {
             return Err(ExportError::Unsupported {
                 format: "chrome-trace",
                 what: format!(
@@ -92,11 +100,13 @@ impl Exporter for ChromeTrace {
             .iter()
             .map(run_start)
             .chain(instants.iter().map(|&i| resolved.samples[i].time))
+            .chain(pairs.iter().map(|p| p.2.saturating_sub(p.3)))
             .min()
             .unwrap_or(0);
         let mut names: BTreeMap<(i64, i64), String> = BTreeMap::new();
         let comm_of: HashMap<i32, &str> =
             resolved.samples.iter().map(|s| (s.tid, &*s.comm)).collect();
+        let pid_of: HashMap<i32, i32> = resolved.samples.iter().map(|s| (s.tid, s.pid)).collect();
         out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
         let mut w = EventWriter { out, first: true };
         for r in &runs {
@@ -134,6 +144,29 @@ impl Exporter for ChromeTrace {
             names
                 .entry((pid, tid))
                 .or_insert_with(|| s.comm.to_string());
+        }
+        let labels = input.pairs.map_or(&[][..], |log| &log.labels[..]);
+        for (id, (label, scope, end, duration)) in pairs.iter().enumerate() {
+            let (pid, tid) = match *scope {
+                Scope::Task(tid) => track(pid_of.get(&tid).copied().unwrap_or(tid), tid, 0),
+                Scope::Cpu(cpu) => track(0, 0, cpu),
+                // A global hook's sections (one per timer, ...): its own
+                // process of tracks.
+                Scope::Global(_) => (-1, -1),
+            };
+            let name = labels.get(*label as usize).map_or("pair", String::as_str);
+            let start = end.saturating_sub(*duration);
+            for (ph, ts) in [("b", start), ("e", *end)] {
+                w.push(&json!({
+                    "name": name, "cat": "pair", "ph": ph, "id": id,
+                    "ts": micros(ts, base), "pid": pid, "tid": tid,
+                }))?;
+            }
+            if let Scope::Task(t) = *scope {
+                names
+                    .entry((pid, tid))
+                    .or_insert_with(|| comm_of.get(&t).map_or(format!("{t}"), |c| c.to_string()));
+            }
         }
         for ((pid, tid), comm) in &names {
             w.push(&json!({

@@ -22,6 +22,7 @@ pub(crate) mod speedscope;
 
 use std::io::Write;
 
+use crate::analysis::pairs::PairLog;
 use crate::analysis::sched::TimehistRow;
 use crate::model::sample::{Frame, FrameKind};
 use crate::symbol::{Resolved, dso_short_name};
@@ -70,6 +71,10 @@ pub(crate) struct ExportInput<'a> {
     /// time) when the format wants them and the file has sched_switch;
     /// empty otherwise.
     pub(crate) runs: &'a [TimehistRow],
+    /// Event pairs (`analysis::pairs`, as `scry profile` and the latency
+    /// heat maps pair them: system calls, wakeups, blocked time, ...) when
+    /// the format wants runs and the file has tracepoints; none otherwise.
+    pub(crate) pairs: Option<&'a PairLog>,
 }
 
 impl ExportInput<'_> {
@@ -90,7 +95,8 @@ pub(crate) struct Wants {
     pub(crate) merged: bool,
     /// Source lines per frame (`Frame::srcline`).
     pub(crate) srcline: bool,
-    /// Scheduler runs from sched_switch (`ExportInput::runs`).
+    /// Scheduler runs from sched_switch (`ExportInput::runs`) and the
+    /// event pairs (`ExportInput::pairs`).
     pub(crate) runs: bool,
 }
 
