@@ -130,18 +130,7 @@ pub(crate) fn render_print_fmt(
             literal_start = i;
             continue;
         }
-        let mut spec = Spec::default();
-        while let Some(&c) = bytes.get(i) {
-            match c {
-                b'-' => spec.left = true,
-                b'0' => spec.zero = true,
-                b'+' => spec.plus = true,
-                b' ' => spec.space = true,
-                b'#' => spec.alt = true,
-                _ => break,
-            }
-            i += 1;
-        }
+        let mut spec = Spec::read_flags(bytes, &mut i);
         spec.width = read_count(bytes, &mut i, &mut || {
             let (v, _) = eval(next_arg()?, ctx)?.as_int()?;
             Ok(v as i64 as i32)

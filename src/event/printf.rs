@@ -21,6 +21,26 @@ pub(crate) struct Spec {
     pub(crate) precision: Option<i32>,
 }
 
+impl Spec {
+    /// The flags (`-0+ #`) at `bytes[*at..]`, `*at` moved past them; width
+    /// and precision are still to read ([`read_count`]).
+    pub(crate) fn read_flags(bytes: &[u8], at: &mut usize) -> Spec {
+        let mut spec = Spec::default();
+        while let Some(&c) = bytes.get(*at) {
+            match c {
+                b'-' => spec.left = true,
+                b'0' => spec.zero = true,
+                b'+' => spec.plus = true,
+                b' ' => spec.space = true,
+                b'#' => spec.alt = true,
+                _ => break,
+            }
+            *at += 1;
+        }
+        spec
+    }
+}
+
 /// The widest field (width or precision) a conversion gets. A `*` width
 /// comes from the record: 2^31-1 there made one line 2 GB. The kernel's
 /// own `trace` text stops a line at a page (`trace_seq`), so nothing real

@@ -68,18 +68,7 @@ fn pieces(format: &str) -> Result<Vec<Piece<'_>>, FormatError> {
         }
         let bytes = rest.as_bytes();
         let mut at = 0;
-        let mut spec = Spec::default();
-        while let Some(&c) = bytes.get(at) {
-            match c {
-                b'-' => spec.left = true,
-                b'0' => spec.zero = true,
-                b'+' => spec.plus = true,
-                b' ' => spec.space = true,
-                b'#' => spec.alt = true,
-                _ => break,
-            }
-            at += 1;
-        }
+        let mut spec = Spec::read_flags(bytes, &mut at);
         let mut star = || Err(FormatError::Unknown('*'));
         spec.width = read_count(bytes, &mut at, &mut star)?;
         if bytes.get(at) == Some(&b'.') {
