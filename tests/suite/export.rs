@@ -7,7 +7,9 @@
 //!   renders the file (the hot function on the page, no console error).
 //! - Firefox Profiler: the JSON read back: threads, sample counts, the hot
 //!   stack.
-//! - Chrome trace: each thread's run slices add up to its on-CPU time;
+//! - Chrome trace: speedscope (its Trace Event Format importer) in
+//!   headless Chromium lists each thread with its run slices' time; each
+//!   thread's run slices add up to its on-CPU time;
 //!   event pairs (system calls) are slices.
 //! - Bad input: flat samples without stacks, tracepoints into pprof, an
 //!   unknown format, a file that is not perf.data.
@@ -578,4 +580,94 @@ fn speedscope_renders_in_headless_chromium() {
     for name in ["hot_a", "hot_b", "cpu7525 (pid"] {
         assert!(dom.contains(name), "{name} is not on the page:\n{dom}");
     }
+}
+
+/// A speedscope weight as the page prints it (`207.04ms`, `365.87µs`,
+/// `1.02s`), in milliseconds.
+fn speedscope_ms(text: &str) -> Option<f64> {
+    let (number, scale) = [("ms", 1.0), ("µs", 1e-3), ("ns", 1e-6), ("s", 1e3)]
+        .iter()
+        .find_map(|(unit, scale)| Some((text.strip_suffix(unit)?, *scale)))?;
+    Some(number.parse::<f64>().ok()? * scale)
+}
+
+/// The Chrome trace export loaded by a consumer that runs here: speedscope
+/// imports the Trace Event Format (its run slices, 'X' events, become a
+/// profile per thread). Its page, in headless Chromium, lists each worker
+/// of `threads` as `threads (pid P), threads (tid T)` (its process and
+/// thread names from the metadata events) with a weight that
+/// is the thread's run slices: within the bounds of
+/// `chrome_trace_run_slices_add_up_to_cpu_time` of the CPU time the thread
+/// measured; no error in the console.
+#[test]
+fn chrome_trace_renders_in_speedscope() {
+    require_kernel!();
+    require_tracefs!();
+    if !common::gate(speedscope_page().map(drop)) || !common::gate(common::chromium().map(drop)) {
+        return;
+    }
+    let page = speedscope_page().expect("speedscope page");
+    let dir = common::tempdir();
+    let data = dir.path().join("sw.data");
+    let stdout = record(
+        &data,
+        &["-e", "sched:sched_switch", "-a"],
+        &["threads", "2", "0.2s"],
+    );
+    let out = dir.path().join("trace.json");
+    convert(&data, "chrome-trace", &out);
+    let text = std::fs::read_to_string(&out).expect("read");
+    let loader = dir.path().join("load.js");
+    std::fs::write(
+        &loader,
+        format!(
+            "speedscope.loadFileFromBase64('trace.json', \
+             btoa(unescape(encodeURIComponent(JSON.stringify({text})))))"
+        ),
+    )
+    .expect("write loader");
+    let url = format!(
+        "file://{}#localProfilePath={}&view=sandwich",
+        page.display(),
+        loader.display()
+    );
+    let (dom, console) = common::headless_dom(&url, &dir.path().join("chromium"));
+    assert!(
+        console
+            .iter()
+            .any(|l| l.contains("Importing as Trace Event Format profile")),
+        "speedscope did not import the file as trace events:\n{}",
+        console.join("\n")
+    );
+    let errors: Vec<&String> = console
+        .iter()
+        .filter(|l| l.contains("ERROR:CONSOLE") || l.contains("Uncaught") || l.contains("rror"))
+        .collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    let mut workers = 0;
+    for line in stdout.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let ["done", _, "tid", tid, "cpu_ms", cpu] = words.as_slice() else {
+            continue;
+        };
+        workers += 1;
+        let cpu: f64 = cpu.parse().expect("cpu_ms");
+        // The profile list's row: <span>NAME</span></td><td ...>WEIGHT</td>.
+        let suffix = format!("), threads (tid {tid})</span></td>");
+        let row = dom
+            .split_once(&suffix)
+            .unwrap_or_else(|| panic!("tid {tid} is not on the page:\n{dom}"))
+            .1;
+        let weight = row
+            .split_once('>')
+            .and_then(|(_, rest)| rest.split_once('<'))
+            .and_then(|(w, _)| speedscope_ms(w))
+            .unwrap_or_else(|| panic!("no weight after tid {tid}: {}", &row[..row.len().min(200)]));
+        eprintln!("tid {tid}: speedscope shows {weight:.3} ms, the thread measured {cpu:.3} ms");
+        assert!(
+            (cpu * 0.5..=cpu * 1.05 + 1.0).contains(&weight),
+            "tid {tid}: speedscope weighs {weight:.3} ms for the {cpu:.3} ms of CPU the thread measured"
+        );
+    }
+    assert_eq!(workers, 2, "{stdout}");
 }
