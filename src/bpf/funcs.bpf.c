@@ -16,7 +16,9 @@
 // bcc (without -l), a call made inside another probed call overwrites the
 // outer's start, so only the innermost of nested calls is timed. `totals`
 // holds the nanoseconds and the calls timed (only growing, read as
-// differences) for bcc's `avg = ...` line.
+// differences) for bcc's `avg = ...` line. With `filter_cgroup`
+// (libbpf-tools' -c), only calls entered by a task under the cgroup are
+// timed.
 //
 // The uprobes' pid filter (the perf event's target process) does the -p
 // filtering: other processes sharing a library never trap.
@@ -36,6 +38,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define HIST_KEY __u64
 #include "task.bpf.h"
 #include "task_hist.bpf.h"
+#include "cgroup.bpf.h"
 
 // The most functions one run probes (bcc's probe limit is 1000).
 #define MAX_FUNCS 1024
@@ -72,6 +75,8 @@ int scry_fc_count(struct pt_regs *ctx)
 SEC("uprobe")
 int scry_fl_entry(struct pt_regs *ctx)
 {
+	if (!in_cgroup())
+		return 0;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 ts = bpf_ktime_get_ns();
 	bpf_map_update_elem(&starts, &tid, &ts, BPF_ANY);

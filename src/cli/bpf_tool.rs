@@ -264,9 +264,9 @@ impl TimedArgs {
     }
 }
 
-/// libbpf-tools' `-c CG` (cpudist, runqlat, hardirqs): only the tasks
+/// libbpf-tools' `-c CG` (cpudist, runqlat, hardirqs, funclatency): only the tasks
 /// under one cgroup v2 directory.
-#[derive(clap::Args, Clone, Debug)]
+#[derive(clap::Args, Clone, Debug, Default)]
 pub(crate) struct CgroupArg {
     /// Only the tasks under this cgroup v2 directory (/sys/fs/cgroup/...).
     #[arg(short = 'c', long = "cgroup", value_name = "CG")]

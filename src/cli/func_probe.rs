@@ -64,7 +64,13 @@ pub(crate) struct Probed {
 
 /// Parses and finds the functions, forks the command (if any) and loads
 /// the probes on them.
-pub(crate) fn load(tool: &str, args: &FuncProbeArgs, mode: FuncsMode) -> anyhow::Result<Probed> {
+/// `cgroup`: funclatency's `-c` (only that cgroup's tasks are timed).
+pub(crate) fn load(
+    tool: &str,
+    args: &FuncProbeArgs,
+    mode: FuncsMode,
+    cgroup: &bpf_tool::CgroupArg,
+) -> anyhow::Result<Probed> {
     if args.target.pid.is_some() && !args.command.is_empty() {
         bail!("{tool}: -p and a command exclude each other");
     }
@@ -75,6 +81,7 @@ pub(crate) fn load(tool: &str, args: &FuncProbeArgs, mode: FuncsMode) -> anyhow:
         FuncPattern::User { binary, glob } => (binary, glob),
         other => bail!("{tool}: {}", refusal(&other)),
     };
+    let cgroup = cgroup.open(tool)?;
     let names = NameMatch::new(&glob, args.regexp).map_err(|e| anyhow!("{tool}: {e}"))?;
     let program = args.command.first().map(Path::new);
     let path = func_sites::find_binary(&binary, &args.pattern, args.target.pid, program)
@@ -97,7 +104,7 @@ pub(crate) fn load(tool: &str, args: &FuncProbeArgs, mode: FuncsMode) -> anyhow:
             .map(|f| (found.path.clone(), f.file_offset))
             .collect(),
     };
-    let bpf = bpf_tool::load(tool, || FuncsBpf::load(mode, &sites))?;
+    let bpf = bpf_tool::load(tool, || FuncsBpf::load(mode, &sites, cgroup.as_ref()))?;
     bpf_tool::print_hooks(tool, &bpf.hooks(), args.table.verbose);
     Ok(Probed {
         bpf,

@@ -25,7 +25,9 @@ pub(crate) struct FunccountArgs {
 }
 
 pub(crate) fn run(args: FunccountArgs) -> anyhow::Result<()> {
-    let probed = func_probe::load("funccount", &args.probe, FuncsMode::Count { cpu: args.cpu })?;
+    let mode = FuncsMode::Count { cpu: args.cpu };
+    let no_cgroup = bpf_tool::CgroupArg::default();
+    let probed = func_probe::load("funccount", &args.probe, mode, &no_cgroup)?;
     let mut out = io::stdout().lock();
     probed.header(&mut out, &args.probe)?;
     let names = probed.names.clone();

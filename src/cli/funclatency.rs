@@ -1,7 +1,8 @@
 //! `scry funclatency` (bcc's funclatency, for user functions): the time
 //! from entry to return of every function a pattern matches, timed in the
 //! kernel by a uprobe and a uretprobe on each, as log2 histograms in
-//! nanoseconds (`-u` microseconds, `-m` milliseconds): one (`-p` or a
+//! nanoseconds (`-u` microseconds, `-m` milliseconds), `-c` a cgroup's
+//! tasks only (libbpf-tools'): one (`-p` or a
 //! command, without `-F`), else one per function and process, as bcc;
 //! then bcc's `avg = ...` line. As bcc without `-l`, only the innermost of
 //! nested probed calls is timed. Wiring only: `cli::func_probe` →
@@ -30,6 +31,8 @@ pub(crate) struct FunclatencyArgs {
     #[arg(short = 'F', long = "function")]
     function: bool,
     #[command(flatten)]
+    cgroup: bpf_tool::CgroupArg,
+    #[command(flatten)]
     probe: FuncProbeArgs,
 }
 
@@ -43,6 +46,7 @@ pub(crate) fn run(args: FunclatencyArgs) -> anyhow::Result<()> {
         "funclatency",
         &args.probe,
         FuncsMode::Latency { unit_div: div },
+        &args.cgroup,
     )?;
     let mut out = io::stdout().lock();
     probed.header(&mut out, &args.probe)?;

@@ -43,7 +43,13 @@ pub(crate) struct FuncsBpf {
 }
 
 impl FuncsBpf {
-    pub(crate) fn load(mode: FuncsMode, sites: &FuncSites) -> io::Result<FuncsBpf> {
+    /// Loads the program and attaches it at every site; with `cgroup`
+    /// (latency only), only the tasks under that cgroup directory count.
+    pub(crate) fn load(
+        mode: FuncsMode,
+        sites: &FuncSites,
+        cgroup: Option<&std::fs::File>,
+    ) -> io::Result<FuncsBpf> {
         if sites.sites.len() > MAX_FUNCS {
             return Err(io::Error::other(format!(
                 "{} functions match: at most {MAX_FUNCS} can be probed",
@@ -64,11 +70,13 @@ impl FuncsBpf {
                     }
                     FuncsMode::Latency { unit_div } => rodata.unit_div = unit_div.max(1),
                 }
+                rodata.filter_cgroup = cgroup.is_some();
                 Ok(())
             },
             GroupRules::skipping(skip),
             Attach::Later,
         )?;
+        super::bpf_execsnoop::fill_cgroup(&loaded.skel.maps.cgroup_map, cgroup)?;
         for (index, (path, offset)) in sites.sites.iter().enumerate() {
             let site = (path.as_path(), *offset);
             let cookie = index as u64;

@@ -271,11 +271,11 @@ fn syscount_counts_one_cgroup_as_libbpf_tools() {
 }
 
 /// A cgroup v2 directory of this test's own, removed when dropped.
-struct TestCgroup(std::path::PathBuf);
+pub(crate) struct TestCgroup(pub(crate) std::path::PathBuf);
 
 impl TestCgroup {
     /// None (after the gate said why) without a cgroup v2 hierarchy.
-    fn new(name: &str) -> Option<TestCgroup> {
+    pub(crate) fn new(name: &str) -> Option<TestCgroup> {
         let Some(root) = cgroup2_root() else {
             assert!(!common::kernel_tests_required(), "no cgroup v2 hierarchy");
             return None;
@@ -285,7 +285,7 @@ impl TestCgroup {
         Some(TestCgroup(dir))
     }
 
-    fn arg(&self) -> String {
+    pub(crate) fn arg(&self) -> String {
         self.0.to_str().expect("utf-8").to_string()
     }
 }

@@ -301,6 +301,41 @@ fn funccount_and_funclatency_take_a_regex_with_r() {
     ]);
 }
 
+/// libbpf-tools' funclatency `-c CG`: two runs of the workload on the
+/// same binary, one moved into a cgroup of its own (3 naps), the other
+/// not (5 naps); scry's funclatency of every process with `-c` times the
+/// cgroup's 3 naps only.
+#[test]
+fn funclatency_with_c_times_one_cgroups_calls() {
+    if !require_root_and("funclatency") {
+        return;
+    }
+    let Some(cg) = crate::bpf_tools::TestCgroup::new("funclatency") else {
+        return;
+    };
+    let wl = workload();
+    let inside = waiting(&["0", "3", "1"]);
+    std::fs::write(cg.0.join("cgroup.procs"), inside.id().to_string())
+        .expect("moved into the cgroup");
+    let outside = waiting(&["0", "5", "1"]);
+    let ours = Tracer::start(
+        scry_tool(&[
+            "funclatency",
+            "-c",
+            &cg.arg(),
+            "-x",
+            path_str(&wl),
+            "fn_nap",
+        ]),
+        2,
+    );
+    go(inside);
+    go(outside);
+    let (lines, err) = ours.stop();
+    let text = lines.join("\n");
+    assert_eq!(common::hist_total(&text), 3, "{text}\n{err}");
+}
+
 #[test]
 fn funccount_and_funclatency_refuse_bad_input_in_one_line() {
     if !require_root_and("funclatency") {
