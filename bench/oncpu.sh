@@ -15,7 +15,8 @@
 # included): the BPF programs run in the sampled tasks, not in the tool, in
 # scry's and bpftrace's case alike. Peak RSS is /usr/bin/time's %M.
 #
-# Start CPU: the CPU time (user + system, /usr/bin/time) of a start
+# Start CPU: the CPU time (perf stat's task-clock, ms: /usr/bin/time's
+# 10 ms steps round scry's to 0) of a start
 # followed by an end at once, which the load of a shared machine does not
 # stretch as it stretches wall times: `scry profile-bpf -F 99 -p PID` of a
 # process that exits 0.2 s later (no sample to name), against
@@ -155,17 +156,19 @@ for _ in $(seq "$REPS"); do
     ready bpftrace_ready ready bpftrace -e 'BEGIN { printf("ready\n"); } profile:hz:99 { @[kstack, ustack, comm] = count(); }'
     ready bpftrace_first sample bpftrace -e 'profile:hz:99 { printf("sample\n"); exit(); }'
 done
+# task_ms NAME: the task-clock (ms) of `perf stat -x,` in $out/t, appended to $out/NAME.
+task_ms() { awk -F, '$3 == "task-clock" {printf "%.2f\n", $1}' "$out/t" >>"$out/$1"; }
 for _ in $(seq "$REPS"); do
     sleep 0.2 & nap=$!
-    /usr/bin/time -f "%U %S" -o "$out/t" timeout -s KILL 60 "$scry" profile-bpf -F 99 -p "$nap" >/dev/null 2>&1 || true
-    awk '{printf "%.3f\n", $1 + $2}' "$out/t" >>"$out/scry_start_cpu"
+    perf stat -x, -e task-clock -o "$out/t" -- timeout -s KILL 60 "$scry" profile-bpf -F 99 -p "$nap" >/dev/null 2>&1 || true
+    task_ms scry_start_cpu
     wait "$nap" || true
-    /usr/bin/time -f "%U %S" -o "$out/t" timeout -s KILL 60 bpftrace \
+    perf stat -x, -e task-clock -o "$out/t" -- timeout -s KILL 60 bpftrace \
         -e 'BEGIN { exit(); } profile:hz:99 { @[kstack, ustack, comm] = count(); }' >/dev/null 2>&1 || true
-    awk '{printf "%.3f\n", $1 + $2}' "$out/t" >>"$out/bpftrace_start_cpu"
+    task_ms bpftrace_start_cpu
 done
 s_start_cpu=$(median scry_start_cpu) b_start_cpu=$(median bpftrace_start_cpu)
-echo "start CPU (median of $REPS): scry ${s_start_cpu} s, bpftrace ${b_start_cpu} s (start and end, no samples)   scry / bpftrace $(ratio "$s_start_cpu" "$b_start_cpu")"
+echo "start CPU (median of $REPS): scry ${s_start_cpu} ms, bpftrace ${b_start_cpu} ms (start and end, no samples)   scry / bpftrace $(ratio "$s_start_cpu" "$b_start_cpu")"
 s_start=$(median scry_start) b_ready=$(median bpftrace_ready) b_first=$(median bpftrace_first)
 echo "start (median of $REPS): scry ${s_start} s to attached (first sample within 1/99 s more), bpftrace ${b_ready} s to attached, ${b_first} s to its first sample"
 echo "start scry / bpftrace attached $(ratio "$s_start" "$b_ready")   scry / bpftrace first sample $(ratio "$s_start" "$b_first")"
