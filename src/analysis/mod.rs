@@ -41,6 +41,7 @@ pub(crate) mod syscalls;
 pub(crate) mod syscount;
 #[cfg(test)]
 pub(crate) mod testing;
+pub(crate) mod top;
 pub(crate) mod vfsstat;
 
 // The sample model and the hasher live below `symbol` (in `model`); these

@@ -7,7 +7,9 @@
 //! `RecordHandler` through the one dispatcher (`data::handler::dispatch`):
 //! the same typed records and the same calls the perf.data reader makes
 //! (`PerfReader::feed`), so analysis code is shared between live and file
-//! input. `run_threaded` drains on a thread of its own.
+//! input. `run_threaded` drains on a thread of its own; `run_live` is the
+//! whole live run of a consumer (`top`'s view, the feeds of `offcpu`,
+//! `sched` and `profile`), a web viewer's too.
 
 use std::io;
 use std::time::Duration;
@@ -233,4 +235,39 @@ pub(crate) fn run_threaded<C: LiveConsumer>(
         dropped_rounds: dropped.load(Ordering::Relaxed),
         per_cpu,
     })
+}
+
+/// Runs `consumer` live over `session`: the attributes and sample ids to a
+/// `LiveSink`, the state in /proc first (every process with
+/// `all_processes`), then the counters on and the rings drained
+/// (`run_threaded`) until the target exits, a signal comes or the
+/// consumer's `tick` says stop. Returns the consumer and the outcome.
+pub(crate) fn run_live<C: LiveConsumer>(
+    mut session: super::Session,
+    signals: crate::sys::signal::SignalPipe,
+    consumer: C,
+    all_processes: bool,
+) -> Result<(C, LiveOutcome), super::CaptureError> {
+    let context = |what: &str, e: io::Error| {
+        super::CaptureError::System(io::Error::new(e.kind(), format!("{what}: {e}")))
+    };
+    let ids = session
+        .ids()
+        .map_err(|e| context("reading sample ids", e))?;
+    let attrs: Vec<(Vec<u8>, Vec<u64>)> = session
+        .attrs
+        .iter()
+        .map(crate::sys::perf_event::attr_bytes)
+        .zip(ids)
+        .collect();
+    let mut sink =
+        LiveSink::new(&attrs, consumer).map_err(|e| context("parsing the event attributes", e))?;
+    let mut synthesized = Vec::new();
+    session.synthesize(all_processes, &mut synthesized);
+    sink.records(0, &synthesized)
+        .and_then(|()| sink.round_done())
+        .map_err(super::CaptureError::System)?;
+    session.start()?;
+    let outcome = run_threaded(session, signals, &mut sink)?;
+    Ok((sink.consumer, outcome))
 }

@@ -19,8 +19,7 @@ pub(crate) mod trace;
 pub(crate) mod trace_sink;
 
 pub(crate) use session::{
-    CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, RecordSink, Sampling, Session, StopReason,
-    Target,
+    CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, Sampling, Session, StopReason, Target,
 };
 
 use std::io;

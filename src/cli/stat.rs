@@ -187,7 +187,7 @@ impl StatArgs {
             Subject::SystemWide
         } else if let Some(list) = &self.target.cpu {
             Subject::Cpus(list.clone())
-        } else if let Some(p) = &self.target.pid {
+        } else if let Some(p) = &self.target.pid.pid {
             Subject::Pid(p.clone())
         } else if let Some(t) = &self.target.tid {
             Subject::Tid(t.clone())

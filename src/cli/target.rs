@@ -20,10 +20,10 @@ use scry::capture::{CallGraph, DEFAULT_FP_STACK_SIZE, Sampling, Target};
 
 /// `-p`, `-t`, `-a`, `-C`.
 #[derive(Args, Debug)]
+#[command(mut_arg("pid", |a| a.help("Watch these processes (all their threads): PID[,PID...]")))]
 pub(crate) struct TargetArgs {
-    /// Watch these processes (all their threads): PID[,PID...].
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
-    pub(crate) pid: Option<String>,
+    #[command(flatten)]
+    pub(crate) pid: PidsArg,
     /// Watch these threads: TID[,TID...].
     #[arg(short = 't', long = "tid", value_name = "TID")]
     pub(crate) tid: Option<String>,
@@ -40,7 +40,7 @@ impl TargetArgs {
     pub(crate) fn to_target(&self, command: &[OsString]) -> anyhow::Result<Target> {
         Ok(Target {
             command: command.to_vec(),
-            pids: parse_id_list(self.pid.as_deref(), "-p")?,
+            pids: self.pid.pids()?,
             tids: parse_id_list(self.tid.as_deref(), "-t")?,
             system_wide: self.all_cpus,
             cpus: parse_cpus(self.cpu.as_deref())?,
@@ -48,8 +48,9 @@ impl TargetArgs {
     }
 }
 
-/// `-p PID[,PID...]` of the commands that watch processes live: `trace`,
-/// `flamegraph` and, in [`WatchArgs`], `offcpu`, `sched`, `profile`. A
+/// `-p PID[,PID...]` of the commands that watch processes: `trace`,
+/// `flamegraph`, `top`, in [`TargetArgs`] `record` and `stat`, and in
+/// [`WatchArgs`] `offcpu`, `sched`, `profile`. A
 /// command whose help says more rewords it with
 /// `#[command(mut_arg("pid", ...))]`.
 #[derive(Args, Debug)]

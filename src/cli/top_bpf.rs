@@ -19,6 +19,7 @@ use std::io;
 
 use scry::analysis::profile::SortKey;
 use scry::analysis::sample::{FrameTable, ResolvedSample};
+use scry::analysis::top::{Interval, KernelCounts};
 use scry::capture::{CallGraph, CaptureOptions, Sampling};
 use scry::symbol::ResolveOptions;
 use scry::symbol::raw_stacks::{RawStack, RawStackResolver};
@@ -98,16 +99,6 @@ pub(super) fn kernel_settings(
     })
 }
 
-/// What one interval counted, for top's status line.
-#[derive(Debug, Default)]
-pub(super) struct Interval {
-    pub(crate) samples: u64,
-    /// Samples taken in the kernel.
-    pub(crate) kernel: u64,
-    /// Samples not counted so far (the counts map was full).
-    pub(crate) dropped: u64,
-}
-
 /// The program loaded and its counts named interval by interval.
 #[derive(Debug)]
 pub(super) struct KernelTop {
@@ -148,9 +139,11 @@ impl KernelTop {
     pub(super) fn hooks(&self) -> Vec<scry::sys::bpf_engine::Hook> {
         self.bpf.hooks()
     }
+}
 
+impl KernelCounts for KernelTop {
     /// Takes the interval's counts into the resolver.
-    pub(super) fn take_interval(&mut self) -> io::Result<Interval> {
+    fn take_interval(&mut self) -> io::Result<Interval> {
         let sums = self.bpf.take()?;
         let mut interval = Interval {
             dropped: self.bpf.dropped()?,
@@ -197,7 +190,7 @@ impl KernelTop {
     }
 
     /// The samples taken since the last call, each weighing its count.
-    pub(super) fn take_samples(&mut self) -> Vec<ResolvedSample> {
+    fn take_samples(&mut self) -> Vec<ResolvedSample> {
         let mut samples = self.raw.take_samples();
         for (sample, &count) in samples.iter_mut().zip(&self.counts) {
             sample.count = count;
@@ -207,7 +200,7 @@ impl KernelTop {
         samples
     }
 
-    pub(super) fn frames(&self) -> &FrameTable {
+    fn frames(&self) -> &FrameTable {
         self.raw.frames()
     }
 }

@@ -41,6 +41,7 @@ pub(crate) mod statsnoop;
 pub(crate) mod syscount;
 pub(crate) mod threadsnoop;
 pub(crate) mod top;
+pub(crate) mod top_screen;
 pub(crate) mod trace;
 pub(crate) mod trace_args;
 pub(crate) mod tui;
