@@ -28,6 +28,8 @@ pub(crate) mod offcpu_live;
 pub(crate) mod offcputime;
 pub(crate) mod pairs;
 pub(crate) mod pairs_feed;
+pub(crate) mod pairs_file;
+pub(crate) mod pairs_report;
 pub(crate) mod profile;
 pub(crate) mod quality;
 pub(crate) mod sched;

@@ -184,8 +184,11 @@ pub(super) fn convert_file(
     // Timelines: the event pairs, as `scry heatmap --latency` reads them.
     let mut pairs = None;
     if wants.runs && events.iter().any(|e| e.kind == EventKind::Tracepoint) {
-        let (mut feed, _) =
-            super::profile::pairs_of_file(path, &super::profile::FileWatch::default(), true)?;
+        let (mut feed, _) = scry::analysis::pairs_file::pairs_of_file(
+            path,
+            &scry::analysis::pairs_file::FileWatch::default(),
+            true,
+        )?;
         feed.engine.finish();
         pairs = feed.engine.log.take();
     }

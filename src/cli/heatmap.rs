@@ -3,7 +3,7 @@
 //! `analysis::heatmap`'s sub-second offset map → `render::heatmap`'s page,
 //! where selecting cells draws their flame graph (FlameScope).
 //!
-//! `--latency PAIRS`: the file's tracepoints → `profile::pairs_of_file`
+//! `--latency PAIRS`: the file's tracepoints → `analysis::pairs_file::pairs_of_file`
 //! (`analysis::pairs`, every pair kept) → the latency heat map of the
 //! pairs asked for: `syscalls` (enter to exit), `wakeup` (wakeup to
 //! switch-in) or one label of `scry report --profile`.
@@ -21,7 +21,7 @@ use scry::analysis::heatmap::{LatencyHeatmap, LatencyPoint, OffsetHeatmap, Offse
 use scry::render::heatmap::{PageOptions, write_latency_page, write_offset_page};
 use scry::symbol::{ResolveOptions, resolve_file};
 
-use super::profile::{FileWatch, pairs_of_file};
+use scry::analysis::pairs_file::{FileWatch, pairs_of_file};
 
 #[derive(Args, Debug)]
 pub(crate) struct HeatmapArgs {

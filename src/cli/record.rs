@@ -95,7 +95,10 @@ impl RecordArgs {
             );
         }
         if self.profile {
-            return super::profile::record_options(&target, self.mmap_pages);
+            return Ok(scry::capture::profile_events::record_options(
+                &target,
+                self.mmap_pages,
+            )?);
         }
         let cpu_count = match &target.cpus {
             Some(list) => list.len(),

@@ -144,7 +144,7 @@ fn parse_graph(text: &str, children: bool) -> anyhow::Result<GraphChoice> {
 
 pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
     if args.profile {
-        let watch = super::profile::FileWatch {
+        let watch = scry::analysis::pairs_file::FileWatch {
             pids: args.pids,
             tids: args.tids,
             comms: args.comms,

@@ -8,62 +8,11 @@
 //! statistics, with the exits they could not pair.
 
 use crate::data::threads::ThreadNames;
-use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use crate::analysis::pairs::{PairStat, Scope};
-use crate::analysis::sample::{FrameId, FrameKind, FrameTable};
-
-/// One distinct stack of an event: frames leaf first and its durations.
-#[derive(Clone, Debug, serde::Serialize)]
-pub(crate) struct StackStat {
-    #[serde(skip)]
-    pub(crate) frames: Vec<FrameId>,
-    pub(crate) count: u64,
-    pub(crate) total: u64,
-    pub(crate) max: u64,
-    pub(crate) min: u64,
-}
-
-/// A CPU's ring: records, bytes, lost.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
-pub(crate) struct CpuStat {
-    pub(crate) cpu: u32,
-    pub(crate) records: u64,
-    pub(crate) bytes: u64,
-    pub(crate) lost: u64,
-}
-
-/// The pairs summed in the kernel (BPF) instead of streamed: what they
-/// cover and what they could not count.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub(crate) struct KernelNote {
-    /// The kinds of pairs summed there ("syscalls", "page faults", ...).
-    pub(crate) covered: Vec<String>,
-    /// Pairs counted.
-    pub(crate) pairs: u64,
-    /// Exits whose enter was never seen (began before the start): not counted.
-    pub(crate) exits_without_enter: u64,
-    /// Pairs or starts not counted because a BPF map was full.
-    pub(crate) map_full: u64,
-}
-
-/// Everything the report shows.
-#[derive(Debug, Default)]
-pub(crate) struct ProfileReport {
-    pub(crate) cpus: Vec<CpuStat>,
-    pub(crate) unmatched: u64,
-    /// Blocked intervals whose wakeup was not seen, ended at the switch-in.
-    pub(crate) ended_at_switch_in: u64,
-    /// Pairs dropped because records were lost (never stretched).
-    pub(crate) lost_dropped: u64,
-    /// Section → event label → statistic (stacks already grouped).
-    pub(crate) sections: BTreeMap<Scope, Vec<(String, PairStat, Vec<StackStat>)>>,
-    /// Names of tasks, by tid.
-    pub(crate) comms: ThreadNames,
-    /// Set when some pairs were summed in the kernel.
-    pub(crate) kernel: Option<KernelNote>,
-}
+use crate::analysis::pairs::Scope;
+use crate::analysis::pairs_report::ProfileReport;
+use crate::analysis::sample::{FrameKind, FrameTable};
 
 fn ts(ns: u64) -> String {
     format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1000)
