@@ -27,7 +27,7 @@ use crate::symbol::{ResolveOptions, Resolver};
 #[non_exhaustive]
 pub(crate) enum PairsFileError {
     /// The file (its errors name it).
-    #[error(transparent)]
+    #[error("{0}")]
     Read(#[from] ReadError),
     /// No TRACING_DATA section.
     #[error(
@@ -54,7 +54,7 @@ pub(crate) enum PairsFileError {
         file: String,
     },
     /// A field the engine reads is missing.
-    #[error(transparent)]
+    #[error("{0}")]
     Fields(#[from] HookFieldError),
 }
 

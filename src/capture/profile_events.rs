@@ -41,7 +41,7 @@ pub(crate) enum ProfileEventsError {
     #[error("--profile: none of the default hook tracepoints exist here")]
     NoDefaultEvents,
     /// An event name that does not parse or resolve.
-    #[error(transparent)]
+    #[error("{0}")]
     Event(#[from] EventError),
 }
 

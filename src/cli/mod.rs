@@ -27,7 +27,6 @@ mod func_probe;
 mod funccount;
 mod funclatency;
 mod futexctn;
-mod header;
 mod heatmap;
 mod irqs;
 mod klockstat;

@@ -191,7 +191,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
     if args.header || args.header_only {
         let reader = scry::data::reader::PerfReader::open(&args.input)?;
         let mut out = std::io::stdout().lock();
-        super::header::write_header(&mut out, &reader)?;
+        scry::render::header::write_header(&mut out, &reader)?;
         out.flush()?;
         if args.header_only {
             return Ok(());

@@ -16,6 +16,7 @@ pub(crate) mod funcs;
 pub(crate) mod futexctn;
 #[cfg(test)]
 mod golden;
+pub(crate) mod header;
 pub(crate) mod heatmap;
 pub(crate) mod hist;
 pub(crate) mod irqs;
@@ -33,6 +34,7 @@ pub(crate) mod report_json;
 pub(crate) mod runqlen;
 pub(crate) mod sched;
 pub mod script;
+pub(crate) mod script_file;
 pub(crate) mod sigsnoop;
 pub(crate) mod snoop;
 pub(crate) mod sockcall;

@@ -5,8 +5,20 @@
 
 use std::io::Write;
 
-use scry::data::reader::PerfReader;
-use scry::render::script::HeaderBlock;
+use super::script::HeaderBlock;
+use crate::data::reader::{PerfReader, ReadError};
+
+/// Why the header block cannot be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum HeaderError {
+    /// The file's features (its errors name it).
+    #[error("{0}")]
+    Read(#[from] ReadError),
+    /// Writing the block.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
 
 /// perf's names for the `sample_type` bits, in bit order.
 const SAMPLE_TYPE_NAMES: [&str; 25] = [
@@ -37,7 +49,8 @@ const SAMPLE_TYPE_NAMES: [&str; 25] = [
     "WEIGHT_STRUCT",
 ];
 
-pub(super) fn write_header(out: &mut impl Write, reader: &PerfReader) -> anyhow::Result<()> {
+/// The block of `reader`'s header features, `# key : value` lines.
+pub(crate) fn write_header(out: &mut impl Write, reader: &PerfReader) -> Result<(), HeaderError> {
     let info = reader.info()?;
     let layout = reader.layout();
     let mut lines: Vec<(String, String)> = Vec::new();
