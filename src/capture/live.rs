@@ -271,3 +271,27 @@ pub(crate) fn run_live<C: LiveConsumer>(
     let outcome = run_threaded(session, signals, &mut sink)?;
     Ok((sink.consumer, outcome))
 }
+
+/// Runs `consumer`'s ticks alone, no session: its records come from
+/// elsewhere (top's counts in the kernel, read at each tick). A tick at
+/// each `tick_interval` (200 ms without one), until a stop signal or the
+/// tick says stop.
+pub(crate) fn run_ticks<C: LiveConsumer>(
+    signals: &crate::sys::signal::SignalPipe,
+    consumer: &mut C,
+) -> io::Result<()> {
+    let every = consumer
+        .tick_interval()
+        .unwrap_or(Duration::from_millis(200));
+    let timeout_ms = every.as_millis().clamp(1, i32::MAX as u128) as i32;
+    loop {
+        let mut polled = [crate::sys::signal::PollFd {
+            fd: signals.fd(),
+            revents: 0,
+        }];
+        crate::sys::signal::poll(&mut polled, timeout_ms)?;
+        if signals.received().is_some() || !consumer.tick()? {
+            return Ok(());
+        }
+    }
+}

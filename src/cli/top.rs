@@ -19,14 +19,14 @@ use clap::Args;
 
 use scry::analysis::profile::{ProfileOptions, SortKey};
 use scry::analysis::top::{LiveTop, TopNames};
-use scry::capture::live::{LiveConsumer, run_live};
+use scry::capture::live::{LiveConsumer, run_live, run_ticks};
 use scry::capture::session::default_mmap_pages;
 use scry::capture::{CallGraph, CaptureOptions, Sampling, Session, Target};
 use scry::event::name;
 use scry::render::top::{TopStatus, TopView};
 use scry::render::top_screen::TopScreen;
 use scry::symbol::{ResolveOptions, Resolver};
-use scry::sys::signal::{PollFd, STOP_SIGNALS, SignalPipe};
+use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::target::{PidsArg, SamplingArgs, checked_mmap_pages, parse_cpus};
 use super::top_bpf::{self, KernelTop};
@@ -207,23 +207,6 @@ fn kernel_top(
     None
 }
 
-/// The kernel's counts' run: a refresh (in `tick`) at each interval, keys
-/// read in between in the terminal, until q, Ctrl-C or the iterations.
-fn run_kernel(signals: &SignalPipe, consumer: &mut TopConsumer) -> io::Result<()> {
-    let every = consumer.tick_interval().unwrap_or(consumer.top.interval());
-    let timeout_ms = every.as_millis().clamp(1, i32::MAX as u128) as i32;
-    loop {
-        let mut polled = [PollFd {
-            fd: signals.fd(),
-            revents: 0,
-        }];
-        scry::sys::signal::poll(&mut polled, timeout_ms)?;
-        if signals.received().is_some() || !consumer.tick()? {
-            return Ok(());
-        }
-    }
-}
-
 pub(crate) fn run(args: TopArgs) -> anyhow::Result<()> {
     if !(args.delay > 0.0 && args.delay <= 3600.0) {
         anyhow::bail!(
@@ -316,7 +299,9 @@ pub(crate) fn run(args: TopArgs) -> anyhow::Result<()> {
                 .map(|(_consumer, outcome)| outcome.dropped_rounds)
                 .map_err(anyhow::Error::from)
         }
-        None => run_kernel(&signals, &mut consumer)
+        // The kernel's counts: a refresh at each interval, keys read in
+        // between in the terminal, until q, Ctrl-C or the iterations.
+        None => run_ticks(&signals, &mut consumer)
             .map(|()| 0)
             .map_err(anyhow::Error::from),
     };
