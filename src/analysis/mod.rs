@@ -29,6 +29,7 @@ pub(crate) mod offcputime;
 pub(crate) mod pairs;
 pub(crate) mod pairs_feed;
 pub(crate) mod pairs_file;
+pub(crate) mod pairs_plan;
 pub(crate) mod pairs_report;
 pub(crate) mod profile;
 pub(crate) mod quality;

@@ -1,30 +1,19 @@
-//! The events `scry profile` and `scry record --profile` open: the default
-//! hooks' tracepoints that exist here (trace-cmd profile's list), a `-H`
-//! hook's events looked up by name, and the capture of them all:
-//! system-wide with context-switch records, every event sampled, call
-//! chains only where the report shows them.
-//!
-//! The decision: sched_switch is opened twice (`split_switch`), its
-//! blocking switch-outs with call chains and the rest without, because a
-//! kernel call chain costs microseconds and only a blocked task's stack is
-//! shown.
+//! The capture `scry profile` and `scry record --profile` open: the hook
+//! events (named by `event::hook_events`) system-wide with context-switch
+//! records, every event sampled, call chains only where the report shows
+//! them (sched_switch split by `event::hook_events::split_switch`).
 
 use std::ffi::OsString;
 use std::io;
 
 use super::{CallGraph, CaptureOptions, DEFAULT_FP_STACK_SIZE, Target};
+use crate::event::hook_events::{default_events, is_switch, split_switch};
 use crate::event::name::{self, EventError, ResolvedEvent};
 
 /// Why the profile's events cannot be chosen.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum ProfileEventsError {
-    /// No tracepoint of that name.
-    #[error("unknown event '{0}' (see 'scry list')")]
-    Unknown(String),
-    /// Several systems have a tracepoint of that name.
-    #[error("event name '{0}' is ambiguous: give it as system:name")]
-    Ambiguous(String),
     /// `record --profile` with `-p`, `-t` or `-C`.
     #[error(
         "--profile records the whole system (wakeups happen in other tasks): \
@@ -43,91 +32,6 @@ pub(crate) enum ProfileEventsError {
     /// An event name that does not parse or resolve.
     #[error("{0}")]
     Event(#[from] EventError),
-}
-
-/// The default hooks' events (trace-cmd profile's), as (system, name).
-pub(crate) const DEFAULT_EVENTS: &[(&str, &str)] = &[
-    ("sched", "sched_switch"),
-    ("sched", "sched_waking"),
-    ("sched", "sched_wakeup"),
-    ("raw_syscalls", "sys_enter"),
-    ("raw_syscalls", "sys_exit"),
-    ("irq", "irq_handler_entry"),
-    ("irq", "irq_handler_exit"),
-    ("irq", "softirq_raise"),
-    ("irq", "softirq_entry"),
-    ("irq", "softirq_exit"),
-    ("exceptions", "page_fault_user"),
-    ("exceptions", "page_fault_kernel"),
-];
-
-/// `name` or `system:name` → (system, name), looked up in tracefs.
-pub(crate) fn find_event(
-    text: &str,
-    all: &[(String, String)],
-) -> Result<(String, String), ProfileEventsError> {
-    if let Some((system, event)) = text.split_once(':') {
-        if all.iter().any(|(s, e)| s == system && e == event) {
-            return Ok((system.to_string(), event.to_string()));
-        }
-        return Err(ProfileEventsError::Unknown(text.to_string()));
-    }
-    let matches: Vec<_> = all.iter().filter(|(_, e)| e == text).collect();
-    match matches.as_slice() {
-        [(s, e)] => Ok((s.clone(), e.clone())),
-        [] => Err(ProfileEventsError::Unknown(text.to_string())),
-        _ => Err(ProfileEventsError::Ambiguous(text.to_string())),
-    }
-}
-
-/// The default hooks' events that exist here, in `DEFAULT_EVENTS` order.
-pub(crate) fn default_events(all: &[(String, String)]) -> Vec<(String, String)> {
-    DEFAULT_EVENTS
-        .iter()
-        .filter(|(s, e)| all.iter().any(|(a, b)| a == s && b == e))
-        // sched_waking is the wakeup where it exists: sched_wakeup is then
-        // superfluous.
-        .filter(|&&(s, e)| {
-            !(s == "sched"
-                && e == "sched_wakeup"
-                && all.iter().any(|(a, b)| a == "sched" && b == "sched_waking"))
-        })
-        .map(|(s, e)| (s.to_string(), e.to_string()))
-        .collect()
-}
-
-/// sched_switch's two halves when stacks are taken only where tasks block
-/// (`split_switch`): the switch-outs `analysis::offcpu::state_letter` calls
-/// blocked (a state bit in the low byte: S, D, I, ...), whose stacks the
-/// report shows, and the rest (preemptions, `R+`, and every switch-out of
-/// an idle task), which need none. Complements, so each switch is in one.
-const SWITCH_BLOCKED: &str = "prev_state & 255";
-const SWITCH_NOT_BLOCKED: &str = "!(prev_state & 255)";
-
-/// Opens sched_switch (`events[switch]`) twice: itself, filtered to the
-/// blocking switch-outs, keeps its call chains; a copy appended to
-/// `events`, filtered to the others, takes none. A kernel call chain costs
-/// microseconds (the unwinder walks a dozen frames), and a blocking
-/// switch-out is the only one whose stack the report shows: preemptions
-/// and idle tasks' switch-outs are a fifth of the switches of a messaging
-/// storm and half those of a ping-pong. Returns the copy's index and the
-/// filters of both halves.
-pub(crate) fn split_switch(
-    events: &mut Vec<(String, String)>,
-    switch: usize,
-) -> (usize, Vec<(usize, String)>) {
-    events.push(events[switch].clone());
-    let copy = events.len() - 1;
-    let filters = vec![
-        (switch, SWITCH_BLOCKED.to_string()),
-        (copy, SWITCH_NOT_BLOCKED.to_string()),
-    ];
-    (copy, filters)
-}
-
-/// Whether an event is sched_switch.
-pub(crate) fn is_switch((system, event): &(String, String)) -> bool {
-    system == "sched" && event == "sched_switch"
 }
 
 /// Capture options for the hook events: every event sampled, call chains

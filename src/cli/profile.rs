@@ -30,15 +30,13 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use scry::analysis::pairs::{Builtin, Hook, PairEngine};
-use scry::analysis::pairs_feed::{PairsFeed, wanted_fields};
+use scry::analysis::pairs::{Hook, PairEngine};
+use scry::analysis::pairs_feed::PairsFeed;
 use scry::analysis::pairs_file::{FileWatch, pairs_of_file};
-use scry::analysis::pairs_report::{CpuStat, build_report, covered_by, syscall_names};
+use scry::analysis::pairs_plan::PairsPlan;
+use scry::analysis::pairs_report::{CpuStat, build_report, syscall_names};
 use scry::capture::StopReason;
-use scry::capture::profile_events::{
-    default_events, find_event, hook_capture, is_switch, split_switch,
-};
-use scry::event::format::{EventFormat, load_format};
+use scry::capture::profile_events::hook_capture;
 use scry::render::profile::{write_json, write_text};
 use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::bpf_profile::{Covered, KernelSums, ProfileBpf};
@@ -177,12 +175,6 @@ pub(crate) fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let root = scry::sys::tracefs::root().context("profile needs tracepoints")?;
     let all = scry::sys::tracefs::list_events().context("listing tracepoints")?;
 
-    // The events: defaults that exist here, then the hooks' events.
-    let mut events: Vec<(String, String)> = if args.no_default_hooks {
-        Vec::new()
-    } else {
-        default_events(&all)
-    };
     // Sum what BPF can in the kernel; stream only the rest.
     let mut bpf = if args.no_default_hooks || args.no_bpf {
         None
@@ -203,7 +195,6 @@ pub(crate) fn run(args: ProfileArgs) -> anyhow::Result<()> {
         }
     };
     let covered = bpf.as_ref().map(|b| b.covered).unwrap_or_default();
-    events.retain(|(s, e)| !covered_by(covered, Builtin::of(s, e)));
     if let Some(bpf) = &mut bpf {
         for &pid in &pids {
             let tgid = scry::sys::proc::tgid(pid).unwrap_or(pid);
@@ -211,74 +202,16 @@ pub(crate) fn run(args: ProfileArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("watching process {pid} in BPF"))?;
         }
     }
-    let index_of = |events: &mut Vec<(String, String)>, ev: (String, String)| {
-        events.iter().position(|x| *x == ev).unwrap_or_else(|| {
-            events.push(ev);
-            events.len() - 1
-        })
-    };
-    let mut hook_events = Vec::new();
-    for hook in &hooks {
-        let start = index_of(&mut events, find_event(&hook.start, &all)?);
-        let end = index_of(&mut events, find_event(&hook.end, &all)?);
-        hook_events.push((hook.clone(), start, end));
-    }
-    if events.is_empty() {
-        anyhow::bail!("no events to profile (--no-default-hooks without -H)");
-    }
-    let formats: Vec<EventFormat> = events
-        .iter()
-        .map(|(s, e)| {
-            load_format(root, s, e).with_context(|| format!("reading the format of {s}:{e}"))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    // Check the hooks' fields exist, and collect what each event needs.
-    let refs: Vec<Option<&EventFormat>> = formats.iter().map(Some).collect();
-    let wanted = wanted_fields(&refs, &hook_events).context("-H")?;
-    let switch = events.iter().position(is_switch);
-    let stack_events: Vec<usize> = switch
-        .filter(|_| !args.no_default_hooks)
-        .into_iter()
-        .chain(
-            hook_events
-                .iter()
-                .filter(|(h, ..)| h.stack)
-                .map(|(_, s, _)| *s),
-        )
-        .collect();
-    // Stacks on blocking switch-outs only, unless a -H hook wants them on
-    // every sched_switch it starts at.
-    let mut formats = formats;
-    let mut wanted = wanted;
-    let mut switch_copy = None;
-    let mut filters = Vec::new();
-    if let Some(switch) = switch
-        && stack_events.contains(&switch)
-        && !hook_events
-            .iter()
-            .any(|(h, start, _)| h.stack && *start == switch)
-    {
-        let (copy, split) = split_switch(&mut events, switch);
-        formats.push(formats[switch].clone());
-        wanted.push(wanted[switch].clone());
-        switch_copy = Some((copy, switch));
-        filters = split;
-    }
-    let opts = hook_capture(&events, &stack_events, filters, args.command.clone(), None)?;
+    let plan = PairsPlan::new(root, &all, &hooks, !args.no_default_hooks, covered)?;
+    let opts = hook_capture(
+        &plan.events,
+        &plan.stack_events,
+        plan.filters,
+        args.command.clone(),
+        None,
+    )?;
 
-    // An event the kernel sums may be back as a -H hook's: the hook only.
-    let roles: Vec<Builtin> = events
-        .iter()
-        .map(|(s, e)| Builtin::of(s, e))
-        .map(|r| {
-            if covered_by(covered, r) {
-                Builtin::Other
-            } else {
-                r
-            }
-        })
-        .collect();
-    let mut engine = PairEngine::new(roles, hook_events, syscall_names());
+    let mut engine = PairEngine::new(plan.roles, plan.hook_events, syscall_names());
     engine.all = args.watch.all_cpus;
     engine.pids.extend(pids.iter().copied());
 
@@ -296,10 +229,10 @@ pub(crate) fn run(args: ProfileArgs) -> anyhow::Result<()> {
         let mut feed = PairsFeed::new(
             engine,
             Resolver::new(&ResolveOptions::default()),
-            formats.into_iter().map(Some).collect(),
-            wanted,
+            plan.formats.into_iter().map(Some).collect(),
+            plan.wanted,
         );
-        if let Some((copy, switch)) = switch_copy {
+        if let Some((copy, switch)) = plan.switch_copy {
             feed.alias(copy, switch);
         }
         Ok(feed)

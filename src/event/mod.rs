@@ -13,6 +13,7 @@ pub mod format;
 pub mod format_cache;
 pub mod ftrace_page;
 pub(crate) mod group;
+pub(crate) mod hook_events;
 pub(crate) mod listing;
 pub(crate) mod name;
 pub(crate) mod pmu;
