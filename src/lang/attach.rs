@@ -8,13 +8,21 @@
 //! `interval` one on CPU 0; a kprobe or uprobe one event for every CPU
 //! (the probe goes with its descriptor); fentry/fexit a BPF link to the
 //! trampoline of its function; a raw tracepoint its own descriptor.
+//!
+//! kprobe.multi: the kprobes of one block (a wildcard, a list) whose
+//! programs came out the same (the block reads neither `func` nor `probe`,
+//! which are constants in each, and prints nothing: each printf has its
+//! own index) get one program and one BPF_TRACE_KPROBE_MULTI link for all
+//! their functions, where the kernel has it (5.18+, CONFIG_FPROBE); where
+//! it refuses the program or the link, they go the per-function way.
 
 use std::io;
 use std::os::fd::OwnedFd;
 
+use super::codegen::Compiled;
 use super::probe::ProbeSpec;
 use super::resolve::Concrete;
-use crate::sys::bpf_raw;
+use crate::sys::bpf_raw::{self, ProgType};
 use crate::sys::perf_event::{self, PerfEventFd};
 
 /// An attachment: dropping it detaches.
@@ -122,6 +130,79 @@ pub(crate) fn attach(c: &Concrete, prog: &OwnedFd, attached: &mut Vec<Attached>)
         attached.push(Ok(fd));
     }
     Ok(())
+}
+
+/// One kprobe.multi link: its program serves the probes of `members`.
+pub(crate) struct MultiLink {
+    pub(crate) members: Vec<usize>,
+    pub(crate) prog: OwnedFd,
+    /// Dropping it detaches every function at once.
+    _link: OwnedFd,
+}
+
+/// The program the probe of index `i` runs through a kprobe.multi link.
+pub(crate) fn multi_prog(links: &[MultiLink], i: usize) -> Option<&OwnedFd> {
+    links
+        .iter()
+        .find(|l| l.members.contains(&i))
+        .map(|l| &l.prog)
+}
+
+/// Loads and attaches one kprobe.multi program for each group of kprobes
+/// of one block with the same code (two functions at least); a group the
+/// kernel refuses is left out (its probes go the per-function way).
+pub(crate) fn attach_multi(
+    probes: &[Concrete],
+    compiled: &[Compiled],
+    verbose: bool,
+) -> Vec<MultiLink> {
+    type Key = (usize, bool, Vec<[u8; 8]>);
+    let mut groups: std::collections::BTreeMap<Key, Vec<usize>> = std::collections::BTreeMap::new();
+    for (i, (c, code)) in probes.iter().zip(compiled).enumerate() {
+        if let ProbeSpec::Kprobe { ret, .. } = c.spec {
+            groups
+                .entry((
+                    c.block,
+                    ret,
+                    code.insns.iter().map(|i| i.to_bytes()).collect(),
+                ))
+                .or_default()
+                .push(i);
+        }
+    }
+    let mut links = Vec::new();
+    for ((_, ret, bytes), members) in groups {
+        if members.len() < 2 {
+            continue;
+        }
+        let functions: Vec<&str> = members
+            .iter()
+            .filter_map(|&i| match &probes[i].spec {
+                ProbeSpec::Kprobe { function, .. } => Some(function.as_str()),
+                _ => None,
+            })
+            .collect();
+        let done = bpf_raw::load_program(ProgType::KprobeMulti, "scry_run", &bytes)
+            .map_err(|e| e.error)
+            .and_then(|prog| Ok((bpf_raw::attach_kprobe_multi(&prog, &functions, ret)?, prog)));
+        match done {
+            Ok((link, prog)) => {
+                if verbose {
+                    eprintln!("kprobe.multi: one link for {} functions", functions.len());
+                }
+                links.push(MultiLink {
+                    members,
+                    prog,
+                    _link: link,
+                });
+            }
+            Err(e) if verbose => {
+                eprintln!("kprobe.multi refused ({e}): one program per function");
+            }
+            Err(_) => {}
+        }
+    }
+    links
 }
 
 fn online() -> io::Result<Vec<i32>> {

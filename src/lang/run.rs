@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 
 use super::ast::{Probe, Program};
-use super::attach::attach;
+use super::attach::{attach, attach_multi, multi_prog};
 use super::btf::KernelTypes;
 use super::calls::{JOIN_ARGS, JOIN_ARGSIZE, JOIN_HEADER};
 use super::codegen::{Compiled, Fds, ProbeEnv, ProgKind, Registry, compile_probe, event_kind};
@@ -499,11 +499,16 @@ pub(crate) fn run(
     reg.time_formats.clear();
     reg.join_delims.clear();
     let compiled = compile_all(&program, &probes, &mut reg, &fds, false, start_ns, &types)?;
+    let multi = attach_multi(&probes, &compiled, options.verbose);
     let mut progs = Vec::new();
     // Why each optional probe left out was refused.
     let mut refused: Vec<Option<RunError>> = probes.iter().map(|_| None).collect();
-    for ((c, code), why) in probes.iter().zip(&compiled).zip(&mut refused) {
-        progs.push(skip_refused(c, load(c, code, options.verbose), why)?);
+    for (i, ((c, code), why)) in probes.iter().zip(&compiled).zip(&mut refused).enumerate() {
+        let loaded = match multi_prog(&multi, i) {
+            Some(prog) => Ok(prog.try_clone()?),
+            None => load(c, code, options.verbose),
+        };
+        progs.push(skip_refused(c, loaded, why)?);
     }
     if let Some(err) = block_refused(&probes, &progs, &mut refused) {
         return Err(err);
@@ -528,10 +533,18 @@ pub(crate) fn run(
         0
     })?;
     let mut attached = Vec::new();
-    for ((c, prog), why) in probes.iter().zip(progs.iter_mut()).zip(&mut refused) {
+    for (i, ((c, prog), why)) in probes
+        .iter()
+        .zip(progs.iter_mut())
+        .zip(&mut refused)
+        .enumerate()
+    {
         let Some(fd) = prog else {
             continue;
         };
+        if multi_prog(&multi, i).is_some() {
+            continue;
+        }
         let done = attach(c, fd, &mut attached).map_err(|e| {
             RunError::Source(LangError::new(
                 c.span,
@@ -597,6 +610,7 @@ pub(crate) fn run(
         stop = drain(out)?;
     }
     drop(attached);
+    drop(multi);
     drain(out)?;
     run_once(&ProbeSpec::End)?;
     drain(out)?;

@@ -26,6 +26,8 @@ use super::perf_event::PerfEventFd;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ProgType {
     Kprobe,
+    /// A kprobe program for one kprobe.multi link over many functions.
+    KprobeMulti,
     Tracepoint,
     PerfEvent,
     RawTracepoint,
@@ -38,7 +40,7 @@ pub(crate) enum ProgType {
 impl ProgType {
     fn raw(self) -> libbpf_sys::bpf_prog_type {
         match self {
-            ProgType::Kprobe => libbpf_sys::BPF_PROG_TYPE_KPROBE,
+            ProgType::Kprobe | ProgType::KprobeMulti => libbpf_sys::BPF_PROG_TYPE_KPROBE,
             ProgType::Tracepoint => libbpf_sys::BPF_PROG_TYPE_TRACEPOINT,
             ProgType::PerfEvent => libbpf_sys::BPF_PROG_TYPE_PERF_EVENT,
             ProgType::RawTracepoint => libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT,
@@ -52,6 +54,7 @@ impl ProgType {
         match self {
             ProgType::Fentry(id) => (libbpf_sys::BPF_TRACE_FENTRY, id),
             ProgType::Fexit(id) => (libbpf_sys::BPF_TRACE_FEXIT, id),
+            ProgType::KprobeMulti => (libbpf_sys::BPF_TRACE_KPROBE_MULTI, 0),
             _ => (0, 0),
         }
     }
@@ -292,6 +295,58 @@ pub(crate) fn attach_tracing(prog: &OwnedFd) -> io::Result<OwnedFd> {
     // SAFETY: a NULL name is how a tracing program is attached to the
     // target it was loaded with; the descriptor is ours.
     let fd = unsafe { libbpf_sys::bpf_raw_tracepoint_open(std::ptr::null(), prog.as_raw_fd()) };
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(-fd));
+    }
+    // SAFETY: a new descriptor, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Attaches a `ProgType::KprobeMulti` program to every function of
+/// `functions` (their entries, or their returns when `ret`) with one
+/// BPF_TRACE_KPROBE_MULTI link (kernels from 5.18 with CONFIG_FPROBE; the
+/// kernel sorts the names and finds them in kallsyms, refusing the whole
+/// link when one is missing).
+pub(crate) fn attach_kprobe_multi(
+    prog: &OwnedFd,
+    functions: &[&str],
+    ret: bool,
+) -> io::Result<OwnedFd> {
+    let names = functions
+        .iter()
+        .map(|f| CString::new(*f))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name holds a NUL byte"))?;
+    let mut syms: Vec<*const libc::c_char> = names.iter().map(|n| n.as_ptr()).collect();
+    let cnt = u32::try_from(syms.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many functions"))?;
+    // SAFETY: bpf_link_create_opts is plain data (pointers and integers);
+    // all-zero is its documented default before `sz` is set.
+    let mut opts: libbpf_sys::bpf_link_create_opts = unsafe { std::mem::zeroed() };
+    opts.sz = std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _;
+    opts.__bindgen_anon_1.kprobe_multi =
+        libbpf_sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_2 {
+            flags: if ret {
+                libbpf_sys::BPF_F_KPROBE_MULTI_RETURN
+            } else {
+                0
+            },
+            cnt,
+            syms: syms.as_mut_ptr(),
+            addrs: std::ptr::null(),
+            cookies: std::ptr::null(),
+        };
+    // SAFETY: `syms` holds `cnt` pointers to NUL-terminated names, all
+    // alive (`names`) until the call returns, which copies them; the
+    // program descriptor is ours; no target descriptor (0) for this type.
+    let fd = unsafe {
+        libbpf_sys::bpf_link_create(
+            prog.as_raw_fd(),
+            0,
+            libbpf_sys::BPF_TRACE_KPROBE_MULTI,
+            &opts,
+        )
+    };
     if fd < 0 {
         return Err(io::Error::from_raw_os_error(-fd));
     }

@@ -378,6 +378,15 @@ fn guest_run_kprobe_and_kretprobe() {
     assert_passed(|n| n == "run_kprobe", &["run_kprobe"]);
 }
 
+/// kprobe.multi in `scry run`: `kprobe:vfs_*` whose block reads neither
+/// `func` nor `probe` attaches one kprobe_multi BPF link (fdinfo) and no
+/// kprobe perf event, hooking each matched function (enabled_functions),
+/// and counts 20 cats' vfs calls as the per-function path does beside it.
+#[test]
+fn guest_run_kprobe_multi_one_link() {
+    assert_passed(|n| n == "run_kmulti", &["run_kmulti"]);
+}
+
 /// scry run's fentry/fexit (and kfunc/kretfunc) on the guest's kernel: 20
 /// cats of a missing file seen 20 times by kfunc:do_sys_openat2 with its
 /// BTF-typed args.filename and args.dfd (AT_FDCWD), and 20 times by fexit
