@@ -3,7 +3,9 @@
 // -T) streamed to user space through the ring of ring.bpf.h, with its age
 // (now minus the task's start time, both CLOCK_MONOTONIC) and its exit
 // code or the signal that ended it (task->exit_code, as wait(2) reports
-// it). Filters in the kernel: process (-p), failed exits only (-x).
+// it). Filters in the kernel: process (-p), failed exits only (-x),
+// cgroup (-c: the exiting task under the directory, cgroup.bpf.h, as
+// libbpf-tools' exitsnoop filters).
 // One variant: the classic sched_process_exit tracepoint, the exiting
 // task being the current one.
 
@@ -23,6 +25,7 @@ const volatile bool failed_only = false;
 const volatile bool threads = false;
 
 #include "ring.bpf.h"
+#include "cgroup.bpf.h"
 
 struct exit_event {
 	__u64 age_ns;
@@ -49,6 +52,8 @@ int scry_exit(void *ctx)
 	if (filter_tgid && tgid != filter_tgid)
 		return 0;
 	if (!threads && tgid != tid)
+		return 0;
+	if (!in_cgroup())
 		return 0;
 	struct task_struct___scry_exit *task = (void *)bpf_get_current_task();
 	int code = BPF_CORE_READ(task, exit_code);

@@ -1,6 +1,7 @@
 //! `scry exitsnoop` (bcc's exitsnoop, libbpf-tools' flags and layout):
 //! each process exit with its age and exit code or signal, streamed from
-//! the kernel's ring buffer. Wiring only: `sys::bpf_exitsnoop` →
+//! the kernel's ring buffer; `-c` only tasks under one cgroup, as
+//! libbpf-tools. Wiring only: `sys::bpf_exitsnoop` →
 //! `render::snoop`.
 
 use clap::Args;
@@ -25,15 +26,19 @@ pub(crate) struct ExitsnoopArgs {
     #[arg(short = 'T', long = "threaded")]
     threaded: bool,
     #[command(flatten)]
+    cgroup: bpf_tool::CgroupArg,
+    #[command(flatten)]
     common: snoop::StreamFlags,
 }
 
 pub(crate) fn run(args: ExitsnoopArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("exitsnoop", "-p", args.target.pid)?;
+    let cgroup = args.cgroup.open("exitsnoop")?;
     let settings = ExitSettings {
         pid: args.target.pid,
         failed_only: args.failed,
         threads: args.threaded,
+        cgroup: cgroup.as_ref(),
     };
     let bpf = bpf_tool::load("exitsnoop", || bpf_exitsnoop::load(settings))?;
     let how = snoop::Stream::new("exitsnoop", &args.common, None);

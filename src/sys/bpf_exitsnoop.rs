@@ -6,19 +6,22 @@ use std::io;
 
 use super::bpf_engine::{GroupRules, u32_at, u64_at};
 use super::bpf_events::{EventStream, c_string_at};
+use super::bpf_execsnoop::load_in_cgroup;
 
 super::bpf::bpf_skeleton!("exitsnoop.skel.rs");
 
 use skel::ExitsnoopSkelBuilder;
 
 /// The program's settings.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct ExitSettings {
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ExitSettings<'a> {
     pub(crate) pid: Option<u32>,
     /// Only exits with a non-zero code or a signal (-x).
     pub(crate) failed_only: bool,
     /// Every thread's exit, not only the process's (-T).
     pub(crate) threads: bool,
+    /// Only tasks under this cgroup directory (-c), opened.
+    pub(crate) cgroup: Option<&'a std::fs::File>,
 }
 
 /// One exit, as the kernel saw it.
@@ -64,18 +67,25 @@ impl ExitEvent {
 /// The loaded, attached program, streaming [`ExitEvent`]s.
 pub(crate) type ExitsnoopBpf = EventStream<ExitEvent>;
 
-pub(crate) fn load(settings: ExitSettings) -> io::Result<ExitsnoopBpf> {
-    EventStream::load(
+/// Loads and attaches the program, its cgroup filter filled first.
+pub(crate) fn load(settings: ExitSettings<'_>) -> io::Result<ExitsnoopBpf> {
+    let loaded = load_in_cgroup(
         ExitsnoopSkelBuilder::default,
         |open: &mut skel::OpenExitsnoopSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
             rodata.filter_tgid = settings.pid.unwrap_or(0);
             rodata.failed_only = settings.failed_only;
             rodata.threads = settings.threads;
+            rodata.filter_cgroup = settings.cgroup.is_some();
             Ok(())
         },
         GroupRules::default(),
+        settings.cgroup,
+        |s: &skel::ExitsnoopSkel<'static>| &s.maps.cgroup_map,
+    )?;
+    Ok(EventStream::new(
+        loaded,
         |s: &skel::ExitsnoopSkel<'static>| (&s.maps.events, &s.maps.drops),
         ExitEvent::decode,
-    )
+    ))
 }

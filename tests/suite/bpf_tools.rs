@@ -296,6 +296,58 @@ impl Drop for TestCgroup {
     }
 }
 
+/// libbpf-tools' `exitsnoop -c CG`: `execs 20 /bin/true` moved (stopped)
+/// into a cgroup of its own, another `execs` outside it; scry's and the
+/// peer's `-c CG` side by side list the same exits: the 20 children and
+/// the workload itself, none of the other's.
+#[test]
+fn exitsnoop_lists_one_cgroups_exits_as_libbpf_tools() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let Some(cg) = TestCgroup::new("cg-exit") else {
+        return;
+    };
+    let mut inside = stopped_workload("execs", &["20", "/bin/true"]);
+    std::fs::write(cg.0.join("cgroup.procs"), inside.id().to_string())
+        .expect("moved into the cgroup");
+    let args: Vec<String> = vec!["-c".into(), cg.arg()];
+    let mut cmd = common::scry();
+    cmd.arg("exitsnoop").args(&args);
+    let (scry, scry_out) = tracer(cmd, "PID");
+    let (oracle, oracle_out) = tracer(peer("exitsnoop", &args), "PID");
+    let mut outside = Command::new(common::workload("execs"))
+        .args(["20", "/bin/true"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("execs runs");
+    common::signal(inside.id(), "CONT");
+    assert!(inside.wait().expect("workload ends").success());
+    assert!(outside.wait().expect("workload ends").success());
+    std::thread::sleep(Duration::from_millis(500));
+    let (ours, _) = finish(scry, scry_out, true);
+    let (theirs, _) = finish(oracle, oracle_out, true);
+    let pids = |text: &str| {
+        let mut pids: Vec<(String, u32)> = text
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                Some((f.first()?.to_string(), f.get(1)?.parse().ok()?))
+            })
+            .collect();
+        pids.sort();
+        pids
+    };
+    let ours = pids(&ours);
+    assert_eq!(ours.len(), 21, "{ours:?}");
+    assert!(
+        ours.contains(&("execs".to_string(), inside.id())),
+        "{ours:?}"
+    );
+    assert!(!ours.iter().any(|p| p.1 == outside.id()), "{ours:?}");
+    assert_eq!(ours, pids(&theirs));
+}
+
 /// The `pid = N` labels of per-process histograms, in order.
 fn pid_labels(text: &str) -> Vec<u32> {
     text.lines()
