@@ -137,17 +137,28 @@ pub(crate) fn build_trees_above(
             wanted.insert(entry.key, slot);
         }
     }
+    let request = TreeRequest {
+        event: ev.event,
+        wanted: &wanted,
+        slots: entries.len(),
+        order,
+        min_period,
+    };
     if profile.children {
-        return super::calltrie::children_trees(
-            profile,
-            ev.event,
-            &wanted,
-            entries.len(),
-            order,
-            min_period,
-        );
+        return super::calltrie::children_trees(profile, &request);
     }
-    self_trees(profile, ev.event, &wanted, entries.len(), order, min_period)
+    self_trees(profile, &request)
+}
+
+/// The trees asked for: event `event`'s entries in `wanted` (entry key →
+/// slot below `slots`), in `order`, without nodes under `min_period`.
+#[derive(Clone, Copy)]
+pub(super) struct TreeRequest<'a> {
+    pub(super) event: usize,
+    pub(super) wanted: &'a FxHashMap<RawKey, usize>,
+    pub(super) slots: usize,
+    pub(super) order: GraphOrder,
+    pub(super) min_period: u64,
 }
 
 /// One self stack being walked down its entry's tree (`self_trees`).
@@ -167,14 +178,14 @@ struct Walk<'a> {
 /// the stacks, in the profile's order, first reach them, and each node the
 /// first frame that reached it: the trees one insertion pass builds, less
 /// the nodes under the threshold.
-fn self_trees(
-    profile: &Profile,
-    event: usize,
-    wanted: &FxHashMap<RawKey, usize>,
-    slots: usize,
-    order: GraphOrder,
-    min_period: u64,
-) -> Vec<CallTree> {
+fn self_trees(profile: &Profile, request: &TreeRequest<'_>) -> Vec<CallTree> {
+    let TreeRequest {
+        event,
+        wanted,
+        slots,
+        order,
+        min_period,
+    } = *request;
     let mut trees = vec![CallTree::new(); slots];
     let mut walks = Vec::new();
     for group in &profile.groups {

@@ -27,7 +27,7 @@
 //! (`Adjust::Only`): both walk the same trie, and a node's order among its
 //! siblings is the first sample that reaches it in that tree.
 
-use super::calltree::{CallTree, GraphOrder, Node};
+use super::calltree::{CallTree, GraphOrder, Node, TreeRequest};
 use super::hash::{FxHashMap, FxHashSet};
 use super::profile::{GroupContext, Profile, RawKey};
 use super::sample::FrameId;
@@ -367,16 +367,15 @@ impl Trie {
     }
 }
 
-/// The children trees of event `event`'s entries in `wanted` (entry key →
-/// slot below `slots`), without nodes under `min_period`.
-pub(super) fn children_trees(
-    profile: &Profile,
-    event: usize,
-    wanted: &FxHashMap<RawKey, usize>,
-    slots: usize,
-    order: GraphOrder,
-    min_period: u64,
-) -> Vec<CallTree> {
+/// The children trees `request` asks for.
+pub(super) fn children_trees(profile: &Profile, request: &TreeRequest<'_>) -> Vec<CallTree> {
+    let TreeRequest {
+        event,
+        wanted,
+        slots,
+        order,
+        min_period,
+    } = *request;
     let trie = Trie::build(profile, event, order);
     let occurrences = trie.occurrences(profile, wanted);
     let rooted = match order {

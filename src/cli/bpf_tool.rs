@@ -375,6 +375,18 @@ pub(crate) struct StampedIntervalArgs {
     pub(crate) intervals: IntervalArgs,
 }
 
+/// `-c CG`, `-v`/`--json` and `[INTERVAL [COUNT]]`, the last flags of the
+/// histogram tools that take a cgroup (cpudist, hardirqs, softirqs).
+#[derive(clap::Args, Debug)]
+pub(crate) struct CgroupTableArgs {
+    #[command(flatten)]
+    pub(crate) cgroup: CgroupArg,
+    #[command(flatten)]
+    pub(crate) table: TableArgs,
+    #[command(flatten)]
+    pub(crate) intervals: IntervalArgs,
+}
+
 /// `--stack-storage-size`, `-v`/`-j` and `[DURATION]`, the last flags of
 /// the lock tools that print once at the end (futexctn, klockstat).
 #[derive(clap::Args, Debug)]

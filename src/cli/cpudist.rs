@@ -35,11 +35,7 @@ pub(crate) struct CpudistArgs {
     #[command(flatten)]
     target: PidArg,
     #[command(flatten)]
-    cgroup: bpf_tool::CgroupArg,
-    #[command(flatten)]
-    table: bpf_tool::TableArgs,
-    #[command(flatten)]
-    intervals: bpf_tool::IntervalArgs,
+    tail: bpf_tool::CgroupTableArgs,
 }
 
 pub(crate) fn run(args: CpudistArgs) -> anyhow::Result<()> {
@@ -49,18 +45,18 @@ pub(crate) fn run(args: CpudistArgs) -> anyhow::Result<()> {
         per_thread: args.tids,
         milliseconds: args.milliseconds,
         pid: args.target.pid,
-        cgroup: args.cgroup.cgroup.is_some(),
+        cgroup: args.tail.cgroup.cgroup.is_some(),
     };
-    let run_opts = args.intervals.run_options(args.target.pid);
+    let run_opts = args.tail.intervals.run_options(args.target.pid);
     bpf_tool::check_pid("cpudist", "-p", args.target.pid)?;
-    let cgroup = args.cgroup.open("cpudist")?;
+    let cgroup = args.tail.cgroup.open("cpudist")?;
     let mut bpf = bpf_tool::load("cpudist", || CpudistBpf::load(settings))?;
     if let Some(dir) = &cgroup {
         bpf.set_cgroup(dir)?;
     }
-    bpf_tool::print_hooks("cpudist", &bpf.hooks(), args.table.verbose);
+    bpf_tool::print_hooks("cpudist", &bpf.hooks(), args.tail.table.verbose);
     let mut out = io::stdout().lock();
-    if !args.table.json {
+    if !args.tail.table.json {
         let which = if args.offcpu { "off" } else { "on" };
         writeln!(out, "Tracing {which}-CPU time... Hit Ctrl-C to end.")?;
     }
@@ -76,7 +72,7 @@ pub(crate) fn run(args: CpudistArgs) -> anyhow::Result<()> {
             bpf.detach();
         }
         let hists = bpf_tool::keyed_hists(&bpf.read()?, label, unit);
-        bpf_tool::write_hists(&mut out, &hists, &args.table, args.timestamp)
+        bpf_tool::write_hists(&mut out, &hists, &args.tail.table, args.timestamp)
     };
     bpf_run::run(&run_opts, |last| print(&mut bpf, last))?;
     Ok(())

@@ -33,11 +33,7 @@ pub(crate) struct IrqsArgs {
     #[arg(short = 'T', long = "timestamp")]
     timestamp: bool,
     #[command(flatten)]
-    cgroup: bpf_tool::CgroupArg,
-    #[command(flatten)]
-    table: bpf_tool::TableArgs,
-    #[command(flatten)]
-    intervals: bpf_tool::IntervalArgs,
+    tail: bpf_tool::CgroupTableArgs,
 }
 
 pub(crate) fn run(kind: IrqKind, args: IrqsArgs) -> anyhow::Result<()> {
@@ -56,17 +52,17 @@ pub(crate) fn run(kind: IrqKind, args: IrqsArgs) -> anyhow::Result<()> {
         kind,
         measure,
         nanoseconds: args.nanoseconds,
-        cgroup: args.cgroup.cgroup.is_some(),
+        cgroup: args.tail.cgroup.cgroup.is_some(),
     };
-    let run_opts = args.intervals.run_options(None);
-    let cgroup = args.cgroup.open(tool)?;
+    let run_opts = args.tail.intervals.run_options(None);
+    let cgroup = args.tail.cgroup.open(tool)?;
     let mut bpf = bpf_tool::load(tool, || IrqsBpf::load(settings))?;
     if let Some(dir) = &cgroup {
         bpf.set_cgroup(dir)?;
     }
-    bpf_tool::print_hooks(tool, &bpf.hooks(), args.table.verbose);
+    bpf_tool::print_hooks(tool, &bpf.hooks(), args.tail.table.verbose);
     let mut out = io::stdout().lock();
-    if !args.table.json {
+    if !args.tail.table.json {
         let events = if args.count { "events" } else { "event time" };
         writeln!(out, "Tracing {what} {events}... Hit Ctrl-C to end.")?;
     }
@@ -81,7 +77,7 @@ pub(crate) fn run(kind: IrqKind, args: IrqsArgs) -> anyhow::Result<()> {
             bpf.detach();
         }
         let rows = irq_rows(kind, &bpf.read()?, unit);
-        if args.table.json {
+        if args.tail.table.json {
             write_irq_json(&mut out, unit, &rows)?;
             return out.flush();
         }

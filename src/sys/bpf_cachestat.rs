@@ -80,12 +80,7 @@ impl CachestatBpf {
         let loaded = bpf_engine::load(
             CachestatSkelBuilder::default,
             |_open: &mut skel::OpenCachestatSkel<'static>| Ok(()),
-            GroupRules {
-                optional: &optional,
-                functions: FUNCTIONS,
-                tracepoints: TRACEPOINTS,
-                ..GroupRules::default()
-            },
+            GroupRules::kernel_functions(FUNCTIONS, TRACEPOINTS, &optional),
             Attach::Now,
         )?;
         Ok(CachestatBpf { loaded })

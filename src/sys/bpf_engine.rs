@@ -256,6 +256,21 @@ impl<'a> GroupRules<'a> {
         }
     }
 
+    /// bcc's hooks on kernel functions (`functions`), else the tracepoint
+    /// groups they stand in for; `optional` may end without a hook.
+    pub(crate) fn kernel_functions(
+        functions: &'a [&'a str],
+        tracepoints: &'a [&'a str],
+        optional: &'a [&'a str],
+    ) -> GroupRules<'a> {
+        GroupRules {
+            optional,
+            functions,
+            tracepoints,
+            ..GroupRules::default()
+        }
+    }
+
     /// These groups are not wanted this run; every other one needs a hook.
     pub(crate) fn skipping(skip: &'a [&'a str]) -> GroupRules<'a> {
         GroupRules {

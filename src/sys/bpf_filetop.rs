@@ -104,12 +104,7 @@ impl FiletopBpf {
                 rodata.regular_only = !settings.all_files;
                 Ok(())
             },
-            GroupRules {
-                optional: GROUPS,
-                functions: VFS_GROUPS,
-                tracepoints: GROUPS,
-                ..GroupRules::default()
-            },
+            GroupRules::kernel_functions(VFS_GROUPS, GROUPS, GROUPS),
             Attach::Now,
         )?;
         if !loaded.on_kernel_functions() {

@@ -85,11 +85,11 @@ impl TcptopBpf {
                 rodata.filter_cgroup = cgroup.is_some();
                 Ok(())
             },
-            GroupRules {
-                functions: &["scry_k_tcp_send", "scry_k_tcp_recv"],
-                tracepoints: &["scry_tcptop_send", "scry_tcptop_recv"],
-                ..GroupRules::default()
-            },
+            GroupRules::kernel_functions(
+                &["scry_k_tcp_send", "scry_k_tcp_recv"],
+                &["scry_tcptop_send", "scry_tcptop_recv"],
+                &[],
+            ),
             cgroup.as_ref(),
             |s: &skel::TcptopSkel<'static>| &s.maps.cgroup_map,
         )?;

@@ -66,12 +66,7 @@ impl VfsstatBpf {
                 rodata.filter_tgid = pid.unwrap_or(0);
                 Ok(())
             },
-            GroupRules {
-                optional: GROUPS,
-                functions: VFS_GROUPS,
-                tracepoints: GROUPS,
-                ..GroupRules::default()
-            },
+            GroupRules::kernel_functions(VFS_GROUPS, GROUPS, GROUPS),
             Attach::Now,
         )?;
         if !loaded.on_kernel_functions() && !GROUPS.iter().any(|g| loaded.has(g)) {
