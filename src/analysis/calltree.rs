@@ -152,13 +152,25 @@ pub(crate) fn build_trees_above(
 
 /// The trees asked for: event `event`'s entries in `wanted` (entry key →
 /// slot below `slots`), in `order`, without nodes under `min_period`.
-#[derive(Clone, Copy)]
 pub(super) struct TreeRequest<'a> {
     pub(super) event: usize,
     pub(super) wanted: &'a FxHashMap<RawKey, usize>,
     pub(super) slots: usize,
     pub(super) order: GraphOrder,
     pub(super) min_period: u64,
+}
+
+impl<'a> TreeRequest<'a> {
+    /// Event, wanted entries, slots, order and threshold, in that order.
+    pub(super) fn parts(&self) -> (usize, &'a FxHashMap<RawKey, usize>, usize, GraphOrder, u64) {
+        (
+            self.event,
+            self.wanted,
+            self.slots,
+            self.order,
+            self.min_period,
+        )
+    }
 }
 
 /// One self stack being walked down its entry's tree (`self_trees`).
@@ -179,13 +191,7 @@ struct Walk<'a> {
 /// first frame that reached it: the trees one insertion pass builds, less
 /// the nodes under the threshold.
 fn self_trees(profile: &Profile, request: &TreeRequest<'_>) -> Vec<CallTree> {
-    let TreeRequest {
-        event,
-        wanted,
-        slots,
-        order,
-        min_period,
-    } = *request;
+    let (event, wanted, slots, order, min_period) = request.parts();
     let mut trees = vec![CallTree::new(); slots];
     let mut walks = Vec::new();
     for group in &profile.groups {

@@ -369,13 +369,7 @@ impl Trie {
 
 /// The children trees `request` asks for.
 pub(super) fn children_trees(profile: &Profile, request: &TreeRequest<'_>) -> Vec<CallTree> {
-    let TreeRequest {
-        event,
-        wanted,
-        slots,
-        order,
-        min_period,
-    } = *request;
+    let (event, wanted, slots, order, min_period) = request.parts();
     let trie = Trie::build(profile, event, order);
     let occurrences = trie.occurrences(profile, wanted);
     let rooted = match order {
