@@ -24,6 +24,7 @@ use scry::render::export::EventKind;
 use scry::render::offcputime::{write_offcpu_folded, write_offcpu_json, write_offcpu_stacks};
 use scry::symbol::ResolveOptions;
 use scry::symbol::raw_stacks::{Named, RawStack, RawStackResolver};
+use scry::sys::bpf_engine::Hook;
 use scry::sys::bpf_offcputime::{OffcpuSum, OffcputimeBpf, OffcputimeSettings};
 
 use super::bpf_tool;
@@ -300,16 +301,36 @@ pub(super) fn write_entries(
     out.flush()
 }
 
-pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
-    args.check("offcputime")?;
+/// What offcputime and offwaketime do first: the flags checked, the
+/// programs loaded (their hooks said with -v), the banner printed unless
+/// folded stacks, JSON or an export are asked for.
+pub(super) fn start<B>(
+    args: &OffcputimeArgs,
+    tool: &str,
+    load: impl FnOnce(OffcputimeSettings) -> io::Result<B>,
+    hooks: impl FnOnce(&B) -> Vec<Hook>,
+    banner: impl FnOnce() -> String,
+) -> anyhow::Result<(B, io::StdoutLock<'static>)> {
+    args.check(tool)?;
     let settings = args.settings();
-    let mut bpf = bpf_tool::load("offcputime", || OffcputimeBpf::load(settings))?;
-    bpf_tool::print_hooks("offcputime", &bpf.hooks(), args.run.verbose);
+    let bpf = bpf_tool::load(tool, || load(settings))?;
+    bpf_tool::print_hooks(tool, &hooks(&bpf), args.run.verbose);
     let mut out = io::stdout().lock();
     if !args.stacks.folded && !args.json && args.run.export.to.is_none() {
-        writeln!(out, "{}", banner(&args))?;
+        writeln!(out, "{}", banner())?;
     }
     out.flush()?;
+    Ok((bpf, out))
+}
+
+pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
+    let (mut bpf, mut out) = start(
+        &args,
+        "offcputime",
+        OffcputimeBpf::load,
+        OffcputimeBpf::hooks,
+        || banner(&args),
+    )?;
     let halves = args.halves();
     let mut exported = None;
     run_seeing(

@@ -12,30 +12,28 @@
 //! `sys::bpf_offwaketime` → `symbol::raw_stacks` → `analysis::offcputime`
 //! → `render::offcputime`.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use scry::analysis::offcputime::{offwake_entries, offwake_joined, offwake_raw_stacks};
 use scry::render::offcputime::{write_offwake_folded, write_offwake_json, write_offwake_stacks};
 use scry::sys::bpf_offwaketime::OffwaketimeBpf;
 
-use super::bpf_tool;
-use super::offcputime::{OffcputimeArgs, export_blocked, finish_naming, run_seeing};
+use super::offcputime::{OffcputimeArgs, export_blocked, finish_naming, run_seeing, start};
 
 pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
-    args.check("offwaketime")?;
-    let settings = args.settings();
-    let mut bpf = bpf_tool::load("offwaketime", || OffwaketimeBpf::load(settings))?;
-    bpf_tool::print_hooks("offwaketime", &bpf.hooks(), args.run.verbose);
-    let mut out = io::stdout().lock();
-    if !args.stacks.folded && !args.json && args.run.export.to.is_none() {
-        writeln!(
-            out,
-            "Tracing blocked time (us) by {} off-CPU and waker stack{}",
-            args.stacks_label(),
-            args.until()
-        )?;
-    }
-    out.flush()?;
+    let (mut bpf, mut out) = start(
+        &args,
+        "offwaketime",
+        OffwaketimeBpf::load,
+        OffwaketimeBpf::hooks,
+        || {
+            format!(
+                "Tracing blocked time (us) by {} off-CPU and waker stack{}",
+                args.stacks_label(),
+                args.until()
+            )
+        },
+    )?;
     let halves = args.halves();
     let mut exported = None;
     run_seeing(
