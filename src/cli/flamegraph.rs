@@ -193,6 +193,14 @@ fn resolve_options(args: &FlamegraphArgs) -> ResolveOptions {
 fn fold(path: &Path, args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Vec<String>> {
     // The reader's errors name the file.
     let resolved = resolve_file(path, &resolve_options(args))?;
+    let stats = &resolved.stats;
+    if stats.samples > 0 && stats.no_callchain == stats.samples {
+        // As perf script | flamegraph.pl draws it: one frame per sample.
+        eprintln!(
+            "scry: {}: no call chains recorded (record with -g): the graph shows only the sampled functions",
+            path.display()
+        );
+    }
     fold_resolved(&resolved, path, args, annotate_kernel)
 }
 

@@ -563,3 +563,40 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
     }
 }
+
+/// A file recorded without -g: drawn as perf script | flamegraph.pl draws
+/// it (one frame per sample over its command), with one line saying why.
+#[test]
+fn a_file_without_call_chains_is_drawn_flat_and_said_once() {
+    require_kernel!();
+    let dir = common::tempdir();
+    let data = dir.path().join("flat.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-F", "999", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(common::workload("cpu7525"))
+            .arg("0.2s"),
+    );
+    let svg = dir.path().join("flat.svg");
+    let out = common::output(
+        common::scry()
+            .args(["flamegraph", "-i"])
+            .arg(&data)
+            .arg("-o")
+            .arg(&svg),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("no call chains recorded (record with -g)"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    let frames = svg_frames(&std::fs::read_to_string(&svg).expect("the SVG"));
+    assert!(
+        frames.iter().any(|r| r.title.starts_with("hot_a (")),
+        "hot_a drawn"
+    );
+}
