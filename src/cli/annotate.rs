@@ -119,9 +119,27 @@ fn write_annotation(args: &AnnotateArgs, out: &mut dyn Write) -> anyhow::Result<
         .cloned()
         .unwrap_or_default();
     let profile = collector.finish();
+    // Why samples are in no named function, where the file can say: a
+    // binary rebuilt or gone since the recording.
+    let unnamed_why: Vec<String> = profile
+        .unnamed_in
+        .iter()
+        .filter_map(|(dso, n)| {
+            check_build_id(dso, &build_ids)
+                .err()
+                .map(|why| format!("{n} in {dso}: {why}"))
+        })
+        .collect();
     let mut functions: Vec<&FunctionHits> = profile.functions.iter().collect();
     if functions.is_empty() {
-        anyhow::bail!("{}: no samples in a named function", path.display());
+        match unnamed_why.is_empty() {
+            true => anyhow::bail!("{}: no samples in a named function", path.display()),
+            false => anyhow::bail!(
+                "{}: no samples in a named function ({})",
+                path.display(),
+                unnamed_why.join("; ")
+            ),
+        }
     }
     if let Some(symbol) = &args.symbol {
         let hottest: Vec<String> = functions
@@ -163,11 +181,8 @@ fn write_annotation(args: &AnnotateArgs, out: &mut dyn Write) -> anyhow::Result<
             "# {} of {} samples are in no named function (not shown)",
             profile.unnamed, profile.samples
         )?;
-        // Why, where the file can say: a binary rebuilt or gone since.
-        for (dso, n) in &profile.unnamed_in {
-            if let Err(why) = check_build_id(dso, &build_ids) {
-                writeln!(out, "#   {n} in {dso}: {why}")?;
-            }
+        for why in &unnamed_why {
+            writeln!(out, "#   {why}")?;
         }
     }
     Ok(())
