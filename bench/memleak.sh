@@ -49,7 +49,8 @@ END { clear(@size); clear(@bytes); clear(@when); clear(@stack); }'
 run() {
     local name=$1 attached=$2; shift 2
     local fifo="$out/go" ready="$out/ready"
-    rm -f "$fifo"; mkfifo "$fifo"
+    # The last run's "ready" must not pass for this one's.
+    rm -f "$fifo" "$ready"; mkfifo "$fifo"
     "$mallocs" "$PAIRS" wait <"$fifo" >"$ready" &
     local pid=$! tracer="" log="$out/$name.out"
     exec 3>"$fifo"
