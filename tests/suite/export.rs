@@ -528,6 +528,40 @@ fn speedscope_page() -> Result<PathBuf, String> {
     }
 }
 
+/// The DOM of speedscope's page in headless Chromium with the file `name`
+/// (its `text`) loaded, as speedscope's own CLI loads it: a script that
+/// hands the file to the page, named in the URL's #localProfilePath;
+/// `view=sandwich` lists the functions in the DOM (the flame chart is a
+/// canvas). The console must say `imported` and hold no error.
+fn speedscope_dom(page: &Path, dir: &Path, name: &str, text: &str, imported: &str) -> String {
+    let loader = dir.join("load.js");
+    std::fs::write(
+        &loader,
+        format!(
+            "speedscope.loadFileFromBase64('{name}', \
+             btoa(unescape(encodeURIComponent(JSON.stringify({text})))))"
+        ),
+    )
+    .expect("write loader");
+    let url = format!(
+        "file://{}#localProfilePath={}&view=sandwich",
+        page.display(),
+        loader.display()
+    );
+    let (dom, console) = common::headless_dom(&url, &dir.join("chromium"));
+    assert!(
+        console.iter().any(|l| l.contains(imported)),
+        "speedscope did not say '{imported}':\n{}",
+        console.join("\n")
+    );
+    let errors: Vec<&String> = console
+        .iter()
+        .filter(|l| l.contains("ERROR:CONSOLE") || l.contains("Uncaught") || l.contains("rror"))
+        .collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    dom
+}
+
 #[test]
 fn speedscope_renders_in_headless_chromium() {
     require_kernel!();
@@ -546,37 +580,13 @@ fn speedscope_renders_in_headless_chromium() {
         "https://www.speedscope.app/file-format-schema.json"
     );
 
-    // What speedscope's own CLI does: a script that hands the file to the
-    // page, named in the URL's #localProfilePath; `view=sandwich` lists the
-    // functions in the page's DOM (the flame chart is a canvas).
-    let loader = dir.path().join("load.js");
-    std::fs::write(
-        &loader,
-        format!(
-            "speedscope.loadFileFromBase64('cpu.speedscope.json', \
-             btoa(unescape(encodeURIComponent(JSON.stringify({text})))))"
-        ),
-    )
-    .expect("write loader");
-    let profile_dir = dir.path().join("chromium");
-    let url = format!(
-        "file://{}#localProfilePath={}&view=sandwich",
-        page.display(),
-        loader.display()
+    let dom = speedscope_dom(
+        &page,
+        dir.path(),
+        "cpu.speedscope.json",
+        &text,
+        "Importing as speedscope json file",
     );
-    let (dom, console) = common::headless_dom(&url, &profile_dir);
-    assert!(
-        console
-            .iter()
-            .any(|l| l.contains("Importing as speedscope json file")),
-        "speedscope did not import the file:\n{}",
-        console.join("\n")
-    );
-    let errors: Vec<&String> = console
-        .iter()
-        .filter(|l| l.contains("ERROR:CONSOLE") || l.contains("Uncaught") || l.contains("rror"))
-        .collect();
-    assert!(errors.is_empty(), "console errors: {errors:?}");
     for name in ["hot_a", "hot_b", "cpu7525 (pid"] {
         assert!(dom.contains(name), "{name} is not on the page:\n{dom}");
     }
@@ -617,33 +627,13 @@ fn chrome_trace_renders_in_speedscope() {
     let out = dir.path().join("trace.json");
     convert(&data, "chrome-trace", &out);
     let text = std::fs::read_to_string(&out).expect("read");
-    let loader = dir.path().join("load.js");
-    std::fs::write(
-        &loader,
-        format!(
-            "speedscope.loadFileFromBase64('trace.json', \
-             btoa(unescape(encodeURIComponent(JSON.stringify({text})))))"
-        ),
-    )
-    .expect("write loader");
-    let url = format!(
-        "file://{}#localProfilePath={}&view=sandwich",
-        page.display(),
-        loader.display()
+    let dom = speedscope_dom(
+        &page,
+        dir.path(),
+        "trace.json",
+        &text,
+        "Importing as Trace Event Format profile",
     );
-    let (dom, console) = common::headless_dom(&url, &dir.path().join("chromium"));
-    assert!(
-        console
-            .iter()
-            .any(|l| l.contains("Importing as Trace Event Format profile")),
-        "speedscope did not import the file as trace events:\n{}",
-        console.join("\n")
-    );
-    let errors: Vec<&String> = console
-        .iter()
-        .filter(|l| l.contains("ERROR:CONSOLE") || l.contains("Uncaught") || l.contains("rror"))
-        .collect();
-    assert!(errors.is_empty(), "console errors: {errors:?}");
     let mut workers = 0;
     for line in stdout.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
