@@ -290,6 +290,15 @@ impl TestCgroup {
     }
 }
 
+/// The peer installed and a cgroup of the test's own, or None (skipped,
+/// said why).
+fn oracle_and_cgroup(name: &str) -> Option<TestCgroup> {
+    if !require_bpf_oracle() {
+        return None;
+    }
+    TestCgroup::new(name)
+}
+
 impl Drop for TestCgroup {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.0);
@@ -302,10 +311,7 @@ impl Drop for TestCgroup {
 /// the workload itself, none of the other's.
 #[test]
 fn exitsnoop_lists_one_cgroups_exits_as_libbpf_tools() {
-    if !require_bpf_oracle() {
-        return;
-    }
-    let Some(cg) = TestCgroup::new("cg-exit") else {
+    let Some(cg) = oracle_and_cgroup("cg-exit") else {
         return;
     };
     let mut inside = stopped_workload("execs", &["20", "/bin/true"]);
@@ -371,10 +377,7 @@ fn pid_labels(text: &str) -> Vec<u32> {
 /// on-CPU cpudist only counts preempted stretches.
 #[test]
 fn cgroup_filters_cpudist_and_runqlat_as_libbpf_tools() {
-    if !require_bpf_oracle() {
-        return;
-    }
-    let Some(cg) = TestCgroup::new("cg-sched") else {
+    let Some(cg) = oracle_and_cgroup("cg-sched") else {
         return;
     };
     for (tool, ready, extra) in [

@@ -391,20 +391,28 @@ fn perf_timehist_run_ms(data: &Path) -> BTreeMap<String, f64> {
     runs
 }
 
+/// `threads 2 DURATION` recorded with sched_switch on every CPU and
+/// converted to a Chrome trace in `dir`: the workload's stdout (its
+/// `done I tid T cpu_ms MS` lines) and the trace's path.
+fn threads_chrome_trace(dir: &Path, duration: &str) -> (String, PathBuf) {
+    let data = dir.join("sw.data");
+    let stdout = record(
+        &data,
+        &["-e", "sched:sched_switch", "-a"],
+        &["threads", "2", duration],
+    );
+    let out = dir.join("trace.json");
+    convert(&data, "chrome-trace", &out);
+    (stdout, out)
+}
+
 #[test]
 fn chrome_trace_run_slices_add_up_to_cpu_time() {
     require_kernel!();
     require_tracefs!();
     require_perf!();
     let dir = common::tempdir();
-    let data = dir.path().join("sw.data");
-    let stdout = record(
-        &data,
-        &["-e", "sched:sched_switch", "-a"],
-        &["threads", "2", "0.3s"],
-    );
-    let out = dir.path().join("trace.json");
-    convert(&data, "chrome-trace", &out);
+    let (stdout, out) = threads_chrome_trace(dir.path(), "0.3s");
     let trace: Value = serde_json::from_slice(&std::fs::read(&out).expect("read")).expect("JSON");
     let events = trace["traceEvents"].as_array().expect("traceEvents");
     // The structure Chrome's trace viewer and Perfetto read.
@@ -432,7 +440,7 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
             other => panic!("unexpected phase {other}: {e}"),
         }
     }
-    let oracle = perf_timehist_run_ms(&data);
+    let oracle = perf_timehist_run_ms(&dir.path().join("sw.data"));
     let mut workers = 0;
     for line in stdout.lines() {
         // "done I tid TID cpu_ms MS": the CPU time the thread measured.
@@ -618,14 +626,7 @@ fn chrome_trace_renders_in_speedscope() {
     }
     let page = speedscope_page().expect("speedscope page");
     let dir = common::tempdir();
-    let data = dir.path().join("sw.data");
-    let stdout = record(
-        &data,
-        &["-e", "sched:sched_switch", "-a"],
-        &["threads", "2", "0.2s"],
-    );
-    let out = dir.path().join("trace.json");
-    convert(&data, "chrome-trace", &out);
+    let (stdout, out) = threads_chrome_trace(dir.path(), "0.2s");
     let text = std::fs::read_to_string(&out).expect("read");
     let dom = speedscope_dom(
         &page,

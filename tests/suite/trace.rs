@@ -685,11 +685,9 @@ fn flags_are_named_as_perf_trace_names_them() {
 fn graph_without_the_tracer_is_one_line() {
     require_kernel!();
     require_tracefs!();
-    let root = scry::sys::tracefs::root().expect("tracefs");
-    if common::has_function_graph() {
-        eprintln!("skipping: this kernel has function_graph (checked in the kernel matrix)");
+    let Some(root) = common::without_function_graph() else {
         return;
-    }
+    };
     let calls = common::workload("calls");
     let calls = calls.to_str().unwrap();
     let out = trace(&["--graph", "-l", "*sys_getppid", "--", calls, "3"]);
