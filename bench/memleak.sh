@@ -56,6 +56,11 @@ run() {
     exec 3>"$fifo"
     until [ -s "$ready" ]; do sleep 0.01; done
     if [ $# -gt 0 ]; then
+        # The last run's log must not pass for this one's either: the
+        # tracer's shell truncates it only after this loop may have read
+        # it (once, that timed a bare run and scry then found the workload
+        # gone: "-p PID: no such process").
+        rm -f "$log"
         "$@" -p "$pid" >"$log" 2>>"$out/$name.err" &
         tracer=$!
         until grep -q "$attached" "$log" 2>/dev/null; do

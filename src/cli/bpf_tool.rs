@@ -522,12 +522,22 @@ pub(crate) fn check_pid_tid(tool: &str, pid: Option<u32>, tid: Option<u32>) -> a
 }
 
 /// `FLAG ID` (`-p PID`, `-t TID`, `--ppid PID`) names a running process or
-/// thread (checked before anything loads).
+/// thread (checked before anything loads). `-p` and `--ppid` name a
+/// process: a thread's id is refused naming its process (/proc/TID exists
+/// for any thread, but the programs filter on the process id, and the run
+/// loop's pidfd needs a thread-group leader).
 pub(crate) fn check_pid(tool: &str, flag: &str, pid: Option<u32>) -> anyhow::Result<()> {
-    match pid {
-        Some(pid) if !std::path::Path::new(&format!("/proc/{pid}")).exists() => {
-            Err(anyhow!("{tool}: {flag} {pid}: no such process"))
-        }
+    let Some(pid) = pid else {
+        return Ok(());
+    };
+    if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        return Err(anyhow!("{tool}: {flag} {pid}: no such process"));
+    }
+    let names_process = matches!(flag, "-p" | "--ppid");
+    match scry::sys::proc::tgid(pid as i32) {
+        Ok(tgid) if names_process && tgid != pid as i32 => Err(anyhow!(
+            "{tool}: {flag} {pid}: a thread of process {tgid}, not a process (give {flag} {tgid})"
+        )),
         _ => Ok(()),
     }
 }

@@ -187,6 +187,40 @@ fn memleak_refuses_a_binary_without_malloc_and_an_unknown_pid() {
     ]);
 }
 
+/// `-p` takes a process: a thread's id (its /proc/TID exists too) is one
+/// line naming its process, exit 2, before anything attaches (memleak
+/// attached and then failed on the pidfd; vfsstat printed its header
+/// first). The bench's lost run was its own stale log, not this.
+#[test]
+fn p_refuses_a_thread_id_naming_its_process() {
+    if !require_root() {
+        return;
+    }
+    let mut threads = Command::new(common::workload("threads"))
+        .args(["2", "3000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("threads starts");
+    let pid = threads.id();
+    let mut out = std::io::BufReader::new(threads.stdout.take().expect("piped"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).expect("a thread's line");
+    let tid = line
+        .split_whitespace()
+        .nth(3)
+        .expect("thread N tid TID")
+        .to_string();
+    assert_ne!(tid, pid.to_string(), "{line}");
+    let needle = format!("-p {tid}: a thread of process {pid}, not a process (give -p {pid})");
+    assert_each_bad_input(&[
+        (&["memleak", "-p", &tid][..], None, &needle),
+        (&["vfsstat", "-p", &tid, "1", "1"][..], None, &needle),
+        (&["opensnoop", "-p", &tid][..], None, &needle),
+    ]);
+    let _ = threads.kill();
+    let _ = threads.wait();
+}
+
 #[test]
 fn memleak_kernel_mode_names_kernel_stacks() {
     if !require_root() {
