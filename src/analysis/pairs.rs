@@ -70,6 +70,20 @@ pub(crate) struct PairStat {
 }
 
 impl PairStat {
+    /// A statistic summed elsewhere, as `[count, total, max, max_ts, min,
+    /// min_ts]` (the BPF program's `struct stat`), without stacks.
+    pub(crate) fn from_sums([count, total, max, max_ts, min, min_ts]: [u64; 6]) -> PairStat {
+        PairStat {
+            count,
+            total,
+            max,
+            max_ts,
+            min,
+            min_ts,
+            stacks: Vec::new(),
+        }
+    }
+
     pub(crate) fn add(&mut self, duration: u64, ts: u64, stack: Option<usize>) {
         if self.count == 0 || duration > self.max {
             self.max = duration;

@@ -158,15 +158,7 @@ fn add_kernel_sums(engine: &mut PairEngine, sums: &KernelSums, covered: Covered)
             bpf_profile::KIND_SOFTIRQ_RAISE => SummedKind::SoftirqRaise(s.nr),
             _ => continue,
         };
-        let stat = PairStat {
-            count: s.count,
-            total: s.total,
-            max: s.max,
-            max_ts: s.max_ts,
-            min: s.min,
-            min_ts: s.min_ts,
-            stacks: Vec::new(),
-        };
+        let stat = PairStat::from_sums(s.sums);
         engine.add_summed(s.tid as i32, kind, &stat);
     }
     // As the streamed engine does: enters still open at the end.

@@ -147,15 +147,7 @@ fn summed_pairs_take_the_engine_labels() {
     let f = [("id", 74u64)].into_iter().collect::<HashMap<&str, u64>>();
     e.handle(&occ(0, 100, 7, &f));
     e.handle(&occ(1, 130, 7, &f));
-    let summed = PairStat {
-        count: 2,
-        total: 50,
-        max: 40,
-        max_ts: 900,
-        min: 10,
-        min_ts: 800,
-        stacks: Vec::new(),
-    };
+    let summed = PairStat::from_sums([2, 50, 40, 900, 10, 800]);
     e.add_summed(7, SummedKind::Syscall(74), &summed);
     e.add_summed(7, SummedKind::Softirq(1), &summed);
     e.finish();

@@ -35,19 +35,24 @@ pub(crate) enum Field {
     Trace,
 }
 
-const ALL_FIELDS: [(Field, &str); 12] = [
-    (Field::Comm, "comm"),
-    (Field::Tid, "tid"),
-    (Field::Pid, "pid"),
-    (Field::Time, "time"),
-    (Field::Cpu, "cpu"),
-    (Field::Event, "event"),
-    (Field::Ip, "ip"),
-    (Field::Sym, "sym"),
-    (Field::SymOff, "symoff"),
-    (Field::Dso, "dso"),
-    (Field::Period, "period"),
-    (Field::Trace, "trace"),
+impl Field {
+    /// Every field, in the enum's (and [`FIELD_NAMES`]') order.
+    const ALL: [Field; 12] = {
+        use Field::*;
+        [
+            Comm, Tid, Pid, Time, Cpu, Event, Ip, Sym, SymOff, Dso, Period, Trace,
+        ]
+    };
+
+    /// perf's name of the field.
+    fn name(self) -> &'static str {
+        FIELD_NAMES[self as usize]
+    }
+}
+
+/// perf's `-F` names, indexed by [`Field`].
+const FIELD_NAMES: [&str; 12] = [
+    "comm", "tid", "pid", "time", "cpu", "event", "ip", "sym", "symoff", "dso", "period", "trace",
 ];
 
 /// A set of fields.
@@ -90,7 +95,7 @@ pub enum FieldSpec {
 /// Why `-F` text does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum FieldSpecError {
-    #[error("unknown field '{0}' (known: {known})", known = ALL_FIELDS.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(","))]
+    #[error("unknown field '{0}' (known: {known})", known = FIELD_NAMES.join(","))]
     Unknown(String),
     #[error("mix of fields with and without +/- (use one or the other)")]
     Mixed,
@@ -110,10 +115,9 @@ impl FieldSpec {
                 Some(b'-') => (Some(false), &item[1..]),
                 _ => (None, *item),
             };
-            let field = ALL_FIELDS
-                .iter()
-                .find(|(_, n)| *n == name)
-                .map(|(f, _)| *f)
+            let field = Field::ALL
+                .into_iter()
+                .find(|f| f.name() == name)
                 .ok_or_else(|| FieldSpecError::Unknown(name.to_string()))?;
             match sign {
                 Some(true) => add = add.with(field),
@@ -452,13 +456,9 @@ fn fields_for(e: &EventFormat, spec: &FieldSpec) -> Result<Fields, ScriptError> 
                 // Tracepoints without raw data have nothing to print for
                 // `trace`; everything else must be in the sample.
                 if fields.has(field) && !ok && field != Trace {
-                    let name = ALL_FIELDS
-                        .iter()
-                        .find(|(f, _)| *f == field)
-                        .map_or("?", |(_, n)| n);
                     return Err(ScriptError::MissingField {
                         event: e.name.clone(),
-                        field: name,
+                        field: field.name(),
                     });
                 }
             }

@@ -61,30 +61,27 @@ pub(crate) struct KernelStat {
     pub(crate) tid: u32,
     pub(crate) kind: u32,
     pub(crate) nr: u64,
-    pub(crate) count: u64,
-    pub(crate) total: u64,
-    pub(crate) max: u64,
-    pub(crate) max_ts: u64,
-    pub(crate) min: u64,
-    pub(crate) min_ts: u64,
+    /// The program's `struct stat`, in its order: count, total, max,
+    /// max_ts, min, min_ts (`analysis::pairs::PairStat` names them).
+    pub(crate) sums: [u64; 6],
 }
 
 impl KernelStat {
-    /// The `struct stat` (six u64: count, total, max, max_ts, min, min_ts)
-    /// at byte `offset` of a map value, for the key (tid, kind, nr).
+    /// The `struct stat` at byte `offset` of a map value, for the key
+    /// (tid, kind, nr).
     fn at(value: &[u8], offset: usize, (tid, kind, nr): (u32, u32, u64)) -> KernelStat {
-        let field = |i: usize| u64_at(value, offset + i * 8).unwrap_or(0);
+        let sums = std::array::from_fn(|i| u64_at(value, offset + i * 8).unwrap_or(0));
         KernelStat {
             tid,
             kind,
             nr,
-            count: field(0),
-            total: field(1),
-            max: field(2),
-            max_ts: field(3),
-            min: field(4),
-            min_ts: field(5),
+            sums,
         }
+    }
+
+    /// How many pairs (or page faults) the statistic counts.
+    fn count(&self) -> u64 {
+        self.sums[0]
     }
 }
 
@@ -213,7 +210,7 @@ impl ProfileBpf {
             .stats
             .iter()
             .filter(|s| !matches!(s.kind, KIND_PAGE_FAULT_USER | KIND_PAGE_FAULT_KERNEL))
-            .map(|s| s.count)
+            .map(KernelStat::count)
             .sum();
         Ok(sums)
     }
