@@ -333,13 +333,13 @@ impl ScriptPrinter {
         match chain {
             Some(chain) => {
                 writeln!(out)?;
-                if chain.is_empty()
-                    && let Some(ip) = s.ip
-                {
-                    frame.write_line(out, ip, s.ip_kernel, resolver)?;
-                }
-                for &(addr, kernel) in chain {
-                    frame.write_line(out, addr, kernel, resolver)?;
+                // A chain the kernel left empty prints the sampled IP.
+                let ip_alone = s.ip.filter(|_| chain.is_empty());
+                let lines = ip_alone.map(|ip| (ip, s.ip_kernel));
+                for (addr, kernel) in lines.into_iter().chain(chain.iter().copied()) {
+                    write!(out, "\t")?;
+                    frame.write(out, addr, kernel, resolver)?;
+                    writeln!(out)?;
                 }
                 writeln!(out)
             }
@@ -370,18 +370,6 @@ struct Frame {
 }
 
 impl Frame {
-    fn write_line(
-        &self,
-        out: &mut impl Write,
-        addr: u64,
-        kernel: bool,
-        resolver: &mut dyn AddrResolver,
-    ) -> io::Result<()> {
-        write!(out, "\t")?;
-        self.write(out, addr, kernel, resolver)?;
-        writeln!(out)
-    }
-
     /// `%16x sym+0xoff (dso)`, each part as the fields ask.
     fn write(
         &self,
