@@ -17,6 +17,11 @@
 //   SNOOP   one event: disk, flags, sector, bytes, latency, queued time,
 //           and the process from block_io_start (biosnoop; biotop sums
 //           them in user space).
+// With -c (biolatency, biosnoop: libbpf-tools' flag) a request is followed
+// only when the task current at its first hook (insert, attached for this
+// even without -Q, else issue: the submitter's context) is under the
+// cgroup. Unlike libbpf-tools, the completion is not checked too: it runs
+// in an interrupt or a driver's worker, rarely in the submitter.
 // And at issue, without the completion:
 //   SIZE    a log2 slot of the request's Kbytes in the histogram of the
 //           current process (bitesize: libbpf-tools takes the process
@@ -40,6 +45,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #include "hooks.bpf.h"
 #include "task.bpf.h"
+#include "cgroup.bpf.h"
 #define HIST_KEY __u64
 #include "task_hist.bpf.h"
 
@@ -163,7 +169,7 @@ static __always_inline __u32 canonical_flags(unsigned int raw)
 static __always_inline void on_start(void *req, bool insert)
 {
 	struct request___scry *rq = req;
-	if (insert && !queued)
+	if (insert && !queued && !filter_cgroup)
 		return;
 	if (mode == MODE_SIZE) {
 		if (filter_by_dev && request_dev(rq) != filter_dev)
@@ -178,6 +184,8 @@ static __always_inline void on_start(void *req, bool insert)
 	if (!s) {
 		struct stage fresh = {.dev = request_dev(rq)};
 		if (filter_by_dev && fresh.dev != filter_dev)
+			return;
+		if (!in_cgroup())
 			return;
 		if (insert)
 			fresh.insert = now;

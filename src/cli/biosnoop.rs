@@ -1,7 +1,7 @@
 //! `scry biosnoop` (bcc's biosnoop, libbpf-tools' flags and layout): each
 //! block I/O request at its completion, with the process that started it,
-//! its disk, rwbs, sector, bytes and latency (`-Q`: and the time queued),
-//! from the block tracepoints (libbpf-tools' own needs a kprobe on
+//! its disk, rwbs, sector, bytes and latency (`-Q`: and the time queued;
+//! `-c`: only I/O started under a cgroup), from the block tracepoints (libbpf-tools' own needs a kprobe on
 //! blk_account_io_start). Wiring only: `sys::bpf_bio` → `render::bio`
 //! through the streaming tools' run.
 
@@ -14,6 +14,7 @@ use super::biolatency::disk_filter;
 use super::{bpf_tool, snoop};
 
 #[derive(Args, Debug)]
+#[command(mut_arg("cgroup", |a| a.help("Only I/O started by tasks under this cgroup v2 directory (/sys/fs/cgroup/...)")))]
 pub(crate) struct BiosnoopArgs {
     /// Only this disk (a name of /proc/partitions).
     #[arg(short = 'd', long = "disk", value_name = "DISK")]
@@ -21,6 +22,8 @@ pub(crate) struct BiosnoopArgs {
     /// Include the time queued in the kernel (QUE(ms)).
     #[arg(short = 'Q', long = "queued")]
     queued: bool,
+    #[command(flatten)]
+    cgroup: bpf_tool::CgroupArg,
     /// Say which kernel hooks the programs use.
     #[arg(short = 'v', long = "verbose")]
     verbose: bool,
@@ -39,7 +42,10 @@ pub(crate) fn run(args: BiosnoopArgs) -> anyhow::Result<()> {
         dev,
         ..BioSettings::default()
     };
-    let bpf = bpf_tool::load("biosnoop", || bpf_bio::load_snoop(settings))?;
+    let cgroup = args.cgroup.open("biosnoop")?;
+    let bpf = bpf_tool::load("biosnoop", || {
+        bpf_bio::load_snoop(settings, cgroup.as_ref())
+    })?;
     let flags = snoop::StreamFlags {
         duration: args.duration,
         verbose: args.verbose,

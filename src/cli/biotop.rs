@@ -55,7 +55,9 @@ pub(crate) fn run(args: BiotopArgs) -> anyhow::Result<()> {
     let _ = args.noclear;
     bpf_tool::check_pid("biotop", "-p", args.target.pid)?;
     let (disks, _) = disk_filter("biotop", None)?;
-    let bpf = bpf_tool::load("biotop", || bpf_bio::load_snoop(BioSettings::default()))?;
+    let bpf = bpf_tool::load("biotop", || {
+        bpf_bio::load_snoop(BioSettings::default(), None)
+    })?;
     bpf_tool::print_hooks("biotop", &bpf.hooks(), args.out.table.verbose);
     let mut out = io::BufWriter::new(io::stdout().lock());
     args.out.write_banner(&mut out, "\n")?;

@@ -7,8 +7,9 @@
 
 use std::io;
 
-use super::bpf_engine::{self, Attach, GroupRules, Loaded, u32_at, u64_at};
+use super::bpf_engine::{GroupRules, Loaded, u32_at, u64_at};
 use super::bpf_events::{EventStream, c_string_at};
+use super::bpf_execsnoop::load_in_cgroup;
 use super::bpf_hists::HistBpf;
 
 super::bpf::bpf_skeleton!("bio.skel.rs");
@@ -28,6 +29,10 @@ pub(crate) struct BioSettings {
     /// Only this disk (the kernel's dev_t: major << 20 | minor).
     pub(crate) dev: Option<u32>,
 }
+
+/// Only the requests started by tasks under this cgroup directory (-c),
+/// opened; not for bitesize.
+pub(crate) type BioCgroup<'a> = Option<&'a std::fs::File>;
 
 /// One completed request (biosnoop).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -77,18 +82,24 @@ const LATENCY: u8 = 1;
 const SNOOP: u8 = 2;
 const SIZE: u8 = 3;
 
-fn open(settings: BioSettings, mode: u8) -> io::Result<Loaded<BioSkel<'static>>> {
+fn open(
+    settings: BioSettings,
+    mode: u8,
+    cgroup: BioCgroup<'_>,
+) -> io::Result<Loaded<BioSkel<'static>>> {
     let mut skip = Vec::new();
     if mode != SNOOP {
         skip.push(IO_START);
     }
-    if !settings.queued || mode == SIZE {
+    // The insert starts a request's stage in its submitter's context, so
+    // the cgroup filter needs it even without -Q.
+    if (!settings.queued && cgroup.is_none()) || mode == SIZE {
         skip.push(INSERT);
     }
     if mode == SIZE {
         skip.push(COMPLETE);
     }
-    bpf_engine::load(
+    load_in_cgroup(
         BioSkelBuilder::default,
         |open: &mut skel::OpenBioSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -99,6 +110,7 @@ fn open(settings: BioSettings, mode: u8) -> io::Result<Loaded<BioSkel<'static>>>
             rodata.milliseconds = settings.milliseconds;
             rodata.filter_by_dev = settings.dev.is_some();
             rodata.filter_dev = settings.dev.unwrap_or(0);
+            rodata.filter_cgroup = cgroup.is_some();
             Ok(())
         },
         GroupRules {
@@ -106,7 +118,8 @@ fn open(settings: BioSettings, mode: u8) -> io::Result<Loaded<BioSkel<'static>>>
             skip: &skip,
             ..GroupRules::default()
         },
-        Attach::Now,
+        cgroup,
+        |s: &BioSkel<'static>| &s.maps.cgroup_map,
     )
 }
 
@@ -120,9 +133,12 @@ pub(crate) fn split_key(key: u64) -> (u32, u32) {
     ((key >> 32) as u32, key as u32)
 }
 
-pub(crate) fn load_latency(settings: BioSettings) -> io::Result<BiolatencyBpf> {
+pub(crate) fn load_latency(
+    settings: BioSettings,
+    cgroup: BioCgroup<'_>,
+) -> io::Result<BiolatencyBpf> {
     Ok(HistBpf::new(
-        open(settings, LATENCY)?,
+        open(settings, LATENCY, cgroup)?,
         |s: &BioSkel<'static>| &s.maps.hists,
     ))
 }
@@ -131,7 +147,7 @@ pub(crate) fn load_latency(settings: BioSettings) -> io::Result<BiolatencyBpf> {
 /// process current at issue), only `settings.dev` when given.
 pub(crate) fn load_size(settings: BioSettings) -> io::Result<BiolatencyBpf> {
     Ok(HistBpf::new(
-        open(settings, SIZE)?,
+        open(settings, SIZE, None)?,
         |s: &BioSkel<'static>| &s.maps.hists,
     ))
 }
@@ -139,9 +155,9 @@ pub(crate) fn load_size(settings: BioSettings) -> io::Result<BiolatencyBpf> {
 /// biosnoop's programs, streaming [`BioEvent`]s.
 pub(crate) type BiosnoopBpf = EventStream<BioEvent>;
 
-pub(crate) fn load_snoop(settings: BioSettings) -> io::Result<BiosnoopBpf> {
+pub(crate) fn load_snoop(settings: BioSettings, cgroup: BioCgroup<'_>) -> io::Result<BiosnoopBpf> {
     Ok(EventStream::new(
-        open(settings, SNOOP)?,
+        open(settings, SNOOP, cgroup)?,
         |s: &skel::BioSkel<'static>| (&s.maps.events, &s.maps.drops),
         BioEvent::decode,
     ))
