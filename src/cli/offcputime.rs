@@ -323,37 +323,99 @@ pub(super) fn start<B>(
     Ok((bpf, out))
 }
 
+/// What offcputime and offwaketime do each their own way at the end of
+/// [`run_blocked`]: their programs' sums, how their stacks are named, what
+/// `--to` exports of them and how they print.
+pub(super) trait Blocked: Sized {
+    /// What the programs summed.
+    type Sums;
+    /// The tool's name, in its messages.
+    const TOOL: &'static str;
+    /// The export's event (`--to`).
+    const EVENT: &'static str;
+    /// The processes seen so far, whose maps are read while they live.
+    fn tgids(&self) -> io::Result<Vec<u32>>;
+    /// The sums, read once the programs are detached.
+    fn finish(&mut self) -> io::Result<Self::Sums>;
+    /// The sums' stacks named.
+    fn name(resolver: RawStackResolver, sums: &Self::Sums) -> Named;
+    /// What `--to` exports of the named stacks.
+    fn exported(named: Named) -> Named {
+        named
+    }
+    /// The report (bcc's stacks, folded or JSON).
+    fn print(
+        out: &mut impl Write,
+        args: &OffcputimeArgs,
+        sums: &Self::Sums,
+        named: &Named,
+    ) -> io::Result<()>;
+}
+
+/// The run of offcputime and offwaketime once [`start`]ed: until the
+/// duration, Ctrl-C or the `-p` process's exit, the maps of the processes
+/// seen read as they come; then the sums read, named and printed, or
+/// exported (`--to`).
+pub(super) fn run_blocked<B: Blocked>(
+    args: &OffcputimeArgs,
+    mut bpf: B,
+    mut out: impl Write,
+) -> anyhow::Result<()> {
+    let mut exported = None;
+    run_seeing(&args.run_options(), &mut bpf, B::tgids, |bpf, resolver| {
+        let sums = bpf.finish()?;
+        let named = B::name(resolver, &sums);
+        if args.run.export.to.is_some() {
+            exported = Some(B::exported(named));
+            return Ok(());
+        }
+        B::print(&mut out, args, &sums, &named)?;
+        out.flush()
+    })?;
+    export_blocked(&args.run.export, exported, B::EVENT, B::TOOL)
+}
+
+impl Blocked for OffcputimeBpf {
+    type Sums = Vec<OffcpuSum>;
+    const TOOL: &'static str = "offcputime";
+    const EVENT: &'static str = "off-cpu";
+
+    fn tgids(&self) -> io::Result<Vec<u32>> {
+        OffcputimeBpf::tgids(self)
+    }
+
+    fn finish(&mut self) -> io::Result<Vec<OffcpuSum>> {
+        self.detach();
+        self.read()
+    }
+
+    fn name(resolver: RawStackResolver, sums: &Vec<OffcpuSum>) -> Named {
+        name_sums(Self::TOOL, resolver, sums)
+    }
+
+    fn print(
+        out: &mut impl Write,
+        args: &OffcputimeArgs,
+        sums: &Vec<OffcpuSum>,
+        named: &Named,
+    ) -> io::Result<()> {
+        let entries = offcpu_entries(sums, named, args.halves());
+        if args.json {
+            return write_offcpu_json(out, &entries);
+        }
+        write_entries(out, &entries, args.stacks)
+    }
+}
+
 pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
-    let (mut bpf, mut out) = start(
+    let (bpf, out) = start(
         &args,
         "offcputime",
         OffcputimeBpf::load,
         OffcputimeBpf::hooks,
         || banner(&args),
     )?;
-    let halves = args.halves();
-    let mut exported = None;
-    run_seeing(
-        &args.run_options(),
-        &mut bpf,
-        OffcputimeBpf::tgids,
-        |bpf, resolver| {
-            bpf.detach();
-            let sums = bpf.read()?;
-            let named = name_sums("offcputime", resolver, &sums);
-            if args.run.export.to.is_some() {
-                exported = Some(named);
-                return Ok(());
-            }
-            let entries = offcpu_entries(&sums, &named, halves);
-            if args.json {
-                write_offcpu_json(&mut out, &entries)?;
-                return out.flush();
-            }
-            write_entries(&mut out, &entries, args.stacks)
-        },
-    )?;
-    export_blocked(&args.run.export, exported, "off-cpu", "offcputime")
+    run_blocked(&args, bpf, out)
 }
 
 /// `--to`: the stacks summed in the kernel (microseconds) as an export

@@ -12,16 +12,63 @@
 //! `sys::bpf_offwaketime` → `symbol::raw_stacks` → `analysis::offcputime`
 //! → `render::offcputime`.
 
-use std::io::Write;
+use std::io::{self, Write};
 
 use scry::analysis::offcputime::{offwake_entries, offwake_joined, offwake_raw_stacks};
 use scry::render::offcputime::{write_offwake_folded, write_offwake_json, write_offwake_stacks};
-use scry::sys::bpf_offwaketime::OffwaketimeBpf;
+use scry::symbol::raw_stacks::{Named, RawStackResolver};
+use scry::sys::bpf_offwaketime::{OffwakeSum, OffwaketimeBpf};
 
-use super::offcputime::{OffcputimeArgs, export_blocked, finish_naming, run_seeing, start};
+use super::offcputime::{Blocked, OffcputimeArgs, finish_naming, run_blocked, start};
+
+impl Blocked for OffwaketimeBpf {
+    type Sums = Vec<OffwakeSum>;
+    const TOOL: &'static str = "offwaketime";
+    const EVENT: &'static str = "off-wake";
+
+    fn tgids(&self) -> io::Result<Vec<u32>> {
+        OffwaketimeBpf::tgids(self)
+    }
+
+    fn finish(&mut self) -> io::Result<Vec<OffwakeSum>> {
+        self.detach();
+        self.read()
+    }
+
+    /// Each blocked stack joined to its waker's.
+    fn name(mut resolver: RawStackResolver, sums: &Vec<OffwakeSum>) -> Named {
+        let stacks = offwake_raw_stacks(sums);
+        resolver.see(stacks.iter().map(|s| s.pid));
+        for stack in &stacks {
+            resolver.add(stack);
+        }
+        finish_naming(Self::TOOL, resolver)
+    }
+
+    /// bcc's folded chains (blocked stack, `--`, the waker's).
+    fn exported(named: Named) -> Named {
+        offwake_joined(named)
+    }
+
+    fn print(
+        out: &mut impl Write,
+        args: &OffcputimeArgs,
+        sums: &Vec<OffwakeSum>,
+        named: &Named,
+    ) -> io::Result<()> {
+        let entries = offwake_entries(sums, named, args.halves());
+        if args.json {
+            write_offwake_json(out, &entries)
+        } else if args.stacks.folded {
+            write_offwake_folded(out, &entries, args.stacks.delimited)
+        } else {
+            write_offwake_stacks(out, &entries, args.stacks.delimited)
+        }
+    }
+}
 
 pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
-    let (mut bpf, mut out) = start(
+    let (bpf, out) = start(
         &args,
         "offwaketime",
         OffwaketimeBpf::load,
@@ -34,35 +81,5 @@ pub(crate) fn run(args: OffcputimeArgs) -> anyhow::Result<()> {
             )
         },
     )?;
-    let halves = args.halves();
-    let mut exported = None;
-    run_seeing(
-        &args.run_options(),
-        &mut bpf,
-        OffwaketimeBpf::tgids,
-        |bpf, mut resolver| {
-            bpf.detach();
-            let sums = bpf.read()?;
-            let stacks = offwake_raw_stacks(&sums);
-            resolver.see(stacks.iter().map(|s| s.pid));
-            for stack in &stacks {
-                resolver.add(stack);
-            }
-            let named = finish_naming("offwaketime", resolver);
-            if args.run.export.to.is_some() {
-                exported = Some(offwake_joined(named));
-                return Ok(());
-            }
-            let entries = offwake_entries(&sums, &named, halves);
-            if args.json {
-                write_offwake_json(&mut out, &entries)?;
-            } else if args.stacks.folded {
-                write_offwake_folded(&mut out, &entries, args.stacks.delimited)?;
-            } else {
-                write_offwake_stacks(&mut out, &entries, args.stacks.delimited)?;
-            }
-            out.flush()
-        },
-    )?;
-    export_blocked(&args.run.export, exported, "off-wake", "offwaketime")
+    run_blocked(&args, bpf, out)
 }
