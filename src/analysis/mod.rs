@@ -3,7 +3,8 @@
 //!
 //! Everything here consumes `sample::ResolvedSample`s (the contract with
 //! `symbol`) and produces plain data for `render`; nothing here formats
-//! text or touches the kernel. Keys are interned integers end to end
+//! text or touches the kernel, but `kernel_top`, which reads top's counts
+//! from its BPF program (through `sys`) as it names them. Keys are interned integers end to end
 //! (`FrameId`, comm ids), hashed with `hash::FxHasher`.
 pub(crate) mod annotate;
 pub(crate) mod bio;
@@ -20,6 +21,7 @@ pub(crate) mod futexctn;
 pub(crate) mod heatmap;
 pub(crate) mod hist;
 pub(crate) mod irqs;
+pub(crate) mod kernel_top;
 pub(crate) mod klockstat;
 pub(crate) mod memleak;
 pub(crate) mod net;

@@ -67,7 +67,6 @@ mod tcpstates;
 mod tcptop;
 mod threadsnoop;
 mod top;
-mod top_bpf;
 mod trace;
 mod trace_functions;
 mod vfsstat;

@@ -5,11 +5,16 @@
 //! holds the flags, the choice of where samples come from and the wiring.
 //!
 //! The samples come counted in the kernel where BPF loads and the view
-//! needs only stack counts (`cli::top_bpf`: the interval's counts taken at
-//! each refresh, nothing streamed), else (`--no-bpf`, another event than
-//! cpu-clock, `-s tid`, ...: the reason said with `-v`) from a capture
-//! session (system-wide by default) whose records the symbol resolver
-//! reads. Both feed the same window and view.
+//! needs only stack counts (`analysis::kernel_top`: the interval's counts
+//! taken at each refresh, nothing streamed), else (`--no-bpf`, another
+//! event than cpu-clock, `-s tid`, ...: the reason said with `-v`) from a
+//! capture session (system-wide by default) whose records the symbol
+//! resolver reads. Both feed the same window and view. The kernel path is
+//! taken only where it gives what the streamed one would
+//! (`kernel_settings`): the idle task counts when every CPU (or `-C`) is
+//! watched, as perf top shows it; what the kernel cannot give (another
+//! event than cpu-clock, `-c`, a DWARF call graph, `-s tid`, `cpu` or
+//! `socket`: the counts are per process, not CPU) streams instead.
 
 use std::io;
 use std::time::Duration;
@@ -17,6 +22,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
+use scry::analysis::kernel_top::{KernelTop, STACK_STORAGE};
 use scry::analysis::profile::{ProfileOptions, SortKey};
 use scry::analysis::top::{LiveTop, TopNames};
 use scry::capture::live::{LiveConsumer, run_live, run_ticks};
@@ -26,10 +32,10 @@ use scry::event::name;
 use scry::render::top::{TopStatus, TopView};
 use scry::render::top_screen::TopScreen;
 use scry::symbol::{ResolveOptions, Resolver};
+use scry::sys::bpf_oncpu::OncpuSettings;
 use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
 
 use super::target::{PidsArg, SamplingArgs, checked_mmap_pages, parse_cpus};
-use super::top_bpf::{self, KernelTop};
 
 #[derive(Args, Debug)]
 #[command(
@@ -177,6 +183,74 @@ impl TopArgs {
     }
 }
 
+/// top's frequency when `-F` is not given (perf top's).
+const DEFAULT_HZ: u64 = 4000;
+
+/// Why top streams its samples instead of counting them in the kernel.
+#[derive(Debug, thiserror::Error)]
+enum NeedsStream {
+    /// An event other than cpu-clock.
+    #[error("-e {0}: only cpu-clock samples are counted in the kernel")]
+    OtherEvent(String),
+    /// More than one event.
+    #[error("several events: only cpu-clock is counted in the kernel")]
+    SeveralEvents,
+    /// `-c`: a period instead of a frequency.
+    #[error("-c: the kernel counts samples taken at a frequency")]
+    Period,
+    /// `--call-graph dwarf`.
+    #[error("--call-graph dwarf needs each sample's stack copy")]
+    Dwarf,
+    /// `-s tid`.
+    #[error("-s tid: the kernel counts per process, not per thread")]
+    PerThread,
+    /// `-s cpu` or `-s socket` (the key's name).
+    #[error("-s {0}: the kernel's counts do not keep the CPU")]
+    PerCpu(String),
+}
+
+/// Why `opts` (and `-s`) need the streamed samples, or the program's
+/// settings.
+fn kernel_settings(opts: &CaptureOptions, sort: &[SortKey]) -> Result<OncpuSettings, NeedsStream> {
+    if let [event] = opts.events.as_slice() {
+        if event.name != "cpu-clock" {
+            return Err(NeedsStream::OtherEvent(event.name.clone()));
+        }
+    } else {
+        return Err(NeedsStream::SeveralEvents);
+    }
+    let frequency = match opts.sampling {
+        Some(Sampling::Frequency(hz)) => hz,
+        None => DEFAULT_HZ,
+        Some(_) => return Err(NeedsStream::Period),
+    };
+    if matches!(opts.call_graph, CallGraph::Dwarf { .. }) {
+        return Err(NeedsStream::Dwarf);
+    }
+    if sort.contains(&SortKey::Tid) {
+        return Err(NeedsStream::PerThread);
+    }
+    if let Some(key) = sort
+        .iter()
+        .find(|k| matches!(k, SortKey::Cpu | SortKey::Socket))
+    {
+        return Err(NeedsStream::PerCpu(key.header().to_lowercase()));
+    }
+    let target = &opts.target;
+    Ok(OncpuSettings {
+        frequency,
+        cpus: target.cpus.clone(),
+        pid: None,
+        tid: None,
+        targets: !target.pids.is_empty(),
+        include_idle: target.pids.is_empty(),
+        user_stacks: true,
+        kernel_stacks: true,
+        stack_storage: STACK_STORAGE,
+        hash_storage: 40960,
+    })
+}
+
 /// The samples counted in the kernel, or `None` (why said with `-v`):
 /// the view needs what only streamed samples hold, or BPF does not load.
 fn kernel_top(
@@ -185,7 +259,7 @@ fn kernel_top(
     sort: &[SortKey],
     resolve: &ResolveOptions,
 ) -> Option<KernelTop> {
-    let why = match top_bpf::kernel_settings(opts, sort) {
+    let why = match kernel_settings(opts, sort) {
         Ok(settings) => match scry::sys::bpf_engine::preflight() {
             Ok(()) => {
                 let call_graph = opts.call_graph != CallGraph::None;

@@ -3,105 +3,38 @@
 //! per process and comm, and each refresh takes the interval's counts (the
 //! map emptied as it is read) and names them (`symbol::raw_stacks`, one
 //! resolver for the whole run, so the decaying window's frames stay
-//! valid). Nothing is streamed.
+//! valid). Nothing is streamed. [`KernelTop`] is what [`LiveTop`] asks
+//! through [`KernelCounts`].
 //!
-//! The decision: the kernel path is taken only where it gives what the
-//! streamed one would. A count stands for its samples (`count`) and
-//! weighs 1/HZ s in nanoseconds (`period`, cpu-clock's unit); without
-//! `-g` only the sampled address is kept (the leaf), as a sample without
-//! a call chain holds; the idle task counts when every CPU (or `-C`) is
-//! watched, as perf top shows it. What the kernel cannot give (another
-//! event than cpu-clock, `-c`, a DWARF call graph, `-s tid`, `cpu` or
-//! `socket`: the counts are per process, not CPU) streams instead, the reason said with `-v`.
+//! The decision: the reads of the program's maps (through `sys`'s
+//! readers) and the naming go together here, the one `analysis` module
+//! holding a loaded program, because each refresh asks for both at once.
+//! A count stands for its samples (`count`) and weighs 1/HZ s in
+//! nanoseconds (`period`, cpu-clock's unit); without `-g` only the
+//! sampled address is kept (the leaf), as a sample without a call chain
+//! holds. Whether the kernel can give what the view needs (the events,
+//! `-c`, `-s`) is the command's choice, made from its options before
+//! loading.
+//!
+//! [`LiveTop`]: super::top::LiveTop
 
 use std::collections::HashSet;
 use std::io;
 
-use scry::analysis::profile::SortKey;
-use scry::analysis::sample::{FrameTable, ResolvedSample};
-use scry::analysis::top::{Interval, KernelCounts};
-use scry::capture::{CallGraph, CaptureOptions, Sampling};
-use scry::symbol::ResolveOptions;
-use scry::symbol::raw_stacks::{RawStack, RawStackResolver};
-use scry::sys::bpf_oncpu::{OncpuBpf, OncpuSettings};
+use super::sample::{FrameTable, ResolvedSample};
+use super::top::{Interval, KernelCounts};
+use crate::symbol::ResolveOptions;
+use crate::symbol::raw_stacks::{RawStack, RawStackResolver};
+use crate::sys::bpf_engine::Hook;
+use crate::sys::bpf_oncpu::{OncpuBpf, OncpuSettings};
 
-/// Distinct stacks the stack map holds; emptied once half are taken.
-const STACK_STORAGE: u32 = 16384;
-
-/// top's frequency when `-F` is not given (perf top's).
-const DEFAULT_HZ: u64 = 4000;
-
-/// Why top streams its samples instead of counting them in the kernel.
-#[derive(Debug, thiserror::Error)]
-pub(super) enum NeedsStream {
-    /// An event other than cpu-clock.
-    #[error("-e {0}: only cpu-clock samples are counted in the kernel")]
-    OtherEvent(String),
-    /// More than one event.
-    #[error("several events: only cpu-clock is counted in the kernel")]
-    SeveralEvents,
-    /// `-c`: a period instead of a frequency.
-    #[error("-c: the kernel counts samples taken at a frequency")]
-    Period,
-    /// `--call-graph dwarf`.
-    #[error("--call-graph dwarf needs each sample's stack copy")]
-    Dwarf,
-    /// `-s tid`.
-    #[error("-s tid: the kernel counts per process, not per thread")]
-    PerThread,
-    /// `-s cpu` or `-s socket` (the key's name).
-    #[error("-s {0}: the kernel's counts do not keep the CPU")]
-    PerCpu(String),
-}
-
-/// Why `opts` (and `-s`) need the streamed samples, or the program's
-/// settings.
-pub(super) fn kernel_settings(
-    opts: &CaptureOptions,
-    sort: &[SortKey],
-) -> Result<OncpuSettings, NeedsStream> {
-    if let [event] = opts.events.as_slice() {
-        if event.name != "cpu-clock" {
-            return Err(NeedsStream::OtherEvent(event.name.clone()));
-        }
-    } else {
-        return Err(NeedsStream::SeveralEvents);
-    }
-    let frequency = match opts.sampling {
-        Some(Sampling::Frequency(hz)) => hz,
-        None => DEFAULT_HZ,
-        Some(_) => return Err(NeedsStream::Period),
-    };
-    if matches!(opts.call_graph, CallGraph::Dwarf { .. }) {
-        return Err(NeedsStream::Dwarf);
-    }
-    if sort.contains(&SortKey::Tid) {
-        return Err(NeedsStream::PerThread);
-    }
-    if let Some(key) = sort
-        .iter()
-        .find(|k| matches!(k, SortKey::Cpu | SortKey::Socket))
-    {
-        return Err(NeedsStream::PerCpu(key.header().to_lowercase()));
-    }
-    let target = &opts.target;
-    Ok(OncpuSettings {
-        frequency,
-        cpus: target.cpus.clone(),
-        pid: None,
-        tid: None,
-        targets: !target.pids.is_empty(),
-        include_idle: target.pids.is_empty(),
-        user_stacks: true,
-        kernel_stacks: true,
-        stack_storage: STACK_STORAGE,
-        hash_storage: 40960,
-    })
-}
+/// Distinct stacks the stack map holds (`OncpuSettings::stack_storage`);
+/// emptied once half are taken.
+pub(crate) const STACK_STORAGE: u32 = 16384;
 
 /// The program loaded and its counts named interval by interval.
 #[derive(Debug)]
-pub(super) struct KernelTop {
+pub(crate) struct KernelTop {
     bpf: OncpuBpf,
     raw: RawStackResolver,
     /// Whole stacks (`-g`), else the leaf only.
@@ -116,7 +49,7 @@ pub(super) struct KernelTop {
 impl KernelTop {
     /// Loads the program and starts counting (`pids` watched with what
     /// they fork, when given).
-    pub(super) fn load(
+    pub(crate) fn load(
         settings: &OncpuSettings,
         pids: &[i32],
         call_graph: bool,
@@ -124,7 +57,7 @@ impl KernelTop {
     ) -> io::Result<KernelTop> {
         let bpf = OncpuBpf::load(settings)?;
         for &pid in pids {
-            bpf.watch(scry::sys::proc::tgid(pid).unwrap_or(pid), false)?;
+            bpf.watch(crate::sys::proc::tgid(pid).unwrap_or(pid), false)?;
         }
         Ok(KernelTop {
             bpf,
@@ -136,7 +69,8 @@ impl KernelTop {
         })
     }
 
-    pub(super) fn hooks(&self) -> Vec<scry::sys::bpf_engine::Hook> {
+    /// The kernel hooks the program uses (said with `-v`).
+    pub(crate) fn hooks(&self) -> Vec<Hook> {
         self.bpf.hooks()
     }
 }
