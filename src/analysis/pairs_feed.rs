@@ -131,6 +131,17 @@ impl PairsFeed {
     pub(crate) fn alias(&mut self, attr: usize, event: usize) {
         self.aliases.push((attr, event));
     }
+
+    /// The function tracer's `trace` text summed per task and function
+    /// (`funcgraph::sum_trace`), the watched tasks' sums joined to the
+    /// engine's as `func: NAME()` rows.
+    pub(crate) fn add_function_trace(&mut self, text: &str) {
+        for ((tid, func), stat) in super::funcgraph::sum_trace(text) {
+            if self.engine.watched(tid) {
+                self.engine.add_function(tid, &func, &stat);
+            }
+        }
+    }
 }
 
 impl TaskTracker for PairEngine {

@@ -13,6 +13,7 @@ pub(crate) mod inventory;
 pub(crate) mod live;
 pub(crate) mod options;
 pub(crate) mod profile_events;
+pub(crate) mod profile_kernel;
 pub(crate) mod session;
 pub(crate) mod synth;
 pub(crate) mod to_file;

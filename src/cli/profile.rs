@@ -22,6 +22,8 @@
 //! functions, `--tracer function` counts calls instead. The tracer is the
 //! kernel's global one (`sys::ftrace`: restored after the run, even after a
 //! SIGKILL); where the kernel lacks it one line says so and the rest runs.
+//! The program and the tracer run beside the capture in
+//! `capture::profile_kernel`; their results join the pairs in `analysis`.
 
 use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
@@ -37,10 +39,11 @@ use scry::analysis::pairs_plan::PairsPlan;
 use scry::analysis::pairs_report::{CpuStat, build_report, syscall_names};
 use scry::capture::StopReason;
 use scry::capture::profile_events::hook_capture;
+use scry::capture::profile_kernel::ProfileKernel;
 use scry::render::profile::{write_json, write_text};
 use scry::symbol::{ResolveOptions, Resolver};
-use scry::sys::bpf_profile::{Covered, KernelSums, ProfileBpf};
-use scry::sys::ftrace::{FunctionTracer, TracerOptions};
+use scry::sys::bpf_profile::{Covered, KernelSums};
+use scry::sys::ftrace::TracerOptions;
 
 use super::feed_consumer::capture_feed;
 use super::target::WatchArgs;
@@ -104,39 +107,6 @@ pub(super) fn report_file(
     Ok(())
 }
 
-/// The kernel's function tracer on the profiled tasks, or None (and one
-/// line saying why) where it cannot run.
-fn start_function_tracer(
-    args: &ProfileArgs,
-    root: &std::path::Path,
-    pids: &[i32],
-    workload: Option<i32>,
-) -> Option<FunctionTracer> {
-    if args.tracer == "nop" {
-        return None;
-    }
-    let pids = match workload {
-        Some(pid) if pids.is_empty() => vec![pid],
-        _ if args.watch.all_cpus => Vec::new(),
-        _ => pids.to_vec(),
-    };
-    let opts = TracerOptions {
-        tracer: args.tracer.clone(),
-        depth: args.graph_depth,
-        filters: args.funcs.clone(),
-        notrace: args.notrace.clone(),
-        pids,
-        ..TracerOptions::default()
-    };
-    match FunctionTracer::start(root, &opts, super::ftrace_watchdog(root)) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            eprintln!("scry: kernel functions not profiled: {e}");
-            None
-        }
-    }
-}
-
 /// The engine's results (with the kernel's sums, when BPF ran), grouped
 /// and printed (text or JSON).
 fn write_report(
@@ -176,32 +146,13 @@ pub(crate) fn run(args: ProfileArgs) -> anyhow::Result<()> {
     let all = scry::sys::tracefs::list_events().context("listing tracepoints")?;
 
     // Sum what BPF can in the kernel; stream only the rest.
-    let mut bpf = if args.no_default_hooks || args.no_bpf {
-        None
-    } else {
-        match ProfileBpf::load(args.watch.all_cpus) {
-            Ok(bpf) => Some(bpf),
-            Err(err) => {
-                eprintln!(
-                    "scry: BPF unavailable ({err}{}): system calls, page faults and irqs go through the perf rings (slower)",
-                    if err.kind() == io::ErrorKind::PermissionDenied {
-                        "; needs CAP_BPF and CAP_PERFMON"
-                    } else {
-                        ""
-                    }
-                );
-                None
-            }
-        }
-    };
-    let covered = bpf.as_ref().map(|b| b.covered).unwrap_or_default();
-    if let Some(bpf) = &mut bpf {
-        for &pid in &pids {
-            let tgid = scry::sys::proc::tgid(pid).unwrap_or(pid);
-            bpf.watch(tgid, false)
-                .with_context(|| format!("watching process {pid} in BPF"))?;
-        }
+    let want_bpf = !(args.no_default_hooks || args.no_bpf);
+    let (mut kernel, refused) = ProfileKernel::load(want_bpf, args.watch.all_cpus);
+    if let Some(why) = refused {
+        eprintln!("scry: {why}");
     }
+    kernel.watch(&pids)?;
+    let covered = kernel.covered();
     let plan = PairsPlan::new(root, &all, &hooks, !args.no_default_hooks, covered)?;
     let opts = hook_capture(
         &plan.events,
@@ -215,17 +166,23 @@ pub(crate) fn run(args: ProfileArgs) -> anyhow::Result<()> {
     engine.all = args.watch.all_cpus;
     engine.pids.extend(pids.iter().copied());
 
-    let mut tracer = None;
-    let (feed, outcome) = capture_feed(&opts, true, |workload| {
+    let tracer = TracerOptions {
+        tracer: args.tracer.clone(),
+        depth: args.graph_depth,
+        filters: args.funcs.clone(),
+        notrace: args.notrace.clone(),
+        ..TracerOptions::default()
+    };
+    let (mut feed, outcome) = capture_feed(&opts, true, |workload| {
         // With -p the command only times the capture, as in perf.
         if let Some(pid) = workload.filter(|_| pids.is_empty()) {
             engine.pids.insert(pid);
-            if let Some(bpf) = &mut bpf {
-                bpf.watch(pid, true)
-                    .context("watching the workload in BPF")?;
-            }
+            kernel.watch_workload(pid)?;
         }
-        tracer = start_function_tracer(&args, root, &pids, workload);
+        let watchdog = super::ftrace_watchdog(root);
+        if let Err(why) = kernel.start_tracer(root, tracer, workload, watchdog) {
+            eprintln!("scry: {why}");
+        }
         let mut feed = PairsFeed::new(
             engine,
             Resolver::new(&ResolveOptions::default()),
@@ -237,24 +194,10 @@ pub(crate) fn run(args: ProfileArgs) -> anyhow::Result<()> {
         }
         Ok(feed)
     })?;
-    let mut feed = feed;
-    if let Some(tracer) = tracer {
-        let text = tracer
-            .finish()
-            .context("reading the function tracer's trace")?;
-        for ((tid, func), stat) in scry::analysis::funcgraph::sum_trace(&text) {
-            if feed.engine.watched(tid) {
-                feed.engine.add_function(tid, &func, &stat);
-            }
-        }
+    let results = kernel.finish()?;
+    if let Some(text) = &results.trace {
+        feed.add_function_trace(text);
     }
-    let kernel = match &mut bpf {
-        Some(bpf) => {
-            bpf.detach();
-            Some((bpf.read().context("reading the BPF sums")?, bpf.covered))
-        }
-        None => None,
-    };
 
     let cpus = outcome
         .per_cpu
@@ -271,7 +214,7 @@ pub(crate) fn run(args: ProfileArgs) -> anyhow::Result<()> {
         (None, true) => Box::new(BufWriter::new(io::stderr())),
         (None, false) => Box::new(BufWriter::new(io::stdout())),
     };
-    write_report(feed, cpus, kernel, json, &mut out)?;
+    write_report(feed, cpus, results.sums, json, &mut out)?;
     out.flush()?;
     match outcome.stop {
         StopReason::TargetExited(status) => super::workload_exit(status, &args.command),
