@@ -5,7 +5,9 @@
 //! tasks only (libbpf-tools'): one (`-p` or a
 //! command, without `-F`), else one per function and process, as bcc;
 //! then bcc's `avg = ...` line. As bcc without `-l`, only the innermost of
-//! nested probed calls is timed. Wiring only: `cli::func_probe` →
+//! nested probed calls is timed; `-l LEVEL` times the outermost LEVEL
+//! levels of nested or recursive calls (how, and where bcc's differs, is
+//! in `src/bpf/funcs.bpf.c`). Wiring only: `cli::func_probe` →
 //! `sys::bpf_funcs` → `analysis::funcs` → `render::hist`, `render::funcs`.
 
 use std::io;
@@ -14,7 +16,7 @@ use clap::Args;
 
 use scry::analysis::funcs::{self, Since};
 use scry::render::funcs as render;
-use scry::sys::bpf_funcs::FuncsMode;
+use scry::sys::bpf_funcs::{FuncsMode, MAX_LEVEL};
 
 use super::bpf_tool;
 use super::func_probe::{self, FuncProbeArgs};
@@ -30,6 +32,11 @@ pub(crate) struct FunclatencyArgs {
     /// A histogram per function (and process).
     #[arg(short = 'F', long = "function")]
     function: bool,
+    /// Time the outermost LEVEL levels of nested or recursive probed calls
+    /// (default: the innermost call only).
+    #[arg(short = 'l', long = "level", value_name = "LEVEL",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_LEVEL)))]
+    level: Option<u32>,
     #[command(flatten)]
     cgroup: bpf_tool::CgroupArg,
     #[command(flatten)]
@@ -45,7 +52,10 @@ pub(crate) fn run(args: FunclatencyArgs) -> anyhow::Result<()> {
     let probed = func_probe::load(
         "funclatency",
         &args.probe,
-        FuncsMode::Latency { unit_div: div },
+        FuncsMode::Latency {
+            unit_div: div,
+            level: args.level.unwrap_or(0),
+        },
         &args.cgroup,
     )?;
     let mut out = io::stdout().lock();

@@ -18,13 +18,18 @@ use skel::{FuncsSkel, FuncsSkelBuilder};
 /// The most functions one run probes: the program's MAX_FUNCS.
 pub(crate) const MAX_FUNCS: usize = 1024;
 
+/// The deepest funclatency `-l`: the program's MAX_LEVEL.
+pub(crate) const MAX_LEVEL: u32 = 64;
+
 /// What to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum FuncsMode {
     /// Calls per function (funccount), on one CPU only if given.
     Count { cpu: Option<u32> },
-    /// Time from entry to return, in units of `unit_div` nanoseconds.
-    Latency { unit_div: u64 },
+    /// Time from entry to return, in units of `unit_div` nanoseconds;
+    /// `level` 0 times the innermost of nested probed calls (bcc without
+    /// -l), N the outermost N levels (bcc's -l N, at most [`MAX_LEVEL`]).
+    Latency { unit_div: u64, level: u32 },
 }
 
 /// Where the probes go: each site's file and file offset; a site's index
@@ -68,9 +73,19 @@ impl FuncsBpf {
                     FuncsMode::Count { cpu } => {
                         rodata.filter_cpu = cpu.map_or(-1, |c| i32::try_from(c).unwrap_or(-1));
                     }
-                    FuncsMode::Latency { unit_div } => rodata.unit_div = unit_div.max(1),
+                    FuncsMode::Latency { unit_div, level } => {
+                        rodata.unit_div = unit_div.max(1);
+                        rodata.max_level = level.min(MAX_LEVEL);
+                    }
                 }
                 rodata.filter_cgroup = cgroup.is_some();
+                // The per-thread stacks of -l only: 5 MB otherwise unused.
+                if !matches!(mode, FuncsMode::Latency { level: 1.., .. }) {
+                    open.maps
+                        .nests
+                        .set_max_entries(1)
+                        .map_err(|e| super::bpf::io_error("sizing the BPF nests map", e))?;
+                }
                 Ok(())
             },
             GroupRules::skipping(skip),

@@ -2,8 +2,9 @@
 //! (fn_alpha called N times, fn_beta 2N, fn_nap K naps of MS ms each
 //! timed by the caller): exact counts per function of a glob, against
 //! bpftrace's uprobe count; the naps' histogram against the workload's
-//! own times and against libbpf-tools' funclatency on the same run; bad
-//! input; SIGKILL leaving no uprobe program or link.
+//! own times and against libbpf-tools' funclatency on the same run;
+//! funclatency -l on a recursion (`workloads/nested`); bad input; SIGKILL
+//! leaving no uprobe program or link.
 
 use crate::common;
 
@@ -399,4 +400,68 @@ fn sigkill_leaves_no_uprobe_program_or_link() {
     let wl = workload();
     sigkill_frees_everything(&["funccount", "-x", path_str(&wl), "fn_*"], 3);
     sigkill_frees_everything(&["funclatency", "-x", path_str(&wl), "fn_*"], 6);
+}
+
+/// bcc's `-l LEVEL` on a recursive function (`workloads/nested`: R calls
+/// of rec_nap(D), each level sleeping so that it lasts about twice the
+/// level below it, every call timed by its caller): without -l only the
+/// innermost call of each recursion is timed (R calls), with -l L the
+/// outermost L levels (R·min(L, D) calls); the nanoseconds timed lie
+/// between the sleeps those levels asked for and what their callers
+/// measured, which the innermost levels' could not reach.
+#[test]
+fn funclatency_l_times_the_outermost_levels_of_a_recursion() {
+    if !require_root_and("funclatency") {
+        return;
+    }
+    let wl = common::workload("nested");
+    let (r, d, ms) = (3u64, 4u64, 2u64);
+    for level in [None, Some(1u64), Some(2), Some(9)] {
+        let mut args = vec!["funclatency".to_string()];
+        if let Some(l) = level {
+            args.extend(["-l".to_string(), l.to_string()]);
+        }
+        args.push(format!("{}:rec_*", path_str(&wl)));
+        args.push("--".to_string());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = common::output(scry_tool(&args).arg(&wl).args([
+            r.to_string(),
+            d.to_string(),
+            ms.to_string(),
+        ]));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {text}\n{said}");
+        // The depths timed: the outermost L, or the innermost alone.
+        let depths = match level {
+            Some(l) => 1..=l.min(d),
+            None => d..=d,
+        };
+        let calls = r * (depths.end() - depths.start() + 1);
+        assert_eq!(common::hist_total(&text), calls, "{args:?}: {text}");
+        assert!(text.contains(&format!("count: {calls}\n")), "{text}");
+        let asked: u64 = depths
+            .clone()
+            .map(|k| r * ms * ((1 << (d - k + 1)) - 1) * 1_000_000)
+            .sum();
+        let measured: u64 = said
+            .lines()
+            .filter_map(|l| {
+                let (depth, ns) = l.strip_prefix("depth=")?.split_once(" ns=")?;
+                depths
+                    .contains(&depth.parse().ok()?)
+                    .then(|| ns.parse::<u64>().ok())?
+            })
+            .sum();
+        let timed: u64 = text
+            .split("total: ")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no total: {text}"));
+        assert!(
+            (asked..=measured).contains(&timed),
+            "{args:?}: {timed} ns timed, not within the {asked} ns asked and the \
+             {measured} ns measured of depths {depths:?}\n{text}\n{said}"
+        );
+    }
 }
