@@ -36,10 +36,10 @@ pub(crate) struct BiolatencyArgs {
     #[arg(short = 'Q', long = "queued")]
     queued: bool,
     /// A histogram per disk.
-    #[arg(short = 'D', long = "disk")]
+    #[arg(short = 'D', long = "disk", visible_alias = "disks")]
     per_disk: bool,
     /// A histogram per set of request flags (with -D: per disk and flags).
-    #[arg(short = 'F', long = "flag")]
+    #[arg(short = 'F', long = "flag", visible_alias = "flags")]
     per_flag: bool,
     /// Only this disk (a name of /proc/partitions).
     #[arg(short = 'd', long = "disk-name", value_name = "DISK")]
@@ -50,7 +50,7 @@ pub(crate) struct BiolatencyArgs {
     #[arg(short = 'v', long = "verbose")]
     verbose: bool,
     /// JSON (one document per interval) instead of the histograms.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     json: bool,
     /// Print every INTERVAL seconds (default: once, at Ctrl-C).
     #[arg(value_name = "INTERVAL", value_parser = clap::value_parser!(u64).range(1..))]

@@ -1,7 +1,8 @@
 //! `scry biosnoop` (bcc's biosnoop, libbpf-tools' flags and layout): each
 //! block I/O request at its completion, with the process that started it,
 //! its disk, rwbs, sector, bytes and latency (`-Q`: and the time queued;
-//! `-c`: only I/O started under a cgroup), from the block tracepoints (libbpf-tools' own needs a kprobe on
+//! `-c`: only I/O started under a cgroup; `-P`: bcc's sequential or
+//! random pattern), from the block tracepoints (libbpf-tools' own needs a kprobe on
 //! blk_account_io_start). Wiring only: `sys::bpf_bio` → `render::bio`
 //! through the streaming tools' run.
 
@@ -20,8 +21,12 @@ pub(crate) struct BiosnoopArgs {
     #[arg(short = 'd', long = "disk", value_name = "DISK")]
     disk: Option<String>,
     /// Include the time queued in the kernel (QUE(ms)).
-    #[arg(short = 'Q', long = "queued")]
+    #[arg(short = 'Q', long = "queued", visible_alias = "queue")]
     queued: bool,
+    /// The P column: S when a request starts where its disk's last one
+    /// ended, R elsewhere, ? for a disk's first (bcc's pattern).
+    #[arg(short = 'P', long = "pattern")]
+    pattern: bool,
     #[command(flatten)]
     cgroup: bpf_tool::CgroupArg,
     /// Say which kernel hooks the programs use.
@@ -59,6 +64,7 @@ pub(crate) fn run(args: BiosnoopArgs) -> anyhow::Result<()> {
     };
     let table = BioTable {
         queued: args.queued,
+        pattern: args.pattern.then(Default::default),
         disks,
     };
     snoop::run(&how, &flags, &bpf, &table, |_| true)

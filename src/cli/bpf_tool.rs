@@ -286,7 +286,7 @@ impl CgroupArg {
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub(crate) struct RowsArg {
     /// At most ROWS rows per interval.
-    #[arg(short = 'r', long = "rows", value_name = "ROWS", default_value_t = 20,
+    #[arg(short = 'r', long = "rows", visible_alias = "maxrows", value_name = "ROWS", default_value_t = 20,
           value_parser = clap::value_parser!(u64).range(1..=10240))]
     pub(crate) rows: u64,
 }

@@ -25,7 +25,7 @@ pub(crate) struct FiletopArgs {
     #[arg(short = 'C', long = "noclear")]
     noclear: bool,
     /// Include special files: sockets, pipes, devices (default: regular files only).
-    #[arg(short = 'a', long = "all")]
+    #[arg(short = 'a', long = "all", visible_alias = "all-files")]
     all: bool,
     /// Sort by all (calls and bytes summed), reads, writes, rbytes or wbytes.
     #[arg(short = 's', long = "sort", value_name = "SORT", default_value = "all",

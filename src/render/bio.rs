@@ -1,5 +1,5 @@
 //! The block I/O tools' text as libbpf-tools prints it: biosnoop's lines
-//! (`TIME(s) COMM PID DISK T SECTOR BYTES [QUE(ms)] LAT(ms)`, T being the
+//! (`TIME(s) COMM PID DISK T SECTOR BYTES [P] [QUE(ms)] LAT(ms)`, T being the
 //! request's rwbs letters as the kernel's blk_fill_rwbs writes them),
 //! biolatency's labels (`disk = vda`, `flags = Sync-Write`), and biotop's
 //! table (`PID COMM D MAJ MIN DISK I/O Kbytes AVGms`, and its JSON). Flags are the
@@ -7,11 +7,12 @@
 //! the kernel's bit numbers. The time column is seconds since the tool
 //! started (libbpf-tools: since the first event).
 
+use std::cell::RefCell;
 use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use crate::analysis::bio::{BioEvent, Partition, TopKey, TopSums};
+use crate::analysis::bio::{BioEvent, Partition, Pattern, Patterns, TopKey, TopSums};
 use crate::render::snoop::{Clock, SnoopFormat};
 
 const SYNC: u32 = 1 << 8;
@@ -103,7 +104,16 @@ pub(crate) fn disk_name(disks: &[Partition], dev: u32) -> &str {
 pub(crate) struct BioTable {
     /// -Q: the QUE(ms) column.
     pub(crate) queued: bool,
+    /// -P: the P column (bcc's), each line's pattern from the stream so
+    /// far (a cell: a format renders through `&self`, each event once).
+    pub(crate) pattern: Option<RefCell<Patterns>>,
     pub(crate) disks: Vec<Partition>,
+}
+
+impl BioTable {
+    fn pattern(&self, e: &BioEvent) -> Option<Pattern> {
+        self.pattern.as_ref().map(|p| p.borrow_mut().next(e))
+    }
 }
 
 impl SnoopFormat for BioTable {
@@ -115,6 +125,9 @@ impl SnoopFormat for BioTable {
             "{:<11} {:<14} {:<7} {:<7} {:<4} {:<10} {:<7} ",
             "TIME(s)", "COMM", "PID", "DISK", "T", "SECTOR", "BYTES"
         )?;
+        if self.pattern.is_some() {
+            write!(w, "{:<1} ", "P")?;
+        }
         if self.queued {
             write!(w, "{:>7} ", "QUE(ms)")?;
         }
@@ -133,6 +146,9 @@ impl SnoopFormat for BioTable {
             e.sector,
             e.bytes
         )?;
+        if let Some(p) = self.pattern(e) {
+            write!(w, "{} ", p.letter())?;
+        }
         if self.queued {
             let ms = e.queued_ns.map_or(-1.0, |ns| ns as f64 / 1e6);
             write!(w, "{ms:>7.3} ")?;
@@ -141,12 +157,16 @@ impl SnoopFormat for BioTable {
     }
 
     fn fields(&self, e: &BioEvent) -> Value {
-        json!({
+        let mut fields = json!({
             "comm": e.comm, "pid": e.pid, "disk": disk_name(&self.disks, e.dev),
             "rwbs": rwbs(e.flags), "flags": flags_label(e.flags).trim_start_matches("flags = "),
             "sector": e.sector, "bytes": e.bytes,
             "queued_ns": e.queued_ns, "latency_ns": e.latency_ns,
-        })
+        });
+        if let (Some(p), Value::Object(map)) = (self.pattern(e), &mut fields) {
+            map.insert("pattern".into(), p.name().into());
+        }
+        fields
     }
 }
 
@@ -225,6 +245,7 @@ mod tests {
         assert_eq!(rwbs(2 | PREFLUSH), "FF");
         let table = BioTable {
             queued: false,
+            pattern: None,
             disks: vec![Partition {
                 dev: 254 << 20,
                 name: "vda".into(),

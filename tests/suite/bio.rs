@@ -175,6 +175,98 @@ fn biolatency_and_biosnoop_c_count_one_cgroups_writes() {
     );
 }
 
+/// bcc's `biosnoop -P`: two runs of 10 sequential direct writes from
+/// sector 0 on the test's loop device. Each write after a run's first
+/// starts where the last ended (S); the second run's first goes back to 0
+/// (R); the first run's first is the disk's first (?), or R after a probe
+/// of udev's. The table's P column and the JSON's `pattern` agree.
+#[test]
+fn biosnoop_p_marks_sequential_and_random_writes_as_bcc() {
+    if !require_loop_and_oracle() {
+        return;
+    }
+    let (n, size) = (10usize, 65536u64);
+    let disk = LoopDevice::new();
+    let name = disk.name();
+    let text = Tracer::start(scry_tool(&["biosnoop", "-P", "-d", &name]), 3);
+    let json = Tracer::start(scry_tool(&["biosnoop", "-P", "-d", &name, "--json"]), 3);
+    let mut pids = Vec::new();
+    for _ in 0..2 {
+        let mut writes = Command::new(common::workload("dwrites"))
+            .arg(&disk.dev)
+            .args([n.to_string(), size.to_string()])
+            .spawn()
+            .expect("dwrites runs");
+        pids.push(writes.id());
+        assert!(writes.wait().expect("dwrites ends").success());
+    }
+    let ours = |l: &[String]| {
+        l.iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| pids.iter().any(|p| v["pid"] == *p))
+            .collect::<Vec<_>>()
+    };
+    json.wait_until(|l| ours(l).len() >= 2 * n);
+    let (json, _) = json.stop();
+    let (text, _) = text.stop();
+    let expected = |first: &str| {
+        let mut p = vec![first.to_string()];
+        p.extend(std::iter::repeat_n("S".to_string(), n - 1));
+        p.push("R".into());
+        p.extend(std::iter::repeat_n("S".to_string(), n - 1));
+        p
+    };
+    assert_eq!(text[0].split_whitespace().nth(7), Some("P"), "{text:?}");
+    let letters: Vec<String> = text
+        .iter()
+        .filter(|l| {
+            let pid = l.split_whitespace().nth(2);
+            pids.iter().any(|p| pid == Some(p.to_string().as_str()))
+        })
+        .filter_map(|l| l.split_whitespace().nth(7).map(str::to_string))
+        .collect();
+    assert!(
+        letters == expected("?") || letters == expected("R"),
+        "{text:?}"
+    );
+    let names: Vec<String> = ours(&json)
+        .iter()
+        .map(|v| match v["pattern"].as_str() {
+            Some("sequential") => "S".to_string(),
+            Some("random") => "R".to_string(),
+            _ => "?".to_string(),
+        })
+        .collect();
+    assert_eq!(names, letters, "{json:?}");
+}
+
+/// bcc's spellings of the disk and file tools' flags (biolatency
+/// `--disks --flags -j`, biosnoop `--queue`, biotop and filetop
+/// `--maxrows`, filetop `--all-files`) run as scry's own.
+#[test]
+fn bccs_spellings_of_the_block_and_file_tools_run() {
+    if !require_root_and("biolatency") {
+        return;
+    }
+    let out = common::run_ok(&mut scry_tool(&[
+        "biolatency",
+        "--disks",
+        "--flags",
+        "-j",
+        "1",
+        "1",
+    ]));
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert!(doc.is_array(), "{out}");
+    for args in [
+        &["biosnoop", "--queue", "1"][..],
+        &["biotop", "--maxrows", "2", "1", "1"],
+        &["filetop", "--maxrows", "2", "--all-files", "1", "1"],
+    ] {
+        common::run_ok(&mut scry_tool(args));
+    }
+}
+
 #[test]
 fn an_unknown_disk_is_one_line_and_exit_2() {
     if !require_root_and("biolatency") {
