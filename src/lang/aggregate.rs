@@ -8,7 +8,7 @@
 //! "set" word next to the value, as a CPU's empty slot reads 0).
 
 use super::ast::{BinOp, Expr, ExprKind};
-use super::codegen::{Gen, Val, alu_of};
+use super::codegen::{Gen, Loc, Val, alu_of};
 use super::error::{LangError, Span};
 use super::insn::*;
 use super::types::{MapKind, Ty};
@@ -243,7 +243,7 @@ impl Gen<'_> {
                         (Ty::Int, off)
                     }
                 };
-                if ty != Ty::Int {
+                if !matches!(ty, Ty::Int | Ty::Uint) {
                     return Err(LangError::new(
                         target.span,
                         format!("Type mismatch for '{}': ${name} is '{ty}'", op.symbol()),
@@ -257,7 +257,7 @@ impl Gen<'_> {
                 if !post {
                     self.asm.emit(mov_reg(R0, R1));
                 }
-                Ok(Val::int())
+                Ok(Val { ty, loc: Loc::R0 })
             }
             ExprKind::Map { name, keys } => {
                 let key_tys = self.key_types(keys)?;

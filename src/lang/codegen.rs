@@ -130,6 +130,14 @@ impl Val {
             loc: Loc::R0,
         }
     }
+
+    /// An integer in r0, signed or not.
+    pub(crate) fn int_of(signed: bool) -> Val {
+        Val {
+            ty: if signed { Ty::Int } else { Ty::Uint },
+            loc: Loc::R0,
+        }
+    }
 }
 
 /// A compiled probe: instructions and the span each came from.

@@ -2,7 +2,9 @@
 //! builtins (a name that is none is a kernel constant: `TASK_RUNNING`),
 //! operators and ternaries. Integers end in `r0`; strings in a stack
 //! buffer (see `codegen`). Fields and casts are in `fields`, functions in
-//! `calls`. Comparisons are signed, as bpftrace's on int64.
+//! `calls`. Comparisons are signed only when both sides are signed, as
+//! bpftrace's: `pid`, `nsecs`, `retval`, `arg0` and unsigned fields and
+//! casts are unsigned, literals signed.
 
 use super::ast::{BinOp, Expr, ExprKind, UnOp};
 use super::codegen::{Gen, Loc, ProgKind, Val, alu_of, literal_size};
@@ -69,6 +71,8 @@ impl Gen<'_> {
                 }
                 let v = self.expr(expr)?;
                 self.want_int(v, expr)?;
+                // `-x` and `~x` keep x's type, `!x` is unsigned.
+                let ty = if v.ty.is_signed() { Ty::Int } else { Ty::Uint };
                 match op {
                     UnOp::Neg => self.asm.emit(alu_imm(Alu::Neg, R0, 0)),
                     UnOp::BitNot => self.asm.emit(alu_imm(Alu::Xor, R0, -1)),
@@ -79,9 +83,10 @@ impl Gen<'_> {
                         self.asm.jump_if_imm(Jmp::Eq, R1, 0, zero);
                         self.asm.emit(mov_imm(R0, 0));
                         self.asm.bind(zero);
+                        return Ok(Val::int_of(false));
                     }
                 }
-                Ok(Val::int())
+                Ok(Val { ty, loc: Loc::R0 })
             }
             ExprKind::Binary { op, lhs, rhs } => self.binary(e, *op, lhs, rhs),
             ExprKind::Ternary {
@@ -214,6 +219,7 @@ impl Gen<'_> {
                     ));
                 }
                 self.asm.emit(load(Size::DW, R0, R6, PT_REGS_RAX));
+                return Ok(Val::int_of(false));
             }
             "kstack" | "ustack" => return self.stack_builtin(e, name == "ustack", MAX_DEPTH),
             "args" => {
@@ -241,7 +247,7 @@ impl Gen<'_> {
                         ));
                     }
                     self.asm.emit(load(Size::DW, R0, R6, PT_REGS_ARGS[n]));
-                    return Ok(Val::int());
+                    return Ok(Val::int_of(false));
                 }
                 // A kernel enum's constant, or a header's (TASK_RUNNING).
                 let Some(value) = self.env.types.constant(name) else {
@@ -251,9 +257,11 @@ impl Gen<'_> {
                     ));
                 };
                 self.const_int(R0, value);
+                return Ok(Val::int());
             }
         }
-        Ok(Val::int())
+        // pid, tid, uid, gid, cpu, nsecs, elapsed, cgroup, rand, numaid.
+        Ok(Val::int_of(false))
     }
 
     pub(crate) fn stack_builtin(
@@ -317,9 +325,11 @@ impl Gen<'_> {
             } else {
                 (Jmp::Ne, 1)
             };
+            let mut ty = Ty::Int;
             for side in [lhs, rhs] {
                 let v = self.expr(side)?;
                 self.want_int(v, side)?;
+                ty = ty.arith(v.ty);
                 self.asm.jump_if_imm(stop_on, R0, 0, short);
             }
             self.asm.emit(mov_imm(R0, 1 - stop_value));
@@ -327,7 +337,7 @@ impl Gen<'_> {
             self.asm.bind(short);
             self.asm.emit(mov_imm(R0, stop_value));
             self.asm.bind(end);
-            return Ok(Val::int());
+            return Ok(Val { ty, loc: Loc::R0 });
         }
         let l = self.expr(lhs)?;
         let l_slot = match l.loc {
@@ -360,18 +370,25 @@ impl Gen<'_> {
         }
         let l_slot = l_slot.ok_or_else(mismatch)?;
         self.asm.emit(load(Size::DW, R1, FP, l_slot));
+        let ty = l.ty.arith(r.ty);
+        let result = Val { ty, loc: Loc::R0 };
         if let Some(alu) = alu_of(op) {
             self.asm.emit(alu_reg(alu, R1, R0));
             self.asm.emit(mov_reg(R0, R1));
-            return Ok(Val::int());
+            return Ok(result);
         }
+        let signed = ty.is_signed();
         let jmp = match op {
             BinOp::Eq => Jmp::Eq,
             BinOp::Ne => Jmp::Ne,
-            BinOp::Lt => Jmp::Slt,
-            BinOp::Le => Jmp::Sle,
-            BinOp::Gt => Jmp::Sgt,
-            _ => Jmp::Sge,
+            BinOp::Lt if signed => Jmp::Slt,
+            BinOp::Le if signed => Jmp::Sle,
+            BinOp::Gt if signed => Jmp::Sgt,
+            BinOp::Ge if signed => Jmp::Sge,
+            BinOp::Lt => Jmp::Lt,
+            BinOp::Le => Jmp::Le,
+            BinOp::Gt => Jmp::Gt,
+            _ => Jmp::Ge,
         };
         let yes = self.asm.label();
         self.asm.emit(mov_reg(R2, R0));
@@ -379,7 +396,7 @@ impl Gen<'_> {
         self.asm.jump_if_reg(jmp, R1, R2, yes);
         self.asm.emit(mov_imm(R0, 0));
         self.asm.bind(yes);
-        Ok(Val::int())
+        Ok(result)
     }
 
     /// r0 = whether the strings at `a` and `b` are equal over their first

@@ -87,8 +87,9 @@ impl Gen<'_> {
                     self.extend(f.size, true);
                 }
                 self.int_bytes = f.size;
+                let int = Val::int_of(f.signed).ty;
                 Ok(Val {
-                    ty: self.pointee_of(&f.type_name).map_or(Ty::Int, Ty::Ptr),
+                    ty: self.pointee_of(&f.type_name).map_or(int, Ty::Ptr),
                     loc: Loc::R0,
                 })
             }
@@ -143,7 +144,7 @@ impl Gen<'_> {
         Ok(match btf.kind(type_id) {
             Kind::Int { size, signed } | Kind::Enum { size, signed } => {
                 self.extend(size, signed);
-                Val::int()
+                Val::int_of(signed)
             }
             Kind::Ptr(to) => Val {
                 ty: Ty::Ptr(btf.resolve(to)),
@@ -221,7 +222,7 @@ impl Gen<'_> {
                 .emit(alu_imm(Alu::Lsh, R0, (64 - low - m.bits) as i32));
             let shift = if signed { Alu::Arsh } else { Alu::Rsh };
             self.asm.emit(alu_imm(shift, R0, (64 - m.bits) as i32));
-            return Ok(Val::int());
+            return Ok(Val::int_of(signed));
         }
         self.value_at_r0(e, m.type_id, kind)
     }
@@ -237,7 +238,7 @@ impl Gen<'_> {
             Kind::Int { size, signed } | Kind::Enum { size, signed } if size <= 8 => {
                 self.read_at_r0(size)?;
                 self.extend(size, signed);
-                Ok(Val::int())
+                Ok(Val::int_of(signed))
             }
             Kind::Ptr(to) => {
                 let to = btf.resolve(to);
@@ -302,7 +303,7 @@ impl Gen<'_> {
         match ty {
             CastTy::Int { bytes, signed } => {
                 self.extend(*bytes, *signed);
-                Ok(Val::int())
+                Ok(Val::int_of(*signed))
             }
             CastTy::StructPtr(name) => {
                 let id = self.need_btf(e)?.find_struct(name).ok_or_else(|| {

@@ -82,6 +82,10 @@ pub(crate) enum Alu {
 pub(crate) enum Jmp {
     Eq = 0x10,
     Ne = 0x50,
+    Gt = 0x20,
+    Ge = 0x30,
+    Lt = 0xa0,
+    Le = 0xb0,
     Sgt = 0x60,
     Sge = 0x70,
     Slt = 0xc0,

@@ -39,8 +39,20 @@ pub(crate) fn c_str(bytes: &[u8]) -> String {
 fn value_text(ty: Ty, bytes: &[u8], resolve: &dyn Resolve) -> String {
     match ty {
         Ty::Int | Ty::Ptr(_) => (u64_at(bytes, 0) as i64).to_string(),
+        Ty::Uint => u64_at(bytes, 0).to_string(),
         Ty::Str(_) => c_str(bytes),
         _ => resolve.text(ty, bytes),
+    }
+}
+
+/// An integer as an `i64` that sorts as its value does (an unsigned
+/// one with its top bit flipped).
+fn int_order(ty: Ty, bytes: &[u8]) -> i64 {
+    let v = u64_at(bytes, 0);
+    if ty == Ty::Uint {
+        (v ^ (1 << 63)) as i64
+    } else {
+        v as i64
     }
 }
 
@@ -52,7 +64,9 @@ fn key_order(info: &MapInfo, key: &[u8]) -> Vec<(i64, Vec<u8>)> {
     for ty in &info.keys {
         let bytes = key.get(at..at + ty.size()).unwrap_or(&[]);
         parts.push(match ty {
-            Ty::Int => (u64_at(bytes, 0) as i64, Vec::new()),
+            // Integer keys, signed or not, print and sort as int64 (as
+            // bpftrace's do).
+            Ty::Int | Ty::Uint => (u64_at(bytes, 0) as i64, Vec::new()),
             _ => (0, bytes.to_vec()),
         });
         at += ty.size();
@@ -70,7 +84,8 @@ fn key_text(info: &MapInfo, key: &[u8], resolve: &dyn Resolve) -> String {
     let mut parts = Vec::new();
     for ty in &info.keys {
         let bytes = key.get(at..at + ty.size()).unwrap_or(&[]);
-        parts.push(value_text(*ty, bytes, resolve));
+        let ty = if *ty == Ty::Uint { Ty::Int } else { *ty };
+        parts.push(value_text(ty, bytes, resolve));
         at += ty.size();
     }
     // Stacks print on lines of their own, as bpftrace's do.
@@ -151,8 +166,8 @@ pub(crate) fn print_map(
                     let (sort, value) = match kind {
                         MapKind::Value(ty) => {
                             let bytes = e.values.first().map_or(&[][..], |v| v.as_slice());
-                            let sort = if ty == Ty::Int {
-                                u64_at(bytes, 0) as i64
+                            let sort = if matches!(ty, Ty::Int | Ty::Uint) {
+                                int_order(ty, bytes)
                             } else {
                                 0
                             };

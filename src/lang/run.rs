@@ -384,7 +384,7 @@ impl Runtime<'_> {
                 for ty in &spec.args {
                     let bytes = data.get(at..at + ty.size()).unwrap_or(&[]);
                     args.push(match ty {
-                        Ty::Int | Ty::Ptr(_) => Arg::Int(word(at) as i64),
+                        Ty::Int | Ty::Uint | Ty::Ptr(_) => Arg::Int(word(at) as i64),
                         Ty::Str(_) => Arg::Str(c_str(bytes)),
                         _ => Arg::Str(self.text(*ty, bytes)),
                     });

@@ -13,7 +13,11 @@ use std::fmt;
 /// The type of a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ty {
+    /// A signed 64-bit integer (literals, signed fields and casts).
     Int,
+    /// An unsigned 64-bit integer (`pid`, `nsecs`, `retval`, unsigned
+    /// fields and casts): compared unsigned, printed unsigned in maps.
+    Uint,
     /// A NUL-padded string buffer of this many bytes (a multiple of 8).
     Str(usize),
     /// The id of a probe, printed as its name.
@@ -42,7 +46,9 @@ impl Ty {
     /// Bytes the value takes in a key, a value or an event.
     pub(crate) fn size(self) -> usize {
         match self {
-            Ty::Int | Ty::Probe | Ty::Kstack | Ty::Ksym | Ty::Ptr(_) | Ty::Record(_) => 8,
+            Ty::Int | Ty::Uint | Ty::Probe | Ty::Kstack | Ty::Ksym | Ty::Ptr(_) | Ty::Record(_) => {
+                8
+            }
             Ty::Ustack | Ty::Usym => 16,
             Ty::Inet => 24,
             Ty::Str(n) => n,
@@ -64,14 +70,32 @@ impl Ty {
     /// Integers and pointers: what arithmetic, comparisons and conditions
     /// take.
     pub(crate) fn is_int(self) -> bool {
-        matches!(self, Ty::Int | Ty::Ptr(_))
+        matches!(self, Ty::Int | Ty::Uint | Ty::Ptr(_))
     }
 
-    /// The wider of two compatible types.
+    /// Whether comparisons of this value are signed (bpftrace compares
+    /// signed only when both sides are; pointers are unsigned).
+    pub(crate) fn is_signed(self) -> bool {
+        self == Ty::Int
+    }
+
+    /// The integer type of an operation on `self` and `other`: signed
+    /// only when both are, as bpftrace types its binary operators.
+    pub(crate) fn arith(self, other: Ty) -> Ty {
+        if self.is_signed() && other.is_signed() {
+            Ty::Int
+        } else {
+            Ty::Uint
+        }
+    }
+
+    /// The wider of two compatible types (of two integers, the first's
+    /// signedness: a variable, map or ternary keeps its first type).
     pub(crate) fn merge(self, other: Ty) -> Ty {
         match (self, other) {
             (Ty::Str(a), Ty::Str(b)) => Ty::Str(a.max(b)),
             (Ty::Ptr(a), Ty::Ptr(b)) if a == b => self,
+            (Ty::Int | Ty::Uint, b) if b.is_int() => self,
             (a, b) if a.is_int() && b.is_int() => Ty::Int,
             _ => self,
         }
@@ -82,6 +106,7 @@ impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Ty::Int => f.write_str("int64"),
+            Ty::Uint => f.write_str("unsigned int64"),
             Ty::Str(n) => write!(f, "string[{n}]"),
             Ty::Probe => f.write_str("probe"),
             Ty::Kstack => f.write_str("kstack"),

@@ -29,6 +29,7 @@ mod kernel_matrix;
 mod lang;
 mod lang_corpus;
 mod lang_errors;
+mod lang_types;
 mod lifecycle;
 mod list;
 mod mem;
