@@ -13,12 +13,16 @@
 #    first call. Timed from SIGCONT to the workload's exit; cost per event
 #    = (traced - bare) / N. Each tracer's count is checked to be N.
 #
-# Usage: bench/lang.sh   (env REPS=5, CALLS=1000000, SCRY_BIN=path to skip the build)
+# Every tracer runs under `timeout -s KILL LIMIT` (default 30 s): one
+# that does not exit after its `exit()` or its SIGINT (bpftrace has hung
+# in its teardown here) is killed, and the bench goes on.
+#
+# Usage: bench/lang.sh   (env REPS=5, CALLS=1000000, LIMIT=30, SCRY_BIN=path to skip the build)
 # Needs: root, bpftrace (scripts/deps), cc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPS=${REPS:-5} CALLS=${CALLS:-1000000}
-for tool in bpftrace stdbuf cc; do
+REPS=${REPS:-5} CALLS=${CALLS:-1000000} LIMIT=${LIMIT:-30}
+for tool in bpftrace stdbuf cc timeout; do
     command -v "$tool" >/dev/null || { echo "bench/lang.sh: no $tool (scripts/deps installs bpftrace)" >&2; exit 2; }
 done
 . bench/common.sh
@@ -31,7 +35,7 @@ start() {
     local name=$1; shift
     rm -f "$out/fifo"; mkfifo "$out/fifo"
     local t0=$EPOCHREALTIME
-    stdbuf -oL "$@" >"$out/fifo" 2>>"$out/$name.err" &
+    timeout -s KILL "$LIMIT" stdbuf -oL "$@" >"$out/fifo" 2>>"$out/$name.err" &
     local tool=$!
     exec 3<"$out/fifo"
     while read -r line <&3; do [ "$line" = ready ] && break; done
@@ -50,7 +54,7 @@ cost() {
     if [ $# -gt 0 ]; then
         local prog="BEGIN { printf(\"ready\\n\"); } tracepoint:syscalls:sys_enter_getppid /pid == $pid/ { @ = count(); }"
         rm -f "$out/fifo"; mkfifo "$out/fifo"
-        stdbuf -oL "$@" -e "$prog" >"$out/fifo" 2>>"$out/$name.err" &
+        timeout -s KILL "$LIMIT" stdbuf -oL "$@" -e "$prog" >"$out/fifo" 2>>"$out/$name.err" &
         tracer=$!
         exec 3<"$out/fifo"
         while read -r line <&3; do [ "$line" = ready ] && break; done
