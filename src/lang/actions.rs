@@ -121,12 +121,10 @@ impl Gen<'_> {
             }
             "print" | "clear" | "zero" => {
                 if name == "print"
-                    && !matches!(args.first().map(|a| &a.kind), Some(ExprKind::Map { .. }))
+                    && let [value] = args
+                    && !matches!(value.kind, ExprKind::Map { .. })
                 {
-                    return Err(LangError::new(
-                        e.span,
-                        "print() of a value is not supported",
-                    ));
+                    return self.print_value(e, value);
                 }
                 // print(@m, N): the top N elements only.
                 let top = match args.get(1) {
@@ -195,6 +193,28 @@ impl Gen<'_> {
         }
     }
 
+    /// `print(value)` of a value that is no map: the value and a newline,
+    /// as bpftrace prints it (a printf of `%ld`, `%lu` or `%s`).
+    fn print_value(&mut self, e: &Expr, value: &Expr) -> Result<(), LangError> {
+        let ty = self.key_types(std::slice::from_ref(value))?[0];
+        let format = match ty {
+            Ty::Int | Ty::Ptr(_) => "%ld\n",
+            Ty::Uint => "%lu\n",
+            Ty::Record(_) => {
+                return Err(LangError::new(
+                    value.span,
+                    "print() of a struct is not supported",
+                ));
+            }
+            _ => "%s\n",
+        };
+        let format = Expr {
+            kind: ExprKind::Str(format.into()),
+            span: e.span,
+        };
+        self.printf(e, &[format, value.clone()])
+    }
+
     pub(crate) fn printf(&mut self, e: &Expr, args: &[Expr]) -> Result<(), LangError> {
         let Some(Expr {
             kind: ExprKind::Str(format),
@@ -227,19 +247,27 @@ impl Gen<'_> {
         // Types first (to size the event), then the code.
         let tys = self.key_types(values)?;
         for ((conv, ty), v) in specs.iter().zip(&tys).zip(values) {
-            let is_str = matches!(ty, Ty::Str(_));
-            if (*conv == 's') != is_str
-                && !(*conv == 's'
+            let is_str = matches!(ty, Ty::Str(_) | Ty::Buf(_));
+            let wants_str = matches!(conv, 's' | 'r');
+            if wants_str != is_str
+                && !(wants_str
                     && matches!(
                         ty,
-                        Ty::Probe | Ty::Kstack | Ty::Ustack | Ty::Ksym | Ty::Usym | Ty::Inet
+                        Ty::Probe
+                            | Ty::Kstack
+                            | Ty::Ustack
+                            | Ty::Ksym
+                            | Ty::Usym
+                            | Ty::Inet
+                            | Ty::Username
+                            | Ty::Strftime(_)
                     ))
             {
                 return Err(LangError::new(
                     v.span,
                     format!(
                         "printf: %{conv} specifier expects a value of type {}, got '{ty}'",
-                        if *conv == 's' { "string" } else { "integer" }
+                        if wants_str { "string" } else { "integer" }
                     ),
                 ));
             }

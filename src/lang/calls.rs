@@ -95,6 +95,35 @@ impl Gen<'_> {
                 Ok(Val::int())
             }
             "ntop" => self.ntop(e, args),
+            "strftime" => {
+                let [
+                    Expr {
+                        kind: ExprKind::Str(format),
+                        ..
+                    },
+                    nsecs,
+                ] = args
+                else {
+                    return Err(LangError::new(
+                        e.span,
+                        "strftime() takes a format string literal and nanoseconds",
+                    ));
+                };
+                let v = self.expr(nsecs)?;
+                self.want_int(v, nsecs)?;
+                self.reg.time_formats.push(format.clone());
+                let id = self.reg.time_formats.len() as u32 - 1;
+                Ok(Val {
+                    ty: Ty::Strftime(id),
+                    loc: Loc::R0,
+                })
+            }
+            "buf" => self.buf_call(e, args),
+            "sizeof" => {
+                let bytes = self.size_of(e, args)?;
+                self.const_int(R0, bytes as i64);
+                Ok(Val::int_of(false))
+            }
             "strncmp" => self.strncmp(e, args),
             "bswap" => {
                 let [arg] = args else {
@@ -281,6 +310,109 @@ impl Gen<'_> {
         self.count_lost();
         self.asm.bind(end);
         Ok(())
+    }
+}
+
+impl Gen<'_> {
+    /// `buf(data, len)`: `len` bytes of a string or at a pointer, with
+    /// their count first. A literal length (1-256) sizes the buffer; a
+    /// computed one is bounded by 64, as bpftrace's.
+    fn buf_call(&mut self, e: &Expr, args: &[Expr]) -> Result<Val, LangError> {
+        let [data, len] = args else {
+            return Err(LangError::new(e.span, "buf() takes data and a length"));
+        };
+        let literal = match len.kind {
+            ExprKind::Int(n) if (1..=STRLEN as i64 * 4).contains(&n) => Some(n as usize),
+            ExprKind::Int(_) => {
+                return Err(LangError::new(len.span, "buf(): the length must be 1-256"));
+            }
+            _ => None,
+        };
+        let cap = str_size(literal.unwrap_or(STRLEN));
+        let v = self.expr(data)?;
+        let held = match v.loc {
+            Loc::R0 => {
+                self.want_int(v, data)?;
+                Loc::Stack(self.spill()?)
+            }
+            stack => stack,
+        };
+        let buf = self.alloc(8 + cap)?;
+        self.zero(buf, 8 + cap);
+        match literal {
+            Some(n) => self.asm.emit(mov_imm(R2, n as i32)),
+            None => {
+                let l = self.expr(len)?;
+                self.want_int(l, len)?;
+                let ok = self.asm.label();
+                self.asm.emit(mov_reg(R2, R0));
+                self.asm.jump_if_imm(Jmp::Le, R2, cap as i32, ok);
+                self.asm.emit(mov_imm(R2, cap as i32));
+                self.asm.bind(ok);
+            }
+        }
+        match (v.ty, held) {
+            (Ty::Str(size), Loc::Stack(src)) => {
+                // A string on the stack: its bytes, as many as asked.
+                let n = size.min(cap);
+                self.copy(buf + 8, src, n);
+                let fits = self.asm.label();
+                self.asm.jump_if_imm(Jmp::Le, R2, n as i32, fits);
+                self.asm.emit(mov_imm(R2, n as i32));
+                self.asm.bind(fits);
+            }
+            (_, Loc::Stack(ptr)) => {
+                self.asm.emit(store(Size::DW, FP, buf, R2));
+                self.fp_addr(R1, buf + 8);
+                self.asm.emit(load(Size::DW, R3, FP, ptr));
+                self.asm.emit(call(helper::PROBE_READ));
+                self.asm.emit(load(Size::DW, R2, FP, buf));
+            }
+            _ => {}
+        }
+        self.asm.emit(store(Size::DW, FP, buf, R2));
+        Ok(Val {
+            ty: Ty::Buf(cap),
+            loc: Loc::Stack(buf),
+        })
+    }
+
+    /// `sizeof(TYPE)` or `sizeof(expr)`: bytes of an integer type, a
+    /// kernel struct (BTF), or the value of an expression (a field, cast
+    /// or variable keeps its C size; a string its buffer's).
+    fn size_of(&mut self, e: &Expr, args: &[Expr]) -> Result<usize, LangError> {
+        let [arg] = args else {
+            return Err(LangError::new(
+                e.span,
+                "sizeof() takes a type or an expression",
+            ));
+        };
+        if let ExprKind::Ident(name) = &arg.kind {
+            if let Some(super::ast::CastTy::Int { bytes, .. }) = super::ast::CastTy::int(name) {
+                return Ok(bytes);
+            }
+            if let Some(record) = name
+                .strip_prefix("struct ")
+                .or_else(|| name.strip_prefix("union "))
+            {
+                let btf = self.env.types.btf().ok_or_else(|| {
+                    LangError::new(
+                        arg.span,
+                        "kernel struct types need BTF (/sys/kernel/btf/vmlinux is missing)",
+                    )
+                })?;
+                let id = btf.find_struct(record).ok_or_else(|| {
+                    LangError::new(arg.span, format!("Unknown struct/union: '{name}'"))
+                })?;
+                return Ok(btf.size(id));
+            }
+        }
+        let ty = self.key_types(std::slice::from_ref(arg))?[0];
+        Ok(if ty.is_int() {
+            self.width_of(arg)
+        } else {
+            ty.size()
+        })
     }
 }
 

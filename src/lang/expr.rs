@@ -160,6 +160,14 @@ impl Gen<'_> {
                     shift_out_high(self);
                 }
             }
+            "username" => {
+                self.asm.emit(call(helper::GET_CURRENT_UID_GID));
+                shift_out_high(self);
+                return Ok(Val {
+                    ty: Ty::Username,
+                    loc: Loc::R0,
+                });
+            }
             "uid" | "gid" => {
                 self.asm.emit(call(helper::GET_CURRENT_UID_GID));
                 if name == "gid" {

@@ -157,7 +157,7 @@ impl<'a> Lexer<'a> {
 
     fn string(&mut self, start: usize) -> Result<String, LangError> {
         let mut out = String::new();
-        let mut chars = self.src[start + 1..].char_indices();
+        let mut chars = self.src[start + 1..].char_indices().peekable();
         while let Some((i, c)) = chars.next() {
             match c {
                 '"' => {
@@ -171,6 +171,28 @@ impl<'a> Lexer<'a> {
                     Some('0') => out.push('\0'),
                     Some('"') => out.push('"'),
                     Some('\\') => out.push('\\'),
+                    // `\xHH`: one or two hex digits, an ASCII byte.
+                    Some('x') if chars.peek().is_some_and(|(_, c)| c.is_ascii_hexdigit()) => {
+                        let mut value = 0u32;
+                        for _ in 0..2 {
+                            match chars.peek().and_then(|(_, c)| c.to_digit(16)) {
+                                Some(d) => {
+                                    value = value * 16 + d;
+                                    chars.next();
+                                }
+                                None => break,
+                            }
+                        }
+                        match char::from_u32(value).filter(char::is_ascii) {
+                            Some(c) => out.push(c),
+                            None => {
+                                return Err(LangError::new(
+                                    Span::new(start, start + 1),
+                                    "only ASCII bytes (\\x00-\\x7f) can be written as \\x escapes",
+                                ));
+                            }
+                        }
+                    }
                     Some(other) => {
                         out.push('\\');
                         out.push(other);

@@ -186,6 +186,12 @@ pub(crate) fn print_map(
                     (sort, format!("{key}: {value}"))
                 })
                 .collect();
+            // A keyless count with no element (never counted, or
+            // cleared) is 0, as bpftrace prints it; other kinds print
+            // nothing.
+            if rows.is_empty() && kind == MapKind::Count && info.keys.is_empty() {
+                rows.push((0, format!("{}: 0", info.name)));
+            }
             rows.sort_by_key(|r| r.0);
             keep_top(&mut rows, top);
             let lines: Vec<String> = rows.into_iter().map(|r| r.1).collect();

@@ -413,6 +413,18 @@ impl<'a> Parser<'a> {
             Tok::Ident(name) => {
                 if self.is("(") {
                     self.bump()?;
+                    if name == "sizeof"
+                        && let Some(ty) = self.record_name()?
+                    {
+                        let end = self.expect(")")?;
+                        return Ok(Expr {
+                            kind: ExprKind::Call {
+                                name,
+                                args: vec![ty],
+                            },
+                            span: span.to(end),
+                        });
+                    }
                     let outer = std::mem::replace(&mut self.in_predicate, false);
                     let args = self.list(")")?;
                     self.in_predicate = outer;
@@ -478,6 +490,25 @@ impl<'a> Parser<'a> {
         }
         self.expect(")")?;
         Ok(Some(CastTy::StructPtr(name)))
+    }
+
+    /// `struct NAME` or `union NAME` (in `sizeof`), as an identifier
+    /// holding both words; None when something else follows.
+    fn record_name(&mut self) -> Result<Option<Expr>, LangError> {
+        let Tok::Ident(word) = self.tok.clone() else {
+            return Ok(None);
+        };
+        if word != "struct" && word != "union" {
+            return Ok(None);
+        }
+        let (_, start) = self.bump()?;
+        let (Tok::Ident(name), end) = self.bump()? else {
+            return Err(self.unexpected());
+        };
+        Ok(Some(Expr {
+            kind: ExprKind::Ident(format!("{word} {name}")),
+            span: start.to(end),
+        }))
     }
 
     /// Comma-separated expressions up to (not including) `close`.

@@ -90,7 +90,7 @@ fn pieces(format: &str) -> Result<Vec<Piece<'_>>, FormatError> {
         };
         if !matches!(
             conv,
-            b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b's' | b'c' | b'p'
+            b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b's' | b'c' | b'p' | b'r'
         ) {
             let c = rest[at..].chars().next().unwrap_or('?');
             return Err(FormatError::Unknown(c));
@@ -120,7 +120,7 @@ pub(crate) fn format(format: &str, args: &[Arg]) -> String {
             Piece::Conv { spec, long, conv } => (spec, long, conv),
         };
         match (conv, args.next()) {
-            (b's', Some(Arg::Str(s))) => format_str(&mut out, &spec, s),
+            (b's' | b'r', Some(Arg::Str(s))) => format_str(&mut out, &spec, s),
             (_, Some(Arg::Str(s))) => format_str(&mut out, &Spec::default(), s),
             (b'p', Some(Arg::Int(v))) => {
                 let text = format!("0x{:x}", *v as u64);

@@ -265,6 +265,8 @@ struct Runtime<'a> {
     maps: Vec<Map>,
     per_cpu: Vec<bool>,
     stacks: StackNames<'a>,
+    /// The wall-clock time of the boot (ns), for `strftime()`.
+    boot_ns: u64,
 }
 
 impl Resolve for Runtime<'_> {
@@ -297,6 +299,19 @@ impl Resolve for Runtime<'_> {
                 self.stacks.user(word, pid)
             }
             Ty::Inet => inet_text(bytes),
+            Ty::Username => user_name(word),
+            Ty::Buf(n) => {
+                let len = (word as usize).min(n);
+                hex_escaped(bytes.get(8..8 + len).unwrap_or(&[]))
+            }
+            Ty::Strftime(id) => {
+                let fmt = self
+                    .reg
+                    .time_formats
+                    .get(id as usize)
+                    .map_or("", |f| f.as_str());
+                strftime_since_boot(fmt, self.boot_ns, word)
+            }
             _ => String::new(),
         }
     }
@@ -317,6 +332,41 @@ fn cat(path: &str, out: &mut impl Write) -> io::Result<()> {
         return Ok(());
     }
     out.write_all(&text)
+}
+
+/// A `buf()`'s bytes as bpftrace prints them: printable ASCII as it is,
+/// every other byte as `\xNN`.
+fn hex_escaped(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for &b in bytes {
+        if (32..=126).contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// The name of user `uid` in /etc/passwd, empty when it has none (as
+/// bpftrace's `username` prints it).
+fn user_name(uid: u64) -> String {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let uid = uid.to_string();
+    passwd
+        .lines()
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.len() >= 3 && f[2] == uid)
+        .map(|f| f[0].to_string())
+        .unwrap_or_default()
+}
+
+/// `strftime(fmt, nsecs)`: `nsecs` since boot as local time, with
+/// bpftrace's `%f` (microseconds, 6 digits).
+fn strftime_since_boot(fmt: &str, boot_ns: u64, nsecs: u64) -> String {
+    let at = boot_ns.saturating_add(nsecs);
+    let fmt = fmt.replace("%f", &format!("{:06}", at % 1_000_000_000 / 1000));
+    crate::sys::localtime::strftime_at(&fmt, at / 1_000_000_000)
 }
 
 /// An `ntop()` value as `inet_ntop` writes it (IPv4-mapped IPv6 addresses
@@ -518,6 +568,7 @@ pub(crate) fn run(
         maps,
         per_cpu,
         stacks: StackNames::new(stacks.as_ref()),
+        boot_ns: crate::sys::localtime::boot_realtime_ns(),
     };
     let n = probes.len();
     writeln!(

@@ -116,6 +116,10 @@ impl<'a> StackNames<'a> {
 
     /// `ksym(addr)`: the name of the kernel function holding `addr`.
     pub(crate) fn ksym(&self, addr: u64) -> String {
+        // bpftrace's resolver names address 0 as "0", not 0x0.
+        if addr == 0 {
+            return "0".into();
+        }
         self.kernel_names(&[addr], false).remove(0)
     }
 

@@ -37,6 +37,14 @@ pub(crate) enum Ty {
     /// A struct or union in kernel memory (BTF type id), held by its
     /// address until a field of it is read.
     Record(u32),
+    /// `buf()`: a u64 length, then this many bytes (a multiple of 8),
+    /// printed with non-printable bytes as `\xNN`.
+    Buf(usize),
+    /// A user id, printed as its name from /etc/passwd (`username`).
+    Username,
+    /// Nanoseconds since boot printed by the `strftime()` format of this
+    /// index in the registry's time formats.
+    Strftime(u32),
     /// An IP address (`ntop()`): the family (AF_INET, AF_INET6) in 8
     /// bytes, then 16 bytes of address in network order (4 for IPv4).
     Inet,
@@ -46,24 +54,36 @@ impl Ty {
     /// Bytes the value takes in a key, a value or an event.
     pub(crate) fn size(self) -> usize {
         match self {
-            Ty::Int | Ty::Uint | Ty::Probe | Ty::Kstack | Ty::Ksym | Ty::Ptr(_) | Ty::Record(_) => {
-                8
-            }
+            Ty::Int
+            | Ty::Uint
+            | Ty::Probe
+            | Ty::Kstack
+            | Ty::Ksym
+            | Ty::Ptr(_)
+            | Ty::Record(_)
+            | Ty::Username
+            | Ty::Strftime(_) => 8,
             Ty::Ustack | Ty::Usym => 16,
             Ty::Inet => 24,
             Ty::Str(n) => n,
+            Ty::Buf(n) => 8 + n,
         }
     }
 
     /// Values kept in a stack buffer rather than in a register.
     pub(crate) fn in_stack(self) -> bool {
-        matches!(self, Ty::Str(_) | Ty::Ustack | Ty::Usym | Ty::Inet)
+        matches!(
+            self,
+            Ty::Str(_) | Ty::Buf(_) | Ty::Ustack | Ty::Usym | Ty::Inet
+        )
     }
 
     /// Whether values of both types can share a map slot.
     pub(crate) fn compatible(self, other: Ty) -> bool {
-        matches!((self, other), (Ty::Str(_), Ty::Str(_)))
-            || self == other
+        matches!(
+            (self, other),
+            (Ty::Str(_), Ty::Str(_)) | (Ty::Buf(_), Ty::Buf(_))
+        ) || self == other
             || (self.is_int() && other.is_int())
     }
 
@@ -94,6 +114,7 @@ impl Ty {
     pub(crate) fn merge(self, other: Ty) -> Ty {
         match (self, other) {
             (Ty::Str(a), Ty::Str(b)) => Ty::Str(a.max(b)),
+            (Ty::Buf(a), Ty::Buf(b)) => Ty::Buf(a.max(b)),
             (Ty::Ptr(a), Ty::Ptr(b)) if a == b => self,
             (Ty::Int | Ty::Uint, b) if b.is_int() => self,
             (a, b) if a.is_int() && b.is_int() => Ty::Int,
@@ -116,6 +137,9 @@ impl fmt::Display for Ty {
             Ty::Ptr(_) => f.write_str("pointer"),
             Ty::Record(_) => f.write_str("struct"),
             Ty::Inet => f.write_str("inet"),
+            Ty::Username => f.write_str("username"),
+            Ty::Buf(n) => write!(f, "buffer[{n}]"),
+            Ty::Strftime(_) => f.write_str("timestamp"),
         }
     }
 }

@@ -30,13 +30,40 @@ pub(crate) fn now_hms() -> (u32, u32, u32) {
 /// applied to the local time now; the format as written if it does not
 /// fit 256 bytes or holds a NUL.
 pub(crate) fn strftime_now(format: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    strftime_at(format, now)
+}
+
+/// The wall-clock time of the boot, in nanoseconds since the epoch
+/// (CLOCK_REALTIME less CLOCK_BOOTTIME, as bpftrace takes it once at its
+/// start for `strftime()`).
+pub(crate) fn boot_realtime_ns() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-parameter for the call's duration.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    let since_boot = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    now.saturating_sub(since_boot)
+}
+
+/// `format` applied to the local time of `secs` since the epoch; the
+/// format as written if it does not fit 256 bytes or holds a NUL.
+pub(crate) fn strftime_at(format: &str, secs: u64) -> String {
     let Ok(c_format) = std::ffi::CString::new(format) else {
         return format.to_string();
     };
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0) as libc::time_t;
+    let t = secs as libc::time_t;
     // SAFETY: a zeroed tm is a valid out-parameter; localtime_r writes it.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: both pointers are to valid locals for the call's duration.

@@ -27,6 +27,7 @@ mod jit_runtimes;
 mod kallsyms_cache;
 mod kernel_matrix;
 mod lang;
+mod lang_builtins;
 mod lang_corpus;
 mod lang_errors;
 mod lang_types;

@@ -1,0 +1,74 @@
+//! `scry run`'s builtins beyond the first corpus, against bpftrace on the
+//! same programs: `print(value)`, `sizeof`, `username`, `strftime()`,
+//! `buf()` with `%r`, `\xHH` escapes, `ksym(0)`, and a keyless `count()`
+//! printed after `clear()`. Byte for byte where the output is
+//! deterministic.
+
+use crate::common;
+use crate::lang::{bpftrace, gates, lines_with, run_status, run_with, scry_run, unique_copy};
+
+use std::process::Command;
+
+#[test]
+fn print_sizeof_username_and_strftime_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let prog = "BEGIN { print(1); print(-5); print(nsecs > 0); print(\"abc\"); print((uint64)-1); print(username); \
+        printf(\"%d %d %d %d %d %d\\n\", sizeof(int32), sizeof(uint8), sizeof(comm), sizeof(pid), \
+        sizeof(struct task_struct) > 100, sizeof(struct task_struct) == sizeof(struct task_struct)); \
+        printf(\"%s|%s|%s\\n\", username, strftime(\"%Y-%m-%d %H:%M\", 0), strftime(\"%Y\", nsecs)); \
+        @u[username] = count(); @t[strftime(\"%Y\", 1000)] = count(); \
+        @c = count(); clear(@c); print(@c); printf(\"%s|%s|\\n\", ksym(0), ksym(1)); exit(); }";
+    let ours = common::run_ok(&mut scry_run(prog));
+    assert!(
+        ours.contains("\n1\n-5\n1\nabc\n18446744073709551615\n"),
+        "{ours}"
+    );
+    assert!(ours.contains("\n4 1 16 8 1 1\n"), "{ours}");
+    assert!(ours.contains("\n@c: 0\n"), "{ours}");
+    assert!(ours.contains("\n0|0x1|\n"), "{ours}");
+    assert_eq!(ours, common::run_ok(&mut bpftrace(prog)));
+}
+
+/// `buf()` of a string and of a user pointer, with a literal and a
+/// computed length, printed by `%r`, as a map key and by `print`.
+#[test]
+fn buf_with_r_matches_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let prog = "BEGIN { printf(\"%r|\\n\", buf(\"ab\\tc\", 5)); printf(\"%r|\\n\", buf(\"ab\\tc\", 2)); \
+        $n = 3; printf(\"%r|\\n\", buf(\"xyz\\n\", $n + 1)); @b[buf(\"q\\x01\", 3)] = count(); print(buf(\"hi\", 2)); exit(); }";
+    let ours = common::run_ok(&mut scry_run(prog));
+    assert!(
+        ours.contains("\nab\\x09c\\x00|\nab|\nxyz\\x0a|\n"),
+        "{ours}"
+    );
+    assert!(ours.contains("\n@b[q\\x01\\x00]: 1\n"), "{ours}");
+    assert_eq!(ours, common::run_ok(&mut bpftrace(prog)));
+
+    let dir = common::tempdir();
+    std::fs::write(dir.path().join("present"), "x").expect("present file");
+    let name = format!("lbuf{}", std::process::id() % 100000);
+    let opens = unique_copy(dir.path(), &common::workload("opens"), &name);
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         tracepoint:syscalls:sys_enter_openat /comm == \"{name}\"/ {{ printf(\"open %r|%r\\n\", buf(args->filename, 5), buf(args->filename, args->dfd & 7)); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}"
+    );
+    let workload = || run_status(Command::new(&opens).args(["3", "1"]).arg(dir.path()));
+    let ours = run_with(scry_run(&prog), workload);
+    let theirs = run_with(bpftrace(&prog), workload);
+    let head: String = dir.path().display().to_string().chars().take(5).collect();
+    assert_eq!(
+        lines_with(&ours, &format!("open {head}|")).len(),
+        3,
+        "{ours}"
+    );
+    assert_eq!(
+        lines_with(&ours, "open"),
+        lines_with(&theirs, "open"),
+        "{theirs}"
+    );
+}
