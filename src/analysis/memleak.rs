@@ -1,7 +1,8 @@
 //! memleak's table: the allocations outstanding (read from the kernel's
 //! map), those older than `-o` grouped by the stack that made them, in
 //! bcc's order (smallest total first, so the largest ends the output;
-//! `--top N` keeps the N largest), each stack's allocations oldest first
+//! `--top N` keeps the N largest, by bytes or, `--sort count`, by
+//! allocations), each stack's allocations oldest first
 //! (for `-a`). Stacks are named afterwards (`with_frames`), so only the
 //! stacks printed are named.
 
@@ -36,15 +37,25 @@ pub(crate) struct LeakStack {
     pub(crate) allocations: Vec<Allocation>,
 }
 
+/// What "largest" means for `--top` (bcc's `--sort`, default size).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum LeakSort {
+    /// Bytes outstanding, then allocations.
+    #[default]
+    Size,
+    /// Allocations outstanding, then bytes.
+    Count,
+}
+
 /// Groups the allocations at least `min_age_ns` old at `now_ns` by stack;
 /// keeps each stack's allocations when `keep_allocations` (-a); the `top`
-/// largest stacks, smallest first.
+/// largest stacks by `sort`, smallest first.
 pub(crate) fn by_stack(
     outstanding: &[Outstanding],
     now_ns: u64,
     min_age_ns: u64,
     keep_allocations: bool,
-    top: usize,
+    (top, sort): (usize, LeakSort),
 ) -> Vec<LeakStack> {
     let mut index: HashMap<i32, usize> = HashMap::new();
     let mut stacks: Vec<LeakStack> = Vec::new();
@@ -77,9 +88,11 @@ pub(crate) fn by_stack(
             });
         }
     }
-    stacks.sort_by(|a, b| {
-        (a.bytes, a.allocations_count, b.stack_id).cmp(&(b.bytes, b.allocations_count, a.stack_id))
-    });
+    let weight = |s: &LeakStack| match sort {
+        LeakSort::Size => (s.bytes, s.allocations_count),
+        LeakSort::Count => (s.allocations_count, s.bytes),
+    };
+    stacks.sort_by(|a, b| (weight(a), b.stack_id).cmp(&(weight(b), a.stack_id)));
     let skip = stacks.len().saturating_sub(top);
     stacks.drain(..skip);
     stacks
@@ -124,16 +137,32 @@ mod tests {
             alloc(0x30, 50, 3 * ms, 2),
             alloc(0x40, 7, 9 * ms, 3), // too young
         ];
-        let stacks = by_stack(&all, 10 * ms, 2 * ms, true, 10);
+        let stacks = by_stack(&all, 10 * ms, 2 * ms, true, (10, LeakSort::Size));
         assert_eq!(stacks.len(), 2);
         assert_eq!((stacks[0].stack_id, stacks[0].bytes), (2, 50));
         assert_eq!((stacks[1].bytes, stacks[1].allocations_count), (200, 2));
         assert_eq!(stacks[1].oldest_ms, 8);
         let ages: Vec<u64> = stacks[1].allocations.iter().map(|a| a.age_ms).collect();
         assert_eq!(ages, vec![8, 5]);
-        let top = by_stack(&all, 10 * ms, 0, false, 1);
+        let top = by_stack(&all, 10 * ms, 0, false, (1, LeakSort::Size));
         assert_eq!(top.len(), 1);
         assert_eq!(top[0].bytes, 200);
         assert!(top[0].allocations.is_empty());
+    }
+
+    #[test]
+    fn sort_count_keeps_the_stacks_with_the_most_allocations() {
+        let ms = 1_000_000;
+        let all = [
+            alloc(0x10, 4096, ms, 1),
+            alloc(0x20, 8, ms, 2),
+            alloc(0x30, 8, ms, 2),
+            alloc(0x40, 8, ms, 2),
+        ];
+        let by_size = by_stack(&all, 10 * ms, 0, false, (1, LeakSort::Size));
+        assert_eq!(by_size[0].stack_id, 1);
+        let by_count = by_stack(&all, 10 * ms, 0, false, (2, LeakSort::Count));
+        let ids: Vec<i32> = by_count.iter().map(|s| s.stack_id).collect();
+        assert_eq!(ids, [1, 2], "smallest first, the most allocations last");
     }
 }

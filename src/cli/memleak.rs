@@ -1,7 +1,9 @@
 //! `scry memleak` (bcc's memleak, its flags and layout): the allocations
 //! a process made and has not freed, by the user stack that made them,
 //! every `interval` seconds (default 5) and at the end; with no process,
-//! the kernel's (kmalloc and kmem_cache_alloc, by kernel stack). Wiring
+//! the kernel's (kmalloc and kmem_cache_alloc, by kernel stack); `--sort
+//! count` the top stacks by allocations, `-c "CMD ARGS"` bcc's spelling
+//! of `-- CMD ARGS`. Wiring
 //! only: `symbol::allocator` (where the uprobes go) → `sys::bpf_memleak`
 //! → `analysis::memleak` (grouped, aged, top N) → `symbol::raw_stacks`
 //! (named) → `render::memleak`.
@@ -20,7 +22,7 @@ use anyhow::{anyhow, bail};
 use clap::Args;
 
 use super::target::PidArg;
-use scry::analysis::memleak::{self, LeakStack};
+use scry::analysis::memleak::{self, LeakSort, LeakStack};
 use scry::capture::bpf_run::{self, EndReason, RunOptions, Workload};
 use scry::render::memleak as render;
 use scry::symbol::ResolveOptions;
@@ -61,6 +63,23 @@ pub(crate) struct MemleakArgs {
     /// Follow only allocations of at most MAX_SIZE bytes.
     #[arg(short = 'Z', long = "max-size", value_name = "MAX_SIZE")]
     max_size: Option<u64>,
+    /// Which stacks are the top: by bytes outstanding (size) or by
+    /// allocations outstanding (count).
+    #[arg(long = "sort", value_name = "KEY", default_value = "size", value_parser = ["size", "count"])]
+    sort: String,
+    /// The stacks' sums only (bcc's combined statistics, the report scry
+    /// always prints): -a's allocation lines are left out.
+    #[arg(long = "combined-only")]
+    combined_only: bool,
+    /// A command to run and follow, one string split at white space (bcc's
+    /// -c; `-- COMMAND` takes it word by word).
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "COMMAND",
+        conflicts_with = "command"
+    )]
+    command_line: Option<String>,
     /// Distinct stacks kept (default 10240).
     #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 10240, value_parser = clap::value_parser!(u32).range(1..))]
     stack_storage_size: u32,
@@ -73,7 +92,13 @@ pub(crate) struct MemleakArgs {
     command: Vec<OsString>,
 }
 
-pub(crate) fn run(args: MemleakArgs) -> anyhow::Result<()> {
+pub(crate) fn run(mut args: MemleakArgs) -> anyhow::Result<()> {
+    if let Some(line) = args.command_line.take() {
+        args.command = line.split_whitespace().map(OsString::from).collect();
+        if args.command.is_empty() {
+            bail!("memleak: -c: an empty command");
+        }
+    }
     if args.target.pid.is_some() && !args.command.is_empty() {
         bail!("memleak: -p and a command exclude each other");
     }
@@ -208,8 +233,14 @@ impl Report<'_> {
             &outstanding,
             monotonic_ns(),
             self.args.older.saturating_mul(1_000_000),
-            self.args.show_allocs,
-            usize::try_from(self.args.top).unwrap_or(usize::MAX),
+            self.args.show_allocs && !self.args.combined_only,
+            (
+                usize::try_from(self.args.top).unwrap_or(usize::MAX),
+                match self.args.sort.as_str() {
+                    "count" => LeakSort::Count,
+                    _ => LeakSort::Size,
+                },
+            ),
         );
         let pid = self.pid.map_or(0, |p| p as i32);
         let mut added = Vec::with_capacity(stacks.len());

@@ -93,6 +93,45 @@ fn memleak_shows_the_leaked_stack_of_a_command_and_nothing_freed() {
     assert_leak(&text_stacks(&lines), k, s, &out);
 }
 
+/// bcc's `-c "COMMAND ARGS"`, `--sort count` and `--combined-only`:
+/// leak_sites keeps 8 x 8192 bytes from leak_big and 100 x 8 from
+/// leak_small. `-T 1` shows leak_big's stack (by size, the default);
+/// `--sort count -T 1` leak_small's, with its exact sums; `-c` runs the
+/// command as `--` does; `--combined-only` leaves out -a's lines.
+#[test]
+fn memleak_c_sort_count_and_combined_only_as_bcc() {
+    if !require_root() {
+        return;
+    }
+    let sites = common::workload("leak_sites");
+    let command = format!("{} 8 8192 100 8", sites.to_str().expect("utf-8 path"));
+    let top = |extra: &[&str]| {
+        let mut args = vec!["memleak", "-o", "0", "-T", "1"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-c", &command]);
+        let out = common::run_ok(&mut scry_tool(&args));
+        let lines: Vec<String> = out.lines().map(str::to_string).collect();
+        (text_stacks(&lines), out)
+    };
+    let (by_size, out) = top(&[]);
+    assert_eq!(by_size.len(), 1, "{out}");
+    assert_eq!((by_size[0].0, by_size[0].1), (8 * 8192, 8), "{out}");
+    assert_eq!(
+        by_size[0].2.first().map(String::as_str),
+        Some("leak_big"),
+        "{out}"
+    );
+    let (by_count, out) = top(&["--sort", "count", "-a", "--combined-only"]);
+    assert_eq!(by_count.len(), 1, "{out}");
+    assert_eq!((by_count[0].0, by_count[0].1), (100 * 8, 100), "{out}");
+    assert_eq!(
+        by_count[0].2.first().map(String::as_str),
+        Some("leak_small"),
+        "{out}"
+    );
+    assert!(!out.contains("addr = "), "{out}");
+}
+
 #[test]
 fn memleak_follows_a_running_process_in_json_each_allocation_oldest_first() {
     if !require_root() {
