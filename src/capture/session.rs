@@ -158,6 +158,10 @@ fn build_attr(event: &ResolvedEvent, opts: &CaptureOptions, index: usize) -> per
         attr.set_comm_exec(1);
         attr.set_task(1);
         attr.set_context_switch(u64::from(opts.context_switch));
+        // BPF programs loaded or unloaded while recording (JIT'd code has
+        // no map): KSYMBOL names the code, BPF_EVENT the program, as perf.
+        attr.set_ksymbol(1);
+        attr.set_bpf_event(1);
     }
     // Wake the reader when a quarter of the ring is full, not per record.
     attr.set_watermark(1);
@@ -526,6 +530,7 @@ impl Session {
             }
         }
         synth::kernel_mmap(&self.layout, out);
+        synth::bpf_programs(&self.layout, out);
         out.extend_from_slice(&processes);
         if let Some(pid) = self.workload_pid().filter(|_| self.workload_recorded)
             && let Some(first) = self.workload_comm()

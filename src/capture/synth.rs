@@ -1,13 +1,18 @@
 //! Side-band records synthesized from /proc for what existed before the
-//! counters did: the kernel's text map, and for `-p`/`-a` the comm and
-//! executable mappings of every process already running (as perf does), so
-//! their samples still resolve to binaries.
+//! counters did: the kernel's text map, the BPF programs loaded (a KSYMBOL
+//! per JIT'd function and a BPF_EVENT per program, as perf writes them, so
+//! a sample in one is named from the file, whatever is loaded when it is
+//! read), and for `-p`/`-a` the comm and executable mappings of every
+//! process already running (as perf does), so their samples still resolve
+//! to binaries.
 //!
 //! Records are built in the kernel's byte layout, with the `sample_id`
 //! trailer that `sample_id_all` promises every non-sample record has.
 
+use crate::sys::bpf_progs::{self, BpfProg};
 use crate::sys::perf_event::{
-    PERF_RECORD_COMM, PERF_RECORD_MISC_KERNEL, PERF_RECORD_MISC_USER, PERF_RECORD_MMAP,
+    PERF_BPF_EVENT_PROG_LOAD, PERF_RECORD_BPF_EVENT, PERF_RECORD_COMM, PERF_RECORD_KSYMBOL,
+    PERF_RECORD_KSYMBOL_TYPE_BPF, PERF_RECORD_MISC_KERNEL, PERF_RECORD_MISC_USER, PERF_RECORD_MMAP,
     PERF_RECORD_MMAP2, PERF_SAMPLE_CPU, PERF_SAMPLE_ID, PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_TID,
     PERF_SAMPLE_TIME,
 };
@@ -34,6 +39,10 @@ impl RecordBuf {
         RecordBuf { bytes }
     }
     fn u32(&mut self, v: u32) -> &mut Self {
+        self.bytes.extend_from_slice(&v.to_ne_bytes());
+        self
+    }
+    fn u16(&mut self, v: u16) -> &mut Self {
         self.bytes.extend_from_slice(&v.to_ne_bytes());
         self
     }
@@ -116,6 +125,33 @@ pub(crate) fn kernel_mmap(layout: &SampleIdLayout, out: &mut Vec<u8>) {
     }
 }
 
+/// A `PERF_RECORD_KSYMBOL` for each function and a `PERF_RECORD_BPF_EVENT`
+/// (PROG_LOAD) for each BPF program loaded now (see the module doc).
+pub(crate) fn bpf_programs(layout: &SampleIdLayout, out: &mut Vec<u8>) {
+    for prog in bpf_progs::loaded_programs() {
+        bpf_program(layout, &prog, out);
+    }
+}
+
+/// The records of one program, functions first, as perf writes them.
+pub(crate) fn bpf_program(layout: &SampleIdLayout, prog: &BpfProg, out: &mut Vec<u8>) {
+    for func in &prog.funcs {
+        let mut r = RecordBuf::new(PERF_RECORD_KSYMBOL, 0);
+        r.u64(func.addr)
+            .u32(func.len)
+            .u16(PERF_RECORD_KSYMBOL_TYPE_BPF)
+            .u16(0)
+            .string(&func.name);
+        r.sample_id(layout, -1, 0);
+        r.finish(out);
+    }
+    let mut r = RecordBuf::new(PERF_RECORD_BPF_EVENT, 0);
+    r.u16(PERF_BPF_EVENT_PROG_LOAD).u16(0).u32(prog.id);
+    r.bytes.extend_from_slice(&prog.tag);
+    r.sample_id(layout, -1, 0);
+    r.finish(out);
+}
+
 /// `PERF_RECORD_COMM` for one thread.
 pub(crate) fn comm(layout: &SampleIdLayout, pid: i32, tid: i32, name: &str, out: &mut Vec<u8>) {
     let mut r = RecordBuf::new(PERF_RECORD_COMM, 0);
@@ -189,5 +225,55 @@ mod tests {
             u64::from_ne_bytes(out[out.len() - 8..].try_into().unwrap()),
             7
         );
+    }
+
+    /// A program's records: a KSYMBOL per function the reader parses
+    /// back, then its BPF_EVENT, each with the sample_id trailer.
+    #[test]
+    fn bpf_program_records() {
+        use crate::data::handler::Ksymbol;
+        use crate::data::raw::RawRecords;
+        use crate::sys::bpf_progs::BpfFunc;
+        let layout = SampleIdLayout {
+            sample_type: PERF_SAMPLE_TID | PERF_SAMPLE_IDENTIFIER,
+            id: 7,
+        };
+        let func = |addr, name: &str| BpfFunc {
+            addr,
+            len: 0x40,
+            name: name.into(),
+        };
+        let prog = BpfProg {
+            id: 12,
+            tag: [1, 2, 3, 4, 5, 6, 7, 8],
+            funcs: vec![
+                func(0xffff_0000, "bpf_prog_0102030405060708_F"),
+                func(0xffff_1000, "x"),
+            ],
+        };
+        let mut out = Vec::new();
+        bpf_program(&layout, &prog, &mut out);
+        let mut records = RawRecords::new(&out);
+        for (addr, name) in [
+            (0xffff_0000, "bpf_prog_0102030405060708_F"),
+            (0xffff_1000, "x"),
+        ] {
+            let r = records.next_record().unwrap().unwrap();
+            assert_eq!(r.record_type, PERF_RECORD_KSYMBOL);
+            let k = Ksymbol::parse(r.body).unwrap();
+            assert_eq!(
+                (k.addr, k.len, k.ksym_type, k.unregister),
+                (addr, 0x40, 1, false)
+            );
+            assert_eq!(k.name, name.as_bytes());
+            assert_eq!(r.u64_at(r.body.len() - 8), Some(7));
+        }
+        let r = records.next_record().unwrap().unwrap();
+        assert_eq!(r.record_type, PERF_RECORD_BPF_EVENT);
+        // type, flags, id, tag, then pid/tid and the identifier.
+        assert_eq!(r.body.len(), 2 + 2 + 4 + 8 + 8 + 8);
+        assert_eq!(&r.body[4..8], &12u32.to_ne_bytes());
+        assert_eq!(&r.body[8..16], &prog.tag);
+        assert_eq!(records.next_record().unwrap(), None);
     }
 }

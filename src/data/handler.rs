@@ -12,12 +12,15 @@
 //! kinds of loss report (PERF_RECORD_LOST from a full ring, LOST_SAMPLES
 //! from perf's end-of-record counts or the hardware) arrive as one [`Lost`]
 //! with its count read the same way, its kind kept apart because perf's
-//! reports count only one of them.
+//! reports count only one of them. PERF_RECORD_KSYMBOL, which the parser
+//! crate leaves raw, is read here into a [`Ksymbol`].
 
 use linux_perf_event_reader::{
     CommonData, ContextSwitchRecord, CpuMode, EventRecord, ForkOrExitRecord, Mmap2FileId,
     RecordType, SampleRecord,
 };
+
+use crate::sys::perf_event::PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER;
 
 /// `PROT_EXEC` in an MMAP2 record's protection.
 const PROT_EXEC: u32 = 4;
@@ -46,6 +49,38 @@ pub struct Comm<'a> {
     pub(crate) tid: i32,
     pub(crate) name: &'a [u8],
     pub(crate) exec: bool,
+}
+
+/// A PERF_RECORD_KSYMBOL: kernel code with no map (a JIT'd BPF function)
+/// registered at `addr` for `len` bytes, or unregistered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ksymbol<'a> {
+    pub(crate) addr: u64,
+    pub(crate) len: u32,
+    /// `PERF_RECORD_KSYMBOL_TYPE_*` (1: BPF).
+    pub(crate) ksym_type: u16,
+    pub(crate) unregister: bool,
+    /// Without its NUL.
+    pub(crate) name: &'a [u8],
+}
+
+impl<'a> Ksymbol<'a> {
+    /// The record's body (without its header); `None` when it is too short.
+    pub(crate) fn parse(body: &'a [u8]) -> Option<Self> {
+        let addr = u64::from_ne_bytes(body.get(..8)?.try_into().ok()?);
+        let len = u32::from_ne_bytes(body.get(8..12)?.try_into().ok()?);
+        let ksym_type = u16::from_ne_bytes(body.get(12..14)?.try_into().ok()?);
+        let flags = u16::from_ne_bytes(body.get(14..16)?.try_into().ok()?);
+        let rest = body.get(16..)?;
+        let name = &rest[..rest.iter().position(|&b| b == 0)?];
+        Some(Ksymbol {
+            addr,
+            len,
+            ksym_type,
+            unregister: flags & PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER != 0,
+            name,
+        })
+    }
 }
 
 /// Which report a loss came in.
@@ -114,6 +149,9 @@ pub trait RecordHandler {
     fn handle_lost(&mut self, lost: &Lost, id: &CommonData) {}
     /// A PERF_RECORD_SWITCH or SWITCH_CPU_WIDE: a context switch in or out.
     fn handle_switch(&mut self, switch: &ContextSwitchRecord, id: &CommonData) {}
+    /// A PERF_RECORD_KSYMBOL: kernel code without a map (a BPF program's
+    /// function) registered or unregistered.
+    fn handle_ksymbol(&mut self, ksymbol: &Ksymbol<'_>, id: &CommonData) {}
     /// Any other kernel record (throttling, records this crate leaves raw).
     fn handle_other(&mut self, attr_index: usize, record: &EventRecord<'_>, id: &CommonData) {}
 }
@@ -200,6 +238,13 @@ pub fn dispatch<H: RecordHandler + ?Sized>(
                 count,
             };
             handler.handle_lost(&lost, id);
+        }
+        EventRecord::Raw(raw) if raw.record_type == RecordType::KSYMBOL => {
+            let body = raw.data.as_slice();
+            match Ksymbol::parse(&body) {
+                Some(ksymbol) => handler.handle_ksymbol(&ksymbol, id),
+                None => handler.handle_other(attr_index, record, id),
+            }
         }
         other => handler.handle_other(attr_index, other, id),
     }

@@ -29,6 +29,7 @@ pub(crate) mod bpf_oncpu;
 pub(crate) mod bpf_oomkill;
 pub(crate) mod bpf_opensnoop;
 pub(crate) mod bpf_profile;
+pub(crate) mod bpf_progs;
 pub(crate) mod bpf_raw;
 pub(crate) mod bpf_runqlat;
 pub(crate) mod bpf_runqlen;

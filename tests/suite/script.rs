@@ -360,3 +360,71 @@ fn scry_recorded_file_matches_perf() {
     assert_same_samples(&file, "comm,pid,tid,time");
     assert_same_folded(&file);
 }
+
+/// A BPF program another tool loaded runs on the workload's system calls
+/// (here `scry syscount`'s, on raw_syscalls:sys_enter): scry's file
+/// carries a KSYMBOL for it, as perf's does, so `perf script` names its
+/// frames `bpf_prog_<tag>_<name>` (not `[unknown]`), and so does scry's,
+/// from the file: the program is unloaded before either reads it.
+#[test]
+fn scry_recorded_file_names_bpf_programs_as_perf() {
+    require_perf!();
+    require_kernel!();
+    let dir = common::tempdir();
+    let calls = common::workload("calls");
+    let file = dir.path().join("scry.data");
+    let mut foreign = common::scry()
+        .arg("syscount")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start scry syscount");
+    // Its banner comes once its programs are attached; the table it prints
+    // when stopped goes to the pipe, read by nobody (a few lines).
+    let mut banner = String::new();
+    let mut stdout = std::io::BufReader::new(foreign.stdout.take().expect("piped stdout"));
+    std::io::BufRead::read_line(&mut stdout, &mut banner).expect("read scry syscount's banner");
+    assert!(banner.starts_with("Tracing"), "scry syscount: {banner}");
+    let recorded = common::output(
+        common::scry()
+            .args(["record", "--call-graph", "fp", "-F", "999", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&calls)
+            .arg("2000000"),
+    );
+    common::signal(foreign.id(), "INT");
+    let stopped = common::wait_timeout(&mut foreign, std::time::Duration::from_secs(30));
+    if stopped.is_none() {
+        let _ = foreign.kill();
+        let _ = foreign.wait();
+    }
+    assert!(recorded.status.success(), "scry record: {recorded:?}");
+
+    let bpf_frames = |text: &str| -> BTreeMap<String, u64> {
+        let mut frames = BTreeMap::new();
+        for line in text.lines().filter(|l| l.contains("bpf_prog_")) {
+            let frame = line
+                .split_whitespace()
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join(" ");
+            *frames.entry(frame).or_default() += 1;
+        }
+        frames
+    };
+    let perf = perf_script(&file, &[]);
+    let scry = scry_script(&file, &[]);
+    let perf_bpf = bpf_frames(&perf);
+    assert!(
+        perf_bpf.keys().any(|f| f.contains("(bpf_prog_")),
+        "perf script names no BPF program in scry's file; its kernel frames outside any map:\n{}",
+        perf.lines()
+            .filter(|l| l.contains("([unknown])") && l.trim_start().starts_with("ffff"))
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert_eq!(perf_bpf, bpf_frames(&scry), "BPF frames, perf vs scry");
+    assert_same_samples(&file, "comm,pid,tid,time");
+    assert_same_folded(&file);
+}

@@ -29,6 +29,11 @@
 //! locations (ELF files in bulk, the kernel, the vDSO, JIT maps); `merge`
 //! folds samples that name the same frames. The process model and the dso
 //! table live in `symbol::process`.
+//!
+//! Kernel code without a map (JIT'd BPF functions) is named from the
+//! recording's KSYMBOL records, as perf names it (the function's name is its
+//! dso's too), before kallsyms is asked: the programs loaded when a file is
+//! read are not those that ran when it was recorded.
 
 mod merge;
 mod naming;
@@ -51,7 +56,7 @@ use super::process::{DsoId, DsoKind, DsoTable, FxMap, Mapping, ProcessModel};
 use super::stacks::StackTable;
 use super::unwind::DwarfUnwinder;
 use super::{ResolveOptions, ResolveStats, UnresolvedReason};
-use crate::data::handler::{Comm, Lost, LostTally, Mmap, RecordHandler, dispatch};
+use crate::data::handler::{Comm, Ksymbol, Lost, LostTally, Mmap, RecordHandler, dispatch};
 use crate::model::sample::{FrameId, FrameTable, ResolvedSample, StackQuality};
 
 /// Addresses at or above this are kernel addresses on x86_64.
@@ -178,6 +183,10 @@ pub(crate) struct Resolver {
     /// unnamed kernel address outside it is in no binary (a BPF program
     /// the recording has no KSYMBOL for): `[unknown]`, as perf reads it.
     kernel_text: Option<(u64, u64)>,
+    /// The recording's KSYMBOL functions: start → (end, name). An
+    /// unregistering record is not applied: locations are named after
+    /// the records are read, and a sample in the code came before it.
+    ksymbols: std::collections::BTreeMap<u64, (u64, Arc<str>)>,
     vdso: Option<VdsoSymbols>,
     perf_maps: HashMap<i32, Option<PerfMap>>,
     /// The jitdump file each process mapped as its marker (`jit-PID.dump`).
@@ -256,6 +265,7 @@ impl Resolver {
             kallsyms_path: options.kallsyms.clone(),
             kallsyms_loader: None,
             kernel_text: None,
+            ksymbols: std::collections::BTreeMap::new(),
             vdso: None,
             perf_maps: HashMap::new(),
             jitdumps: HashMap::new(),
@@ -523,5 +533,13 @@ impl RecordHandler for Resolver {
 
     fn handle_lost(&mut self, lost: &Lost, _id: &CommonData) {
         self.lost.add(lost);
+    }
+
+    fn handle_ksymbol(&mut self, k: &Ksymbol<'_>, _id: &CommonData) {
+        if !k.unregister && k.len > 0 {
+            let name = Arc::from(String::from_utf8_lossy(k.name).as_ref());
+            self.ksymbols
+                .insert(k.addr, (k.addr.saturating_add(u64::from(k.len)), name));
+        }
     }
 }

@@ -187,6 +187,13 @@ impl Resolver {
         }
     }
 
+    /// The recording's KSYMBOL function holding `addr`: its name, the
+    /// offset in it, and its dso's name (the same, as perf has it).
+    fn ksymbol_at(&self, addr: u64) -> Option<(String, u64, String)> {
+        let (&start, (end, name)) = self.ksymbols.range(..=addr).next_back()?;
+        (addr < *end).then(|| (name.to_string(), addr - start, name.to_string()))
+    }
+
     fn name_kernel(&mut self, ids: &[u32]) {
         if self.kallsyms.is_none() {
             let loaded = match self.kallsyms_loader.take().map(|t| t.join()) {
@@ -195,20 +202,26 @@ impl Resolver {
             };
             self.kallsyms = Some(loaded);
         }
+        // The recording's own BPF functions first (see the module doc).
+        let addr_of = |id: u32| self.locs.get(id as usize).map_or(0, |l| l.addr);
         // A cached table does not hold BPF programs and trampolines: for an
         // address outside what it holds, the kernel's whole list.
         let all_held = self.kallsyms.as_ref().is_none_or(|k| {
-            ids.iter()
-                .all(|&id| k.holds(self.locs.get(id as usize).map_or(0, |l| l.addr)))
+            ids.iter().all(|&id| {
+                let addr = addr_of(id);
+                k.holds(addr) || self.ksymbol_at(addr).is_some()
+            })
         });
         if !all_held {
             self.kallsyms = Some(Kallsyms::from_proc().unwrap_or_default());
         }
         for &id in ids {
             let addr = self.locs.get(id as usize).map_or(0, |k| k.addr);
-            let found = self.kallsyms.as_ref().and_then(|k| {
-                k.find(addr)
-                    .map(|s| (s.name.to_string(), addr - s.start, Kallsyms::dso_name(&s)))
+            let found = self.ksymbol_at(addr).or_else(|| {
+                self.kallsyms.as_ref().and_then(|k| {
+                    k.find(addr)
+                        .map(|s| (s.name.to_string(), addr - s.start, Kallsyms::dso_name(&s)))
+                })
             });
             match found {
                 Some((name, offset, dso)) => {

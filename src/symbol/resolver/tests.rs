@@ -340,3 +340,41 @@ fn merged_samples_weigh_what_their_samples_weigh() {
         assert_eq!(done.stats.samples, 5);
     }
 }
+
+/// A BPF function the recording's KSYMBOL names is named from it, its dso
+/// the function's name (as perf has it), whatever kallsyms says at that
+/// address when the file is read.
+#[test]
+fn a_ksymbol_names_bpf_code_before_kallsyms() {
+    use crate::data::handler::{Ksymbol, RecordHandler};
+    let mut kallsyms = tempfile::NamedTempFile::new().expect("a temporary file");
+    writeln!(
+        kallsyms,
+        "ffffffff81000000 T _stext\nffffffff81001000 T _etext\nffffffffa0000000 t bpf_prog_00_other\t[bpf]"
+    )
+    .expect("write kallsyms");
+    let options = ResolveOptions {
+        kallsyms: Some(kallsyms.path().to_path_buf()),
+        ..ResolveOptions::default()
+    };
+    let mut r = Resolver::new(&options);
+    let name = b"bpf_prog_ee1db1a1f4f27ca8_sys_enter";
+    let ksymbol = Ksymbol {
+        addr: 0xffff_ffff_a000_0000,
+        len: 0x100,
+        ksym_type: 1,
+        unregister: false,
+        name,
+    };
+    r.handle_ksymbol(&ksymbol, &Default::default());
+    for ip in [0xffff_ffff_a000_0010, 0xffff_ffff_a000_0100] {
+        r.handle_record(0, &EventRecord::Sample(sample(ip, CpuMode::Kernel, None)));
+    }
+    let done = r.finish();
+    let name = std::str::from_utf8(name).unwrap();
+    let inside = done.frames.get(done.samples[0].stack[0]);
+    assert_eq!((inside.sym.as_deref(), &*inside.dso), (Some(name), name));
+    // Past its length: not the function's.
+    let past = done.frames.get(done.samples[1].stack[0]);
+    assert_ne!(past.sym.as_deref(), Some(name));
+}
