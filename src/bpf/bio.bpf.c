@@ -13,7 +13,7 @@
 //           (-D, MKDEV as the kernel makes it), its flags (-F, the
 //           canonical flags below), both (-D -F: the disk in the high 32
 //           bits of the 64-bit key, the flags in the low), or one for all
-//           (task_hist.bpf.h).
+//           (task_hist.bpf.h), with the values' sum (biolatency -e).
 //   SNOOP   one event: disk, flags, sector, bytes, latency, queued time,
 //           and the process from block_io_start (biosnoop; biotop sums
 //           them in user space).
@@ -47,6 +47,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #include "task.bpf.h"
 #include "cgroup.bpf.h"
 #define HIST_KEY __u64
+#define HIST_SUM
 #include "task_hist.bpf.h"
 
 struct request;

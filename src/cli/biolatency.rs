@@ -5,7 +5,7 @@
 //! `disk = vda\tflags = Write` as libbpf-tools); `-d DISK` one disk; `-c
 //! CG` only I/O started under a cgroup (checked at its start, not at its
 //! completion as libbpf-tools also does: see `src/bpf/bio.bpf.c`);
-//! `interval [count]` as bcc. Wiring only: `sys::bpf_bio` →
+//! `-e` bcc's average line after them; `interval [count]` as bcc. Wiring only: `sys::bpf_bio` →
 //! `analysis::hist` → `render::hist` (labels from `render::bio`).
 
 use std::io::{self, Write};
@@ -16,9 +16,10 @@ use clap::Args;
 use scry::analysis::hist::{Histogram, KeyedHistogram, Scale};
 use scry::capture::bpf_run::{self, RunOptions};
 use scry::render::bio::{disk_name, flags_label};
+use scry::render::funcs::write_average;
 use scry::render::hist::{write_keyed, write_keyed_json};
 use scry::sys::block::{self, Partition};
-use scry::sys::bpf_bio::{self, BioSettings, BiolatencyBpf, split_key};
+use scry::sys::bpf_bio::{self, BioSettings, BiolatencyBpf, LatencySlots, split_key};
 use scry::sys::localtime::now_hms;
 
 use super::bpf_tool;
@@ -46,6 +47,10 @@ pub(crate) struct BiolatencyArgs {
     disk: Option<String>,
     #[command(flatten)]
     cgroup: bpf_tool::CgroupArg,
+    /// The average, total and count of the latencies after the
+    /// histograms (bcc's extension summary).
+    #[arg(short = 'e', long = "extension")]
+    extension: bool,
     /// Say which kernel hooks the programs use.
     #[arg(short = 'v', long = "verbose")]
     verbose: bool,
@@ -116,9 +121,11 @@ pub(crate) fn run(args: BiolatencyArgs) -> anyhow::Result<()> {
         if last {
             bpf.detach();
         }
-        let hists: Vec<KeyedHistogram> = bpf
-            .read()?
+        let read = bpf.read_with(LatencySlots::parse)?;
+        let total: u64 = read.iter().map(|h| h.sum).sum();
+        let hists: Vec<KeyedHistogram> = read
             .iter()
+            .map(|h| &h.slots)
             .map(|h| KeyedHistogram {
                 key: h.key,
                 label: label(h.key),
@@ -138,6 +145,10 @@ pub(crate) fn run(args: BiolatencyArgs) -> anyhow::Result<()> {
             writeln!(out)?;
         }
         write_keyed(&mut out, &hists)?;
+        if args.extension {
+            let count = hists.iter().map(|h| h.hist.total()).sum();
+            write_average(&mut out, (total, count), unit, 1)?;
+        }
         out.flush()
     };
     bpf_run::run(&run_opts, |last| print(&mut bpf, last))?;

@@ -267,6 +267,62 @@ fn bccs_spellings_of_the_block_and_file_tools_run() {
     }
 }
 
+/// bcc's `biolatency -e`: 25 direct writes on the test's loop device;
+/// the line after the histogram says `count: 25` (the histogram's total,
+/// and libbpf-tools' count of the same writes), `avg` is `total / count`
+/// and lies in the range of the histogram's non-empty slots.
+#[test]
+fn biolatency_e_prints_bccs_average_line() {
+    if !require_loop_and_oracle() {
+        return;
+    }
+    let (n, size) = (25u64, 65536u64);
+    let disk = LoopDevice::new();
+    let name = disk.name();
+    let scry = Tracer::start(scry_tool(&["biolatency", "-e", "-d", &name]), 2);
+    let oracle = Tracer::start(peer(&["biolatency", "-d", &name]), 0);
+    let mut writes = Command::new(common::workload("dwrites"))
+        .arg(&disk.dev)
+        .args([n.to_string(), size.to_string()])
+        .spawn()
+        .expect("dwrites runs");
+    assert!(writes.wait().expect("dwrites ends").success());
+    let (text, _) = scry.stop();
+    let (peer_text, _) = oracle.stop();
+    let text = text.join("\n");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("avg = "))
+        .unwrap_or_else(|| panic!("no average line:\n{text}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [avg, total, count] = numbers[..] else {
+        panic!("{line}");
+    };
+    assert!(
+        line.ends_with(&format!("count: {count}")) && line.contains(" usecs, total: "),
+        "{line}"
+    );
+    let peer_total = hist_total(&peer_text.join("\n"));
+    eprintln!("biolatency -e on {name}: {line}; libbpf-tools counted {peer_total}");
+    assert_eq!((count, hist_total(&text)), (n, n), "{text}");
+    assert_eq!(peer_total, n, "{peer_text:?}");
+    assert_eq!(avg, total / count, "{line}");
+    let slots: Vec<(u64, u64)> = text
+        .lines()
+        .filter_map(|l| {
+            let (range, rest) = l.split_once(':')?;
+            let (lo, hi) = range.split_once("->")?;
+            let n: u64 = rest.split_whitespace().next()?.parse().ok()?;
+            (n > 0).then_some((lo.trim().parse().ok()?, hi.trim().parse().ok()?))
+        })
+        .collect();
+    let (lo, hi) = (slots[0].0, slots[slots.len() - 1].1);
+    assert!(lo <= avg && avg <= hi, "{avg} outside {lo}..{hi}:\n{text}");
+}
+
 #[test]
 fn an_unknown_disk_is_one_line_and_exit_2() {
     if !require_root_and("biolatency") {
