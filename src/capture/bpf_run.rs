@@ -2,7 +2,8 @@
 //! waits, and wakes the tool to print at each interval and once at the
 //! end. The end comes on SIGINT, SIGTERM or SIGHUP (caught, so the last
 //! counts still print), when the duration has elapsed, after the
-//! interval count, or when the watched process exits (a pidfd).
+//! interval count, or when the watched process exits (a pidfd): all but
+//! the count through `sys::signal::RunStop`, the one stop of every run.
 //!
 //! Nothing here touches BPF: the programs and links belong to the tool's
 //! loader, and are released (detached) when it drops, on every path. A
@@ -10,12 +11,12 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use super::CaptureError;
 use crate::sys::process::{self, Child, ExitStatus, PendingChild};
-use crate::sys::signal::{self, PollFd, SignalPipe};
+use crate::sys::signal::{PollFd, RunStop, Stopped};
 
 /// When to print and when to end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,18 +58,18 @@ pub(crate) fn run(
     opts: &RunOptions,
     tick: impl FnMut(bool) -> io::Result<()>,
 ) -> io::Result<EndReason> {
-    run_with(opts, SignalPipe::install(&signal::STOP_SIGNALS)?, tick)
+    run_with(opts, RunStop::install()?, tick)
 }
 
-/// As [`run`], with the stop signals already caught by `signals`: a tool
+/// As [`run`], with the stop signals already caught by `stop`: a tool
 /// that starts a [`Workload`] installs them first, so that a signal that
 /// comes as the workload starts ends the run instead of killing scry.
 pub(crate) fn run_with(
     opts: &RunOptions,
-    signals: SignalPipe,
+    stop: RunStop,
     mut tick: impl FnMut(bool) -> io::Result<()>,
 ) -> io::Result<EndReason> {
-    run_events_with(opts, signals, &[], |wake| match wake {
+    run_events_with(opts, stop, &[], |wake| match wake {
         Wake::Ready => Ok(()),
         Wake::Tick => tick(false),
         Wake::Last => tick(true),
@@ -82,63 +83,45 @@ pub(crate) fn run_events(
     fds: &[RawFd],
     wake: impl FnMut(Wake) -> io::Result<()>,
 ) -> io::Result<EndReason> {
-    run_events_with(opts, SignalPipe::install(&signal::STOP_SIGNALS)?, fds, wake)
+    run_events_with(opts, RunStop::install()?, fds, wake)
 }
 
-/// As [`run_events`], with the stop signals already caught by `signals`.
+/// As [`run_events`], with the stop signals already caught by `stop`.
+/// The duration and the `-p` process's exit end the run through `stop`;
+/// the intervals and their count are this loop's own.
 pub(crate) fn run_events_with(
     opts: &RunOptions,
-    signals: SignalPipe,
+    stop: RunStop,
     fds: &[RawFd],
     mut wake: impl FnMut(Wake) -> io::Result<()>,
 ) -> io::Result<EndReason> {
-    let pidfd = match opts.pid {
-        Some(pid) => Some(
-            signal::pidfd_open(pid)
-                .map_err(|e| io::Error::new(e.kind(), format!("watching process {pid}: {e}")))?,
-        ),
-        None => None,
-    };
+    let stop = stop.until_exit(opts.pid)?;
     let start = Instant::now();
-    let end_at = opts.duration.map(|d| start + d);
+    let stop = stop.until(opts.duration);
     let mut next_tick = opts.interval.map(|i| start + i);
     let mut ticks = 0u64;
-    // The signal pipe, the pidfd, then the rings: built once, reset per wait.
-    let own = [Some(signals.fd()), pidfd.as_ref().map(|fd| fd.as_raw_fd())];
-    let mut polled: Vec<PollFd> = own
-        .into_iter()
-        .flatten()
-        .chain(fds.iter().copied())
-        .map(|fd| PollFd { fd, revents: 0 })
-        .collect();
+    // The rings: built once, reset per wait.
+    let mut polled: Vec<PollFd> = fds.iter().map(|&fd| PollFd { fd, revents: 0 }).collect();
     loop {
-        let now = Instant::now();
-        let deadline = [end_at, next_tick].into_iter().flatten().min();
-        let timeout_ms = deadline.map_or(-1, |d| {
-            d.saturating_duration_since(now)
+        let timeout_ms = next_tick.map_or(-1, |d| {
+            d.saturating_duration_since(Instant::now())
                 .as_millis()
                 .min(i32::MAX as u128) as i32
         });
         polled.iter_mut().for_each(|p| p.revents = 0);
-        signal::poll(&mut polled, timeout_ms)?;
-        let first_extra = 1 + usize::from(pidfd.is_some());
-        if polled[first_extra..].iter().any(|p| p.revents != 0) {
+        let stopped = stop.wait(&mut polled, timeout_ms)?;
+        if polled.iter().any(|p| p.revents != 0) {
             wake(Wake::Ready)?;
         }
-        if let Some(sig) = signals.received() {
-            signals.drain();
+        if let Some(stopped) = stopped {
             wake(Wake::Last)?;
-            return Ok(EndReason::Signal(sig));
-        }
-        if pidfd.is_some() && polled[1].revents != 0 {
-            wake(Wake::Last)?;
-            return Ok(EndReason::TargetExited);
+            return Ok(match stopped {
+                Stopped::Signal(sig) => EndReason::Signal(sig),
+                Stopped::TargetExited => EndReason::TargetExited,
+                Stopped::Duration => EndReason::Duration,
+            });
         }
         let now = Instant::now();
-        if end_at.is_some_and(|end| now >= end) {
-            wake(Wake::Last)?;
-            return Ok(EndReason::Duration);
-        }
         if let (Some(at), Some(interval)) = (next_tick, opts.interval)
             && now >= at
         {

@@ -40,7 +40,7 @@ use crate::event::name::{self, ResolvedEvent};
 use crate::model::counter::{CounterReading, Reading};
 use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
 use crate::sys::process::{Child, ExitStatus, PendingChild};
-use crate::sys::signal::{self, PollFd, SignalPipe};
+use crate::sys::signal::{self, PollFd, RunStop, Stopped};
 use crate::sys::{proc, process};
 
 use super::CaptureError;
@@ -568,13 +568,16 @@ impl CounterSet {
     }
 
     /// Waits up to `timeout` (forever if None) for the command or the
-    /// watched processes to exit, or for a signal.
+    /// watched processes to exit, or for a stop signal (through `stop`).
+    /// The exits are this loop's own, as in the capture session's: the
+    /// command is reaped for its status, `-p`'s processes are pidfds or
+    /// looked for now and then, and stop when none is left.
     pub(crate) fn wait(
         &mut self,
-        signals: &SignalPipe,
+        stop: &RunStop,
         timeout: Option<Duration>,
     ) -> Result<Wake, CaptureError> {
-        if let Some(sig) = signals.received() {
+        if let Some(sig) = stop.caught() {
             return Ok(Wake::Signal(sig));
         }
         if let Some(child) = self.child.as_mut()
@@ -582,10 +585,7 @@ impl CounterSet {
         {
             return Ok(Wake::TargetExited(Some(status)));
         }
-        let mut set = vec![PollFd {
-            fd: signals.fd(),
-            revents: 0,
-        }];
+        let mut set = Vec::new();
         if let Some(fd) = &self.child_pidfd {
             set.push(PollFd {
                 fd: fd.as_raw_fd(),
@@ -608,9 +608,10 @@ impl CounterSet {
             Some(d) => i32::try_from(d.as_micros().div_ceil(1000)).unwrap_or(i32::MAX),
             None => -1,
         };
-        signal::poll(&mut set, timeout_ms).map_err(CaptureError::System)?;
-        if let Some(sig) = signals.received() {
-            signals.drain();
+        if let Some(Stopped::Signal(sig)) = stop
+            .wait(&mut set, timeout_ms)
+            .map_err(CaptureError::System)?
+        {
             return Ok(Wake::Signal(sig));
         }
         if let Some(child) = self.child.as_mut() {
@@ -622,7 +623,6 @@ impl CounterSet {
             self.polled.retain(|&tid| proc::exists(tid));
             let ended: Vec<bool> = set
                 .iter()
-                .skip(1)
                 .map(|p| p.revents & (signal::POLLIN | signal::POLLHUP | signal::POLLERR) != 0)
                 .collect();
             let mut i = 0;

@@ -18,6 +18,7 @@ use super::session::RecordSink;
 use crate::data::handler::RecordHandler;
 use crate::data::order::RingOrder;
 use crate::data::raw::{EventIds, RawRecords};
+use crate::sys::signal::RunStop;
 
 /// Receives parsed live records in time order, and the capture's ticks.
 pub(crate) trait LiveConsumer {
@@ -169,7 +170,7 @@ pub(crate) struct LiveOutcome {
 /// false stops the capture.
 pub(crate) fn run_threaded<C: LiveConsumer>(
     mut session: super::Session,
-    signals: crate::sys::signal::SignalPipe,
+    stop_run: RunStop,
     sink: &mut LiveSink<C>,
 ) -> Result<LiveOutcome, super::CaptureError> {
     use std::sync::Arc;
@@ -190,7 +191,7 @@ pub(crate) fn run_threaded<C: LiveConsumer>(
     let capture = std::thread::Builder::new()
         .name("scry-capture".into())
         .spawn(move || {
-            let result = session.run(&mut channel, &signals);
+            let result = session.run(&mut channel, &stop_run);
             let per_cpu = std::mem::take(&mut channel.per_cpu);
             drop(channel);
             result.map(|stop| (stop, per_cpu))
@@ -244,7 +245,7 @@ pub(crate) fn run_threaded<C: LiveConsumer>(
 /// consumer's `tick` says stop. Returns the consumer and the outcome.
 pub(crate) fn run_live<C: LiveConsumer>(
     mut session: super::Session,
-    signals: crate::sys::signal::SignalPipe,
+    stop: RunStop,
     consumer: C,
     all_processes: bool,
 ) -> Result<(C, LiveOutcome), super::CaptureError> {
@@ -268,7 +269,7 @@ pub(crate) fn run_live<C: LiveConsumer>(
         .and_then(|()| sink.round_done())
         .map_err(super::CaptureError::System)?;
     session.start()?;
-    let outcome = run_threaded(session, signals, &mut sink)?;
+    let outcome = run_threaded(session, stop, &mut sink)?;
     Ok((sink.consumer, outcome))
 }
 
@@ -276,21 +277,14 @@ pub(crate) fn run_live<C: LiveConsumer>(
 /// elsewhere (top's counts in the kernel, read at each tick). A tick at
 /// each `tick_interval` (200 ms without one), until a stop signal or the
 /// tick says stop.
-pub(crate) fn run_ticks<C: LiveConsumer>(
-    signals: &crate::sys::signal::SignalPipe,
-    consumer: &mut C,
-) -> io::Result<()> {
+pub(crate) fn run_ticks<C: LiveConsumer>(stop: &RunStop, consumer: &mut C) -> io::Result<()> {
     let every = consumer
         .tick_interval()
         .unwrap_or(Duration::from_millis(200));
     let timeout_ms = every.as_millis().clamp(1, i32::MAX as u128) as i32;
     loop {
-        let mut polled = [crate::sys::signal::PollFd {
-            fd: signals.fd(),
-            revents: 0,
-        }];
-        crate::sys::signal::poll(&mut polled, timeout_ms)?;
-        if signals.received().is_some() || !consumer.tick()? {
+        stop.wait(&mut [], timeout_ms)?;
+        if stop.caught().is_some() || !consumer.tick()? {
             return Ok(());
         }
     }

@@ -8,7 +8,7 @@ use crate::event::name::{ResolvedEvent, group_leader};
 use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
 use crate::sys::process::{Child, ExitStatus, PendingChild};
 use crate::sys::ring::RingBuffer;
-use crate::sys::signal::{self, PollFd, SignalPipe};
+use crate::sys::signal::{self, PollFd, RunStop, Stopped};
 use crate::sys::{proc, process};
 
 use super::CaptureError;
@@ -590,13 +590,18 @@ impl Session {
     }
 
     /// Drain rings into `sink` until the workload exits, every watched
-    /// process is gone, or SIGINT/SIGTERM arrives (caught by `signals`).
+    /// process is gone, or a stop signal arrives (caught by `stop`).
     /// Then disable the counters, drain what is left, and reap the workload
     /// (sending it SIGTERM first if it still runs).
+    ///
+    /// Unlike the BPF tools' loop, the workload's exit is this loop's own
+    /// (the session forked it and reaps it, keeping its status; `-p`'s
+    /// processes are looked for now and then): `stop` gives the signals
+    /// only, and none of this loop's callers sets it a duration.
     pub(crate) fn run(
         &mut self,
         sink: &mut dyn RecordSink,
-        signals: &SignalPipe,
+        stop: &RunStop,
     ) -> Result<StopReason, CaptureError> {
         let mut buf = Vec::with_capacity(self.rings.first().map_or(0, |r| r.buffer.data_size()));
         let mut poll_set: Vec<PollFd> = self
@@ -607,10 +612,6 @@ impl Session {
                 revents: 0,
             })
             .collect();
-        poll_set.push(PollFd {
-            fd: signals.fd(),
-            revents: 0,
-        });
         let pidfd_slot = self.child_pidfd.as_ref().map(|fd| {
             poll_set.push(PollFd {
                 fd: fd.as_raw_fd(),
@@ -632,10 +633,11 @@ impl Session {
         }
         let mut last_tick = std::time::Instant::now();
         let reason = loop {
-            signal::poll(&mut poll_set, timeout).map_err(CaptureError::System)?;
+            let stopped = stop
+                .wait(&mut poll_set, timeout)
+                .map_err(CaptureError::System)?;
             self.drain(sink, &mut buf).map_err(CaptureError::Write)?;
-            if let Some(sig) = signals.received() {
-                signals.drain();
+            if let Some(Stopped::Signal(sig)) = stopped {
                 break StopReason::Signal(sig);
             }
             if let Some(child) = &mut self.child

@@ -31,7 +31,7 @@ use crate::sys::perf_event::{
     self as pe, PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES, PERF_RECORD_MISC_KERNEL,
     PERF_RECORD_MISC_USER, PERF_RECORD_MMAP, PERF_RECORD_MMAP2, PERF_RECORD_SAMPLE,
 };
-use crate::sys::signal::{STOP_SIGNALS, SignalPipe};
+use crate::sys::signal::RunStop;
 
 use super::CaptureError;
 use super::hidden_binaries::HiddenBinaries;
@@ -316,8 +316,7 @@ pub(crate) fn record_to_file(
 ) -> Result<RecordSummary, RecordError> {
     // Catch SIGINT/SIGTERM before anything starts, so a Ctrl-C at any time
     // still leaves a finished file.
-    let signals = SignalPipe::install(&STOP_SIGNALS)
-        .map_err(|e| RecordError::Capture(CaptureError::System(e)))?;
+    let run_stop = RunStop::install().map_err(|e| RecordError::Capture(CaptureError::System(e)))?;
     let mut session = Session::open(opts)?;
     let ids = session.ids().map_err(CaptureError::System)?;
     let events: Vec<EventDesc> = session
@@ -395,7 +394,7 @@ pub(crate) fn record_to_file(
     sink.records(0, &synthesized).map_err(file_err)?;
     sink.round_done().map_err(file_err)?;
     sink.writer.checkpoint().map_err(file_err)?;
-    let stop = session.run(&mut sink, &signals);
+    let stop = session.run(&mut sink, &run_stop);
     // Whatever happened, finish the file with what was recorded.
     let mut features = Features::from_system(cmdline);
     features.build_ids = build_ids(&sink.mapped);

@@ -39,7 +39,7 @@ use crate::data::raw::EventIds;
 use crate::event::name::ResolvedEvent;
 use crate::sys::bpf_trace::{ArgCopies, ArgCopy, TraceArgsBpf};
 use crate::sys::perf_event::{self as pe, PerfEventFd, perf_event_attr};
-use crate::sys::signal::SignalPipe;
+use crate::sys::signal::RunStop;
 
 use super::CaptureError;
 use super::session::{CounterPlan, RecordSink, Session, StopReason, Target};
@@ -323,7 +323,7 @@ impl TraceCapture {
     pub(crate) fn run(
         &mut self,
         sink: &mut dyn TraceSink,
-        signals: &SignalPipe,
+        stop: &RunStop,
     ) -> Result<StopReason, CaptureError> {
         let mut parser = Parser {
             ring: RingOrder::new(self.ids.clone()),
@@ -334,7 +334,7 @@ impl TraceCapture {
                 failed: None,
             },
         };
-        let reason = self.session.run(&mut parser, signals);
+        let reason = self.session.run(&mut parser, stop);
         let flushed = parser.finish();
         self.malformed += parser.ring.malformed + parser.out.malformed;
         if let Some(copier) = &mut self.arg_copier {

@@ -9,7 +9,7 @@ use anyhow::Context;
 use scry::capture::live::{LiveOutcome, Untimed, run_live};
 use scry::capture::{CaptureOptions, Session};
 use scry::data::handler::RecordHandler;
-use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
+use scry::sys::signal::RunStop;
 
 /// Opens the capture `opts` with the stop signals caught, builds the feed
 /// once the workload exists (`build` gets its pid, if a command was
@@ -19,9 +19,9 @@ pub(crate) fn capture_feed<F: RecordHandler>(
     all_processes: bool,
     build: impl FnOnce(Option<i32>) -> anyhow::Result<F>,
 ) -> anyhow::Result<(F, LiveOutcome)> {
-    let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
+    let stop = RunStop::install().context("installing signal handlers")?;
     let session = Session::open(opts)?;
     let feed = build(session.workload_pid())?;
-    let (Untimed(feed), outcome) = run_live(session, signals, Untimed(feed), all_processes)?;
+    let (Untimed(feed), outcome) = run_live(session, stop, Untimed(feed), all_processes)?;
     Ok((feed, outcome))
 }

@@ -25,7 +25,7 @@ use scry::render::folded::{FoldedOptions, folded_lines};
 use scry::symbol::ResolveOptions;
 use scry::symbol::raw_stacks::{Named, RawStackResolver};
 use scry::sys::bpf_oncpu::{OncpuBpf, OncpuSettings};
-use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
+use scry::sys::signal::RunStop;
 
 use super::bpf_tool;
 use super::offcputime::{SEE_EVERY, name_sums};
@@ -79,7 +79,7 @@ pub(super) fn count_in_kernel(
     }
     // Caught before the command starts: a Ctrl-C then ends the run and
     // the graph is drawn.
-    let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
+    let stop = RunStop::install().context("installing signal handlers")?;
     let mut workload = match opts.command.is_empty() {
         true => None,
         false => Some(Workload::fork(opts.command)?),
@@ -139,7 +139,7 @@ pub(super) fn count_in_kernel(
         ..RunOptions::default()
     };
     let mut resolver = RawStackResolver::new(resolve);
-    let end = bpf_run::run_with(&run_opts, signals, |_| {
+    let end = bpf_run::run_with(&run_opts, stop, |_| {
         resolver.see(bpf.tgids()?.into_iter().map(|t| t as i32));
         Ok(())
     })?;

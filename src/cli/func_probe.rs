@@ -16,7 +16,7 @@ use clap::Args;
 use scry::capture::bpf_run::{self, EndReason, Workload};
 use scry::symbol::func_sites::{self, FuncPattern, NameMatch};
 use scry::sys::bpf_funcs::{FuncSites, FuncsBpf, FuncsMode};
-use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
+use scry::sys::signal::RunStop;
 
 use super::bpf_tool::{self, TableArgs};
 use super::target::PidArg;
@@ -59,7 +59,7 @@ pub(crate) struct Probed {
     /// The process traced (-p or the command), if any.
     pub(crate) pid: Option<u32>,
     workload: Option<Workload>,
-    signals: SignalPipe,
+    stop: RunStop,
 }
 
 /// Parses and finds the functions, forks the command (if any) and loads
@@ -87,7 +87,7 @@ pub(crate) fn load(
     let path = func_sites::find_binary(&binary, &args.pattern, args.target.pid, program)
         .map_err(|e| anyhow!("{tool}: {e}"))?;
     let found = func_sites::find(&path, &names).map_err(|e| anyhow!("{tool}: {e}"))?;
-    let signals = SignalPipe::install(&STOP_SIGNALS)?;
+    let stop = RunStop::install()?;
     let workload = match args.command.is_empty() {
         true => None,
         false => Some(Workload::fork(&args.command)?),
@@ -111,7 +111,7 @@ pub(crate) fn load(
         names: found.functions.into_iter().map(|f| f.symbol).collect(),
         pid,
         workload,
-        signals,
+        stop,
     })
 }
 
@@ -167,7 +167,7 @@ impl Probed {
         }
         let opts = args.times.run_options(self.pid);
         let bpf = &mut self.bpf;
-        let end = bpf_run::run_with(&opts, self.signals, |last| {
+        let end = bpf_run::run_with(&opts, self.stop, |last| {
             if last {
                 bpf.detach();
             }

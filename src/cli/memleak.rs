@@ -30,7 +30,7 @@ use scry::symbol::allocator;
 use scry::symbol::raw_stacks::{RawStack, RawStackResolver};
 use scry::sys::bpf_memleak::{MemleakBpf, MemleakSettings, USER_FUNCTIONS, UserProbes};
 use scry::sys::localtime::now_hms;
-use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
+use scry::sys::signal::RunStop;
 use scry::sys::uprobe::monotonic_ns;
 
 use super::bpf_tool;
@@ -153,7 +153,7 @@ pub(crate) fn run(mut args: MemleakArgs) -> anyhow::Result<()> {
         }
     }
     out.flush()?;
-    let signals = SignalPipe::install(&STOP_SIGNALS)?;
+    let stop = RunStop::install()?;
     let mut resolver = RawStackResolver::new(&ResolveOptions::default());
     if let (Some(w), Some(found)) = (&mut workload, &found) {
         w.start()?;
@@ -169,7 +169,7 @@ pub(crate) fn run(mut args: MemleakArgs) -> anyhow::Result<()> {
         pid: target.map(|p| p as i32),
     };
     let mut ticks = 0u64;
-    let end = bpf_run::run_with(&opts, signals, |last| {
+    let end = bpf_run::run_with(&opts, stop, |last| {
         if let Some(pid) = target {
             resolver.refresh(pid as i32);
         }

@@ -350,7 +350,7 @@ pub fn main() -> ExitCode {
     let _early = cli
         .command
         .catches_stop_signals_early()
-        .then(|| scry::sys::signal::SignalPipe::install(&scry::sys::signal::STOP_SIGNALS));
+        .then(scry::sys::signal::RunStop::install);
     let result = match cli.command {
         Command::Record(args) => record::run(args),
         Command::Stat(args) => stat::run(args),
@@ -367,7 +367,7 @@ pub fn main() -> ExitCode {
         Command::Profile(args) => profile::run(args),
         Command::FtraceRestore { root } => {
             // Ctrl-C reaches the whole process group: outlive it, as scry may.
-            let _signals = scry::sys::signal::SignalPipe::install(&scry::sys::signal::STOP_SIGNALS);
+            let _signals = scry::sys::signal::RunStop::install();
             scry::sys::ftrace::watchdog(&root);
             Ok(())
         }

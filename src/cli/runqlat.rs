@@ -16,7 +16,7 @@ use scry::analysis::hist::KeyedHistogram;
 use scry::capture::bpf_run::{self, EndReason, RunOptions, Workload};
 use scry::sys::bpf_runqlat::{RunqlatBpf, RunqlatKey, RunqlatSettings};
 use scry::sys::process::ExitStatus;
-use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
+use scry::sys::signal::RunStop;
 
 use super::bpf_tool;
 
@@ -161,7 +161,7 @@ pub(crate) fn sched_live(
     }
     bpf_tool::print_hooks("runqlat", &bpf.hooks(), live.verbose);
     // Caught before the workload starts: a SIGHUP as it starts ends the run.
-    let signals = SignalPipe::install(&STOP_SIGNALS)?;
+    let stop = RunStop::install()?;
     if let Some(w) = &mut workload {
         w.start()?;
     }
@@ -173,7 +173,7 @@ pub(crate) fn sched_live(
         ..RunOptions::default()
     };
     let mut read = Vec::new();
-    let end = bpf_run::run_with(&run_opts, signals, |last| {
+    let end = bpf_run::run_with(&run_opts, stop, |last| {
         if last {
             bpf.detach();
             read = bpf.read()?;

@@ -18,7 +18,7 @@ use scry::capture::counting::{CounterSet, CountingOptions, ToolTimes, Wake};
 use scry::event::name::{self, ResolvedEvent};
 use scry::render::stat::{EventLabel, StatFormat, StatPrinter, Subject};
 use scry::sys::process::ExitStatus;
-use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
+use scry::sys::signal::RunStop;
 
 use super::target::TargetArgs;
 
@@ -282,8 +282,7 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
         opts.repeat,
     );
     printer.cgroup = opts.counting.cgroup.clone();
-    let signals =
-        SignalPipe::install(&STOP_SIGNALS).context("cannot install the SIGINT/SIGTERM handler")?;
+    let run_stop = RunStop::install().context("cannot install the SIGINT/SIGTERM handler")?;
 
     let mut acc = RunAccumulator::new();
     // The last run's counters stay open until the counts are printed:
@@ -296,7 +295,7 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
     for _ in 0..opts.repeat {
         let before = scry::sys::process::children_cpu_time().ok();
         drop(last_set.take());
-        if signals.received().is_some() {
+        if run_stop.caught().is_some() {
             // Ctrl-C between runs: print the runs so far.
             break;
         }
@@ -323,9 +322,9 @@ fn count(opts: &StatOptions, out: &mut impl Write) -> anyhow::Result<Outcome> {
                     aggregation: opts.aggregation,
                     printer: &mut printer,
                 };
-                run_intervals(&mut set, &signals, p, out)?
+                run_intervals(&mut set, &run_stop, p, out)?
             }
-            None => wait_for_end(&mut set, &signals, None)?,
+            None => wait_for_end(&mut set, &run_stop, None)?,
         };
         let (status, by_signal) = match stop {
             Stop::Ended { status, by_signal } => (status, by_signal),
@@ -396,13 +395,13 @@ enum Stop {
 /// command, which is then reaped) or `timeout` passes.
 fn wait_for_end(
     set: &mut CounterSet,
-    signals: &SignalPipe,
+    run_stop: &RunStop,
     timeout: Option<Duration>,
 ) -> anyhow::Result<Stop> {
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        match set.wait(signals, left)? {
+        match set.wait(run_stop, left)? {
             Wake::Timeout => {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     return Ok(Stop::TimedOut);
@@ -439,7 +438,7 @@ struct IntervalPrint<'a> {
 /// partial interval too.
 fn run_intervals(
     set: &mut CounterSet,
-    signals: &SignalPipe,
+    run_stop: &RunStop,
     p: IntervalPrint<'_>,
     out: &mut impl Write,
 ) -> anyhow::Result<Stop> {
@@ -449,7 +448,7 @@ fn run_intervals(
     loop {
         let deadline = p.start + p.every * tick;
         let left = deadline.saturating_duration_since(Instant::now());
-        let stop = wait_for_end(set, signals, Some(left))?;
+        let stop = wait_for_end(set, run_stop, Some(left))?;
         let now = Instant::now();
         let readings = set.read()?;
         let delta: Vec<CounterReading> = readings

@@ -33,7 +33,7 @@ use scry::render::top::{TopStatus, TopView};
 use scry::render::top_screen::TopScreen;
 use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::bpf_oncpu::OncpuSettings;
-use scry::sys::signal::{STOP_SIGNALS, SignalPipe};
+use scry::sys::signal::RunStop;
 
 use super::target::{PidsArg, SamplingArgs, checked_mmap_pages, parse_cpus};
 
@@ -298,7 +298,7 @@ pub(crate) fn run(args: TopArgs) -> anyhow::Result<()> {
     {
         anyhow::bail!("-p: no such process: {pid}");
     }
-    let signals = SignalPipe::install(&STOP_SIGNALS).context("installing signal handlers")?;
+    let stop = RunStop::install().context("installing signal handlers")?;
     let resolve = ResolveOptions {
         srcline: sort.contains(&SortKey::Srcline),
         ..ResolveOptions::default()
@@ -369,13 +369,13 @@ pub(crate) fn run(args: TopArgs) -> anyhow::Result<()> {
         // perf top synthesizes every process's maps when it watches CPUs.
         Some(session) => {
             let all = opts.target.system_wide || opts.target.cpus.is_some();
-            run_live(session, signals, consumer, all)
+            run_live(session, stop, consumer, all)
                 .map(|(_consumer, outcome)| outcome.dropped_rounds)
                 .map_err(anyhow::Error::from)
         }
         // The kernel's counts: a refresh at each interval, keys read in
         // between in the terminal, until q, Ctrl-C or the iterations.
-        None => run_ticks(&signals, &mut consumer)
+        None => run_ticks(&stop, &mut consumer)
             .map(|()| 0)
             .map_err(anyhow::Error::from),
     };

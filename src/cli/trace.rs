@@ -269,8 +269,8 @@ pub(crate) fn run(args: TraceArgs) -> anyhow::Result<()> {
     }
     let names: Vec<String> = events.iter().map(|e| e.event.name.clone()).collect();
 
-    let signals = scry::sys::signal::SignalPipe::install(&scry::sys::signal::STOP_SIGNALS)
-        .context("cannot install signal handlers")?;
+    let run_stop =
+        scry::sys::signal::RunStop::install().context("cannot install signal handlers")?;
     let mut capture = TraceCapture::open(events, &target, args.mmap_pages, &copy)?;
     for note in &capture.notes {
         eprintln!("scry: {note}");
@@ -304,7 +304,7 @@ pub(crate) fn run(args: TraceArgs) -> anyhow::Result<()> {
         tracer.item(item, &mut output)
     });
     capture.start()?;
-    let stop = capture.run(&mut decoder, &signals)?;
+    let stop = capture.run(&mut decoder, &run_stop)?;
     let (lost, undecodable) = (
         std::mem::take(&mut decoder.lost),
         decoder.undecodable + capture.malformed,

@@ -577,7 +577,7 @@ pub(crate) fn run(
         if n == 1 { "" } else { "s" }
     )?;
     out.flush()?;
-    let signals = crate::sys::signal::SignalPipe::install(&crate::sys::signal::STOP_SIGNALS)?;
+    let run_stop = crate::sys::signal::RunStop::install()?;
     let queue: RefCell<Vec<Vec<u8>>> = RefCell::new(Vec::new());
     let ring = EventRing::new(&events, |data| {
         queue.borrow_mut().push(data.to_vec());
@@ -646,18 +646,12 @@ pub(crate) fn run(
     };
     run_once(&ProbeSpec::Begin)?;
     let mut stop = drain(out)?;
-    while !stop && signals.received().is_none() {
-        let mut fds = [
-            crate::sys::signal::PollFd {
-                fd: ring.fd(),
-                revents: 0,
-            },
-            crate::sys::signal::PollFd {
-                fd: signals.fd(),
-                revents: 0,
-            },
-        ];
-        crate::sys::signal::poll(&mut fds, 1000)?;
+    while !stop && run_stop.caught().is_none() {
+        let mut fds = [crate::sys::signal::PollFd {
+            fd: ring.fd(),
+            revents: 0,
+        }];
+        run_stop.wait(&mut fds, 1000)?;
         stop = drain(out)?;
     }
     drop(attached);

@@ -3,11 +3,17 @@
 //! finishes its work (flush, finalize the file) instead of dying mid-write.
 //! A hangup (a closed terminal or ssh session) stops a capture as Ctrl-C
 //! does: every live command installs `STOP_SIGNALS`.
-//! Also `poll(2)` and pidfds, the other things such a loop waits on.
+//! Also `poll(2)` and pidfds, the other things such a loop waits on, and
+//! [`RunStop`], the one way a live run starts and stops: every run loop
+//! (the BPF tools', the capture sessions', `stat`'s, `scry run`'s, top's
+//! ticks) installs the stop signals through it and waits through it, so
+//! the stop logic (a signal, the duration, the watched process's exit, in
+//! that order) is written once.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
 
 /// The signals that stop a capture cleanly: Ctrl-C, kill, a hangup.
 pub(crate) const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
@@ -56,7 +62,9 @@ pub(crate) struct SignalPipe {
 }
 
 impl SignalPipe {
-    pub(crate) fn install(signals: &[i32]) -> io::Result<Self> {
+    /// Catches `signals` (only [`RunStop::install`] calls it: every run
+    /// catches [`STOP_SIGNALS`] through it).
+    fn install(signals: &[i32]) -> io::Result<Self> {
         let mut fds = [0; 2];
         // SAFETY: fds is a valid array of two ints for pipe2 to fill.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
@@ -127,6 +135,113 @@ impl Drop for SignalPipe {
                 libc::signal(sig, libc::SIG_DFL);
             }
         }
+    }
+}
+
+/// Why a run stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stopped {
+    /// A stop signal (SIGINT, SIGTERM, SIGHUP).
+    Signal(i32),
+    /// The duration ([`RunStop::until`]) elapsed.
+    Duration,
+    /// The process given to [`RunStop::until_exit`] exited.
+    TargetExited,
+}
+
+/// A live run's start and stop: the stop signals caught from
+/// [`RunStop::install`] until it drops, and, when asked, the time the run
+/// ends and the process whose exit ends it. A run loop waits with
+/// [`RunStop::wait`] on its own descriptors (rings, a workload's pidfd)
+/// and learns why it must stop, if it must.
+///
+/// Installed while an earlier one lives (`scry`'s early catch, taken
+/// before a tool loads and attaches: `cli::Command::catches_stop_signals_early`),
+/// it keeps what that one caught, so a Ctrl-C during the setup ends the
+/// run at its first wait.
+#[derive(Debug)]
+pub(crate) struct RunStop {
+    signals: SignalPipe,
+    end_at: Option<Instant>,
+    pidfd: Option<OwnedFd>,
+}
+
+impl RunStop {
+    /// Catches [`STOP_SIGNALS`]; no end time, no process watched.
+    pub(crate) fn install() -> io::Result<RunStop> {
+        Ok(RunStop {
+            signals: SignalPipe::install(&STOP_SIGNALS)?,
+            end_at: None,
+            pidfd: None,
+        })
+    }
+
+    /// The run also ends `duration` from now (None: no end time).
+    pub(crate) fn until(mut self, duration: Option<Duration>) -> RunStop {
+        self.end_at = duration.map(|d| Instant::now() + d);
+        self
+    }
+
+    /// The run also ends when `pid` exits. Its pidfd is opened now, so a
+    /// process already gone ends the run at the first wait.
+    pub(crate) fn until_exit(mut self, pid: Option<i32>) -> io::Result<RunStop> {
+        if let Some(pid) = pid {
+            let fd = pidfd_open(pid)
+                .map_err(|e| io::Error::new(e.kind(), format!("watching process {pid}: {e}")))?;
+            self.pidfd = Some(fd);
+        }
+        Ok(self)
+    }
+
+    /// The stop signal caught so far, if any (nothing is consumed).
+    pub(crate) fn caught(&self) -> Option<i32> {
+        self.signals.received()
+    }
+
+    /// Waits until one of `fds` is readable (their `revents` set), the
+    /// timeout passes (`timeout_ms`, -1: none; never past the end time),
+    /// or the run must stop; then says why it must, checking a signal,
+    /// the watched process's exit and the end time, in that order.
+    pub(crate) fn wait(&self, fds: &mut [PollFd], timeout_ms: i32) -> io::Result<Option<Stopped>> {
+        let own = 1 + usize::from(self.pidfd.is_some());
+        let mut set: Vec<PollFd> = [
+            Some(self.signals.fd()),
+            self.pidfd.as_ref().map(|fd| fd.as_raw_fd()),
+        ]
+        .into_iter()
+        .flatten()
+        .chain(fds.iter().map(|p| p.fd))
+        .map(|fd| PollFd { fd, revents: 0 })
+        .collect();
+        let timeout_ms = match self.end_at {
+            Some(end) => {
+                let left = end
+                    .saturating_duration_since(Instant::now())
+                    .as_millis()
+                    .min(i32::MAX as u128) as i32;
+                if timeout_ms < 0 {
+                    left
+                } else {
+                    timeout_ms.min(left)
+                }
+            }
+            None => timeout_ms,
+        };
+        poll(&mut set, timeout_ms)?;
+        for (p, polled) in fds.iter_mut().zip(&set[own..]) {
+            p.revents = polled.revents;
+        }
+        if let Some(sig) = self.signals.received() {
+            self.signals.drain();
+            return Ok(Some(Stopped::Signal(sig)));
+        }
+        if self.pidfd.is_some() && set[1].revents != 0 {
+            return Ok(Some(Stopped::TargetExited));
+        }
+        if self.end_at.is_some_and(|end| Instant::now() >= end) {
+            return Ok(Some(Stopped::Duration));
+        }
+        Ok(None)
     }
 }
 
