@@ -23,6 +23,18 @@ fn require_loop_and_oracle() -> bool {
         )
 }
 
+/// `dwrites DEV N SIZE` on `disk`, run to its successful end: its pid.
+fn dwrites(disk: &LoopDevice, n: u64, size: u64) -> u32 {
+    let mut writes = Command::new(common::workload("dwrites"))
+        .arg(&disk.dev)
+        .args([n.to_string(), size.to_string()])
+        .spawn()
+        .expect("dwrites runs");
+    let pid = writes.id();
+    assert!(writes.wait().expect("dwrites ends").success());
+    pid
+}
+
 #[test]
 fn biolatency_and_biosnoop_count_n_direct_writes_as_libbpf_tools() {
     if !require_loop_and_oracle() {
@@ -36,13 +48,7 @@ fn biolatency_and_biosnoop_count_n_direct_writes_as_libbpf_tools() {
     let per_disk = Tracer::start(scry_tool(&["biolatency", "-D", "--json"]), 2);
     let snoop = Tracer::start(scry_tool(&["biosnoop", "-d", &name, "--json"]), 3);
     let oracle = Tracer::start(peer(&["biolatency", "-d", &name]), 0);
-    let mut writes = Command::new(common::workload("dwrites"))
-        .arg(&disk.dev)
-        .args([n.to_string(), size.to_string()])
-        .spawn()
-        .expect("dwrites runs");
-    let pid = writes.id();
-    assert!(writes.wait().expect("dwrites ends").success());
+    let pid = dwrites(&disk, n, size);
     let ours = |l: &[String]| {
         l.iter()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -192,13 +198,7 @@ fn biosnoop_p_marks_sequential_and_random_writes_as_bcc() {
     let json = Tracer::start(scry_tool(&["biosnoop", "-P", "-d", &name, "--json"]), 3);
     let mut pids = Vec::new();
     for _ in 0..2 {
-        let mut writes = Command::new(common::workload("dwrites"))
-            .arg(&disk.dev)
-            .args([n.to_string(), size.to_string()])
-            .spawn()
-            .expect("dwrites runs");
-        pids.push(writes.id());
-        assert!(writes.wait().expect("dwrites ends").success());
+        pids.push(dwrites(&disk, n as u64, size));
     }
     let ours = |l: &[String]| {
         l.iter()
@@ -281,12 +281,7 @@ fn biolatency_e_prints_bccs_average_line() {
     let name = disk.name();
     let scry = Tracer::start(scry_tool(&["biolatency", "-e", "-d", &name]), 2);
     let oracle = Tracer::start(peer(&["biolatency", "-d", &name]), 0);
-    let mut writes = Command::new(common::workload("dwrites"))
-        .arg(&disk.dev)
-        .args([n.to_string(), size.to_string()])
-        .spawn()
-        .expect("dwrites runs");
-    assert!(writes.wait().expect("dwrites ends").success());
+    dwrites(&disk, n, size);
     let (text, _) = scry.stop();
     let (peer_text, _) = oracle.stop();
     let text = text.join("\n");
@@ -410,13 +405,7 @@ fn bitesize_biotop_and_biolatency_per_disk_and_flags_as_libbpf_tools() {
     let top = Tracer::start(scry_tool(&["biotop", "--json", "1"]), 3);
     let mut pids = Vec::new();
     for (count, size) in [(n, big), (m, small)] {
-        let mut writes = Command::new(common::workload("dwrites"))
-            .arg(&disk.dev)
-            .args([count.to_string(), size.to_string()])
-            .spawn()
-            .expect("dwrites runs");
-        pids.push(writes.id());
-        assert!(writes.wait().expect("dwrites ends").success());
+        pids.push(dwrites(&disk, count, size));
     }
     let (ours, _) = sizes.stop();
     let (theirs, _) = sizes_peer.stop();

@@ -33,7 +33,10 @@ fn require_root() -> bool {
 const USER_LINKS: usize = 20;
 
 /// A text report's stacks: (bytes, allocations, frames).
-fn text_stacks(lines: &[String]) -> Vec<(u64, u64, Vec<String>)> {
+type Stacks = Vec<(u64, u64, Vec<String>)>;
+
+/// The [`Stacks`] of a text report's lines (the last report's).
+fn text_stacks(lines: &[String]) -> Stacks {
     let mut stacks: Vec<(u64, u64, Vec<String>)> = Vec::new();
     for line in lines {
         if line.starts_with('[') {
@@ -113,22 +116,20 @@ fn memleak_c_sort_count_and_combined_only_as_bcc() {
         let lines: Vec<String> = out.lines().map(str::to_string).collect();
         (text_stacks(&lines), out)
     };
-    let (by_size, out) = top(&[]);
-    assert_eq!(by_size.len(), 1, "{out}");
-    assert_eq!((by_size[0].0, by_size[0].1), (8 * 8192, 8), "{out}");
-    assert_eq!(
-        by_size[0].2.first().map(String::as_str),
-        Some("leak_big"),
-        "{out}"
-    );
-    let (by_count, out) = top(&["--sort", "count", "-a", "--combined-only"]);
-    assert_eq!(by_count.len(), 1, "{out}");
-    assert_eq!((by_count[0].0, by_count[0].1), (100 * 8, 100), "{out}");
-    assert_eq!(
-        by_count[0].2.first().map(String::as_str),
-        Some("leak_small"),
-        "{out}"
-    );
+    // The one stack shown: its bytes, allocations and innermost frame.
+    let check = |(stacks, out): &(Stacks, String), want: (u64, u64, &str)| {
+        assert_eq!(stacks.len(), 1, "{out}");
+        let first = stacks[0].2.first().map(String::as_str);
+        assert_eq!(
+            (stacks[0].0, stacks[0].1, first),
+            (want.0, want.1, Some(want.2)),
+            "{out}"
+        );
+    };
+    check(&top(&[]), (8 * 8192, 8, "leak_big"));
+    let by_count = top(&["--sort", "count", "-a", "--combined-only"]);
+    check(&by_count, (100 * 8, 100, "leak_small"));
+    let out = by_count.1;
     assert!(!out.contains("addr = "), "{out}");
 }
 
