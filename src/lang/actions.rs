@@ -3,7 +3,7 @@
 //! buffer, a u64 kind and an index first), and `delete`.
 
 use super::ast::{Expr, ExprKind};
-use super::codegen::{Gen, PrintfSpec, event_kind};
+use super::codegen::{Gen, PrintfSpec, event_kind, intern};
 use super::error::LangError;
 use super::insn::*;
 use super::types::Ty;
@@ -100,16 +100,10 @@ impl Gen<'_> {
         args: &[Expr],
     ) -> Result<(), LangError> {
         match name {
-            "printf" => self.printf(e, args),
-            "cat" => {
-                // The file is read when the event is printed, as
-                // bpftrace's cat() reads it in user space.
-                self.printf(e, args)?;
-                if let Some(spec) = self.reg.printfs.last_mut() {
-                    spec.cat = true;
-                }
-                Ok(())
-            }
+            "printf" => self.printf(e, args, false),
+            // The file is read when the event is printed, as bpftrace's
+            // cat() reads it in user space.
+            "cat" => self.printf(e, args, true),
             "join" => self.join(e, args),
             "exit" => {
                 self.small_event(event_kind::EXIT, 0)?;
@@ -186,8 +180,7 @@ impl Gen<'_> {
                     ] => s.clone(),
                     _ => return Err(LangError::new(e.span, "time() takes one string literal")),
                 };
-                self.reg.time_formats.push(format);
-                let id = self.reg.time_formats.len() as u64 - 1;
+                let id = intern(&mut self.reg.time_formats, format) as u64;
                 self.small_event(event_kind::TIME, id)
             }
         }
@@ -212,10 +205,11 @@ impl Gen<'_> {
             kind: ExprKind::Str(format.into()),
             span: e.span,
         };
-        self.printf(e, &[format, value.clone()])
+        self.printf(e, &[format, value.clone()], false)
     }
 
-    pub(crate) fn printf(&mut self, e: &Expr, args: &[Expr]) -> Result<(), LangError> {
+    /// `printf`, or with `cat` the file the formatted text names.
+    pub(crate) fn printf(&mut self, e: &Expr, args: &[Expr], cat: bool) -> Result<(), LangError> {
         let Some(Expr {
             kind: ExprKind::Str(format),
             ..
@@ -274,12 +268,12 @@ impl Gen<'_> {
         }
         let size = 16 + tys.iter().map(|t| t.size()).sum::<usize>();
         let off = self.alloc(size)?;
-        let id = self.reg.printfs.len() as u64;
-        self.reg.printfs.push(PrintfSpec {
+        let spec = PrintfSpec {
             format: format.clone(),
             args: tys.clone(),
-            cat: false,
-        });
+            cat,
+        };
+        let id = intern(&mut self.reg.printfs, spec) as u64;
         self.asm
             .emit(store_imm(Size::DW, FP, off, event_kind::PRINTF as i32));
         self.asm.emit(store_imm(Size::DW, FP, off + 8, id as i32));

@@ -9,20 +9,23 @@
 //! (the probe goes with its descriptor); fentry/fexit a BPF link to the
 //! trampoline of its function; a raw tracepoint its own descriptor.
 //!
-//! kprobe.multi: the kprobes of one block (a wildcard, a list) whose
-//! programs came out the same (the block reads neither `func` nor `probe`,
-//! which are constants in each, and prints nothing: each printf has its
-//! own index) get one program and one BPF_TRACE_KPROBE_MULTI link for all
-//! their functions, where the kernel has it (5.18+, CONFIG_FPROBE); where
-//! it refuses the program or the link, they go the per-function way.
+//! kprobe.multi: the kprobes of one block (a wildcard, a list) get one
+//! program and one BPF_TRACE_KPROBE_MULTI link for all their functions,
+//! where the kernel has it (5.18+, CONFIG_FPROBE). That program is
+//! compiled apart (`shared_sizes`): `probe` is the attach cookie, which
+//! the link gives each function as its probe's index, and `func` the name
+//! an array map holds at that index (`func_names`); printf formats are
+//! interned, so every function's program comes out the same. Where the
+//! kernel refuses the program or the link (6.1 without CONFIG_FPROBE),
+//! each function gets its own program, `func` and `probe` constants in it.
 
 use std::io;
 use std::os::fd::OwnedFd;
 
-use super::codegen::Compiled;
+use super::codegen::{Compiled, literal_size};
 use super::probe::ProbeSpec;
 use super::resolve::Concrete;
-use crate::sys::bpf_raw::{self, ProgType};
+use crate::sys::bpf_raw::{self, Map, MapKind, ProgType};
 use crate::sys::perf_event::{self, PerfEventFd};
 
 /// An attachment: dropping it detaches.
@@ -148,17 +151,65 @@ pub(crate) fn multi_prog(links: &[MultiLink], i: usize) -> Option<&OwnedFd> {
         .map(|l| &l.prog)
 }
 
+/// For each probe that may share a kprobe.multi link (a kprobe of a block
+/// with two or more, of entries or of returns), the size of the string
+/// `func` is in that link's program: the group's longest name's.
+pub(crate) fn shared_sizes(probes: &[Concrete]) -> Vec<Option<usize>> {
+    let mut groups: std::collections::BTreeMap<(usize, bool), (usize, usize)> =
+        std::collections::BTreeMap::new();
+    for c in probes {
+        if let ProbeSpec::Kprobe { function, ret } = &c.spec {
+            let g = groups.entry((c.block, *ret)).or_default();
+            g.0 += 1;
+            g.1 = g.1.max(literal_size(function));
+        }
+    }
+    probes
+        .iter()
+        .map(|c| match &c.spec {
+            ProbeSpec::Kprobe { ret, .. } => groups
+                .get(&(c.block, *ret))
+                .filter(|(n, _)| *n >= 2)
+                .map(|(_, size)| *size),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The array map `func` reads in a kprobe.multi link's program: the
+/// function name of each probe `shared_sizes` gave a size, at its index.
+pub(crate) fn func_names(probes: &[Concrete], sizes: &[Option<usize>]) -> io::Result<Option<Map>> {
+    let Some(value_size) = sizes.iter().flatten().max().copied() else {
+        return Ok(None);
+    };
+    let entries = u32::try_from(probes.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many probes"))?;
+    let map = Map::create(MapKind::Array, "funcs", 4, value_size as u32, entries)?;
+    for (i, (c, size)) in probes.iter().zip(sizes).enumerate() {
+        if let (ProbeSpec::Kprobe { function, .. }, Some(_)) = (&c.spec, size) {
+            let mut name = function.as_bytes().to_vec();
+            name.resize(value_size, 0);
+            map.set_all(&(i as u32).to_ne_bytes(), &name, false)?;
+        }
+    }
+    Ok(Some(map))
+}
+
 /// Loads and attaches one kprobe.multi program for each group of kprobes
-/// of one block with the same code (two functions at least); a group the
-/// kernel refuses is left out (its probes go the per-function way).
+/// of one block with the same code (`shared`'s where compiled for a link,
+/// else `compiled`'s; two functions at least), each function's cookie its
+/// probe's index; a group the kernel refuses is left out (its probes go
+/// the per-function way, with `compiled`).
 pub(crate) fn attach_multi(
     probes: &[Concrete],
     compiled: &[Compiled],
+    shared: &[Option<Compiled>],
     verbose: bool,
 ) -> Vec<MultiLink> {
     type Key = (usize, bool, Vec<[u8; 8]>);
     let mut groups: std::collections::BTreeMap<Key, Vec<usize>> = std::collections::BTreeMap::new();
     for (i, (c, code)) in probes.iter().zip(compiled).enumerate() {
+        let code = shared.get(i).and_then(Option::as_ref).unwrap_or(code);
         if let ProbeSpec::Kprobe { ret, .. } = c.spec {
             groups
                 .entry((
@@ -182,13 +233,32 @@ pub(crate) fn attach_multi(
                 _ => None,
             })
             .collect();
+        let cookies: Vec<u64> = members.iter().map(|&i| i as u64).collect();
         let done = bpf_raw::load_program(ProgType::KprobeMulti, "scry_run", &bytes)
             .map_err(|e| e.error)
-            .and_then(|prog| Ok((bpf_raw::attach_kprobe_multi(&prog, &functions, ret)?, prog)));
+            .and_then(|prog| {
+                let link = bpf_raw::attach_kprobe_multi(&prog, &functions, &cookies, ret)?;
+                Ok((link, prog))
+            });
         match done {
             Ok((link, prog)) => {
                 if verbose {
-                    eprintln!("kprobe.multi: one link for {} functions", functions.len());
+                    // Whether the program reads its cookie (func, probe).
+                    let by_cookie = members.iter().any(|&i| {
+                        shared
+                            .get(i)
+                            .and_then(Option::as_ref)
+                            .is_some_and(|s| s.insns != compiled[i].insns)
+                    });
+                    eprintln!(
+                        "kprobe.multi: one link for {} functions{}",
+                        functions.len(),
+                        if by_cookie {
+                            ", each function's probe index its attach cookie (func, probe)"
+                        } else {
+                            ""
+                        }
+                    );
                 }
                 links.push(MultiLink {
                     members,
@@ -210,4 +280,69 @@ fn online() -> io::Result<Vec<i32>> {
         .into_iter()
         .map(|c| c as i32)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::btf::KernelTypes;
+    use super::super::codegen::{Fds, ProbeEnv, ProgKind, Registry, compile_probe};
+    use super::super::insn::Insn;
+    use crate::lang::parser::parse;
+
+    /// The code of `src`'s one block as the kprobe of probe index `id` on
+    /// `func`, for a kprobe.multi link (`shared`) or not.
+    fn code(
+        reg: &mut Registry,
+        src: &str,
+        id: u64,
+        func: &str,
+        shared: Option<usize>,
+    ) -> Vec<Insn> {
+        let program = parse(src).expect("parses");
+        let probe = &program.probes[0];
+        let types = KernelTypes::default();
+        let env = ProbeEnv {
+            kind: ProgKind::Kprobe,
+            format: None,
+            probe_id: id,
+            is_return: false,
+            start_ns: 0,
+            func: Some(func),
+            shared,
+            signature: None,
+            types: &types,
+        };
+        let fds = Fds::default();
+        let compile = |reg: &mut Registry, discover| {
+            compile_probe(
+                reg,
+                &env,
+                &fds,
+                discover,
+                probe.predicate.as_ref(),
+                &probe.body,
+            )
+            .expect("compiles")
+        };
+        compile(reg, true);
+        compile(reg, false).insns
+    }
+
+    #[test]
+    fn a_link_program_is_the_same_for_every_function() {
+        let src =
+            r#"kprobe:vfs_* { @[func, probe] = count(); printf("%s %s\n", func, probe); time(); }"#;
+        let mut reg = Registry::default();
+        let read = code(&mut reg, src, 0, "vfs_read", Some(16));
+        let write = code(&mut reg, src, 1, "vfs_write", Some(16));
+        assert_eq!(read, write, "one program for the link");
+        // One printf and one time format for both functions.
+        assert_eq!(reg.printfs.len(), 1);
+        assert_eq!(reg.time_formats.len(), 1);
+        // Per function, func and probe are constants: two programs.
+        let mut reg = Registry::default();
+        let read = code(&mut reg, src, 0, "vfs_read", None);
+        let write = code(&mut reg, src, 1, "vfs_write", None);
+        assert_ne!(read, write);
+    }
 }

@@ -111,8 +111,7 @@ impl Gen<'_> {
                 };
                 let v = self.expr(nsecs)?;
                 self.want_int(v, nsecs)?;
-                self.reg.time_formats.push(format.clone());
-                let id = self.reg.time_formats.len() as u32 - 1;
+                let id = super::codegen::intern(&mut self.reg.time_formats, format.clone()) as u32;
                 Ok(Val {
                     ty: Ty::Strftime(id),
                     loc: Loc::R0,
@@ -266,8 +265,7 @@ impl Gen<'_> {
         self.want_int(v, array)?;
         let base = self.spill()?;
         let tmp = self.alloc(8)?;
-        self.reg.join_delims.push(delim);
-        let id = self.reg.join_delims.len() as i32 - 1;
+        let id = super::codegen::intern(&mut self.reg.join_delims, delim) as i32;
         let size = JOIN_HEADER + JOIN_ARGS * JOIN_ARGSIZE;
         let lost = self.asm.label();
         let end = self.asm.label();

@@ -67,6 +67,19 @@ impl Registry {
     }
 }
 
+/// The index of `item` in `list`, added if new: equal printf formats,
+/// time formats and join delimiters share one index, so the programs of
+/// a kprobe.multi link's functions come out the same.
+pub(crate) fn intern<T: PartialEq>(list: &mut Vec<T>, item: T) -> usize {
+    match list.iter().position(|x| *x == item) {
+        Some(i) => i,
+        None => {
+            list.push(item);
+            list.len() - 1
+        }
+    }
+}
+
 /// The kind of program a probe becomes, which decides its context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ProgKind {
@@ -95,6 +108,10 @@ pub(crate) struct ProbeEnv<'a> {
     pub(crate) func: Option<&'a str>,
     /// An fentry/fexit function's parameters and return type (BTF).
     pub(crate) signature: Option<&'a Signature>,
+    /// Compiling the one program of a kprobe.multi link: `probe` is the
+    /// attach cookie (the probe's index) and `func` the name `Fds::funcs`
+    /// holds at it, a string of this many bytes. None: both are constants.
+    pub(crate) shared: Option<usize>,
     /// The kernel's types and constants, read when first needed.
     pub(crate) types: &'a KernelTypes,
 }
@@ -107,6 +124,9 @@ pub(crate) struct Fds {
     pub(crate) stacks: i32,
     /// The per-CPU count of records the ring buffer had no room for.
     pub(crate) lost: i32,
+    /// The function names of kprobe.multi links' probes, by probe index
+    /// (an array map; 0 when no block has one).
+    pub(crate) funcs: i32,
 }
 
 /// Where a value is after its code ran.
@@ -670,6 +690,7 @@ mod tests {
             is_return: false,
             start_ns: 0,
             func: None,
+            shared: None,
             signature: None,
             types: &KernelTypes::default(),
         };

@@ -188,6 +188,9 @@ impl Gen<'_> {
             "numaid" => self.asm.emit(call(helper::GET_NUMA_NODE_ID)),
             "curtask" => return Ok(self.curtask()),
             "func" => {
+                if let Some(size) = self.env.shared {
+                    return self.cookie_func(size);
+                }
                 let Some(func) = self.env.func else {
                     return Err(LangError::new(
                         e.span,
@@ -210,7 +213,11 @@ impl Gen<'_> {
                 });
             }
             "probe" => {
-                self.const_int(R0, self.env.probe_id as i64);
+                if self.env.shared.is_some() {
+                    self.attach_cookie();
+                } else {
+                    self.const_int(R0, self.env.probe_id as i64);
+                }
                 return Ok(Val {
                     ty: Ty::Probe,
                     loc: Loc::R0,
@@ -270,6 +277,44 @@ impl Gen<'_> {
         }
         // pid, tid, uid, gid, cpu, nsecs, elapsed, cgroup, rand, numaid.
         Ok(Val::int_of(false))
+    }
+
+    /// The attach cookie (a kprobe.multi link's index of the probe) in r0.
+    fn attach_cookie(&mut self) {
+        self.asm.emit(mov_reg(R1, R6));
+        self.asm.emit(call(helper::GET_ATTACH_COOKIE));
+    }
+
+    /// `func` in a kprobe.multi link's program: the name `Fds::funcs` holds
+    /// at the attach cookie, copied to a stack string of `size` bytes
+    /// (zeros if the map has none).
+    fn cookie_func(&mut self, size: usize) -> Result<Val, LangError> {
+        let off = self.alloc(size)?;
+        let words = (size / 8) as i16;
+        for i in 0..words {
+            self.asm.emit(store_imm(Size::DW, FP, off + 8 * i, 0));
+        }
+        let key = self.alloc(8)?;
+        self.attach_cookie();
+        self.asm.emit(store(Size::W, FP, key, R0));
+        self.asm.emit_all(&ld_imm64(
+            R1,
+            BPF_PSEUDO_MAP_FD,
+            self.fds.funcs as u32 as u64,
+        ));
+        self.fp_addr(R2, key);
+        self.asm.emit(call(helper::MAP_LOOKUP_ELEM));
+        let done = self.asm.label();
+        self.asm.jump_if_imm(Jmp::Eq, R0, 0, done);
+        for i in 0..words {
+            self.asm.emit(load(Size::DW, R1, R0, 8 * i));
+            self.asm.emit(store(Size::DW, FP, off + 8 * i, R1));
+        }
+        self.asm.bind(done);
+        Ok(Val {
+            ty: Ty::Str(size),
+            loc: Loc::Stack(off),
+        })
     }
 
     pub(crate) fn stack_builtin(

@@ -213,6 +213,7 @@ pub(crate) mod helper {
     pub(crate) const RINGBUF_RESERVE: i32 = 131;
     pub(crate) const RINGBUF_SUBMIT: i32 = 132;
     pub(crate) const GET_CURRENT_CGROUP_ID: i32 = 80;
+    pub(crate) const GET_ATTACH_COOKIE: i32 = 174;
 }
 
 /// A place in the code, bound later with `Asm::bind`.

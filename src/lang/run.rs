@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 
 use super::ast::{Probe, Program};
-use super::attach::{attach, attach_multi, multi_prog};
+use super::attach::{attach, attach_multi, func_names, multi_prog, shared_sizes};
 use super::btf::KernelTypes;
 use super::calls::{JOIN_ARGS, JOIN_ARGSIZE, JOIN_HEADER};
 use super::codegen::{Compiled, Fds, ProbeEnv, ProgKind, Registry, compile_probe, event_kind};
@@ -60,48 +60,65 @@ fn prog_kind(spec: &ProbeSpec) -> ProgKind {
     }
 }
 
-fn compile_all(
-    program: &Program,
-    probes: &[Concrete],
-    reg: &mut Registry,
-    fds: &Fds,
+/// What every probe's compilation in one pass shares.
+struct Pass<'a> {
+    program: &'a Program,
+    fds: &'a Fds,
+    /// The first pass: maps are being discovered.
     discover: bool,
     start_ns: u64,
-    types: &KernelTypes,
+    types: &'a KernelTypes,
+}
+
+fn compile_all(
+    pass: &Pass<'_>,
+    probes: &[Concrete],
+    reg: &mut Registry,
 ) -> Result<Vec<Compiled>, LangError> {
-    let mut out = Vec::new();
-    for (id, c) in probes.iter().enumerate() {
-        let block: &Probe = &program.probes[c.block];
-        let env = ProbeEnv {
-            kind: prog_kind(&c.spec),
-            format: c.format.as_ref(),
-            probe_id: id as u64,
-            is_return: matches!(
-                c.spec,
-                ProbeSpec::Uprobe { ret: true, .. }
-                    | ProbeSpec::Kprobe { ret: true, .. }
-                    | ProbeSpec::Fentry { ret: true, .. }
-            ),
-            start_ns,
-            func: match &c.spec {
-                ProbeSpec::Uprobe { function, .. }
-                | ProbeSpec::Kprobe { function, .. }
-                | ProbeSpec::Fentry { function, .. } => Some(function.as_str()),
-                _ => None,
-            },
-            signature: c.signature.as_ref(),
-            types,
-        };
-        out.push(compile_probe(
-            reg,
-            &env,
-            fds,
-            discover,
-            block.predicate.as_ref(),
-            &block.body,
-        )?);
-    }
-    Ok(out)
+    (0..probes.len())
+        .map(|id| compile_one(pass, probes, id, reg, None))
+        .collect()
+}
+
+/// Compiles probe `id`; `shared`: for a kprobe.multi link (`ProbeEnv`).
+fn compile_one(
+    pass: &Pass<'_>,
+    probes: &[Concrete],
+    id: usize,
+    reg: &mut Registry,
+    shared: Option<usize>,
+) -> Result<Compiled, LangError> {
+    let c = &probes[id];
+    let block: &Probe = &pass.program.probes[c.block];
+    let env = ProbeEnv {
+        kind: prog_kind(&c.spec),
+        format: c.format.as_ref(),
+        probe_id: id as u64,
+        is_return: matches!(
+            c.spec,
+            ProbeSpec::Uprobe { ret: true, .. }
+                | ProbeSpec::Kprobe { ret: true, .. }
+                | ProbeSpec::Fentry { ret: true, .. }
+        ),
+        start_ns: pass.start_ns,
+        func: match &c.spec {
+            ProbeSpec::Uprobe { function, .. }
+            | ProbeSpec::Kprobe { function, .. }
+            | ProbeSpec::Fentry { function, .. } => Some(function.as_str()),
+            _ => None,
+        },
+        signature: c.signature.as_ref(),
+        shared,
+        types: pass.types,
+    };
+    compile_probe(
+        reg,
+        &env,
+        pass.fds,
+        pass.discover,
+        block.predicate.as_ref(),
+        &block.body,
+    )
 }
 
 /// The instruction a verifier log last names, mapped to its span, and the
@@ -499,15 +516,14 @@ pub(crate) fn run(
         ..Registry::default()
     };
     // Pass 1: discover the maps.
-    compile_all(
-        &program,
-        &probes,
-        &mut reg,
-        &Fds::default(),
-        true,
+    let discovery = Pass {
+        program: &program,
+        fds: &Fds::default(),
+        discover: true,
         start_ns,
-        &types,
-    )?;
+        types: &types,
+    };
+    compile_all(&discovery, &probes, &mut reg)?;
     let mut maps = Vec::new();
     let mut per_cpu = Vec::new();
     for info in &reg.maps {
@@ -538,18 +554,33 @@ pub(crate) fn run(
         None
     };
     let lost = Map::create(bpf_raw::MapKind::PerCpuArray, "lost", 4, 8, 1)?;
+    let sizes = shared_sizes(&probes);
+    let funcs = func_names(&probes, &sizes)?;
     let fds = Fds {
         maps: maps.iter().map(|m| m.raw_fd()).collect(),
         events: events.raw_fd(),
         stacks: stacks.as_ref().map_or(0, |m| m.raw_fd()),
         lost: lost.raw_fd(),
+        funcs: funcs.as_ref().map_or(0, |m| m.raw_fd()),
     };
-    // Pass 2: the code that is loaded.
+    // Pass 2: the code that is loaded, per function and for kprobe.multi.
     reg.printfs.clear();
     reg.time_formats.clear();
     reg.join_delims.clear();
-    let compiled = compile_all(&program, &probes, &mut reg, &fds, false, start_ns, &types)?;
-    let multi = attach_multi(&probes, &compiled, options.verbose);
+    let pass = Pass {
+        discover: false,
+        fds: &fds,
+        ..discovery
+    };
+    let compiled = compile_all(&pass, &probes, &mut reg)?;
+    let shared = (0..probes.len())
+        .map(|id| {
+            sizes[id]
+                .map(|size| compile_one(&pass, &probes, id, &mut reg, Some(size)))
+                .transpose()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let multi = attach_multi(&probes, &compiled, &shared, options.verbose);
     let mut progs = Vec::new();
     // Why each optional probe left out was refused.
     let mut refused: Vec<Option<RunError>> = probes.iter().map(|_| None).collect();

@@ -147,6 +147,7 @@ pub(crate) struct Map(MapHandle);
 /// The kinds of map `scry run` makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum MapKind {
+    Array,
     Hash,
     PerCpuHash,
     PerCpuArray,
@@ -163,6 +164,7 @@ impl Map {
         max_entries: u32,
     ) -> io::Result<Map> {
         let map_type = match kind {
+            MapKind::Array => MapType::Array,
             MapKind::Hash => MapType::Hash,
             MapKind::PerCpuHash => MapType::PercpuHash,
             MapKind::PerCpuArray => MapType::PercpuArray,
@@ -306,12 +308,21 @@ pub(crate) fn attach_tracing(prog: &OwnedFd) -> io::Result<OwnedFd> {
 /// `functions` (their entries, or their returns when `ret`) with one
 /// BPF_TRACE_KPROBE_MULTI link (kernels from 5.18 with CONFIG_FPROBE; the
 /// kernel sorts the names and finds them in kallsyms, refusing the whole
-/// link when one is missing).
+/// link when one is missing). `cookies` has one value per function, what
+/// bpf_get_attach_cookie returns when the program runs for it (the kernel
+/// sorts them with the names).
 pub(crate) fn attach_kprobe_multi(
     prog: &OwnedFd,
     functions: &[&str],
+    cookies: &[u64],
     ret: bool,
 ) -> io::Result<OwnedFd> {
+    if cookies.len() != functions.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "one cookie per function",
+        ));
+    }
     let names = functions
         .iter()
         .map(|f| CString::new(*f))
@@ -334,11 +345,12 @@ pub(crate) fn attach_kprobe_multi(
             cnt,
             syms: syms.as_mut_ptr(),
             addrs: std::ptr::null(),
-            cookies: std::ptr::null(),
+            cookies: cookies.as_ptr(),
         };
     // SAFETY: `syms` holds `cnt` pointers to NUL-terminated names, all
-    // alive (`names`) until the call returns, which copies them; the
-    // program descriptor is ours; no target descriptor (0) for this type.
+    // alive (`names`) until the call returns, which copies them, as it
+    // copies the `cnt` cookies (checked above); the program descriptor is
+    // ours; no target descriptor (0) for this type.
     let fd = unsafe {
         libbpf_sys::bpf_link_create(
             prog.as_raw_fd(),
