@@ -255,6 +255,7 @@ impl Gen<'_> {
                             | Ty::Inet
                             | Ty::Username
                             | Ty::Strftime(_)
+                            | Ty::Tuple { .. }
                     ))
             {
                 return Err(LangError::new(

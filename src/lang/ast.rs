@@ -185,6 +185,9 @@ pub(crate) enum ExprKind {
         ty: CastTy,
         expr: Box<Expr>,
     },
+    /// `(a, b, ...)`: two or more values; `t.0` reads one (a `Field`
+    /// named by its index).
+    Tuple(Vec<Expr>),
     /// `x++`, `++x`, `x--`, `--x`
     IncDec {
         target: Box<Expr>,

@@ -57,6 +57,8 @@ pub(crate) struct Registry {
     pub(crate) time_formats: Vec<String>,
     /// The delimiter of each `join()`.
     pub(crate) join_delims: Vec<String>,
+    /// The element types of each tuple type (`Ty::Tuple`'s id).
+    pub(crate) tuples: Vec<Vec<Ty>>,
     /// Whether some probe uses `kstack`/`ustack` (a stack map is needed).
     pub(crate) uses_stacks: bool,
 }
@@ -487,6 +489,13 @@ impl Gen<'_> {
         span: Span,
     ) -> Result<usize, LangError> {
         let full = format!("@{name}");
+        if key_tys.iter().any(|t| matches!(t, Ty::Tuple { .. })) {
+            return Err(LangError::new(
+                span,
+                "tuple cannot be used as a map key. Try a multi-key associative array instead \
+                 (eg `@map[$1, $2] = ...)`.",
+            ));
+        }
         let Some(i) = self.reg.map_index(&full) else {
             let Some(kind) = kind else {
                 if self.discover {

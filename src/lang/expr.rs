@@ -1,6 +1,6 @@
 //! Code generation of expressions: literals, variables, map reads,
 //! builtins (a name that is none is a kernel constant: `TASK_RUNNING`),
-//! operators and ternaries. Integers end in `r0`; strings in a stack
+//! operators, ternaries and tuples (`(a, b)`, `t.0`). Integers end in `r0`; strings in a stack
 //! buffer (see `codegen`). Fields and casts are in `fields`, functions in
 //! `calls`. Comparisons are signed only when both sides are signed, as
 //! bpftrace's: `pid`, `nsecs`, `retval`, `arg0` and unsigned fields and
@@ -89,6 +89,7 @@ impl Gen<'_> {
                 Ok(Val { ty, loc: Loc::R0 })
             }
             ExprKind::Binary { op, lhs, rhs } => self.binary(e, *op, lhs, rhs),
+            ExprKind::Tuple(elems) => self.tuple(elems),
             ExprKind::Ternary {
                 cond,
                 then,
@@ -506,5 +507,85 @@ impl Gen<'_> {
             ty,
             loc: result.map_or(Loc::R0, Loc::Stack),
         })
+    }
+}
+
+impl Gen<'_> {
+    /// `(a, b, ...)`: the values one after another in a stack buffer,
+    /// typed by the registry's tuple of the same element types.
+    fn tuple(&mut self, elems: &[Expr]) -> Result<Val, LangError> {
+        let tys = self.key_types(elems)?;
+        if let Some((t, e)) = tys
+            .iter()
+            .zip(elems)
+            .find(|(t, _)| matches!(t, Ty::Record(_)))
+        {
+            return Err(LangError::new(
+                e.span,
+                format!("a tuple cannot hold a '{t}'"),
+            ));
+        }
+        let size: usize = tys.iter().map(|t| t.size()).sum();
+        let id = match self.reg.tuples.iter().position(|t| *t == tys) {
+            Some(i) => i,
+            None => {
+                self.reg.tuples.push(tys.clone());
+                self.reg.tuples.len() - 1
+            }
+        };
+        let buf = self.alloc(size)?;
+        let mut at = buf;
+        for (elem, ty) in elems.iter().zip(&tys) {
+            let v = self.expr(elem)?;
+            self.store_val(v, at, *ty);
+            at += ty.size() as i16;
+        }
+        Ok(Val {
+            ty: Ty::Tuple {
+                id: id as u32,
+                size: size as u32,
+            },
+            loc: Loc::Stack(buf),
+        })
+    }
+
+    /// `t.N`: element N of tuple `t` (of registry type `id`).
+    pub(super) fn tuple_element(
+        &mut self,
+        e: &Expr,
+        t: Val,
+        id: u32,
+        field: &str,
+    ) -> Result<Val, LangError> {
+        let tys = self
+            .reg
+            .tuples
+            .get(id as usize)
+            .cloned()
+            .unwrap_or_default();
+        let (Some(index), Loc::Stack(base)) = (field.parse::<usize>().ok(), t.loc) else {
+            return Err(LangError::new(
+                e.span,
+                format!("a tuple has no field '{field}'"),
+            ));
+        };
+        let Some(&ty) = tys.get(index) else {
+            return Err(LangError::new(
+                e.span,
+                format!(
+                    "Invalid tuple index: {index}. Found max: {}",
+                    tys.len().saturating_sub(1)
+                ),
+            ));
+        };
+        let at = base + tys[..index].iter().map(|t| t.size()).sum::<usize>() as i16;
+        if ty.in_stack() {
+            return Ok(Val {
+                ty,
+                loc: Loc::Stack(at),
+            });
+        }
+        self.asm.emit(load(Size::DW, R0, FP, at));
+        Ok(Val { ty, loc: Loc::R0 })
     }
 }

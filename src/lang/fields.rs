@@ -27,6 +27,9 @@ impl Gen<'_> {
     pub(super) fn field(&mut self, e: &Expr, base: &Expr, field: &str) -> Result<Val, LangError> {
         if base.kind != ExprKind::Ident("args".into()) {
             let v = self.expr(base)?;
+            if let Ty::Tuple { id, .. } = v.ty {
+                return self.tuple_element(e, v, id, field);
+            }
             return self.btf_field(e, v, field);
         }
         if let Some(sig) = self.env.signature {

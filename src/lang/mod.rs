@@ -2,7 +2,7 @@
 //! instructions, with no LLVM and no clang at run time.
 //!
 //! The stages: `lexer` and `parser` make the syntax tree (`ast`); `probe`
-//! reads probe names and `resolve` finds them in the kernel; `codegen`, `expr`, `fields` (with `btf`), `calls`, `actions` and
+//! reads probe names and `resolve` finds them in the kernel; `codegen`, `expr` (with tuples), `fields` (with `btf`), `calls`, `actions` and
 //! `aggregate` emit instructions (`insn`) while checking names and types;
 //! `run` creates the maps, loads and (through `attach`) attaches the programs and prints what they send (`printf`) and what
 //! they leave in maps (`output`), as bpftrace prints them.

@@ -36,7 +36,7 @@ pub(crate) fn c_str(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
-fn value_text(ty: Ty, bytes: &[u8], resolve: &dyn Resolve) -> String {
+pub(crate) fn value_text(ty: Ty, bytes: &[u8], resolve: &dyn Resolve) -> String {
     match ty {
         Ty::Int | Ty::Ptr(_) => (u64_at(bytes, 0) as i64).to_string(),
         Ty::Uint => u64_at(bytes, 0).to_string(),

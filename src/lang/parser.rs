@@ -357,10 +357,15 @@ impl<'a> Parser<'a> {
             if self.is(".") || self.is("->") {
                 self.bump()?;
                 let (tok, span) = self.bump()?;
-                let Tok::Ident(field) = tok else {
-                    self.tok = tok;
-                    self.span = span;
-                    return Err(self.unexpected());
+                let field = match tok {
+                    Tok::Ident(field) => field,
+                    // `t.0`: a tuple's element.
+                    Tok::Int(n) if n >= 0 => n.to_string(),
+                    tok => {
+                        self.tok = tok;
+                        self.span = span;
+                        return Err(self.unexpected());
+                    }
                 };
                 let span = e.span.to(span);
                 e = Expr {
@@ -450,9 +455,20 @@ impl<'a> Parser<'a> {
                 }
                 let outer = std::mem::replace(&mut self.in_predicate, false);
                 let e = self.expr()?;
+                if !self.is(",") {
+                    self.in_predicate = outer;
+                    self.expect(")")?;
+                    return Ok(e);
+                }
+                self.bump()?;
+                let mut elems = vec![e];
+                elems.extend(self.list(")")?);
                 self.in_predicate = outer;
-                self.expect(")")?;
-                return Ok(e);
+                let end = self.expect(")")?;
+                return Ok(Expr {
+                    kind: ExprKind::Tuple(elems),
+                    span: span.to(end),
+                });
             }
         };
         Ok(Expr { kind, span })

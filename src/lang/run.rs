@@ -317,6 +317,21 @@ impl Resolve for Runtime<'_> {
             }
             Ty::Inet => inet_text(bytes),
             Ty::Username => user_name(word),
+            Ty::Tuple { id, .. } => {
+                let tys = self
+                    .reg
+                    .tuples
+                    .get(id as usize)
+                    .map_or(&[][..], |t| t.as_slice());
+                let mut at = 0;
+                let mut parts = Vec::new();
+                for ty in tys {
+                    let part = bytes.get(at..at + ty.size()).unwrap_or(&[]);
+                    parts.push(crate::lang::output::value_text(*ty, part, self));
+                    at += ty.size();
+                }
+                format!("({})", parts.join(", "))
+            }
             Ty::Buf(n) => {
                 let len = (word as usize).min(n);
                 hex_escaped(bytes.get(8..8 + len).unwrap_or(&[]))

@@ -40,6 +40,9 @@ pub(crate) enum Ty {
     /// `buf()`: a u64 length, then this many bytes (a multiple of 8),
     /// printed with non-printable bytes as `\xNN`.
     Buf(usize),
+    /// A tuple `(a, b, ...)`: its element types are the registry's tuple
+    /// of index `id`, laid out one after another in `size` bytes.
+    Tuple { id: u32, size: u32 },
     /// A user id, printed as its name from /etc/passwd (`username`).
     Username,
     /// Nanoseconds since boot printed by the `strftime()` format of this
@@ -67,6 +70,7 @@ impl Ty {
             Ty::Inet => 24,
             Ty::Str(n) => n,
             Ty::Buf(n) => 8 + n,
+            Ty::Tuple { size, .. } => size as usize,
         }
     }
 
@@ -74,7 +78,7 @@ impl Ty {
     pub(crate) fn in_stack(self) -> bool {
         matches!(
             self,
-            Ty::Str(_) | Ty::Buf(_) | Ty::Ustack | Ty::Usym | Ty::Inet
+            Ty::Str(_) | Ty::Buf(_) | Ty::Tuple { .. } | Ty::Ustack | Ty::Usym | Ty::Inet
         )
     }
 
@@ -139,6 +143,7 @@ impl fmt::Display for Ty {
             Ty::Inet => f.write_str("inet"),
             Ty::Username => f.write_str("username"),
             Ty::Buf(n) => write!(f, "buffer[{n}]"),
+            Ty::Tuple { .. } => f.write_str("tuple"),
             Ty::Strftime(_) => f.write_str("timestamp"),
         }
     }

@@ -1,6 +1,6 @@
 //! `scry run`'s builtins beyond the first corpus, against bpftrace on the
 //! same programs: `print(value)`, `sizeof`, `username`, `strftime()`,
-//! `buf()` with `%r`, `\xHH` escapes, `ksym(0)`, and a keyless `count()`
+//! `buf()` with `%r`, `\xHH` escapes, tuples, `ksym(0)`, and a keyless `count()`
 //! printed after `clear()`. Byte for byte where the output is
 //! deterministic.
 
@@ -70,5 +70,30 @@ fn buf_with_r_matches_bpftrace() {
         lines_with(&ours, "open"),
         lines_with(&theirs, "open"),
         "{theirs}"
+    );
+}
+
+/// Tuples: made, read by index, copied, kept as map values, printed as
+/// bpftrace prints them; one used as a map key is refused as bpftrace
+/// refuses it.
+#[test]
+fn tuples_match_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let prog = "BEGIN { $t = (1, \"ab\", -3); printf(\"%d %s %d\\n\", $t.0, $t.1, $t.2); \
+        @[1, \"x\"] = (1, \"a\"); @v = (5, \"hello\", (uint64)-1); @w[2] = (7, 8); print(@w); \
+        $u = $t; print($u.2); print($t); exit(); }";
+    let ours = common::run_ok(&mut scry_run(prog));
+    assert!(ours.contains("\n1 ab -3\n@w[2]: (7, 8)\n"), "{ours}");
+    assert!(ours.contains("\n(1, ab, -3)\n"), "{ours}");
+    assert!(ours.contains("\n@[1, x]: (1, a)\n"), "{ours}");
+    assert_eq!(ours, common::run_ok(&mut bpftrace(prog)));
+    let out = common::output(&mut scry_run("BEGIN { @k[(1, 2)] = 1; exit(); }"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ERROR: tuple cannot be used as a map key"),
+        "{err}"
     );
 }
