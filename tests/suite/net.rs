@@ -321,7 +321,7 @@ fn bad_input_is_one_line_and_exit_2() {
     if !require_root_and("tcplife") {
         return;
     }
-    let cases: [(&[&str], Option<&str>, &str); 11] = [
+    let cases: [(&[&str], Option<&str>, &str); 13] = [
         (
             &["tcprtt", "-a", "host"],
             None,
@@ -348,6 +348,16 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (&["solisten", "-p", "4194304"], None, "no such process"),
         (&["tcptop", "-p", "4194304"], None, "no such process"),
+        (
+            &["tcptop", "--cgroupmap", "/sys/fs/bpf/cg"],
+            None,
+            "--cgroupmap /sys/fs/bpf/cg: bcc's map",
+        ),
+        (
+            &["tcptop", "--mntnsmap", "/sys/fs/bpf/ns"],
+            None,
+            "--mntnsmap /sys/fs/bpf/ns: bcc's map",
+        ),
         // A kernel without the hooks: none of the kinds the programs come in.
         (&["tcplife"], Some("kprobe"), "no hook"),
     ];
