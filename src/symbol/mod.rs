@@ -22,7 +22,10 @@
 //! - `live_names`: names of addresses in running processes, looked up
 //!   when asked (threadsnoop's start functions).
 //! - `resolver`: the two-phase driver (collect locations, then name each
-//!   distinct one once, in sorted batches per binary).
+//!   distinct one once, in sorted batches per binary); a big file's
+//!   records are read and its samples' addresses found (unwound, joined)
+//!   on a second thread, which keeps a process model of its own
+//!   (`resolver::pipeline`).
 //!
 //! Frame naming follows perf so that reports agree with `perf report`:
 //! `Frame::dso` is the full path of a user binary (perf script prints it;
@@ -32,8 +35,8 @@
 //! address. An address that could not be named has `sym: None` and its
 //! reason counted in `ResolveStats`: expected misses are data, not errors.
 //!
-//! The resolver is not `Send` (blazesym's symbolizer caches with `Rc`): keep
-//! it on the thread that reads the records.
+//! The resolver is not `Send` (blazesym's symbolizer caches with `Rc`): it
+//! is made on the thread that uses it, and records cross threads owned.
 
 pub(crate) mod allocator;
 mod binary;
@@ -301,11 +304,42 @@ pub fn dso_short_name(dso: &str) -> &str {
     dso.rsplit('/').next().unwrap_or(dso)
 }
 
+/// A file this big (bytes) is resolved on two threads
+/// (`resolver::pipeline`); below it, a second thread's start and second
+/// opening of the binaries cost more than they save.
+const TWO_THREADS_BYTES: u64 = 8 << 20;
+
 /// Read and resolve a perf.data file. Reading goes through
 /// `data::reader`, which turns malformed input into an error with its
-/// offset instead of a panic.
+/// offset instead of a panic. A big file is resolved on two threads,
+/// with the same result.
 pub fn resolve_file(path: &Path, options: &ResolveOptions) -> Result<Resolved, SymbolError> {
-    resolve_reader(crate::data::reader::PerfReader::open(path)?, options)
+    let reader = crate::data::reader::PerfReader::open(path)?;
+    let big = std::fs::metadata(path).is_ok_and(|m| m.len() >= TWO_THREADS_BYTES);
+    if !big || std::thread::available_parallelism().map_or(1, usize::from) < 2 {
+        return resolve_reader(reader, options);
+    }
+    let events = event_infos(&reader);
+    let build_ids = reader.build_ids_raw().unwrap_or_default();
+    let done = resolver::pipeline::resolve_on_two_threads(reader, options, &build_ids)?;
+    Ok(Resolved {
+        samples: done.samples,
+        frames: done.frames,
+        events,
+        stats: done.stats,
+        lost: done.lost,
+    })
+}
+
+/// The recording's events, as `Resolved` lists them.
+fn event_infos(reader: &crate::data::reader::PerfReader) -> Vec<EventInfo> {
+    reader
+        .events()
+        .iter()
+        .map(|e| EventInfo {
+            name: e.name.clone(),
+        })
+        .collect()
 }
 
 /// As [`resolve_file`], for a reader already open (a stream on stdin).
@@ -313,13 +347,7 @@ pub(crate) fn resolve_reader(
     mut reader: crate::data::reader::PerfReader,
     options: &ResolveOptions,
 ) -> Result<Resolved, SymbolError> {
-    let events = reader
-        .events()
-        .iter()
-        .map(|e| EventInfo {
-            name: e.name.clone(),
-        })
-        .collect();
+    let events = event_infos(&reader);
     let mut resolver = Resolver::new(options);
     if let Ok(ids) = reader.build_ids_raw() {
         resolver.set_header_build_ids(ids);

@@ -600,3 +600,67 @@ fn a_file_without_call_chains_is_drawn_flat_and_said_once() {
         "hot_a drawn"
     );
 }
+
+/// A big file (past the 8 MB from which `resolve_file` finds stacks on a
+/// second thread) draws the graph its bytes draw read as a stream on
+/// standard input (one thread), byte for byte; and the second thread
+/// (`scry-unwind`, named through prctl, which strace shows) did run.
+#[test]
+fn a_big_file_is_resolved_on_two_threads_as_on_one() {
+    require_kernel!();
+    if !common::require_tool("strace", "apt-get install strace") {
+        return;
+    }
+    let dir = common::tempdir();
+    let data = dir.path().join("big.data");
+    // deep's work by CPU time: -g samples of deep stacks, ~600 bytes each;
+    // longer each try should the kernel have lowered the sample rate.
+    for cpu_time in ["2s", "4s", "8s"] {
+        common::run_ok(
+            common::scry()
+                .args(["record", "-q", "-F", "10000", "-g", "-o"])
+                .arg(&data)
+                .arg("--")
+                .arg(common::workload("deep"))
+                .arg(cpu_time),
+        );
+        if std::fs::metadata(&data).map_or(0, |m| m.len()) >= 8 << 20 {
+            break;
+        }
+    }
+    let size = std::fs::metadata(&data).map_or(0, |m| m.len());
+    assert!(size >= 8 << 20, "{} is {size} bytes", data.display());
+    let (two, one) = (dir.path().join("two.svg"), dir.path().join("one.svg"));
+    let traced = common::output(
+        Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=prctl", "-o"])
+            .arg(dir.path().join("strace.txt"))
+            .arg(env!("CARGO_BIN_EXE_scry"))
+            .args(["flamegraph", "-i"])
+            .arg(&data)
+            .arg("-o")
+            .arg(&two),
+    );
+    assert!(
+        traced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&traced.stderr)
+    );
+    let input = std::fs::File::open(&data).expect("the recording");
+    common::run_ok(
+        common::scry()
+            .args(["flamegraph", "-o"])
+            .arg(&one)
+            .stdin(Stdio::from(input)),
+    );
+    let (two, one) = (
+        std::fs::read(&two).expect("the file's SVG"),
+        std::fs::read(&one).expect("the stream's SVG"),
+    );
+    assert!(two == one, "the SVGs of the file and of the stream differ");
+    let strace = std::fs::read_to_string(dir.path().join("strace.txt")).expect("strace's log");
+    assert!(
+        strace.contains("PR_SET_NAME, \"scry-unwind\""),
+        "no scry-unwind thread:\n{strace}"
+    );
+}

@@ -22,6 +22,7 @@ impl Resolver {
         self.stacks = StackTable::default();
         self.named_stacks.clear();
         self.chain_stacks.clear();
+        self.addr_stacks.clear();
         for sample in samples {
             let key = (
                 sample.event,

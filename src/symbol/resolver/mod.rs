@@ -37,6 +37,7 @@
 
 mod merge;
 mod naming;
+pub(super) mod pipeline;
 mod stack;
 #[cfg(test)]
 mod tests;
@@ -201,6 +202,10 @@ pub(crate) struct Resolver {
     /// (pid, callchain) → stack id and unwound, emptied with `addr_locs`:
     /// the chain by two 64-bit hashes of it, not held (see `chain_key`).
     chain_stacks: FxMap<u128, (u32, Reach)>,
+    /// (pid, addresses) → stack id, emptied with `chain_stacks`: for
+    /// samples whose chain alone does not give their addresses (a stack
+    /// copy's frames join it) or whose addresses another thread found.
+    addr_stacks: FxMap<u128, u32>,
     locs: Vec<LocKey>,
     loc_results: Vec<Option<LocResult>>,
     /// Locations below this index are all named: a batch looks for unnamed
@@ -278,6 +283,7 @@ impl Resolver {
             loc_index: FxMap::default(),
             addr_locs: FxMap::default(),
             chain_stacks: FxMap::default(),
+            addr_stacks: FxMap::default(),
             locs: Vec::new(),
             loc_results: Vec::new(),
             named_locs: 0,

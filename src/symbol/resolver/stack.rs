@@ -43,13 +43,11 @@ const CHAIN_CACHE: usize = 1 << 15;
 
 impl Resolver {
     pub(super) fn add_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
-        let pid = s.pid.unwrap_or(-1);
-        let tid = s.tid.unwrap_or(pid);
+        let meta = SampleMeta::of(s);
+        let pid = meta.pid;
         // Before this sample's stack gets an id: folding starts the stack
         // table over.
-        if self.merged.is_some() && self.pending.len() >= self.merge_batch {
-            self.fold_pending();
-        }
+        self.fold_if_full();
         // A frame-pointer chain met before in this process: its stack
         // without looking its addresses up again.
         let chain_key = match &s.callchain {
@@ -61,26 +59,76 @@ impl Resolver {
         let (stack, reach) = match chain_key.and_then(|k| self.chain_stacks.get(&k)) {
             Some(&known) => known,
             None => {
-                let found = self.stack_of(pid, s);
-                if let Some(k) = chain_key {
+                let mut addrs = std::mem::take(&mut self.scratch);
+                let reach = self.sample_addresses(pid, s, &mut addrs);
+                let found = match chain_key {
                     // Bounded: the hot chains come back at once.
-                    if self.chain_stacks.len() >= CHAIN_CACHE {
-                        self.chain_stacks.clear();
+                    Some(k) => {
+                        let found = (self.stack_of_addresses(pid, &addrs), reach);
+                        if self.chain_stacks.len() >= CHAIN_CACHE {
+                            self.chain_stacks.clear();
+                        }
+                        self.chain_stacks.insert(k, found);
+                        found
                     }
-                    self.chain_stacks.insert(k, found);
-                }
+                    // A stack copy makes each chain differ: the stack by
+                    // the addresses the copy and the chain gave.
+                    None => (self.cached_stack(pid, &addrs), reach),
+                };
+                self.scratch = addrs;
                 found
             }
         };
-        let comm = self.procs.comm(tid);
-        self.push_sample(attr_index, s, comm, stack, reach);
+        self.push_sample(attr_index, meta, stack, reach);
     }
 
-    /// The stack id of a sample's addresses (and how far it reaches),
-    /// looked up and interned.
-    fn stack_of(&mut self, pid: i32, s: &SampleRecord<'_>) -> (u32, Reach) {
-        let mut addrs = std::mem::take(&mut self.scratch);
-        let reach = self.sample_addresses(pid, s, &mut addrs);
+    /// A sample whose addresses (and their `addresses_key`) another
+    /// thread found (`pipeline`): as `add_sample`, from its metadata and
+    /// addresses.
+    pub(super) fn add_prepared(
+        &mut self,
+        attr_index: usize,
+        meta: SampleMeta,
+        addrs: &[(u64, bool)],
+        key: u128,
+        reach: Reach,
+    ) {
+        self.fold_if_full();
+        let stack = self.stack_by_key(key, meta.pid, addrs);
+        self.push_sample(attr_index, meta, stack, reach);
+    }
+
+    /// With merging, every `merge_batch` pending samples are named and
+    /// folded.
+    fn fold_if_full(&mut self) {
+        if self.merged.is_some() && self.pending.len() >= self.merge_batch {
+            self.fold_pending();
+        }
+    }
+
+    /// The stack id of a sample's addresses, through `addr_stacks`: the
+    /// same addresses in the same process, between two changes of its
+    /// maps, are the same stack.
+    fn cached_stack(&mut self, pid: i32, addrs: &[(u64, bool)]) -> u32 {
+        self.stack_by_key(addresses_key(pid, addrs), pid, addrs)
+    }
+
+    /// `cached_stack` with the key already made.
+    fn stack_by_key(&mut self, key: u128, pid: i32, addrs: &[(u64, bool)]) -> u32 {
+        if let Some(&known) = self.addr_stacks.get(&key) {
+            return known;
+        }
+        let found = self.stack_of_addresses(pid, addrs);
+        if self.addr_stacks.len() >= CHAIN_CACHE {
+            self.addr_stacks.clear();
+        }
+        self.addr_stacks.insert(key, found);
+        found
+    }
+
+    /// The stack id of a sample's addresses (leaf first, each marked
+    /// kernel or user), each looked up and the whole interned.
+    fn stack_of_addresses(&mut self, pid: i32, addrs: &[(u64, bool)]) -> u32 {
         if self.kallsyms.is_none()
             && self.kallsyms_loader.is_none()
             && addrs.iter().any(|&(_, kernel)| kernel)
@@ -120,29 +168,27 @@ impl Resolver {
         }
         let stack = self.stacks.intern(&ids);
         self.loc_scratch = ids;
-        self.scratch = addrs;
-        (stack, reach)
+        stack
     }
 
     /// The maps of a process changed: addresses may name other places now.
     pub(super) fn forget_addresses(&mut self) {
         self.addr_locs.clear();
         self.chain_stacks.clear();
+        self.addr_stacks.clear();
     }
 
     /// Adds a sample with its stack id to the pending ones (or to the
     /// pending sample it merges with).
-    fn push_sample(
-        &mut self,
-        attr_index: usize,
-        s: &SampleRecord<'_>,
-        comm: Arc<str>,
-        stack: u32,
-        reach: Reach,
-    ) {
-        let pid = s.pid.unwrap_or(-1);
-        let tid = s.tid.unwrap_or(pid);
-        let period = s.period.unwrap_or(1);
+    fn push_sample(&mut self, attr_index: usize, meta: SampleMeta, stack: u32, reach: Reach) {
+        let SampleMeta {
+            pid,
+            tid,
+            cpu,
+            time,
+            period,
+        } = meta;
+        let comm = self.procs.comm(tid);
         if self.merged.is_some() {
             let key = MergeKey {
                 event: attr_index,
@@ -168,8 +214,8 @@ impl Resolver {
             comm,
             pid,
             tid,
-            cpu: s.cpu.unwrap_or(u32::MAX),
-            time: s.timestamp.unwrap_or(0),
+            cpu,
+            time,
             period,
             stack: Arc::clone(&self.no_frames),
             quality: StackQuality::Complete,
@@ -177,6 +223,48 @@ impl Resolver {
         });
         self.pending_stacks.push(PendingStack { stack, reach });
     }
+}
+
+/// What a resolved sample keeps of its record, besides its stack.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SampleMeta {
+    pub(super) pid: i32,
+    pub(super) tid: i32,
+    pub(super) cpu: u32,
+    pub(super) time: u64,
+    pub(super) period: u64,
+}
+
+impl SampleMeta {
+    pub(super) fn of(s: &SampleRecord<'_>) -> Self {
+        let pid = s.pid.unwrap_or(-1);
+        SampleMeta {
+            pid,
+            tid: s.tid.unwrap_or(pid),
+            cpu: s.cpu.unwrap_or(u32::MAX),
+            time: s.timestamp.unwrap_or(0),
+            period: s.period.unwrap_or(1),
+        }
+    }
+}
+
+/// A sample's addresses (with its pid) as two independent 64-bit hashes,
+/// as `chain_key`: the key of `addr_stacks`.
+pub(super) fn addresses_key(pid: i32, addrs: &[(u64, bool)]) -> u128 {
+    let mut a = FxHasher::default();
+    let mut b: u64 = 0x9e37_79b9_7f4a_7c15 ^ u64::from(pid as u32);
+    a.write_i32(pid);
+    for &(addr, kernel) in addrs {
+        a.write_u64(addr);
+        a.write_u8(u8::from(kernel));
+        b = b.wrapping_add(addr).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = b;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        b = z ^ (z >> 31);
+    }
+    a.write_usize(addrs.len());
+    (u128::from(a.finish()) << 64) | u128::from(b)
 }
 
 /// The location of `addr` in a process with maps `space`.

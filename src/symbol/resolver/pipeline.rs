@@ -1,0 +1,314 @@
+//! A big recording resolved on two threads: one reads and parses the
+//! records and finds each sample's addresses (walking its callchain,
+//! unwinding its stack copy and joining the two: the costly part of a
+//! `-g` sample), the other (the caller's) turns them into interned stacks,
+//! names the locations and merges the samples, as `Resolver::handle_sample`
+//! does on one thread.
+//!
+//! The decision: the finding thread keeps a process model of its own (a
+//! second `Resolver`, used only for its maps, binaries and unwinder), fed
+//! the same MMAP, COMM and FORK records in the same order, instead of
+//! sharing one: nothing is locked per sample, and the resolver stays on
+//! one thread (blazesym's symbolizer is not `Send`). The records go over in
+//! order, in chunks (a bounded channel: memory stays a few chunks, not the
+//! file), so each sample meets the maps as they were when it was taken and
+//! the result is the one-thread result, byte for byte. The cost: the
+//! binaries the unwinder needs are opened on both threads, worth it only
+//! for files past `resolve_file`'s size threshold.
+
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use linux_perf_event_reader::{CommonData, CpuMode, ForkOrExitRecord, SampleRecord};
+
+use super::stack::{SampleMeta, addresses_key};
+use super::{Reach, Resolution, Resolver};
+use crate::data::handler::{Comm, Ksymbol, Lost, Mmap, RecordHandler};
+use crate::data::reader::{PerfReader, ReadError};
+use crate::symbol::ResolveOptions;
+
+/// Records per chunk: big enough that the channel costs nothing per
+/// record, small enough that a chunk of deep stacks stays near 1 MB.
+const CHUNK_RECORDS: usize = 1024;
+/// Chunks in flight between the threads.
+const CHUNKS_QUEUED: usize = 4;
+
+/// A record the resolver needs, owned, as the finding thread saw it: one
+/// kind per `RecordHandler` method `Resolver` implements (a method added
+/// there needs its step here, or big files lose those records).
+enum Step {
+    Sample {
+        attr_index: usize,
+        meta: SampleMeta,
+        reach: Reach,
+        /// `addresses_key` of its addresses: hashed here, not on the
+        /// resolving thread, the busier one.
+        key: u128,
+        /// End of its addresses in `Chunk::addrs` (they start where the
+        /// previous sample's end).
+        end: usize,
+    },
+    Mmap {
+        attr_index: usize,
+        pid: i32,
+        tid: i32,
+        cpu_mode: CpuMode,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: Vec<u8>,
+        build_id: Option<Vec<u8>>,
+    },
+    Comm {
+        attr_index: usize,
+        pid: i32,
+        tid: i32,
+        name: Vec<u8>,
+        exec: bool,
+    },
+    Fork(usize, ForkOrExitRecord),
+    Lost(Lost),
+    Ksymbol {
+        addr: u64,
+        len: u32,
+        ksym_type: u16,
+        unregister: bool,
+        name: Vec<u8>,
+    },
+}
+
+/// Records in file order, with the samples' addresses side by side.
+#[derive(Default)]
+struct Chunk {
+    steps: Vec<Step>,
+    addrs: Vec<(u64, bool)>,
+}
+
+/// The finding thread's record handler: its own resolver's maps, each
+/// record passed on.
+struct Finder {
+    model: Resolver,
+    chunk: Chunk,
+    scratch: Vec<(u64, bool)>,
+    tx: SyncSender<Chunk>,
+    /// Chunks the resolving thread is done with, to fill again.
+    spent: Receiver<Chunk>,
+    /// The resolving thread is gone: nothing more to send.
+    closed: bool,
+}
+
+impl Finder {
+    fn push(&mut self, step: Step) {
+        self.chunk.steps.push(step);
+        if self.chunk.steps.len() >= CHUNK_RECORDS {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        if self.chunk.steps.is_empty() || self.closed {
+            return;
+        }
+        let next = self.spent.try_recv().unwrap_or_default();
+        let full = std::mem::replace(&mut self.chunk, next);
+        self.closed = self.tx.send(full).is_err();
+    }
+}
+
+impl RecordHandler for Finder {
+    fn handle_sample(&mut self, attr_index: usize, sample: &SampleRecord<'_>) {
+        let meta = SampleMeta::of(sample);
+        let mut addrs = std::mem::take(&mut self.scratch);
+        let reach = self.model.sample_addresses(meta.pid, sample, &mut addrs);
+        let key = addresses_key(meta.pid, &addrs);
+        self.chunk.addrs.extend_from_slice(&addrs);
+        self.scratch = addrs;
+        let end = self.chunk.addrs.len();
+        self.push(Step::Sample {
+            attr_index,
+            meta,
+            reach,
+            key,
+            end,
+        });
+    }
+
+    fn handle_mmap(&mut self, attr_index: usize, m: &Mmap<'_>, id: &CommonData) {
+        if !m.executable {
+            return;
+        }
+        self.model.handle_mmap(attr_index, m, id);
+        self.push(Step::Mmap {
+            attr_index,
+            pid: m.pid,
+            tid: m.tid,
+            cpu_mode: m.cpu_mode,
+            start: m.start,
+            len: m.len,
+            pgoff: m.pgoff,
+            path: m.path.to_vec(),
+            build_id: m.build_id.map(<[u8]>::to_vec),
+        });
+    }
+
+    fn handle_comm(&mut self, attr_index: usize, c: &Comm<'_>, id: &CommonData) {
+        self.model.handle_comm(attr_index, c, id);
+        self.push(Step::Comm {
+            attr_index,
+            pid: c.pid,
+            tid: c.tid,
+            name: c.name.to_vec(),
+            exec: c.exec,
+        });
+    }
+
+    fn handle_fork(&mut self, attr_index: usize, f: &ForkOrExitRecord, id: &CommonData) {
+        self.model.handle_fork(attr_index, f, id);
+        self.push(Step::Fork(attr_index, f.clone()));
+    }
+
+    fn handle_lost(&mut self, lost: &Lost, _id: &CommonData) {
+        self.push(Step::Lost(*lost));
+    }
+
+    fn handle_ksymbol(&mut self, k: &Ksymbol<'_>, _id: &CommonData) {
+        self.push(Step::Ksymbol {
+            addr: k.addr,
+            len: k.len,
+            ksym_type: k.ksym_type,
+            unregister: k.unregister,
+            name: k.name.to_vec(),
+        });
+    }
+}
+
+impl Resolver {
+    /// One chunk's records, in order.
+    fn apply(&mut self, chunk: &Chunk) {
+        let id = CommonData::default();
+        let mut from = 0;
+        for step in &chunk.steps {
+            match step {
+                Step::Sample {
+                    attr_index,
+                    meta,
+                    reach,
+                    key,
+                    end,
+                } => {
+                    let addrs = chunk.addrs.get(from..*end).unwrap_or(&[]);
+                    from = *end;
+                    self.add_prepared(*attr_index, *meta, addrs, *key, *reach);
+                }
+                Step::Mmap {
+                    attr_index,
+                    pid,
+                    tid,
+                    cpu_mode,
+                    start,
+                    len,
+                    pgoff,
+                    path,
+                    build_id,
+                } => {
+                    let m = Mmap {
+                        pid: *pid,
+                        tid: *tid,
+                        cpu_mode: *cpu_mode,
+                        start: *start,
+                        len: *len,
+                        pgoff: *pgoff,
+                        path,
+                        executable: true,
+                        build_id: build_id.as_deref(),
+                    };
+                    self.handle_mmap(*attr_index, &m, &id);
+                }
+                Step::Comm {
+                    attr_index,
+                    pid,
+                    tid,
+                    name,
+                    exec,
+                } => {
+                    let c = Comm {
+                        pid: *pid,
+                        tid: *tid,
+                        name,
+                        exec: *exec,
+                    };
+                    self.handle_comm(*attr_index, &c, &id);
+                }
+                Step::Fork(attr_index, f) => self.handle_fork(*attr_index, f, &id),
+                Step::Lost(lost) => self.handle_lost(lost, &id),
+                Step::Ksymbol {
+                    addr,
+                    len,
+                    ksym_type,
+                    unregister,
+                    name,
+                } => {
+                    let k = Ksymbol {
+                        addr: *addr,
+                        len: *len,
+                        ksym_type: *ksym_type,
+                        unregister: *unregister,
+                        name,
+                    };
+                    self.handle_ksymbol(&k, &id);
+                }
+            }
+        }
+    }
+}
+
+/// Resolve `reader`'s records on two threads (see the module doc); the
+/// same resolution as feeding one `Resolver`, and the reader's error, if
+/// any, after the records read before it.
+pub(crate) fn resolve_on_two_threads(
+    reader: PerfReader,
+    options: &ResolveOptions,
+    build_ids: &[(Vec<u8>, Vec<u8>)],
+) -> Result<Resolution, ReadError> {
+    let file = reader.file_name().to_string();
+    let (tx, rx) = sync_channel::<Chunk>(CHUNKS_QUEUED);
+    let (spent_tx, spent) = sync_channel::<Chunk>(CHUNKS_QUEUED + 2);
+    std::thread::scope(|scope| {
+        let finder = std::thread::Builder::new()
+            .name("scry-unwind".into())
+            .spawn_scoped(scope, move || {
+                let mut reader = reader;
+                let mut model = Resolver::new(options);
+                model.set_header_build_ids(build_ids.iter().cloned());
+                let mut finder = Finder {
+                    model,
+                    chunk: Chunk::default(),
+                    scratch: Vec::new(),
+                    tx,
+                    spent,
+                    closed: false,
+                };
+                let read = reader.feed(&mut finder);
+                finder.send();
+                read
+            });
+        let finder = match finder {
+            Ok(handle) => handle,
+            Err(e) => {
+                return Err(ReadError::Io { file, source: e });
+            }
+        };
+        let mut resolver = Resolver::new(options);
+        resolver.set_header_build_ids(build_ids.iter().cloned());
+        for mut chunk in rx {
+            resolver.apply(&chunk);
+            chunk.steps.clear();
+            chunk.addrs.clear();
+            // Full (the finder is behind): this one is dropped instead.
+            let _ = spent_tx.try_send(chunk);
+        }
+        match finder.join() {
+            Ok(read) => read.map(|()| resolver.finish()),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
