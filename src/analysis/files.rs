@@ -1,7 +1,8 @@
 //! filetop's rows: each interval's per-file, per-thread counts ordered as
 //! libbpf-tools orders them (`-s`: reads, writes, read bytes, write
 //! bytes, or by default their sum) and cut to `-r` rows. Ties go by
-//! thread and file name, so the order is stable from run to run. The
+//! thread and file name, so the order is stable from run to run
+//! (`--read-only`, `--write-only`: one direction's calls only). The
 //! kernel side's types are named from here, so `render` and the command
 //! lines use one set of types.
 
@@ -48,6 +49,32 @@ impl FileSort {
             FileSort::WriteBytes => s.write_bytes,
         }
     }
+}
+
+/// bcc's `--read-only` and `--write-only`: which calls filetop counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum FileCalls {
+    #[default]
+    Both,
+    Reads,
+    Writes,
+}
+
+/// `stats` with only `calls` counted (bcc skips the other calls in the
+/// kernel; here they are zeroed), rows left with none dropped.
+pub(crate) fn only_calls(mut stats: Vec<FileStat>, calls: FileCalls) -> Vec<FileStat> {
+    match calls {
+        FileCalls::Both => {}
+        FileCalls::Reads => stats.retain_mut(|s| {
+            (s.writes, s.write_bytes) = (0, 0);
+            s.reads > 0
+        }),
+        FileCalls::Writes => stats.retain_mut(|s| {
+            (s.reads, s.read_bytes) = (0, 0);
+            s.writes > 0
+        }),
+    }
+    stats
 }
 
 /// The rows to print: the heaviest first by `sort`, at most `rows`.

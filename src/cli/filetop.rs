@@ -10,7 +10,7 @@
 use clap::Args;
 
 use super::target::PidArg;
-use scry::analysis::files::{FileSort, top_files};
+use scry::analysis::files::{FileCalls, FileSort, only_calls, top_files};
 use scry::render::files::{filetop_json, filetop_table};
 use scry::sys::bpf_filetop::{FiletopBpf, FiletopSettings};
 
@@ -33,6 +33,12 @@ pub(crate) struct FiletopArgs {
     sort: String,
     #[command(flatten)]
     rows: bpf_tool::RowsArg,
+    /// Count reads only (bcc's).
+    #[arg(long = "read-only", conflicts_with = "write_only")]
+    read_only: bool,
+    /// Count writes only (bcc's).
+    #[arg(long = "write-only")]
+    write_only: bool,
     #[command(flatten)]
     out: bpf_tool::TopTailArgs,
 }
@@ -48,11 +54,17 @@ pub(crate) fn run(args: FiletopArgs) -> anyhow::Result<()> {
     let mut bpf = bpf_tool::load("filetop", || FiletopBpf::load(settings))?;
     bpf_tool::print_hooks("filetop", &bpf.hooks(), args.out.table.verbose);
     let sort = FileSort::parse(&args.sort).unwrap_or_default();
+    let calls = match (args.read_only, args.write_only) {
+        (true, _) => FileCalls::Reads,
+        (false, true) => FileCalls::Writes,
+        (false, false) => FileCalls::Both,
+    };
     args.out.run(pid, |out, last| {
         if last {
             bpf.detach();
         }
-        let rows = top_files(bpf.take()?, sort, args.rows.rows as usize);
+        let stats = only_calls(bpf.take()?, calls);
+        let rows = top_files(stats, sort, args.rows.rows as usize);
         if args.out.table.json {
             filetop_json(out, &rows)
         } else {

@@ -249,6 +249,36 @@ fn filetop_counts_the_calls_and_bytes_of_a_named_file() {
     assert_eq!(sums, [r, w, r * size / 1024, w * size / 1024], "{lines:?}");
 }
 
+/// bcc's `filetop --read-only` and `--write-only`: the fileio workload's
+/// W writes and R reads of SIZE bytes on one file; each counts its own
+/// direction's calls and bytes exactly, the other's none.
+#[test]
+fn filetop_read_only_and_write_only_count_one_direction() {
+    if !require_root() {
+        return;
+    }
+    let dir = common::tempdir();
+    let file = dir.path().join("filetop_data");
+    let (w, r, size) = (9u64, 6u64, 4096u64);
+    let child = fileio(&file, w, r, size, false);
+    let pid = child.id().to_string();
+    let reads = Tracer::start(
+        scry_tool(&["filetop", "--read-only", "-p", &pid, "--json", "1"]),
+        20,
+    );
+    let writes = Tracer::start(
+        scry_tool(&["filetop", "--write-only", "-p", &pid, "--json", "1"]),
+        20,
+    );
+    run_fileio(child);
+    let (lines, err) = reads.finish();
+    let sums = filetop_sums(&filetop_rows(&lines), "filetop_data");
+    assert_eq!(sums, (r, 0, r * size, 0), "{lines:?}\n{err}");
+    let (lines, err) = writes.finish();
+    let sums = filetop_sums(&filetop_rows(&lines), "filetop_data");
+    assert_eq!(sums, (0, w, 0, w * size), "{lines:?}\n{err}");
+}
+
 fn child_pid(pid: &str) -> u32 {
     pid.parse().expect("a pid")
 }
