@@ -27,8 +27,10 @@ use crate::data::reader::{PerfReader, ReadError};
 use crate::symbol::ResolveOptions;
 
 /// Records per chunk: big enough that the channel costs nothing per
-/// record, small enough that a chunk of deep stacks stays near 1 MB.
-const CHUNK_RECORDS: usize = 1024;
+/// record, small enough that a chunk of deep stacks (~1 KB of addresses a
+/// sample) stays near 256 KB, and the chunks in flight and kept for reuse
+/// near 3 MB.
+const CHUNK_RECORDS: usize = 256;
 /// Chunks in flight between the threads.
 const CHUNKS_QUEUED: usize = 4;
 
