@@ -142,3 +142,28 @@ fn code_follows_the_architecture_map() {
         violations.join("\n")
     );
 }
+
+/// Issue 11's rule: a file in `src/` holds one concern, and no concern
+/// needs more than 800 lines (split by concern, or move tests to a
+/// `NAME_tests.rs` beside it).
+#[test]
+fn no_source_file_is_over_800_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let text = std::fs::read_to_string(file).expect("source is readable");
+            let lines = text.lines().count();
+            (lines > 800).then(|| {
+                format!(
+                    "{} ({lines} lines)",
+                    file.strip_prefix(&src).unwrap_or(file).display()
+                )
+            })
+        })
+        .collect();
+    long.sort();
+    assert!(long.is_empty(), "files in src/ over 800 lines: {long:?}");
+}
