@@ -322,13 +322,7 @@ pub fn resolve_file(path: &Path, options: &ResolveOptions) -> Result<Resolved, S
     let events = event_infos(&reader);
     let build_ids = reader.build_ids_raw().unwrap_or_default();
     let done = resolver::pipeline::resolve_on_two_threads(reader, options, &build_ids)?;
-    Ok(Resolved {
-        samples: done.samples,
-        frames: done.frames,
-        events,
-        stats: done.stats,
-        lost: done.lost,
-    })
+    Ok(Resolved::of(done, events))
 }
 
 /// The recording's events, as `Resolved` lists them.
@@ -353,12 +347,18 @@ pub(crate) fn resolve_reader(
         resolver.set_header_build_ids(ids);
     }
     reader.feed(&mut resolver)?;
-    let done = resolver.finish();
-    Ok(Resolved {
-        samples: done.samples,
-        frames: done.frames,
-        events,
-        stats: done.stats,
-        lost: done.lost,
-    })
+    Ok(Resolved::of(resolver.finish(), events))
+}
+
+impl Resolved {
+    /// A finished resolution with the recording's events.
+    fn of(done: resolver::Resolution, events: Vec<EventInfo>) -> Resolved {
+        Resolved {
+            samples: done.samples,
+            frames: done.frames,
+            events,
+            stats: done.stats,
+            lost: done.lost,
+        }
+    }
 }
