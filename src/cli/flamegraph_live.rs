@@ -140,7 +140,7 @@ pub(super) fn count_in_kernel(
     };
     let mut resolver = RawStackResolver::new(resolve);
     let end = bpf_run::run_with(&run_opts, stop, |_| {
-        resolver.see(bpf.tgids()?.into_iter().map(|t| t as i32));
+        resolver.see(bpf.fresh_tgids()?.into_iter().map(|t| t as i32));
         Ok(())
     })?;
     bpf.detach();

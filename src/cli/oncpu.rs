@@ -124,49 +124,54 @@ pub(crate) fn run(args: OncpuArgs) -> anyhow::Result<()> {
     out.flush()?;
     let halves = args.stacks.halves();
     let mut exported = None;
-    run_seeing(&run_opts, &mut bpf, OncpuBpf::tgids, |bpf, resolver| {
-        bpf.detach();
-        let counts = bpf.read()?;
-        let dropped = bpf.dropped()?;
-        if dropped > 0 {
-            eprintln!(
-                "WARNING: {dropped} samples not counted (the counts map was full). \
+    run_seeing(
+        &run_opts,
+        &mut bpf,
+        OncpuBpf::fresh_tgids,
+        |bpf, resolver| {
+            bpf.detach();
+            let counts = bpf.read()?;
+            let dropped = bpf.dropped()?;
+            if dropped > 0 {
+                eprintln!(
+                    "WARNING: {dropped} samples not counted (the counts map was full). \
                  Consider increasing --hash-storage-size."
-            );
-        }
-        let naming = Instant::now();
-        let named = name_sums(TOOL, resolver, &counts);
-        if args.run.verbose {
-            eprintln!(
-                "{TOOL}: {} counts named in {:.1} ms",
-                counts.len(),
-                naming.elapsed().as_secs_f64() * 1e3
-            );
-        }
-        if args.run.export.to.is_some() {
-            exported = Some(named);
-            return Ok(());
-        }
-        let mut entries = offcpu_entries(&counts, &named, halves);
-        let missed = entries
-            .iter()
-            .filter(|e| e.kernel == StackPart::Missed || e.user == StackPart::Missed)
-            .count();
-        if missed > 0 {
-            eprintln!(
-                "WARNING: {missed} stack traces could not be displayed. \
+                );
+            }
+            let naming = Instant::now();
+            let named = name_sums(TOOL, resolver, &counts);
+            if args.run.verbose {
+                eprintln!(
+                    "{TOOL}: {} counts named in {:.1} ms",
+                    counts.len(),
+                    naming.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            if args.run.export.to.is_some() {
+                exported = Some(named);
+                return Ok(());
+            }
+            let mut entries = offcpu_entries(&counts, &named, halves);
+            let missed = entries
+                .iter()
+                .filter(|e| e.kernel == StackPart::Missed || e.user == StackPart::Missed)
+                .count();
+            if missed > 0 {
+                eprintln!(
+                    "WARNING: {missed} stack traces could not be displayed. \
                  Consider increasing --stack-storage-size."
-            );
-        }
-        if args.annotations {
-            for e in &mut entries {
-                if let StackPart::Frames(frames) = &mut e.kernel {
-                    frames.iter_mut().for_each(|f| f.push_str("_[k]"));
+                );
+            }
+            if args.annotations {
+                for e in &mut entries {
+                    if let StackPart::Frames(frames) = &mut e.kernel {
+                        frames.iter_mut().for_each(|f| f.push_str("_[k]"));
+                    }
                 }
             }
-        }
-        write_entries(&mut out, &entries, args.stacks)
-    })?;
+            write_entries(&mut out, &entries, args.stacks)
+        },
+    )?;
     // A sample stands for 1/HZ s of CPU.
     let event = (
         "cpu-clock",

@@ -16,8 +16,9 @@
 //! report's time: `cache` keeps the parsed table of the parts that cannot
 //! change while the machine runs (the core kernel, loaded modules) keyed by
 //! boot and module state, and such a table says which addresses it holds
-//! (`holds`); for any other (BPF programs, ftrace trampolines) the caller
-//! reads the kernel's list again.
+//! (`holds`); for any other the caller asks the BPF programs' functions
+//! of the kernel (`sys::bpf::jited_symbols`) and reads the kernel's list
+//! again only for an address none of them covers (ftrace trampolines).
 
 mod cache;
 mod table;

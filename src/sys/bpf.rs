@@ -109,3 +109,61 @@ pub(crate) fn preflight() -> Result<(), Unavailable> {
     }
     Ok(())
 }
+
+/// A loaded BPF program's JITed function, as `/proc/kallsyms` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct JitedSym {
+    /// Its first address.
+    pub(crate) start: u64,
+    /// Its code's bytes.
+    pub(crate) len: u64,
+    /// `bpf_prog_TAG_NAME`, as the kernel's `bpf_get_prog_name` makes it:
+    /// the function's tag in hex, then its BTF name, else the program's.
+    pub(crate) name: String,
+}
+
+/// Every loaded BPF program's JITed functions, through the BPF system
+/// calls: a few per program, where `/proc/kallsyms` prints every kernel
+/// symbol before the BPF ones. Empty when the kernel refuses (no
+/// CAP_SYS_ADMIN); a program that goes away while listed ends the list
+/// (the caller then reads `/proc/kallsyms`).
+pub(crate) fn jited_symbols() -> Vec<JitedSym> {
+    use libbpf_rs::btf::{BtfType, TypeId};
+    use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
+    let opts = ProgInfoQueryOptions::default()
+        .include_jited_ksyms(true)
+        .include_jited_func_lens(true)
+        .include_func_info(true)
+        .include_prog_tags(true);
+    let mut out = Vec::new();
+    for info in ProgInfoIter::with_query_opts(opts) {
+        let btf = (!info.func_info.is_empty())
+            .then(|| libbpf_rs::Btf::from_prog_id(info.id).ok())
+            .flatten();
+        let prog_name = info.name.to_string_lossy();
+        for (i, (&start, &len)) in info
+            .jited_ksyms
+            .iter()
+            .zip(&info.jited_func_lens)
+            .enumerate()
+        {
+            let tag = info.prog_tags.get(i).unwrap_or(&info.tag);
+            let func = btf.as_ref().and_then(|btf| {
+                let type_id = info.func_info.get(i)?.type_id;
+                let ty = btf.type_by_id::<BtfType<'_>>(TypeId::from(type_id))?;
+                Some(ty.name()?.to_string_lossy().into_owned())
+            });
+            let hex: String = tag.0.iter().map(|b| format!("{b:02x}")).collect();
+            let name = match func.as_deref().unwrap_or(&prog_name) {
+                "" => format!("bpf_prog_{hex}"),
+                name => format!("bpf_prog_{hex}_{name}"),
+            };
+            out.push(JitedSym {
+                start: start as usize as u64,
+                len: u64::from(len),
+                name,
+            });
+        }
+    }
+    out
+}

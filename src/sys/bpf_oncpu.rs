@@ -8,8 +8,11 @@
 //! The counts come back as offcputime's sums (`OffcpuSum`), which bcc
 //! prints alike: `us` holds the samples, `tid` the process (bcc's profile
 //! keys by process), `state` 0 (running). The fork and exec hooks are loaded only for a
-//! `targets` run (a workload, a list of processes).
+//! `targets` run (a workload, a list of processes). The processes sampled
+//! for the first time come from the program's small `fresh` map, emptied
+//! at each read (`fresh_tgids`), not from a walk of the counts.
 
+use std::collections::HashMap;
 use std::io;
 
 use libbpf_rs::{MapCore, MapFlags};
@@ -102,13 +105,15 @@ impl OncpuBpf {
         bpf_engine::add_target(&self.loaded.skel.maps.targets, tgid, from_exec)
     }
 
-    /// The processes (tgids) sampled so far.
-    pub(crate) fn tgids(&self) -> io::Result<Vec<u32>> {
-        let entries =
-            bpf_engine::hash_entries(&self.loaded.skel.maps.counts, "reading the BPF counts")?;
-        let mut tgids: Vec<u32> = entries.iter().filter_map(|(k, _)| u32_at(k, 0)).collect();
+    /// The processes (tgids) sampled for the first time since the last
+    /// call (the program's `fresh`, emptied: a few system calls).
+    pub(crate) fn fresh_tgids(&self) -> io::Result<Vec<u32>> {
+        let mut tgids = bpf_engine::take_entries(
+            &self.loaded.skel.maps.fresh,
+            "reading the BPF processes sampled",
+            |k, _| u32_at(k, 0),
+        )?;
         tgids.sort_unstable();
-        tgids.dedup();
         Ok(tgids)
     }
 
@@ -159,6 +164,17 @@ impl OncpuBpf {
         let maps = &self.loaded.skel.maps;
         let what = "reading the BPF stack map";
         let mut counts = Vec::with_capacity(entries.len());
+        // Many counts share a stack (a kernel stack above many user ones):
+        // each id is read once.
+        let mut stacks: HashMap<u32, Option<Vec<u64>>> = HashMap::new();
+        let mut stack = |id: u32| -> io::Result<Option<Vec<u64>>> {
+            if let Some(ips) = stacks.get(&id) {
+                return Ok(ips.clone());
+            }
+            let ips = bpf_engine::stack_ips(&maps.stacks, id as i32, what)?;
+            stacks.insert(id, ips.clone());
+            Ok(ips)
+        };
         for (key, value) in entries {
             let (Some(tgid), Some(user_id), Some(kern_id), Some(count)) = (
                 u32_at(key, 0),
@@ -176,8 +192,8 @@ impl OncpuBpf {
                 tgid,
                 comm: comm_at(key, 12, 16),
                 us: count,
-                user: bpf_engine::stack_ips(&maps.stacks, user_id as i32, what)?,
-                kernel: bpf_engine::stack_ips(&maps.stacks, kern_id as i32, what)?,
+                user: stack(user_id)?,
+                kernel: stack(kern_id)?,
                 user_stack_id: user_id as i32,
                 kernel_stack_id: kern_id as i32,
                 state: 0,

@@ -205,24 +205,43 @@ impl Resolver {
         // The recording's own BPF functions first (see the module doc).
         let addr_of = |id: u32| self.locs.get(id as usize).map_or(0, |l| l.addr);
         // A cached table does not hold BPF programs and trampolines: for an
-        // address outside what it holds, the kernel's whole list.
-        let all_held = self.kallsyms.as_ref().is_none_or(|k| {
-            ids.iter().all(|&id| {
-                let addr = addr_of(id);
-                k.holds(addr) || self.ksymbol_at(addr).is_some()
-            })
-        });
-        if !all_held {
-            self.kallsyms = Some(Kallsyms::from_proc().unwrap_or_default());
+        // address outside what it holds (nor among the recording's own)
+        // that may be such code, the BPF programs' functions (a few system
+        // calls each), and only when one is not among them the kernel's
+        // whole list (tens of milliseconds of the kernel's time). An
+        // address no code can be at (a stack's garbage) costs nothing.
+        let unheld: Vec<u64> = match self.kallsyms.as_ref() {
+            Some(k) => ids
+                .iter()
+                .map(|&id| addr_of(id))
+                .filter(|&addr| {
+                    !k.holds(addr) && self.ksymbol_at(addr).is_none() && may_be_dynamic_code(addr)
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let mut jited = Vec::new();
+        if !unheld.is_empty() {
+            jited = crate::sys::bpf::jited_symbols();
+            if !unheld.iter().all(|&a| jited_at(&jited, a).is_some()) {
+                jited.clear();
+                self.kallsyms = Some(Kallsyms::from_proc().unwrap_or_default());
+            }
         }
         for &id in ids {
             let addr = self.locs.get(id as usize).map_or(0, |k| k.addr);
-            let found = self.ksymbol_at(addr).or_else(|| {
-                self.kallsyms.as_ref().and_then(|k| {
-                    k.find(addr)
-                        .map(|s| (s.name.to_string(), addr - s.start, Kallsyms::dso_name(&s)))
+            let found = self
+                .ksymbol_at(addr)
+                .or_else(|| {
+                    jited_at(&jited, addr)
+                        .map(|s| (s.name.clone(), addr - s.start, "[bpf]".to_string()))
                 })
-            });
+                .or_else(|| {
+                    self.kallsyms.as_ref().and_then(|k| {
+                        k.find(addr)
+                            .map(|s| (s.name.to_string(), addr - s.start, Kallsyms::dso_name(&s)))
+                    })
+                });
             match found {
                 Some((name, offset, dso)) => {
                     let names = Names {
@@ -488,6 +507,26 @@ fn symbolize_binary(names: &mut ElfNames, binary: &Binary, batch: &[u64]) -> Vec
         }
     }
     named
+}
+
+/// False where the kernel puts no code it allocates at run time (BPF
+/// programs and trampolines, ftrace and kprobe trampolines, modules):
+/// on x86-64 those are in the module area, MODULES_VADDR (0xffffffffa0000000,
+/// 0xffffffffc0000000 with KASLR) to MODULES_END (0xffffffffff000000);
+/// elsewhere any address may be.
+fn may_be_dynamic_code(addr: u64) -> bool {
+    if cfg!(target_arch = "x86_64") {
+        (0xffff_ffff_a000_0000..0xffff_ffff_ff00_0000).contains(&addr)
+    } else {
+        true
+    }
+}
+
+/// The BPF function of `jited` covering `addr`.
+fn jited_at(jited: &[crate::sys::bpf::JitedSym], addr: u64) -> Option<&crate::sys::bpf::JitedSym> {
+    jited
+        .iter()
+        .find(|s| s.start <= addr && addr - s.start < s.len)
 }
 
 fn forget_binary(names: &mut ElfNames, binary: &Binary) {
