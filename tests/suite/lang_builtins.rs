@@ -57,7 +57,17 @@ fn buf_with_r_matches_bpftrace() {
          tracepoint:syscalls:sys_enter_openat /comm == \"{name}\"/ {{ printf(\"open %r|%r\\n\", buf(args->filename, 5), buf(args->filename, args->dfd & 7)); }}
          tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}"
     );
-    let workload = || run_status(Command::new(&opens).args(["3", "1"]).arg(dir.path()));
+    // Without the test's LD_LIBRARY_PATH: the loader's search of it opens
+    // paths under the target directory, which may share the tempdir's
+    // first five bytes (`/tmp/`).
+    let workload = || {
+        run_status(
+            Command::new(&opens)
+                .args(["3", "1"])
+                .arg(dir.path())
+                .env_remove("LD_LIBRARY_PATH"),
+        )
+    };
     let ours = run_with(scry_run(&prog), workload);
     let theirs = run_with(bpftrace(&prog), workload);
     let head: String = dir.path().display().to_string().chars().take(5).collect();
