@@ -363,3 +363,29 @@ fn trace_layout() {
     write_summary(&tracer.summary, &mut text).unwrap();
     check_golden("trace.txt", &String::from_utf8(text).unwrap());
 }
+
+/// `scry offcpu`'s report: the summary line with its states, the dropped
+/// and lost lines, the stack-quality line and the heaviest stacks leaf
+/// first, from the hand-built profile with off-CPU times as periods.
+#[test]
+fn offcpu_layout() {
+    use super::offcpu::{OffCpuSummary, write_report};
+
+    let mut b = sample_profile();
+    for (i, s) in b.samples.iter_mut().enumerate() {
+        s.period = 1_000_000 + i as u64 * 12_345;
+    }
+    let folded = FoldedStacks::build(&b.samples, &FoldOptions::default());
+    let total_ns = folded.total_period();
+    let summary = OffCpuSummary {
+        total_ns,
+        switches: b.samples.len() as u64,
+        by_state: vec![('S', total_ns - 2_500_000), ('D', 2_500_000)],
+        unmatched: 2,
+        lost_dropped: 1,
+        lost: 4,
+        quality_line: QualitySummary::from_samples(&b.samples, &b.frames).line(),
+    };
+    let text = text(|out| write_report(out, &summary, &folded, &b.frames, 3));
+    check_golden("offcpu.txt", &text);
+}
