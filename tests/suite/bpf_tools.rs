@@ -481,14 +481,23 @@ fn hardirqs_cgroup_counts_only_the_cgroups_tasks() {
 /// thread) is in the peer's window and not in scry's. So scry's total is
 /// the peer's, or at most 2 below it. (Off-CPU, a stretch is counted at
 /// the switch-in that ends it; the first switch-in after SIGCONT has no
-/// start in either tool.)
+/// start in either tool.) On-CPU, both count only stretches a preemption
+/// ends (libbpf-tools' rule: the task leaves the CPU still runnable), which
+/// an idle machine may never give pingpong: that run is three compute
+/// threads pinned to one CPU, which preempt one another.
 #[test]
 fn cpudist_totals_agree_with_libbpf_tools() {
     if !require_bpf_oracle() {
         return;
     }
+    let threads = common::workload("threads");
+    let threads = threads.to_str().expect("utf-8 path");
     for offcpu in [true, false] {
-        let mut workload = stopped_workload("pingpong", &["2000"]);
+        let mut workload = if offcpu {
+            stopped_workload("pingpong", &["2000"])
+        } else {
+            stopped(Path::new("taskset"), &["-c", "0", threads, "3", "0.2s"])
+        };
         let pid = workload.id().to_string();
         let mut args: Vec<String> = vec!["-p".into(), pid.clone()];
         if offcpu {
@@ -508,6 +517,11 @@ fn cpudist_totals_agree_with_libbpf_tools() {
             assert!(
                 theirs >= 2000,
                 "pingpong blocks at least 2000 times:\n{peer_text}"
+            );
+        } else {
+            assert!(
+                theirs >= 3,
+                "three threads sharing a CPU preempt one another:\n{peer_text}"
             );
         }
         assert!(
