@@ -25,6 +25,8 @@ pub(crate) trait TaskTracker {
     fn seen(&mut self, cpu: u32, time: u64);
     /// Task `tid` of process `pid` exists (made by `parent_pid`, on FORK).
     fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>);
+    /// Task `tid` was made at `time` (a FORK record): it ran no sooner.
+    fn forked(&mut self, _time: u64, _tid: i32) {}
     /// `tid` was switched in on `cpu` at `time` (a context-switch record).
     fn switch_in(&mut self, time: u64, cpu: Option<u32>, tid: i32);
     /// Records of `cpu` were lost: what they may have reached is dropped.
@@ -90,6 +92,9 @@ impl<F: TrackerFeed> RecordHandler for F {
         side.seen(id)
             .tracker
             .task(fork.pid, fork.tid, Some(fork.ppid));
+        if let Some(time) = id.timestamp {
+            side.tracker.forked(time, fork.tid);
+        }
         if let Some(names) = side.names.as_deref_mut() {
             names.fork(fork.tid, fork.ptid);
         }

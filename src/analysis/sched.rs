@@ -9,7 +9,12 @@
 //! some idle -> task switches. A wakeup of a task that is on a CPU is no
 //! run-queue wait and is not counted. Every switch-out of a watched task
 //! makes one row (as perf prints one per sched_switch); pieces the input
-//! did not show (a switch-in before the recording) are `None`.
+//! did not show (a switch-in before the recording) are `None`. A run whose
+//! switch-in the input lacks (the tracepoint missed it, no context-switch
+//! records) starts at the latest moment the input allows: the CPU's
+//! previous sched_switch (perf sched timehist's start), or the task's own
+//! switch-out, wakeup or fork if later. A lost switch-in then costs at
+//! most the CPU's idle time before it, not the whole run.
 //!
 //! Lost records: task states are forgotten and finished latencies and rows
 //! a loss window may reach are dropped (`settle`), counted in
@@ -50,6 +55,8 @@ struct TaskState {
     /// This run's wait and delay, found at its switch-in.
     wait: Option<u64>,
     delay: Option<u64>,
+    /// Made at (its FORK record).
+    born: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -64,6 +71,8 @@ pub(crate) struct SchedTracker {
     pub(crate) watch: Watch,
     tgid: HashMap<i32, i32>,
     tasks: HashMap<i32, TaskState>,
+    /// The last sched_switch seen on each CPU, ns.
+    cpu_switch: HashMap<u32, u64>,
     /// Keep timeline rows (`timehist`), not only the histogram.
     pub(crate) keep_rows: bool,
     /// Run-queue latency, log2 buckets of `runqlat.unit` (usecs or msecs).
@@ -98,6 +107,13 @@ impl SchedTracker {
         self.watch.task(&mut self.tgid, pid, tid, parent_pid);
     }
 
+    /// Task `tid` was made at `time`.
+    pub(crate) fn forked(&mut self, time: u64, tid: i32) {
+        if self.watched(tid) {
+            self.tasks.entry(tid).or_default().born = Some(time);
+        }
+    }
+
     fn watched(&self, tid: i32) -> bool {
         self.watch.covers(&self.tgid, tid)
     }
@@ -120,11 +136,17 @@ impl SchedTracker {
 
     /// A sched_switch at `time` on `cpu`.
     pub(crate) fn switch(&mut self, time: u64, cpu: u32, prev: i32, prev_state: u64, next: i32) {
+        let cpu_since = self.cpu_switch.insert(cpu, time).filter(|&t| t <= time);
         if self.watched(prev) {
             let pid = self.tgid.get(&prev).copied().unwrap_or(prev);
             let state = state_letter(prev_state);
             let keep_rows = self.keep_rows;
             let t = self.tasks.entry(prev).or_default();
+            // Without its switch-in, the latest start the input allows.
+            let guess = [cpu_since, t.out, t.ready, t.born]
+                .into_iter()
+                .flatten()
+                .max();
             let row = TimehistRow {
                 time,
                 cpu,
@@ -132,7 +154,11 @@ impl SchedTracker {
                 pid,
                 wait: t.wait.take(),
                 delay: t.delay.take(),
-                run: t.on.map(|(since, _)| time.saturating_sub(since)),
+                run: t
+                    .on
+                    .map(|(since, _)| since)
+                    .or(guess)
+                    .map(|since| time.saturating_sub(since)),
                 state,
             };
             t.on = None;
@@ -177,6 +203,7 @@ impl SchedTracker {
     pub(crate) fn lost(&mut self, cpu: Option<u32>) {
         let open = self.tasks.values().filter(|t| t.ready.is_some()).count();
         self.tasks.clear();
+        self.cpu_switch.clear();
         let finished = self.settle.lost(cpu).len();
         self.lost_dropped += (open + finished) as u64;
     }
@@ -220,5 +247,43 @@ mod tests {
             (Some(11_000), Some(4_000), Some(1_000), 'R')
         );
         assert_eq!(t.rows[0].run, Some(2_000));
+    }
+
+    #[test]
+    fn a_missing_switch_in_starts_at_the_cpus_previous_switch() {
+        let mut t = SchedTracker::new(
+            Watch {
+                all: true,
+                ..Default::default()
+            },
+            true,
+        );
+        t.switch(1_000, 0, 7, 0, 0); // 7 was on CPU 0 before the input: no run
+        t.switch(2_000, 0, 0, 0, 9); // idle -> 9
+        t.switch(3_000, 0, 9, 1, 0); // 9 sleeps; the idle -> 5 that followed is lost
+        t.switch(50_000, 0, 5, 1, 0); // 5 sleeps: on since 3000 at the latest
+        t.switch(60_000, 1, 6, 0, 0); // CPU 1's first switch: unknown
+        t.switch(61_000, 1, 0, 0, 0); // idle on CPU 1
+        t.forked(70_000, 8);
+        t.switch(90_000, 1, 8, 1, 0); // idle -> 8 lost: 8 ran since its fork
+        t.switch(91_000, 1, 0, 0, 0);
+        t.wakeup(93_000, 5);
+        t.switch(99_000, 1, 5, 1, 0); // idle -> 5 lost: 5 ran since its wakeup
+        t.forked(100_000, 11);
+        t.switch(130_000, 2, 11, 1, 0); // CPU 2's first switch: 11 ran since its fork
+        t.finish();
+        let runs: Vec<_> = t.rows.iter().map(|r| (r.tid, r.run)).collect();
+        assert_eq!(
+            runs,
+            [
+                (7, None),
+                (9, Some(1_000)),
+                (5, Some(47_000)),
+                (6, None),
+                (8, Some(20_000)),
+                (5, Some(6_000)),
+                (11, Some(30_000))
+            ]
+        );
     }
 }

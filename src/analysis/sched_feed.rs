@@ -102,6 +102,9 @@ impl TaskTracker for SchedTracker {
     fn task(&mut self, pid: i32, tid: i32, parent_pid: Option<i32>) {
         SchedTracker::task(self, pid, tid, parent_pid);
     }
+    fn forked(&mut self, time: u64, tid: i32) {
+        SchedTracker::forked(self, time, tid);
+    }
     fn switch_in(&mut self, time: u64, cpu: Option<u32>, tid: i32) {
         if let Some(cpu) = cpu {
             SchedTracker::switch_in(self, time, cpu, tid);

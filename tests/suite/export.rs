@@ -455,14 +455,15 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
         eprintln!(
             "tid {tid}: slices {ours:.3} ms, perf sched timehist {want:.3} ms, the thread measured {cpu:.3} ms"
         );
-        // A slice is drawn only where its switch-in is in the file; on
-        // this 6.18 VM the switch from the idle task is sometimes delivered
-        // to no perf ring for a whole run (perf record's too), and then
-        // perf sched timehist counts runs from the CPU's previous switch,
-        // while scry's slices can only come out short by that run. The
-        // slices never hold more than the thread's CPU time.
+        // On this 6.18 VM the switch from the idle task is sometimes
+        // delivered to no perf ring (perf record's too); perf sched
+        // timehist then counts the run from the CPU's previous switch, or
+        // not at all where there was none, and comes out short by whole
+        // runs. scry starts such a run at the latest moment the file
+        // allows (the thread's fork at the earliest), so its slices hold
+        // the thread's CPU time, plus at most an idle gap.
         assert!(
-            (cpu * 0.5..=cpu * 1.05 + 1.0).contains(&ours),
+            (cpu * 0.9..=cpu * 1.05 + 1.0).contains(&ours),
             "tid {tid}: slices add up to {ours:.3} ms for the {cpu:.3} ms of CPU the thread measured (perf sched timehist {want:.3} ms)"
         );
         assert_eq!(names.get(*tid).map(String::as_str), Some("threads"));
@@ -656,7 +657,7 @@ fn chrome_trace_renders_in_speedscope() {
             .unwrap_or_else(|| panic!("no weight after tid {tid}: {}", &row[..row.len().min(200)]));
         eprintln!("tid {tid}: speedscope shows {weight:.3} ms, the thread measured {cpu:.3} ms");
         assert!(
-            (cpu * 0.5..=cpu * 1.05 + 1.0).contains(&weight),
+            (cpu * 0.9..=cpu * 1.05 + 1.0).contains(&weight),
             "tid {tid}: speedscope weighs {weight:.3} ms for the {cpu:.3} ms of CPU the thread measured"
         );
     }

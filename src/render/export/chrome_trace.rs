@@ -2,13 +2,12 @@
 //! read): scheduler timelines and tracepoints.
 //!
 //! Runs come from `analysis::sched` (the tracker behind `scry sched
-//! timehist`): each switch-out with a known switch-in is a complete (`X`)
+//! timehist`): each switch-out with a start is a complete (`X`)
 //! slice on the thread's track, named for the CPU, so a thread's slices add
 //! up to its time on CPU. The tracker takes switch-ins from the
-//! tracepoint's `next_pid`, not from the previous switch-out on the CPU:
-//! a task the recording did not see switch out (scry's own threads are
-//! left out of system-wide tracepoints) does not stretch the next one's
-//! run. A run that began before the recording has no start and no slice.
+//! tracepoint's `next_pid`; where the input missed one, the run starts at
+//! the latest moment the input allows (`analysis::sched`). A run that
+//! began before the recording has no start and no slice.
 //! The idle task's events (tid 0) get a track per CPU. Other tracepoints are
 //! thread-scoped instants (`i`); sched_switch samples are already the
 //! slices. Event pairs (`analysis::pairs`: a system call's enter to its
