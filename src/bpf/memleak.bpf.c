@@ -19,7 +19,16 @@
 //
 // Kernel mode (no process given): kmem:kmalloc, kmem:kmem_cache_alloc and
 // their frees, kernel stacks (bcc's kernel mode; page allocations are not
-// followed).
+// followed); with --percpu, percpu:percpu_alloc_percpu and its free
+// instead (bcc's size: what the caller asked, once, not times the CPUs).
+// An allocation at an address still outstanding replaces it (the map's
+// BPF_ANY): bcc's --wa-missing-free, always.
+//
+// -s N (bcc's sample rate): every N-th allocation entered is followed,
+// counted by one global counter (bcc takes those whose entry nanosecond
+// is a multiple of N, about one in N); -t sends each call followed
+// (allocation entered, returned, freed) to `trace_events`, bcc's three
+// trace messages.
 
 #include <stdbool.h>
 #include <linux/types.h>
@@ -36,6 +45,9 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 // bcc's -z / -Z (0: no bound).
 const volatile __u64 min_size = 0;
 const volatile __u64 max_size = 0;
+// bcc's -s (0 or 1: every allocation) and -t.
+const volatile __u64 sample_rate = 0;
+const volatile bool trace_all = false;
 
 struct alloc_info {
 	__u64 size;
@@ -58,14 +70,83 @@ BPF_HASH(memptrs, __u32, __u64, 10240);
 #include "stackmap.bpf.h"
 #include "hooks.bpf.h"
 
-static __always_inline int enter(__u64 size)
+// The allocations entered so far (for -s).
+BPF_ARRAY(entered, __u64, 1);
+
+// -t's calls, and those its ring had no room for.
+enum trace_kind { ALLOC_ENTERED = 1, ALLOC_EXITED = 2, FREE_ENTERED = 3 };
+
+struct trace_event {
+	__u64 timestamp_ns;
+	__u64 size;
+	__u64 address;
+	__u32 pid;
+	__u32 tid;
+	__u32 kind;
+	__u32 pad;
+	char comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 512 * 1024);
+} trace_events SEC(".maps");
+
+BPF_PERCPU_ARRAY(trace_drops, __u64, 1);
+
+static __always_inline void trace_call(__u32 kind, __u64 size, __u64 address)
+{
+	if (!trace_all)
+		return;
+	struct trace_event *e = bpf_ringbuf_reserve(&trace_events, sizeof(*e), 0);
+	if (!e) {
+		__u32 zero = 0;
+		__u64 *d = bpf_map_lookup_elem(&trace_drops, &zero);
+		if (d)
+			*d += 1;
+		return;
+	}
+	__u64 id = bpf_get_current_pid_tgid();
+	e->timestamp_ns = bpf_ktime_get_ns();
+	e->size = size;
+	e->address = address;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->kind = kind;
+	e->pad = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
+// Whether this allocation is the sample's (-s): the N-th, 2N-th, ...
+static __always_inline bool sampled(void)
+{
+	if (sample_rate <= 1)
+		return true;
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&entered, &zero);
+	if (!n)
+		return true;
+	return __sync_fetch_and_add(n, 1) % sample_rate == 0;
+}
+
+// Whether an allocation of `size` is followed: -z, -Z, then -s.
+static __always_inline bool wanted(__u64 size)
 {
 	if (min_size && size < min_size)
-		return 0;
+		return false;
 	if (max_size && size > max_size)
+		return false;
+	return sampled();
+}
+
+static __always_inline int enter(__u64 size)
+{
+	if (!wanted(size))
 		return 0;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	bpf_map_update_elem(&sizes, &tid, &size, BPF_ANY);
+	trace_call(ALLOC_ENTERED, size, 0);
 	return 0;
 }
 
@@ -90,11 +171,18 @@ static __always_inline int record(void *ctx, __u64 address, __u64 stack_flags)
 		return 0;
 	__u64 size = *kept;
 	bpf_map_delete_elem(&sizes, &tid);
+	trace_call(ALLOC_EXITED, size, address);
 	return store(ctx, address, size, stack_flags);
 }
 
 static __always_inline int release(__u64 address)
 {
+	if (trace_all) {
+		struct alloc_info *info = bpf_map_lookup_elem(&allocs, &address);
+		if (!info)
+			return 0;
+		trace_call(FREE_ENTERED, info->size, address);
+	}
 	bpf_map_delete_elem(&allocs, &address);
 	return 0;
 }
@@ -201,10 +289,20 @@ struct kfree_record {
 	__u64 ptr;
 };
 
+// A kernel allocation, entered and returned at once (bcc's tracepoints).
+static __always_inline int kernel_alloc(void *ctx, __u64 address, __u64 size)
+{
+	if (!wanted(size))
+		return 0;
+	trace_call(ALLOC_ENTERED, size, 0);
+	trace_call(ALLOC_EXITED, size, address);
+	return store(ctx, address, size, 0);
+}
+
 SEC("tracepoint/kmem/kmalloc")
 int scry_ml_kmalloc(struct kmalloc_record *ctx)
 {
-	return store(ctx, ctx->ptr, ctx->bytes_alloc, 0);
+	return kernel_alloc(ctx, ctx->ptr, ctx->bytes_alloc);
 }
 
 SEC("tracepoint/kmem/kfree")
@@ -217,8 +315,31 @@ struct kmem_cache {
 } __attribute__((preserve_access_index));
 
 BTF_OR_RAW(scry_ml_cache_alloc, "kmem_cache_alloc",
-	   store(ctx, (__u64)ptr, BPF_CORE_READ(s, size), 0),
+	   kernel_alloc(ctx, (__u64)ptr, BPF_CORE_READ(s, size)),
 	   unsigned long call_site, const void *ptr, struct kmem_cache *s)
 
 BTF_OR_RAW(scry_ml_cache_free, "kmem_cache_free", release((__u64)ptr),
 	   unsigned long call_site, const void *ptr)
+
+// --percpu: the per-CPU allocator's tracepoints, their fields found by
+// name (CO-RE: 6.0 put call_site before size and ptr).
+struct trace_event_raw_percpu_alloc_percpu {
+	__u64 size;
+	void *ptr;
+} __attribute__((preserve_access_index));
+
+struct trace_event_raw_percpu_free_percpu {
+	void *ptr;
+} __attribute__((preserve_access_index));
+
+SEC("tracepoint/percpu/percpu_alloc_percpu")
+int scry_ml_percpu_alloc(struct trace_event_raw_percpu_alloc_percpu *ctx)
+{
+	return kernel_alloc(ctx, (__u64)ctx->ptr, ctx->size);
+}
+
+SEC("tracepoint/percpu/percpu_free_percpu")
+int scry_ml_percpu_free(struct trace_event_raw_percpu_free_percpu *ctx)
+{
+	return release((__u64)ctx->ptr);
+}

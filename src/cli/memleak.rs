@@ -3,7 +3,10 @@
 //! every `interval` seconds (default 5) and at the end; with no process,
 //! the kernel's (kmalloc and kmem_cache_alloc, by kernel stack); `--sort
 //! count` the top stacks by allocations, `-c "CMD ARGS"` bcc's spelling
-//! of `-- CMD ARGS`. Wiring
+//! of `-- CMD ARGS`; `-t` each call as it comes (read from the program's
+//! trace ring between reports), `-s N` every N-th allocation, `-O OBJ`
+//! the allocator in another object, `--percpu` the kernel's per-CPU
+//! allocations. Wiring
 //! only: `symbol::allocator` (where the uprobes go) → `sys::bpf_memleak`
 //! → `analysis::memleak` (grouped, aged, top N) → `symbol::raw_stacks`
 //! (named) → `render::memleak`.
@@ -14,6 +17,7 @@
 //! stacks named from the maps it had; libraries it loaded after the last
 //! read are named `[unknown]`.
 
+use std::cell::RefCell;
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::time::Duration;
@@ -23,7 +27,7 @@ use clap::Args;
 
 use super::target::PidArg;
 use scry::analysis::memleak::{self, LeakSort, LeakStack};
-use scry::capture::bpf_run::{self, EndReason, RunOptions, Workload};
+use scry::capture::bpf_run::{self, EndReason, RunOptions, Wake, Workload};
 use scry::render::memleak as render;
 use scry::symbol::ResolveOptions;
 use scry::symbol::allocator;
@@ -80,6 +84,28 @@ pub(crate) struct MemleakArgs {
         conflicts_with = "command"
     )]
     command_line: Option<String>,
+    /// Print each call followed as it happens (bcc's trace messages:
+    /// allocation entered, returned, freed), beside the reports.
+    #[arg(short = 't', long = "trace")]
+    trace: bool,
+    /// Follow every SAMPLE_RATE-th allocation only, to cost less (default
+    /// 1: all); the sums are of those followed.
+    #[arg(short = 's', long = "sample-rate", value_name = "SAMPLE_RATE", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    sample_rate: u64,
+    /// The allocator's object: a path, or a library name (`c`,
+    /// `jemalloc`, `libtcmalloc.so.4`) looked for in the process's maps,
+    /// then the library directories (default: the libc the process maps,
+    /// else its own executable).
+    #[arg(short = 'O', long = "obj", value_name = "OBJ")]
+    obj: Option<String>,
+    /// The kernel's per-CPU allocations (percpu tracepoints) instead of
+    /// kmalloc's (kernel mode only).
+    #[arg(long = "percpu")]
+    percpu: bool,
+    /// Accepted for bcc's users: scry always counts an allocation at an
+    /// address still outstanding as replacing it (a free it missed).
+    #[arg(long = "wa-missing-free")]
+    wa_missing_free: bool,
     /// Distinct stacks kept (default 10240).
     #[arg(long = "stack-storage-size", value_name = "N", default_value_t = 10240, value_parser = clap::value_parser!(u32).range(1..))]
     stack_storage_size: u32,
@@ -107,18 +133,28 @@ pub(crate) fn run(mut args: MemleakArgs) -> anyhow::Result<()> {
     {
         bail!("memleak: -z {min} is above -Z {max}");
     }
+    let kernel_mode = args.target.pid.is_none() && args.command.is_empty();
+    if args.percpu && !kernel_mode {
+        bail!("memleak: --percpu follows the kernel's per-CPU allocator: not with -p or a command");
+    }
+    if args.obj.is_some() && kernel_mode {
+        bail!("memleak: -O names a process's allocator: give -p PID or a command");
+    }
     bpf_tool::check_pid("memleak", "-p", args.target.pid)?;
     let settings = MemleakSettings {
         min_size: args.min_size.unwrap_or(0),
         max_size: args.max_size.unwrap_or(0),
         stack_storage: args.stack_storage_size,
+        sample_rate: args.sample_rate,
+        trace_all: args.trace,
     };
-    let found = if let Some(pid) = args.target.pid {
-        Some(allocator::of_process(pid, &USER_FUNCTIONS))
-    } else {
-        args.command
-            .first()
-            .map(|program| allocator::of_command(program.as_ref(), &USER_FUNCTIONS))
+    let found = match (&args.obj, args.target.pid, args.command.first()) {
+        (Some(obj), pid, _) => Some(allocator::of_object(obj, pid, &USER_FUNCTIONS)),
+        (None, Some(pid), _) => Some(allocator::of_process(pid, &USER_FUNCTIONS)),
+        (None, None, Some(program)) => {
+            Some(allocator::of_command(program.as_ref(), &USER_FUNCTIONS))
+        }
+        (None, None, None) => None,
     };
     let found = found.transpose().map_err(|e| anyhow!("memleak: {e}"))?;
     let mut workload = match args.command.is_empty() {
@@ -138,21 +174,11 @@ pub(crate) fn run(mut args: MemleakArgs) -> anyhow::Result<()> {
                 sites: found.sites.clone(),
             },
         ),
-        _ => MemleakBpf::load_kernel(settings),
+        _ => MemleakBpf::load_kernel(settings, args.percpu),
     })?;
     bpf_tool::print_hooks("memleak", &bpf.hooks(), args.table.verbose);
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    if !args.table.json {
-        match (target, &found) {
-            (Some(pid), Some(found)) => writeln!(
-                out,
-                "Attaching to pid {pid} ({}), Ctrl+C to quit.",
-                found.path.display()
-            )?,
-            _ => writeln!(out, "Attaching to kernel allocators, Ctrl+C to quit.")?,
-        }
-    }
-    out.flush()?;
+    let out = RefCell::new(io::BufWriter::new(io::stdout().lock()));
+    write_attaching(&mut *out.borrow_mut(), &args, target, found.as_ref())?;
     let stop = RunStop::install()?;
     let mut resolver = RawStackResolver::new(&ResolveOptions::default());
     if let (Some(w), Some(found)) = (&mut workload, &found) {
@@ -168,8 +194,26 @@ pub(crate) fn run(mut args: MemleakArgs) -> anyhow::Result<()> {
         duration: None,
         pid: target.map(|p| p as i32),
     };
+    let json = args.table.json;
+    let trace = match args.trace {
+        true => Some(bpf.trace_reader(|event| {
+            // A closed stdout ends the run at the next flush.
+            let _ = render::write_trace(&mut *out.borrow_mut(), &event, json);
+        })?),
+        false => None,
+    };
+    let fds: Vec<_> = trace.iter().map(|t| t.fd()).collect();
     let mut ticks = 0u64;
-    let end = bpf_run::run_with(&opts, stop, |last| {
+    let end = bpf_run::run_events_with(&opts, stop, &fds, |wake| {
+        if let Some(trace) = &trace {
+            trace.consume()?;
+            out.borrow_mut().flush()?;
+        }
+        let last = match wake {
+            Wake::Ready => return Ok(()),
+            Wake::Tick => false,
+            Wake::Last => true,
+        };
         if let Some(pid) = target {
             resolver.refresh(pid as i32);
         }
@@ -183,10 +227,11 @@ pub(crate) fn run(mut args: MemleakArgs) -> anyhow::Result<()> {
             args: &args,
         };
         let stacks = report.stacks(&mut resolver)?;
+        let mut out = out.borrow_mut();
         if args.table.json {
-            render::write_json(&mut out, now_hms(), &stacks)?;
+            render::write_json(&mut *out, now_hms(), &stacks)?;
         } else {
-            render::write_text(&mut out, now_hms(), &stacks)?;
+            render::write_text(&mut *out, now_hms(), &stacks)?;
         }
         out.flush()
     })?;
@@ -194,11 +239,40 @@ pub(crate) fn run(mut args: MemleakArgs) -> anyhow::Result<()> {
     if dropped > 0 {
         eprintln!("memleak: {dropped} allocations not followed (the allocation map was full)");
     }
+    let lost = if args.trace { bpf.trace_dropped()? } else { 0 };
+    if lost > 0 {
+        eprintln!("memleak: {lost} calls not printed by -t (its ring was full)");
+    }
     let status = match (&mut workload, end) {
         (Some(w), EndReason::TargetExited) => w.wait()?,
         _ => None,
     };
     super::workload_exit(status, &args.command)
+}
+
+/// bcc's first line: what is followed (none in JSON).
+fn write_attaching(
+    out: &mut impl Write,
+    args: &MemleakArgs,
+    target: Option<u32>,
+    found: Option<&allocator::Allocator>,
+) -> io::Result<()> {
+    if args.table.json {
+        return Ok(());
+    }
+    match (target, found) {
+        (Some(pid), Some(found)) => writeln!(
+            out,
+            "Attaching to pid {pid} ({}), Ctrl+C to quit.",
+            found.path.display()
+        )?,
+        _ if args.percpu => writeln!(
+            out,
+            "Attaching to kernel per-CPU allocator, Ctrl+C to quit."
+        )?,
+        _ => writeln!(out, "Attaching to kernel allocators, Ctrl+C to quit.")?,
+    }
+    out.flush()
 }
 
 /// Waits (a millisecond at a time, at most a fifth of a second) until the

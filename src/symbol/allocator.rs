@@ -8,6 +8,8 @@
 //! dynamically linked, this system's libc (what its loader will map).
 //! malloc is required (without it nothing can be followed: one error
 //! naming the file); the other functions are probed where they exist.
+//! memleak's `-O OBJ` names the file instead (bcc's spelling: a path, or
+//! a library name looked for in the process's maps first).
 
 use std::path::{Path, PathBuf};
 
@@ -60,6 +62,40 @@ pub(crate) fn of_process(
         }
     };
     in_file(&path, functions)
+}
+
+/// The allocator in object `spec` (memleak's -O): a path as given; a
+/// library name (`c`, `jemalloc`, `libjemalloc.so.2`) first among the
+/// files process `pid` maps, then in the library directories.
+pub(crate) fn of_object(
+    spec: &str,
+    pid: Option<u32>,
+    functions: &[&'static str],
+) -> Result<Allocator, AllocatorError> {
+    let mapped = match (spec.contains('/'), pid) {
+        (false, Some(pid)) => crate::sys::proc::maps(pid as i32).ok().and_then(|maps| {
+            maps.iter()
+                .find(|m| names_library(&m.path, spec))
+                .map(|m| PathBuf::from(&m.path))
+        }),
+        _ => None,
+    };
+    let path = match mapped {
+        Some(path) => path,
+        None => probe_target::find_binary(spec).map_err(|e| AllocatorError::Read {
+            path: spec.to_string(),
+            what: e.to_string(),
+        })?,
+    };
+    in_file(&path, functions)
+}
+
+/// Whether the file at `path` is the library `spec` names (its file name,
+/// or `lib{spec}.so*` with or without the `lib`).
+fn names_library(path: &str, spec: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or("");
+    let stem = spec.strip_prefix("lib").unwrap_or(spec);
+    !name.is_empty() && (name == spec || name.starts_with(&format!("lib{stem}.so")))
 }
 
 /// The allocator command `program` (a path or a name on `$PATH`) will use.
@@ -148,6 +184,16 @@ mod tests {
         assert!(is_libc("/lib/libc-2.31.so"));
         assert!(!is_libc("/usr/lib/libcrypt.so.1"));
         assert!(!is_libc(""));
+    }
+
+    #[test]
+    fn library_names_as_bcc_spells_them() {
+        let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+        assert!(names_library(libc, "c"));
+        assert!(names_library(libc, "libc.so.6"));
+        assert!(names_library("/opt/libjemalloc.so.2", "jemalloc"));
+        assert!(!names_library("/usr/lib/libcrypt.so.1", "c"));
+        assert!(!names_library("[heap]", "c"));
     }
 
     #[test]

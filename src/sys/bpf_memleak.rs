@@ -1,14 +1,15 @@
 //! `scry memleak`'s kernel side: loads `src/bpf/memleak.bpf.c` through
 //! the engine, either its uprobes (attached here to one process, at the
 //! file offsets the caller found in its allocator) or its kmem
-//! tracepoints, and reads the allocations still outstanding with their
-//! stacks' addresses. What each hook records is in the program's header.
+//! tracepoints (kmem's, or with --percpu the per-CPU allocator's), and
+//! reads the allocations still outstanding with their stacks' addresses,
+//! and for -t the calls its trace ring streams. What each hook records is in the program's header.
 
 use std::io;
 use std::path::Path;
 
-use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, u64_at};
-use super::bpf_events::i32_at;
+use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, RingReader, u32_at, u64_at};
+use super::bpf_events::{c_string_at, i32_at};
 
 super::bpf::bpf_skeleton!("memleak.skel.rs");
 
@@ -33,13 +34,16 @@ pub(crate) const USER_FUNCTIONS: [&str; 11] = [
 /// The functions that release rather than allocate (no return probe).
 const RELEASES: [&str; 2] = ["free", "munmap"];
 
-/// The kernel mode's groups.
+/// The kernel mode's groups (kmem).
 const KERNEL_GROUPS: [&str; 4] = [
     "scry_ml_kmalloc",
     "scry_ml_kfree",
     "scry_ml_cache_alloc",
     "scry_ml_cache_free",
 ];
+
+/// The kernel mode's groups with --percpu.
+const PERCPU_GROUPS: [&str; 2] = ["scry_ml_percpu_alloc", "scry_ml_percpu_free"];
 
 /// The program's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +54,57 @@ pub(crate) struct MemleakSettings {
     pub(crate) max_size: u64,
     /// Distinct stacks the stack map holds.
     pub(crate) stack_storage: u32,
+    /// Every N-th allocation is followed (0 or 1: all; bcc's -s).
+    pub(crate) sample_rate: u64,
+    /// Each call followed is sent to the trace ring (bcc's -t).
+    pub(crate) trace_all: bool,
+}
+
+/// Which call a [`TraceEvent`] is (bcc's three trace messages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TraceKind {
+    /// An allocation entered (its size).
+    AllocEntered,
+    /// An allocation returned (its size and address).
+    AllocExited,
+    /// A followed allocation freed (its address and size).
+    FreeEntered,
+}
+
+/// One call followed, for -t.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TraceEvent {
+    /// CLOCK_MONOTONIC, ns.
+    pub(crate) timestamp_ns: u64,
+    pub(crate) kind: TraceKind,
+    pub(crate) size: u64,
+    /// 0 for an allocation entered.
+    pub(crate) address: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) comm: String,
+}
+
+impl TraceEvent {
+    /// Decodes one ring record (`struct trace_event`); None when short or
+    /// of an unknown kind.
+    fn decode(r: &[u8]) -> Option<TraceEvent> {
+        let kind = match u32_at(r, 32)? {
+            1 => TraceKind::AllocEntered,
+            2 => TraceKind::AllocExited,
+            3 => TraceKind::FreeEntered,
+            _ => return None,
+        };
+        Some(TraceEvent {
+            timestamp_ns: u64_at(r, 0)?,
+            kind,
+            size: u64_at(r, 8)?,
+            address: u64_at(r, 16)?,
+            pid: u32_at(r, 24)?,
+            tid: u32_at(r, 28)?,
+            comm: c_string_at(r, 40, 16),
+        })
+    }
 }
 
 /// Where the user-mode probes go: the allocator's file and, for each
@@ -85,6 +140,8 @@ fn configure(
         let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
         rodata.min_size = settings.min_size;
         rodata.max_size = settings.max_size;
+        rodata.sample_rate = settings.sample_rate;
+        rodata.trace_all = settings.trace_all;
         Ok(())
     }
 }
@@ -98,7 +155,7 @@ impl MemleakBpf {
         let mut loaded = bpf_engine::load(
             MemleakSkelBuilder::default,
             configure(settings),
-            GroupRules::skipping(&KERNEL_GROUPS),
+            GroupRules::skipping(&[KERNEL_GROUPS.as_slice(), &PERCPU_GROUPS].concat()),
             Attach::Later,
         )?;
         let pid = i32::try_from(probes.pid)
@@ -114,13 +171,18 @@ impl MemleakBpf {
         Ok(MemleakBpf { loaded })
     }
 
-    /// Kernel mode: the kmem tracepoints.
-    pub(crate) fn load_kernel(settings: MemleakSettings) -> io::Result<MemleakBpf> {
+    /// Kernel mode: the kmem tracepoints, or with `percpu` the per-CPU
+    /// allocator's.
+    pub(crate) fn load_kernel(settings: MemleakSettings, percpu: bool) -> io::Result<MemleakBpf> {
         let user: Vec<String> = USER_FUNCTIONS
             .iter()
             .flat_map(|f| [format!("scry_ml_{f}"), format!("scry_ml_{f}_ret")])
             .collect();
-        let user: Vec<&str> = user.iter().map(String::as_str).collect();
+        let mut user: Vec<&str> = user.iter().map(String::as_str).collect();
+        user.extend_from_slice(match percpu {
+            true => &KERNEL_GROUPS,
+            false => &PERCPU_GROUPS,
+        });
         let loaded = bpf_engine::load(
             MemleakSkelBuilder::default,
             configure(settings),
@@ -165,5 +227,22 @@ impl MemleakBpf {
     /// Allocations not followed because the allocation map was full.
     pub(crate) fn dropped(&self) -> io::Result<u64> {
         bpf_engine::dropped(&self.loaded.skel.maps.drops)
+    }
+
+    /// The reader of -t's calls, calling `on_event` with each.
+    pub(crate) fn trace_reader<'a>(
+        &'a self,
+        mut on_event: impl FnMut(TraceEvent) + 'a,
+    ) -> io::Result<RingReader<'a>> {
+        bpf_engine::ring_reader(&self.loaded.skel.maps.trace_events, move |raw| {
+            if let Some(event) = TraceEvent::decode(raw) {
+                on_event(event);
+            }
+        })
+    }
+
+    /// Calls of -t the trace ring had no room for.
+    pub(crate) fn trace_dropped(&self) -> io::Result<u64> {
+        bpf_engine::dropped(&self.loaded.skel.maps.trace_drops)
     }
 }

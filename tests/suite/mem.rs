@@ -209,6 +209,208 @@ fn memleak_follows_a_running_process_in_json_each_allocation_oldest_first() {
     );
 }
 
+/// bcc's `-t`: each call followed, as bcc's trace messages. The leaker
+/// keeps 7 x 100 bytes at leak_here and frees 50 allocations through each
+/// of its freed sites (four of them call the allocator: gcc drops the
+/// `free(malloc(n))` of freed_malloc, freed_calloc and freed_aligned):
+/// every address -a shows at leak_here came back from an `alloc exited,
+/// size = 100` line and is never freed; each `free entered` names an
+/// address and size an earlier `alloc exited` returned, and there are at
+/// least 4 x 50 of them.
+#[test]
+fn memleak_t_traces_each_call_followed() {
+    if !require_root() {
+        return;
+    }
+    let leaker = common::workload("leaker");
+    let out = common::run_ok(
+        scry_tool(&["memleak", "-t", "-a", "-o", "0", "--"])
+            .arg(&leaker)
+            .args(["7", "100", "50"]),
+    );
+    let lines: Vec<String> = out.lines().map(str::to_string).collect();
+    let message = |l: &str| {
+        l.split_once(' ')
+            .and_then(|(_, r)| r.split_once(' '))
+            .map(|(_, m)| m.to_string())
+    };
+    let hex = |s: &str| u64::from_str_radix(s.trim(), 16).expect("hex address");
+    let mut returned: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    let mut freed = Vec::new();
+    let mut entered = 0;
+    for line in &lines {
+        let Some(m) = message(line) else { continue };
+        if let Some(size) = m.strip_prefix("alloc entered, size = ") {
+            size.parse::<u64>().expect("size");
+            entered += 1;
+        } else if let Some(rest) = m.strip_prefix("alloc exited, size = ") {
+            let (size, result) = rest.split_once(", result = ").expect("result");
+            returned.insert(hex(result), size.parse().expect("size"));
+        } else if let Some(rest) = m.strip_prefix("free entered, address = ") {
+            let (address, size) = rest.split_once(", size = ").expect("size");
+            let address = hex(address);
+            let size: u64 = size.parse().expect("size");
+            assert_eq!(returned.get(&address), Some(&size), "{line}\n{out}");
+            freed.push(address);
+        }
+    }
+    assert!(entered >= returned.len(), "{out}");
+    assert!(
+        freed.len() >= 4 * 50,
+        "{} frees traced:\n{out}",
+        freed.len()
+    );
+    let kept: Vec<u64> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("\taddr = "))
+        .filter(|l| l.contains(" size = 100 "))
+        .map(|l| hex(l.split_whitespace().next().expect("address")))
+        .collect();
+    assert_eq!(kept.len(), 7, "{out}");
+    for a in &kept {
+        assert_eq!(returned.get(a), Some(&100), "{a:x}: {out}");
+        assert!(!freed.contains(a), "{a:x} kept, yet traced as freed");
+    }
+    assert_leak(&text_stacks(&lines), 7, 100, &out);
+}
+
+/// The stack whose innermost frame is `frame`: (bytes, allocations).
+fn at_frame(stacks: &Stacks, frame: &str) -> Option<(u64, u64)> {
+    stacks
+        .iter()
+        .find(|s| s.2.first().is_some_and(|f| f == frame))
+        .map(|s| (s.0, s.1))
+}
+
+/// bcc's `-s N`: every N-th allocation followed. leak_sites makes 8
+/// allocations from leak_big, then 100 from leak_small, with no other
+/// allocation between them: with -s 4, whatever the count before, 2 of
+/// leak_big's (16384 bytes) and 25 of leak_small's (200 bytes).
+#[test]
+fn memleak_s_follows_every_nth_allocation() {
+    if !require_root() {
+        return;
+    }
+    let sites = common::workload("leak_sites");
+    let out = common::run_ok(
+        scry_tool(&["memleak", "-o", "0", "-s", "4", "--"])
+            .arg(&sites)
+            .args(["8", "8192", "100", "8"]),
+    );
+    let lines: Vec<String> = out.lines().map(str::to_string).collect();
+    let stacks = text_stacks(&lines);
+    assert_eq!(at_frame(&stacks, "leak_big"), Some((2 * 8192, 2)), "{out}");
+    assert_eq!(at_frame(&stacks, "leak_small"), Some((25 * 8, 25)), "{out}");
+}
+
+/// bcc's `-O OBJ`: the allocator in another object. workloads/bump_alloc
+/// is a malloc of its own, preloaded into leak_sites: libc's malloc is
+/// never called, so without -O nothing of leak_big's is seen, and with
+/// `-O bump_alloc` its 8 x 8192 bytes and leak_small's 100 x 8.
+#[test]
+fn memleak_o_probes_the_allocator_in_another_object() {
+    if !require_root() {
+        return;
+    }
+    let sites = common::workload("leak_sites");
+    let bump = common::workload("bump_alloc");
+    let bump = bump.to_str().expect("utf-8 path");
+    let preload = format!("LD_PRELOAD={bump}");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["memleak", "-o", "0", "-T", "20"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "env", &preload]);
+        let out = common::run_ok(scry_tool(&args).arg(&sites).args(["8", "8192", "100", "8"]));
+        let lines: Vec<String> = out.lines().map(str::to_string).collect();
+        (text_stacks(&lines), out)
+    };
+    let (stacks, out) = run(&["-O", bump]);
+    assert!(out.starts_with("Attaching to pid "), "{out}");
+    assert!(
+        out.lines().next().is_some_and(|l| l.contains(bump)),
+        "{out}"
+    );
+    assert_eq!(at_frame(&stacks, "leak_big"), Some((8 * 8192, 8)), "{out}");
+    assert_eq!(
+        at_frame(&stacks, "leak_small"),
+        Some((100 * 8, 100)),
+        "{out}"
+    );
+    let (stacks, out) = run(&[]);
+    assert_eq!(at_frame(&stacks, "leak_big"), None, "libc's malloc: {out}");
+}
+
+/// bcc's `--percpu`: the kernel's per-CPU allocations. workloads/percpu_maps
+/// creates a BPF per-CPU array of 37 elements of 424 bytes: 37 per-CPU
+/// allocations of 424 bytes (one per element), held for 3 s; -z/-Z keep
+/// that size only (other processes' per-CPU allocations may come at any
+/// time). `--wa-missing-free` is accepted (scry always replaces an
+/// allocation at an address still outstanding).
+#[test]
+fn memleak_percpu_sees_a_per_cpu_arrays_allocations() {
+    if !require_root() {
+        return;
+    }
+    let tracer = Tracer::start(
+        scry_tool(&[
+            "memleak",
+            "--percpu",
+            "--wa-missing-free",
+            "-o",
+            "0",
+            "-z",
+            "424",
+            "-Z",
+            "424",
+            "1",
+        ]),
+        0,
+    );
+    let maps = common::workload("percpu_maps");
+    let mut workload = Command::new(&maps)
+        .args(["37", "424", "3000"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("percpu_maps starts");
+    let (bytes, count) = (37 * 424u64, 37u64);
+    tracer.wait_until(|lines| {
+        text_stacks(lines)
+            .iter()
+            .map(|s| (s.0, s.1))
+            .fold((0, 0), |(b, c), (x, y)| (b + x, c + y))
+            >= (bytes, count)
+    });
+    let (lines, err) = tracer.stop();
+    assert!(workload.wait().expect("percpu_maps ends").success());
+    assert_eq!(
+        lines.first().map(String::as_str),
+        Some("Attaching to kernel per-CPU allocator, Ctrl+C to quit."),
+        "{err}"
+    );
+    // The report that first held them all: the array's allocations, by
+    // the kernel stacks through the BPF map's allocation.
+    let mut reports: Vec<Vec<String>> = Vec::new();
+    for line in &lines {
+        if line.starts_with('[') {
+            reports.push(Vec::new());
+        }
+        if let Some(r) = reports.last_mut() {
+            r.push(line.clone());
+        }
+    }
+    let full = reports
+        .iter()
+        .map(|r| text_stacks(r))
+        .find(|st| st.iter().map(|s| s.1).sum::<u64>() >= count)
+        .expect("a report with the array's allocations");
+    let array: Vec<_> = full
+        .iter()
+        .filter(|s| s.2.iter().any(|f| f.contains("array_map_alloc")))
+        .collect();
+    let sums = array.iter().fold((0, 0), |(b, c), s| (b + s.0, c + s.1));
+    assert_eq!(sums, (bytes, count), "{lines:#?}\n{err}");
+}
+
 #[test]
 fn memleak_refuses_a_binary_without_malloc_and_an_unknown_pid() {
     if !require_root() {
@@ -223,6 +425,21 @@ fn memleak_refuses_a_binary_without_malloc_and_an_unknown_pid() {
             &["memleak", "-p", "1", "--", "true"][..],
             None,
             "exclude each other",
+        ),
+        (
+            &["memleak", "--percpu", "-p", "1"][..],
+            None,
+            "--percpu follows the kernel's per-CPU allocator",
+        ),
+        (
+            &["memleak", "-O", "c"][..],
+            None,
+            "-O names a process's allocator",
+        ),
+        (
+            &["memleak", "-O", "/nonexistent/libnope.so", "-p", "1"][..],
+            None,
+            "/nonexistent/libnope.so",
         ),
     ]);
 }
