@@ -13,6 +13,11 @@
 // (-c), a switch counts only when the current task (the one switching
 // out) is under the cgroup, as libbpf-tools filters.
 //
+// The idle task (pid 0, one per CPU) is left out unless include_idle
+// (bcc's default and -I; libbpf-tools always counts it, its stretches of
+// every CPU under one start): with it, its start is kept per CPU. Each
+// histogram also sums its values (HIST_SUM) for bcc's -e average.
+//
 // Variants: tp_btf, then raw_tp (the classic tracepoint has no tgid).
 
 #include <stdbool.h>
@@ -27,6 +32,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #include "hooks.bpf.h"
 #include "task.bpf.h"
 #include "starts.bpf.h"
+#define HIST_SUM
 #include "task_hist.bpf.h"
 #include "cgroup.bpf.h"
 
@@ -36,19 +42,33 @@ const volatile bool off_cpu = false;
 const volatile bool milliseconds = false;
 // 0: every process.
 const volatile __u32 filter_tgid = 0;
+// bcc's -I.
+const volatile bool include_idle = false;
+
+// Where a task's stretch starts: its tid; the idle task's, per CPU (the
+// switch runs on the CPU whose idle task it is).
+static __always_inline __u32 start_key(__u32 tid)
+{
+	return tid ? tid : (__u32)-1 - bpf_get_smp_processor_id();
+}
 
 static __always_inline void store_start(__u32 tgid, __u32 tid, __u64 ts)
 {
 	if (filter_tgid != 0 && filter_tgid != tgid)
 		return;
-	start_at(tid, ts);
+	if (tid == 0 && !include_idle)
+		return;
+	start_at(start_key(tid), ts);
 }
 
 static __always_inline void update_hist(void *task, __u32 tgid, __u32 tid, __u64 ts)
 {
 	if (filter_tgid != 0 && filter_tgid != tgid)
 		return;
-	__u64 *start = bpf_map_lookup_elem(&starts, &tid);
+	if (tid == 0 && !include_idle)
+		return;
+	__u32 at = start_key(tid);
+	__u64 *start = bpf_map_lookup_elem(&starts, &at);
 	if (!start || ts < *start)
 		return;
 	__u32 key = per_process ? tgid : per_thread ? tid : (__u32)-1;

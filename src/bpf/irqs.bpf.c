@@ -11,7 +11,8 @@
 // softirqs: a hard irq may interrupt a softirq), the exit adds the time
 // since; counting counts at the entry. Units (µs or ns) are applied here.
 // With `filter_cgroup` (-c), only interrupts that came while a task under
-// the cgroup was current count (libbpf-tools' hardirqs filter).
+// the cgroup was current count (libbpf-tools' hardirqs filter); with
+// `filter_cpu` (bcc's -c CPU, --cpu here), only those on that CPU.
 // Each tool loads only its own pair of hooks (the other group skipped).
 //
 // Variants: tp_btf, then raw_tp.
@@ -40,6 +41,13 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile bool do_count = false;
 const volatile bool dist = false;
 const volatile bool nanoseconds = false;
+// -1: every CPU.
+const volatile __s32 filter_cpu = -1;
+
+static __always_inline bool on_cpu(void)
+{
+	return filter_cpu < 0 || bpf_get_smp_processor_id() == (__u32)filter_cpu;
+}
 
 struct irq_key {
 	__u32 vec;
@@ -118,7 +126,7 @@ static __always_inline void on_exit(__u32 slot, struct irq_key *key)
 
 static __always_inline void hardirq(bool entry, struct irqaction *action)
 {
-	if (!in_cgroup())
+	if (!on_cpu() || !in_cgroup())
 		return;
 	struct irq_key key = {};
 	// The name is only needed where the key is: at the exit, or counting.
@@ -132,7 +140,7 @@ static __always_inline void hardirq(bool entry, struct irqaction *action)
 
 static __always_inline void softirq(bool entry, unsigned int vec)
 {
-	if (!in_cgroup())
+	if (!on_cpu() || !in_cgroup())
 		return;
 	struct irq_key key = {.vec = vec};
 	if (entry)

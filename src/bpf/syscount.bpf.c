@@ -3,7 +3,8 @@
 // call number or per process, with their summed latency (-L: from the
 // task's sys_enter) and, with -x, failed calls only (-e: those failing
 // with one error number; --syscall: one call number; -t: one thread; -c:
-// one cgroup). Nothing is streamed: user space reads the maps at each
+// one cgroup; --ppid: the children of one process, bcc's test of the
+// caller's real_parent's tgid). Nothing is streamed: user space reads the maps at each
 // interval.
 //
 // Per call number the counts live in a per-CPU array indexed by the number
@@ -46,6 +47,21 @@ const volatile __u32 filter_tid = 0;
 const volatile __u32 filter_errno = 0;
 // -1: every call.
 const volatile __s32 filter_nr = -1;
+// 0: any parent.
+const volatile __u32 filter_ppid = 0;
+
+struct task_struct___scry_parent {
+	struct task_struct___scry_parent *real_parent;
+	int tgid;
+} __attribute__((preserve_access_index));
+
+static __always_inline bool parent_watched(void)
+{
+	if (filter_ppid == 0)
+		return true;
+	struct task_struct___scry_parent *task = (void *)bpf_get_current_task();
+	return (__u32)BPF_CORE_READ(task, real_parent, tgid) == filter_ppid;
+}
 
 struct counts {
 	__u64 count;
@@ -71,7 +87,8 @@ struct pt_regs___scry_sc {
 static __always_inline bool watched(__u64 pid_tgid)
 {
 	return (filter_tgid == 0 || (pid_tgid >> 32) == filter_tgid) &&
-	       (filter_tid == 0 || (__u32)pid_tgid == filter_tid) && in_cgroup();
+	       (filter_tid == 0 || (__u32)pid_tgid == filter_tid) && in_cgroup() &&
+	       parent_watched();
 }
 
 static __always_inline void on_enter(void)

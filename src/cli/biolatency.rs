@@ -19,7 +19,8 @@ use scry::render::bio::{disk_name, flags_label};
 use scry::render::funcs::write_average;
 use scry::render::hist::{write_keyed, write_keyed_json};
 use scry::sys::block::{self, Partition};
-use scry::sys::bpf_bio::{self, BioSettings, BiolatencyBpf, LatencySlots, split_key};
+use scry::sys::bpf_bio::{self, BioSettings, BiolatencyBpf, split_key};
+use scry::sys::bpf_hists::SummedSlots;
 use scry::sys::localtime::now_hms;
 
 use super::bpf_tool;
@@ -121,7 +122,7 @@ pub(crate) fn run(args: BiolatencyArgs) -> anyhow::Result<()> {
         if last {
             bpf.detach();
         }
-        let read = bpf.read_with(LatencySlots::parse)?;
+        let read = bpf.read_with(SummedSlots::parse)?;
         let total: u64 = read.iter().map(|h| h.sum).sum();
         let hists: Vec<KeyedHistogram> = read
             .iter()

@@ -2,7 +2,8 @@
 //! tasks ran on a CPU per stretch (`-O`: how long they were off it), as
 //! log2 histograms counted in the kernel: one, or one per process (`-P`)
 //! or thread (`-L`); `-p` one process, `-c` one cgroup; `interval
-//! [count]` as bcc. Wiring
+//! [count]` as bcc; the idle task left out unless `-I` (bcc's rule);
+//! `-e` bcc's average line after the histograms. Wiring
 //! only: `sys::bpf_cpudist` → `analysis::hist` → `render::hist`.
 
 use std::io::{self, Write};
@@ -11,6 +12,7 @@ use clap::Args;
 
 use super::target::PidArg;
 use scry::capture::bpf_run;
+use scry::render::funcs::write_average;
 use scry::sys::bpf_cpudist::{CpudistBpf, CpudistSettings};
 
 use super::bpf_tool;
@@ -32,6 +34,13 @@ pub(crate) struct CpudistArgs {
     /// A histogram per thread.
     #[arg(short = 'L', long = "tids")]
     tids: bool,
+    /// Count the CPUs' idle task too (pid 0; default: left out, as bcc).
+    #[arg(short = 'I', long = "include-idle")]
+    include_idle: bool,
+    /// After the histograms, bcc's summary: `avg = A usecs, total: T
+    /// usecs, count: N`.
+    #[arg(short = 'e', long = "extension")]
+    extension: bool,
     #[command(flatten)]
     target: PidArg,
     #[command(flatten)]
@@ -46,6 +55,7 @@ pub(crate) fn run(args: CpudistArgs) -> anyhow::Result<()> {
         milliseconds: args.milliseconds,
         pid: args.target.pid,
         cgroup: args.tail.cgroup.cgroup.is_some(),
+        include_idle: args.include_idle,
     };
     let run_opts = args.tail.intervals.run_options(args.target.pid);
     bpf_tool::check_pid("cpudist", "-p", args.target.pid)?;
@@ -71,8 +81,16 @@ pub(crate) fn run(args: CpudistArgs) -> anyhow::Result<()> {
         if last {
             bpf.detach();
         }
-        let hists = bpf_tool::keyed_hists(&bpf.read()?, label, unit);
-        bpf_tool::write_hists(&mut out, &hists, &args.tail.table, args.timestamp)
+        let read = bpf.read()?;
+        let slots: Vec<_> = read.iter().map(|h| h.slots.clone()).collect();
+        let hists = bpf_tool::keyed_hists(&slots, label, unit);
+        bpf_tool::write_hists(&mut out, &hists, &args.tail.table, args.timestamp)?;
+        if args.extension && !args.tail.table.json {
+            let total = read.iter().map(|h| h.sum).sum();
+            let count = hists.iter().map(|h| h.hist.total()).sum();
+            write_average(&mut out, (total, count), unit, 1)?;
+        }
+        out.flush()
     };
     bpf_run::run(&run_opts, |last| print(&mut bpf, last))?;
     Ok(())

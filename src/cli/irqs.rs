@@ -2,13 +2,15 @@
 //! and layout): time spent in each hard interrupt handler or softirq
 //! vector, summed in the kernel (`-d`: as histograms, `-C`: events
 //! counted instead), `-N` nanoseconds, `-T` timestamps, `-c` one cgroup
-//! (libbpf-tools' hardirqs has it; softirqs takes it too), `interval
+//! (libbpf-tools' hardirqs has it; softirqs takes it too), `--cpu` one
+//! CPU (bcc's `-c CPU`: `-c` is the cgroup here), `interval
 //! [count]` as bcc, `--json`. Both tools take the same flags, so one
 //! `IrqsArgs` serves both. Wiring only: `sys::bpf_irqs` →
 //! `analysis::irqs` → `render::irqs`.
 
 use std::io::{self, Write};
 
+use anyhow::{anyhow, bail};
 use clap::Args;
 
 use scry::analysis::irqs::irq_rows;
@@ -32,6 +34,10 @@ pub(crate) struct IrqsArgs {
     /// Print a timestamp with each interval.
     #[arg(short = 'T', long = "timestamp")]
     timestamp: bool,
+    /// Only this CPU's interrupts (bcc's -c CPU; -c is the cgroup here,
+    /// as in libbpf-tools).
+    #[arg(long = "cpu", value_name = "CPU")]
+    cpu: Option<u32>,
     #[command(flatten)]
     tail: bpf_tool::CgroupTableArgs,
 }
@@ -53,7 +59,15 @@ pub(crate) fn run(kind: IrqKind, args: IrqsArgs) -> anyhow::Result<()> {
         measure,
         nanoseconds: args.nanoseconds,
         cgroup: args.tail.cgroup.cgroup.is_some(),
+        cpu: args.cpu,
     };
+    if let Some(cpu) = args.cpu {
+        let online = scry::sys::proc::online_cpus()
+            .map_err(|e| anyhow!("{tool}: --cpu {cpu}: reading the online CPUs: {e}"))?;
+        if !online.contains(&cpu) {
+            bail!("{tool}: --cpu {cpu}: no such CPU online (online: {online:?})");
+        }
+    }
     let run_opts = args.tail.intervals.run_options(None);
     let cgroup = args.tail.cgroup.open(tool)?;
     let mut bpf = bpf_tool::load(tool, || IrqsBpf::load(settings))?;

@@ -2,7 +2,8 @@
 //! calls counted in the kernel per call or per process (`-P`), with their
 //! total latency (`-L`), failed ones only (`-x`; `-e ERRNO`: failing with
 //! one error), one call only (`--syscall`), for one process (`-p`),
-//! thread (`-t`) or cgroup (`-c`), printed every interval (`-i`) or once
+//! thread (`-t`), cgroup (`-c`) or the children of one process
+//! (`--ppid`, bcc's `-c`: scry's `-c` is libbpf-tools' cgroup), printed every interval (`-i`) or once
 //! at the end (Ctrl-C, `-d`, or when the `-p` process exits); `-l` lists
 //! the calls it knows. Wiring only: `sys::bpf_syscount` → `analysis::syscount` →
 //! `render::syscount`.
@@ -45,6 +46,10 @@ pub(crate) struct SyscountArgs {
     /// Only this thread.
     #[arg(short = 't', long = "tid", value_name = "TID", value_parser = clap::value_parser!(u32).range(1..))]
     tid: Option<u32>,
+    /// Only the children of this process (bcc's -c/--ppid; -c is the
+    /// cgroup here, as in libbpf-tools).
+    #[arg(long = "ppid", value_name = "PPID", value_parser = clap::value_parser!(u32).range(1..))]
+    ppid: Option<u32>,
     /// List the system calls known here and exit.
     #[arg(short = 'l', long = "list")]
     list: bool,
@@ -91,6 +96,7 @@ pub(crate) fn run(args: SyscountArgs) -> anyhow::Result<()> {
         by_process: args.process,
         pid: args.target.pid,
         tid: args.tid,
+        ppid: args.ppid,
         errno,
         syscall,
         cgroup: args.cgroup.is_some(),
@@ -102,6 +108,7 @@ pub(crate) fn run(args: SyscountArgs) -> anyhow::Result<()> {
         milliseconds: args.milliseconds,
     };
     bpf_tool::check_pid_tid("syscount", args.target.pid, args.tid)?;
+    bpf_tool::check_pid("syscount", "--ppid", args.ppid)?;
     let mut bpf = bpf_tool::load("syscount", || SyscountBpf::load(settings))?;
     if let Some(dir) = &args.cgroup {
         bpf.set_cgroup(dir).map_err(|e| anyhow!("syscount: {e}"))?;

@@ -10,7 +10,7 @@ use std::io;
 use super::bpf_engine::{GroupRules, Loaded, u32_at, u64_at};
 use super::bpf_events::{EventStream, c_string_at};
 use super::bpf_execsnoop::load_in_cgroup;
-use super::bpf_hists::{COMM_LEN, HistBpf, KeyedSlots, MAX_SLOTS};
+use super::bpf_hists::HistBpf;
 
 super::bpf::bpf_skeleton!("bio.skel.rs");
 
@@ -127,24 +127,6 @@ fn open(
 /// (-D) in the high 32 bits, canonical flags (-F) in the low, or
 /// u32::MAX; bitesize's: by tgid.
 pub(crate) type BiolatencyBpf = HistBpf<BioSkel<'static>>;
-
-/// One biolatency histogram with the total of its values (in its unit;
-/// for -e, bcc's average).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct LatencySlots {
-    pub(crate) slots: KeyedSlots,
-    pub(crate) sum: u64,
-}
-
-impl LatencySlots {
-    /// A map entry: `struct hist` with HIST_SUM; None when shorter.
-    pub(crate) fn parse(key: &[u8], value: &[u8]) -> Option<LatencySlots> {
-        Some(LatencySlots {
-            slots: KeyedSlots::parse(key, value)?,
-            sum: u64_at(value, MAX_SLOTS * 8 + COMM_LEN)?,
-        })
-    }
-}
 
 /// The disk and the flags of a biolatency key (each 0 unless asked for).
 pub(crate) fn split_key(key: u64) -> (u32, u32) {

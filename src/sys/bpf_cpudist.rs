@@ -2,12 +2,13 @@
 //! the engine and reads its histograms (log2 slots, already in the unit
 //! asked for). The rules (which stretches count) are in the program's
 //! header comment. Histograms are read and deleted (`bpf_hists`), as
-//! libbpf-tools does, so each interval starts from zero.
+//! libbpf-tools does, so each interval starts from zero; each has the sum
+//! of its values (for -e).
 
 use std::io;
 
 use super::bpf_engine::{self, Hook, Loaded};
-use super::bpf_hists::{self, KeyedSlots};
+use super::bpf_hists::{self, SummedSlots};
 
 super::bpf::bpf_skeleton!("cpudist.skel.rs");
 
@@ -23,6 +24,8 @@ pub(crate) struct CpudistSettings {
     pub(crate) pid: Option<u32>,
     /// Only the cgroup given to [`CpudistBpf::set_cgroup`].
     pub(crate) cgroup: bool,
+    /// Count the idle task too (bcc's -I).
+    pub(crate) include_idle: bool,
 }
 
 #[derive(Debug)]
@@ -42,6 +45,7 @@ impl CpudistBpf {
                 rodata.milliseconds = settings.milliseconds;
                 rodata.filter_tgid = settings.pid.unwrap_or(0);
                 rodata.filter_cgroup = settings.cgroup;
+                rodata.include_idle = settings.include_idle;
                 Ok(())
             },
         )?;
@@ -58,9 +62,12 @@ impl CpudistBpf {
         self.loaded.hooks()
     }
 
-    /// The histograms since the last read (they are deleted), by key.
-    pub(crate) fn read(&self) -> io::Result<Vec<KeyedSlots>> {
-        bpf_hists::drain(&self.loaded.skel.maps.hists)
+    /// The histograms since the last read (they are deleted), by key,
+    /// each with the sum of its values.
+    pub(crate) fn read(&self) -> io::Result<Vec<SummedSlots>> {
+        let mut read = bpf_hists::drain_with(&self.loaded.skel.maps.hists, SummedSlots::parse)?;
+        read.sort_by_key(|h| h.slots.key);
+        Ok(read)
     }
 
     pub(crate) fn detach(&mut self) {

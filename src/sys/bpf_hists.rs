@@ -47,6 +47,24 @@ impl KeyedSlots {
     }
 }
 
+/// One histogram with the total of its values (in its unit), from a
+/// program that defines HIST_SUM: for bcc's `-e` average.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SummedSlots {
+    pub(crate) slots: KeyedSlots,
+    pub(crate) sum: u64,
+}
+
+impl SummedSlots {
+    /// A map entry: `struct hist` with HIST_SUM; None when shorter.
+    pub(crate) fn parse(key: &[u8], value: &[u8]) -> Option<SummedSlots> {
+        Some(SummedSlots {
+            slots: KeyedSlots::parse(key, value)?,
+            sum: u64_at(value, MAX_SLOTS * 8 + COMM_LEN)?,
+        })
+    }
+}
+
 /// Takes every histogram out of `map` (they are deleted), by key.
 pub(crate) fn drain<M: MapCore>(map: &M) -> io::Result<Vec<KeyedSlots>> {
     let mut out = drain_with(map, KeyedSlots::parse)?;

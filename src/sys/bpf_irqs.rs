@@ -46,6 +46,8 @@ pub(crate) struct IrqSettings {
     pub(crate) nanoseconds: bool,
     /// Only the cgroup given to [`IrqsBpf::set_cgroup`].
     pub(crate) cgroup: bool,
+    /// Only this CPU's interrupts (bcc's -c CPU).
+    pub(crate) cpu: Option<u32>,
 }
 
 /// One interrupt's sums: a hard irq by handler name (`vec` 0), a softirq
@@ -81,6 +83,7 @@ impl IrqsBpf {
                 rodata.dist = settings.measure == IrqMeasure::Dist;
                 rodata.nanoseconds = settings.nanoseconds;
                 rodata.filter_cgroup = settings.cgroup;
+                rodata.filter_cpu = settings.cpu.map_or(-1, |c| i32::try_from(c).unwrap_or(-1));
                 Ok(())
             },
             GroupRules::skipping(skip),

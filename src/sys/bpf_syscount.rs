@@ -25,6 +25,8 @@ pub(crate) struct SyscountSettings {
     pub(crate) pid: Option<u32>,
     /// Only this thread.
     pub(crate) tid: Option<u32>,
+    /// Only the children of this process (their parent's tgid).
+    pub(crate) ppid: Option<u32>,
     /// Only calls failing with this error number.
     pub(crate) errno: Option<u32>,
     /// Only this call number.
@@ -66,6 +68,7 @@ impl SyscountBpf {
                 rodata.count_by_process = settings.by_process;
                 rodata.filter_tgid = settings.pid.unwrap_or(0);
                 rodata.filter_tid = settings.tid.unwrap_or(0);
+                rodata.filter_ppid = settings.ppid.unwrap_or(0);
                 rodata.filter_errno = settings.errno.unwrap_or(0);
                 rodata.filter_cgroup = settings.cgroup;
                 rodata.filter_nr = settings

@@ -285,35 +285,14 @@ fn biolatency_e_prints_bccs_average_line() {
     let (text, _) = scry.stop();
     let (peer_text, _) = oracle.stop();
     let text = text.join("\n");
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("avg = "))
-        .unwrap_or_else(|| panic!("no average line:\n{text}"));
-    let numbers: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    let [avg, total, count] = numbers[..] else {
-        panic!("{line}");
-    };
-    assert!(
-        line.ends_with(&format!("count: {count}")) && line.contains(" usecs, total: "),
-        "{line}"
-    );
+    let (line, [avg, total, count]) = common::average_line(&text);
+    assert!(line.contains(" usecs, total: "), "{line}");
     let peer_total = hist_total(&peer_text.join("\n"));
     eprintln!("biolatency -e on {name}: {line}; libbpf-tools counted {peer_total}");
     assert_eq!((count, hist_total(&text)), (n, n), "{text}");
     assert_eq!(peer_total, n, "{peer_text:?}");
     assert_eq!(avg, total / count, "{line}");
-    let slots: Vec<(u64, u64)> = text
-        .lines()
-        .filter_map(|l| {
-            let (range, rest) = l.split_once(':')?;
-            let (lo, hi) = range.split_once("->")?;
-            let n: u64 = rest.split_whitespace().next()?.parse().ok()?;
-            (n > 0).then_some((lo.trim().parse().ok()?, hi.trim().parse().ok()?))
-        })
-        .collect();
+    let slots = common::hist_slots(&text);
     let (lo, hi) = (slots[0].0, slots[slots.len() - 1].1);
     assert!(lo <= avg && avg <= hi, "{avg} outside {lo}..{hi}:\n{text}");
 }

@@ -270,6 +270,36 @@ fn syscount_counts_one_cgroup_as_libbpf_tools() {
     common::assert_bad_input(&out, "--cgroup /nonexistent-cg", &"-c /nonexistent-cg");
 }
 
+/// bcc's --ppid (its -c; scry's -c is libbpf-tools' cgroup): a stopped sh
+/// runs `calls 700` then `calls 300`, its children, while `calls 500`, a
+/// child of this test, runs beside them: syscount --ppid SH counts the
+/// children's 1000 getppid and not the other 500. libbpf-tools' syscount
+/// has no --ppid: the workload's own answer.
+#[test]
+fn syscount_ppid_counts_the_children_of_one_process() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let calls = common::workload("calls");
+    let calls = calls.to_str().expect("utf-8 path");
+    // `exit 0` last: sh would exec a last command in its own process.
+    let script = "\"$0\" 700; \"$0\" 300; exit 0";
+    let mut parent = stopped(Path::new("/bin/sh"), &["-c", script, calls]);
+    let mut other = stopped_workload("calls", &["500"]);
+    let ppid = parent.id().to_string();
+    let mut cmd = common::scry();
+    cmd.args(["syscount", "--ppid", &ppid, "--syscall", "getppid"]);
+    let (child, out) = tracer(cmd, "Tracing syscalls");
+    common::signal(other.id(), "CONT");
+    common::signal(parent.id(), "CONT");
+    assert!(parent.wait().expect("sh ends").success());
+    assert!(other.wait().expect("calls ends").success());
+    let (text, err) = finish(child, out, true);
+    assert_eq!(count_of(&text, "getppid"), Some(1000), "{text}\n{err}");
+    let out = common::output(common::scry().args(["syscount", "--ppid", "999999999"]));
+    common::assert_bad_input(&out, "--ppid 999999999: no such process", &"--ppid");
+}
+
 /// A cgroup v2 directory of this test's own, removed when dropped.
 pub(crate) struct TestCgroup(pub(crate) std::path::PathBuf);
 
@@ -533,6 +563,104 @@ fn cpudist_totals_agree_with_libbpf_tools() {
             "{text}"
         );
     }
+}
+
+/// bcc's `-e` on cpudist: pingpong's off-CPU stretches (it blocks at
+/// least 2000 times), counted by scry with -e and by libbpf-tools beside
+/// it: the average line's count is scry's histogram's total (libbpf-tools'
+/// or at most 2 below, as above), avg is total / count, and the total lies
+/// between what the histogram's slots allow (each count times its slot's
+/// low and high bound).
+#[test]
+fn cpudist_e_prints_bccs_average_line() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let mut workload = stopped_workload("pingpong", &["2000"]);
+    let pid = workload.id().to_string();
+    let mut cmd = common::scry();
+    cmd.args(["cpudist", "-O", "-e", "-p", &pid]);
+    let (scry, scry_out) = tracer(cmd, "CPU time");
+    let (oracle, oracle_out) = tracer(
+        peer("cpudist", &["-O".into(), "-p".into(), pid]),
+        "CPU time",
+    );
+    common::signal(workload.id(), "CONT");
+    assert!(workload.wait().expect("workload ends").success());
+    let (peer_text, _) = finish(oracle, oracle_out, true);
+    let (text, err) = finish(scry, scry_out, false);
+    let (line, [avg, total, count]) = common::average_line(&text);
+    let theirs = hist_total(&peer_text);
+    eprintln!("cpudist -O -e: {line}; libbpf-tools counted {theirs}");
+    assert!(line.contains(" usecs, total: "), "{line}");
+    assert_eq!(count, hist_total(&text), "{text}\n{err}");
+    assert!(
+        count >= 2000 && count <= theirs && theirs <= count + 2,
+        "{text}\n{peer_text}"
+    );
+    assert_eq!(avg, total / count, "{line}");
+    let slots = common::hist_slots(&text);
+    let low: u64 = slots.iter().map(|s| s.0 * s.2).sum();
+    let high: u64 = slots.iter().map(|s| s.1 * s.2).sum();
+    assert!(
+        low <= total && total <= high,
+        "{total} outside {low}..{high}:\n{text}"
+    );
+}
+
+/// bcc's `-I`: the idle task (pid 0) is left out unless asked for. In one
+/// window, off-CPU (the idle task's stretch away from its CPU, whatever
+/// its state), scry's cpudist -O -P, scry's cpudist -O -I -P and
+/// libbpf-tools' cpudist -O -P (which always counts it): scry's without
+/// -I never has a `pid = 0` histogram; once libbpf-tools' counts 10
+/// stretches or more of pid 0 (an idle CPU in the window), scry's with -I
+/// has one too. A machine whose CPUs never idle (other work on both) has
+/// no such window: then only the first half is checked, and said.
+#[test]
+fn cpudist_counts_the_idle_task_only_with_i() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    // The count of pid 0's histogram, if there is one.
+    let idle = |text: &str| {
+        let at = text.find("\npid = 0 ")?;
+        let end = text[at + 1..]
+            .find("\npid = ")
+            .map_or(text.len(), |e| at + 1 + e);
+        Some(hist_total(&text[at..end]))
+    };
+    for window in 1..=10 {
+        let run = |cmd: &mut Command| {
+            cmd.stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("cpudist starts")
+        };
+        let without = run(common::scry().args(["cpudist", "-O", "-P", "1", "1"]));
+        let with = run(common::scry().args(["cpudist", "-O", "-I", "-P", "1", "1"]));
+        let args: Vec<String> = ["-O", "-P", "1", "1"].map(String::from).to_vec();
+        let oracle = run(&mut peer("cpudist", &args));
+        let text = |child: Child| {
+            let out = child.wait_with_output().expect("cpudist ends");
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let (without, with, theirs) = (text(without), text(with), text(oracle));
+        assert_eq!(idle(&without), None, "pid 0 without -I:\n{without}");
+        if idle(&theirs).is_some_and(|n| n >= 10) {
+            assert!(
+                idle(&with).is_some_and(|n| n > 0),
+                "libbpf-tools counted pid 0, scry -I did not:\n{with}\n{theirs}"
+            );
+            eprintln!(
+                "cpudist -I: pid 0 in window {window}: {:?} (libbpf-tools {:?})",
+                idle(&with),
+                idle(&theirs)
+            );
+            return;
+        }
+    }
+    eprintln!("cpudist -I: no CPU idled in 10 one-second windows: only the exclusion was checked");
 }
 
 /// runqlat on the same run as libbpf-tools' runqlat, both with `-p` and
@@ -862,6 +990,116 @@ fn hardirqs_and_softirqs_count_the_events_libbpf_tools_counts() {
         }
         assert!(text.contains(&format!("\n{label}")), "{text}");
     }
+}
+
+/// Per name, the per-CPU counts of /proc/softirqs (`NAME: c0 c1 ...`,
+/// lowercased) or /proc/interrupts (the numbered lines, named by their
+/// last word: the handler's name, as hardirqs names its rows).
+fn proc_irq_counts(path: &str) -> std::collections::HashMap<String, Vec<u64>> {
+    let text = std::fs::read_to_string(path).expect("/proc irq counts");
+    let cpus = text
+        .lines()
+        .next()
+        .map_or(0, |l| l.split_whitespace().count());
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let first = words.next()?.trim_end_matches(':');
+            let counts: Vec<u64> = words.take(cpus).map_while(|w| w.parse().ok()).collect();
+            let name = match path {
+                "/proc/softirqs" => first.to_lowercase(),
+                _ if first.parse::<u32>().is_ok() => l.split_whitespace().last()?.to_string(),
+                _ => return None,
+            };
+            (counts.len() == cpus).then_some((name, counts))
+        })
+        .collect()
+}
+
+/// bcc's `-c CPU` (`--cpu` here: `-c` is libbpf-tools' cgroup) on
+/// hardirqs and softirqs: one `-C --cpu N` run per online CPU side by side
+/// while fsyncer makes disk interrupts and block softirqs, with the
+/// kernel's own per-CPU counts (/proc/softirqs, /proc/interrupts) read
+/// before the first starts and after the last ends: each CPU's count of
+/// each interrupt is at most what the kernel counted on that CPU in the
+/// window (unfiltered, a CPU's run would count the others' too), and the
+/// runs counted something (timer softirqs on every CPU; fsyncer's disk
+/// interrupts on the CPUs they are routed to, maybe one).
+/// libbpf-tools' have no CPU filter: the kernel's counts are the oracle.
+#[test]
+fn hardirqs_and_softirqs_cpu_count_one_cpus_interrupts() {
+    if !require_bpf_oracle() {
+        return;
+    }
+    let online: Vec<usize> = (0..64)
+        .filter(|c| std::path::Path::new(&format!("/sys/devices/system/cpu/cpu{c}")).exists())
+        .filter(|c| {
+            std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{c}/online"))
+                .map_or(true, |s| s.trim() == "1")
+        })
+        .collect();
+    for (tool, proc_file, head) in [
+        ("softirqs", "/proc/softirqs", "SOFTIRQ"),
+        ("hardirqs", "/proc/interrupts", "HARDIRQ"),
+    ] {
+        let before = proc_irq_counts(proc_file);
+        let runs: Vec<_> = online
+            .iter()
+            .map(|cpu| {
+                let mut cmd = common::scry();
+                cmd.args([tool, "-C", "--cpu", &cpu.to_string()]);
+                (*cpu, tracer(cmd, "irq events"))
+            })
+            .collect();
+        let workload = Command::new(common::workload("fsyncer"))
+            .arg("50")
+            .stderr(Stdio::null())
+            .status()
+            .expect("fsyncer runs");
+        assert!(workload.success());
+        let texts: Vec<(usize, String)> = runs
+            .into_iter()
+            .map(|(cpu, (child, out))| (cpu, finish(child, out, true).0))
+            .collect();
+        let after = proc_irq_counts(proc_file);
+        let mut counted = 0;
+        for (cpu, text) in &texts {
+            let rows: Vec<(String, u64)> = text
+                .lines()
+                .skip_while(|l| !l.starts_with(head))
+                .skip(1)
+                .filter_map(|l| {
+                    let (name, n) = l.trim().rsplit_once(char::is_whitespace)?;
+                    Some((name.trim().to_string(), n.parse().ok()?))
+                })
+                .collect();
+            let total: u64 = rows.iter().map(|r| r.1).sum();
+            counted += total;
+            assert!(
+                total > 0 || tool == "hardirqs",
+                "{tool} --cpu {cpu} counted nothing:\n{text}"
+            );
+            for (name, n) in &rows {
+                let (Some(b), Some(a)) = (before.get(name), after.get(name)) else {
+                    continue;
+                };
+                let kernel = a[*cpu].saturating_sub(b[*cpu]);
+                assert!(
+                    *n <= kernel,
+                    "{tool} --cpu {cpu}: {name} {n}, the kernel counted {kernel} on CPU {cpu} \
+                     (all CPUs: {:?} -> {a:?}):\n{text}",
+                    b
+                );
+            }
+        }
+        assert!(
+            counted > 0,
+            "{tool}: no CPU's run counted anything: {texts:?}"
+        );
+    }
+    let out = common::output(common::scry().args(["softirqs", "--cpu", "4096"]));
+    common::assert_bad_input(&out, "--cpu 4096: no such CPU online", &"--cpu 4096");
 }
 
 /// One entry of offcputime's output (bcc's and libbpf-tools' layout): its

@@ -311,6 +311,14 @@ fn guest_bpf_tools_on_kernel_functions_agree() {
     assert_passed(|n| names.contains(&n), &names);
 }
 
+/// cpudist's -I (bcc's) in the idle guest: off-CPU, the idle task's
+/// histogram (pid 0) with -I -P, none without -I (the host's CPUs may
+/// never idle beside other work).
+#[test]
+fn guest_cpudist_counts_the_idle_task_with_i() {
+    assert_passed(|n| n == "cpudist_idle", &["cpudist_idle"]);
+}
+
 /// After every check: no kprobe_events line, the nop tracer, no kprobe
 /// nor ftrace hook that was not there at the start (debugfs
 /// kprobes/list, enabled_functions: what a BPF link on a kernel function
@@ -322,6 +330,7 @@ fn guest_leaves_no_kprobe_nor_tracer() {
         |n| n.starts_with("clean_after_") || n == "bpf_sigkill",
         &[
             "bpf_sigkill",
+            "clean_after_cpudist_idle",
             "clean_after_probe_record",
             "clean_after_probe_return",
             "clean_after_probe_args",

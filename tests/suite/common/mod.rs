@@ -467,6 +467,40 @@ pub(crate) fn hist_total(text: &str) -> u64 {
         .sum()
 }
 
+/// bcc's `-e` line of a histogram tool's text (`avg = A UNIT, total: T
+/// UNIT, count: N`): the line and [A, T, N]; panics when there is none.
+pub(crate) fn average_line(text: &str) -> (String, [u64; 3]) {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("avg = "))
+        .unwrap_or_else(|| panic!("no average line:\n{text}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [avg, total, count] = numbers[..] else {
+        panic!("{line}");
+    };
+    assert!(
+        line.ends_with(&format!("count: {count}")) && line.contains(", total: "),
+        "{line}"
+    );
+    (line.to_string(), [avg, total, count])
+}
+
+/// The non-empty slots of the log2 histograms in `text`: (low, high,
+/// count), in order.
+pub(crate) fn hist_slots(text: &str) -> Vec<(u64, u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (range, rest) = l.split_once(':')?;
+            let (lo, hi) = range.split_once("->")?;
+            let n: u64 = rest.split_whitespace().next()?.parse().ok()?;
+            (n > 0).then_some((lo.trim().parse().ok()?, hi.trim().parse().ok()?, n))
+        })
+        .collect()
+}
+
 /// The tracefs root, for a test of the function_graph tracer's absence;
 /// `None` (skipped, said why) where this kernel offers it: the kernel
 /// matrix checks it there.
