@@ -19,9 +19,13 @@
 # 10 ms steps round scry's to 0) of a start
 # followed by an end at once, which the load of a shared machine does not
 # stretch as it stretches wall times: `scry profile-bpf -F 99 -p PID` of a
-# process that exits 0.2 s later (no sample to name), against
+# sleeping process killed 0.1 s after scry's banner says it samples (no sample
+# to name; a run that fails is not counted and says so), against
 # `bpftrace -e 'BEGIN { exit(); } profile:hz:99 {...}'` (BEGIN runs once
-# every probe is attached).
+# every probe is attached). (Until 2026-11-27 the process exited 0.2 s
+# after it was started, whatever scry had done by then: on a loaded
+# machine scry's start can take longer, and a run that found the process
+# gone failed and was counted as well.)
 #
 # Start: the wall time from the command to its ready line, median of REPS:
 # scry's banner (printed once the sampling program is attached to every
@@ -158,11 +162,30 @@ for _ in $(seq "$REPS"); do
 done
 # task_ms NAME: the task-clock (ms) of `perf stat -x,` in $out/t, appended to $out/NAME.
 task_ms() { awk -F, '$3 == "task-clock" {printf "%.2f\n", $1}' "$out/t" >>"$out/$1"; }
+# start_cpu: one scry start CPU run (see the header), appended to
+# $out/scry_start_cpu when scry ran to its end.
+start_cpu() {
+    sleep 300 & local nap=$!
+    rm -f "$out/fifo"; mkfifo "$out/fifo"
+    perf stat -x, -e task-clock -o "$out/t" -- timeout -s KILL 60 "$scry" profile-bpf -F 99 -p "$nap" \
+        >"$out/fifo" 2>"$out/start_cpu.err" &
+    local stat=$!
+    exec 3<"$out/fifo"
+    while read -r line <&3; do [[ $line == *"Sampling at"* ]] && break; done
+    # scry watches the process (its pidfd) just after the banner.
+    sleep 0.1
+    kill "$nap" 2>/dev/null || true
+    wait "$nap" 2>/dev/null || true
+    cat <&3 >/dev/null
+    exec 3<&-
+    if wait "$stat"; then
+        task_ms scry_start_cpu
+    else
+        echo "bench/oncpu.sh: a scry start CPU run failed (not counted): $(head -1 "$out/start_cpu.err")" >&2
+    fi
+}
 for _ in $(seq "$REPS"); do
-    sleep 0.2 & nap=$!
-    perf stat -x, -e task-clock -o "$out/t" -- timeout -s KILL 60 "$scry" profile-bpf -F 99 -p "$nap" >/dev/null 2>&1 || true
-    task_ms scry_start_cpu
-    wait "$nap" || true
+    start_cpu
     perf stat -x, -e task-clock -o "$out/t" -- timeout -s KILL 60 bpftrace \
         -e 'BEGIN { exit(); } profile:hz:99 { @[kstack, ustack, comm] = count(); }' >/dev/null 2>&1 || true
     task_ms bpftrace_start_cpu
