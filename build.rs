@@ -35,6 +35,7 @@ const PROGRAMS: &[&str] = &[
     "capable",
     "sockcall",
     "oncpu",
+    "targets",
     "filelife",
     "tcptop",
     "tcprtt",

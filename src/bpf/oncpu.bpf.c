@@ -9,8 +9,9 @@
 // Which samples count, bcc's rules: not the idle task (tid 0) unless
 // `include_idle`; `filter_tgid`/`filter_tid` one process or thread (0:
 // any); with `use_targets`, only the processes in `targets` (a workload
-// from its exec on, and what it forks: targets.bpf.h, the fork and exec
-// hooks attached only then). The stacks come from the interrupted
+// from its exec on, and what it forks: targets.bpf.h, kept by the fork
+// and exec hooks of targets.bpf.c, an object loaded only then, which
+// shares this object's map). The stacks come from the interrupted
 // registers, so no frame of this program is in them; a stack not asked
 // for (-U, -K) has the id -1, and a kernel thread's user stack -EFAULT.
 //
@@ -96,21 +97,5 @@ int scry_oc_sample(void *ctx)
 		return 0;
 	}
 	count_drop();
-	return 0;
-}
-
-// Forks of watched processes are watched (use_targets only).
-SEC("raw_tp/sched_process_fork")
-int BPF_PROG(scry_oc_fork, struct task_struct *parent, struct task_struct *child)
-{
-	targets_fork(child);
-	return 0;
-}
-
-// A workload is watched from its exec on (use_targets only).
-SEC("raw_tp/sched_process_exec")
-int BPF_PROG(scry_oc_exec)
-{
-	targets_exec();
 	return 0;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0)
-// The processes a program watches, shared by profile.bpf.c and
-// trace_args.bpf.c: `targets` maps a tgid to TARGET_WATCHED, or to
+// The processes a program watches, shared by profile.bpf.c,
+// trace_args.bpf.c, oncpu.bpf.c and targets.bpf.c (oncpu's fork and exec
+// hooks, an object of their own): `targets` maps a tgid to TARGET_WATCHED, or to
 // TARGET_AT_EXEC for a workload forked and waiting to exec (watched from
 // its exec on, as perf's enable_on_exec). What a watched process forks is
 // watched too; a new thread shares its tgid. User space fills the map.

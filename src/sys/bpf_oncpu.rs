@@ -7,10 +7,18 @@
 //!
 //! The counts come back as offcputime's sums (`OffcpuSum`), which bcc
 //! prints alike: `us` holds the samples, `tid` the process (bcc's profile
-//! keys by process), `state` 0 (running). The fork and exec hooks are loaded only for a
-//! `targets` run (a workload, a list of processes). The processes sampled
-//! for the first time come from the program's small `fresh` map, emptied
-//! at each read (`fresh_tgids`), not from a walk of the counts.
+//! keys by process), `state` 0 (running). The processes sampled for the
+//! first time come from the program's small `fresh` map, emptied at each
+//! read (`fresh_tgids`), not from a walk of the counts.
+//!
+//! The start (command to first sample) is mostly the kernel's work at
+//! load, so what a run does not use is not loaded or not filled in:
+//! - The fork and exec hooks of a `targets` run (a workload, a list of
+//!   processes) are another object (`sys::bpf_targets`), loaded only then:
+//!   their CO-RE read would make libbpf read the kernel's BTF (~6 MB).
+//! - The hash maps are not preallocated (`BPF_F_NO_PREALLOC`, perf_event
+//!   programs take it from 6.1; before, the object is loaded again
+//!   preallocated): bcc's 40960 counts cost their memory at each start.
 
 use std::collections::HashMap;
 use std::io;
@@ -20,6 +28,7 @@ use libbpf_rs::{MapCore, MapFlags};
 use super::bpf::io_error;
 use super::bpf_engine::{self, Attach, GroupRules, Hook, Loaded, comm_at, u32_at, u64_at};
 use super::bpf_offcputime::OffcpuSum;
+use super::bpf_targets::TargetHooks;
 use super::perf_event;
 
 super::bpf::bpf_skeleton!("oncpu.skel.rs");
@@ -55,6 +64,8 @@ pub(crate) struct OncpuSettings {
 #[derive(Debug)]
 pub(crate) struct OncpuBpf {
     loaded: Loaded<OncpuSkel<'static>>,
+    /// The fork and exec hooks of a `targets` run.
+    targets: Option<TargetHooks>,
 }
 
 impl OncpuBpf {
@@ -64,38 +75,29 @@ impl OncpuBpf {
             Some(cpus) => cpus.clone(),
             None => super::proc::online_cpus()?,
         };
-        let skip: &[&str] = if settings.targets {
-            &[]
-        } else {
-            &["scry_oc_fork", "scry_oc_exec"]
+        // Kernels before 6.1 refuse a hash map not preallocated to a
+        // perf_event program: the object is loaded again preallocated.
+        let mut loaded = match load_object(settings, libbpf_rs::libbpf_sys::BPF_F_NO_PREALLOC) {
+            Ok(loaded) => loaded,
+            Err(_) => load_object(settings, 0)?,
         };
-        let mut loaded = bpf_engine::load(
-            OncpuSkelBuilder::default,
-            |open: &mut skel::OpenOncpuSkel<'static>| {
-                bpf_engine::size_stack_map(&mut open.maps.stacks, settings.stack_storage)?;
-                open.maps
-                    .counts
-                    .set_max_entries(settings.hash_storage)
-                    .map_err(|e| io_error("sizing the BPF counts map", e))?;
-                let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
-                rodata.filter_tgid = settings.pid.unwrap_or(0);
-                rodata.filter_tid = settings.tid.unwrap_or(0);
-                rodata.use_targets = settings.targets;
-                rodata.include_idle = settings.include_idle;
-                rodata.user_stacks = settings.user_stacks;
-                rodata.kernel_stacks = settings.kernel_stacks;
-                Ok(())
-            },
-            GroupRules::skipping(skip),
-            Attach::Now,
-        )?;
+        let targets = if settings.targets {
+            Some(TargetHooks::attach(&loaded.skel.maps.targets)?)
+        } else {
+            None
+        };
         let events = perf_event::cpu_clocks(&cpus, settings.frequency)?;
         loaded.attach_perf_events("scry_oc_sample", events)?;
-        Ok(OncpuBpf { loaded })
+        Ok(OncpuBpf { loaded, targets })
     }
 
+    /// Where the programs are attached (the `-v` lines).
     pub(crate) fn hooks(&self) -> Vec<Hook> {
-        self.loaded.hooks()
+        let mut hooks = self.loaded.hooks();
+        if let Some(targets) = &self.targets {
+            hooks.extend(targets.hooks());
+        }
+        hooks
     }
 
     /// Count process `tgid` and what it forks from now on (a `targets`
@@ -210,5 +212,52 @@ impl OncpuBpf {
     /// Stops sampling: the counts stop moving.
     pub(crate) fn detach(&mut self) {
         self.loaded.detach();
+        if let Some(targets) = &mut self.targets {
+            targets.detach();
+        }
     }
+}
+
+/// Opens, sizes and loads the object (`hash_flags`: the hash maps'
+/// `map_flags`); the sampling program is attached by the caller.
+fn load_object(
+    settings: &OncpuSettings,
+    hash_flags: u32,
+) -> io::Result<Loaded<OncpuSkel<'static>>> {
+    bpf_engine::load(
+        OncpuSkelBuilder::default,
+        |open: &mut skel::OpenOncpuSkel<'static>| {
+            let maps = &mut open.maps;
+            bpf_engine::size_stack_map(&mut maps.stacks, settings.stack_storage)?;
+            maps.counts
+                .set_max_entries(settings.hash_storage)
+                .map_err(|e| io_error("sizing the BPF counts map", e))?;
+            if !settings.targets {
+                // Read only when `use_targets`: one entry is the least
+                // a map holds.
+                maps.targets
+                    .set_max_entries(1)
+                    .map_err(|e| io_error("sizing the BPF targets map", e))?;
+            }
+            for map in [
+                &mut maps.counts,
+                &mut maps.seen,
+                &mut maps.fresh,
+                &mut maps.targets,
+            ] {
+                map.set_map_flags(hash_flags)
+                    .map_err(|e| io_error("setting the BPF hash maps' flags", e))?;
+            }
+            let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
+            rodata.filter_tgid = settings.pid.unwrap_or(0);
+            rodata.filter_tid = settings.tid.unwrap_or(0);
+            rodata.use_targets = settings.targets;
+            rodata.include_idle = settings.include_idle;
+            rodata.user_stacks = settings.user_stacks;
+            rodata.kernel_stacks = settings.kernel_stacks;
+            Ok(())
+        },
+        GroupRules::default(),
+        Attach::Now,
+    )
 }

@@ -4,7 +4,9 @@
 //! the 75/25 workload splits 75/25 within 4 points both ways with perf's
 //! chains; `-p` on a running process ends with Ctrl-C and holds its hot
 //! function; `-a -- COMMAND` holds a busy process besides the command;
-//! without CAP_BPF one line says so and the samples are streamed.
+//! the children a command forks are counted (their fork and exec hooks an
+//! object of their own); without CAP_BPF one line says so and the samples
+//! are streamed.
 
 use crate::common;
 use crate::oncpu::{cpu_ticks, main_chain, major_chains, online_cpus, perf_chains, require_root};
@@ -98,6 +100,39 @@ fn cpu7525_splits_75_25_both_ways_with_perfs_chains() {
             "no_bpf={no_bpf}: hot_a {share:.3} of {scry:?}"
         );
     }
+}
+
+/// A command's children count in the kernel way: the fork and exec hooks
+/// (an object of their own, loaded only to watch processes) are attached
+/// and the children's work is in the stacks, weighed as their CPU time
+/// (two children 0.4 s each, the parent a quarter of one's).
+#[test]
+fn forked_children_count_through_their_own_hooks() {
+    if !require_root() {
+        return;
+    }
+    let workload = common::workload("forker");
+    let workload = workload.to_str().expect("path");
+    let (text, stderr) = scry_folded(&["-F", "499", "--", workload, "2", "0.4s"], false);
+    assert_way(&stderr, false);
+    for hook in [
+        "flamegraph: hook scry_tg_fork: raw_tp/sched_process_fork",
+        "flamegraph: hook scry_tg_exec: raw_tp/sched_process_exec",
+    ] {
+        assert!(stderr.contains(hook), "{hook}: {stderr}");
+    }
+    let weight = |leaf: &str| -> u64 {
+        folded(&text)
+            .iter()
+            .filter(|(frames, comm, _)| comm == "forker" && frames.iter().any(|f| f == leaf))
+            .map(|l| l.2)
+            .sum()
+    };
+    let (children, parent) = (weight("child_work"), weight("parent_work"));
+    assert!(
+        children > 0 && children >= 2 * parent,
+        "child_work {children}, parent_work {parent}: {text}"
+    );
 }
 
 /// Whether process `pid` holds a perf_event descriptor.

@@ -3,7 +3,8 @@
 //! splits 75/25 within 4 points with perf's chains; `-p` on a process
 //! already running; two busy processes system-wide, each counted for the
 //! CPU time it used; `-f` read back by `scry flamegraph`; a symlink named
-//! `profile` runs it; bad input. (SIGKILL: bpf_tools.)
+//! `profile` runs it; bad input; a start of every process reads no kernel
+//! BTF and preallocates no hash map. (SIGKILL: bpf_tools.)
 
 use crate::common;
 
@@ -360,4 +361,47 @@ fn bad_input_is_one_line_and_exit_2() {
             "-p 999999999: no such process",
         ),
     ]);
+}
+
+/// The start of a run of every process holds no kernel work it has no use
+/// for (strace the oracle: the files it opens, the maps it creates): the
+/// kernel's BTF is not read (the fork and exec hooks' CO-RE read is in an
+/// object loaded only to watch processes) and the hash maps are not
+/// preallocated (perf_event programs take that from kernel 6.1).
+#[test]
+fn a_start_of_every_process_reads_no_kernel_btf_and_preallocates_no_hash() {
+    if !require_root() || !common::require_tool("strace", "no strace (scripts/deps)") {
+        return;
+    }
+    let dir = common::tempdir();
+    let log = dir.path().join("strace");
+    let out = common::output(
+        Command::new("strace")
+            .args(["-f", "-e", "trace=openat,bpf", "-o"])
+            .arg(&log)
+            .arg(env!("CARGO_BIN_EXE_scry"))
+            .args(["profile-bpf", "-F", "99", "1"]),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = std::fs::read_to_string(&log).expect("strace log");
+    let btf: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains("openat(") && l.contains("/sys/kernel/btf/vmlinux"))
+        .collect();
+    assert!(btf.is_empty(), "{btf:?}");
+    let hashes: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains("BPF_MAP_CREATE") && l.contains("map_type=BPF_MAP_TYPE_HASH"))
+        .collect();
+    for name in ["counts", "seen", "fresh", "targets"] {
+        let map = hashes
+            .iter()
+            .find(|l| l.contains(&format!("map_name=\"{name}\"")))
+            .unwrap_or_else(|| panic!("no map {name} created: {hashes:?}"));
+        assert!(map.contains("BPF_F_NO_PREALLOC"), "{map}");
+    }
 }
