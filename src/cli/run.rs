@@ -52,6 +52,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let options = RunOptions {
         verbose: args.verbose,
+        origin: origin.clone(),
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -43,6 +43,16 @@ impl LangError {
     /// The three lines bpftrace prints: place and message, the source
     /// line, the underline. `origin` is `stdin` or the file's name.
     pub(crate) fn render(&self, origin: &str, source: &str) -> String {
+        self.render_as("ERROR", origin, source)
+    }
+
+    /// The same three lines as a `WARNING` (what bpftrace prints for an
+    /// attach point of several the kernel lacks).
+    pub(crate) fn render_warning(&self, origin: &str, source: &str) -> String {
+        self.render_as("WARNING", origin, source)
+    }
+
+    fn render_as(&self, level: &str, origin: &str, source: &str) -> String {
         let start = self.span.start.min(source.len());
         let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = source[start..]
@@ -58,7 +68,7 @@ impl LangError {
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
         format!(
-            "{origin}:{line_no}:{col}-{}: ERROR: {}\n{text}\n{pad}{}",
+            "{origin}:{line_no}:{col}-{}: {level}: {}\n{text}\n{pad}{}",
             col + width,
             self.message,
             "~".repeat(width)

@@ -117,8 +117,48 @@ fn expand(spec: ProbeSpec, span: Span, types: &KernelTypes) -> Result<Vec<ProbeS
                 .map(|function| ProbeSpec::Fentry { function, ret })
                 .collect()
         }
+        ProbeSpec::Uprobe {
+            binary,
+            function,
+            ret,
+        } if function.contains('*') => {
+            let (_, data) = uprobe_binary(&binary, span)?;
+            matching(
+                crate::symbol::probe_target::function_names(&data),
+                &function,
+            )
+            .into_iter()
+            .map(|function| ProbeSpec::Uprobe {
+                binary: binary.clone(),
+                function,
+                ret,
+            })
+            .collect()
+        }
         spec => vec![spec],
     })
+}
+
+/// A uprobe's binary (`libc` as bpftrace finds it too) and its bytes.
+fn uprobe_binary(binary: &str, span: Span) -> Result<(std::path::PathBuf, Vec<u8>), LangError> {
+    use crate::symbol::probe_target::find_binary;
+    let path = find_binary(binary).map_err(|e| LangError::new(span, e.to_string()))?;
+    let data = std::fs::read(&path)
+        .map_err(|e| LangError::new(span, format!("cannot read {}: {e}", path.display())))?;
+    Ok((path, data))
+}
+
+/// Why a uprobe's function cannot be found, if it cannot: bpftrace leaves
+/// such an attach point out before counting its probes (the `ssl` tools
+/// name functions that only some OpenSSL builds have).
+fn uprobe_missing(binary: &str, function: &str, span: Span) -> Option<LangError> {
+    let (path, data) = match uprobe_binary(binary, span) {
+        Ok(found) => found,
+        Err(err) => return Some(err),
+    };
+    crate::symbol::probe_target::find_function(&data, &path.to_string_lossy(), function)
+        .err()
+        .map(|e| LangError::new(span, format!("uprobe:{binary}:{function}: {e}")))
 }
 
 fn need_btf<'a>(
@@ -155,13 +195,20 @@ fn skip_missing(
     Ok(())
 }
 
+/// The probes of a program as the kernel has them.
+pub(crate) struct Resolved {
+    pub(crate) probes: Vec<Concrete>,
+    /// Tracepoints of a list the kernel lacks, each with bpftrace's
+    /// placed warning; bpftrace counts them in its "Attaching N probes"
+    /// (where a uprobe's missing function is not counted).
+    pub(crate) missing_tracepoints: Vec<LangError>,
+}
+
 /// The probes of the program, wildcards expanded, formats and signatures
 /// loaded.
-pub(crate) fn resolve_probes(
-    program: &Program,
-    types: &KernelTypes,
-) -> Result<Vec<Concrete>, RunError> {
+pub(crate) fn resolve_probes(program: &Program, types: &KernelTypes) -> Result<Resolved, RunError> {
     let mut out = Vec::new();
+    let mut missing_tracepoints = Vec::new();
     for (block, probe) in program.probes.iter().enumerate() {
         let several = probe.attach.len() > 1;
         let before = out.len();
@@ -204,7 +251,11 @@ pub(crate) fn resolve_probes(
                                     ap.span,
                                     format!("tracepoint not found: {system}:{event}"),
                                 );
-                                skip_missing(several, err, &mut missing)?;
+                                if !several {
+                                    return Err(err.into());
+                                }
+                                missing.get_or_insert(err.clone());
+                                missing_tracepoints.push(err);
                                 continue;
                             }
                         }
@@ -227,6 +278,14 @@ pub(crate) fn resolve_probes(
                             }
                         }
                     }
+                    ProbeSpec::Uprobe {
+                        binary, function, ..
+                    } if several && !wildcard => {
+                        if let Some(err) = uprobe_missing(binary, function, ap.span) {
+                            skip_missing(several, err, &mut missing)?;
+                            continue;
+                        }
+                    }
                     _ => {}
                 }
                 out.push(Concrete {
@@ -245,7 +304,10 @@ pub(crate) fn resolve_probes(
             return Err(err.into());
         }
     }
-    Ok(out)
+    Ok(Resolved {
+        probes: out,
+        missing_tracepoints,
+    })
 }
 
 /// The probes `scry run -l PATTERN` lists (tracepoints and software

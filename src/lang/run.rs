@@ -513,6 +513,9 @@ impl Runtime<'_> {
 pub(crate) struct RunOptions {
     /// Print the generated instructions count per probe to stderr.
     pub(crate) verbose: bool,
+    /// Where the program came from, as its messages name it: `stdin` (a
+    /// program on the command line, bpftrace's word) or the file's name.
+    pub(crate) origin: String,
 }
 
 /// Compiles and runs `source`, printing to `out` until the program exits
@@ -524,7 +527,11 @@ pub(crate) fn run(
 ) -> Result<(), RunError> {
     let program = super::parser::parse(source)?;
     let types = KernelTypes::default();
-    let probes = resolve_probes(&program, &types)?;
+    let resolved = resolve_probes(&program, &types)?;
+    for warning in &resolved.missing_tracepoints {
+        eprintln!("{}", warning.render_warning(&options.origin, source));
+    }
+    let probes = resolved.probes;
     let start_ns = crate::sys::uprobe::monotonic_ns();
     let mut reg = Registry {
         probe_names: probes.iter().map(|p| p.spec.name()).collect(),
@@ -617,10 +624,11 @@ pub(crate) fn run(
         boot_ns: crate::sys::localtime::boot_realtime_ns(),
     };
     let n = probes.len();
+    let counted = n + resolved.missing_tracepoints.len();
     writeln!(
         out,
-        "Attaching {n} probe{}...",
-        if n == 1 { "" } else { "s" }
+        "Attaching {counted} probe{}...",
+        if counted == 1 { "" } else { "s" }
     )?;
     out.flush()?;
     let run_stop = crate::sys::signal::RunStop::install()?;

@@ -991,7 +991,8 @@ fn ntop_and_bswap_match_bpftrace() {
 /// `cat()` prints a file's bytes as bpftrace's does, its path formatted as printf's; and in a list of attach points
 /// one the kernel lacks is skipped with a warning (bpftrace's tools name
 /// a kernel function by its old and its new name), the others counting
-/// what bpftrace counts.
+/// what bpftrace counts, and "Attaching N probes" counting it as
+/// bpftrace's does.
 #[test]
 fn cat_and_a_missing_probe_in_a_list_as_bpftrace() {
     if !gates() {
@@ -1021,4 +1022,58 @@ fn cat_and_a_missing_probe_in_a_list_as_bpftrace() {
     });
     assert!(ours.contains("\n@: 200\n"), "{ours}");
     assert_eq!(lines_with(&ours, "@"), lines_with(&theirs, "@"));
+    // bpftrace counts the missing tracepoint among the probes it attaches.
+    assert!(ours.starts_with("Attaching 4 probes...\n"), "{ours}");
+    assert_eq!(ours.lines().next(), theirs.lines().next());
+}
+
+/// A uprobe wildcard expands to the library's functions it matches, and
+/// in a list an attach point whose function the library lacks is left
+/// out before counting (as bpftrace leaves it out: bpftrace's ssl tools
+/// name functions only some OpenSSL builds have); a tracepoint of a list
+/// the kernel lacks gets bpftrace's warning, with its place.
+#[test]
+fn uprobe_wildcards_and_missing_attach_points_as_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let Some(libc) = libc() else {
+        return;
+    };
+    let dir = common::tempdir();
+    let name = format!("luwc{}", std::process::id() % 100000);
+    let calls = unique_copy(dir.path(), &common::workload("calls"), &name);
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         uprobe:{lib}:syscal*, uprobe:{lib}:no_such_function_here /comm == \"{name}\"/ {{ @[probe] = count(); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}",
+        lib = libc.display()
+    );
+    let ours = run_with(scry_run(&prog), || {
+        run_status(Command::new(&calls).arg("200"))
+    });
+    let theirs = run_with(bpftrace(&prog), || {
+        run_status(Command::new(&calls).arg("200"))
+    });
+    assert!(ours.starts_with("Attaching 3 probes...\n"), "{ours}");
+    assert!(
+        ours.contains(&format!("\n@[uprobe:{}:syscall]: 200\n", libc.display())),
+        "{ours}"
+    );
+    assert_eq!(ours.lines().next(), theirs.lines().next());
+    assert_eq!(lines_with(&ours, "@"), lines_with(&theirs, "@"));
+    let prog = "tracepoint:sched:no_such_event, tracepoint:syscalls:sys_enter_getppid { @ = count(); } BEGIN { exit(); }";
+    let warning = "stdin:1:1-31: WARNING: tracepoint not found: sched:no_such_event\n\
+                   tracepoint:sched:no_such_event, tracepoint:syscalls:sys_enter_getppid { @ = count(); } BEGIN { exit(); }\n\
+                   ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n";
+    for mut cmd in [scry_run(prog), bpftrace(prog)] {
+        let out = common::output(&mut cmd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{cmd:?}: {err}");
+        assert!(err.contains(warning), "{cmd:?}: {err}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with("Attaching 3 probes...\n"),
+            "{cmd:?}"
+        );
+    }
 }

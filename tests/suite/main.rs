@@ -30,6 +30,7 @@ mod lang;
 mod lang_builtins;
 mod lang_corpus;
 mod lang_errors;
+mod lang_tools;
 mod lang_types;
 mod lifecycle;
 mod list;
