@@ -36,6 +36,8 @@ struct qstr___scry {
 
 struct dentry___scry {
 	struct qstr___scry d_name;
+	struct dentry___scry *d_parent;
+	struct inode___scry *d_inode;
 } __attribute__((preserve_access_index));
 
 struct path___scry {

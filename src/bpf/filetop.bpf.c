@@ -23,7 +23,10 @@
 // calls (readv, writev...) are one call each there, where vfs_read and
 // vfs_write do not see them (bcc's filetop neither).
 // Filters in the kernel: one process (-p), regular files only (unless
-// -a: then sockets, pipes and devices too).
+// -a: then sockets, pipes and devices too), the files directly in one
+// directory (-d, bcc's test of the parent dentry's inode; its device too
+// here, so a directory of another file system with the same inode number
+// does not match).
 
 #include <stdbool.h>
 #include <linux/types.h>
@@ -46,6 +49,19 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 const volatile __u32 filter_tgid = 0;
 const volatile bool regular_only = true;
+// -d: the directory's inode number (0: any) and device (the kernel's
+// encoding, s_dev).
+const volatile __u64 dir_ino = 0;
+const volatile __u32 dir_dev = 0;
+
+// Whether the file is directly in -d's directory.
+static __always_inline bool in_dir(struct file___scry *file)
+{
+	if (!dir_ino)
+		return true;
+	struct inode___scry *dir = BPF_CORE_READ(file, f_path.dentry, d_parent, d_inode);
+	return BPF_CORE_READ(dir, i_ino) == dir_ino && BPF_CORE_READ(dir, i_sb, s_dev) == dir_dev;
+}
 
 struct file_id {
 	__u64 inode;
@@ -84,6 +100,8 @@ static __always_inline void count_rw(struct file___scry *file, __u64 bytes, bool
 		return;
 	unsigned short mode = file_mode(file) & S_IFMT;
 	if (regular_only && mode != S_IFREG)
+		return;
+	if (!in_dir(file))
 		return;
 	struct file_id key = {
 		.inode = BPF_CORE_READ(file, f_inode, i_ino),

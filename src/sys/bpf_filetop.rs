@@ -49,6 +49,9 @@ pub(crate) struct FiletopSettings {
     pub(crate) pid: Option<u32>,
     /// Sockets, pipes and devices too (`-a`), not only regular files.
     pub(crate) all_files: bool,
+    /// Only the files directly in this directory (-d): its inode number
+    /// and device (the kernel's encoding, [`kernel_dev`]).
+    pub(crate) directory: Option<(u64, u32)>,
 }
 
 /// One file's reads and writes by one thread in an interval.
@@ -102,6 +105,10 @@ impl FiletopBpf {
                 let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
                 rodata.filter_tgid = settings.pid.unwrap_or(0);
                 rodata.regular_only = !settings.all_files;
+                if let Some((ino, dev)) = settings.directory {
+                    rodata.dir_ino = ino;
+                    rodata.dir_dev = dev;
+                }
                 Ok(())
             },
             GroupRules::kernel_functions(VFS_GROUPS, GROUPS, GROUPS),
@@ -135,9 +142,25 @@ impl FiletopBpf {
     }
 }
 
+/// A device number as `stat` gives it (glibc's encoding) in the kernel's
+/// internal one (`s_dev`: major << 20 | minor).
+pub(crate) fn kernel_dev(st_dev: u64) -> u32 {
+    let major = ((st_dev >> 8) & 0xfff) | ((st_dev >> 32) & !0xfff);
+    let minor = (st_dev & 0xff) | ((st_dev >> 12) & !0xff);
+    ((major << 20) | (minor & 0xfffff)) as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_dev_is_major_shifted_20() {
+        // 8:1 (sda1) and 259:3 (nvme0n1p3) as glibc's makedev gives them.
+        assert_eq!(kernel_dev(0x801), (8 << 20) | 1);
+        assert_eq!(kernel_dev((259 << 8) | 3), (259 << 20) | 3);
+        assert_eq!(kernel_dev(0x100000 | (5 << 8)), (5 << 20) | 256);
+    }
 
     #[test]
     fn parses_a_file_entry() {

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use crate::common;
-use crate::common::tracer::{Tracer, scry_tool, sigkill_frees_everything};
+use crate::common::tracer::{Tracer, assert_each_bad_input, scry_tool, sigkill_frees_everything};
 
 /// Root, or skip (fail under SCRY_KERNEL_TESTS=required).
 fn require_root() -> bool {
@@ -277,6 +277,59 @@ fn filetop_read_only_and_write_only_count_one_direction() {
     let (lines, err) = writes.finish();
     let sums = filetop_sums(&filetop_rows(&lines), "filetop_data");
     assert_eq!(sums, (0, w, 0, w * size), "{lines:?}\n{err}");
+}
+
+/// bcc's `filetop -d DIR`: three fileio runs at once, one on a file
+/// directly in DIR (4 writes, 2 reads of 4096 bytes), one in a
+/// subdirectory of DIR, one in a sibling directory: -d DIR shows the first
+/// file's calls and bytes exactly and nothing of the others (bcc keeps
+/// the files whose parent is DIR). libbpf-tools' filetop has no -d (and
+/// needs kprobes here).
+#[test]
+fn filetop_d_keeps_the_files_directly_in_one_directory() {
+    if !require_root() {
+        return;
+    }
+    let root = common::tempdir();
+    let (watched, other) = (root.path().join("watched"), root.path().join("other"));
+    std::fs::create_dir_all(watched.join("sub")).expect("mkdir");
+    std::fs::create_dir(&other).expect("mkdir");
+    let size = 4096u64;
+    let children = [
+        fileio(&watched.join("in_dir"), 4, 2, size, false),
+        fileio(&watched.join("sub").join("nested"), 5, 3, size, false),
+        fileio(&other.join("beside"), 6, 1, size, false),
+    ];
+    let dir = watched.to_str().expect("utf-8 path");
+    let tracer = Tracer::start(scry_tool(&["filetop", "-d", dir, "--json", "1"]), 20);
+    children.into_iter().for_each(run_fileio);
+    let (lines, err) = tracer.stop();
+    let rows = filetop_rows(&lines);
+    assert_eq!(
+        filetop_sums(&rows, "in_dir"),
+        (2, 4, 2 * size, 4 * size),
+        "{lines:?}\n{err}"
+    );
+    assert!(rows.iter().all(|r| r["file"] == "in_dir"), "{rows:?}");
+    let text = common::output(&mut scry_tool(&["filetop", "-d", dir, "1", "1"]));
+    let first = String::from_utf8_lossy(&text.stdout)
+        .lines()
+        .next()
+        .map(str::to_string);
+    let wanted = format!("Tracing directory: {dir} (Inode: ");
+    assert!(first.is_some_and(|l| l.starts_with(&wanted)), "{text:?}");
+    assert_each_bad_input(&[
+        (
+            &["filetop", "-d", "/nonexistent-dir"][..],
+            None,
+            "-d /nonexistent-dir",
+        ),
+        (
+            &["filetop", "-d", "/etc/passwd"][..],
+            None,
+            "not a directory",
+        ),
+    ]);
 }
 
 fn child_pid(pid: &str) -> u32 {
