@@ -52,13 +52,19 @@ impl<S: BuildHasher + Default> ThreadNames<S> {
 
     /// The name perf shows for `tid`: the recorded one, or the fallback.
     pub fn get(&mut self, tid: i32) -> Arc<str> {
+        Arc::clone(self.get_ref(tid))
+    }
+
+    /// As `get`, borrowed: a caller that only compares names (by pointer)
+    /// takes no reference count per sample.
+    pub(crate) fn get_ref(&mut self, tid: i32) -> &Arc<str> {
         if let Some(name) = self.named.get(&tid) {
-            return Arc::clone(name);
+            return name;
         }
-        Arc::clone(self.fallback.entry(tid).or_insert_with(|| match tid {
+        self.fallback.entry(tid).or_insert_with(|| match tid {
             0 => Arc::from("swapper"),
             _ => Arc::from(format!(":{tid}").as_str()),
-        }))
+        })
     }
 }
 

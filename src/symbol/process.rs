@@ -223,9 +223,11 @@ impl ProcessModel {
         self.spaces.get(&pid)
     }
 
-    /// The thread's current name, or perf's fallback (`data::threads`).
-    pub(crate) fn comm(&mut self, tid: i32) -> Arc<str> {
-        self.comms.get(tid)
+    /// The thread's current name, or perf's fallback (`data::threads`),
+    /// borrowed: a caller comparing names (by pointer) takes no reference
+    /// count per sample.
+    pub(crate) fn comm_ref(&mut self, tid: i32) -> &Arc<str> {
+        self.comms.get_ref(tid)
     }
 }
 
@@ -268,12 +270,12 @@ mod tests {
         p.handle_mmap(10, map(0x1000, 0x2000, 0, 2));
         p.handle_fork(11, 10, 11, 10);
         assert_eq!(p.space(11).map(|s| s.maps.len()), Some(1));
-        assert_eq!(&*p.comm(11), "parent");
+        assert_eq!(&**p.comm_ref(11), "parent");
         p.handle_comm(11, 11, b"child", true);
         assert_eq!(p.space(11).map(|s| s.maps.len()), Some(0));
         assert_eq!(p.space(10).map(|s| s.maps.len()), Some(1));
-        assert_eq!(&*p.comm(11), "child");
-        assert_eq!(&*p.comm(0), "swapper");
-        assert_eq!(&*p.comm(99), ":99");
+        assert_eq!(&**p.comm_ref(11), "child");
+        assert_eq!(&**p.comm_ref(0), "swapper");
+        assert_eq!(&**p.comm_ref(99), ":99");
     }
 }

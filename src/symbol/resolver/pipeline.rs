@@ -26,11 +26,14 @@ use crate::data::handler::{Comm, Ksymbol, Lost, Mmap, RecordHandler};
 use crate::data::reader::{PerfReader, ReadError};
 use crate::symbol::ResolveOptions;
 
-/// Records per chunk: big enough that the channel costs nothing per
-/// record, small enough that a chunk of deep stacks (~1 KB of addresses a
-/// sample) stays near 256 KB, and the chunks in flight and kept for reuse
-/// near 3 MB.
-const CHUNK_RECORDS: usize = 256;
+/// Records per chunk at most: big enough that the channel (a futex wake
+/// of the resolving thread per chunk: 5% of a shallow file's CPU at 256)
+/// costs nothing per record.
+const CHUNK_RECORDS: usize = 1024;
+/// Addresses per chunk at most (16 bytes each): a chunk of deep stacks
+/// (~1 KB of addresses a sample) stays near 256 KB, and the chunks in
+/// flight and kept for reuse near 3 MB.
+const CHUNK_ADDRS: usize = 1 << 14;
 /// Chunks in flight between the threads.
 const CHUNKS_QUEUED: usize = 4;
 
@@ -101,7 +104,7 @@ struct Finder {
 impl Finder {
     fn push(&mut self, step: Step) {
         self.chunk.steps.push(step);
-        if self.chunk.steps.len() >= CHUNK_RECORDS {
+        if self.chunk.steps.len() >= CHUNK_RECORDS || self.chunk.addrs.len() >= CHUNK_ADDRS {
             self.send();
         }
     }
