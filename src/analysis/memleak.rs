@@ -10,6 +10,8 @@ use std::collections::HashMap;
 
 use crate::symbol::raw_stacks::Named;
 use crate::sys::bpf_memleak::Outstanding;
+/// `-t`'s calls, as the kernel sends them (`render::memleak` prints them).
+pub(crate) use crate::sys::bpf_memleak::{TraceEvent, TraceKind};
 
 /// One allocation as printed: its address, size and age.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::snoop::hms;
 use crate::analysis::memleak::LeakStack;
-use crate::sys::bpf_memleak::{TraceEvent, TraceKind};
+use crate::analysis::memleak::{TraceEvent, TraceKind};
 
 /// One interval's report; `time` the wall clock.
 pub(crate) fn write_text(
