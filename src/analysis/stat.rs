@@ -7,7 +7,9 @@
 //! - Scaling follows perf: readings are summed first (over CPUs and threads,
 //!   or over threads only per CPU with `-A`), then a multiplexed count is
 //!   scaled by `time_enabled / time_running`. `time_running == 0` means the
-//!   counter never ran: `<not counted>`, not zero.
+//!   counter never ran: `<not counted>`, not zero; but a count with both
+//!   times 0 ran while the kernel's clock stood still (seen in a TCG
+//!   guest): the count, unscaled.
 //! - The "± x%" perf prints is the standard deviation *of the mean*
 //!   (`sqrt(var / n)`) relative to the mean, from Welford's running
 //!   variance (`update_stats` in perf's `util/stat.c`). We print the same.
@@ -176,10 +178,15 @@ pub(crate) fn sum_readings(
 }
 
 /// perf's scaling: `None` if the counter never ran, else the count scaled
-/// by enabled/running.
+/// by enabled/running. A count with no time at all, neither enabled nor
+/// running, ran all the same: the kernel's clock did not move while it
+/// counted (a TCG guest's `local_clock` held at its tick's end by a late
+/// tick: cat's one open counted in 0 ns on Debian's 6.1): its value,
+/// unscaled (perf says `<not counted>` there, of a counter that counted).
 pub(crate) fn scale(reading: Reading) -> Option<f64> {
     if reading.running == 0 || reading.enabled == 0 {
-        return None;
+        let clock_stood_still = reading.enabled == 0 && reading.running == 0;
+        return (clock_stood_still && reading.value > 0).then_some(reading.value as f64);
     }
     if reading.running >= reading.enabled {
         return Some(reading.value as f64);
@@ -520,6 +527,14 @@ mod tests {
         let mut never = RunAccumulator::new();
         never.add_run(&[(0, None, Some(reading(0, 5, 0)))], 1e6);
         assert_eq!(never.rows(&[FAULTS])[0].state, CountState::NotCounted);
+    }
+
+    #[test]
+    fn a_count_without_time_is_counted_unscaled() {
+        assert_eq!(scale(reading(1, 0, 0)), Some(1.0));
+        assert_eq!(scale(reading(7, 5, 0)), None);
+        assert_eq!(scale(reading(0, 0, 0)), None);
+        assert_eq!(scale(reading(0, 5, 0)), None);
     }
 
     #[test]
