@@ -1,9 +1,18 @@
 //! `scry offcpu`: where the time went while tasks were *not* running.
 //! Records `sched:sched_switch` (and, with `--wakeup`, `sched_wakeup`)
-//! system-wide with call chains, live; `analysis::offcpu` pairs each
-//! switch-out of a watched task with its switch-in; the result prints as a
-//! report, folded stacks (`--folded`), a flame graph (`--svg`) or an export
-//! (`--to`: pprof, Firefox Profiler, speedscope, folded; weights in ns).
+//! system-wide with call chains, live, or reads them from a perf.data file
+//! (`-i`: `perf record -a -g -e sched:sched_switch`, perf's own off-CPU
+//! recipe); `analysis::offcpu` pairs each switch-out of a watched task with
+//! its switch-in; the result prints as a report, folded stacks
+//! (`--folded`), a flame graph (`--svg`) or an export (`--to`: pprof,
+//! Firefox Profiler, speedscope, folded; weights in ns).
+//!
+//! `-i` is also how scry's pairing is checked against perf's exactly: two
+//! recorders stamp one switch at two moments (each perf event takes its
+//! own time, after the samples of the events before it on the tracepoint:
+//! a call chain and a user stack, or a stall of a TCG guest's vCPU, up to
+//! 16 ms apart were seen), so only one recording read by both agrees to
+//! the nanosecond.
 
 use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
@@ -51,6 +60,16 @@ pub(crate) struct OffcpuArgs {
     /// The command to run and watch (`--` before it is optional, as with perf).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
+    /// Read the switches from this perf.data file instead of recording
+    /// (`perf record -a -g -e sched:sched_switch`): -p's processes, else
+    /// every task.
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "FILE",
+        conflicts_with = "command"
+    )]
+    input: Option<PathBuf>,
     /// Write only the flame graph (`scry flamegraph --offcpu`): no report.
     #[arg(skip)]
     pub(crate) svg_only: bool,
@@ -64,6 +83,62 @@ pub(crate) struct OffcpuArgs {
 }
 
 pub(crate) fn run(args: OffcpuArgs) -> anyhow::Result<()> {
+    let (feed, stop, ring_lost) = match &args.input {
+        Some(path) => (from_file(path, &args)?, None, 0),
+        None => {
+            let (feed, outcome) = live(&args)?;
+            let lost = outcome.per_cpu.values().map(|c| c.lost).sum();
+            (feed, Some(outcome.stop), lost)
+        }
+    };
+    report(&args, feed, ring_lost)?;
+    match stop {
+        Some(StopReason::TargetExited(status)) => super::workload_exit(status, &args.command),
+        _ => Ok(()),
+    }
+}
+
+/// The switches of `path` (a perf.data file with sched:sched_switch and
+/// its tracepoint formats) through the same feed as a live run.
+fn from_file(path: &std::path::Path, args: &OffcpuArgs) -> anyhow::Result<OffCpuFeed> {
+    let pids = args.watch.pid.pids()?;
+    let recipe = "'perf record -a -g -e sched:sched_switch'";
+    super::sched::with_formats(path, recipe, |reader, formats| {
+        let find = |name: &str| {
+            formats.iter().enumerate().find_map(|(i, f)| {
+                f.filter(|f| f.system == "sched" && f.name == name)
+                    .map(|f| (i, f))
+            })
+        };
+        let (switch_attr, switch) = find("sched_switch").with_context(|| {
+            format!(
+                "{} has no sched:sched_switch samples: record it with {recipe}",
+                path.display()
+            )
+        })?;
+        let wakeup = if args.wakeup {
+            find("sched_wakeup")
+        } else {
+            None
+        };
+        let fields = SchedFields::new(switch_attr, switch, wakeup)
+            .with_context(|| path.display().to_string())?;
+        let watch = Watch {
+            all: args.watch.all_cpus || pids.is_empty(),
+            pids: pids.into_iter().collect(),
+        };
+        let mut feed = OffCpuFeed::new(
+            OffCpuTracker::new(watch),
+            Resolver::new(&ResolveOptions::default()),
+            fields,
+        );
+        reader.feed(&mut feed)?;
+        Ok(feed)
+    })
+}
+
+/// Records the switches live while the command (or -p's processes) runs.
+fn live(args: &OffcpuArgs) -> anyhow::Result<(OffCpuFeed, scry::capture::live::LiveOutcome)> {
     let pids = args.watch.live_pids(&args.command)?;
     let root =
         scry::sys::tracefs::root().context("off-CPU analysis needs the sched tracepoints")?;
@@ -92,7 +167,7 @@ pub(crate) fn run(args: OffcpuArgs) -> anyhow::Result<()> {
         all: args.watch.all_cpus,
         pids: pids.iter().copied().collect(),
     };
-    let (feed, outcome) = capture_feed(&opts, true, |workload| {
+    capture_feed(&opts, true, |workload| {
         // With -p the command only times the capture, as in perf.
         if let Some(pid) = workload.filter(|_| pids.is_empty()) {
             watch.pids.insert(pid);
@@ -102,8 +177,12 @@ pub(crate) fn run(args: OffcpuArgs) -> anyhow::Result<()> {
             Resolver::new(&ResolveOptions::default()),
             fields,
         ))
-    })?;
+    })
+}
 
+/// The report, folded stacks, flame graph or export of `feed`'s switches
+/// (`ring_lost`: records the live rings lost).
+fn report(args: &OffcpuArgs, feed: OffCpuFeed, ring_lost: u64) -> anyhow::Result<()> {
     let undecodable = feed.undecodable;
     let scry::symbol::Resolution {
         samples: resolved,
@@ -121,11 +200,7 @@ pub(crate) fn run(args: OffcpuArgs) -> anyhow::Result<()> {
         eprintln!("scry: {undecodable} sched samples had no decodable fields and were skipped");
     }
     if let Some(format) = args.to {
-        export(format, args.output.as_deref(), result.samples, frames, lost)?;
-        return match outcome.stop {
-            StopReason::TargetExited(status) => super::workload_exit(status, &args.command),
-            _ => Ok(()),
-        };
+        return export(format, args.output.as_deref(), result.samples, frames, lost);
     }
     let folded = FoldedStacks::build(&result.samples, &FoldOptions::default());
     let stdout = io::stdout();
@@ -139,7 +214,7 @@ pub(crate) fn run(args: OffcpuArgs) -> anyhow::Result<()> {
             by_state: result.by_state.clone(),
             unmatched: result.unmatched,
             lost_dropped: result.lost_dropped,
-            lost: lost.max(outcome.per_cpu.values().map(|c| c.lost).sum()),
+            lost: lost.max(ring_lost),
             quality_line: QualitySummary::from_samples(&result.samples, &frames).line(),
         };
         write_report(&mut out, &summary, &folded, &frames, args.stacks)?;
@@ -166,10 +241,7 @@ pub(crate) fn run(args: OffcpuArgs) -> anyhow::Result<()> {
             eprintln!("scry: wrote {}", path.display());
         }
     }
-    match outcome.stop {
-        StopReason::TargetExited(status) => super::workload_exit(status, &args.command),
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
 /// The off-CPU samples (period: nanoseconds off CPU) as an export.

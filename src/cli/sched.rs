@@ -203,13 +203,34 @@ fn live(
 
 /// Read a perf.data file with the sched tracepoints.
 pub(super) fn from_file(path: &Path, tracker: SchedTracker) -> anyhow::Result<SchedFeed> {
+    with_formats(
+        path,
+        "'perf sched record' or 'scry record --profile'",
+        |reader, formats| {
+            let mut feed =
+                SchedFeed::new(tracker, formats).with_context(|| path.display().to_string())?;
+            reader.feed(&mut feed)?;
+            Ok(feed)
+        },
+    )
+}
+
+/// Opens the perf.data file `path` and hands `read` the reader and each
+/// event's tracepoint format (None for an event that is no tracepoint),
+/// from the file's tracing data; `record` says how to record a file that
+/// has none. `scry sched` and `scry offcpu -i` read their files so.
+pub(super) fn with_formats<T>(
+    path: &Path,
+    record: &str,
+    read: impl FnOnce(&mut scry::data::reader::PerfReader, &[Option<&EventFormat>]) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
     use scry::data::reader::PerfReader;
     use scry::event::tracing_data_parse::parse_tracing_data;
 
     let mut reader = PerfReader::open(path)?; // its errors name the file
     let blob = reader.tracing_data().with_context(|| {
         format!(
-            "{} has no tracepoint formats (TRACING_DATA): record it with 'perf sched record' or 'scry record --profile'",
+            "{} has no tracepoint formats (TRACING_DATA): record it with {record}",
             path.display()
         )
     })?;
@@ -225,7 +246,5 @@ pub(super) fn from_file(path: &Path, tracker: SchedTracker) -> anyhow::Result<Sc
             _ => None,
         })
         .collect();
-    let mut feed = SchedFeed::new(tracker, &formats).with_context(|| path.display().to_string())?;
-    reader.feed(&mut feed)?;
-    Ok(feed)
+    read(&mut reader, &formats)
 }

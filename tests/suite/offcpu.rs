@@ -170,3 +170,90 @@ fn bad_input_is_one_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such process"));
 }
+
+/// perf's own off-CPU recipe, `perf record -a -g -e sched:sched_switch`,
+/// read by `scry offcpu -i`: sleeper's time in S state is what perf
+/// script's switches of the same file give (switch-out in S to switch-in,
+/// in nanoseconds), to the microsecond scry prints. One recording read by
+/// both: two recorders stamp one switch at two moments (see
+/// `cli::offcpu`), which is why the guest's check compares this way.
+#[test]
+fn reads_perfs_recording_and_agrees_with_perf_script() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let sleeper = common::workload("sleeper");
+    let dir = common::tempdir();
+    let data = dir.path().join("perf.data");
+    let out = common::output(
+        std::process::Command::new("perf")
+            .args(["record", "-q", "-a", "-g", "-e", "sched:sched_switch", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&sleeper)
+            .args(["5", "10"]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "perf record: {stderr}");
+    let pid: i32 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("sleeper pid "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid from sleeper: {stderr}"));
+    let script = common::output(
+        std::process::Command::new("perf")
+            .args(["script", "--ns", "-F", "time,event,trace", "-i"])
+            .arg(&data),
+    );
+    // `   123.456789012: sched:sched_switch: prev_comm=... prev_pid=...`
+    let mut out_at: Option<(f64, bool)> = None;
+    let (mut perf_ns, mut sleeps) = (0.0, 0);
+    for line in String::from_utf8_lossy(&script.stdout).lines() {
+        let mut words = line.split_whitespace();
+        let (Some(time), Some("sched:sched_switch:")) = (words.next(), words.next()) else {
+            continue;
+        };
+        let t: f64 = time
+            .trim_end_matches(':')
+            .parse()
+            .expect("perf script's time");
+        let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key));
+        // Its wait for perf before its exec too, when perf recorded it
+        // (perf-exec): it is in the file scry reads.
+        if field("prev_pid=") == Some(&pid.to_string()) {
+            out_at = Some((t, field("prev_state=").is_some_and(|s| s.starts_with('S'))));
+        }
+        if field("next_pid=") == Some(&pid.to_string())
+            && let Some((out, blocked)) = out_at.take()
+            && blocked
+        {
+            perf_ns += (t - out) * 1e9;
+            sleeps += 1;
+        }
+    }
+    assert!(sleeps >= 5, "sleeper's 5 sleeps in perf script: {sleeps}");
+    let out = common::output(
+        common::scry()
+            .args(["offcpu", "-i"])
+            .arg(&data)
+            .args(["-p", &pid.to_string()]),
+    );
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s_ms: f64 = report
+        .lines()
+        .next()
+        .and_then(|l| l.split("(S ").nth(1))
+        .and_then(|r| r.split(" ms").next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no S state total in: {report}"));
+    assert!(
+        (s_ms - perf_ns / 1e6).abs() <= 0.0005 + 1e-9,
+        "scry offcpu -i: S {s_ms} ms; perf script of the same file: {:.6} ms\n{report}",
+        perf_ns / 1e6
+    );
+}
