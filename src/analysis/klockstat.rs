@@ -137,6 +137,37 @@ pub(crate) fn lock_rows(waits: &[LockWaits], named: &Named) -> Vec<LockRow> {
     rows
 }
 
+/// libbpf-tools' `-S acq_*`: which wait the rows are ranked by, largest
+/// first (`acq_total`, perf's default, as [`lock_rows`] leaves them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum LockSort {
+    #[default]
+    Total,
+    Max,
+    Count,
+}
+
+/// The rows `-c`, `-S` and `-n` keep: those whose caller starts with
+/// `caller` (libbpf-tools' prefix), ranked by `sort`, the first `top`.
+pub(crate) fn select_rows(
+    mut rows: Vec<LockRow>,
+    caller: Option<&str>,
+    sort: LockSort,
+    top: Option<usize>,
+) -> Vec<LockRow> {
+    if let Some(prefix) = caller {
+        rows.retain(|r| r.caller.starts_with(prefix));
+    }
+    let key = |r: &LockRow| match sort {
+        LockSort::Total => r.total_ns,
+        LockSort::Max => r.max_ns,
+        LockSort::Count => r.count,
+    };
+    rows.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.caller.cmp(&b.caller)));
+    rows.truncate(top.unwrap_or(usize::MAX));
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +179,29 @@ mod tests {
         assert_eq!(lock_kind(1), "spinlock");
         assert!(lock_internal("__mutex_lock.constprop.0") && lock_internal("_raw_spin_lock"));
         assert!(!lock_internal("anon_pipe_write") && !lock_internal("do_exit"));
+    }
+
+    #[test]
+    fn caller_prefix_sort_and_top() {
+        let row = |caller: &str, count, total_ns, max_ns| LockRow {
+            caller: caller.into(),
+            kind: "mutex".into(),
+            count,
+            total_ns,
+            max_ns,
+            min_ns: 0,
+            stack: vec![],
+        };
+        let rows = vec![
+            row("pipe_read", 1, 900, 900),
+            row("pipe_write", 5, 500, 200),
+            row("fdget_pos", 9, 100, 50),
+        ];
+        let callers = |rows: Vec<LockRow>| rows.into_iter().map(|r| r.caller).collect::<Vec<_>>();
+        let by_count = select_rows(rows.clone(), None, LockSort::Count, None);
+        assert_eq!(callers(by_count), ["fdget_pos", "pipe_write", "pipe_read"]);
+        let pipes = select_rows(rows.clone(), Some("pipe_"), LockSort::Max, Some(1));
+        assert_eq!(callers(pipes), ["pipe_read"]);
+        assert!(select_rows(rows, Some("nope"), LockSort::Total, None).is_empty());
     }
 }

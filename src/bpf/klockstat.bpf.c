@@ -9,7 +9,7 @@
 // open (a spinlock taken inside a mutex's slow path) is not timed apart,
 // its time is the outer lock's; a begin of the same lock again (a mutex
 // done spinning, going to sleep) keeps the start and takes its type.
-// Filters: process, thread.
+// Filters: process, thread, one lock (its address: libbpf-tools' -L).
 //
 // Variants: tp_btf, then raw_tp (both allow bpf_get_stackid).
 
@@ -32,6 +32,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 // 0: every process, every thread.
 const volatile __u32 filter_tgid = 0;
 const volatile __u32 filter_tid = 0;
+// 0: every lock.
+const volatile __u64 filter_lock = 0;
 
 struct open_t {
 	__u64 ts;
@@ -63,6 +65,8 @@ static __always_inline void on_begin(void *ctx, void *lock, unsigned int flags)
 	if (filter_tgid != 0 && filter_tgid != pid_tgid >> 32)
 		return;
 	if (filter_tid != 0 && filter_tid != tid)
+		return;
+	if (filter_lock != 0 && filter_lock != (__u64)lock)
 		return;
 	struct open_t o = {
 		.ts = bpf_ktime_get_ns(),

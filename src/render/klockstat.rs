@@ -1,7 +1,8 @@
 //! klockstat's table as `perf lock contention -b` prints it: `contended`,
 //! `total wait`, `max wait`, `avg wait` (each time with its unit, ns, us,
 //! ms or s, as perf scales it), `type` and `caller`, one row per caller
-//! and lock type; or one JSON document (`--json`), times in ns.
+//! and lock type (with `-s N` its stack's first N frames under it); or
+//! one JSON document (`--json`), times in ns.
 
 use std::io::{self, Write};
 
@@ -23,8 +24,13 @@ pub(crate) fn perf_time(ns: u64) -> String {
     }
 }
 
-/// The header and one line per row.
-pub(crate) fn write_lock_table(w: &mut impl Write, rows: &[LockRow]) -> io::Result<()> {
+/// The header and one line per row, each followed by up to `stack_lines`
+/// frames of its stack (libbpf-tools' -s), innermost first, indented.
+pub(crate) fn write_lock_table(
+    w: &mut impl Write,
+    rows: &[LockRow],
+    stack_lines: usize,
+) -> io::Result<()> {
     writeln!(
         w,
         " contended   total wait     max wait     avg wait         type   caller\n"
@@ -40,6 +46,9 @@ pub(crate) fn write_lock_table(w: &mut impl Write, rows: &[LockRow]) -> io::Resu
             r.kind,
             r.caller
         )?;
+        for frame in r.stack.iter().take(stack_lines) {
+            writeln!(w, "{:>16}{frame}", "")?;
+        }
     }
     Ok(())
 }
@@ -77,10 +86,24 @@ mod tests {
             stack: vec![],
         }];
         assert_eq!(
-            text(|w| write_lock_table(w, &rows)),
+            text(|w| write_lock_table(w, &rows, 0)),
             " contended   total wait     max wait     avg wait         type   caller\n\n         \
              4     45.67 ms     20.00 ms     11.42 ms        mutex   anon_pipe_write\n"
         );
         assert_eq!(perf_time(999), "999 ns");
+        let mut with_stack = rows[0].clone();
+        with_stack.stack = vec![
+            "mutex_lock".into(),
+            "anon_pipe_write".into(),
+            "vfs_write".into(),
+        ];
+        let with_stack = [with_stack];
+        let printed = text(|w| write_lock_table(w, &with_stack, 2));
+        assert!(
+            printed.ends_with(
+                "anon_pipe_write\n                mutex_lock\n                anon_pipe_write\n"
+            ),
+            "{printed}"
+        );
     }
 }

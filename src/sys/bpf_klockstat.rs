@@ -18,6 +18,8 @@ pub(crate) struct KlockstatSettings {
     pub(crate) tid: Option<u32>,
     /// Distinct stacks the stack map holds.
     pub(crate) stack_storage: u32,
+    /// Only this lock (its address; libbpf-tools' -L).
+    pub(crate) lock: Option<u64>,
 }
 
 /// The contentions from one kernel stack on one type of lock.
@@ -48,6 +50,7 @@ impl KlockstatBpf {
                 let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
                 rodata.filter_tgid = settings.pid.unwrap_or(0);
                 rodata.filter_tid = settings.tid.unwrap_or(0);
+                rodata.filter_lock = settings.lock.unwrap_or(0);
                 Ok(())
             },
         )?;
@@ -82,6 +85,12 @@ impl KlockstatBpf {
             });
         }
         Ok(waits)
+    }
+
+    /// Deletes every sum (libbpf-tools' -R: each interval from zero);
+    /// the stacks stay, the next sums may share them.
+    pub(crate) fn reset(&self) -> io::Result<()> {
+        super::bpf_hists::drain_with(&self.loaded.skel.maps.waits, |_, _| Some(())).map(drop)
     }
 
     pub(crate) fn detach(&mut self) {

@@ -12,7 +12,8 @@ use crate::common;
 use std::process::Stdio;
 
 use common::tracer::{
-    Tracer, require_root_and, run_piper, run_stopped, said_numbers, scry_tool, stopped_to,
+    Tracer, assert_each_bad_input, require_root_and, run_piper, run_stopped, said_numbers,
+    scry_tool, stopped_to,
 };
 use serde_json::Value;
 
@@ -250,6 +251,18 @@ fn futexctn_names_the_lock_taker_and_sums_the_waiters_blocked_time() {
     );
 }
 
+/// filelock's four threads appending 200 x 4 KiB each to a file in
+/// `dir`, stopped before its exec.
+fn stopped_filelock(dir: &tempfile::TempDir) -> std::process::Child {
+    let file = dir.path().join("appended");
+    let file = file.to_str().expect("utf-8 path");
+    stopped_to(
+        &common::workload("filelock"),
+        &[file, "4", "200", "4"],
+        Stdio::piped(),
+    )
+}
+
 /// filelock: four threads append 4 KiB with O_DIRECT to one file through
 /// one descriptor, 200 times each: each write() takes the descriptor's
 /// position mutex (fdget_pos) and holds it through the I/O, so the
@@ -264,13 +277,7 @@ fn klockstat_names_the_mutex_the_writers_contend_for() {
         return;
     }
     let dir = common::tempdir();
-    let file = dir.path().join("appended");
-    let file = file.to_str().expect("utf-8 path");
-    let workload = stopped_to(
-        &common::workload("filelock"),
-        &[file, "4", "200", "4"],
-        Stdio::piped(),
-    );
+    let workload = stopped_filelock(&dir);
     let pid = workload.id().to_string();
     let text = Tracer::start(scry_tool(&["klockstat", "-p", &pid]), 2);
     let json = Tracer::start(scry_tool(&["klockstat", "--json", "-p", &pid]), 2);
@@ -305,4 +312,102 @@ fn klockstat_names_the_mutex_the_writers_contend_for() {
         found["total_ns"].as_u64() >= found["max_ns"].as_u64(),
         "{report}"
     );
+}
+
+/// libbpf-tools' klockstat flags whose meaning carries over to
+/// contention, on one filelock run traced four ways at once: `-c fdget -S
+/// acq_count -n 1 -s 3` prints one row, the fdget_pos row (a mutex, or
+/// a mutex that spun) the unfiltered run counted the most contentions for,
+/// with that count (the same events: both attached before the workload
+/// started) and 3 frames of its stack under it; `-L 0x1` (an address no lock has: this kernel lists no lock
+/// variable in /proc/kallsyms, without CONFIG_KALLSYMS_ALL) has no row;
+/// `-c nosuch` has no row. `-i 1 -d 3 -T -R` prints a stamped table
+/// each second. `-S hld_*` (hold times need fexit) and an unknown lock
+/// symbol are one line, exit 2.
+#[test]
+fn klockstat_caller_lock_sort_rows_and_stacks_as_libbpf_tools() {
+    if !require_root_and("offcputime") {
+        return;
+    }
+    let dir = common::tempdir();
+    let workload = stopped_filelock(&dir);
+    let pid = workload.id().to_string();
+    let tracer = |extra: &[&str]| {
+        let mut args = vec!["klockstat", "-p", &pid];
+        args.extend_from_slice(extra);
+        Tracer::start(scry_tool(&args), 2)
+    };
+    let all = tracer(&["--json"]);
+    let picked = tracer(&["-c", "fdget", "-S", "acq_count", "-n", "1", "-s", "3"]);
+    let locked = tracer(&["-L", "0x1"]);
+    let none = tracer(&["--json", "-c", "nosuch"]);
+    run_stopped(workload);
+    let (all, _) = all.finish();
+    let (picked, err) = picked.finish();
+    let (locked, _) = locked.finish();
+    let (none, _) = none.finish();
+    let doc = document(&all);
+    let report = format!(
+        "{doc:#}\n{}\n{err}\n{}",
+        picked.join("\n"),
+        locked.join("\n")
+    );
+    let expected = doc
+        .as_array()
+        .expect(&report)
+        .iter()
+        .filter(|r| r["caller"].as_str().is_some_and(|c| c.starts_with("fdget")))
+        .filter_map(|r| r["contended"].as_u64())
+        .max()
+        .expect(&report);
+    // The banner, the head, an empty line, the row, its 3 frames.
+    let rows: Vec<&String> = picked.iter().skip(3).collect();
+    assert_eq!(rows.len(), 4, "{report}");
+    let row: Vec<&str> = rows[0].split_whitespace().collect();
+    assert_eq!(
+        (row.first().copied(), row.last().copied()),
+        (Some(expected.to_string().as_str()), Some("fdget_pos")),
+        "{report}"
+    );
+    assert!(
+        rows[1..].iter().all(|f| f.starts_with("                ")),
+        "{report}"
+    );
+    // The banner, the head, an empty line: no row.
+    assert_eq!(locked.len(), 3, "{report}");
+    assert!(locked[1].starts_with(" contended"), "{report}");
+    assert_eq!(document(&none), serde_json::json!([]), "{none:?}");
+    let out = common::output(&mut scry_tool(&[
+        "klockstat",
+        "-i",
+        "1",
+        "-d",
+        "3",
+        "-T",
+        "-R",
+    ]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let stamped = lines
+        .windows(2)
+        .filter(|w| w[0].len() == 8 && w[0].as_bytes()[2] == b':' && w[1].starts_with(" contended"))
+        .count();
+    assert!(out.status.success() && stamped >= 2, "{text}");
+    assert_each_bad_input(&[
+        (
+            &["klockstat", "-S", "hld_total"][..],
+            None,
+            "hold times need fexit",
+        ),
+        (
+            &["klockstat", "-S", "acq_count,hld_max"][..],
+            None,
+            "-S hld_max",
+        ),
+        (
+            &["klockstat", "-L", "scry_no_such_lock"][..],
+            None,
+            "no such kernel symbol",
+        ),
+    ]);
 }
