@@ -164,6 +164,8 @@ pub(crate) struct RunStop {
     signals: SignalPipe,
     end_at: Option<Instant>,
     pidfd: Option<OwnedFd>,
+    /// The process given to `until_exit` was gone before its pidfd opened.
+    gone: bool,
 }
 
 impl RunStop {
@@ -173,6 +175,7 @@ impl RunStop {
             signals: SignalPipe::install(&STOP_SIGNALS)?,
             end_at: None,
             pidfd: None,
+            gone: false,
         })
     }
 
@@ -183,12 +186,22 @@ impl RunStop {
     }
 
     /// The run also ends when `pid` exits. Its pidfd is opened now, so a
-    /// process already gone ends the run at the first wait.
+    /// process already gone ends the run at the first wait: the tools
+    /// check that `pid` exists before they load, so one gone by now
+    /// (ESRCH) exited while they did, and that is the run's end, not an
+    /// error.
     pub(crate) fn until_exit(mut self, pid: Option<i32>) -> io::Result<RunStop> {
         if let Some(pid) = pid {
-            let fd = pidfd_open(pid)
-                .map_err(|e| io::Error::new(e.kind(), format!("watching process {pid}: {e}")))?;
-            self.pidfd = Some(fd);
+            match pidfd_open(pid) {
+                Ok(fd) => self.pidfd = Some(fd),
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => self.gone = true,
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("watching process {pid}: {e}"),
+                    ));
+                }
+            }
         }
         Ok(self)
     }
@@ -227,7 +240,7 @@ impl RunStop {
             }
             None => timeout_ms,
         };
-        poll(&mut set, timeout_ms)?;
+        poll(&mut set, if self.gone { 0 } else { timeout_ms })?;
         for (p, polled) in fds.iter_mut().zip(&set[own..]) {
             p.revents = polled.revents;
         }
@@ -235,7 +248,7 @@ impl RunStop {
             self.signals.drain();
             return Ok(Some(Stopped::Signal(sig)));
         }
-        if self.pidfd.is_some() && set[1].revents != 0 {
+        if self.gone || (self.pidfd.is_some() && set[1].revents != 0) {
             return Ok(Some(Stopped::TargetExited));
         }
         if self.end_at.is_some_and(|end| Instant::now() >= end) {
@@ -300,5 +313,27 @@ pub(crate) fn kill(pid: i32, sig: i32) -> io::Result<()> {
         Err(io::Error::last_os_error())
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_gone_before_its_pidfd_opens_ends_the_run_at_once() {
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let pid = child.id() as i32;
+        child.wait().expect("wait"); // reaped: the pid is gone
+        let stop = RunStop::install()
+            .and_then(|s| s.until_exit(Some(pid)))
+            .expect("a gone process is no error");
+        // No timeout: without the exit seen, this would wait forever.
+        assert_eq!(
+            stop.wait(&mut [], -1).expect("wait"),
+            Some(Stopped::TargetExited)
+        );
     }
 }
