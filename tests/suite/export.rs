@@ -461,9 +461,11 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
         // not at all where there was none, and comes out short by whole
         // runs. scry starts such a run at the latest moment the file
         // allows (the thread's fork at the earliest), so its slices hold
-        // the thread's CPU time, plus at most an idle gap.
+        // the thread's CPU time, plus at most an idle gap: within 5% (the
+        // issue's bound; twenty runs, ten beside a busy loop on CPU 1,
+        // came to 0.99-1.02x).
         assert!(
-            (cpu * 0.9..=cpu * 1.05 + 1.0).contains(&ours),
+            (cpu * 0.95..=cpu * 1.05 + 1.0).contains(&ours),
             "tid {tid}: slices add up to {ours:.3} ms for the {cpu:.3} ms of CPU the thread measured (perf sched timehist {want:.3} ms)"
         );
         assert_eq!(names.get(*tid).map(String::as_str), Some("threads"));
@@ -657,7 +659,7 @@ fn chrome_trace_renders_in_speedscope() {
             .unwrap_or_else(|| panic!("no weight after tid {tid}: {}", &row[..row.len().min(200)]));
         eprintln!("tid {tid}: speedscope shows {weight:.3} ms, the thread measured {cpu:.3} ms");
         assert!(
-            (cpu * 0.9..=cpu * 1.05 + 1.0).contains(&weight),
+            (cpu * 0.95..=cpu * 1.05 + 1.0).contains(&weight),
             "tid {tid}: speedscope weighs {weight:.3} ms for the {cpu:.3} ms of CPU the thread measured"
         );
     }
