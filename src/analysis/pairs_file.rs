@@ -13,7 +13,7 @@ use std::path::Path;
 
 use linux_perf_event_reader::{EventRecord, PerfEventType};
 
-use super::pairs::{Builtin, PairEngine};
+use super::pairs::{Builtin, Hook, PairEngine};
 use super::pairs_feed::{HookFieldError, PairsFeed, wanted_fields};
 use super::pairs_report::{CpuStat, syscall_names};
 use crate::data::handler::dispatch;
@@ -45,6 +45,18 @@ pub(crate) enum PairsFileError {
         /// What is wrong in it.
         err: FormatError,
     },
+    /// A hook's event is not in the file.
+    #[error("{file} has no event {event} (hook '{hook}'); events in the file: {events}")]
+    NoHookEvent {
+        /// The file.
+        file: String,
+        /// The event the hook names.
+        event: String,
+        /// The hook's label.
+        hook: String,
+        /// The file's tracepoints, `system:name`, comma-separated.
+        events: String,
+    },
     /// Neither sched_switch nor a system call enter.
     #[error(
         "{file} holds none of the profile hooks' events (record it with 'scry record --profile')"
@@ -59,9 +71,12 @@ pub(crate) enum PairsFileError {
 }
 
 /// Which tasks a file's report shows (`scry report --profile`): every task
-/// unless pids, tids or command names are given.
+/// unless pids, tids or command names are given; and the custom hooks
+/// paired beside the built-in ones.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct FileWatch {
+    /// `-H` hooks (`scry heatmap --latency`): their events must be in the file.
+    pub(crate) hooks: Vec<Hook>,
     /// These processes.
     pub(crate) pids: Vec<i32>,
     /// These threads.
@@ -113,12 +128,16 @@ pub(crate) fn pairs_of_file(
             }
         }
     }
-    if !roles.contains(&Builtin::SchedSwitch) && !roles.contains(&Builtin::SysEnter) {
+    let hook_events = hook_events(&watch.hooks, &formats, &file)?;
+    if !roles.contains(&Builtin::SchedSwitch)
+        && !roles.contains(&Builtin::SysEnter)
+        && hook_events.is_empty()
+    {
         return Err(PairsFileError::NoHooks { file: file() });
     }
     let refs: Vec<Option<&EventFormat>> = formats.iter().map(Option::as_ref).collect();
-    let wanted = wanted_fields(&refs, &[])?;
-    let mut engine = PairEngine::new(roles, Vec::new(), syscall_names());
+    let wanted = wanted_fields(&refs, &hook_events)?;
+    let mut engine = PairEngine::new(roles, hook_events, syscall_names());
     if log {
         engine.log = Some(Default::default());
     }
@@ -161,4 +180,47 @@ pub(crate) fn pairs_of_file(
         dispatch(&mut feed, attr_index, &record, &id);
     }
     Ok((feed, cpus))
+}
+
+/// Each hook with the indices of its start and end events among the file's
+/// (`formats`, by attribute); an event may omit its system (`sched_switch`).
+fn hook_events(
+    hooks: &[Hook],
+    formats: &[Option<EventFormat>],
+    file: &dyn Fn() -> String,
+) -> Result<Vec<(Hook, usize, usize)>, PairsFileError> {
+    let find = |hook: &Hook, event: &str| {
+        let (system, name) = match event.split_once(':') {
+            Some((system, name)) => (Some(system), name),
+            None => (None, event),
+        };
+        formats
+            .iter()
+            .position(|f| {
+                f.as_ref()
+                    .is_some_and(|f| f.name == name && system.is_none_or(|s| s == f.system))
+            })
+            .ok_or_else(|| {
+                let mut events: Vec<String> = formats
+                    .iter()
+                    .flatten()
+                    .map(|f| format!("{}:{}", f.system, f.name))
+                    .collect();
+                events.dedup();
+                PairsFileError::NoHookEvent {
+                    file: file(),
+                    event: event.to_string(),
+                    hook: hook.label(),
+                    events: if events.is_empty() {
+                        "none".to_string()
+                    } else {
+                        events.join(", ")
+                    },
+                }
+            })
+    };
+    hooks
+        .iter()
+        .map(|h| Ok((h.clone(), find(h, &h.start)?, find(h, &h.end)?)))
+        .collect()
 }

@@ -6,7 +6,9 @@
 //! `--latency PAIRS`: the file's tracepoints → `analysis::pairs_file::pairs_of_file`
 //! (`analysis::pairs`, every pair kept) → the latency heat map of the
 //! pairs asked for: `syscalls` (enter to exit), `wakeup` (wakeup to
-//! switch-in) or one label of `scry report --profile`.
+//! switch-in), `bio` (block I/O issue to completion: a built-in `-H`
+//! hook) or one label of `scry report --profile`; `-H HOOK` draws any
+//! pair of the file's tracepoints (trace-cmd's hook syntax).
 //!
 //! The page is created 0600 (it holds other processes' stacks and names);
 //! `-o -` writes to standard output.
@@ -21,6 +23,7 @@ use scry::analysis::heatmap::{LatencyHeatmap, LatencyPoint, OffsetHeatmap, Offse
 use scry::render::heatmap::{PageOptions, write_latency_page, write_offset_page};
 use scry::symbol::{ResolveOptions, resolve_file};
 
+use scry::analysis::pairs::Hook;
 use scry::analysis::pairs_file::{FileWatch, pairs_of_file};
 
 #[derive(Args, Debug)]
@@ -39,10 +42,17 @@ pub(crate) struct HeatmapArgs {
     event: Option<String>,
     /// Draw the latency heat map of event pairs instead: `syscalls` (enter
     /// to exit, from raw_syscalls or syscalls:sys_enter_*/sys_exit_*),
-    /// `wakeup` (sched_waking or sched_wakeup to switch-in), or a label as
-    /// `scry report --profile` prints it (`sys_read`, `sched_switch:S`).
-    #[arg(long, value_name = "PAIRS")]
+    /// `wakeup` (sched_waking or sched_wakeup to switch-in), `bio` (block
+    /// I/O, block_rq_issue to block_rq_complete of the same sector), or a
+    /// label as `scry report --profile` prints it (`sys_read`,
+    /// `sched_switch:S`).
+    #[arg(long, value_name = "PAIRS", conflicts_with = "hook")]
     latency: Option<String>,
+    /// Draw the latency heat map of a custom event pair, in trace-cmd's
+    /// hook syntax: START[,MATCH[,PID]]/END[,MATCH][,FLAGS] (flags: g
+    /// global, p pinned to a CPU), e.g. `irq:irq_handler_entry,irq/irq:irq_handler_exit,irq`.
+    #[arg(short = 'H', long = "hook", value_name = "HOOK", value_parser = parse_hook)]
+    hook: Option<Hook>,
     /// Latency map: a column's width in milliseconds. Default: about 100
     /// columns over the recording.
     #[arg(long, value_name = "MS", value_parser = parse_ms)]
@@ -57,6 +67,15 @@ pub(crate) struct HeatmapArgs {
 #[error("'{0}' is not a number of milliseconds in (0, 3600000]")]
 struct BadMilliseconds(String);
 
+/// Block I/O latency (`--latency bio`): a request's issue to its
+/// completion, matched on its sector in any task (the completion runs in
+/// an interrupt, not in the issuer).
+const BIO_HOOK: &str = "block:block_rq_issue,sector/block:block_rq_complete,sector,g";
+
+fn parse_hook(text: &str) -> Result<Hook, String> {
+    Hook::parse(text).map_err(|e| e.to_string())
+}
+
 /// Milliseconds (`50`, `0.5`) → nanoseconds, positive.
 fn parse_ms(text: &str) -> Result<u64, BadMilliseconds> {
     match text.parse::<f64>() {
@@ -67,9 +86,14 @@ fn parse_ms(text: &str) -> Result<u64, BadMilliseconds> {
 
 pub(crate) fn run(args: HeatmapArgs) -> anyhow::Result<()> {
     let mut page = Vec::new();
-    match &args.latency {
-        Some(pairs) => latency_page(&args, pairs, &mut page)?,
-        None => offset_page(&args, &mut page)?,
+    match (&args.latency, &args.hook) {
+        (_, Some(hook)) => latency_page(&args, &hook.label(), Some(hook.clone()), &mut page)?,
+        (Some(pairs), None) if pairs == "bio" => {
+            let hook = parse_hook(BIO_HOOK).map_err(anyhow::Error::msg)?;
+            latency_page(&args, &hook.label(), Some(hook), &mut page)?
+        }
+        (Some(pairs), None) => latency_page(&args, pairs, None, &mut page)?,
+        (None, None) => offset_page(&args, &mut page)?,
     }
     write_output(&args.output, &page)
 }
@@ -112,9 +136,20 @@ fn offset_page(args: &HeatmapArgs, page: &mut Vec<u8>) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn latency_page(args: &HeatmapArgs, pairs: &str, page: &mut Vec<u8>) -> anyhow::Result<()> {
+/// The latency page of the pairs labelled `pairs` (with `hook`, that
+/// hook's, paired beside the built-in ones).
+fn latency_page(
+    args: &HeatmapArgs,
+    pairs: &str,
+    hook: Option<Hook>,
+    page: &mut Vec<u8>,
+) -> anyhow::Result<()> {
     let path = &args.input;
-    let (mut feed, _) = pairs_of_file(path, &FileWatch::default(), true)?;
+    let watch = FileWatch {
+        hooks: hook.into_iter().collect(),
+        ..FileWatch::default()
+    };
+    let (mut feed, _) = pairs_of_file(path, &watch, true)?;
     feed.engine.finish();
     let log = feed.engine.log.take().unwrap_or_default();
     let wanted: Vec<bool> = log

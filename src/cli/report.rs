@@ -148,6 +148,7 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
             pids: args.pids,
             tids: args.tids,
             comms: args.comms,
+            hooks: Vec::new(),
         };
         return super::profile::report_file(&args.input, args.format == Format::Json, &watch);
     }

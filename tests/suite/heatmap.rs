@@ -270,6 +270,62 @@ fn latency_heatmap_of_wakeups_counts_what_report_counts() {
     assert_eq!(total, want);
 }
 
+/// Block I/O: `dwrites`' N direct writes to a loop device, recorded
+/// system-wide with block_rq_issue and block_rq_complete (the completion
+/// runs in an interrupt or the loop device's worker, not in the writer),
+/// are N pairs or more (the machine's other disks may add theirs) in
+/// `--latency bio`'s map, and the same pairs through `-H` in trace-cmd's
+/// hook syntax; a hook naming an event the file lacks is one line naming
+/// the file's events.
+#[test]
+fn latency_heatmap_of_block_io_and_of_any_hook() {
+    require_kernel!();
+    require_tracefs!();
+    if !common::require_tool(
+        "losetup",
+        "util-linux's losetup is not installed (scripts/deps)",
+    ) {
+        return;
+    }
+    let n = 30u64;
+    let dir = common::tempdir();
+    let disk = common::loop_device::LoopDevice::new();
+    let dev = disk.dev.to_string_lossy().into_owned();
+    let data = record(
+        dir.path(),
+        "bio",
+        &[
+            "-a",
+            "-e",
+            "block:block_rq_issue",
+            "-e",
+            "block:block_rq_complete",
+        ],
+        &["dwrites", &dev, &n.to_string(), "65536"],
+    );
+    let page = heatmap(&data, &dir.path().join("bio.html"), &["--latency", "bio"]);
+    let bio: u64 = counts(&page_data(&page)).iter().sum();
+    assert!(bio >= n, "{bio} block I/O pairs for {n} writes");
+    assert!(page.contains("block_rq_issue-block_rq_complete"));
+
+    let hook = "block:block_rq_issue,sector/block:block_rq_complete,sector,g";
+    let page = heatmap(&data, &dir.path().join("hook.html"), &["-H", hook]);
+    assert_eq!(counts(&page_data(&page)).iter().sum::<u64>(), bio);
+
+    let result = common::output(
+        common::scry()
+            .args(["heatmap", "-H", "block_rq_insert/block_rq_complete", "-i"])
+            .arg(&data)
+            .arg("-o")
+            .arg(dir.path().join("x.html")),
+    );
+    common::assert_bad_input(&result, "has no event block_rq_insert", &"insert");
+    assert!(
+        String::from_utf8_lossy(&result.stderr).contains("block:block_rq_issue"),
+        "the file's events are named"
+    );
+}
+
 #[test]
 fn heatmap_bad_input_is_one_line() {
     let dir = common::tempdir();
