@@ -138,6 +138,38 @@ pub(crate) struct ElfNames {
     /// Per symbol file: symbol start → perf's pick among its aliases, for
     /// the starts met so far (`None`: the start has one name).
     aliases: HashMap<PathBuf, FxMap<u64, Option<String>>>,
+    /// Per symbol file: the bytes of its DWARF sections, 0 without line
+    /// info (`.debug_line`); only files with it are asked of `lines`.
+    dwarf_bytes: HashMap<PathBuf, u64>,
+}
+
+/// DWARF of this many bytes in a file (its `.debug_*` sections as stored)
+/// is dropped after each batch instead of kept to the end.
+const KEPT_DWARF_BYTES: u64 = 16 << 20;
+
+/// The bytes of the `.debug_*` sections of the ELF file at `path`; 0 when it
+/// has no `.debug_line`.
+fn dwarf_bytes(path: &Path) -> u64 {
+    use object::ObjectSection;
+    let Ok(map) = crate::sys::mapped::MappedFile::open(path) else {
+        return 0;
+    };
+    let Ok(obj) = object::File::parse(&*map) else {
+        return 0;
+    };
+    if obj
+        .section_by_name(".debug_line")
+        .is_none_or(|s| s.size() == 0)
+    {
+        return 0;
+    }
+    obj.sections()
+        .filter(|s| s.name().is_ok_and(|n| n.starts_with(".debug_")))
+        .map(|s| {
+            s.compressed_file_range()
+                .map_or(s.size(), |r| r.compressed_size)
+        })
+        .sum()
 }
 
 /// perf's pick among the aliases at each of `starts` (symbol start
@@ -272,6 +304,7 @@ impl ElfNames {
             demangle,
             lines: None,
             aliases: HashMap::new(),
+            dwarf_bytes: HashMap::new(),
         }
     }
 
@@ -293,24 +326,47 @@ impl ElfNames {
 
     /// `file:line` (base name) of each svma, from DWARF; `None` where the
     /// file has no line for it.
-    fn source_lines(&self, path: &Path, svmas: &[u64]) -> Vec<Option<String>> {
-        let Some(lines) = &self.lines else {
+    ///
+    /// Only a file with `.debug_line` is read (the others would be parsed
+    /// a second time, symbol table and all, for nothing), and a big one's
+    /// parsed DWARF is dropped after each batch (`KEPT_DWARF_BYTES`),
+    /// unlike its symbol table: kept to the end, the second symbol tables
+    /// of every binary a system-wide file touched and the DWARF of the
+    /// debug builds among them were most of a big file's memory (bench
+    /// export.sh's 127 MB system-wide recording: the pprof export peaked
+    /// at 610 MB, 486 MB now; `scry report` 352 MB). A small one (libc's
+    /// debug file) is kept: it is in every batch, and inflating its
+    /// compressed sections again each time doubled the time.
+    fn source_lines(&mut self, path: &Path, svmas: &[u64]) -> Vec<Option<String>> {
+        let Some(lines) = &mut self.lines else {
             return vec![None; svmas.len()];
         };
+        let bytes = *self
+            .dwarf_bytes
+            .entry(path.to_path_buf())
+            .or_insert_with(|| dwarf_bytes(path));
+        if bytes == 0 {
+            return vec![None; svmas.len()];
+        }
         let mut src = Elf::new(path);
         src.debug_syms = true;
-        let Ok(results) = lines.symbolize(&Source::Elf(src), Input::VirtOffset(svmas)) else {
-            return vec![None; svmas.len()];
-        };
-        results
-            .into_iter()
-            .map(|r| {
-                let Symbolized::Sym(sym) = r else { return None };
-                let info = sym.code_info?;
-                let file = Path::new(&*info.file).file_name()?.to_string_lossy();
-                Some(format!("{file}:{}", info.line?))
-            })
-            .collect()
+        let found: Vec<Option<String>> =
+            match lines.symbolize(&Source::Elf(src), Input::VirtOffset(svmas)) {
+                Ok(results) => results
+                    .into_iter()
+                    .map(|r| {
+                        let Symbolized::Sym(sym) = r else { return None };
+                        let info = sym.code_info?;
+                        let file = Path::new(&*info.file).file_name()?.to_string_lossy();
+                        Some(format!("{file}:{}", info.line?))
+                    })
+                    .collect(),
+                Err(_) => vec![None; svmas.len()],
+            };
+        if bytes >= KEPT_DWARF_BYTES {
+            let _ = lines.evict(&blazesym::symbolize::evict::Elf::new(path).into());
+        }
+        found
     }
 
     fn finish(&self, raw: &str) -> String {
@@ -326,9 +382,11 @@ impl ElfNames {
     /// picks): a one-shot resolve names each file in one batch, and keeping
     /// every big library's tables until the end only raises peak memory.
     pub(crate) fn forget(&mut self, path: &Path) {
-        let _ = self
-            .symbolizer
-            .evict(&blazesym::symbolize::evict::Elf::new(path).into());
+        let evict = || blazesym::symbolize::evict::Elf::new(path).into();
+        let _ = self.symbolizer.evict(&evict());
+        if let Some(lines) = &mut self.lines {
+            let _ = lines.evict(&evict());
+        }
         self.aliases.remove(path);
     }
 
@@ -339,6 +397,7 @@ impl ElfNames {
         path: &Path,
         svmas: &[u64],
     ) -> Result<Vec<Option<Names>>, blazesym::Error> {
+        let lines = self.source_lines(path, svmas);
         let mut src = Elf::new(path);
         src.debug_syms = self.inline;
         let src = Source::Elf(src);
@@ -360,7 +419,6 @@ impl ElfNames {
             }
         }
         let known = &self.aliases[path];
-        let lines = self.source_lines(path, svmas);
         Ok(results
             .into_iter()
             .zip(lines)

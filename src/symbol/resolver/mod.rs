@@ -55,6 +55,11 @@ use super::names::{ElfNames, VdsoSymbols};
 use super::perf_map::PerfMap;
 use super::process::{DsoId, DsoKind, DsoTable, FxMap, Mapping, ProcessModel};
 use super::stacks::StackTable;
+
+/// The least `merge_batch` with source lines: a big file's DWARF is read
+/// again each batch, so 4096 distinct samples a batch read a debug build's
+/// line tables 60 times in a 400,000-sample file.
+const SRCLINE_MERGE_BATCH: usize = 1 << 15;
 use super::unwind::DwarfUnwinder;
 use super::{ResolveOptions, ResolveStats, UnresolvedReason};
 use crate::data::handler::{Comm, Ksymbol, Lost, LostTally, Mmap, RecordHandler, dispatch};
@@ -305,7 +310,12 @@ impl Resolver {
             adjust_return_addresses: options.adjust_return_addresses || options.inline,
             srcline: options.srcline,
             merged: options.merge_samples.then(FxMap::default),
-            merge_batch: options.merge_batch.max(1),
+            // With source lines, each batch reads the DWARF of the big
+            // files again (`ElfNames::source_lines`): fewer, bigger batches.
+            merge_batch: match options.srcline {
+                true => options.merge_batch.max(SRCLINE_MERGE_BATCH),
+                false => options.merge_batch.max(1),
+            },
             folded: Vec::new(),
             folded_index: FxMap::default(),
             last_batch: false,
