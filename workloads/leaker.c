@@ -15,6 +15,10 @@
 #include <unistd.h>
 
 static void *volatile kept[100000];
+// Each freed site stores its pointer here before it frees it: without the
+// volatile store gcc drops `free(malloc(n))` (and calloc's, aligned_alloc's)
+// as a whole, and those sites would never call the allocator.
+static void *volatile passing;
 
 void *leak_here(size_t size)
 {
@@ -23,23 +27,39 @@ void *leak_here(size_t size)
 	return p;
 }
 
-void freed_malloc(size_t size) { free(malloc(size)); }
-void freed_calloc(size_t size) { free(calloc(2, size)); }
+void freed_malloc(size_t size)
+{
+	passing = malloc(size);
+	free(passing);
+}
+
+void freed_calloc(size_t size)
+{
+	passing = calloc(2, size);
+	free(passing);
+}
 
 void freed_realloc(size_t size)
 {
-	void *p = malloc(size);
-	free(realloc(p, size * 4));
+	passing = malloc(size);
+	passing = realloc(passing, size * 4);
+	free(passing);
 }
 
 void freed_memalign(size_t size)
 {
 	void *p = NULL;
-	if (posix_memalign(&p, 64, size) == 0)
-		free(p);
+	if (posix_memalign(&p, 64, size) == 0) {
+		passing = p;
+		free(passing);
+	}
 }
 
-void freed_aligned(size_t size) { free(aligned_alloc(64, size)); }
+void freed_aligned(size_t size)
+{
+	passing = aligned_alloc(64, size);
+	free(passing);
+}
 
 void freed_mmap(size_t size)
 {

@@ -210,23 +210,26 @@ fn memleak_follows_a_running_process_in_json_each_allocation_oldest_first() {
 }
 
 /// bcc's `-t`: each call followed, as bcc's trace messages. The leaker
-/// keeps 7 x 100 bytes at leak_here and frees 50 allocations through each
-/// of its freed sites (four of them call the allocator: gcc drops the
-/// `free(malloc(n))` of freed_malloc, freed_calloc and freed_aligned):
-/// every address -a shows at leak_here came back from an `alloc exited,
-/// size = 100` line and is never freed; each `free entered` names an
-/// address and size an earlier `alloc exited` returned, and there are at
-/// least 4 x 50 of them.
+/// keeps K = 7 x 100 bytes at leak_here and, N = 50 times, allocates and
+/// frees through each of its six freed sites: 7 allocations and 7 frees
+/// each time (freed_realloc's malloc and realloc, realloc freeing the
+/// first block), so exactly 7 x N frees and 7 x N + K returned
+/// allocations; aligned_alloc's 256 bytes and mmap's 4096 N times each,
+/// calloc(2, 8)'s 16 bytes N times and freed_malloc's first (16 + 0)
+/// once. Every address -a shows at leak_here came back from an `alloc
+/// exited, size = 100` line and is never freed; each `free entered` names
+/// an address and size an earlier `alloc exited` returned.
 #[test]
 fn memleak_t_traces_each_call_followed() {
     if !require_root() {
         return;
     }
     let leaker = common::workload("leaker");
+    let (k, n) = (7usize, 50usize);
     let out = common::run_ok(
         scry_tool(&["memleak", "-t", "-a", "-o", "0", "--"])
             .arg(&leaker)
-            .args(["7", "100", "50"]),
+            .args([k.to_string(), "100".to_string(), n.to_string()]),
     );
     let lines: Vec<String> = out.lines().map(str::to_string).collect();
     let message = |l: &str| {
@@ -236,6 +239,9 @@ fn memleak_t_traces_each_call_followed() {
     };
     let hex = |s: &str| u64::from_str_radix(s.trim(), 16).expect("hex address");
     let mut returned: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    let mut returned_sizes: std::collections::HashMap<u64, usize> =
+        std::collections::HashMap::new();
+    let mut exited = 0;
     let mut freed = Vec::new();
     let mut entered = 0;
     for line in &lines {
@@ -245,7 +251,10 @@ fn memleak_t_traces_each_call_followed() {
             entered += 1;
         } else if let Some(rest) = m.strip_prefix("alloc exited, size = ") {
             let (size, result) = rest.split_once(", result = ").expect("result");
-            returned.insert(hex(result), size.parse().expect("size"));
+            let size: u64 = size.parse().expect("size");
+            returned.insert(hex(result), size);
+            *returned_sizes.entry(size).or_default() += 1;
+            exited += 1;
         } else if let Some(rest) = m.strip_prefix("free entered, address = ") {
             let (address, size) = rest.split_once(", size = ").expect("size");
             let address = hex(address);
@@ -254,11 +263,14 @@ fn memleak_t_traces_each_call_followed() {
             freed.push(address);
         }
     }
-    assert!(entered >= returned.len(), "{out}");
-    assert!(
-        freed.len() >= 4 * 50,
-        "{} frees traced:\n{out}",
-        freed.len()
+    assert!(entered >= exited, "{out}");
+    assert_eq!(freed.len(), 7 * n, "frees traced:\n{out}");
+    assert_eq!(exited, 7 * n + k, "allocations returned:\n{out}");
+    let sized = |size: u64| returned_sizes.get(&size).copied().unwrap_or(0);
+    assert_eq!(
+        (sized(256), sized(4096), sized(16)),
+        (n, n, n + 1),
+        "aligned_alloc, mmap, calloc + malloc(16):\n{out}"
     );
     let kept: Vec<u64> = lines
         .iter()
@@ -266,7 +278,7 @@ fn memleak_t_traces_each_call_followed() {
         .filter(|l| l.contains(" size = 100 "))
         .map(|l| hex(l.split_whitespace().next().expect("address")))
         .collect();
-    assert_eq!(kept.len(), 7, "{out}");
+    assert_eq!(kept.len(), k, "{out}");
     for a in &kept {
         assert_eq!(returned.get(a), Some(&100), "{a:x}: {out}");
         assert!(!freed.contains(a), "{a:x} kept, yet traced as freed");
