@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # bench/serve.sh: how fast `scry serve` answers on the bench's large
 # recording (bench/bench_data.sh: 400k samples with the defaults on 2
 # CPUs): the flame graph (goal: under 0.5 s), the heat map (goal: under

@@ -184,13 +184,17 @@ pub(super) fn convert_file(
     // Timelines: the event pairs, as `scry heatmap --latency` reads them.
     let mut pairs = None;
     if wants.runs && events.iter().any(|e| e.kind == EventKind::Tracepoint) {
-        let (mut feed, _) = scry::analysis::pairs_file::pairs_of_file(
-            path,
-            &scry::analysis::pairs_file::FileWatch::default(),
-            true,
-        )?;
-        feed.engine.finish();
-        pairs = feed.engine.log.take();
+        use scry::analysis::pairs_file::{FileWatch, PairsFileError, pairs_of_file};
+        // Tracepoints none of which starts or ends a pair (block:*) have
+        // no pairs to draw; they are still the trace's instants.
+        match pairs_of_file(path, &FileWatch::default(), true) {
+            Ok((mut feed, _)) => {
+                feed.engine.finish();
+                pairs = feed.engine.log.take();
+            }
+            Err(PairsFileError::NoHooks { .. }) => {}
+            Err(err) => return Err(err.into()),
+        }
     }
     let input = ExportInput {
         resolved: &resolved,

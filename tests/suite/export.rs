@@ -520,6 +520,33 @@ fn chrome_trace_pairs_are_slices() {
     }
 }
 
+/// Tracepoints none of which starts or ends a pair (`sched_process_exit`
+/// here; block I/O alike) are the trace's instants, one per record: the
+/// export does not ask for the profile hooks' events.
+#[test]
+fn chrome_trace_of_tracepoints_without_pairs_has_their_instants() {
+    require_kernel!();
+    require_tracefs!();
+    let dir = common::tempdir();
+    let data = dir.path().join("exit.data");
+    record(
+        &data,
+        &["-e", "sched:sched_process_exit"],
+        &["threads", "2", "0.05s"],
+    );
+    let out = dir.path().join("exit.json");
+    convert(&data, "chrome-trace", &out);
+    let trace: Value = serde_json::from_slice(&std::fs::read(&out).expect("read")).expect("JSON");
+    let exits = trace["traceEvents"]
+        .as_array()
+        .expect("traceEvents")
+        .iter()
+        .filter(|e| e["ph"] == "i" && e["name"] == "sched:sched_process_exit")
+        .count();
+    // The two workers and the process's main thread.
+    assert!(exits >= 3, "{exits} exits:\n{trace}");
+}
+
 /// speedscope's built page from the npm package (`npm install -g
 /// speedscope`), or the reason it is missing.
 fn speedscope_page() -> Result<PathBuf, String> {
