@@ -27,6 +27,7 @@ fi
 echo "file: $data ($(du -h "$data" | cut -f1))"
 
 start=$(date +%s.%N)
+: > "$out/banner"
 "$scry" serve --port 0 "$data" 2> "$out/banner" &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$out"' EXIT INT TERM
