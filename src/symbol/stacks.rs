@@ -60,11 +60,6 @@ impl StackTable {
     pub(crate) fn len(&self) -> usize {
         self.spans.len()
     }
-
-    /// How many location ids the stacks hold together (the table's size).
-    pub(crate) fn ids_len(&self) -> usize {
-        self.ids.len()
-    }
 }
 
 #[cfg(test)]
