@@ -19,6 +19,11 @@ pub(crate) struct RunArgs {
     /// Print each probe's instruction count to stderr (default off)
     #[arg(short = 'v', long)]
     verbose: bool,
+    /// Compile the program and load it into the kernel (the verifier
+    /// checks every probe's code) without attaching anything, then exit
+    /// (default off): kprobes are checked so on a kernel without them
+    #[arg(long)]
+    dry_run: bool,
     /// List the probes matching the program argument as a pattern
     /// (`scry run -l 'tracepoint:sched:*'`; default: all), as bpftrace -l
     #[arg(short = 'l')]
@@ -52,6 +57,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let options = RunOptions {
         verbose: args.verbose,
+        dry_run: args.dry_run,
         origin: origin.clone(),
     };
     let stdout = std::io::stdout();

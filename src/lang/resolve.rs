@@ -206,8 +206,18 @@ pub(crate) struct Resolved {
 
 /// The probes of the program, wildcards expanded, formats and signatures
 /// loaded.
-pub(crate) fn resolve_probes(program: &Program, types: &KernelTypes) -> Result<Resolved, RunError> {
+///
+/// `dry_run`: nothing will be attached, so a kernel without the kprobe
+/// PMU is no error; a kprobe's function is checked against the traceable
+/// ones instead (for a list's attach points always: bpftrace's tools name
+/// old and new names, and one missing is left out before counting).
+pub(crate) fn resolve_probes(
+    program: &Program,
+    types: &KernelTypes,
+    dry_run: bool,
+) -> Result<Resolved, RunError> {
     let mut out = Vec::new();
+    let mut traceable: Option<std::collections::HashSet<String>> = None;
     let mut missing_tracepoints = Vec::new();
     for (block, probe) in program.probes.iter().enumerate() {
         let several = probe.attach.len() > 1;
@@ -217,7 +227,7 @@ pub(crate) fn resolve_probes(program: &Program, types: &KernelTypes) -> Result<R
         let mut missing = None;
         for ap in &probe.attach {
             let spec = parse_probe(&ap.text, ap.span)?;
-            if matches!(spec, ProbeSpec::Kprobe { .. }) {
+            if matches!(spec, ProbeSpec::Kprobe { .. }) && !dry_run {
                 crate::sys::uprobe::UprobePmu::detect_kprobe().map_err(|e| {
                     LangError::new(
                         ap.span,
@@ -276,6 +286,24 @@ pub(crate) fn resolve_probes(program: &Program, types: &KernelTypes) -> Result<R
                                 skip_missing(several, err, &mut missing)?;
                                 continue;
                             }
+                        }
+                    }
+                    ProbeSpec::Kprobe { function, .. } if (several || dry_run) && !wildcard => {
+                        let known = match &traceable {
+                            Some(known) => known,
+                            None => traceable.insert(traceable_functions()?.into_iter().collect()),
+                        };
+                        if !known.contains(function) {
+                            let err = LangError::new(
+                                ap.span,
+                                format!(
+                                    "{}: the kernel has no traceable function {function} \
+                                     (available_filter_functions, /proc/kallsyms)",
+                                    spec.name()
+                                ),
+                            );
+                            skip_missing(several, err, &mut missing)?;
+                            continue;
                         }
                     }
                     ProbeSpec::Uprobe {

@@ -513,6 +513,9 @@ impl Runtime<'_> {
 pub(crate) struct RunOptions {
     /// Print the generated instructions count per probe to stderr.
     pub(crate) verbose: bool,
+    /// Compile and load every program (the verifier checks each), attach
+    /// nothing, and say so (default off).
+    pub(crate) dry_run: bool,
     /// Where the program came from, as its messages name it: `stdin` (a
     /// program on the command line, bpftrace's word) or the file's name.
     pub(crate) origin: String,
@@ -527,7 +530,7 @@ pub(crate) fn run(
 ) -> Result<(), RunError> {
     let program = super::parser::parse(source)?;
     let types = KernelTypes::default();
-    let resolved = resolve_probes(&program, &types)?;
+    let resolved = resolve_probes(&program, &types, options.dry_run)?;
     for warning in &resolved.missing_tracepoints {
         eprintln!("{}", warning.render_warning(&options.origin, source));
     }
@@ -602,7 +605,11 @@ pub(crate) fn run(
                 .transpose()
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let multi = attach_multi(&probes, &compiled, &shared, options.verbose);
+    let multi = if options.dry_run {
+        Vec::new()
+    } else {
+        attach_multi(&probes, &compiled, &shared, options.verbose)
+    };
     let mut progs = Vec::new();
     // Why each optional probe left out was refused.
     let mut refused: Vec<Option<RunError>> = probes.iter().map(|_| None).collect();
@@ -615,6 +622,15 @@ pub(crate) fn run(
     }
     if let Some(err) = block_refused(&probes, &progs, &mut refused) {
         return Err(err);
+    }
+    if options.dry_run {
+        let loaded = progs.iter().filter(|p| p.is_some()).count();
+        writeln!(
+            out,
+            "Dry run: {loaded} of {} probe programs compiled and loaded, none attached",
+            probes.len()
+        )?;
+        return Ok(());
     }
     let runtime = Runtime {
         reg,

@@ -795,6 +795,8 @@ fn loops_match_bpftrace() {
 
 /// A program the verifier refuses: its message names the line the
 /// refused instruction came from, with the verifier's reason; exit 2.
+/// `--dry-run` refuses it the same way, and loads a good one without
+/// attaching or running it.
 #[test]
 fn verifier_refusal_names_the_source_line() {
     if !common::require_tracefs() {
@@ -811,6 +813,21 @@ fn verifier_refusal_names_the_source_line() {
     );
     assert!(err.contains("infinite loop detected"), "{err}");
     assert!(err.contains("\n  while (1) {\n         ~"), "{err}");
+    // --dry-run loads as a run does (the same refusal), and attaches and
+    // runs nothing: BEGIN's printf is not printed.
+    let out = common::output(
+        scry_run("BEGIN { $x = 0;\n  while (1) {\n    $x = 1; } }").arg("--dry-run"),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), err);
+    let out = common::run_ok(
+        scry_run("BEGIN { printf(\"begun\\n\"); } tracepoint:sched:sched_switch { @ = count(); }")
+            .arg("--dry-run"),
+    );
+    assert_eq!(
+        out,
+        "Dry run: 2 of 2 probe programs compiled and loaded, none attached\n"
+    );
 }
 
 /// Records the ring buffer has no room for are counted and reported as

@@ -11,7 +11,9 @@
 //! probes...") byte for byte; the lines naming the workload (a unique
 //! command name, path or function) with every number masked (pids, times
 //! and latencies differ between two runs); the names of the maps printed
-//! at the end; both exit 0.
+//! at the end; both exit 0. The tools on kprobes (this kernel has none)
+//! go through `scry run --dry-run`: compiled, every program loaded past
+//! the verifier, nothing attached.
 
 use crate::common;
 
@@ -40,8 +42,15 @@ enum Expect {
     },
     /// Needs kprobes or kretprobes, which this kernel lacks: scry says so
     /// at the probe's line, exit 2 (the guest's kernel matrix runs
-    /// vfscount.bt and vfsstat.bt).
+    /// vfscount.bt and vfsstat.bt); `scry run --dry-run` compiles it and
+    /// the verifier accepts every program.
     Kprobes,
+    /// Needs a kernel function this kernel does not have (`--dry-run`
+    /// says which, exit 2), and why.
+    KprobeMissing {
+        message: &'static str,
+        why: &'static str,
+    },
     /// Neither tracer runs it on this machine: the message both print
     /// (`bpftrace_too`) or scry's alone, and why.
     Fails {
@@ -129,7 +138,13 @@ const TOOLS: &[(&str, Expect)] = &[
             why: "avenrun (a data symbol) is not in this kernel's /proc/kallsyms",
         },
     ),
-    ("mdflush", Kprobes),
+    (
+        "mdflush",
+        KprobeMissing {
+            message: "kprobe:md_flush_request: the kernel has no traceable function md_flush_request",
+            why: "md (software RAID) is a module this machine has not loaded",
+        },
+    ),
     (
         "naptime",
         Runs {
@@ -209,7 +224,13 @@ const TOOLS: &[(&str, Expect)] = &[
             live: true,
         },
     ),
-    ("swapin", Kprobes),
+    (
+        "swapin",
+        KprobeMissing {
+            message: "kprobe:swap_readpage: the kernel has no traceable function swap_readpage",
+            why: "Linux 6.6 renamed swap_readpage to swap_read_folio",
+        },
+    ),
     (
         "syncsnoop",
         Runs {
@@ -505,7 +526,8 @@ fn every_installed_tool_has_its_expectation() {
 }
 
 /// The tools that cannot run here fail as the list says: exit 2, one
-/// message at the probe's or the expression's line.
+/// message at the probe's or the expression's line; those on kprobes
+/// compile and load (`--dry-run`) or name the function the kernel lacks.
 #[test]
 fn tools_that_cannot_run_here_say_why() {
     if !gates() {
@@ -516,6 +538,27 @@ fn tools_that_cannot_run_here_say_why() {
     for (name, expect) in TOOLS {
         if !tool_path(name).exists() {
             continue;
+        }
+        if let Kprobes | KprobeMissing { .. } = expect {
+            let out = common::output(scry_tool(name).arg("--dry-run"));
+            let text = String::from_utf8_lossy(&out.stdout);
+            let err = String::from_utf8_lossy(&out.stderr);
+            match expect {
+                KprobeMissing { message, why } => {
+                    eprintln!("{name}: does not run here: {why}");
+                    if out.status.code() != Some(2) || !err.contains(message) {
+                        wrong.push(format!("{name} --dry-run: {:?} {err}", out.status.code()));
+                    }
+                    continue;
+                }
+                _ if !out.status.success() || !text.starts_with("Dry run: ") => {
+                    wrong.push(format!(
+                        "{name} --dry-run: {:?} {text}{err}",
+                        out.status.code()
+                    ));
+                }
+                _ => eprintln!("{name}: loads (kprobes): {}", text.trim_end()),
+            }
         }
         let (message, bpftrace_too) = match expect {
             Kprobes if !has_kprobes => ("this kernel has no kprobes", false),
