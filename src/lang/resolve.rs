@@ -63,13 +63,22 @@ fn traceable_functions() -> io::Result<Vec<String>> {
             .map(str::to_string)
             .collect());
     }
+    Ok(kernel_text_symbols(false)?
+        .into_iter()
+        .filter(|name| !name.contains('.'))
+        .collect())
+}
+
+/// The text symbols of `/proc/kallsyms` (with the loaded modules' when
+/// `modules`): where a kprobe may go, ftrace or not.
+fn kernel_text_symbols(modules: bool) -> io::Result<Vec<String>> {
     let text = std::fs::read_to_string("/proc/kallsyms")?;
     Ok(text
         .lines()
         .filter_map(|line| {
             let mut parts = line.split_whitespace();
             let (_, kind, name) = (parts.next()?, parts.next()?, parts.next()?);
-            (matches!(kind, "t" | "T") && !name.contains('.') && parts.next().is_none())
+            (matches!(kind, "t" | "T") && (modules || parts.next().is_none()))
                 .then(|| name.to_string())
         })
         .collect())
@@ -209,7 +218,7 @@ pub(crate) struct Resolved {
 ///
 /// `dry_run`: nothing will be attached, so a kernel without the kprobe
 /// PMU is no error; a kprobe's function is checked against the traceable
-/// ones instead (for a list's attach points always: bpftrace's tools name
+/// ones instead, /proc/kallsyms' (for a list's attach points always: bpftrace's tools name
 /// old and new names, and one missing is left out before counting).
 pub(crate) fn resolve_probes(
     program: &Program,
@@ -291,14 +300,15 @@ pub(crate) fn resolve_probes(
                     ProbeSpec::Kprobe { function, .. } if (several || dry_run) && !wildcard => {
                         let known = match &traceable {
                             Some(known) => known,
-                            None => traceable.insert(traceable_functions()?.into_iter().collect()),
+                            None => {
+                                traceable.insert(kernel_text_symbols(true)?.into_iter().collect())
+                            }
                         };
                         if !known.contains(function) {
                             let err = LangError::new(
                                 ap.span,
                                 format!(
-                                    "{}: the kernel has no traceable function {function} \
-                                     (available_filter_functions, /proc/kallsyms)",
+                                    "{}: the kernel has no function {function} (/proc/kallsyms)",
                                     spec.name()
                                 ),
                             );
