@@ -336,7 +336,11 @@ fn firefox_profile_has_threads_samples_and_markers() {
         assert!(deltas.iter().all(|d| d.as_f64().is_some_and(|d| d >= 0.0)));
     }
 
-    // Each worker's heaviest stack is its own function, under start_thread.
+    // Each worker's heaviest stack, decoded from the tables (samples ->
+    // stackTable -> frameTable -> funcTable -> stringArray), is perf
+    // script's heaviest chain for that tid, frame for frame, with as many
+    // samples: its own function under thread_main and start_thread.
+    let perfs = perf_script_chains(&data);
     for line in stdout.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         let [_, index, _, tid] = words[..] else {
@@ -346,21 +350,69 @@ fn firefox_profile_has_threads_samples_and_markers() {
             .iter()
             .find(|t| t["tid"] == tid)
             .expect("worker thread");
-        let mut by_stack: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut ours: BTreeMap<Vec<String>, u64> = BTreeMap::new();
         for stack in thread["samples"]["stack"].as_array().expect("stacks") {
-            *by_stack
-                .entry(stack.as_u64().expect("stack") as usize)
-                .or_default() += 1;
+            let stack = stack.as_u64().expect("stack") as usize;
+            *ours.entry(firefox_stack(thread, stack)).or_default() += 1;
         }
-        let hot = by_stack
-            .iter()
-            .max_by_key(|(_, n)| **n)
-            .map(|(s, _)| *s)
-            .expect("samples");
-        let names = firefox_stack(thread, hot);
-        assert_eq!(names[0], format!("worker_{index}"), "{names:?}");
-        assert!(names.iter().any(|n| n == "start_thread"), "{names:?}");
+        let (hot, n) = heaviest(&ours);
+        let (perf_hot, perf_n) = heaviest(perfs.get(tid).expect("perf's samples of the worker"));
+        assert_eq!((hot, n), (perf_hot, perf_n), "tid {tid}");
+        let worker = format!("worker_{index}");
+        assert_eq!(hot[..], [worker.as_str(), "thread_main", "start_thread"]);
     }
+}
+
+/// The chain (leaf first) with the most samples, and its count.
+fn heaviest(chains: &BTreeMap<Vec<String>, u64>) -> (&[String], u64) {
+    chains
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(c, n)| (&c[..], *n))
+        .expect("samples")
+}
+
+/// Per tid, `perf script`'s cpu-clock chains (function names, leaf first)
+/// with their sample counts. scry's files carry a copy of the user stack
+/// (for leaf frames without a frame pointer): perf unwinds it by DWARF and
+/// appends what it finds, starting again at the user leaf's address, after
+/// the frame-pointer chain. The chain is cut there.
+fn perf_script_chains(data: &Path) -> BTreeMap<String, BTreeMap<Vec<String>, u64>> {
+    let text = common::run_ok(
+        common::perf()
+            .args(["script", "-F", "tid,event,ip,sym", "-i"])
+            .arg(data),
+    );
+    let mut chains: BTreeMap<String, BTreeMap<Vec<String>, u64>> = BTreeMap::new();
+    for sample in text.split("\n\n") {
+        let mut lines = sample.lines().filter(|l| !l.trim().is_empty());
+        let Some(head) = lines.next() else { continue };
+        let mut cols = head.split_whitespace();
+        let (Some(tid), Some("cpu-clock:")) = (cols.next(), cols.next()) else {
+            continue;
+        };
+        let mut leaf = None;
+        let mut names = Vec::new();
+        for line in lines {
+            let Some((addr, name)) = line.trim().split_once(' ') else {
+                continue;
+            };
+            let user = u64::from_str_radix(addr, 16).is_ok_and(|a| a < 1 << 47);
+            if user && leaf.is_some_and(|l| l == addr) {
+                break;
+            }
+            if user && leaf.is_none() {
+                leaf = Some(addr);
+            }
+            names.push(name.to_string());
+        }
+        *chains
+            .entry(tid.into())
+            .or_default()
+            .entry(names)
+            .or_default() += 1;
+    }
+    chains
 }
 
 /// Run time per tid (ms) from `perf sched timehist` (the oracle): the last
