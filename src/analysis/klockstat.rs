@@ -2,7 +2,8 @@
 //! lock type) as `perf lock contention -b` shows them, per caller (the
 //! first frame of the stack outside the locking code and the tracer's own)
 //! and lock type: count, total, max, average; largest total first (perf's
-//! default sort, `wait_total`).
+//! default sort, `wait_total`). Per thread (libbpf-tools' -P): one row
+//! per waiting thread, its id and name, no caller.
 
 use std::collections::HashMap;
 
@@ -158,12 +159,57 @@ pub(crate) fn select_rows(
     if let Some(prefix) = caller {
         rows.retain(|r| r.caller.starts_with(prefix));
     }
-    let key = |r: &LockRow| match sort {
-        LockSort::Total => r.total_ns,
-        LockSort::Max => r.max_ns,
-        LockSort::Count => r.count,
-    };
+    let key = |r: &LockRow| sort.key(r.count, r.total_ns, r.max_ns);
     rows.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.caller.cmp(&b.caller)));
+    rows.truncate(top.unwrap_or(usize::MAX));
+    rows
+}
+
+impl LockSort {
+    /// The figure a row is ranked by.
+    fn key(self, count: u64, total_ns: u64, max_ns: u64) -> u64 {
+        match self {
+            LockSort::Total => total_ns,
+            LockSort::Max => max_ns,
+            LockSort::Count => count,
+        }
+    }
+}
+
+/// One row of libbpf-tools' -P: a thread's contentions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ThreadRow {
+    pub(crate) tid: u32,
+    pub(crate) comm: String,
+    pub(crate) count: u64,
+    pub(crate) total_ns: u64,
+    pub(crate) max_ns: u64,
+    pub(crate) min_ns: u64,
+}
+
+/// -P's rows: the per-thread sums (those of [`LockWaits`] with a thread),
+/// ranked by `sort`, the first `top`.
+pub(crate) fn thread_rows(
+    waits: &[LockWaits],
+    sort: LockSort,
+    top: Option<usize>,
+) -> Vec<ThreadRow> {
+    let mut rows: Vec<ThreadRow> = waits
+        .iter()
+        .filter_map(|w| {
+            let (tid, comm) = w.thread.clone()?;
+            Some(ThreadRow {
+                tid,
+                comm,
+                count: w.count,
+                total_ns: w.total_ns,
+                max_ns: w.max_ns,
+                min_ns: w.min_ns,
+            })
+        })
+        .collect();
+    let key = |r: &ThreadRow| sort.key(r.count, r.total_ns, r.max_ns);
+    rows.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.tid.cmp(&b.tid)));
     rows.truncate(top.unwrap_or(usize::MAX));
     rows
 }

@@ -10,6 +10,8 @@
 // its time is the outer lock's; a begin of the same lock again (a mutex
 // done spinning, going to sleep) keeps the start and takes its type.
 // Filters: process, thread, one lock (its address: libbpf-tools' -L).
+// Per thread (libbpf-tools' -P): the sums keyed by the waiting thread
+// (its id and name) instead of by stack and type.
 //
 // Variants: tp_btf, then raw_tp (both allow bpf_get_stackid).
 
@@ -34,6 +36,8 @@ const volatile __u32 filter_tgid = 0;
 const volatile __u32 filter_tid = 0;
 // 0: every lock.
 const volatile __u64 filter_lock = 0;
+// libbpf-tools' -P: one sum per thread.
+const volatile bool per_thread = false;
 
 struct open_t {
 	__u64 ts;
@@ -42,9 +46,11 @@ struct open_t {
 	__s32 stack_id;
 };
 
+// Per thread: stack_id -1, flags 0 and the thread's id; else tid 0.
 struct key_t {
 	__s32 stack_id;
 	__u32 flags;
+	__u32 tid;
 };
 
 struct val_t {
@@ -52,6 +58,8 @@ struct val_t {
 	__u64 total_ns;
 	__u64 max_ns;
 	__u64 min_ns;
+	// The thread's name at its first contention (per thread only).
+	char comm[16];
 };
 
 BPF_HASH(opens, __u32, struct open_t, MAX_KEYS);
@@ -72,7 +80,7 @@ static __always_inline void on_begin(void *ctx, void *lock, unsigned int flags)
 		.ts = bpf_ktime_get_ns(),
 		.lock = (__u64)lock,
 		.flags = flags,
-		.stack_id = bpf_get_stackid(ctx, &stacks, 0),
+		.stack_id = per_thread ? -1 : bpf_get_stackid(ctx, &stacks, 0),
 	};
 	struct open_t *open = bpf_map_lookup_elem(&opens, &tid);
 	if (open) {
@@ -94,10 +102,14 @@ static __always_inline void on_end(void *lock)
 	__u64 now = bpf_ktime_get_ns();
 	__u64 delta = now > o->ts ? now - o->ts : 0;
 	struct key_t key = {.stack_id = o->stack_id, .flags = o->flags};
+	if (per_thread)
+		key = (struct key_t){.stack_id = -1, .tid = tid};
 	bpf_map_delete_elem(&opens, &tid);
 	struct val_t *v = bpf_map_lookup_elem(&waits, &key);
 	if (!v) {
 		struct val_t init = {.min_ns = (__u64)-1};
+		if (per_thread)
+			bpf_get_current_comm(init.comm, sizeof(init.comm));
 		bpf_map_update_elem(&waits, &key, &init, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&waits, &key);
 		if (!v)

@@ -6,7 +6,9 @@
 //! this tool does without; it keeps its name and the flags whose meaning
 //! carries over to contention: `-p`/`-t`, `-c` caller prefix, `-L` one
 //! lock (a kernel symbol or an address), `-n` rows, `-s` stack lines,
-//! `-S acq_*` (the wait before the lock is taken), `-d`, `-i`/`-R`/`-T`.
+//! `-S acq_*` (the wait before the lock is taken), `-d`, `-i`/`-R`/`-T`,
+//! `-P` (one row per waiting thread, libbpf-tools' layout; with it `-c`
+//! and `-s`, which are about callers, are refused).
 //! Hold times (`-S hld_*`) need fexit on the unlock functions: refused in
 //! one line. Wiring only:
 //! `sys::bpf_klockstat` → `symbol::raw_stacks` → `analysis::klockstat` →
@@ -18,9 +20,11 @@ use anyhow::{anyhow, bail};
 use clap::Args;
 
 use super::target::PidArg;
-use scry::analysis::klockstat::{LockSort, lock_raw_stacks, lock_rows, select_rows};
+use scry::analysis::klockstat::{LockSort, lock_raw_stacks, lock_rows, select_rows, thread_rows};
 use scry::capture::bpf_run::{self};
-use scry::render::klockstat::{write_lock_json, write_lock_table};
+use scry::render::klockstat::{
+    write_lock_json, write_lock_table, write_thread_json, write_thread_table,
+};
 use scry::symbol::ResolveOptions;
 use scry::symbol::raw_stacks::RawStackResolver;
 use scry::sys::bpf_klockstat::{KlockstatBpf, KlockstatSettings};
@@ -71,6 +75,10 @@ pub(crate) struct KlockstatArgs {
     /// Print the time before each print.
     #[arg(short = 'T', long = "timestamp")]
     timestamp: bool,
+    /// One row per waiting thread (its id and name) instead of per
+    /// caller.
+    #[arg(short = 'P', long = "per-thread")]
+    per_thread: bool,
     #[command(flatten)]
     run: bpf_tool::StacksUntilArgs,
 }
@@ -112,9 +120,21 @@ fn lock_address(lock: &str) -> anyhow::Result<u64> {
     }
 }
 
+/// -T's time before a print.
+fn write_stamp(out: &mut impl Write, timestamp: bool) -> io::Result<()> {
+    if timestamp {
+        let (h, m, s) = scry::sys::localtime::now_hms();
+        writeln!(out, "{h:02}:{m:02}:{s:02}")?;
+    }
+    Ok(())
+}
+
 pub(crate) fn run(args: KlockstatArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid_tid("klockstat", args.target.pid, args.tid)?;
     let sort = sort_of(args.sort.as_deref())?;
+    if args.per_thread && (args.caller.is_some() || args.stacks > 0) {
+        bail!("klockstat: -P's rows are threads, not callers: -c and -s do not apply to them");
+    }
     let lock = args.lock.as_deref().map(lock_address).transpose()?;
     let duration = args.duration_flag.or(args.run.duration);
     let settings = KlockstatSettings {
@@ -122,6 +142,7 @@ pub(crate) fn run(args: KlockstatArgs) -> anyhow::Result<()> {
         tid: args.tid,
         stack_storage: args.run.stack_storage_size,
         lock,
+        per_thread: args.per_thread,
     };
     let mut bpf = bpf_tool::load("klockstat", || KlockstatBpf::load(settings))?;
     bpf_tool::print_hooks("klockstat", &bpf.hooks(), args.run.table.verbose);
@@ -141,6 +162,17 @@ pub(crate) fn run(args: KlockstatArgs) -> anyhow::Result<()> {
         if args.reset {
             bpf.reset()?;
         }
+        let top = args.locks.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        if args.per_thread {
+            let rows = thread_rows(&waits, sort, top);
+            if args.run.table.json {
+                write_thread_json(&mut out, &rows)?;
+            } else {
+                write_stamp(&mut out, args.timestamp)?;
+                write_thread_table(&mut out, &rows)?;
+            }
+            return out.flush();
+        }
         let mut resolver = RawStackResolver::new(&ResolveOptions::default());
         for stack in &lock_raw_stacks(&waits) {
             resolver.add(stack);
@@ -149,15 +181,12 @@ pub(crate) fn run(args: KlockstatArgs) -> anyhow::Result<()> {
             lock_rows(&waits, &finish_naming("klockstat", resolver)),
             args.caller.as_deref(),
             sort,
-            args.locks.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            top,
         );
         if args.run.table.json {
             write_lock_json(&mut out, &rows)?;
         } else {
-            if args.timestamp {
-                let (h, m, s) = scry::sys::localtime::now_hms();
-                writeln!(out, "{h:02}:{m:02}:{s:02}")?;
-            }
+            write_stamp(&mut out, args.timestamp)?;
             write_lock_table(&mut out, &rows, args.stacks)?;
         }
         out.flush()

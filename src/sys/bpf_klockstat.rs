@@ -1,7 +1,8 @@
 //! `scry klockstat`'s kernel side: loads `src/bpf/klockstat.bpf.c`
 //! through the engine and reads its sums: per (kernel stack, lock type
 //! flags) the contentions' count, total, max and min in ns, with the
-//! stack's addresses. The rules are in the program's header comment.
+//! stack's addresses; or per thread (libbpf-tools' -P), with the thread's
+//! id and name and no stack. The rules are in the program's header comment.
 
 use std::io;
 
@@ -20,6 +21,8 @@ pub(crate) struct KlockstatSettings {
     pub(crate) stack_storage: u32,
     /// Only this lock (its address; libbpf-tools' -L).
     pub(crate) lock: Option<u64>,
+    /// One sum per thread (libbpf-tools' -P), no stacks.
+    pub(crate) per_thread: bool,
 }
 
 /// The contentions from one kernel stack on one type of lock.
@@ -32,8 +35,11 @@ pub(crate) struct LockWaits {
     pub(crate) total_ns: u64,
     pub(crate) max_ns: u64,
     pub(crate) min_ns: u64,
-    /// The kernel stack, innermost first (`None`: not taken).
+    /// The kernel stack, innermost first (`None`: not taken, or per
+    /// thread).
     pub(crate) stack: Option<Vec<u64>>,
+    /// Per thread: the waiting thread's id and name.
+    pub(crate) thread: Option<(u32, String)>,
 }
 
 #[derive(Debug)]
@@ -51,6 +57,7 @@ impl KlockstatBpf {
                 rodata.filter_tgid = settings.pid.unwrap_or(0);
                 rodata.filter_tid = settings.tid.unwrap_or(0);
                 rodata.filter_lock = settings.lock.unwrap_or(0);
+                rodata.per_thread = settings.per_thread;
                 Ok(())
             },
         )?;
@@ -67,10 +74,15 @@ impl KlockstatBpf {
         let entries = bpf_engine::hash_entries(&maps.waits, "reading the BPF lock waits")?;
         let mut waits = Vec::with_capacity(entries.len());
         for (key, value) in &entries {
-            let (Some(stack_id), Some(flags)) = (u32_at(key, 0), u32_at(key, 4)) else {
+            let (Some(stack_id), Some(flags), Some(tid)) =
+                (u32_at(key, 0), u32_at(key, 4), u32_at(key, 8))
+            else {
                 continue;
             };
             let field = |i: usize| u64_at(value, 8 * i).unwrap_or(0);
+            let comm = value.get(32..48).unwrap_or_default();
+            let comm = &comm[..comm.iter().position(|&b| b == 0).unwrap_or(comm.len())];
+            let thread = (tid != 0).then(|| (tid, String::from_utf8_lossy(comm).into_owned()));
             waits.push(LockWaits {
                 flags,
                 count: field(0),
@@ -82,6 +94,7 @@ impl KlockstatBpf {
                     stack_id as i32,
                     "reading the BPF stack map",
                 )?,
+                thread,
             });
         }
         Ok(waits)

@@ -411,3 +411,64 @@ fn klockstat_caller_lock_sort_rows_and_stacks_as_libbpf_tools() {
         ),
     ]);
 }
+
+/// libbpf-tools' `-P`: one row per waiting thread. filelock's four
+/// writers contend for the descriptor's position mutex: traced with -P
+/// and without at once, the -P run has a row of its own for each of the
+/// four writer threads (named filelock, ids after the process's), and
+/// its counts add up to the other run's contentions; `-P` with `-c` (a
+/// caller filter) is refused in one line, exit 2.
+#[test]
+fn klockstat_per_thread_rows_add_up_to_the_callers() {
+    if !require_root_and("offcputime") {
+        return;
+    }
+    let dir = common::tempdir();
+    let workload = stopped_filelock(&dir);
+    let pid = workload.id();
+    let pid_arg = pid.to_string();
+    let tracer = |extra: &[&str]| {
+        let mut args = vec!["klockstat", "-p", &pid_arg, "--json"];
+        args.extend_from_slice(extra);
+        Tracer::start(scry_tool(&args), 2)
+    };
+    let callers = tracer(&[]);
+    let threads = tracer(&["-P"]);
+    let table = Tracer::start(scry_tool(&["klockstat", "-p", &pid_arg, "-P"]), 2);
+    run_stopped(workload);
+    let (callers, _) = callers.finish();
+    let (threads, err) = threads.finish();
+    let (table, _) = table.finish();
+    let (callers, threads) = (document(&callers), document(&threads));
+    let report = format!("{callers:#}\n{threads:#}\n{err}\n{}", table.join("\n"));
+    let sum = |doc: &serde_json::Value| -> u64 {
+        doc.as_array()
+            .expect(&report)
+            .iter()
+            .filter_map(|r| r["contended"].as_u64())
+            .sum()
+    };
+    assert_eq!(sum(&threads), sum(&callers), "{report}");
+    let rows = threads.as_array().expect(&report);
+    let mut writers: Vec<u64> = rows
+        .iter()
+        .filter_map(|r| r["tid"].as_u64())
+        .filter(|&tid| tid > u64::from(pid))
+        .collect();
+    assert!(rows.iter().all(|r| r["comm"] == "filelock"), "{report}");
+    writers.sort_unstable();
+    writers.dedup();
+    assert_eq!(writers.len(), 4, "{report}");
+    // The banner, an empty line, libbpf-tools' head, a row per thread.
+    assert!(
+        table[2]
+            .trim_start()
+            .starts_with("Tid              Comm  Avg Wait"),
+        "{report}"
+    );
+    assert_eq!(table.len(), 3 + rows.len(), "{report}");
+    assert_each_bad_input(&[
+        (&["klockstat", "-P", "-c", "fdget"][..], None, "-c and -s"),
+        (&["klockstat", "-P", "-s", "3"][..], None, "-c and -s"),
+    ]);
+}
