@@ -7,10 +7,17 @@
 // "jit pid <pid> map /tmp/perf-<pid>.map". It removes nothing at exit: perf
 // reads the map when reporting; the caller cleans up. ROUNDS may be a CPU
 // time ("1s"); SCRY_WORK_SCALE scales a round's loop (work.h).
+// "jit ROUNDS dump" also writes /tmp/jit-<pid>.dump, a jitdump (the kernel's
+// tools/perf/Documentation/jitdump-specification.txt) with one
+// JIT_CODE_LOAD record holding the loop's code, maps it executable as the
+// marker a recording sees, and prints "jit pid <pid> dump <path>".
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "work.h"
@@ -33,6 +40,51 @@ static const unsigned char code[] = {
 };
 
 static volatile unsigned long sink;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Writes /tmp/jit-<pid>.dump: the header, one JIT_CODE_LOAD of the code at
+   mem, and maps the file executable (the marker). 0 on success. */
+static int write_jitdump(const unsigned char *mem) {
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/jit-%ld.dump", (long)getpid());
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    if (fd < 0) {
+        perror(path);
+        return 1;
+    }
+    const char name[] = "jit_hot_loop";
+    struct {
+        uint32_t magic, version, total_size, elf_mach, pad1, pid;
+        uint64_t timestamp, flags;
+    } header = {0x4A695444, 1, sizeof header, 62, 0, (uint32_t)getpid(), now_ns(), 0};
+    struct {
+        uint32_t id, total_size;
+        uint64_t timestamp;
+        uint32_t pid, tid;
+        uint64_t vma, code_addr, code_size, code_index;
+    } load = {0, 0, now_ns(), (uint32_t)getpid(), (uint32_t)getpid(),
+              (uint64_t)(uintptr_t)mem, (uint64_t)(uintptr_t)mem, sizeof code, 0};
+    load.total_size = (uint32_t)(sizeof load + sizeof name + sizeof code);
+    if (write(fd, &header, sizeof header) != (ssize_t)sizeof header ||
+        write(fd, &load, sizeof load) != (ssize_t)sizeof load ||
+        write(fd, name, sizeof name) != (ssize_t)sizeof name ||
+        write(fd, code, sizeof code) != (ssize_t)sizeof code) {
+        perror(path);
+        return 1;
+    }
+    if (mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED) {
+        perror("jit: mmap jitdump");
+        return 1;
+    }
+    close(fd);
+    printf("jit pid %ld dump %s\n", (long)getpid(), path);
+    return 0;
+}
 
 __attribute__((noinline)) void run_jit(unsigned long (*fn)(unsigned long)) {
     sink += fn(loop);
@@ -62,6 +114,7 @@ int main(int argc, char **argv) {
     fprintf(map, "%lx %zx jit_hot_loop\n", (unsigned long)mem, sizeof code);
     fclose(map);
     printf("jit pid %ld map %s\n", (long)getpid(), path);
+    if (argc > 2 && strcmp(argv[2], "dump") == 0 && write_jitdump(mem) != 0) return 1;
     fflush(stdout);
     unsigned long (*fn)(unsigned long);
     memcpy(&fn, &mem, sizeof fn);

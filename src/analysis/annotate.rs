@@ -11,6 +11,7 @@
 //! code; a function's start is its sampled offset minus the offset into it.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use linux_perf_event_reader::{CpuMode, EventRecord};
@@ -29,6 +30,8 @@ pub(crate) struct FunctionHits {
     pub(crate) samples: u64,
     /// Offset into the function → samples.
     pub(crate) hits: BTreeMap<u64, u64>,
+    /// The jitdump file its process mapped (JIT code's bytes are there).
+    pub(crate) jitdump: Option<PathBuf>,
 }
 
 /// Every sampled function, hottest first.
@@ -58,6 +61,8 @@ pub(crate) struct AddressCollector {
     pending: FxHashMap<(i32, u64, bool), u64>,
     /// (function, start) → offset → samples.
     named: FxHashMap<(FrameId, u64), BTreeMap<u64, u64>>,
+    /// (function, start) → the jitdump of the process it was sampled in.
+    jitdumps: FxHashMap<(FrameId, u64), PathBuf>,
     samples: u64,
     unnamed: u64,
     unnamed_in: BTreeMap<Arc<str>, u64>,
@@ -71,6 +76,7 @@ impl AddressCollector {
             event,
             pending: FxHashMap::default(),
             named: FxHashMap::default(),
+            jitdumps: FxHashMap::default(),
             samples: 0,
             unnamed: 0,
             unnamed_in: BTreeMap::new(),
@@ -119,6 +125,11 @@ impl AddressCollector {
                 Some(name) if self.resolver.frames().get(name.frame).sym.is_some() => {
                     let symoff = name.symoff.unwrap_or(0);
                     let start = name.shown.saturating_sub(symoff);
+                    if let Some(path) = self.resolver.jitdump(pid) {
+                        self.jitdumps
+                            .entry((name.frame, start))
+                            .or_insert_with(|| path.to_path_buf());
+                    }
                     *self
                         .named
                         .entry((name.frame, start))
@@ -153,6 +164,7 @@ impl AddressCollector {
                 start,
                 samples: hits.values().sum(),
                 hits,
+                jitdump: self.jitdumps.remove(&(frame, start)),
             })
             .collect();
         functions.sort_by(|a, b| {

@@ -1,12 +1,14 @@
 //! `scry annotate [-i perf.data] [SYMBOL]`: each sample's address →
 //! `analysis::annotate` (samples per function and offset) → each hot
 //! function's code (`symbol::code`: the binary on disk, checked against the
-//! build id the file recorded; kernel code from /proc/kcore) →
+//! build id the file recorded; kernel code from /proc/kcore; JIT code from
+//! the bytes its process's jitdump file holds) →
 //! `render::annotate` in `perf annotate --stdio`'s layout, hottest
 //! function first.
 //!
 //! Code that cannot be read is named with the reason under its function's
-//! header (kernel code without root, JIT code gone with its process, a
+//! header (kernel code without root, JIT code gone with its process when
+//! only a perf map names it, a
 //! binary rebuilt since the recording); samples in no named function are
 //! counted at the end, per binary with that reason where it has one (a
 //! rebuilt binary's symbols are not read, so its samples land there); a
@@ -22,7 +24,9 @@ use scry::analysis::annotate::{AddressCollector, FunctionHits};
 use scry::data::reader::{PerfReader, Record};
 use scry::model::sample::FrameKind;
 use scry::render::annotate::{FunctionListing, SourceCache, write_function};
-use scry::symbol::code::{CodeError, FunctionCode, Unavailable, function_code, kernel_code};
+use scry::symbol::code::{
+    CodeError, FunctionCode, Unavailable, function_code, jit_code, kernel_code,
+};
 use scry::symbol::{Kallsyms, ResolveOptions, build_id_matches, read_build_id};
 
 #[derive(Args, Debug)]
@@ -228,6 +232,13 @@ fn read_code(
         };
     }
     if dso.starts_with('[') || dso.starts_with("/tmp/perf-") || dso.starts_with("//anon") {
+        if let Some(code) = hits
+            .jitdump
+            .as_deref()
+            .and_then(|j| jit_code(j, hits.start))
+        {
+            return Ok(code);
+        }
         return Err(Unavailable::NotInAFile {
             dso: dso.to_owned(),
         });

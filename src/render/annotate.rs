@@ -194,6 +194,7 @@ mod tests {
             samples: 4,
             // The add after the div, and once mid-instruction (the div).
             hits: BTreeMap::from([(8, 3), (6, 1)]),
+            jitdump: None,
         };
         let code = code();
         let listing = FunctionListing {

@@ -7,7 +7,9 @@
 //! through the PT_LOAD segment holding it, and its length is its symbol's
 //! size. Kernel code is read from `/proc/kcore` (an ELF core file whose
 //! segments are the kernel's virtual addresses), which needs root; its
-//! length is the distance to the next kallsyms symbol. A function is
+//! length is the distance to the next kallsyms symbol. JIT code is read
+//! from the JIT_CODE_LOAD record of the process's jitdump file that covers
+//! it (the bytes the runtime wrote there; a perf map has none). A function is
 //! bounded ([`MAX_FUNCTION_BYTES`]) before anything is allocated for it.
 //! Parsers take `&[u8]`; `function_code` and `kernel_code` open the files.
 
@@ -226,6 +228,19 @@ fn covers(
         }
     }
     Ok(false)
+}
+
+/// The JIT function covering virtual address `addr`, from the code bytes
+/// of the jitdump file at `jitdump` (None if it holds none for it).
+pub(crate) fn jit_code(jitdump: &Path, addr: u64) -> Option<FunctionCode> {
+    let bytes = super::jitdump::read_bytes(jitdump)?;
+    let (code, bytes) = super::jitdump::code_at(&bytes, addr)?;
+    (code.size <= MAX_FUNCTION_BYTES).then_some(FunctionCode {
+        symbol: code.name,
+        svma: code.start,
+        bytes,
+        lines: Vec::new(),
+    })
 }
 
 /// `size` bytes of kernel code at virtual address `addr`, from

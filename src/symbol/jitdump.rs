@@ -7,7 +7,9 @@
 //! path per process (`Resolver::add_mapping`) and, when it names that
 //! process's JIT code, reads the file's JIT_CODE_LOAD records (address,
 //! size, name) next to `/tmp/perf-PID.map`'s lines. perf needs `perf inject
-//! --jit` for this; scry reads the file directly.
+//! --jit` for this; scry reads the file directly. Annotate reads the
+//! code bytes a load carries after its name (`code_at`), again from the
+//! file: the resolver keeps only names.
 //!
 //! Parsed from bytes with every size checked against what is left; a
 //! truncated last record (the runtime was still writing) ends the walk.
@@ -37,16 +39,18 @@ fn u64_at(b: &[u8], at: usize, swap: bool) -> Option<u64> {
     Some(if swap { v.swap_bytes() } else { v })
 }
 
-/// The code loads of a jitdump file's bytes (empty if it is not one).
-pub(crate) fn parse(bytes: &[u8]) -> Vec<JitCode> {
+/// Each JIT_CODE_LOAD record of a jitdump file's bytes, whole, in file
+/// order, and whether its numbers are byte-swapped (nothing if it is not
+/// one).
+fn code_loads(bytes: &[u8]) -> (Vec<&[u8]>, bool) {
     let mut out = Vec::new();
     let swap = match u32_at(bytes, 0, false) {
         Some(MAGIC) => false,
         Some(m) if m.swap_bytes() == MAGIC => true,
-        _ => return out,
+        _ => return (out, false),
     };
     let Some(header) = u32_at(bytes, 8, swap) else {
-        return out;
+        return (out, swap);
     };
     let mut at = header as usize;
     // Record header: id u32, total_size u32, timestamp u64.
@@ -59,31 +63,61 @@ pub(crate) fn parse(bytes: &[u8]) -> Vec<JitCode> {
             break;
         };
         if id == JIT_CODE_LOAD {
-            // pid u32, tid u32, vma u64, code_addr u64, code_size u64,
-            // code_index u64, then the name, NUL-terminated.
-            let name = record.get(56..).and_then(|r| {
-                let end = r.iter().position(|&c| c == 0)?;
-                Some(String::from_utf8_lossy(r.get(..end)?).into_owned())
-            });
-            if let (Some(start), Some(size), Some(name)) =
-                (u64_at(record, 32, swap), u64_at(record, 40, swap), name)
-                && size > 0
-            {
-                out.push(JitCode { start, size, name });
-            }
+            out.push(record);
         }
         at += size;
     }
-    out
+    (out, swap)
+}
+
+/// A JIT_CODE_LOAD record's code (pid u32, tid u32, vma u64, code_addr
+/// u64, code_size u64, code_index u64 after the header, then the name,
+/// NUL-terminated, then the code bytes), and where the bytes begin.
+fn code_load(record: &[u8], swap: bool) -> Option<(JitCode, usize)> {
+    let rest = record.get(56..)?;
+    let end = rest.iter().position(|&c| c == 0)?;
+    let name = String::from_utf8_lossy(rest.get(..end)?).into_owned();
+    let start = u64_at(record, 32, swap)?;
+    let size = u64_at(record, 40, swap).filter(|&s| s > 0)?;
+    Some((JitCode { start, size, name }, 56 + end + 1))
+}
+
+/// The code loads of a jitdump file's bytes (empty if it is not one).
+pub(crate) fn parse(bytes: &[u8]) -> Vec<JitCode> {
+    let (records, swap) = code_loads(bytes);
+    records
+        .iter()
+        .filter_map(|r| code_load(r, swap).map(|(code, _)| code))
+        .collect()
+}
+
+/// The last code load covering `addr` and its machine code, as the record
+/// holds it (None if no load covers it or its bytes are cut short).
+pub(crate) fn code_at(bytes: &[u8], addr: u64) -> Option<(JitCode, Vec<u8>)> {
+    let (records, swap) = code_loads(bytes);
+    records.iter().rev().find_map(|r| {
+        let (code, at) = code_load(r, swap)?;
+        if addr < code.start || addr - code.start >= code.size {
+            return None;
+        }
+        let len = usize::try_from(code.size).ok()?;
+        let bytes = r.get(at..at.checked_add(len)?)?.to_vec();
+        Some((code, bytes))
+    })
 }
 
 /// Reads the jitdump file at `path` (None if unreadable).
 pub(crate) fn read(path: &std::path::Path) -> Option<Vec<JitCode>> {
+    read_bytes(path).map(|b| parse(&b))
+}
+
+/// The first `MAX_JITDUMP` bytes of the file at `path`.
+pub(crate) fn read_bytes(path: &std::path::Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let file = std::fs::File::open(path).ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_JITDUMP).read_to_end(&mut bytes).ok()?;
-    Some(parse(&bytes))
+    Some(bytes)
 }
 
 /// Whether a mapped path is a jitdump marker (`.../jit-PID.dump`).
@@ -131,6 +165,13 @@ mod tests {
         assert_eq!(whole[1].name, "py::main:/tmp/x.py");
         assert_eq!((whole[0].start, whole[0].size), (0x7f00_0000_1000, 11));
         assert_eq!(parse(&f[..f.len() - 3]).len(), 1);
+        let (code, bytes) = code_at(&f, 0x7f00_0000_2005).expect("main's code");
+        assert_eq!(
+            (code.name.as_str(), bytes),
+            ("py::main:/tmp/x.py", vec![0x90; 11])
+        );
+        assert!(code_at(&f, 0x7f00_0000_200b).is_none());
+        assert!(code_at(&f[..f.len() - 3], 0x7f00_0000_2005).is_none());
         assert!(parse(b"not a jitdump").is_empty());
         assert!(is_jitdump("/tmp/jit-24104.dump"));
         assert!(!is_jitdump("/tmp/jit-.dump"));

@@ -228,3 +228,145 @@ fn a_binary_rebuilt_since_the_recording_is_said_not_read() {
         }
     }
 }
+
+/// The pid `jit` printed (`jit pid <pid> map ...`).
+fn jit_pid(stdout: &str) -> String {
+    stdout
+        .split_whitespace()
+        .nth(2)
+        .unwrap_or_else(|| panic!("no pid in {stdout:?}"))
+        .to_string()
+}
+
+/// Removes what `jit` and `perf inject --jit` leave in /tmp for `pid`.
+fn remove_jit_files(pid: &str) {
+    let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
+    let _ = std::fs::remove_file(format!("/tmp/jit-{pid}.dump"));
+    let prefix = format!("jitted-{pid}-");
+    for entry in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The sample count of a listing's header (`... for cpu-clock (299
+/// samples, percent: local period)`).
+fn header_samples(listing: &str) -> u64 {
+    listing
+        .split_once(" samples, percent")
+        .and_then(|(head, _)| head.rsplit_once('(')?.1.parse().ok())
+        .unwrap_or_else(|| panic!("no sample count in\n{listing}"))
+}
+
+/// JIT code is annotated from the bytes its process's jitdump holds: on
+/// perf's own `-k 1` recording, the instructions, their shares and the
+/// hottest one are perf annotate's after `perf inject --jit` (offsets into
+/// the function: perf shows the ELF file inject wrote). scry's recording
+/// of the same workload annotates the same way; without a jitdump (a perf
+/// map only) one line says the code is gone with its process.
+#[test]
+fn jit_code_is_annotated_from_its_jitdump_as_perf_inject_jit_says() {
+    require_kernel!();
+    require_perf!();
+    let dir = common::tempdir();
+    let jit = common::workload("jit");
+    let data = dir.path().join("perf.data");
+    let out = common::output(
+        common::perf()
+            .args(["record", "-q", "-k", "1", "-F", "999", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&jit)
+            .args(["0.3s", "dump"]),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let pid = jit_pid(&stdout);
+    assert!(out.status.success(), "{stdout}");
+    let ours = common::run_ok(
+        common::scry()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&data)
+            .arg("jit_hot_loop"),
+    );
+    let injected = dir.path().join("injected.data");
+    let inject = common::output(
+        common::perf()
+            .args(["inject", "--jit", "-i"])
+            .arg(&data)
+            .arg("-o")
+            .arg(&injected),
+    );
+    let perf = common::output(
+        common::perf()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&injected)
+            .arg("jit_hot_loop"),
+    );
+    remove_jit_files(&pid);
+    assert!(inject.status.success(), "{inject:?}");
+    let perf = String::from_utf8_lossy(&perf.stdout).into_owned();
+
+    let rows = instructions(&ours);
+    let theirs = instructions(&perf);
+    let offsets = |rows: &[(f64, u64, String)]| -> Vec<u64> {
+        rows.iter().map(|r| r.1 - rows[0].1).collect()
+    };
+    assert!(rows.iter().any(|r| r.2.starts_with("add ")), "{ours}");
+    assert_eq!(
+        offsets(&rows),
+        offsets(&theirs),
+        "perf:\n{perf}\nscry:\n{ours}"
+    );
+    assert_eq!(
+        hottest(&rows).1 - rows[0].1,
+        hottest(&theirs).1 - theirs[0].1,
+        "perf:\n{perf}\nscry:\n{ours}"
+    );
+    // The shares are of all the function's samples: perf's count.
+    let sum: f64 = rows.iter().map(|r| r.0).sum();
+    assert!((sum - 100.0).abs() < 0.5, "{sum}\n{ours}");
+    assert!(header_samples(&ours) > 0);
+    assert_eq!(
+        header_samples(&ours),
+        header_samples(&perf),
+        "perf:\n{perf}\nscry:\n{ours}"
+    );
+
+    // scry's own recording: with the jitdump, the code; with a perf map
+    // only, the reason in one line.
+    for (args, listed) in [(&["0.2s", "dump"][..], true), (&["0.2s"][..], false)] {
+        let data = dir.path().join("scry.data");
+        let stdout = common::run_ok(
+            common::scry()
+                .args(["record", "-q", "-F", "999", "-o"])
+                .arg(&data)
+                .arg("--")
+                .arg(&jit)
+                .args(args),
+        );
+        let text = common::run_ok(
+            common::scry()
+                .args(["annotate", "--stdio", "-i"])
+                .arg(&data)
+                .arg("jit_hot_loop"),
+        );
+        remove_jit_files(&jit_pid(&stdout));
+        let rows = instructions(&text);
+        let said: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("gone with its process"))
+            .collect();
+        match listed {
+            true => {
+                assert!(said.is_empty(), "{text}");
+                let sum: f64 = rows.iter().map(|r| r.0).sum();
+                assert!((sum - 100.0).abs() < 0.5, "{sum}\n{text}");
+            }
+            false => {
+                assert!(rows.is_empty(), "{text}");
+                assert_eq!(said.len(), 1, "{text}");
+            }
+        }
+    }
+}

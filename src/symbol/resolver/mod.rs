@@ -449,6 +449,11 @@ impl Resolver {
         out
     }
 
+    /// The jitdump file process `pid` mapped as its marker, if any.
+    pub(crate) fn jitdump(&self, pid: i32) -> Option<&std::path::Path> {
+        self.jitdumps.get(&pid).map(std::path::PathBuf::as_path)
+    }
+
     /// The interned frames the samples' stacks point into.
     pub(crate) fn frames(&self) -> &FrameTable {
         &self.frames
