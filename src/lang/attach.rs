@@ -311,6 +311,7 @@ mod tests {
             shared,
             signature: None,
             types: &types,
+            skip_tgid: None,
         };
         let fds = Fds::default();
         let compile = |reg: &mut Registry, discover| {

@@ -116,6 +116,8 @@ pub(crate) struct ProbeEnv<'a> {
     pub(crate) shared: Option<usize>,
     /// The kernel's types and constants, read when first needed.
     pub(crate) types: &'a KernelTypes,
+    /// A process whose events the probe drops (scry's own, on uprobes).
+    pub(crate) skip_tgid: Option<u32>,
 }
 
 /// Descriptors the code refers to (placeholders in the discovery pass).
@@ -215,6 +217,11 @@ pub(crate) fn compile_probe(
     };
     let end = g.asm.label();
     g.exit_label = Some(end);
+    if let Some(tgid) = env.skip_tgid {
+        g.asm.emit(call(helper::GET_CURRENT_PID_TGID));
+        g.asm.emit(alu_imm(Alu::Rsh, R0, 32));
+        g.asm.jump_if_imm(Jmp::Eq, R0, tgid as i32, end);
+    }
     if let Some(pred) = predicate {
         g.asm.span = pred.span;
         let mark = g.stack;
@@ -702,6 +709,7 @@ mod tests {
             shared: None,
             signature: None,
             types: &KernelTypes::default(),
+            skip_tgid: None,
         };
         let fds = Fds::default();
         compile_probe(

@@ -148,6 +148,46 @@ fn expand(spec: ProbeSpec, span: Span, types: &KernelTypes) -> Result<Vec<ProbeS
     })
 }
 
+/// A uprobe on a library named without a path (`uprobe:libc:malloc`)
+/// names the file found, as bpftrace's `probe` prints it
+/// (`uprobe:/lib/x86_64-linux-gnu/libc.so.6:malloc`); a path stays as
+/// given, as bpftrace keeps it.
+fn with_library_path(spec: ProbeSpec) -> ProbeSpec {
+    match spec {
+        ProbeSpec::Uprobe {
+            binary,
+            function,
+            ret,
+        } if !binary.contains('/') => {
+            let binary = crate::symbol::probe_target::find_binary(&binary)
+                .map(|path| as_ld_cache_names(&path).to_string_lossy().into_owned())
+                .unwrap_or(binary);
+            ProbeSpec::Uprobe {
+                binary,
+                function,
+                ret,
+            }
+        }
+        spec => spec,
+    }
+}
+
+/// `path` (canonical) as the dynamic loader's cache names it, which is
+/// where bpftrace finds a library: the first of the loader's directories
+/// holding the same file (`/lib/x86_64-linux-gnu/libc.so.6`, not the
+/// `/usr/lib/...` that `/lib` links to).
+fn as_ld_cache_names(path: &std::path::Path) -> std::path::PathBuf {
+    const LOADER_DIRS: [&str; 2] = ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"];
+    let Some(name) = path.file_name() else {
+        return path.to_path_buf();
+    };
+    LOADER_DIRS
+        .iter()
+        .map(|dir| std::path::Path::new(dir).join(name))
+        .find(|p| p.canonicalize().is_ok_and(|real| real == path))
+        .unwrap_or_else(|| path.to_path_buf())
+}
+
 /// A uprobe's binary (`libc` as bpftrace finds it too) and its bytes.
 fn uprobe_binary(binary: &str, span: Span) -> Result<(std::path::PathBuf, Vec<u8>), LangError> {
     use crate::symbol::probe_target::find_binary;
@@ -327,7 +367,7 @@ pub(crate) fn resolve_probes(
                     _ => {}
                 }
                 out.push(Concrete {
-                    spec,
+                    spec: with_library_path(spec),
                     span: ap.span,
                     format,
                     signature,

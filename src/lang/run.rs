@@ -110,6 +110,10 @@ fn compile_one(
         signature: c.signature.as_ref(),
         shared,
         types: pass.types,
+        // scry's own allocations are left out of uprobes: each event it
+        // reads allocates, and on `uprobe:libc:malloc { printf(...) }`
+        // every event read made another, without end.
+        skip_tgid: matches!(c.spec, ProbeSpec::Uprobe { .. }).then(std::process::id),
     };
     compile_probe(
         reg,

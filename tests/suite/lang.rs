@@ -450,9 +450,19 @@ fn profile_kstack_counts() {
     if !common::require_tracefs() {
         return;
     }
-    let out = common::run_ok(&mut scry_run(
-        "profile:hz:199 { @[kstack(2)] = count(); @n = count(); } interval:ms:300 { exit(); }",
-    ));
+    // dd's copies are in the kernel: a loaded machine's samples can all be
+    // in user code, and an empty kstack prints no frame.
+    let mut dd = Command::new("dd")
+        .args(["if=/dev/zero", "of=/dev/null", "bs=1M", "count=100000000"])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("dd");
+    let out = common::run_ok(&mut scry_run(&format!(
+        "profile:hz:199 /pid == {}/ {{ @[kstack(2)] = count(); @n = count(); }} interval:ms:300 {{ exit(); }}",
+        dd.id()
+    )));
+    let _ = dd.kill();
+    let _ = dd.wait();
     // Stacks as bpftrace prints them: one frame a line, four spaces in.
     assert!(out.contains("\n@[\n    "), "{out}");
     let n: u64 = out
@@ -1093,4 +1103,29 @@ fn uprobe_wildcards_and_missing_attach_points_as_bpftrace() {
             "{cmd:?}"
         );
     }
+}
+
+/// A uprobe on a library named without a path: `probe` is the file as
+/// bpftrace finds it (`uprobe:/lib/x86_64-linux-gnu/libc.so.6:syscall`).
+#[test]
+fn uprobe_on_a_library_name_is_named_as_bpftrace() {
+    if !gates() || libc().is_none() {
+        return;
+    }
+    let dir = common::tempdir();
+    let name = format!("lulib{}", std::process::id() % 100000);
+    let calls = unique_copy(dir.path(), &common::workload("calls"), &name);
+    let prog = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }}
+         uprobe:libc:syscall /comm == \"{name}\"/ {{ @[probe] = count(); }}
+         tracepoint:sched:sched_process_exit /comm == \"{name}\"/ {{ exit(); }}"
+    );
+    let ours = run_with(scry_run(&prog), || {
+        run_status(Command::new(&calls).arg("50"))
+    });
+    let theirs = run_with(bpftrace(&prog), || {
+        run_status(Command::new(&calls).arg("50"))
+    });
+    assert_eq!(lines_with(&ours, "@"), lines_with(&theirs, "@"), "{ours}");
+    assert!(ours.contains("/libc.so.6:syscall]: 50"), "{ours}");
 }

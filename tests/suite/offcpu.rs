@@ -187,7 +187,19 @@ fn reads_perfs_recording_and_agrees_with_perf_script() {
     let data = dir.path().join("perf.data");
     let out = common::output(
         std::process::Command::new("perf")
-            .args(["record", "-q", "-a", "-g", "-e", "sched:sched_switch", "-o"])
+            // 16 MB a CPU: a loaded machine's switches filled perf's
+            // default rings, and it lost sleeper's (no sleep was left).
+            .args([
+                "record",
+                "-q",
+                "-a",
+                "-g",
+                "-m",
+                "4096",
+                "-e",
+                "sched:sched_switch",
+                "-o",
+            ])
             .arg(&data)
             .arg("--")
             .arg(&sleeper)
