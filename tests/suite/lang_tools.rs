@@ -270,7 +270,7 @@ const TOOLS: &[(&str, Expect)] = &[
     (
         "threadsnoop",
         Fails {
-            message: "cannot attach uprobe:libpthread:pthread_create",
+            message: "libpthread.so.0:pthread_create: ",
             bpftrace_too: false,
             why: "glibc 2.34 moved pthread_create into libc: libpthread.so.0 has none (bpftrace attaches nothing and prints no thread)",
         },
