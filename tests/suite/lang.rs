@@ -556,6 +556,22 @@ fn bpftrace_syscount_tool_runs_unchanged() {
     assert!(text.contains("Top 10 processes:\n@process["), "{text}");
 }
 
+/// A thread sending each line `stdout` prints, as it comes; it ends with
+/// the stream.
+pub(crate) fn line_reader(
+    stdout: std::process::ChildStdout,
+) -> (mpsc::Receiver<String>, std::thread::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout);
+        let mut line = String::new();
+        while lines.read_line(&mut line).unwrap_or(0) > 0 {
+            let _ = tx.send(std::mem::take(&mut line));
+        }
+    });
+    (rx, reader)
+}
+
 /// Starts `tool` on a program or tool file, waits for a line holding
 /// `ready`, runs `workload`, waits (up to 30 s) for a line holding
 /// `last` (a tracer may drop what it has not printed at SIGINT), then
@@ -571,15 +587,7 @@ fn run_until_interrupted(
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the tracer");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout);
-        let mut line = String::new();
-        while lines.read_line(&mut line).unwrap_or(0) > 0 {
-            let _ = tx.send(std::mem::take(&mut line));
-        }
-    });
+    let (rx, reader) = line_reader(child.stdout.take().expect("stdout"));
     let mut text = String::new();
     let wait_for = |needle: &str, text: &mut String| {
         while !text.contains(needle) {

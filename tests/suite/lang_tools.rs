@@ -17,10 +17,8 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// What a tool does here.
@@ -436,20 +434,12 @@ fn run_tool(
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the tracer");
-    let stdout = child.stdout.take().expect("stdout");
+    let (rx, reader) = crate::lang::line_reader(child.stdout.take().expect("stdout"));
     let mut stderr = child.stderr.take().expect("stderr");
     let err_reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
         s
-    });
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout);
-        let mut line = String::new();
-        while lines.read_line(&mut line).unwrap_or(0) > 0 {
-            let _ = tx.send(std::mem::take(&mut line));
-        }
     });
     let mut out = String::new();
     let until = |out: &mut String, done: &dyn Fn(&str) -> bool, limit: Duration| {
