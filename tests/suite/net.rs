@@ -388,6 +388,7 @@ fn sigkill_leaves_no_program_or_link() {
     }
     for (args, links) in [
         (&["tcplife"][..], 1),
+        (&["tcpconnect"][..], 1),
         (&["tcpaccept"][..], 2),
         (&["tcpstates"][..], 1),
         (&["tcpretrans"][..], 1),
