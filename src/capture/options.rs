@@ -95,6 +95,10 @@ pub(crate) struct CaptureOptions {
     /// `offcpu` take switch-ins from them: the sched_switch tracepoint
     /// alone misses some idle -> task switches on 6.18.
     pub(crate) context_switch: bool,
+    /// `-k`: stamp every event with this clock (`use_clockid`) instead of
+    /// the kernel's perf clock, and write the CLOCKID and CLOCK_DATA
+    /// features (perf inject --jit wants CLOCK_MONOTONIC, the jitdump's).
+    pub(crate) clockid: Option<i32>,
 }
 
 impl CaptureOptions {
@@ -123,6 +127,7 @@ impl CaptureOptions {
             filters: Vec::new(),
             no_callchain: Vec::new(),
             context_switch: true,
+            clockid: None,
         }
     }
 }

@@ -151,6 +151,10 @@ fn build_attr(event: &ResolvedEvent, opts: &CaptureOptions, index: usize) -> per
     attr.set_exclude_kernel(u64::from(event.modifiers.exclude_kernel));
     attr.set_precise_ip(u64::from(event.modifiers.precise_ip));
     attr.set_sample_id_all(1);
+    if let Some(clockid) = opts.clockid {
+        attr.set_use_clockid(1);
+        attr.clockid = clockid;
+    }
     if tracking {
         attr.set_mmap(1);
         attr.set_mmap2(1);

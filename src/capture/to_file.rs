@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::data::build_id;
-use crate::data::features::{BuildIdEntry, Features, len_u32};
+use crate::data::features::{BuildIdEntry, ClockData, Features, len_u32};
 use crate::data::pipe_writer::PerfPipeWriter;
 use crate::data::raw::{EventIds, RawRecords};
 use crate::data::writer::{EventDesc, PerfDataWriter};
@@ -317,6 +317,11 @@ pub(crate) fn record_to_file(
     // Catch SIGINT/SIGTERM before anything starts, so a Ctrl-C at any time
     // still leaves a finished file.
     let run_stop = RunStop::install().map_err(|e| RecordError::Capture(CaptureError::System(e)))?;
+    let clock = opts
+        .clockid
+        .map(clock_data)
+        .transpose()
+        .map_err(|e| RecordError::Capture(CaptureError::System(e)))?;
     let mut session = Session::open(opts)?;
     let ids = session.ids().map_err(CaptureError::System)?;
     let events: Vec<EventDesc> = session
@@ -350,6 +355,7 @@ pub(crate) fn record_to_file(
     let writer = if to_stdout {
         let mut features = Features::from_system(cmdline.clone());
         features.tracing_data = tracing_data(&tracepoints);
+        features.clock = clock;
         Output::Pipe(PerfPipeWriter::new(io::stdout(), &events, &features).map_err(file_err)?)
     } else {
         let file = crate::sys::private_file::create(path).map_err(file_err)?;
@@ -408,6 +414,7 @@ pub(crate) fn record_to_file(
     }
     features.sample_time = sink.first_time.map(|first| (first, sink.last_time));
     features.tracing_data = tracing_data(&tracepoints);
+    features.clock = clock;
     features.groups = (0..session.events.len())
         .filter_map(|i| {
             let size = group_size(&session.events, i);
@@ -435,6 +442,22 @@ pub(crate) fn record_to_file(
         bytes,
         stop,
         notes: session.notes.clone(),
+    })
+}
+
+/// The CLOCKID and CLOCK_DATA features of `-k clockid`: its resolution,
+/// and the wall-clock time and its time read together (perf's
+/// `record__init_clock`), which map sample times to the time of day.
+fn clock_data(clockid: i32) -> io::Result<ClockData> {
+    use crate::sys::localtime::{clock_ns, clock_res_ns};
+    let res_ns = clock_res_ns(clockid)?;
+    let tod_ns = clock_ns(libc::CLOCK_REALTIME)?;
+    let clockid_ns = clock_ns(clockid)?;
+    Ok(ClockData {
+        clockid: clockid as u32,
+        res_ns,
+        tod_ns,
+        clockid_ns,
     })
 }
 

@@ -36,6 +36,11 @@ pub(crate) struct RecordArgs {
     /// 4096 when tracepoints are recorded.
     #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
     mmap_pages: Option<usize>,
+    /// Stamp events with this clock: monotonic, monotonic_raw, realtime, boottime, tai
+    /// (CLOCK_ and perf's short names mono, raw, real, boot too) or a clock number.
+    /// `perf inject --jit` wants -k monotonic (1), the clock JIT dumps use.
+    #[arg(short = 'k', long = "clockid", value_name = "CLOCKID")]
+    clockid: Option<String>,
     /// Print nothing but errors.
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -94,11 +99,12 @@ impl RecordArgs {
                 "nothing to record: give a command after --, or -p PID, -t TID, -a or -C CPUS"
             );
         }
+        let clockid = self.clockid.as_deref().map(parse_clockid).transpose()?;
         if self.profile {
-            return Ok(scry::capture::profile_events::record_options(
-                &target,
-                self.mmap_pages,
-            )?);
+            let mut options =
+                scry::capture::profile_events::record_options(&target, self.mmap_pages)?;
+            options.clockid = clockid;
+            return Ok(options);
         }
         let cpu_count = match &target.cpus {
             Some(list) => list.len(),
@@ -123,8 +129,48 @@ impl RecordArgs {
             filters,
             no_callchain: Vec::new(),
             context_switch: false,
+            clockid,
         })
     }
+}
+
+/// perf record's clock names (`parse_clockid`): with or without `CLOCK_`,
+/// in any case, and the short names perf keeps "for the lazy".
+const CLOCK_NAMES: [(&str, i32); 9] = [
+    ("monotonic", libc::CLOCK_MONOTONIC),
+    ("monotonic_raw", libc::CLOCK_MONOTONIC_RAW),
+    ("realtime", libc::CLOCK_REALTIME),
+    ("boottime", libc::CLOCK_BOOTTIME),
+    ("tai", libc::CLOCK_TAI),
+    ("mono", libc::CLOCK_MONOTONIC),
+    ("raw", libc::CLOCK_MONOTONIC_RAW),
+    ("real", libc::CLOCK_REALTIME),
+    ("boot", libc::CLOCK_BOOTTIME),
+];
+
+/// `-k CLOCKID`: a name of [`CLOCK_NAMES`] or a number, checked to be a
+/// clock this kernel has (`clock_getres`), so a bad one is a usage error
+/// here rather than perf_event_open's EINVAL later.
+fn parse_clockid(text: &str) -> anyhow::Result<i32> {
+    let bare = match text.get(..6) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("clock_") => &text[6..],
+        _ => text,
+    };
+    let id = match text.parse::<i32>() {
+        Ok(id) => id,
+        Err(_) => CLOCK_NAMES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(bare))
+            .map(|&(_, id)| id)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "-k {text}: unknown clock (monotonic, monotonic_raw, realtime, boottime, tai or a number)"
+                )
+            })?,
+    };
+    scry::sys::localtime::clock_res_ns(id)
+        .map_err(|err| anyhow::anyhow!("-k {text}: no such clock here ({err})"))?;
+    Ok(id)
 }
 
 pub(crate) fn run(args: RecordArgs) -> anyhow::Result<()> {
@@ -157,5 +203,27 @@ pub(crate) fn run(args: RecordArgs) -> anyhow::Result<()> {
     match summary.stop {
         StopReason::TargetExited(status) => super::workload_exit(status, &args.command),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_clockid;
+
+    #[test]
+    fn clock_names_are_perfs() {
+        assert_eq!(parse_clockid("1").unwrap(), libc::CLOCK_MONOTONIC);
+        assert_eq!(parse_clockid("monotonic").unwrap(), libc::CLOCK_MONOTONIC);
+        assert_eq!(
+            parse_clockid("CLOCK_MONOTONIC_RAW").unwrap(),
+            libc::CLOCK_MONOTONIC_RAW
+        );
+        assert_eq!(parse_clockid("boot").unwrap(), libc::CLOCK_BOOTTIME);
+        assert_eq!(parse_clockid("Tai").unwrap(), libc::CLOCK_TAI);
+        for bad in ["", "clock_", "monotonicx", "-1", "999"] {
+            let err = parse_clockid(bad).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("-k {bad}: ")), "{err}");
+            assert!(!err.contains('\n'), "{err}");
+        }
     }
 }

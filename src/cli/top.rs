@@ -179,6 +179,7 @@ impl TopArgs {
             filters: Vec::new(),
             no_callchain: Vec::new(),
             context_switch: false,
+            clockid: None,
         })
     }
 }

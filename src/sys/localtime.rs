@@ -1,6 +1,7 @@
 //! The local wall-clock time of day, for the `[HH:MM:SS]` lines bcc's
 //! tools print at each interval (localtime_r: the TZ environment and
-//! /etc/localtime apply, as for them).
+//! /etc/localtime apply, as for them), and the kernel's clocks read by id
+//! (`clock_gettime`/`clock_getres`: `record -k` stamps events with one).
 
 /// (hours, minutes, seconds) now, local time; UTC if the conversion fails.
 pub(crate) fn now_hms() -> (u32, u32, u32) {
@@ -44,17 +45,42 @@ pub(crate) fn boot_realtime_ns() -> u64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
+    let Ok(since_boot) = clock_ns(libc::CLOCK_BOOTTIME) else {
+        return 0;
+    };
+    now.saturating_sub(since_boot)
+}
+
+/// The time of clock `clockid` (`CLOCK_MONOTONIC`, ...) in nanoseconds;
+/// an error for a clock the kernel does not have.
+pub(crate) fn clock_ns(clockid: libc::clockid_t) -> std::io::Result<u64> {
+    read_clock(clockid, false)
+}
+
+/// The resolution of clock `clockid` in nanoseconds (perf's
+/// `clockid_res_ns`); an error for a clock the kernel does not have.
+pub(crate) fn clock_res_ns(clockid: libc::clockid_t) -> std::io::Result<u64> {
+    read_clock(clockid, true)
+}
+
+/// `clock_getres` (`res`) or `clock_gettime` of `clockid`, in nanoseconds.
+fn read_clock(clockid: libc::clockid_t, res: bool) -> std::io::Result<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid out-parameter for the call's duration.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    let rc = unsafe {
+        if res {
+            libc::clock_getres(clockid, &mut ts)
+        } else {
+            libc::clock_gettime(clockid, &mut ts)
+        }
+    };
     if rc != 0 {
-        return 0;
+        return Err(std::io::Error::last_os_error());
     }
-    let since_boot = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
-    now.saturating_sub(since_boot)
+    Ok((ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64)
 }
 
 /// `format` applied to the local time of `secs` since the epoch; the

@@ -156,16 +156,7 @@ pub(crate) fn list_events(tracefs_root: &Path) -> io::Result<String> {
 /// CLOCK_MONOTONIC in nanoseconds: the clock trace counters stamp records
 /// with (`use_clockid`), so a reader can tell which records it has drained.
 pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for the kernel to fill.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
+    super::localtime::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
 }
 
 #[cfg(test)]

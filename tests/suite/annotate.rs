@@ -370,3 +370,73 @@ fn jit_code_is_annotated_from_its_jitdump_as_perf_inject_jit_says() {
         }
     }
 }
+
+/// `scry record -k 1` stamps every event with CLOCK_MONOTONIC (the
+/// jitdump's clock) and writes CLOCKID and CLOCK_DATA as perf record -k 1
+/// does: `perf inject --jit`, which refuses a file recorded without it,
+/// turns scry's file into one where perf report and annotate name the
+/// jitted function; perf's header shows the clock, and scry still reads
+/// the file.
+#[test]
+fn perf_inject_jit_takes_scrys_k_1_recording() {
+    require_kernel!();
+    require_perf!();
+    let dir = common::tempdir();
+    let jit = common::workload("jit");
+    let data = dir.path().join("scry.data");
+    let stdout = common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-k", "monotonic", "-F", "999", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&jit)
+            .args(["0.3s", "dump"]),
+    );
+    let pid = jit_pid(&stdout);
+    let injected = dir.path().join("injected.data");
+    let inject = common::output(
+        common::perf()
+            .args(["inject", "--jit", "-i"])
+            .arg(&data)
+            .arg("-o")
+            .arg(&injected),
+    );
+    let report = common::output(
+        common::perf()
+            .args(["report", "--stdio", "--sort", "dso,sym", "-i"])
+            .arg(&injected),
+    );
+    let annotate = common::output(
+        common::perf()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&injected)
+            .arg("jit_hot_loop"),
+    );
+    assert!(inject.status.success(), "{inject:?}");
+    let report = String::from_utf8_lossy(&report.stdout).into_owned();
+    let hot = report
+        .lines()
+        .find(|l| l.contains("jit_hot_loop"))
+        .unwrap_or_else(|| panic!("no jit_hot_loop in\n{report}"));
+    // The jitted ELF perf inject wrote, not the perf map.
+    assert!(hot.contains(&format!("jitted-{pid}-")), "{report}");
+    let annotate = String::from_utf8_lossy(&annotate.stdout).into_owned();
+    let rows = instructions(&annotate);
+    assert!(rows.iter().any(|r| r.2.starts_with("add ")), "{annotate}");
+
+    let header = common::run_ok(
+        common::perf()
+            .args(["report", "--header-only", "-i"])
+            .arg(&data),
+    );
+    assert!(header.contains("# clockid: monotonic (1)"), "{header}");
+    assert!(
+        header.contains("(monotonic)"),
+        "no reference time in\n{header}"
+    );
+    let ours = common::run_ok(common::scry().args(["report", "--stdio", "-i"]).arg(&data));
+    assert!(ours.contains("jit_hot_loop"), "{ours}");
+    let script = common::run_ok(common::scry().args(["script", "-i"]).arg(&data));
+    remove_jit_files(&pid);
+    assert!(script.contains("jit_hot_loop"), "{script}");
+}

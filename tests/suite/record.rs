@@ -1022,6 +1022,15 @@ fn missing_pid_is_one_clear_line() {
     assert!(line.contains("999999999"), "{line}");
 }
 
+#[test]
+fn a_bad_clock_is_one_clear_line() {
+    require_kernel!();
+    for clock in ["bogus", "999"] {
+        let line = bad_input(&["-k", clock, "--", "true"]);
+        assert!(line.starts_with(&format!("scry: -k {clock}: ")), "{line}");
+    }
+}
+
 /// Starts a spinner and returns it with its pid.
 fn start_spinner() -> (Child, u32) {
     let mut spinner = Command::new(common::workload("spinner"))
