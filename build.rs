@@ -43,6 +43,7 @@ const PROGRAMS: &[&str] = &[
     "funcs",
     "filetop",
     "fsslower",
+    "mountsnoop",
 ];
 
 fn main() {

@@ -1,6 +1,6 @@
 //! The streaming tools' events (execsnoop, exitsnoop, opensnoop, killsnoop,
 //! sigsnoop, statsnoop, threadsnoop, oomkill, drsnoop, capable,
-//! filelife) as the kernel side
+//! filelife, mountsnoop) as the kernel side
 //! decodes them, and the filters libbpf-tools applies in user space
 //! (`-n NAME`, `-l LINE`, `--ppid`): kept here so the renderers and the
 //! command lines name one set of types.
@@ -10,6 +10,7 @@ pub(crate) use crate::sys::bpf_drsnoop::ReclaimEvent;
 pub(crate) use crate::sys::bpf_execsnoop::ExecEvent;
 pub(crate) use crate::sys::bpf_exitsnoop::ExitEvent;
 pub(crate) use crate::sys::bpf_filelife::LifeEvent;
+pub(crate) use crate::sys::bpf_mountsnoop::MountEvent;
 pub(crate) use crate::sys::bpf_oomkill::OomEvent;
 pub(crate) use crate::sys::bpf_opensnoop::OpenEvent;
 pub(crate) use crate::sys::bpf_sigsnoop::SigEvent;

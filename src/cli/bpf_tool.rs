@@ -104,6 +104,10 @@ pub(crate) const TOOLS: &[(&str, &str)] = &[
         "allocations not freed, by the user (or kernel) stack that made them",
     ),
     (
+        "mountsnoop",
+        "each mount and umount with its arguments and result, streamed",
+    ),
+    (
         "offcputime",
         "off-CPU time by kernel and user stack, summed in the kernel",
     ),
@@ -172,6 +176,10 @@ pub(crate) const TOOLS: &[(&str, &str)] = &[
         "each retransmitted TCP segment with its state, streamed (or counted, -c)",
     ),
     ("tcprtt", "smoothed TCP round-trip times, as a histogram"),
+    (
+        "tcprtt",
+        "TCP round-trip times as a histogram (per address with -b/-B; -i: every interval)",
+    ),
     (
         "tcpstates",
         "each TCP state change with the time in the state left, streamed",

@@ -33,6 +33,7 @@ mod klockstat;
 mod list;
 mod memleak;
 mod memsnoop;
+mod mountsnoop;
 mod offcpu;
 mod offcputime;
 mod offwaketime;
@@ -207,6 +208,8 @@ enum Command {
     Capable(memsnoop::CapableArgs),
     /// Each file deleted, with its age since its creation, streamed (bcc filelife)
     Filelife(statsnoop::FilelifeArgs),
+    /// Each mount and umount with its arguments and result, streamed (bcc mountsnoop)
+    Mountsnoop(mountsnoop::MountsnoopArgs),
     /// The files read and written the most, per thread, every interval (bcc filetop)
     Filetop(filetop::FiletopArgs),
     /// Each file system read, write, open and fsync slower than a threshold, streamed (bcc fsslower, ext4slower)
@@ -417,6 +420,7 @@ pub fn main() -> ExitCode {
         Command::Drsnoop(args) => memsnoop::run_drsnoop(args),
         Command::Capable(args) => memsnoop::run_capable(args),
         Command::Filelife(args) => statsnoop::run_filelife(args),
+        Command::Mountsnoop(args) => mountsnoop::run(args),
         Command::Filetop(args) => filetop::run(args),
         Command::Fsslower(args) => fsslower::run(args),
         Command::Tools => bpf_tool::list(),

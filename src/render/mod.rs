@@ -24,6 +24,7 @@ pub(crate) mod klockstat;
 pub(crate) mod list;
 pub(crate) mod memleak;
 pub(crate) mod memsnoop;
+pub(crate) mod mountsnoop;
 pub(crate) mod net;
 pub(crate) mod offcpu;
 pub(crate) mod offcputime;

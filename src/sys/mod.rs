@@ -23,6 +23,7 @@ pub(crate) mod bpf_irqs;
 pub(crate) mod bpf_klockstat;
 pub(crate) mod bpf_maps;
 pub(crate) mod bpf_memleak;
+pub(crate) mod bpf_mountsnoop;
 pub(crate) mod bpf_offcputime;
 pub(crate) mod bpf_offwaketime;
 pub(crate) mod bpf_oncpu;

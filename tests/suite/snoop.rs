@@ -1,7 +1,7 @@
 //! The streaming BPF tools (execsnoop, opensnoop, exitsnoop, killsnoop,
-//! sigsnoop, ...) on the real kernel: workloads with known answers (N
-//! executions of which some fail, N opens of which K fail, N signals of
-//! which K fail), traced at once by scry (table and --json) and by
+//! sigsnoop, mountsnoop, ...) on the real kernel: workloads with known
+//! answers (N executions of which some fail, N opens of which K fail, N
+//! signals of which K fail, N mounts and umounts then K failed mounts), traced at once by scry (table and --json) and by
 //! Debian's libbpf-tools as the oracle; the same events from both. Also:
 //! bad input, a filter that matches nothing, SIGKILL leaving nothing
 //! attached.
@@ -216,8 +216,9 @@ fn bad_input_is_one_line_and_exit_2() {
     if !require_root_and("execsnoop") {
         return;
     }
-    let cases: [(&[&str], Option<&str>, &str); 9] = [
+    let cases: [(&[&str], Option<&str>, &str); 11] = [
         (&["opensnoop", "-p", "4194304"], None, "no such process"),
+        (&["mountsnoop", "-p", "4194304"], None, "no such process"),
         (&["killsnoop", "-p", "4194304"], None, "no such process"),
         (&["statsnoop", "-p", "4194304"], None, "no such process"),
         (&["threadsnoop", "-p", "4194304"], None, "no such process"),
@@ -236,6 +237,7 @@ fn bad_input_is_one_line_and_exit_2() {
         // A kernel without the hook: the only kind the programs come in
         // (classic tracepoints) is not allowed.
         (&["execsnoop"], Some("raw_tp"), "no hook"),
+        (&["mountsnoop"], Some("raw_tp"), "no hook"),
     ];
     assert_each_bad_input(&cases);
 }
@@ -274,6 +276,7 @@ fn sigkill_leaves_no_program_or_link() {
         (&["statsnoop"][..], 10),
         (&["threadsnoop"][..], 2),
         (&["vfsstat"][..], 20),
+        (&["mountsnoop"][..], 4),
     ];
     for (args, links) in tools {
         sigkill_frees_everything(args, links);
@@ -755,5 +758,133 @@ fn vfsstat_counts_each_kind_of_call_of_one_process_exactly() {
     assert_eq!(
         table_lines[0],
         "TIME         READ/s  WRITE/s  FSYNC/s   OPEN/s CREATE/s"
+    );
+}
+
+/// A mountsnoop line's (comm, pid, tid, mount namespace, call as C).
+type Mount = (String, u32, u32, u64, String);
+
+fn mount_of_line(line: &str) -> Option<Mount> {
+    let mut f = line.split_whitespace();
+    let head = (
+        f.next()?.to_string(),
+        f.next()?.parse().ok()?,
+        f.next()?.parse().ok()?,
+        f.next()?.parse().ok()?,
+    );
+    let call = line.find("mount(\"")?;
+    let call = line[..call].strip_suffix('u').map_or(call, |l| l.len());
+    Some((head.0, head.1, head.2, head.3, line[call..].to_string()))
+}
+
+fn mount_of_json(line: &str) -> Option<Mount> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let (flags, ret) = (v["flag_names"].as_str()?, v["ret"].as_i64()?);
+    let ret = match ret {
+        0 => "0".to_string(),
+        -2 => "-ENOENT".to_string(),
+        other => other.to_string(),
+    };
+    let call = match v["call"].as_str()? {
+        "mount" => format!(
+            "mount(\"{}\", \"{}\", \"{}\", {flags}, \"{}\") = {ret}",
+            v["source"].as_str()?,
+            v["target"].as_str()?,
+            v["fs"].as_str()?,
+            v["data"].as_str()?
+        ),
+        call => format!("{call}(\"{}\", {flags}) = {ret}", v["target"].as_str()?),
+    };
+    Some((
+        v["comm"].as_str()?.to_string(),
+        u32::try_from(v["pid"].as_u64()?).ok()?,
+        u32::try_from(v["tid"].as_u64()?).ok()?,
+        v["mnt_ns"].as_u64()?,
+        call,
+    ))
+}
+
+/// The calls of process `pid` on paths under `dir`, in the order seen.
+fn mounts_under(
+    lines: &[String],
+    pid: u32,
+    dir: &str,
+    parse: fn(&str) -> Option<Mount>,
+) -> Vec<Mount> {
+    lines
+        .iter()
+        .filter_map(|l| parse(l))
+        .filter(|m| m.1 == pid && m.4.contains(dir))
+        .collect()
+}
+
+/// `workloads/mounts`: N mounts of a tmpfs, each unmounted, then K mounts
+/// on a missing directory (ENOENT), in a mount namespace of the
+/// workload's own; scry (table and --json) and libbpf-tools' mountsnoop
+/// list the same 2N + K calls, arguments, flags and results.
+#[test]
+fn mountsnoop_lists_n_mounts_and_umounts_of_which_k_fail_as_libbpf_tools() {
+    if !require_root_and("mountsnoop") {
+        return;
+    }
+    let dir = common::tempdir();
+    let root = path_str(dir.path());
+    let (n, k) = (20, 5);
+    let table = Tracer::start(scry_tool(&["mountsnoop"]), 4);
+    let json = Tracer::start(scry_tool(&["mountsnoop", "--json"]), 4);
+    let oracle = Tracer::start(peer(&["mountsnoop"]), 0);
+    let mut workload = Command::new(common::workload("mounts"))
+        .args([n.to_string(), k.to_string(), root.clone()])
+        .spawn()
+        .expect("mounts runs");
+    let pid = workload.id();
+    assert!(workload.wait().expect("mounts ends").success());
+
+    let mut calls: Vec<String> = Vec::new();
+    for i in 1..=n {
+        calls.push(format!(
+            "mount(\"scry-mounts\", \"{root}\", \"tmpfs\", MS_NOSUID | MS_NODEV, \"size={i}k\") = 0"
+        ));
+        calls.push(format!("umount(\"{root}\", 0x0) = 0"));
+    }
+    for _ in 0..k {
+        calls.push(format!(
+            "mount(\"scry-mounts\", \"{root}/missing\", \"tmpfs\", MS_NOSUID | MS_NODEV, \"size=1k\") = -ENOENT"
+        ));
+    }
+    let want = calls.len();
+    let count = |parse: fn(&str) -> Option<Mount>| {
+        let root = root.clone();
+        move |lines: &[String]| mounts_under(lines, pid, &root, parse).len() >= want
+    };
+    table.wait_until(count(mount_of_line));
+    json.wait_until(count(mount_of_json));
+    oracle.wait_until(count(mount_of_line));
+    let (table_lines, _) = table.stop();
+    let (json_lines, _) = json.stop();
+    let (peer_lines, _) = oracle.stop();
+    assert_eq!(
+        table_lines.first().map(String::as_str),
+        peer_lines.first().map(|l| l.trim_end()),
+        "the header"
+    );
+    let ours = mounts_under(&table_lines, pid, &root, mount_of_line);
+    let got: Vec<&str> = ours.iter().map(|m| m.4.as_str()).collect();
+    assert_eq!(got, calls, "scry's calls");
+    // One mount namespace, the workload's own (not the tests').
+    let ns = ours[0].3;
+    assert!(
+        ours.iter()
+            .all(|m| (m.0.as_str(), m.1, m.2, m.3) == ("mounts", pid, pid, ns))
+    );
+    assert_eq!(
+        mounts_under(&peer_lines, pid, &root, mount_of_line),
+        ours,
+        "libbpf-tools'"
+    );
+    assert_eq!(
+        mounts_under(&json_lines, pid, &root, mount_of_json),
+        ours,
+        "--json"
     );
 }
