@@ -11,6 +11,10 @@
 // tools/perf/Documentation/jitdump-specification.txt) with one
 // JIT_CODE_LOAD record holding the loop's code, maps it executable as the
 // marker a recording sees, and prints "jit pid <pid> dump <path>".
+// "jit ROUNDS move" does the same, then copies the code to a second page,
+// appends a JIT_CODE_MOVE of it there (code_index 0) and runs it there,
+// printing "jit pid <pid> moved <start-hex>"; the perf map keeps the first
+// address.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +52,9 @@ static uint64_t now_ns(void) {
 }
 
 /* Writes /tmp/jit-<pid>.dump: the header, one JIT_CODE_LOAD of the code at
-   mem, and maps the file executable (the marker). 0 on success. */
-static int write_jitdump(const unsigned char *mem) {
+   mem, a JIT_CODE_MOVE of it to moved unless that is NULL, and maps the file
+   executable (the marker). 0 on success. */
+static int write_jitdump(const unsigned char *mem, const unsigned char *moved) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/jit-%ld.dump", (long)getpid());
     int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
@@ -74,6 +79,18 @@ static int write_jitdump(const unsigned char *mem) {
         write(fd, &load, sizeof load) != (ssize_t)sizeof load ||
         write(fd, name, sizeof name) != (ssize_t)sizeof name ||
         write(fd, code, sizeof code) != (ssize_t)sizeof code) {
+        perror(path);
+        return 1;
+    }
+    struct {
+        uint32_t id, total_size;
+        uint64_t timestamp;
+        uint32_t pid, tid;
+        uint64_t vma, old_code_addr, new_code_addr, code_size, code_index;
+    } move = {1, sizeof move, now_ns(), (uint32_t)getpid(), (uint32_t)getpid(),
+              (uint64_t)(uintptr_t)moved, (uint64_t)(uintptr_t)mem, (uint64_t)(uintptr_t)moved,
+              sizeof code, 0};
+    if (moved && write(fd, &move, sizeof move) != (ssize_t)sizeof move) {
         perror(path);
         return 1;
     }
@@ -114,10 +131,26 @@ int main(int argc, char **argv) {
     fprintf(map, "%lx %zx jit_hot_loop\n", (unsigned long)mem, sizeof code);
     fclose(map);
     printf("jit pid %ld map %s\n", (long)getpid(), path);
-    if (argc > 2 && strcmp(argv[2], "dump") == 0 && write_jitdump(mem) != 0) return 1;
+    unsigned char *run = mem;
+    if (argc > 2 && strcmp(argv[2], "move") == 0) {
+        run = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (run == MAP_FAILED) {
+            perror("jit: mmap");
+            return 1;
+        }
+        memcpy(run, code, sizeof code);
+        if (mprotect(run, page, PROT_READ | PROT_EXEC) != 0) {
+            perror("jit: mprotect");
+            return 1;
+        }
+        printf("jit pid %ld moved %lx\n", (long)getpid(), (unsigned long)run);
+    }
+    if (argc > 2 && (strcmp(argv[2], "dump") == 0 || run != mem) &&
+        write_jitdump(mem, run != mem ? run : NULL) != 0)
+        return 1;
     fflush(stdout);
     unsigned long (*fn)(unsigned long);
-    memcpy(&fn, &mem, sizeof fn);
+    memcpy(&fn, &run, sizeof fn);
     while (work_more(&rounds)) run_jit(fn);
     return 0;
 }

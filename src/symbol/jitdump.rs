@@ -6,7 +6,8 @@
 //! recording holds an MMAP2 record naming it; the resolver remembers that
 //! path per process (`Resolver::add_mapping`) and, when it names that
 //! process's JIT code, reads the file's JIT_CODE_LOAD records (address,
-//! size, name) next to `/tmp/perf-PID.map`'s lines. perf needs `perf inject
+//! size, name) next to `/tmp/perf-PID.map`'s lines, and its JIT_CODE_MOVE
+//! records (a load's code put at a new address). perf needs `perf inject
 //! --jit` for this; scry reads the file directly. Annotate reads the
 //! code bytes a load carries after its name (`code_at`), again from the
 //! file: the resolver keeps only names.
@@ -20,6 +21,7 @@ pub(crate) const MAX_JITDUMP: u64 = 512 << 20;
 
 const MAGIC: u32 = 0x4a69_5444; // "JiTD", written in the writer's byte order
 const JIT_CODE_LOAD: u32 = 0;
+const JIT_CODE_MOVE: u32 = 1;
 
 /// One JIT_CODE_LOAD: where the code is, and its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,10 +41,10 @@ fn u64_at(b: &[u8], at: usize, swap: bool) -> Option<u64> {
     Some(if swap { v.swap_bytes() } else { v })
 }
 
-/// Each JIT_CODE_LOAD record of a jitdump file's bytes, whole, in file
+/// Each record of a jitdump file's bytes, whole, with its id, in file
 /// order, and whether its numbers are byte-swapped (nothing if it is not
 /// one).
-fn code_loads(bytes: &[u8]) -> (Vec<&[u8]>, bool) {
+fn records(bytes: &[u8]) -> (Vec<(u32, &[u8])>, bool) {
     let mut out = Vec::new();
     let swap = match u32_at(bytes, 0, false) {
         Some(MAGIC) => false,
@@ -62,9 +64,7 @@ fn code_loads(bytes: &[u8]) -> (Vec<&[u8]>, bool) {
         else {
             break;
         };
-        if id == JIT_CODE_LOAD {
-            out.push(record);
-        }
+        out.push((id, record));
         at += size;
     }
     (out, swap)
@@ -82,28 +82,83 @@ fn code_load(record: &[u8], swap: bool) -> Option<(JitCode, usize)> {
     Some((JitCode { start, size, name }, 56 + end + 1))
 }
 
-/// The code loads of a jitdump file's bytes (empty if it is not one).
-pub(crate) fn parse(bytes: &[u8]) -> Vec<JitCode> {
-    let (records, swap) = code_loads(bytes);
-    records
-        .iter()
-        .filter_map(|r| code_load(r, swap).map(|(code, _)| code))
-        .collect()
+/// A piece of JIT code where it lies, and its machine code as the load
+/// record holds it (None if cut short).
+struct Placed<'a> {
+    code: JitCode,
+    bytes: Option<&'a [u8]>,
 }
 
-/// The last code load covering `addr` and its machine code, as the record
-/// holds it (None if no load covers it or its bytes are cut short).
-pub(crate) fn code_at(bytes: &[u8], addr: u64) -> Option<(JitCode, Vec<u8>)> {
-    let (records, swap) = code_loads(bytes);
-    records.iter().rev().find_map(|r| {
-        let (code, at) = code_load(r, swap)?;
-        if addr < code.start || addr - code.start >= code.size {
-            return None;
+/// Every place code was put, in file order: each JIT_CODE_LOAD, and each
+/// JIT_CODE_MOVE (pid u32, tid u32, vma u64, old_code_addr u64,
+/// new_code_addr u64, code_size u64, code_index u64) of an earlier load,
+/// by its code_index, to a new address with the load's name and bytes, as
+/// `perf inject --jit` maps the load's code again there. The old place
+/// stays (samples taken before the move were there); a move of an index
+/// no load had is skipped.
+fn placements(bytes: &[u8]) -> Vec<Placed<'_>> {
+    let (records, swap) = records(bytes);
+    let mut out: Vec<Placed<'_>> = Vec::new();
+    // code_index -> the load's place in `out`.
+    let mut loads = std::collections::HashMap::new();
+    for (id, record) in records {
+        match id {
+            JIT_CODE_LOAD => {
+                let Some((code, at)) = code_load(record, swap) else {
+                    continue;
+                };
+                let bytes = usize::try_from(code.size)
+                    .ok()
+                    .and_then(|len| record.get(at..at.checked_add(len)?));
+                if let Some(index) = u64_at(record, 48, swap) {
+                    loads.insert(index, out.len());
+                }
+                out.push(Placed { code, bytes });
+            }
+            JIT_CODE_MOVE => {
+                let (Some(start), Some(size), Some(index)) = (
+                    u64_at(record, 40, swap),
+                    u64_at(record, 48, swap).filter(|&s| s > 0),
+                    u64_at(record, 56, swap),
+                ) else {
+                    continue;
+                };
+                let Some(load) = loads.get(&index).and_then(|&i| out.get(i)) else {
+                    continue;
+                };
+                let moved = Placed {
+                    code: JitCode {
+                        start,
+                        size,
+                        name: load.code.name.clone(),
+                    },
+                    bytes: usize::try_from(size)
+                        .ok()
+                        .and_then(|len| load.bytes?.get(..len)),
+                };
+                out.push(moved);
+            }
+            _ => {}
         }
-        let len = usize::try_from(code.size).ok()?;
-        let bytes = r.get(at..at.checked_add(len)?)?.to_vec();
-        Some((code, bytes))
-    })
+    }
+    out
+}
+
+/// The code of a jitdump file's bytes, where it was loaded or moved to
+/// (empty if it is not one).
+pub(crate) fn parse(bytes: &[u8]) -> Vec<JitCode> {
+    placements(bytes).into_iter().map(|p| p.code).collect()
+}
+
+/// The last code load or move covering `addr` and its machine code, as
+/// the load record holds it (None if none covers it or its bytes are cut
+/// short).
+pub(crate) fn code_at(bytes: &[u8], addr: u64) -> Option<(JitCode, Vec<u8>)> {
+    placements(bytes)
+        .into_iter()
+        .rev()
+        .find(|p| addr >= p.code.start && addr - p.code.start < p.code.size)
+        .and_then(|p| Some((p.code, p.bytes?.to_vec())))
 }
 
 /// Reads the jitdump file at `path` (None if unreadable).
@@ -133,7 +188,7 @@ pub(crate) fn is_jitdump(path: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn load(start: u64, size: u64, name: &str) -> Vec<u8> {
+    fn load(start: u64, size: u64, name: &str, index: u64) -> Vec<u8> {
         let mut r = Vec::new();
         let total = 56 + name.len() + 1 + size as usize;
         r.extend_from_slice(&JIT_CODE_LOAD.to_le_bytes());
@@ -144,7 +199,7 @@ mod tests {
         r.extend_from_slice(&start.to_le_bytes()); // vma
         r.extend_from_slice(&start.to_le_bytes()); // code_addr
         r.extend_from_slice(&size.to_le_bytes());
-        r.extend_from_slice(&7u64.to_le_bytes()); // code_index
+        r.extend_from_slice(&index.to_le_bytes()); // code_index
         r.extend_from_slice(name.as_bytes());
         r.push(0);
         r.extend(std::iter::repeat_n(0x90u8, size as usize));
@@ -158,8 +213,8 @@ mod tests {
         f.extend_from_slice(&1u32.to_le_bytes()); // version
         f.extend_from_slice(&40u32.to_le_bytes()); // header size
         f.extend_from_slice(&[0u8; 28]);
-        f.extend(load(0x7f00_0000_1000, 11, "py::hot:/tmp/x.py"));
-        f.extend(load(0x7f00_0000_2000, 11, "py::main:/tmp/x.py"));
+        f.extend(load(0x7f00_0000_1000, 11, "py::hot:/tmp/x.py", 7));
+        f.extend(load(0x7f00_0000_2000, 11, "py::main:/tmp/x.py", 8));
         let whole = parse(&f);
         assert_eq!(whole.len(), 2);
         assert_eq!(whole[1].name, "py::main:/tmp/x.py");
@@ -174,6 +229,59 @@ mod tests {
         assert!(code_at(&f[..f.len() - 3], 0x7f00_0000_2005).is_none());
         assert!(parse(b"not a jitdump").is_empty());
         assert!(is_jitdump("/tmp/jit-24104.dump"));
+    }
+
+    /// A JIT_CODE_MOVE: the header, pid, tid, vma, old and new address,
+    /// size, code_index.
+    fn code_move(old: u64, new: u64, size: u64, index: u64) -> Vec<u8> {
+        let mut r = Vec::new();
+        r.extend_from_slice(&JIT_CODE_MOVE.to_le_bytes());
+        r.extend_from_slice(&64u32.to_le_bytes());
+        r.extend_from_slice(&0u64.to_le_bytes()); // timestamp
+        r.extend_from_slice(&1u32.to_le_bytes()); // pid
+        r.extend_from_slice(&1u32.to_le_bytes()); // tid
+        for word in [new, old, new, size, index] {
+            r.extend_from_slice(&word.to_le_bytes());
+        }
+        r
+    }
+
+    #[test]
+    fn a_moved_function_is_named_and_has_its_code_at_its_new_address() {
+        let mut f = Vec::new();
+        f.extend_from_slice(&MAGIC.to_le_bytes());
+        f.extend_from_slice(&1u32.to_le_bytes());
+        f.extend_from_slice(&40u32.to_le_bytes());
+        f.extend_from_slice(&[0u8; 28]);
+        f.extend(load(0x7f00_0000_1000, 11, "hot", 7));
+        f.extend(load(0x7f00_0000_2000, 5, "cold", 8));
+        f.extend(code_move(0x7f00_0000_1000, 0x7f00_0000_5000, 11, 7));
+        // An index no load had: nothing to move.
+        f.extend(code_move(0x7f00_0000_3000, 0x7f00_0000_6000, 11, 9));
+        let codes = parse(&f);
+        let placed: Vec<(u64, u64, &str)> = codes
+            .iter()
+            .map(|c| (c.start, c.size, c.name.as_str()))
+            .collect();
+        assert_eq!(
+            placed,
+            [
+                (0x7f00_0000_1000, 11, "hot"),
+                (0x7f00_0000_2000, 5, "cold"),
+                (0x7f00_0000_5000, 11, "hot"),
+            ]
+        );
+        let (code, bytes) = code_at(&f, 0x7f00_0000_500a).expect("the moved code");
+        assert_eq!((code.name.as_str(), code.start), ("hot", 0x7f00_0000_5000));
+        assert_eq!(bytes, vec![0x90; 11]);
+        // The old place still names it (samples before the move).
+        assert_eq!(
+            code_at(&f, 0x7f00_0000_1000).map(|c| c.0.start),
+            Some(0x7f00_0000_1000)
+        );
+        assert!(code_at(&f, 0x7f00_0000_6000).is_none());
+        // A torn move is dropped, the loads stay.
+        assert_eq!(parse(&f[..f.len() - 64 - 3]).len(), 2);
         assert!(!is_jitdump("/tmp/jit-.dump"));
         assert!(!is_jitdump("/usr/lib/libc.so.6"));
     }

@@ -259,6 +259,59 @@ fn header_samples(listing: &str) -> u64 {
         .unwrap_or_else(|| panic!("no sample count in\n{listing}"))
 }
 
+/// `perf inject --jit -i DATA -o DIR/injected.data`, then `perf annotate
+/// --stdio jit_hot_loop` of it: the injected file and the listing (panics
+/// if inject fails).
+fn perf_inject_jit_annotate(dir: &Path, data: &Path) -> (PathBuf, String) {
+    let injected = dir.join("injected.data");
+    let inject = common::output(
+        common::perf()
+            .args(["inject", "--jit", "-i"])
+            .arg(data)
+            .arg("-o")
+            .arg(&injected),
+    );
+    assert!(inject.status.success(), "{inject:?}");
+    let perf = common::output(
+        common::perf()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&injected)
+            .arg("jit_hot_loop"),
+    );
+    (injected, String::from_utf8_lossy(&perf.stdout).into_owned())
+}
+
+/// scry's listing of jit_hot_loop is perf's after inject: the same
+/// instructions at the same offsets into the function (perf shows the
+/// ELF file inject wrote), the same hottest one, shares of all the
+/// function's samples, perf's sample count.
+fn assert_same_listing(ours: &str, perf: &str) {
+    let rows = instructions(ours);
+    let theirs = instructions(perf);
+    let offsets = |rows: &[(f64, u64, String)]| -> Vec<u64> {
+        rows.iter().map(|r| r.1 - rows[0].1).collect()
+    };
+    assert!(rows.iter().any(|r| r.2.starts_with("add ")), "{ours}");
+    assert_eq!(
+        offsets(&rows),
+        offsets(&theirs),
+        "perf:\n{perf}\nscry:\n{ours}"
+    );
+    assert_eq!(
+        hottest(&rows).1 - rows[0].1,
+        hottest(&theirs).1 - theirs[0].1,
+        "perf:\n{perf}\nscry:\n{ours}"
+    );
+    let sum: f64 = rows.iter().map(|r| r.0).sum();
+    assert!((sum - 100.0).abs() < 0.5, "{sum}\n{ours}");
+    assert!(header_samples(ours) > 0);
+    assert_eq!(
+        header_samples(ours),
+        header_samples(perf),
+        "perf:\n{perf}\nscry:\n{ours}"
+    );
+}
+
 /// JIT code is annotated from the bytes its process's jitdump holds: on
 /// perf's own `-k 1` recording, the instructions, their shares and the
 /// hottest one are perf annotate's after `perf inject --jit` (offsets into
@@ -289,49 +342,9 @@ fn jit_code_is_annotated_from_its_jitdump_as_perf_inject_jit_says() {
             .arg(&data)
             .arg("jit_hot_loop"),
     );
-    let injected = dir.path().join("injected.data");
-    let inject = common::output(
-        common::perf()
-            .args(["inject", "--jit", "-i"])
-            .arg(&data)
-            .arg("-o")
-            .arg(&injected),
-    );
-    let perf = common::output(
-        common::perf()
-            .args(["annotate", "--stdio", "-i"])
-            .arg(&injected)
-            .arg("jit_hot_loop"),
-    );
+    let (_, perf) = perf_inject_jit_annotate(dir.path(), &data);
     remove_jit_files(&pid);
-    assert!(inject.status.success(), "{inject:?}");
-    let perf = String::from_utf8_lossy(&perf.stdout).into_owned();
-
-    let rows = instructions(&ours);
-    let theirs = instructions(&perf);
-    let offsets = |rows: &[(f64, u64, String)]| -> Vec<u64> {
-        rows.iter().map(|r| r.1 - rows[0].1).collect()
-    };
-    assert!(rows.iter().any(|r| r.2.starts_with("add ")), "{ours}");
-    assert_eq!(
-        offsets(&rows),
-        offsets(&theirs),
-        "perf:\n{perf}\nscry:\n{ours}"
-    );
-    assert_eq!(
-        hottest(&rows).1 - rows[0].1,
-        hottest(&theirs).1 - theirs[0].1,
-        "perf:\n{perf}\nscry:\n{ours}"
-    );
-    // The shares are of all the function's samples: perf's count.
-    let sum: f64 = rows.iter().map(|r| r.0).sum();
-    assert!((sum - 100.0).abs() < 0.5, "{sum}\n{ours}");
-    assert!(header_samples(&ours) > 0);
-    assert_eq!(
-        header_samples(&ours),
-        header_samples(&perf),
-        "perf:\n{perf}\nscry:\n{ours}"
-    );
+    assert_same_listing(&ours, &perf);
 
     // scry's own recording: with the jitdump, the code; with a perf map
     // only, the reason in one line.
@@ -393,34 +406,8 @@ fn perf_inject_jit_takes_scrys_k_1_recording() {
             .args(["0.3s", "dump"]),
     );
     let pid = jit_pid(&stdout);
-    let injected = dir.path().join("injected.data");
-    let inject = common::output(
-        common::perf()
-            .args(["inject", "--jit", "-i"])
-            .arg(&data)
-            .arg("-o")
-            .arg(&injected),
-    );
-    let report = common::output(
-        common::perf()
-            .args(["report", "--stdio", "--sort", "dso,sym", "-i"])
-            .arg(&injected),
-    );
-    let annotate = common::output(
-        common::perf()
-            .args(["annotate", "--stdio", "-i"])
-            .arg(&injected)
-            .arg("jit_hot_loop"),
-    );
-    assert!(inject.status.success(), "{inject:?}");
-    let report = String::from_utf8_lossy(&report.stdout).into_owned();
-    let hot = report
-        .lines()
-        .find(|l| l.contains("jit_hot_loop"))
-        .unwrap_or_else(|| panic!("no jit_hot_loop in\n{report}"));
-    // The jitted ELF perf inject wrote, not the perf map.
-    assert!(hot.contains(&format!("jitted-{pid}-")), "{report}");
-    let annotate = String::from_utf8_lossy(&annotate.stdout).into_owned();
+    let (injected, annotate) = perf_inject_jit_annotate(dir.path(), &data);
+    assert_perf_names_the_jitted_elf(&injected, &pid);
     let rows = instructions(&annotate);
     assert!(rows.iter().any(|r| r.2.starts_with("add ")), "{annotate}");
 
@@ -439,4 +426,67 @@ fn perf_inject_jit_takes_scrys_k_1_recording() {
     let script = common::run_ok(common::scry().args(["script", "-i"]).arg(&data));
     remove_jit_files(&pid);
     assert!(script.contains("jit_hot_loop"), "{script}");
+}
+
+/// perf report of an injected file names jit_hot_loop in the ELF file
+/// perf inject wrote for `pid` (`jitted-PID-N.so`), not the perf map.
+fn assert_perf_names_the_jitted_elf(injected: &Path, pid: &str) {
+    let report = common::run_ok(
+        common::perf()
+            .args(["report", "--stdio", "--sort", "dso,sym", "-i"])
+            .arg(injected),
+    );
+    let hot = report
+        .lines()
+        .find(|l| l.contains("jit_hot_loop"))
+        .unwrap_or_else(|| panic!("no jit_hot_loop in\n{report}"));
+    assert!(hot.contains(&format!("jitted-{pid}-")), "{report}");
+}
+
+/// A JIT_CODE_MOVE puts a loaded function at a new address: `jit move`
+/// runs its loop only there (its perf map names the first address only).
+/// scry names and annotates it there from the jitdump, as perf does after
+/// `perf inject --jit` (which maps the load's code again at the move).
+#[test]
+fn a_moved_jit_function_is_named_and_annotated_at_its_new_address() {
+    require_kernel!();
+    require_perf!();
+    let dir = common::tempdir();
+    let data = dir.path().join("scry.data");
+    let stdout = common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-k", "1", "-F", "999", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(common::workload("jit"))
+            .args(["0.3s", "move"]),
+    );
+    let pid = jit_pid(&stdout);
+    let moved = stdout
+        .lines()
+        .find_map(|l| l.split_once(" moved ").map(|(_, a)| a.trim()))
+        .and_then(|a| u64::from_str_radix(a, 16).ok())
+        .unwrap_or_else(|| panic!("no moved address in {stdout:?}"));
+    let ours = common::run_ok(
+        common::scry()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&data)
+            .arg("jit_hot_loop"),
+    );
+    let report = common::run_ok(
+        common::scry()
+            .args(["report", "--stdio", "--sort", "sym", "-i"])
+            .arg(&data),
+    );
+    let (injected, perf) = perf_inject_jit_annotate(dir.path(), &data);
+    assert_perf_names_the_jitted_elf(&injected, &pid);
+    remove_jit_files(&pid);
+    let rows = instructions(&ours);
+    assert_eq!(rows.first().map(|r| r.1), Some(moved), "{ours}");
+    assert_same_listing(&ours, &perf);
+    let top = report
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .unwrap_or_default();
+    assert!(top.contains("jit_hot_loop"), "{report}");
 }
