@@ -888,3 +888,122 @@ fn mountsnoop_lists_n_mounts_and_umounts_of_which_k_fail_as_libbpf_tools() {
         "--json"
     );
 }
+
+/// execsnoop's filters and columns on `execs N /bin/true` started stopped
+/// in a cgroup of its own while another `execs` runs outside it:
+/// `--ppid P -T -t -U -u 0` lists its N children with HH:MM:SS, seconds
+/// and uid 0; `-u 65534` none of them; `--cgroup CG` (scry's and
+/// libbpf-tools' `-c`) the N children and none of the other's.
+#[test]
+fn execsnoop_ppid_uid_cgroup_and_time_columns() {
+    if !require_root_and("execsnoop") {
+        return;
+    }
+    let Some(cg) = crate::bpf_tools::TestCgroup::new("cg-execsnoop") else {
+        return;
+    };
+    let n = 12;
+    let execs = common::workload("execs");
+    let inside = common::tracer::stopped_to(&execs, &[&n.to_string(), "/bin/true"], Stdio::piped());
+    let parent = inside.id();
+    std::fs::write(cg.0.join("cgroup.procs"), parent.to_string()).expect("moved into the cgroup");
+    let p = parent.to_string();
+    let timed = Tracer::start(
+        scry_tool(&["execsnoop", "--ppid", &p, "-T", "-t", "-U", "-u", "0"]),
+        2,
+    );
+    let nobody = Tracer::start(scry_tool(&["execsnoop", "-u", "65534", "--ppid", &p]), 2);
+    let in_cg = Tracer::start(scry_tool(&["execsnoop", "--cgroup", &cg.arg()]), 2);
+    let oracle = Tracer::start(peer(&["execsnoop", "-c", &cg.arg()]), 0);
+    let mut outside = Command::new(&execs)
+        .args([n.to_string(), "/bin/true".to_string()])
+        .spawn()
+        .expect("execs runs");
+    let other = outside.id();
+    assert!(outside.wait().expect("execs ends").success());
+    common::tracer::run_stopped(inside);
+
+    // TIME TIME(s) UID, then execsnoop's usual columns.
+    let timed_of_line = |l: &str| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let hms = f.first()?;
+        let clock = hms.len() == 8
+            && hms.char_indices().all(|(i, c)| match i {
+                2 | 5 => c == ':',
+                _ => c.is_ascii_digit(),
+            });
+        let secs: f64 = f.get(1)?.parse().ok()?;
+        let exec = exec_of_line(&f.get(3..)?.join(" "))?;
+        Some((clock && secs >= 0.0, f[2].to_string(), exec))
+    };
+    let mut children: Vec<Exec> = (0..n)
+        .map(|i| {
+            let args = ["/bin/true", "execs", &i.to_string()]
+                .map(String::from)
+                .to_vec();
+            ("true".to_string(), parent, 0, args)
+        })
+        .collect();
+    children.sort();
+    timed.wait_until(|lines| lines.iter().filter_map(|l| timed_of_line(l)).count() >= n);
+    in_cg.wait_until(|lines| workload_execs(lines, parent, exec_of_line).len() >= n);
+    oracle.wait_until(|lines| workload_execs(lines, parent, exec_of_line).len() >= n);
+    let (timed_lines, _) = timed.stop();
+    let (nobody_lines, _) = nobody.stop();
+    let (cg_lines, _) = in_cg.stop();
+    let (peer_lines, _) = oracle.stop();
+    let mut timed: Vec<(bool, String, Exec)> = timed_lines
+        .iter()
+        .filter_map(|l| timed_of_line(l))
+        .collect();
+    timed.sort();
+    let want: Vec<(bool, String, Exec)> = children
+        .iter()
+        .map(|e| (true, "0".to_string(), e.clone()))
+        .collect();
+    assert_eq!(timed, want, "{timed_lines:?}");
+    assert!(
+        workload_execs(&nobody_lines, parent, exec_of_line).is_empty(),
+        "{nobody_lines:?}"
+    );
+    assert_eq!(workload_execs(&cg_lines, parent, exec_of_line), children);
+    assert_eq!(workload_execs(&peer_lines, parent, exec_of_line), children);
+    assert!(
+        workload_execs(&cg_lines, other, exec_of_line).is_empty(),
+        "{cg_lines:?}"
+    );
+    assert!(
+        workload_execs(&peer_lines, other, exec_of_line).is_empty(),
+        "{peer_lines:?}"
+    );
+}
+
+/// opensnoop `-p PID` on `opens` started stopped: its N opens, all of
+/// that pid, and the tool ends by itself when the process exits; `-d 1`
+/// ends by itself too.
+#[test]
+fn opensnoop_p_follows_one_process_to_its_end_and_d_stops() {
+    if !require_root_and("opensnoop") {
+        return;
+    }
+    let dir = common::tempdir();
+    let root = path_str(dir.path());
+    std::fs::write(dir.path().join("present"), "x").expect("write");
+    let (n, k) = (30, 10);
+    let workload = common::tracer::stopped_to(
+        &common::workload("opens"),
+        &[&n.to_string(), &k.to_string(), &root],
+        Stdio::piped(),
+    );
+    let pid = workload.id();
+    let one = Tracer::start(scry_tool(&["opensnoop", "-e", "-p", &pid.to_string()]), 4);
+    let timed = Tracer::start(scry_tool(&["opensnoop", "-d", "1"]), 4);
+    common::tracer::run_stopped(workload);
+    let (lines, _) = one.finish();
+    let opens = opens_under(&lines, &root, open_of_line);
+    assert_eq!(opens.len(), n, "{lines:?}");
+    assert!(opens.iter().all(|o| o.0 == pid), "{opens:?}");
+    assert_eq!(opens.iter().filter(|o| o.3 == 2).count(), k, "{opens:?}");
+    let (_, err) = timed.finish();
+    assert!(err.is_empty(), "{err}");
+}
