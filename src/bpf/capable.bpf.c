@@ -5,8 +5,10 @@
 // tracepoint fires after the check with its verdict (ret: 0 allowed,
 // else -EPERM) in the checking task; it does not carry the check's
 // options, so bcc's AUDIT column (CAP_OPT_NOAUDIT) cannot be shown and
-// -x's INSETID neither. Filter in the kernel: process (-p).
+// -x's INSETID neither. Filters in the kernel: process (-p), cgroup (-c,
+// cgroup.bpf.h: the checking task's).
 
+#include <stdbool.h>
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -19,6 +21,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile __u32 filter_tgid = 0;
 
 #include "ring.bpf.h"
+#include "cgroup.bpf.h"
 #include "hooks.bpf.h"
 
 struct cred;
@@ -37,6 +40,8 @@ static __always_inline void on_check(int cap, int ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	if (filter_tgid && (id >> 32) != filter_tgid)
+		return;
+	if (!in_cgroup())
 		return;
 	struct cap_event e = {
 		.pid = id >> 32,

@@ -77,12 +77,17 @@ pub(crate) struct CapableArgs {
     #[arg(short = 'x', long = "extra")]
     extra: bool,
     #[command(flatten)]
+    cgroup: bpf_tool::CgroupArg,
+    #[command(flatten)]
     common: snoop::StreamFlags,
 }
 
 pub(crate) fn run_capable(args: CapableArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("capable", "-p", args.target.pid)?;
-    let bpf = bpf_tool::load("capable", || bpf_capable::load(args.target.pid))?;
+    let cgroup = args.cgroup.open("capable")?;
+    let bpf = bpf_tool::load("capable", || {
+        bpf_capable::load(args.target.pid, cgroup.as_ref())
+    })?;
     eprintln!(
         "capable: from capability:cap_capable: AUDIT and INSETID (the check's options) are not \
          in the tracepoint: AUDIT shows -"

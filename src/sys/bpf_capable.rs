@@ -6,6 +6,7 @@ use std::io;
 
 use super::bpf_engine::{GroupRules, u32_at};
 use super::bpf_events::{EventStream, c_string_at, i32_at};
+use super::bpf_execsnoop::load_in_cgroup;
 
 super::bpf::bpf_skeleton!("capable.skel.rs");
 
@@ -40,17 +41,24 @@ impl CapEvent {
 
 pub(crate) type CapableBpf = EventStream<CapEvent>;
 
-/// `pid`: only this process's checks.
-pub(crate) fn load(pid: Option<u32>) -> io::Result<CapableBpf> {
-    EventStream::load(
+/// `pid`: only this process's checks; `cgroup`: only those of the tasks
+/// under this cgroup directory (opened), its filter filled first.
+pub(crate) fn load(pid: Option<u32>, cgroup: Option<&std::fs::File>) -> io::Result<CapableBpf> {
+    let loaded = load_in_cgroup(
         CapableSkelBuilder::default,
         |open: &mut skel::OpenCapableSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
             rodata.filter_tgid = pid.unwrap_or(0);
+            rodata.filter_cgroup = cgroup.is_some();
             Ok(())
         },
         GroupRules::default(),
+        cgroup,
+        |s: &skel::CapableSkel<'static>| &s.maps.cgroup_map,
+    )?;
+    Ok(EventStream::new(
+        loaded,
         |s: &skel::CapableSkel<'static>| (&s.maps.events, &s.maps.drops),
         CapEvent::decode,
-    )
+    ))
 }

@@ -459,6 +459,33 @@ fn memleak_refuses_a_binary_without_malloc_and_an_unknown_pid() {
     ]);
 }
 
+/// oomkill, drsnoop and capable on bad input: an unknown pid or thread,
+/// a missing cgroup, a kernel without their hook (SCRY_BPF_HOOKS leaves
+/// none): one line each, exit 2.
+#[test]
+fn oomkill_drsnoop_and_capable_refuse_bad_input() {
+    if !require_root() {
+        return;
+    }
+    assert_each_bad_input(&[
+        (&["drsnoop", "-p", "4194304"][..], None, "no such process"),
+        (
+            &["drsnoop", "-t", "4194304"][..],
+            None,
+            "-t 4194304: no such process",
+        ),
+        (&["capable", "-p", "4194304"][..], None, "no such process"),
+        (
+            &["capable", "-c", "/sys/fs/cgroup/scry-no-such-group"][..],
+            None,
+            "--cgroup /sys/fs/cgroup/scry-no-such-group",
+        ),
+        (&["oomkill"][..], Some("kprobe"), "scry_oom_victim"),
+        (&["drsnoop"][..], Some("kprobe"), "scry_dr_begin"),
+        (&["capable"][..], Some("kprobe"), "scry_cap_check"),
+    ]);
+}
+
 /// `-p` takes a process: a thread's id (its /proc/TID exists too) is one
 /// line naming its process, exit 2, before anything attaches (memleak
 /// attached and then failed on the pidfd; vfsstat printed its header
@@ -609,6 +636,49 @@ fn capable_lists_each_check_with_its_verdict() {
         err.contains("AUDIT"),
         "the note on what is not visible: {err}"
     );
+}
+
+/// capable -c CG (libbpf-tools' flag; its capable cannot load here):
+/// `caps N` moved into a cgroup of its own while it waits: its N checks
+/// of CAP_SYS_RESOURCE and nothing else; `--cgroup` of an empty cgroup
+/// sees nothing at all.
+#[test]
+fn capable_c_lists_one_cgroups_checks() {
+    if !require_root() {
+        return;
+    }
+    let Some(cg) = crate::bpf_tools::TestCgroup::new("cg-capable") else {
+        return;
+    };
+    let Some(empty) = crate::bpf_tools::TestCgroup::new("cg-capable-empty") else {
+        return;
+    };
+    let n = 15usize;
+    let caps = Waiting::start("caps", &[&n.to_string()]);
+    let pid = caps.pid();
+    std::fs::write(cg.0.join("cgroup.procs"), &pid).expect("moved into the cgroup");
+    let inside = Tracer::start(scry_tool(&["capable", "-c", &cg.arg(), "--json"]), 1);
+    let outside = Tracer::start(
+        scry_tool(&["capable", "--cgroup", &empty.arg(), "--json"]),
+        1,
+    );
+    let (status, rest) = caps.go();
+    assert!(status.success(), "{rest}");
+    inside.wait_until(|lines| lines.len() >= n);
+    let (lines, _) = inside.stop();
+    let (nothing, _) = outside.stop();
+    let checks: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(checks.len(), n, "{lines:?}");
+    assert!(
+        checks.iter().all(
+            |c| c["pid"].as_u64().map(|p| p.to_string()) == Some(pid.clone()) && c["cap"] == 24
+        ),
+        "{lines:?}"
+    );
+    assert!(nothing.is_empty(), "{nothing:?}");
 }
 
 /// A memory cgroup of its own, limited to `limit` bytes (swap included
