@@ -241,6 +241,15 @@ fn guest_probe_btf_arguments() {
     assert_passed(|n| names.contains(&n), &names);
 }
 
+/// perf probe's raw forms: `$arg3` typed from BTF, a pointer argument
+/// dereferenced at offsets 0 and 1 (`+0(%cx):s64`, `+1(%cx):u8`), and a
+/// probe at `FUNC+OFFSET` (`vfs_write+5`, past the call to `__fentry__`)
+/// reading a register: dd's writes of 777 bytes at 0, 777 and 1554.
+#[test]
+fn guest_probe_raw_forms_and_offset() {
+    assert_passed(|n| n == "probe_raw", &["probe_raw"]);
+}
+
 /// `kprobe:`/`kretprobe:` events for one run (the kprobe PMU) in record,
 /// stat and trace, and nothing left in tracefs after a SIGKILL.
 #[test]
@@ -292,12 +301,15 @@ fn guest_offcpu_profile_runqlat() {
 
 /// `scry profile`'s kernel functions: function_graph at depth 1 gives
 /// getppid's function one row of N calls with count, total, avg, max and
-/// min; `--tracer function` counts them; a SIGKILL of scry leaves the
-/// tracer off (its watchdog restores it).
+/// min, and leaves out the calls of `__task_pid_nr_ns` inside it, which
+/// `--graph-depth 2` counts; `--tracer function` counts calls, `-n` takes
+/// away a function `-l` named; a SIGKILL of scry leaves the tracer off
+/// (its watchdog restores it).
 #[test]
 fn guest_profile_kernel_functions() {
     let names = [
         "profile_funcgraph",
+        "profile_graph_depth",
         "profile_func_filter",
         "profile_funcgraph_sigkill",
     ];
@@ -313,8 +325,9 @@ fn guest_vfsstat_on_vfs_functions_agrees_with_tracepoints() {
 }
 
 /// `scry trace --function` and `--graph` on the traced command only:
-/// `calls N`'s getppid calls are N function lines, N graph lines each with
-/// a duration, and `-G` shows what getppid's function calls.
+/// `calls N`'s getppid calls are N function lines (none of the function
+/// `-n` takes away), N graph lines each with a duration, and `-G` shows
+/// what getppid's function calls.
 #[test]
 fn guest_trace_function_and_graph() {
     let names = ["trace_function", "trace_graph", "trace_graph_children"];
@@ -378,6 +391,7 @@ fn guest_leaves_no_kprobe_nor_tracer() {
             "clean_after_probe_record",
             "clean_after_probe_return",
             "clean_after_probe_args",
+            "clean_after_probe_raw",
             "clean_after_kprobe_pmu",
             "clean_after_stat",
             "clean_after_record_report",
