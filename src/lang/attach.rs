@@ -9,6 +9,11 @@
 //! (the probe goes with its descriptor); fentry/fexit a BPF link to the
 //! trampoline of its function; a raw tracepoint its own descriptor.
 //!
+//! With a target process (`-p PID`, `-c CMD`), a uprobe's event is opened
+//! on that process (pid, every CPU) rather than on every process: the
+//! kernel then fires it only in the process's memory (every thread of
+//! it), as bpftrace's uprobes under `-p`. Other probes stay system-wide.
+//!
 //! kprobe.multi: the kprobes of one block (a wildcard, a list) get one
 //! program and one BPF_TRACE_KPROBE_MULTI link for all their functions,
 //! where the kernel has it (5.18+, CONFIG_FPROBE). That program is
@@ -31,7 +36,14 @@ use crate::sys::perf_event::{self, PerfEventFd};
 /// An attachment: dropping it detaches.
 pub(crate) type Attached = Result<PerfEventFd, OwnedFd>;
 
-pub(crate) fn attach(c: &Concrete, prog: &OwnedFd, attached: &mut Vec<Attached>) -> io::Result<()> {
+/// Attaches `prog` as probe `c` says; a uprobe to process `target` only
+/// when there is one.
+pub(crate) fn attach(
+    c: &Concrete,
+    prog: &OwnedFd,
+    target: Option<i32>,
+    attached: &mut Vec<Attached>,
+) -> io::Result<()> {
     let mut attr = perf_event::new_attr();
     let cpus: Vec<i32> = match &c.spec {
         ProbeSpec::Begin | ProbeSpec::End => return Ok(()),
@@ -104,8 +116,9 @@ pub(crate) fn attach(c: &Concrete, prog: &OwnedFd, attached: &mut Vec<Attached>)
             attr.__bindgen_anon_4.config2 = site.file_offset;
             attr.__bindgen_anon_1.sample_period = 1;
             // One event for every process (the program runs for each hit,
-            // on whichever CPU).
-            let fd = crate::sys::uprobe::open_at(&attr, &path, |a| PerfEventFd::open(a, -1, 0))?;
+            // on whichever CPU), or for the target on every CPU.
+            let (pid, cpu) = target.map_or((-1, 0), |pid| (pid, -1));
+            let fd = crate::sys::uprobe::open_at(&attr, &path, |a| PerfEventFd::open(a, pid, cpu))?;
             bpf_raw::attach_perf_event(&fd, prog)?;
             attached.push(Ok(fd));
             return Ok(());
@@ -312,6 +325,7 @@ mod tests {
             signature: None,
             types: &types,
             skip_tgid: None,
+            cpid: None,
         };
         let fds = Fds::default();
         let compile = |reg: &mut Registry, discover| {

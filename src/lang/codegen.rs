@@ -118,6 +118,8 @@ pub(crate) struct ProbeEnv<'a> {
     pub(crate) types: &'a KernelTypes,
     /// A process whose events the probe drops (scry's own, on uprobes).
     pub(crate) skip_tgid: Option<u32>,
+    /// `-c`'s command's pid, for `cpid` (None: no command).
+    pub(crate) cpid: Option<u32>,
 }
 
 /// Descriptors the code refers to (placeholders in the discovery pass).
@@ -710,6 +712,7 @@ mod tests {
             signature: None,
             types: &KernelTypes::default(),
             skip_tgid: None,
+            cpid: None,
         };
         let fds = Fds::default();
         compile_probe(

@@ -187,6 +187,15 @@ impl Gen<'_> {
             "cgroup" => self.asm.emit(call(helper::GET_CURRENT_CGROUP_ID)),
             "rand" => self.asm.emit(call(helper::GET_PRANDOM_U32)),
             "numaid" => self.asm.emit(call(helper::GET_NUMA_NODE_ID)),
+            "cpid" => match self.env.cpid {
+                Some(cpid) => self.asm.emit(mov_imm(R0, cpid as i32)),
+                None => {
+                    return Err(LangError::new(
+                        e.span,
+                        "cpid cannot be used without child command",
+                    ));
+                }
+            },
             "curtask" => return Ok(self.curtask()),
             "func" => {
                 if let Some(size) = self.env.shared {

@@ -127,7 +127,12 @@ impl<'a> Lexer<'a> {
             self.pos += len;
             Tok::Ident(rest[..len].to_string())
         } else if c == '$' || c == '@' {
-            let len = word_len(&rest[1..]);
+            // `$#`: the count of positional parameters.
+            let len = if c == '$' && rest[1..].starts_with('#') {
+                1
+            } else {
+                word_len(&rest[1..])
+            };
             self.pos += 1 + len;
             let name = rest[1..1 + len].to_string();
             if c == '$' {

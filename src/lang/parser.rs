@@ -9,13 +9,22 @@ use super::ast::*;
 use super::error::{LangError, Span};
 use super::lexer::{Lexer, Tok};
 
+/// Parses a program without positional parameters (`$1` is 0): tests.
+#[cfg(test)]
 pub(crate) fn parse(src: &str) -> Result<Program, LangError> {
+    parse_with(src, &[])
+}
+
+/// Parses a program whose positional parameters (`$1`, ...) are `params`.
+pub(crate) fn parse_with(src: &str, params: &[String]) -> Result<Program, LangError> {
     let mut p = Parser {
         lexer: Lexer::new(src, 0),
         src,
         tok: Tok::Eof,
         span: Span::default(),
         in_predicate: false,
+        params,
+        str_arg: false,
     };
     let mut probes = Vec::new();
     loop {
@@ -42,6 +51,11 @@ struct Parser<'a> {
     span: Span,
     /// Inside `/.../` (outside parentheses), `/` ends the predicate.
     in_predicate: bool,
+    /// The positional parameters, `$1` first.
+    params: &'a [String],
+    /// Parsing `str()`'s first argument: a positional parameter there is
+    /// its text (bpftrace's `str($1)`).
+    str_arg: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -401,6 +415,10 @@ impl<'a> Parser<'a> {
         let kind = match tok {
             Tok::Int(v) => ExprKind::Int(v),
             Tok::Str(s) => ExprKind::Str(s),
+            Tok::Var(name) if name == "#" => ExprKind::Int(self.params.len() as i64),
+            Tok::Var(name) if name.bytes().all(|b| b.is_ascii_digit()) => {
+                super::positional::value(self.params, &name, self.str_arg, span)?
+            }
             Tok::Var(name) => ExprKind::Var(name),
             Tok::Map(name) => {
                 let mut keys = Vec::new();
@@ -431,9 +449,14 @@ impl<'a> Parser<'a> {
                         });
                     }
                     let outer = std::mem::replace(&mut self.in_predicate, false);
-                    let args = self.list(")")?;
+                    self.str_arg = name == "str";
+                    let mut args = self.list(")")?;
+                    self.str_arg = false;
                     self.in_predicate = outer;
                     let end = self.expect(")")?;
+                    if name == "str" {
+                        super::positional::fold_offset(&mut args);
+                    }
                     return Ok(Expr {
                         kind: ExprKind::Call { name, args },
                         span: span.to(end),
@@ -538,6 +561,8 @@ impl<'a> Parser<'a> {
             if !self.is(",") {
                 return Ok(out);
             }
+            // Only str()'s first argument takes a parameter's text.
+            self.str_arg = false;
             self.bump()?;
         }
     }

@@ -14,16 +14,13 @@ use std::os::fd::OwnedFd;
 use super::ast::{Probe, Program};
 use super::attach::{attach, attach_multi, func_names, multi_prog, shared_sizes};
 use super::btf::KernelTypes;
-use super::calls::{JOIN_ARGS, JOIN_ARGSIZE, JOIN_HEADER};
-use super::codegen::{Compiled, Fds, ProbeEnv, ProgKind, Registry, compile_probe, event_kind};
+use super::codegen::{Compiled, Fds, ProbeEnv, ProgKind, Registry, compile_probe};
 use super::error::LangError;
 use super::insn::{R0, exit, mov_imm};
-use super::output::{Entry, Resolve, c_str, print_map};
-use super::printf::{Arg, format};
 use super::probe::ProbeSpec;
 use super::resolve::{Concrete, resolve_probes};
+use super::runtime::{Runtime, lost_count};
 use super::stacks::{MAX_DEPTH, StackNames};
-use super::types::Ty;
 use crate::sys::bpf_raw::{self, EventRing, Map, ProgType};
 
 pub(crate) use super::resolve::list_probes;
@@ -68,6 +65,8 @@ struct Pass<'a> {
     discover: bool,
     start_ns: u64,
     types: &'a KernelTypes,
+    /// `-c`'s command's pid (`cpid`).
+    cpid: Option<u32>,
 }
 
 fn compile_all(
@@ -114,6 +113,7 @@ fn compile_one(
         // reads allocates, and on `uprobe:libc:malloc { printf(...) }`
         // every event read made another, without end.
         skip_tgid: matches!(c.spec, ProbeSpec::Uprobe { .. }).then(std::process::id),
+        cpid: pass.cpid,
     };
     compile_probe(
         reg,
@@ -280,238 +280,6 @@ fn errno_text(e: &io::Error) -> String {
     }
 }
 
-/// What the run holds while it runs.
-struct Runtime<'a> {
-    reg: Registry,
-    maps: Vec<Map>,
-    per_cpu: Vec<bool>,
-    stacks: StackNames<'a>,
-    /// The wall-clock time of the boot (ns), for `strftime()`.
-    boot_ns: u64,
-}
-
-impl Resolve for Runtime<'_> {
-    fn text(&self, ty: Ty, bytes: &[u8]) -> String {
-        let word = bytes
-            .get(..8)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u64::from_le_bytes);
-        match ty {
-            Ty::Probe => self
-                .reg
-                .probe_names
-                .get(word as usize)
-                .cloned()
-                .unwrap_or_default(),
-            Ty::Kstack => self.stacks.kernel(word),
-            Ty::Ksym => self.stacks.ksym(word),
-            Ty::Usym => {
-                let pid = bytes
-                    .get(8..12)
-                    .and_then(|b| b.try_into().ok())
-                    .map_or(0, u32::from_le_bytes);
-                StackNames::usym(word, pid)
-            }
-            Ty::Ustack => {
-                let pid = bytes
-                    .get(8..12)
-                    .and_then(|b| b.try_into().ok())
-                    .map_or(0, u32::from_le_bytes);
-                self.stacks.user(word, pid)
-            }
-            Ty::Inet => inet_text(bytes),
-            Ty::Username => user_name(word),
-            Ty::Tuple { id, .. } => {
-                let tys = self
-                    .reg
-                    .tuples
-                    .get(id as usize)
-                    .map_or(&[][..], |t| t.as_slice());
-                let mut at = 0;
-                let mut parts = Vec::new();
-                for ty in tys {
-                    let part = bytes.get(at..at + ty.size()).unwrap_or(&[]);
-                    parts.push(crate::lang::output::value_text(*ty, part, self));
-                    at += ty.size();
-                }
-                format!("({})", parts.join(", "))
-            }
-            Ty::Buf(n) => {
-                let len = (word as usize).min(n);
-                hex_escaped(bytes.get(8..8 + len).unwrap_or(&[]))
-            }
-            Ty::Strftime(id) => {
-                let fmt = self
-                    .reg
-                    .time_formats
-                    .get(id as usize)
-                    .map_or("", |f| f.as_str());
-                strftime_since_boot(fmt, self.boot_ns, word)
-            }
-            _ => String::new(),
-        }
-    }
-}
-
-/// `cat(path)`: the first `CAT_BYTES` of the file as they are (bpftrace's
-/// `cat_file`); a file that cannot be read is said on stderr, as
-/// bpftrace says it.
-fn cat(path: &str, out: &mut impl Write) -> io::Result<()> {
-    const CAT_BYTES: u64 = 10240;
-    let mut text = Vec::new();
-    let read = std::fs::File::open(path)
-        .and_then(|f| io::Read::read_to_end(&mut io::Read::take(f, CAT_BYTES), &mut text));
-    if let Err(e) = read {
-        let why = e.to_string();
-        let why = why.split(" (os error").next().unwrap_or(&why);
-        eprintln!("ERROR: failed to open file '{path}': {why}");
-        return Ok(());
-    }
-    out.write_all(&text)
-}
-
-/// A `buf()`'s bytes as bpftrace prints them: printable ASCII as it is,
-/// every other byte as `\xNN`.
-fn hex_escaped(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    for &b in bytes {
-        if (32..=126).contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out
-}
-
-/// The name of user `uid` in /etc/passwd, empty when it has none (as
-/// bpftrace's `username` prints it).
-fn user_name(uid: u64) -> String {
-    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-    let uid = uid.to_string();
-    passwd
-        .lines()
-        .map(|l| l.split(':').collect::<Vec<_>>())
-        .find(|f| f.len() >= 3 && f[2] == uid)
-        .map(|f| f[0].to_string())
-        .unwrap_or_default()
-}
-
-/// `strftime(fmt, nsecs)`: `nsecs` since boot as local time, with
-/// bpftrace's `%f` (microseconds, 6 digits).
-fn strftime_since_boot(fmt: &str, boot_ns: u64, nsecs: u64) -> String {
-    let at = boot_ns.saturating_add(nsecs);
-    let fmt = fmt.replace("%f", &format!("{:06}", at % 1_000_000_000 / 1000));
-    crate::sys::localtime::strftime_at(&fmt, at / 1_000_000_000)
-}
-
-/// An `ntop()` value as `inet_ntop` writes it (IPv4-mapped IPv6 addresses
-/// as `::ffff:a.b.c.d`, the longest zero run as `::`).
-fn inet_text(bytes: &[u8]) -> String {
-    let family = bytes.first().copied().unwrap_or(0);
-    let addr = bytes.get(8..24).unwrap_or(&[]);
-    if i32::from(family) == 10
-        && let Ok(v6) = <[u8; 16]>::try_from(addr)
-    {
-        return std::net::Ipv6Addr::from(v6).to_string();
-    }
-    match addr.get(..4).and_then(|a| <[u8; 4]>::try_from(a).ok()) {
-        Some(v4) => std::net::Ipv4Addr::from(v4).to_string(),
-        None => String::new(),
-    }
-}
-
-impl Runtime<'_> {
-    fn entries(&self, map: usize) -> Vec<Entry> {
-        let m = &self.maps[map];
-        m.keys()
-            .into_iter()
-            .filter_map(|key| {
-                let values = m.lookup(&key, self.per_cpu[map]).ok()??;
-                Some(Entry { key, values })
-            })
-            .collect()
-    }
-
-    /// Map `map` as bpftrace prints it; `top` > 0 keeps the last (largest)
-    /// `top` elements.
-    fn print(&self, map: usize, top: usize, out: &mut impl Write) -> io::Result<()> {
-        let text = print_map(&self.reg.maps[map], &self.entries(map), top, self);
-        out.write_all(text.as_bytes())
-    }
-
-    fn clear(&self, map: usize, zero: bool) {
-        let m = &self.maps[map];
-        let size = self.reg.maps[map].kind.value_size();
-        for key in m.keys() {
-            let _ = if zero {
-                m.set_all(&key, &vec![0; size], self.per_cpu[map])
-            } else {
-                m.delete(&key)
-            };
-        }
-    }
-
-    /// Handles one event; true when it asks to exit.
-    fn event(&self, data: &[u8], out: &mut impl Write) -> io::Result<bool> {
-        let word = |at: usize| {
-            data.get(at..at + 8)
-                .and_then(|b| b.try_into().ok())
-                .map_or(0, u64::from_le_bytes)
-        };
-        let index = word(8) as usize;
-        match word(0) {
-            event_kind::PRINTF => {
-                let Some(spec) = self.reg.printfs.get(index) else {
-                    return Ok(false);
-                };
-                let mut at = 16;
-                let mut args = Vec::new();
-                for ty in &spec.args {
-                    let bytes = data.get(at..at + ty.size()).unwrap_or(&[]);
-                    args.push(match ty {
-                        Ty::Int | Ty::Uint | Ty::Ptr(_) => Arg::Int(word(at) as i64),
-                        Ty::Str(_) => Arg::Str(c_str(bytes)),
-                        _ => Arg::Str(self.text(*ty, bytes)),
-                    });
-                    at += ty.size();
-                }
-                let text = format(&spec.format, &args);
-                if spec.cat {
-                    cat(&text, out)?;
-                } else {
-                    out.write_all(text.as_bytes())?;
-                }
-            }
-            event_kind::EXIT => return Ok(true),
-            event_kind::JOIN => {
-                let delim = self.reg.join_delims.get(index).map_or(" ", |d| d.as_str());
-                let count = (word(16) as usize).min(JOIN_ARGS);
-                // bpftrace's join ends at the first empty string too.
-                let parts: Vec<String> = (0..count)
-                    .map(|i| {
-                        let at = JOIN_HEADER + i * JOIN_ARGSIZE;
-                        c_str(data.get(at..at + JOIN_ARGSIZE).unwrap_or(&[]))
-                    })
-                    .take_while(|s| !s.is_empty())
-                    .collect();
-                writeln!(out, "{}", parts.join(delim))?;
-            }
-            event_kind::PRINT if index & 0xffff_ffff < self.maps.len() => {
-                self.print(index & 0xffff_ffff, index >> 32, out)?
-            }
-            event_kind::CLEAR if index < self.maps.len() => self.clear(index, false),
-            event_kind::ZERO if index < self.maps.len() => self.clear(index, true),
-            event_kind::TIME => {
-                let fmt = self.reg.time_formats.get(index).map_or("", |f| f.as_str());
-                out.write_all(crate::sys::localtime::strftime_now(fmt).as_bytes())?;
-            }
-            _ => {}
-        }
-        Ok(false)
-    }
-}
-
 /// Options of a run.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RunOptions {
@@ -523,16 +291,31 @@ pub(crate) struct RunOptions {
     /// Where the program came from, as its messages name it: `stdin` (a
     /// program on the command line, bpftrace's word) or the file's name.
     pub(crate) origin: String,
+    /// The process of `-p PID` or `-c CMD`: uprobes fire in it alone, and
+    /// the run ends when it exits (default: none, every process).
+    pub(crate) pid: Option<i32>,
+    /// `pid` is `-c`'s command, which `cpid` names (default off).
+    pub(crate) child: bool,
+    /// No "Attaching N probes..." line (`-q`; default off).
+    pub(crate) quiet: bool,
+    /// The positional parameters, `$1` first (default: none).
+    pub(crate) params: Vec<String>,
+    /// The two newlines before the maps at the end go to stdout, not to
+    /// `out`: bpftrace's `-o FILE` leaves them there (default off).
+    pub(crate) gap_to_stdout: bool,
 }
 
-/// Compiles and runs `source`, printing to `out` until the program exits
-/// or a stop signal comes.
+/// Compiles and runs `source`, printing to `out` until the program exits,
+/// a stop signal comes or the target process (`RunOptions::pid`) exits.
+/// `started` runs once every probe is attached and BEGIN ran: it lets
+/// `-c`'s command exec.
 pub(crate) fn run(
     source: &str,
     options: &RunOptions,
     out: &mut impl Write,
+    started: impl FnOnce() -> io::Result<()>,
 ) -> Result<(), RunError> {
-    let program = super::parser::parse(source)?;
+    let program = super::parser::parse_with(source, &options.params)?;
     let types = KernelTypes::default();
     let resolved = resolve_probes(&program, &types, options.dry_run)?;
     for warning in &resolved.missing_tracepoints {
@@ -551,6 +334,7 @@ pub(crate) fn run(
         discover: true,
         start_ns,
         types: &types,
+        cpid: options.pid.filter(|_| options.child).map(|p| p as u32),
     };
     compile_all(&discovery, &probes, &mut reg)?;
     let mut maps = Vec::new();
@@ -645,13 +429,15 @@ pub(crate) fn run(
     };
     let n = probes.len();
     let counted = n + resolved.missing_tracepoints.len();
-    writeln!(
-        out,
-        "Attaching {counted} probe{}...",
-        if counted == 1 { "" } else { "s" }
-    )?;
+    if !options.quiet {
+        writeln!(
+            out,
+            "Attaching {counted} probe{}...",
+            if counted == 1 { "" } else { "s" }
+        )?;
+    }
     out.flush()?;
-    let run_stop = crate::sys::signal::RunStop::install()?;
+    let run_stop = crate::sys::signal::RunStop::install()?.until_exit(options.pid)?;
     let queue: RefCell<Vec<Vec<u8>>> = RefCell::new(Vec::new());
     let ring = EventRing::new(&events, |data| {
         queue.borrow_mut().push(data.to_vec());
@@ -670,7 +456,7 @@ pub(crate) fn run(
         if multi_prog(&multi, i).is_some() {
             continue;
         }
-        let done = attach(c, fd, &mut attached).map_err(|e| {
+        let done = attach(c, fd, options.pid, &mut attached).map_err(|e| {
             RunError::Source(LangError::new(
                 c.span,
                 format!("cannot attach {}: {e}", c.spec.name()),
@@ -720,13 +506,16 @@ pub(crate) fn run(
     };
     run_once(&ProbeSpec::Begin)?;
     let mut stop = drain(out)?;
-    while !stop && run_stop.caught().is_none() {
+    if !stop {
+        started()?;
+    }
+    while !stop {
         let mut fds = [crate::sys::signal::PollFd {
             fd: ring.fd(),
             revents: 0,
         }];
-        run_stop.wait(&mut fds, 1000)?;
-        stop = drain(out)?;
+        let ended = run_stop.wait(&mut fds, 1000)?.is_some();
+        stop = drain(out)? || ended;
     }
     drop(attached);
     drop(multi);
@@ -734,7 +523,11 @@ pub(crate) fn run(
     run_once(&ProbeSpec::End)?;
     drain(out)?;
     let mut text = Vec::new();
-    text.extend_from_slice(b"\n\n");
+    if options.gap_to_stdout {
+        io::stdout().write_all(b"\n\n")?;
+    } else {
+        text.extend_from_slice(b"\n\n");
+    }
     let by_name: BTreeMap<&str, usize> = runtime
         .reg
         .maps
@@ -748,18 +541,6 @@ pub(crate) fn run(
     out.write_all(&text)?;
     out.flush()?;
     Ok(())
-}
-
-/// The records lost so far, summed over the CPUs.
-fn lost_count(lost: &Map) -> u64 {
-    lost.lookup(&0u32.to_le_bytes(), true)
-        .ok()
-        .flatten()
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|v| v.get(..8).and_then(|b| b.try_into().ok()))
-        .map(u64::from_le_bytes)
-        .sum()
 }
 
 #[cfg(test)]
