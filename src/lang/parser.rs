@@ -25,6 +25,7 @@ pub(crate) fn parse_with(src: &str, params: &[String]) -> Result<Program, LangEr
         in_predicate: false,
         params,
         str_arg: false,
+        str_param: None,
     };
     let mut probes = Vec::new();
     loop {
@@ -56,6 +57,8 @@ struct Parser<'a> {
     /// Parsing `str()`'s first argument: a positional parameter there is
     /// its text (bpftrace's `str($1)`).
     str_arg: bool,
+    /// The parameter (`$1`) `str()`'s first argument took as text.
+    str_param: Option<String>,
 }
 
 impl<'a> Parser<'a> {
@@ -417,6 +420,9 @@ impl<'a> Parser<'a> {
             Tok::Str(s) => ExprKind::Str(s),
             Tok::Var(name) if name == "#" => ExprKind::Int(self.params.len() as i64),
             Tok::Var(name) if name.bytes().all(|b| b.is_ascii_digit()) => {
+                if self.str_arg {
+                    self.str_param = Some(format!("${name}"));
+                }
                 super::positional::value(self.params, &name, self.str_arg, span)?
             }
             Tok::Var(name) => ExprKind::Var(name),
@@ -455,7 +461,8 @@ impl<'a> Parser<'a> {
                     self.in_predicate = outer;
                     let end = self.expect(")")?;
                     if name == "str" {
-                        super::positional::fold_offset(&mut args);
+                        let param = self.str_param.take();
+                        super::positional::fold_offset(&mut args, param.as_deref())?;
                     }
                     return Ok(Expr {
                         kind: ExprKind::Call { name, args },

@@ -4,7 +4,8 @@
 //!
 //! A parameter is a number (decimal or `0x` hex) where an expression
 //! wants one; inside `str()` it is its text, and `str($1 + N)` its text
-//! from byte N on (bpftrace reads it as a pointer to the text). A
+//! from byte N on (bpftrace reads it as a pointer to the text; N at most
+//! its length). A
 //! parameter not given is 0, or "" in `str()`; an empty one is 0 too. A
 //! word that is not a number used as one is an error naming it, with
 //! bpftrace's words.
@@ -48,11 +49,12 @@ fn number(text: &str) -> Option<i64> {
     }
 }
 
-/// `str($1 + N)`: the parameter's text from byte N on (empty past its
-/// end), folded into one literal.
-pub(crate) fn fold_offset(args: &mut [Expr]) {
-    let Some(first) = args.first_mut() else {
-        return;
+/// `str($1 + N)`: the parameter's text from byte N on, folded into one
+/// literal; N past its end is bpftrace's error, under the `+ N` (`name`:
+/// the parameter as written, for the message).
+pub(crate) fn fold_offset(args: &mut [Expr], name: Option<&str>) -> Result<(), LangError> {
+    let (Some(first), Some(name)) = (args.first_mut(), name) else {
+        return Ok(());
     };
     if let ExprKind::Binary {
         op: BinOp::Add,
@@ -61,10 +63,19 @@ pub(crate) fn fold_offset(args: &mut [Expr]) {
     } = &first.kind
         && let (ExprKind::Str(text), ExprKind::Int(n)) = (&lhs.kind, &rhs.kind)
     {
-        let from = usize::try_from(*n).unwrap_or(usize::MAX).min(text.len());
+        let Some(from) = usize::try_from(*n).ok().filter(|&n| n <= text.len()) else {
+            return Err(LangError::new(
+                Span::new(lhs.span.end + 1, rhs.span.end),
+                format!(
+                    "only addition of a single constant less or equal to the length of {name} (which is {}) is allowed inside str()",
+                    text.len()
+                ),
+            ));
+        };
         let rest = String::from_utf8_lossy(&text.as_bytes()[from..]).into_owned();
         first.kind = ExprKind::Str(rest);
     }
+    Ok(())
 }
 
 #[cfg(test)]

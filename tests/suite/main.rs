@@ -28,6 +28,7 @@ mod kallsyms_cache;
 mod kernel_matrix;
 mod lang;
 mod lang_builtins;
+mod lang_cli;
 mod lang_corpus;
 mod lang_errors;
 mod lang_tools;
