@@ -30,6 +30,7 @@ pub(crate) mod parser;
 pub(crate) mod positional;
 pub(crate) mod printf;
 pub(crate) mod probe;
+pub(crate) mod registry;
 pub(crate) mod resolve;
 pub(crate) mod run;
 pub(crate) mod runtime;
