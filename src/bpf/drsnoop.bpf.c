@@ -6,7 +6,9 @@
 // ring.bpf.h. With --memcg (scry's addition) also the reclaims a task
 // makes when its memory cgroup is at its limit (mm_vmscan_memcg_reclaim_
 // begin/end), which the direct-reclaim tracepoints do not see. Filters in
-// the kernel: process (-p), thread (-t).
+// the kernel: process (-p), thread (-t). With -e (libbpf-tools'), the
+// free pages when the reclaim began: vm_zone_stat[NR_FREE_PAGES]
+// (NR_FREE_PAGES is 0), at the address user space found in /proc/kallsyms.
 
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -21,11 +23,18 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 const volatile __u32 filter_tgid = 0;
 const volatile __u32 filter_tid = 0;
+// vm_zone_stat's address (-e); 0: not read.
+const volatile __u64 vm_zone_stat_addr = 0;
 
 #include "ring.bpf.h"
 #include "hooks.bpf.h"
 
-BPF_HASH(starts, __u32, __u64, 8192);
+struct reclaim_start {
+	__u64 ts;
+	__u64 free_pages;
+};
+
+BPF_HASH(starts, __u32, struct reclaim_start, 8192);
 
 struct reclaim_event {
 	__u64 delta_ns;
@@ -34,6 +43,7 @@ struct reclaim_event {
 	__u32 tid;
 	__u32 memcg;
 	__u32 pad;
+	__u64 free_pages;
 	char comm[TASK_COMM_LEN];
 };
 
@@ -45,19 +55,23 @@ static __always_inline void on_begin(void)
 		return;
 	if (filter_tid && tid != filter_tid)
 		return;
-	__u64 now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&starts, &tid, &now, BPF_ANY);
+	struct reclaim_start start = {.ts = bpf_ktime_get_ns()};
+	if (vm_zone_stat_addr)
+		bpf_probe_read_kernel(&start.free_pages, sizeof(start.free_pages),
+				      (const void *)vm_zone_stat_addr);
+	bpf_map_update_elem(&starts, &tid, &start, BPF_ANY);
 }
 
 static __always_inline void on_end(unsigned long nr_reclaimed, __u32 memcg)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	__u64 *start = bpf_map_lookup_elem(&starts, &tid);
+	struct reclaim_start *start = bpf_map_lookup_elem(&starts, &tid);
 	if (!start)
 		return;
 	struct reclaim_event e = {
-		.delta_ns = bpf_ktime_get_ns() - *start,
+		.delta_ns = bpf_ktime_get_ns() - start->ts,
+		.free_pages = start->free_pages,
 		.nr_reclaimed = nr_reclaimed,
 		.pid = id >> 32,
 		.tid = tid,

@@ -4,12 +4,14 @@
 //! only: `sys::bpf_oomkill` / `bpf_drsnoop` / `bpf_capable` →
 //! `render::memsnoop`. Where a tracepoint shows less than bcc's kernel
 //! function probe, one note on stderr says what (oomkill's pages,
-//! capable's AUDIT column).
+//! capable's AUDIT column, drsnoop -e's FREE(KB) read in user space where
+//! /proc/kallsyms does not list vm_zone_stat).
 
 use clap::Args;
 
 use super::target::PidArg;
-use scry::render::memsnoop::{CapLayout, OomLayout, ReclaimLayout};
+use scry::analysis::snoop::ReclaimEvent;
+use scry::render::memsnoop::{CapLayout, FreeKb, OomLayout, ReclaimLayout};
 use scry::sys::bpf_drsnoop::ReclaimSettings;
 use scry::sys::{bpf_capable, bpf_drsnoop, bpf_oomkill};
 
@@ -50,6 +52,10 @@ pub(crate) struct DrsnoopArgs {
     /// addition; a KIND column says which).
     #[arg(long)]
     memcg: bool,
+    /// Extended fields: the system's free memory when each reclaim began
+    /// (FREE(KB), from the kernel's vm_zone_stat).
+    #[arg(short = 'e', long = "extended")]
+    extended: bool,
     #[command(flatten)]
     common: snoop::StreamFlags,
 }
@@ -57,15 +63,50 @@ pub(crate) struct DrsnoopArgs {
 pub(crate) fn run_drsnoop(args: DrsnoopArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("drsnoop", "-p", args.target.pid)?;
     bpf_tool::check_pid("drsnoop", "-t", args.tid)?;
+    // -e: the free pages read in the kernel when vm_zone_stat's address
+    // is known, else /proc/meminfo's MemFree when the event arrives.
+    let vm_zone_stat = match args.extended {
+        true => match bpf_drsnoop::vm_zone_stat() {
+            Ok(addr) => Some(addr),
+            Err(why) => {
+                eprintln!(
+                    "drsnoop: -e: {why}: FREE(KB) is /proc/meminfo's MemFree when each event \
+                     arrives, not when the reclaim began"
+                );
+                None
+            }
+        },
+        false => None,
+    };
     let settings = ReclaimSettings {
         pid: args.target.pid,
         tid: args.tid,
         memcg: args.memcg,
+        vm_zone_stat,
     };
     let bpf = bpf_tool::load("drsnoop", || bpf_drsnoop::load(settings))?;
     let how = snoop::Stream::new("drsnoop", &args.common, args.target.pid);
-    let layout = ReclaimLayout { kind: args.memcg };
+    let page_kb = scry::sys::ring::page_size() as u64 / 1024;
+    let free_kb: Option<FreeKb> = match (args.extended, vm_zone_stat) {
+        (false, _) => None,
+        (true, Some(_)) => Some(Box::new(move |e: &ReclaimEvent| e.free_pages * page_kb)),
+        (true, None) => Some(Box::new(|_: &ReclaimEvent| mem_free_kb())),
+    };
+    let layout = ReclaimLayout {
+        kind: args.memcg,
+        free_kb,
+    };
     snoop::run(&how, &args.common, &bpf, &layout, |_| true)
+}
+
+/// /proc/meminfo's MemFree, KB (0 when unreadable).
+fn mem_free_kb() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemFree:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 #[derive(Args, Debug)]

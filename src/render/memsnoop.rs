@@ -2,7 +2,8 @@
 //! their JSON fields: oomkill (`HH:MM:SS Triggered by PID ... OOM kill of
 //! PID ..., N pages, loadavg: ...`; the load average comes from the
 //! caller, this module reads no file), drsnoop (its banner, then `TIME
-//! COMM TID LAT(ms) PAGES`, with `--memcg` a `KIND` column) and capable (`TIME UID PID
+//! COMM TID LAT(ms) PAGES`, with `-e` a `FREE(KB)` column, with `--memcg`
+//! a `KIND` column) and capable (`TIME UID PID
 //! COMM CAP NAME AUDIT VERDICT`; AUDIT is `-`: the tracepoint does not
 //! carry it).
 
@@ -48,10 +49,17 @@ impl<L: Fn() -> String> SnoopFormat for OomLayout<L> {
     }
 }
 
-/// drsnoop's layout; `kind`: the KIND column (--memcg).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How -e's FREE(KB) of a reclaim is found (the caller's choice: from
+/// the event's free pages, or read when it arrives).
+pub(crate) type FreeKb = Box<dyn Fn(&ReclaimEvent) -> u64>;
+
+/// drsnoop's layout.
+#[derive(Default)]
 pub(crate) struct ReclaimLayout {
+    /// --memcg: the KIND column.
     pub(crate) kind: bool,
+    /// -e: the FREE(KB) column.
+    pub(crate) free_kb: Option<FreeKb>,
 }
 
 impl SnoopFormat for ReclaimLayout {
@@ -64,6 +72,9 @@ impl SnoopFormat for ReclaimLayout {
             "{:<8} {:<16} {:<6} {:>8} {:>5}",
             "TIME", "COMM", "TID", "LAT(ms)", "PAGES"
         )?;
+        if self.free_kb.is_some() {
+            write!(w, " {:>8}", "FREE(KB)")?;
+        }
         if self.kind {
             write!(w, " KIND")?;
         }
@@ -80,6 +91,9 @@ impl SnoopFormat for ReclaimLayout {
             e.delta_ns as f64 / 1e6,
             e.nr_reclaimed
         )?;
+        if let Some(free_kb) = &self.free_kb {
+            write!(w, " {:>8}", free_kb(e))?;
+        }
         if self.kind {
             write!(w, " {}", if e.memcg { "memcg" } else { "direct" })?;
         }
@@ -87,10 +101,14 @@ impl SnoopFormat for ReclaimLayout {
     }
 
     fn fields(&self, e: &ReclaimEvent) -> Value {
-        json!({
+        let mut fields = json!({
             "comm": e.comm, "pid": e.pid, "tid": e.tid, "lat_ms": e.delta_ns as f64 / 1e6,
             "pages": e.nr_reclaimed, "kind": if e.memcg { "memcg" } else { "direct" },
-        })
+        });
+        if let Some(free_kb) = &self.free_kb {
+            fields["free_kb"] = json!(free_kb(e));
+        }
+        fields
     }
 }
 
@@ -233,12 +251,24 @@ mod tests {
             pid: 9,
             tid: 10,
             memcg: true,
+            free_pages: 1000,
             comm: "dd".into(),
         };
-        let layout = ReclaimLayout { kind: true };
+        let layout = ReclaimLayout {
+            kind: true,
+            free_kb: None,
+        };
         assert_eq!(
             text(|w| layout.line(w, &r, clock)),
             "01:02:03 dd               10        1.500    32 memcg\n"
+        );
+        let extended = ReclaimLayout {
+            kind: false,
+            free_kb: Some(Box::new(|e: &ReclaimEvent| e.free_pages * 4)),
+        };
+        assert_eq!(
+            text(|w| extended.line(w, &r, clock)),
+            "01:02:03 dd               10        1.500    32     4000\n"
         );
         let c = CapEvent {
             pid: 5,

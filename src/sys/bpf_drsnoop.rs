@@ -20,6 +20,9 @@ pub(crate) struct ReclaimSettings {
     pub(crate) tid: Option<u32>,
     /// Also memory-cgroup reclaims (--memcg).
     pub(crate) memcg: bool,
+    /// vm_zone_stat's address, to read the free pages at each reclaim's
+    /// start (-e); None: not read.
+    pub(crate) vm_zone_stat: Option<u64>,
 }
 
 /// One reclaim.
@@ -31,6 +34,8 @@ pub(crate) struct ReclaimEvent {
     pub(crate) tid: u32,
     /// A memory cgroup's reclaim, not a direct reclaim.
     pub(crate) memcg: bool,
+    /// The system's free pages when it began (-e; else 0).
+    pub(crate) free_pages: u64,
     pub(crate) comm: String,
 }
 
@@ -43,9 +48,22 @@ impl ReclaimEvent {
             pid: u32_at(r, 16)?,
             tid: u32_at(r, 20)?,
             memcg: u32_at(r, 24)? != 0,
-            comm: c_string_at(r, 32, 16),
+            free_pages: u64_at(r, 32)?,
+            comm: c_string_at(r, 40, 16),
         })
     }
+}
+
+/// The address of the kernel's vm_zone_stat (whose first counter is
+/// NR_FREE_PAGES), from /proc/kallsyms; an error naming what hides it.
+pub(crate) fn vm_zone_stat() -> io::Result<u64> {
+    let found = super::proc::kallsyms_addresses(&["vm_zone_stat"])?;
+    found.first().copied().flatten().ok_or_else(|| {
+        io::Error::other(
+            "vm_zone_stat is not in /proc/kallsyms (a kernel without CONFIG_KALLSYMS_ALL lists \
+             no data symbols; kernel.kptr_restrict hides every address)",
+        )
+    })
 }
 
 pub(crate) type DrsnoopBpf = EventStream<ReclaimEvent>;
@@ -58,6 +76,7 @@ pub(crate) fn load(settings: ReclaimSettings) -> io::Result<DrsnoopBpf> {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
             rodata.filter_tgid = settings.pid.unwrap_or(0);
             rodata.filter_tid = settings.tid.unwrap_or(0);
+            rodata.vm_zone_stat_addr = settings.vm_zone_stat.unwrap_or(0);
             Ok(())
         },
         GroupRules::skipping(skip),

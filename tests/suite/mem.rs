@@ -750,7 +750,7 @@ fn oomkill_and_drsnoop_see_a_cgroup_kill_its_hog() {
     let pid = hog.pid();
     group.add(&pid);
     let oom = Tracer::start(scry_tool(&["oomkill"]), 1);
-    let memcg = Tracer::start(scry_tool(&["drsnoop", "--memcg", "-p", &pid]), 4);
+    let memcg = Tracer::start(scry_tool(&["drsnoop", "--memcg", "-e", "-p", &pid]), 4);
     let direct = Tracer::start(scry_tool(&["drsnoop", "-p", &pid]), 2);
     let peer = Tracer::start(common::tracer::peer(&["drsnoop", "-p", &pid]), 0);
     let (status, _) = hog.go();
@@ -768,7 +768,7 @@ fn oomkill_and_drsnoop_see_a_cgroup_kill_its_hog() {
         kills[0].contains(&format!("Triggered by PID {pid} (\"hog\")")),
         "{lines:?}"
     );
-    let (memcg_lines, _) = memcg.finish();
+    let (memcg_lines, memcg_err) = memcg.finish();
     let reclaims: Vec<&String> = memcg_lines.iter().skip(2).collect();
     assert!(!reclaims.is_empty(), "{memcg_lines:?}");
     assert!(
@@ -777,6 +777,26 @@ fn oomkill_and_drsnoop_see_a_cgroup_kill_its_hog() {
             .all(|l| l.contains(" hog ") && l.ends_with(" memcg")),
         "{memcg_lines:?}"
     );
+    // -e: FREE(KB), the system's free memory, is some of its memory.
+    assert!(
+        memcg_lines[1].contains(" PAGES FREE(KB) KIND"),
+        "{memcg_lines:?}"
+    );
+    let total_kb: u64 = std::fs::read_to_string("/proc/meminfo")
+        .expect("meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("MemTotal");
+    assert!(
+        reclaims.iter().all(|l| l
+            .split_whitespace()
+            .nth(5)
+            .and_then(|f| f.parse::<u64>().ok())
+            .is_some_and(|kb| kb > 0 && kb <= total_kb)),
+        "{memcg_lines:?}"
+    );
+    assert!(memcg_err.lines().count() <= 1, "{memcg_err}");
     let (direct_lines, _) = direct.finish();
     let (peer_lines, _) = peer.stop();
     // Direct reclaims: the same on both sides (a cgroup at its limit
