@@ -327,10 +327,16 @@ fn guest_vfsstat_on_vfs_functions_agrees_with_tracepoints() {
 /// `scry trace --function` and `--graph` on the traced command only:
 /// `calls N`'s getppid calls are N function lines (none of the function
 /// `-n` takes away), N graph lines each with a duration, and `-G` shows
-/// what getppid's function calls.
+/// what getppid's function calls; a SIGKILL of `scry trace --graph` leaves
+/// the tracer, its filters, graph function, depth and pid as at boot.
 #[test]
 fn guest_trace_function_and_graph() {
-    let names = ["trace_function", "trace_graph", "trace_graph_children"];
+    let names = [
+        "trace_function",
+        "trace_graph",
+        "trace_graph_children",
+        "trace_graph_sigkill",
+    ];
     assert_passed(|n| names.contains(&n), &names);
 }
 
@@ -376,7 +382,8 @@ fn guest_cpudist_counts_the_idle_task_with_i() {
     assert_passed(|n| n == "cpudist_idle", &["cpudist_idle"]);
 }
 
-/// After every check: no kprobe_events line, the nop tracer, no kprobe
+/// After every check: no kprobe_events line, the nop tracer with its
+/// filters, graph functions, depth and pid filter as at boot, no kprobe
 /// nor ftrace hook that was not there at the start (debugfs
 /// kprobes/list, enabled_functions: what a BPF link on a kernel function
 /// leaves), no scry running; and a BPF tool on kernel functions (fentry,
