@@ -23,6 +23,7 @@ mod flamegraph;
 mod flamegraph_live;
 mod funcs;
 mod heatmap;
+mod incident;
 mod jit_runtimes;
 mod kallsyms_cache;
 mod kernel_matrix;
