@@ -234,10 +234,17 @@ fn guest_probe_return_retval() {
 
 /// Arguments by name from BTF (`count`, `file->f_pos`, a member chain read
 /// as a string), a register alias, record's `--filter` on them; `-V` and
-/// `-n` from BTF.
+/// `-n` from BTF; the issue's `'tcp_sendmsg size
+/// sk->__sk_common.skc_state'` on conns' sends (their sizes, each on an
+/// established socket).
 #[test]
 fn guest_probe_btf_arguments() {
-    let names = ["probe_btf_args", "probe_vars_btf", "probe_dry_run"];
+    let names = [
+        "probe_btf_args",
+        "probe_vars_btf",
+        "probe_dry_run",
+        "probe_sock_member",
+    ];
     assert_passed(|n| names.contains(&n), &names);
 }
 
@@ -387,13 +394,15 @@ fn guest_cpudist_counts_the_idle_task_with_i() {
 /// nor ftrace hook that was not there at the start (debugfs
 /// kprobes/list, enabled_functions: what a BPF link on a kernel function
 /// leaves), no scry running; and a BPF tool on kernel functions (fentry,
-/// then kprobes) killed by SIGKILL takes its hooks with it.
+/// then kprobes) killed by SIGKILL takes its hooks with it, as `scry run`
+/// does with its kprobe and fentry programs.
 #[test]
 fn guest_leaves_no_kprobe_nor_tracer() {
     assert_passed(
-        |n| n.starts_with("clean_after_") || n == "bpf_sigkill",
+        |n| n.starts_with("clean_after_") || n == "bpf_sigkill" || n == "run_sigkill",
         &[
             "bpf_sigkill",
+            "run_sigkill",
             "clean_after_cpudist_idle",
             "clean_after_probe_record",
             "clean_after_probe_return",
