@@ -277,9 +277,11 @@ fn lpd_records(path: &Path) -> Vec<(Option<usize>, u32, Vec<u8>)> {
 /// The same answers from perf on both files: script, report, evlist, and
 /// every build-id perf found is one we wrote.
 fn assert_perf_agrees(theirs: &Path, ours: &Path) -> String {
-    let (script_theirs, _) = perf_out(&["script"], theirs);
+    // perf's own file may hold lost records (a loaded machine): perf then
+    // warns on both alike, and only a warning of ours alone is a fault.
+    let (script_theirs, warn_theirs) = perf_out(&["script"], theirs);
     let (script_ours, warn) = perf_out(&["script"], ours);
-    assert!(warn.is_empty(), "perf script warns on our file: {warn:?}");
+    assert_eq!(warn, warn_theirs, "perf script warns on our file only");
     assert!(
         script_theirs.lines().count() > 10,
         "too few lines:\n{script_theirs}"
@@ -687,11 +689,12 @@ fn perf_reads_our_pipe_stream() {
         let out = child.wait_with_output().unwrap();
         feeder.join().unwrap();
         let warn = common::perf_warnings(&out.stderr);
+        let (want, warn_theirs) = perf_out(&["script"], &theirs);
+        // As above: lost records in perf's own file warn on both alike.
         assert!(
-            out.status.success() && warn.is_empty(),
-            "perf script -i - on our stream: {warn:?}"
+            out.status.success() && warn == warn_theirs,
+            "perf script -i - on our stream: {warn:?}, on perf's file: {warn_theirs:?}"
         );
-        let (want, _) = perf_out(&["script"], &theirs);
         assert!(want.lines().count() > 10);
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
