@@ -426,7 +426,10 @@ impl PerfReader {
         let number = self.count;
         self.count += 1;
         if self.rounds.is_some() {
-            return self.next_direct();
+            return self.direct(
+                |attr_index, record, id| (Record::Event { attr_index, record }, id),
+                |other| (other, CommonData::default()),
+            );
         }
         let PerfReader {
             file,
@@ -497,6 +500,26 @@ impl PerfReader {
         &mut self,
         handler: &mut H,
     ) -> Result<(), ReadError> {
+        if self.rounds.is_some() {
+            // Each record dispatched where it is parsed: a sample record is
+            // a few hundred bytes, and each wrapper it is returned through
+            // copied it (a tenth of the parsing thread's time).
+            loop {
+                if self.failed {
+                    return Ok(());
+                }
+                if self.count == 0 {
+                    self.status.say_notes();
+                }
+                self.count += 1;
+                let on_event = |attr_index, record: EventRecord<'_>, id| {
+                    dispatch(handler, attr_index, &record, &id);
+                };
+                if self.direct(on_event, |_| ())?.is_none() {
+                    return Ok(());
+                }
+            }
+        }
         while let Some((record, id)) = self.next_record_with_id()? {
             if let Record::Event { attr_index, record } = record {
                 dispatch(handler, attr_index, &record, &id);
@@ -506,8 +529,14 @@ impl PerfReader {
     }
 
     /// `next_record` on the direct path (`rounds`): the same records, and
-    /// skips that name the record's file offset.
-    fn next_direct(&mut self) -> Result<Option<(Record<'_>, CommonData)>, ReadError> {
+    /// skips that name the record's file offset; a kernel record goes to
+    /// `on_event` (event index, record, sample_id fields), any other to
+    /// `on_other`.
+    fn direct<'s, T>(
+        &'s mut self,
+        on_event: impl FnOnce(usize, EventRecord<'s>, CommonData) -> T,
+        on_other: impl FnOnce(Record<'s>) -> T,
+    ) -> Result<Option<T>, ReadError> {
         let PerfReader {
             file,
             layout,
@@ -541,7 +570,7 @@ impl PerfReader {
         let (Some(attr_index), Some(parse_info)) = (raw.attr_index, raw.parse_info) else {
             // Not a kernel record type: perf's own (user) records.
             let Some(record_type) = UserRecordType::try_from(record_type) else {
-                return Ok(Some((Record::Skipped, CommonData::default())));
+                return Ok(Some(on_other(Record::Skipped)));
             };
             let user = Record::User(RawUserRecord {
                 record_type,
@@ -549,19 +578,19 @@ impl PerfReader {
                 misc: raw.raw.misc,
                 data: raw.raw.body.into(),
             });
-            return Ok(Some((user, CommonData::default())));
+            return Ok(Some(on_other(user)));
         };
         let event = raw.raw.event(parse_info);
         let fix = read_fixes.get(attr_index).copied().flatten();
         let (offset, size) = (raw.offset, raw.raw.body.len() as u64 + 8);
         let reason = match prepare(event, fix, layout.endian, scratch).and_then(|e| parse(&e)) {
-            Ok((record, id)) => return Ok(Some((Record::Event { attr_index, record }, id))),
+            Ok((record, id)) => return Ok(Some(on_event(attr_index, record, id))),
             Err(reason) => reason,
         };
         status.skipped.add_record(Some(offset), size, || {
             format!("{}: {reason}", record_type_name(record_type.0))
         });
-        Ok(Some((Record::Skipped, CommonData::default())))
+        Ok(Some(on_other(Record::Skipped)))
     }
 }
 
