@@ -225,8 +225,9 @@ pub(crate) struct Resolver {
     no_frames: Arc<[FrameId]>,
     stacks: StackTable,
     named_stacks: Vec<NamedStack>,
-    /// Each distinct frame stack once (see `name_stacks`).
-    frame_stacks: super::process::FxSet<Arc<[FrameId]>>,
+    /// Each distinct frame stack once, by its `frames_key` (see
+    /// `name_stacks`).
+    frame_stacks: FxMap<u128, Arc<[FrameId]>>,
     loc_scratch: Vec<u32>,
     stats: ResolveStats,
     lost: LostTally,
@@ -299,7 +300,7 @@ impl Resolver {
             no_frames: Arc::from([]),
             stacks: StackTable::default(),
             named_stacks: Vec::new(),
-            frame_stacks: Default::default(),
+            frame_stacks: FxMap::default(),
             loc_scratch: Vec::new(),
             stats: ResolveStats::default(),
             lost: LostTally::default(),

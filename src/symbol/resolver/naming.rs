@@ -8,8 +8,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::stack::frames_key;
 use super::{LocResult, NamedStack, Resolver};
-use crate::model::sample::{Frame, FrameId, FrameKind};
+use crate::model::sample::{Frame, FrameKind};
 use crate::symbol::UnresolvedReason;
 use crate::symbol::binary::{Binary, BinaryMiss};
 use crate::symbol::function_ranges::range_name;
@@ -62,15 +63,14 @@ impl Resolver {
                 named.outermost_ranged = r.ranged;
             }
             // Stacks of locations that differ only in addresses within the
-            // same functions name the same frames: share one `Arc`.
-            named.frames = match self.frame_stacks.get(frames.as_slice()) {
-                Some(shared) => Arc::clone(shared),
-                None => {
-                    let shared: Arc<[FrameId]> = Arc::from(frames.as_slice());
-                    self.frame_stacks.insert(Arc::clone(&shared));
-                    shared
-                }
-            };
+            // same functions name the same frames: share one `Arc`, found
+            // by the frames' 128-bit key (not compared: the frames of a
+            // stack met before are cold in memory).
+            named.frames = Arc::clone(
+                self.frame_stacks
+                    .entry(frames_key(&frames))
+                    .or_insert_with(|| Arc::from(frames.as_slice())),
+            );
             self.named_stacks.push(named);
         }
     }

@@ -10,7 +10,7 @@ use linux_perf_event_reader::{CpuMode, RawDataU64, SampleRecord};
 
 use super::naming::load_kallsyms;
 use super::{LocKey, MergeKey, PendingStack, Reach, Resolver};
-use crate::model::sample::{ResolvedSample, StackQuality};
+use crate::model::sample::{FrameId, ResolvedSample, StackQuality};
 use crate::symbol::process::{AddressSpace, DsoKind, DsoTable};
 
 /// A sample's callchain (with its pid and whether it was taken in the
@@ -303,6 +303,28 @@ pub(super) fn addresses_key(pid: i32, addrs: &[(u64, bool)]) -> u128 {
         key.pair(word(*x), 0);
     }
     key.finish(addrs.len())
+}
+
+/// A stack of frames as two 64-bit hashes, as `chain_key` (two frame ids
+/// a word): the key of `Resolver::frame_stacks`.
+pub(super) fn frames_key(frames: &[FrameId]) -> u128 {
+    let word = |pair: &[FrameId]| {
+        pair.iter()
+            .rev()
+            .fold(0u64, |w, f| (w << 32) | u64::from(f.0))
+    };
+    let mut key = StackKey::new(1 << 34);
+    let mut quads = frames.chunks_exact(4);
+    for quad in &mut quads {
+        let (lo, hi) = quad.split_at(2);
+        key.pair(word(lo), word(hi));
+    }
+    let rest = quads.remainder();
+    if !rest.is_empty() {
+        let (lo, hi) = rest.split_at(rest.len().min(2));
+        key.pair(word(lo), word(hi));
+    }
+    key.finish(frames.len())
 }
 
 /// The location of `addr` in a process with maps `space`.
