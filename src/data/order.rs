@@ -14,12 +14,20 @@
 //! arrival), so equal times keep their arrival order.
 //!
 //! Memory: a round's records sit in one byte buffer and the sort moves
-//! 40-byte keys; the buffer is handed out whole (a [`Batch`]) with the
-//! sorted keys of its ready records, and only records that must wait are
-//! copied, into the next buffer. Spent batches come back (`recycle`) and
-//! are filled again, so a stream costs about two rounds of memory however
-//! long it is (on a 400k-sample file, moving each record twice through the
-//! crate's queue was a quarter of `scry report`'s time).
+//! 40-byte keys; at the end of a round its buffer is frozen (an `Arc`) and
+//! handed out (a [`Batch`]) with the previous round's, which holds the
+//! records that waited, and the sorted keys of the ready records. Records
+//! that must wait stay where they are: the sorter keeps the frozen buffer
+//! for the next batch (every record a round leaves waiting is ready at the
+//! end of the next one, so a batch spans two buffers at most). Copying the
+//! waiting records into the next buffer instead was 8% of a deep report's
+//! CPU: a file's records nearly all wait one round. Spent batches come back
+//! (`recycle`) and their buffers are filled again, so a stream costs about
+//! three rounds of memory however long it is (on a 400k-sample file,
+//! moving each record twice through the crate's queue was a quarter of
+//! `scry report`'s time).
+
+use std::sync::Arc;
 
 use linux_perf_event_reader::{CommonData, EventRecord};
 
@@ -40,6 +48,9 @@ struct Pending {
     misc: u16,
     /// The event (attribute index) the record belongs to, if known.
     event: Option<u32>,
+    /// In the newer of the two buffers (the sorter's `bytes`, a batch's
+    /// second), else in the older (`held`, a batch's first).
+    newer: bool,
 }
 
 /// A record handed out in order, borrowing from its batch.
@@ -51,10 +62,11 @@ pub(crate) struct Ordered<'a> {
     pub(crate) event: Option<usize>,
 }
 
-/// Records handed out together, in order, and their bytes.
+/// Records handed out together, in order, and their bytes (the previous
+/// round's buffer, then this round's).
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
-    bytes: Vec<u8>,
+    bytes: [Arc<Vec<u8>>; 2],
     records: Vec<Pending>,
 }
 
@@ -74,7 +86,7 @@ impl Batch {
             raw: RawRecord {
                 record_type: p.record_type,
                 misc: p.misc,
-                body: self.bytes.get(p.pos..p.pos + p.len as usize)?,
+                body: self.bytes[usize::from(p.newer)].get(p.pos..p.pos + p.len as usize)?,
             },
             seq: p.key.1,
             event: p.event.map(|e| e as usize),
@@ -92,8 +104,10 @@ impl Batch {
 pub(crate) struct RoundOrder {
     incoming: Vec<Pending>,
     bytes: Vec<u8>,
-    /// Spent batches, to fill again.
-    spent: Vec<Batch>,
+    /// The last batch's newer buffer: the records that wait are in it.
+    held: Arc<Vec<u8>>,
+    /// Buffers of spent batches, to fill again.
+    spent: Vec<Vec<u8>>,
     prev_max: Key,
     cur_max: Key,
     /// Records in `incoming` whose key is not above `prev_max`.
@@ -137,6 +151,7 @@ impl RoundOrder {
             record_type,
             misc,
             event,
+            newer: true,
         });
     }
 
@@ -171,29 +186,48 @@ impl RoundOrder {
         (n > 0).then(|| self.hand_out(n))
     }
 
-    /// Takes back a batch the consumer is done with.
+    /// Takes back a batch the consumer is done with: the buffers no one
+    /// else holds are filled again.
     pub(crate) fn recycle(&mut self, batch: Batch) {
-        if self.spent.len() < 2 {
-            self.spent.push(batch);
+        for bytes in batch.bytes {
+            if let Ok(bytes) = Arc::try_unwrap(bytes)
+                && self.spent.len() < 2
+            {
+                self.spent.push(bytes);
+            }
         }
     }
 
-    /// The buffer with the first `n` records of `incoming` (sorted) as a
-    /// batch; the rest are copied into the next buffer.
+    /// The first `n` records of `incoming` (sorted) as a batch, with the
+    /// held buffer and this round's, frozen; the rest wait in the latter,
+    /// held now (see the module doc).
     fn hand_out(&mut self, n: usize) -> Batch {
         let mut next = self.spent.pop().unwrap_or_default();
-        next.bytes.clear();
-        next.records.clear();
+        next.clear();
+        // Not expected (a record waits one round at most), but a record
+        // still waiting in the held buffer is copied, not lost.
         for p in &mut self.incoming[n..] {
-            let bytes = self.bytes.get(p.pos..p.pos + p.len as usize).unwrap_or(&[]);
-            p.pos = next.bytes.len();
-            next.bytes.extend_from_slice(bytes);
+            if !p.newer {
+                let bytes = self.held.get(p.pos..p.pos + p.len as usize).unwrap_or(&[]);
+                p.pos = self.bytes.len() + next.len();
+                next.extend_from_slice(bytes);
+            }
         }
-        next.records.extend(self.incoming.drain(..n));
-        // `next` now holds the waiting records' bytes, and the ready
-        // records' keys: swap the bytes so the batch takes the round's.
-        std::mem::swap(&mut self.bytes, &mut next.bytes);
-        next
+        let moved = next.len();
+        if moved > 0 {
+            // Appended after this round's bytes: the positions above.
+            self.bytes.extend_from_slice(&next);
+            next.clear();
+        }
+        let round = Arc::new(std::mem::replace(&mut self.bytes, next));
+        let older = std::mem::replace(&mut self.held, Arc::clone(&round));
+        for p in &mut self.incoming[n..] {
+            p.newer = false;
+        }
+        Batch {
+            bytes: [older, round],
+            records: self.incoming.drain(..n).collect(),
+        }
     }
 }
 
