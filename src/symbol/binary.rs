@@ -108,7 +108,10 @@ fn file_has_symtab(path: &Path) -> bool {
 }
 
 /// A separate debug file for `path` holding `.symtab`.
-fn find_debug_file<'d, R: ReadRef<'d>>(path: &Path, obj: &object::File<'d, R>) -> Option<PathBuf> {
+pub(crate) fn find_debug_file<'d, R: ReadRef<'d>>(
+    path: &Path,
+    obj: &object::File<'d, R>,
+) -> Option<PathBuf> {
     let mut candidates = Vec::new();
     if let Some(id) = obj.build_id().ok().flatten() {
         let h = hex(id);

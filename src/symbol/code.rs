@@ -5,7 +5,11 @@
 //! function (what the resolver says of an address): the function starts
 //! at `file offset - symoff`, mapped to the address the ELF states (svma)
 //! through the PT_LOAD segment holding it, and its length is its symbol's
-//! size. Kernel code is read from `/proc/kcore` (an ELF core file whose
+//! size. A stripped binary's local functions (glibc's `__strlen_evex`)
+//! have their symbol, and their lines, in its separate debug file
+//! (`symbol::binary::find_debug_file`, as the resolver named them): asked
+//! when the binary itself has no symbol covering the address; the bytes
+//! still come from the binary (a debug file's `.text` is empty). Kernel code is read from `/proc/kcore` (an ELF core file whose
 //! segments are the kernel's virtual addresses), which needs root; its
 //! length is the distance to the next kallsyms symbol. JIT code is read
 //! from the JIT_CODE_LOAD record of the process's jitdump file that covers
@@ -91,18 +95,35 @@ pub(crate) struct FunctionCode {
 /// The function of the ELF file at `path` that starts at `file_offset`.
 pub(crate) fn function_code(path: &Path, file_offset: u64) -> Result<FunctionCode, CodeError> {
     let name = path.display().to_string();
-    let data = crate::sys::mapped::MappedFile::open(path).map_err(|source| CodeError::Open {
-        path: name.clone(),
-        source,
-    })?;
-    function_code_in(&data, &name, file_offset)
+    let open = |path: &Path| {
+        crate::sys::mapped::MappedFile::open(path).map_err(|source| CodeError::Open {
+            path: path.display().to_string(),
+            source,
+        })
+    };
+    let data = open(path)?;
+    match function_code_in(&data, &name, file_offset, None) {
+        Err(no_symbol @ CodeError::NoSymbol { .. }) => {
+            let debug = object::File::parse(&*data)
+                .ok()
+                .and_then(|file| super::binary::find_debug_file(path, &file));
+            match debug {
+                Some(debug) => function_code_in(&data, &name, file_offset, Some(&open(&debug)?)),
+                None => Err(no_symbol),
+            }
+        }
+        other => other,
+    }
 }
 
 /// As [`function_code`], over the file's bytes; `path` names it in errors.
+/// `debug`: the bytes of its separate debug file, whose symbols and lines
+/// are used where the file has none.
 pub(crate) fn function_code_in(
     data: &[u8],
     path: &str,
     file_offset: u64,
+    debug: Option<&[u8]>,
 ) -> Result<FunctionCode, CodeError> {
     let file = object::File::parse(data).map_err(|e| CodeError::NotElf {
         path: path.to_string(),
@@ -119,29 +140,13 @@ pub(crate) fn function_code_in(
             path: path.to_string(),
             offset: file_offset,
         })?;
-    // The symbol starting there (a sized one over an alias without size),
-    // else the one covering it.
-    let mut best: Option<(u64, u64, String)> = None;
-    for sym in file.symbols().chain(file.dynamic_symbols()) {
-        if sym.kind() != SymbolKind::Text || sym.is_undefined() {
-            continue;
-        }
-        let (start, size) = (sym.address(), sym.size());
-        if start > svma || svma >= start + size.max(1) {
-            continue;
-        }
-        let better = match &best {
-            None => true,
-            Some((s, z, _)) => (start, size > 0) > (*s, *z > 0),
-        };
-        if better {
-            best = Some((start, size, sym.name().unwrap_or("?").to_string()));
-        }
-    }
-    let (start, size, symbol) = best.ok_or_else(|| CodeError::NoSymbol {
-        path: path.to_string(),
-        svma,
-    })?;
+    let debug = debug.and_then(|d| object::File::parse(d).ok());
+    let (start, size, symbol) = covering_symbol(&file, svma)
+        .or_else(|| covering_symbol(debug.as_ref()?, svma))
+        .ok_or_else(|| CodeError::NoSymbol {
+            path: path.to_string(),
+            svma,
+        })?;
     if size > MAX_FUNCTION_BYTES {
         return Err(CodeError::TooBig {
             path: path.to_string(),
@@ -161,13 +166,41 @@ pub(crate) fn function_code_in(
         .unwrap_or_default()
         .to_vec();
     let end = start + bytes.len() as u64;
-    let lines = line_rows(&file, start, end).unwrap_or_default();
+    let mut lines = line_rows(&file, start, end).unwrap_or_default();
+    if lines.is_empty()
+        && let Some(debug) = &debug
+    {
+        lines = line_rows(debug, start, end).unwrap_or_default();
+    }
     Ok(FunctionCode {
         symbol,
         svma: start,
         bytes,
         lines,
     })
+}
+
+/// `(start, size, name)` of the text symbol starting at `svma` (a sized
+/// one over an alias without size), else of the one covering it.
+fn covering_symbol(file: &object::File<'_>, svma: u64) -> Option<(u64, u64, String)> {
+    let mut best: Option<(u64, u64, String)> = None;
+    for sym in file.symbols().chain(file.dynamic_symbols()) {
+        if sym.kind() != SymbolKind::Text || sym.is_undefined() {
+            continue;
+        }
+        let (start, size) = (sym.address(), sym.size());
+        if start > svma || svma >= start + size.max(1) {
+            continue;
+        }
+        let better = match &best {
+            None => true,
+            Some((s, z, _)) => (start, size > 0) > (*s, *z > 0),
+        };
+        if better {
+            best = Some((start, size, sym.name().unwrap_or("?").to_string()));
+        }
+    }
+    best
 }
 
 /// DWARF line rows in `[start, end)`: the last row of each address.
@@ -305,13 +338,13 @@ mod tests {
             })
             .unwrap();
         // An offset inside the function finds its start.
-        let code = function_code_in(&data, "self", offset + 4).unwrap();
+        let code = function_code_in(&data, "self", offset + 4, None).unwrap();
         assert_eq!(code.svma, sym.address());
         assert_eq!(code.bytes.len() as u64, sym.size());
         assert!(code.lines.iter().any(|(_, f, _)| f.ends_with("code.rs")));
         assert!(code.lines.windows(2).all(|w| w[0].0 < w[1].0));
         assert!(matches!(
-            function_code_in(b"not elf", "junk", 0),
+            function_code_in(b"not elf", "junk", 0, None),
             Err(CodeError::NotElf { .. })
         ));
     }

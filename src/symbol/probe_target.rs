@@ -258,12 +258,37 @@ pub(crate) fn dwarf_sections<'d>(
     };
     let sections = gimli::DwarfSections::load(|id| -> Result<Cow<'_, [u8]>, object::Error> {
         use object::ObjectSection;
-        match file.section_by_name(id.name()) {
-            Some(section) => section.uncompressed_data(),
-            None => Ok(Cow::Borrowed(&[][..])),
+        let Some(section) = file.section_by_name(id.name()) else {
+            return Ok(Cow::Borrowed(&[][..]));
+        };
+        let compressed = section.compressed_data()?;
+        if compressed.format == object::CompressionFormat::Zlib {
+            return Ok(inflate(compressed.data, compressed.uncompressed_size)
+                .map_or(Cow::Borrowed(&[][..]), Cow::Owned));
         }
+        compressed.decompress()
     })?;
     Ok((sections, endian))
+}
+
+/// A DWARF section above this many bytes uncompressed is not inflated.
+const MAX_INFLATED_SECTION: u64 = 256 << 20;
+
+/// A `SHF_COMPRESSED` zlib section (what Debian's -dbg packages ship),
+/// inflated here with flate2 rather than through object's `compression`
+/// feature (which would add a zstd crate); None if it is bigger than
+/// [`MAX_INFLATED_SECTION`] or does not inflate to its stated size.
+fn inflate(data: &[u8], size: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    if size > MAX_INFLATED_SECTION {
+        return None;
+    }
+    let mut out = Vec::with_capacity(usize::try_from(size).ok()?);
+    flate2::read::ZlibDecoder::new(data)
+        .take(size)
+        .read_to_end(&mut out)
+        .ok()?;
+    (out.len() as u64 == size).then_some(out)
 }
 
 /// The DWARF description of the function at `svma`, or `NoDebugInfo`.

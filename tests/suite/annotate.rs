@@ -490,3 +490,99 @@ fn a_moved_jit_function_is_named_and_annotated_at_its_new_address() {
         .unwrap_or_default();
     assert!(top.contains("jit_hot_loop"), "{report}");
 }
+
+/// A stripped library's local functions (glibc's string functions, such
+/// as `__strlen_evex`, the hottest of `libcloop`) have their symbols and
+/// lines in its separate debug file (libc6-dbg): annotate lists their code,
+/// read from the library, as perf annotate does, with the same addresses,
+/// the same hottest instruction and perf's source lines between them.
+#[test]
+fn a_stripped_librarys_function_is_annotated_from_its_debug_file() {
+    require_kernel!();
+    require_perf!();
+    let libc = Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6");
+    let id: String = scry::data::build_id::read_build_id(libc)
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let debug = format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]);
+    if !common::gate(if Path::new(&debug).is_file() {
+        Ok(())
+    } else {
+        Err(format!(
+            "no {debug}: apt-get install libc6-dbg (scripts/deps)"
+        ))
+    }) {
+        return;
+    }
+    let dir = common::tempdir();
+    let data = dir.path().join("libc.data");
+    common::run_ok(
+        common::scry()
+            .args(["record", "-q", "-F", "999", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(common::workload("libcloop"))
+            .arg("0.5s"),
+    );
+    let report = common::run_ok(
+        common::scry()
+            .args([
+                "report",
+                "--stdio",
+                "--no-children",
+                "--sort",
+                "dso,sym",
+                "-i",
+            ])
+            .arg(&data),
+    );
+    let strlen = report
+        .split_whitespace()
+        .find(|w| w.starts_with("__strlen_"))
+        .unwrap_or_else(|| panic!("no __strlen_* in\n{report}"));
+    let ours = common::run_ok(
+        common::scry()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&data)
+            .arg(strlen),
+    );
+    let perf = common::run_ok(
+        common::perf()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&data)
+            .arg(strlen),
+    );
+    let rows = instructions(&ours);
+    let theirs = instructions(&perf);
+    assert!(!rows.is_empty(), "{ours}");
+    let addresses =
+        |rows: &[(f64, u64, String)]| -> Vec<u64> { rows.iter().map(|r| r.1).collect() };
+    assert_eq!(
+        addresses(&rows),
+        addresses(&theirs),
+        "perf:\n{perf}\nscry:\n{ours}"
+    );
+    assert_eq!(
+        hottest(&rows).1,
+        hottest(&theirs).1,
+        "perf:\n{perf}\nscry:\n{ours}"
+    );
+    // perf's `file:line` lines (no source here) are ours too.
+    let source = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.split_once(':')?.1.split_whitespace().last())
+            .map(str::to_string)
+            .filter(|s| s.contains(".S:") || s.contains(".c:"))
+            .collect()
+    };
+    let ours_src = source(&ours);
+    assert!(!ours_src.is_empty(), "no source lines in\n{ours}");
+    assert!(
+        ours_src.iter().all(|s| source(&perf).contains(s)),
+        "perf:\n{perf}\nscry:\n{ours}"
+    );
+}
