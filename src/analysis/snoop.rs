@@ -41,6 +41,41 @@ impl ExecFilter {
     }
 }
 
+/// What capable's `--unique` shows once: each capability per process,
+/// or per cgroup (libbpf-tools' `-u pid|cgroup`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UniqueBy {
+    /// Each process's first check of each capability.
+    Pid,
+    /// Each cgroup's first check of each capability.
+    Cgroup,
+}
+
+/// capable's `--unique` filter: keeps a check whose (process or cgroup,
+/// capability) it has not kept before.
+#[derive(Debug)]
+pub(crate) struct CapUnique {
+    by: UniqueBy,
+    seen: std::cell::RefCell<std::collections::HashSet<(u64, i32)>>,
+}
+
+impl CapUnique {
+    pub(crate) fn new(by: UniqueBy) -> CapUnique {
+        CapUnique {
+            by,
+            seen: Default::default(),
+        }
+    }
+
+    pub(crate) fn keeps(&self, e: &CapEvent) -> bool {
+        let who = match self.by {
+            UniqueBy::Pid => u64::from(e.pid),
+            UniqueBy::Cgroup => e.cgroup_id,
+        };
+        self.seen.borrow_mut().insert((who, e.cap))
+    }
+}
+
 /// opensnoop's `-n NAME`: the command name contains it.
 pub(crate) fn open_kept(name: Option<&str>, e: &OpenEvent) -> bool {
     name.is_none_or(|n| e.comm.contains(n))
@@ -68,5 +103,30 @@ mod tests {
         assert!(!by(Some("zsh"), None, None).keeps(&e));
         assert!(!by(None, Some("-x"), None).keeps(&e));
         assert!(!by(None, None, Some(5)).keeps(&e));
+    }
+
+    #[test]
+    fn unique_keeps_the_first_check_per_process_or_cgroup() {
+        let check = |pid, cap, cgroup_id| CapEvent {
+            pid,
+            cap,
+            cgroup_id,
+            ..CapEvent::default()
+        };
+        let by_pid = CapUnique::new(UniqueBy::Pid);
+        let kept: Vec<bool> = [
+            check(1, 24, 7),
+            check(1, 24, 7),
+            check(1, 21, 7),
+            check(2, 24, 7),
+        ]
+        .iter()
+        .map(|e| by_pid.keeps(e))
+        .collect();
+        assert_eq!(kept, [true, false, true, true]);
+        let by_cgroup = CapUnique::new(UniqueBy::Cgroup);
+        assert!(by_cgroup.keeps(&check(1, 24, 7)));
+        assert!(!by_cgroup.keeps(&check(2, 24, 7)));
+        assert!(by_cgroup.keeps(&check(2, 24, 8)));
     }
 }

@@ -34,6 +34,9 @@ struct cap_event {
 	int cap;
 	int ret;
 	char comm[TASK_COMM_LEN];
+	__u32 pad;
+	// The checking task's cgroup v2 id (--unique=cgroup).
+	__u64 cgroup_id;
 };
 
 static __always_inline void on_check(int cap, int ret)
@@ -49,6 +52,7 @@ static __always_inline void on_check(int cap, int ret)
 		.uid = (__u32)bpf_get_current_uid_gid(),
 		.cap = cap,
 		.ret = ret,
+		.cgroup_id = bpf_get_current_cgroup_id(),
 	};
 	bpf_get_current_comm(&e.comm, sizeof(e.comm));
 	emit(&e, sizeof(e));

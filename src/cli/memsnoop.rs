@@ -10,7 +10,7 @@
 use clap::Args;
 
 use super::target::PidArg;
-use scry::analysis::snoop::ReclaimEvent;
+use scry::analysis::snoop::{CapUnique, ReclaimEvent, UniqueBy};
 use scry::render::memsnoop::{CapLayout, FreeKb, OomLayout, ReclaimLayout};
 use scry::sys::bpf_drsnoop::ReclaimSettings;
 use scry::sys::{bpf_capable, bpf_drsnoop, bpf_oomkill};
@@ -109,6 +109,13 @@ fn mem_free_kb() -> u64 {
         .unwrap_or(0)
 }
 
+/// capable's `--unique BY`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum UniqueArg {
+    Pid,
+    Cgroup,
+}
+
 #[derive(Args, Debug)]
 #[command(mut_arg("pid", |a| a.help("Only this process (ends when it exits)")))]
 pub(crate) struct CapableArgs {
@@ -119,6 +126,11 @@ pub(crate) struct CapableArgs {
     extra: bool,
     #[command(flatten)]
     cgroup: bpf_tool::CgroupArg,
+    /// Each capability once per process (pid, the default) or per cgroup
+    /// (cgroup): its first check only.
+    #[arg(short = 'u', long = "unique", value_name = "BY", num_args = 0..=1,
+          default_missing_value = "pid", value_enum)]
+    unique: Option<UniqueArg>,
     #[command(flatten)]
     common: snoop::StreamFlags,
 }
@@ -135,5 +147,13 @@ pub(crate) fn run_capable(args: CapableArgs) -> anyhow::Result<()> {
     );
     let how = snoop::Stream::new("capable", &args.common, args.target.pid);
     let layout = CapLayout { tid: args.extra };
-    snoop::run(&how, &args.common, &bpf, &layout, |_| true)
+    let unique = args.unique.map(|by| {
+        CapUnique::new(match by {
+            UniqueArg::Pid => UniqueBy::Pid,
+            UniqueArg::Cgroup => UniqueBy::Cgroup,
+        })
+    });
+    snoop::run(&how, &args.common, &bpf, &layout, |e| {
+        unique.as_ref().is_none_or(|u| u.keeps(e))
+    })
 }

@@ -277,6 +277,7 @@ mod tests {
             cap: 24,
             ret: 0,
             comm: "caps".into(),
+            cgroup_id: 1,
         };
         let line = text(|w| CapLayout::default().line(w, &c, clock));
         assert!(

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::bpf_engine::{GroupRules, u32_at};
+use super::bpf_engine::{GroupRules, u32_at, u64_at};
 use super::bpf_events::{EventStream, c_string_at, i32_at};
 use super::bpf_execsnoop::load_in_cgroup;
 
@@ -23,6 +23,8 @@ pub(crate) struct CapEvent {
     /// 0: allowed; else minus the errno (-EPERM).
     pub(crate) ret: i32,
     pub(crate) comm: String,
+    /// The checking task's cgroup v2 id.
+    pub(crate) cgroup_id: u64,
 }
 
 impl CapEvent {
@@ -35,6 +37,7 @@ impl CapEvent {
             cap: i32_at(r, 12)?,
             ret: i32_at(r, 16)?,
             comm: c_string_at(r, 20, 16),
+            cgroup_id: u64_at(r, 40)?,
         })
     }
 }

@@ -10,7 +10,7 @@
 //! says which hooks load, not libbpf's debug log), mountsnoop's `-d`
 //! (scry's `-d` is the duration every streaming tool takes: `--detailed`),
 //! tcpconnect's `-C`/`-M` (bcc's pinned cgroup and namespace maps), and
-//! capable's `-K`/`-U`/`--unique` (stacks and dedup: not done).
+//! capable's `-K`/`-U` (stacks: not done).
 
 use crate::common;
 
@@ -328,7 +328,10 @@ const TOOLS: &[(&str, &[&str])] = &[
             "--extended",
         ],
     ),
-    ("capable", &["-p", "--pid", "-x", "-c", "--cgroup"]),
+    (
+        "capable",
+        &["-p", "--pid", "-x", "-c", "--cgroup", "-u", "--unique"],
+    ),
     (
         "mountsnoop",
         &["-p", "--pid", "-t", "--timestamp", "--detailed"],

@@ -459,6 +459,31 @@ fn memleak_refuses_a_binary_without_malloc_and_an_unknown_pid() {
     ]);
 }
 
+/// capable --unique (libbpf-tools' `-u pid|cgroup`): `caps N` checks
+/// CAP_SYS_RESOURCE N times; once per process, once per cgroup.
+#[test]
+fn capable_unique_shows_each_capability_once() {
+    if !require_root() {
+        return;
+    }
+    let caps = Waiting::start("caps", &["20"]);
+    let pid = caps.pid();
+    let by_pid = Tracer::start(scry_tool(&["capable", "-p", &pid, "--unique", "--json"]), 1);
+    let by_cgroup = Tracer::start(scry_tool(&["capable", "-p", &pid, "-u", "cgroup"]), 1);
+    let all = Tracer::start(scry_tool(&["capable", "-p", &pid, "--json"]), 1);
+    let (status, rest) = caps.go();
+    assert!(status.success(), "{rest}");
+    let (all, _) = all.finish();
+    assert_eq!(all.len(), 20, "{all:?}");
+    let (once, _) = by_pid.finish();
+    assert_eq!(once.len(), 1, "{once:?}");
+    assert!(once[0].contains("\"cap\":24"), "{once:?}");
+    let (lines, _) = by_cgroup.finish();
+    let checks: Vec<&String> = lines.iter().skip(1).collect();
+    assert_eq!(checks.len(), 1, "{lines:?}");
+    assert!(checks[0].contains(" CAP_SYS_RESOURCE "), "{lines:?}");
+}
+
 /// oomkill, drsnoop and capable on bad input: an unknown pid or thread,
 /// a missing cgroup, a kernel without their hook (SCRY_BPF_HOOKS leaves
 /// none): one line each, exit 2.
