@@ -107,20 +107,28 @@ __attribute__((noinline)) void run_jit(unsigned long (*fn)(unsigned long)) {
     sink += fn(loop);
 }
 
-int main(int argc, char **argv) {
-    loop = (unsigned long)work_unit((long)loop);
-    struct work_budget rounds = work_budget(argc > 1 ? argv[1] : NULL, 100);
-    long page = sysconf(_SC_PAGESIZE);
+/* A fresh page holding the code, RW then flipped to RX as a JIT does; NULL
+   (said on stderr) on failure. */
+static unsigned char *place_code(long page) {
     unsigned char *mem = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
         perror("jit: mmap");
-        return 1;
+        return NULL;
     }
     memcpy(mem, code, sizeof code);
     if (mprotect(mem, page, PROT_READ | PROT_EXEC) != 0) {
         perror("jit: mprotect");
-        return 1;
+        return NULL;
     }
+    return mem;
+}
+
+int main(int argc, char **argv) {
+    loop = (unsigned long)work_unit((long)loop);
+    struct work_budget rounds = work_budget(argc > 1 ? argv[1] : NULL, 100);
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char *mem = place_code(page);
+    if (!mem) return 1;
     char path[64];
     snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
     FILE *map = fopen(path, "w");
@@ -133,16 +141,8 @@ int main(int argc, char **argv) {
     printf("jit pid %ld map %s\n", (long)getpid(), path);
     unsigned char *run = mem;
     if (argc > 2 && strcmp(argv[2], "move") == 0) {
-        run = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (run == MAP_FAILED) {
-            perror("jit: mmap");
-            return 1;
-        }
-        memcpy(run, code, sizeof code);
-        if (mprotect(run, page, PROT_READ | PROT_EXEC) != 0) {
-            perror("jit: mprotect");
-            return 1;
-        }
+        run = place_code(page);
+        if (!run) return 1;
         printf("jit pid %ld moved %lx\n", (long)getpid(), (unsigned long)run);
     }
     if (argc > 2 && (strcmp(argv[2], "dump") == 0 || run != mem) &&

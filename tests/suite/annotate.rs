@@ -31,6 +31,24 @@ fn hottest(rows: &[(f64, u64, String)]) -> &(f64, u64, String) {
         .expect("instruction lines")
 }
 
+/// The addresses of a listing's instruction rows.
+fn addresses(rows: &[(f64, u64, String)]) -> Vec<u64> {
+    rows.iter().map(|r| r.1).collect()
+}
+
+/// `scry annotate --stdio` and `perf annotate --stdio` of `symbol` in
+/// `data`: (scry's listing, perf's).
+fn annotate_both(data: &Path, symbol: &str) -> (String, String) {
+    let listing = |mut cmd: std::process::Command| {
+        common::run_ok(
+            cmd.args(["annotate", "--stdio", "-i"])
+                .arg(data)
+                .arg(symbol),
+        )
+    };
+    (listing(common::scry()), listing(common::perf()))
+}
+
 fn record_divloop(dir: &Path) -> PathBuf {
     record_div(dir, &common::workload("divloop"), "0.6s")
 }
@@ -56,12 +74,7 @@ fn the_division_is_the_hottest_line_as_perf_annotate_says() {
     require_perf!();
     let dir = common::tempdir();
     let data = record_divloop(dir.path());
-    let ours = common::run_ok(
-        common::scry()
-            .args(["annotate", "--stdio", "-i"])
-            .arg(&data)
-            .arg("div_hot"),
-    );
+    let (ours, perf) = annotate_both(&data, "div_hot");
     assert!(
         ours.contains("Source code & Disassembly of divloop for cpu-clock"),
         "{ours}"
@@ -83,17 +96,14 @@ fn the_division_is_the_hottest_line_as_perf_annotate_says() {
     // The source line of the division, from DWARF and the source file.
     assert!(ours.contains(") / d;"), "{ours}");
 
-    let perf = common::run_ok(
-        common::perf()
-            .args(["annotate", "--stdio", "-i"])
-            .arg(&data)
-            .arg("div_hot"),
-    );
     let theirs = instructions(&perf);
     assert_eq!(hottest(&theirs).1, hot.1, "perf:\n{perf}\nscry:\n{ours}");
     // Every instruction perf lists, at the same address.
-    let addrs = |rows: &[(f64, u64, String)]| rows.iter().map(|r| r.1).collect::<Vec<_>>();
-    assert_eq!(addrs(&theirs), addrs(&rows), "perf:\n{perf}\nscry:\n{ours}");
+    assert_eq!(
+        addresses(&theirs),
+        addresses(&rows),
+        "perf:\n{perf}\nscry:\n{ours}"
+    );
 }
 
 #[test]
@@ -544,23 +554,10 @@ fn a_stripped_librarys_function_is_annotated_from_its_debug_file() {
         .split_whitespace()
         .find(|w| w.starts_with("__strlen_"))
         .unwrap_or_else(|| panic!("no __strlen_* in\n{report}"));
-    let ours = common::run_ok(
-        common::scry()
-            .args(["annotate", "--stdio", "-i"])
-            .arg(&data)
-            .arg(strlen),
-    );
-    let perf = common::run_ok(
-        common::perf()
-            .args(["annotate", "--stdio", "-i"])
-            .arg(&data)
-            .arg(strlen),
-    );
+    let (ours, perf) = annotate_both(&data, strlen);
     let rows = instructions(&ours);
     let theirs = instructions(&perf);
     assert!(!rows.is_empty(), "{ours}");
-    let addresses =
-        |rows: &[(f64, u64, String)]| -> Vec<u64> { rows.iter().map(|r| r.1).collect() };
     assert_eq!(
         addresses(&rows),
         addresses(&theirs),
