@@ -50,6 +50,47 @@ pub(crate) struct PortLists {
 /// `(FLAG, PORTS)` for the local and the remote list, each PORTS a
 /// comma-separated list (at most eight, each 1-65535) or None. Checked
 /// before anything loads.
+/// bcc's `--cgroupmap` and `--mntnsmap` (tcptop, tcpconnect): maps of
+/// cgroup ids or mount namespaces pinned by another program, not read:
+/// taken only to say so, in one line naming the filter to give instead.
+#[derive(clap::Args, Debug)]
+pub(crate) struct BccMapArgs {
+    /// bcc's pinned map of cgroup ids (not taken: give the cgroup's
+    /// directory).
+    #[arg(long = "cgroupmap", value_name = "MAP")]
+    cgroupmap: Option<std::path::PathBuf>,
+    /// bcc's pinned map of mount namespaces (not taken: no namespace
+    /// filter).
+    #[arg(long = "mntnsmap", value_name = "MAP")]
+    mntnsmap: Option<std::path::PathBuf>,
+}
+
+impl BccMapArgs {
+    /// An error when either map is given; `cgroup_flag`: the tool's own
+    /// cgroup filter, or "" when it has none.
+    pub(crate) fn refuse(&self, tool: &str, cgroup_flag: &str) -> anyhow::Result<()> {
+        let instead = match cgroup_flag {
+            "" => "no cgroup filter: give -p PID".to_string(),
+            flag => format!("give the cgroup's directory with {flag} /sys/fs/cgroup/..."),
+        };
+        if let Some(map) = &self.cgroupmap {
+            anyhow::bail!(
+                "{tool}: --cgroupmap {}: bcc's map of cgroup ids pinned by another program is \
+                 not read; {instead}",
+                map.display()
+            );
+        }
+        if let Some(map) = &self.mntnsmap {
+            anyhow::bail!(
+                "{tool}: --mntnsmap {}: bcc's map of mount namespaces pinned by another program \
+                 is not read; {instead}",
+                map.display()
+            );
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn port_lists(
     tool: &str,
     local: (&str, Option<&str>),

@@ -40,10 +40,13 @@ pub(crate) struct TcpconnectArgs {
     #[command(flatten)]
     family: FamilyFlags,
     #[command(flatten)]
+    maps: tcp::BccMapArgs,
+    #[command(flatten)]
     common: snoop::StreamFlags,
 }
 
 pub(crate) fn run(args: TcpconnectArgs) -> anyhow::Result<()> {
+    args.maps.refuse("tcpconnect", "")?;
     bpf_tool::check_pid("tcpconnect", "-p", args.target.pid)?;
     let ports = tcp::port_lists("tcpconnect", ("", None), ("-P", args.ports.as_deref()))?;
     let settings = TcpSettings {

@@ -9,7 +9,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::bail;
 use clap::Args;
 
 use super::target::PidArg;
@@ -18,7 +17,7 @@ use scry::render::net::{tcptop_json, tcptop_table};
 use scry::sys::bpf_tcptop::{TcptopBpf, TcptopSettings};
 
 use super::bpf_tool;
-use super::tcp::FamilyFlags;
+use super::tcp::{self, FamilyFlags};
 
 #[derive(Args, Debug)]
 #[command(mut_arg("json", |a| a.help("One JSON array of rows per interval instead of the table")))]
@@ -42,34 +41,15 @@ pub(crate) struct TcptopArgs {
     sort: String,
     #[command(flatten)]
     rows: bpf_tool::RowsArg,
-    /// bcc's pinned map of cgroup ids (not taken: give -c with the
-    /// cgroup's directory).
-    #[arg(long = "cgroupmap", value_name = "MAP")]
-    cgroupmap: Option<PathBuf>,
-    /// bcc's pinned map of mount namespaces (not taken: no namespace
-    /// filter).
-    #[arg(long = "mntnsmap", value_name = "MAP")]
-    mntnsmap: Option<PathBuf>,
+    #[command(flatten)]
+    maps: tcp::BccMapArgs,
     #[command(flatten)]
     out: bpf_tool::TopTailArgs,
 }
 
 pub(crate) fn run(args: TcptopArgs) -> anyhow::Result<()> {
     let _ = args.noclear;
-    if let Some(map) = &args.cgroupmap {
-        bail!(
-            "tcptop: --cgroupmap {}: bcc's map of cgroup ids pinned by another program is not \
-             read; give the cgroup's directory with -c /sys/fs/cgroup/...",
-            map.display()
-        );
-    }
-    if let Some(map) = &args.mntnsmap {
-        bail!(
-            "tcptop: --mntnsmap {}: bcc's map of mount namespaces pinned by another program is \
-             not read; filter by the container's cgroup with -c instead",
-            map.display()
-        );
-    }
+    args.maps.refuse("tcptop", "-c")?;
     bpf_tool::check_pid("tcptop", "-p", args.target.pid)?;
     let settings = TcptopSettings {
         pid: args.target.pid,

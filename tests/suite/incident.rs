@@ -9,7 +9,8 @@
 //! Left out on purpose (scry's reasons in the tools' help): `-v` (scry's
 //! says which hooks load, not libbpf's debug log), mountsnoop's `-d`
 //! (scry's `-d` is the duration every streaming tool takes: `--detailed`),
-//! tcpconnect's `-C`/`-M` (bcc's pinned cgroup and namespace maps), and
+//! tcpconnect's `-C`/`-M` (its `--cgroupmap`/`--mntnsmap`, bcc's pinned
+//! maps, are taken to refuse them in one line: they are not read), and
 //! capable's `-K`/`-U` (stacks: not done).
 
 use crate::common;
@@ -61,7 +62,7 @@ const TOOLS: &[(&str, &str)] = &[
     ),
     (
         "tcpconnect",
-        "-c --count -p --pid -P --port -s --source-port -t --timestamp -u --uid -U --print-uid -4 -6",
+        "-c --count -p --pid -P --port -s --source-port -t --timestamp -u --uid -U --print-uid -4 -6 --cgroupmap --mntnsmap",
     ),
     ("tcpaccept", "-T -t -p -P -4 -6"),
     ("tcpretrans", "-c --count -s -l --lossprobe -4 -6"),
@@ -71,7 +72,7 @@ const TOOLS: &[(&str, &str)] = &[
     ),
     (
         "tcptop",
-        "-p --pid -c --cgroup -4 -6 -C --noclear -S --nosummary -r --rows -s --sort",
+        "-p --pid -c --cgroup -4 -6 -C --noclear -S --nosummary -r --rows -s --sort --cgroupmap --mntnsmap",
     ),
     (
         "tcprtt",

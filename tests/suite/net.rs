@@ -321,7 +321,7 @@ fn bad_input_is_one_line_and_exit_2() {
     if !require_root_and("tcplife") {
         return;
     }
-    let cases: [(&[&str], Option<&str>, &str); 13] = [
+    let cases: [(&[&str], Option<&str>, &str); 15] = [
         (
             &["tcprtt", "-a", "host"],
             None,
@@ -355,6 +355,16 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (
             &["tcptop", "--mntnsmap", "/sys/fs/bpf/ns"],
+            None,
+            "--mntnsmap /sys/fs/bpf/ns: bcc's map",
+        ),
+        (
+            &["tcpconnect", "--cgroupmap", "/sys/fs/bpf/cg"],
+            None,
+            "--cgroupmap /sys/fs/bpf/cg: bcc's map",
+        ),
+        (
+            &["tcpconnect", "--mntnsmap", "/sys/fs/bpf/ns"],
             None,
             "--mntnsmap /sys/fs/bpf/ns: bcc's map",
         ),
