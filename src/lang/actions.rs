@@ -253,6 +253,7 @@ impl Gen<'_> {
                             | Ty::Ksym
                             | Ty::Usym
                             | Ty::Inet
+                            | Ty::MacAddr
                             | Ty::Username
                             | Ty::Strftime(_)
                             | Ty::Tuple { .. }

@@ -108,7 +108,8 @@ pub(crate) fn attach(
             };
             let path = probe_target::find_binary(binary).map_err(not_found)?;
             let data = std::fs::read(&path)?;
-            let site = probe_target::find_function(&data, &path.to_string_lossy(), function)
+            // Static functions too, through the binary's debug file.
+            let site = crate::symbol::debug_functions::find_function(&path, &data, function)
                 .map_err(not_found)?;
             let pmu = crate::sys::uprobe::UprobePmu::detect()?;
             attr.type_ = pmu.type_;

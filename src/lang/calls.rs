@@ -95,6 +95,7 @@ impl Gen<'_> {
                 Ok(Val::int())
             }
             "ntop" => self.ntop(e, args),
+            "macaddr" => self.macaddr(e, args),
             "strftime" => {
                 let [
                     Expr {
@@ -496,6 +497,52 @@ impl Gen<'_> {
         }
         Ok(Val {
             ty: Ty::Inet,
+            loc: Loc::Stack(buf),
+        })
+    }
+
+    /// `macaddr(address)`: the 6 bytes of a tracepoint's array field, of a
+    /// string, or at a pointer (kernel or user memory: `bpf_probe_read`),
+    /// printed as bpftrace prints them (`2F:65:74:63:2F:6C`).
+    fn macaddr(&mut self, e: &Expr, args: &[Expr]) -> Result<Val, LangError> {
+        let [addr] = args else {
+            return Err(LangError::new(e.span, "macaddr() takes one address"));
+        };
+        let size = Ty::MacAddr.size();
+        let buf = self.alloc(size)?;
+        self.zero(buf, size);
+        if let Some((offset, 6..)) = self.array_field(addr) {
+            self.fp_addr(R1, buf);
+            self.asm.emit(mov_imm(R2, 6));
+            self.asm.emit(mov_reg(R3, R6));
+            self.asm.emit(alu_imm(Alu::Add, R3, offset as i32));
+            self.asm.emit(call(helper::PROBE_READ_KERNEL));
+        } else {
+            let v = self.expr(addr)?;
+            match (v.ty, v.loc) {
+                (Ty::Str(n), Loc::Stack(src)) if n >= 8 => {
+                    self.copy(buf, src, 8);
+                    self.asm.emit(store_imm(Size::H, FP, buf + 6, 0));
+                }
+                (t, Loc::R0) if t.is_int() => {
+                    self.asm.emit(mov_reg(R3, R0));
+                    self.fp_addr(R1, buf);
+                    self.asm.emit(mov_imm(R2, 6));
+                    self.asm.emit(call(helper::PROBE_READ));
+                }
+                _ => {
+                    return Err(LangError::new(
+                        addr.span,
+                        format!(
+                            "macaddr() expects an array of 6 bytes or a pointer, got '{}'",
+                            v.ty
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(Val {
+            ty: Ty::MacAddr,
             loc: Loc::Stack(buf),
         })
     }

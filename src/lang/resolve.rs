@@ -131,9 +131,9 @@ fn expand(spec: ProbeSpec, span: Span, types: &KernelTypes) -> Result<Vec<ProbeS
             function,
             ret,
         } if function.contains('*') => {
-            let (_, data) = uprobe_binary(&binary, span)?;
+            let (path, data) = uprobe_binary(&binary, span)?;
             matching(
-                crate::symbol::probe_target::function_names(&data),
+                crate::symbol::debug_functions::function_names(&path, &data),
                 &function,
             )
             .into_iter()
@@ -205,7 +205,7 @@ fn uprobe_missing(binary: &str, function: &str, span: Span) -> Option<LangError>
         Ok(found) => found,
         Err(err) => return Some(err),
     };
-    crate::symbol::probe_target::find_function(&data, &path.to_string_lossy(), function)
+    crate::symbol::debug_functions::find_function(&path, &data, function)
         .err()
         .map(|e| LangError::new(span, format!("uprobe:{binary}:{function}: {e}")))
 }

@@ -58,6 +58,13 @@ impl Resolve for Runtime<'_> {
                 self.stacks.user(word, pid)
             }
             Ty::Inet => inet_text(bytes),
+            // bpftrace's resolve_mac_address: upper-case hex.
+            Ty::MacAddr => bytes
+                .iter()
+                .take(6)
+                .map(|b| format!("{b:02X}"))
+                .collect::<Vec<_>>()
+                .join(":"),
             Ty::Username => user_name(word),
             Ty::Tuple { id, .. } => {
                 let tys = self

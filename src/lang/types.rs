@@ -51,6 +51,8 @@ pub(crate) enum Ty {
     /// An IP address (`ntop()`): the family (AF_INET, AF_INET6) in 8
     /// bytes, then 16 bytes of address in network order (4 for IPv4).
     Inet,
+    /// A MAC address (`macaddr()`): 6 bytes, then 2 of padding.
+    MacAddr,
 }
 
 impl Ty {
@@ -65,7 +67,8 @@ impl Ty {
             | Ty::Ptr(_)
             | Ty::Record(_)
             | Ty::Username
-            | Ty::Strftime(_) => 8,
+            | Ty::Strftime(_)
+            | Ty::MacAddr => 8,
             Ty::Ustack | Ty::Usym => 16,
             Ty::Inet => 24,
             Ty::Str(n) => n,
@@ -78,7 +81,13 @@ impl Ty {
     pub(crate) fn in_stack(self) -> bool {
         matches!(
             self,
-            Ty::Str(_) | Ty::Buf(_) | Ty::Tuple { .. } | Ty::Ustack | Ty::Usym | Ty::Inet
+            Ty::Str(_)
+                | Ty::Buf(_)
+                | Ty::Tuple { .. }
+                | Ty::Ustack
+                | Ty::Usym
+                | Ty::Inet
+                | Ty::MacAddr
         )
     }
 
@@ -141,6 +150,7 @@ impl fmt::Display for Ty {
             Ty::Ptr(_) => f.write_str("pointer"),
             Ty::Record(_) => f.write_str("struct"),
             Ty::Inet => f.write_str("inet"),
+            Ty::MacAddr => f.write_str("macaddr"),
             Ty::Username => f.write_str("username"),
             Ty::Buf(n) => write!(f, "buffer[{n}]"),
             Ty::Tuple { .. } => f.write_str("tuple"),

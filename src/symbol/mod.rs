@@ -41,6 +41,7 @@
 pub(crate) mod allocator;
 mod binary;
 pub(crate) mod code;
+pub(crate) mod debug_functions;
 pub(crate) mod func_sites;
 mod function_ranges;
 mod jitdump;

@@ -192,6 +192,18 @@ pub fn find_function(
             });
         }
     };
+    site_at(&file, path, name, svma, size)
+}
+
+/// The site of function `name` at `svma` (`size` bytes) in `file`: its
+/// file offset through the load segment holding it.
+pub(crate) fn site_at<'d>(
+    file: &object::File<'d>,
+    path: &str,
+    name: &str,
+    svma: u64,
+    size: u64,
+) -> Result<FunctionSite, ProbeTargetError> {
     let file_offset = file
         .segments()
         .find_map(|seg| {

@@ -1137,3 +1137,33 @@ fn uprobe_on_a_library_name_is_named_as_bpftrace() {
     assert_eq!(lines_with(&ours, "@"), lines_with(&theirs, "@"), "{ours}");
     assert!(ours.contains("/libc.so.6:syscall]: 50"), "{ours}");
 }
+
+/// `uprobe:libc:mallo*` takes in libc's static functions
+/// (`malloc_consolidate`, `malloc_printerr`), which only its debug file
+/// (libc6-dbg, by build-id) names, as bpftrace does: the same probes
+/// attached, the same counts for a command's mallocs.
+#[test]
+fn uprobe_wildcards_find_static_functions_through_the_debug_file_as_bpftrace() {
+    if !gates() || libc().is_none() {
+        return;
+    }
+    let dbg = Command::new("dpkg").args(["-s", "libc6-dbg"]).output();
+    if !common::gate(match dbg {
+        Ok(out) if out.status.success() => Ok(()),
+        _ => Err("libc6-dbg is not installed (scripts/deps)".to_string()),
+    }) {
+        return;
+    }
+    let prog = "uprobe:libc:mallo* /pid == cpid/ { @[probe] = count(); }";
+    let cmd = "/bin/ls -lR /usr/include/linux";
+    let ours = common::run_ok(scry_run(prog).args(["-c", cmd]));
+    let theirs = common::run_ok(bpftrace(prog).args(["-c", cmd]));
+    assert_eq!(ours.lines().next(), Some("Attaching 8 probes..."), "{ours}");
+    assert_eq!(ours.lines().next(), theirs.lines().next());
+    let counts = lines_with(&ours, "@[");
+    assert_eq!(counts, lines_with(&theirs, "@["));
+    assert!(
+        counts.iter().any(|l| l.contains(":malloc_consolidate]: ")),
+        "{counts:?}"
+    );
+}

@@ -1,7 +1,7 @@
 //! `scry run`'s builtins beyond the first corpus, against bpftrace on the
 //! same programs: `print(value)`, `sizeof`, `username`, `strftime()`,
 //! `buf()` with `%r`, `\xHH` escapes, tuples, `ksym(0)`, and a keyless `count()`
-//! printed after `clear()`. Byte for byte where the output is
+//! printed after `clear()`, `macaddr()`. Byte for byte where the output is
 //! deterministic.
 
 use crate::common;
@@ -171,4 +171,24 @@ fn zero_rawtracepoint_software_and_ustack_as_bpftrace() {
             .unwrap_or(0)
     };
     assert!(faults(&ours) > 0 && faults(&theirs) > 0, "{ours}\n{theirs}");
+}
+
+/// `macaddr()` of a user pointer (the bytes of the file names a command
+/// opens), printed by `%s` and as a map key, as bpftrace prints them
+/// (upper-case hex, colons).
+#[test]
+fn macaddr_matches_bpftrace() {
+    if !gates() {
+        return;
+    }
+    let prog = r#"tracepoint:syscalls:sys_enter_openat /pid == cpid/ { printf("%s %s\n", macaddr(args->filename), str(args->filename)); @[macaddr(args->filename)] = count(); }"#;
+    let cmd = "/bin/cat /etc/hostname";
+    let ours = common::run_ok(scry_run(prog).args(["-c", cmd]));
+    let theirs = common::run_ok(bpftrace(prog).args(["-c", cmd]));
+    assert!(
+        ours.contains("\n2F:65:74:63:2F:68 /etc/hostname\n"),
+        "{ours}"
+    );
+    assert_eq!(lines_with(&ours, "2F:"), lines_with(&theirs, "2F:"));
+    assert_eq!(lines_with(&ours, "@["), lines_with(&theirs, "@["));
 }
