@@ -98,6 +98,22 @@ pub(crate) fn libc() -> Option<&'static Path> {
     .then_some(libc)
 }
 
+/// For a test of uprobes on libc: the gates passed (else None, a skip), a
+/// temporary folder holding a copy of `workload` named `prefix` and this
+/// test process's id (a comm no other process has), its path and name.
+pub(crate) fn libc_workload(
+    prefix: &str,
+    workload: &str,
+) -> Option<(tempfile::TempDir, PathBuf, String)> {
+    if !gates() || libc().is_none() {
+        return None;
+    }
+    let dir = common::tempdir();
+    let name = format!("{prefix}{}", std::process::id() % 100000);
+    let path = unique_copy(dir.path(), &common::workload(workload), &name);
+    Some((dir, path, name))
+}
+
 /// The lines of `text` that start with `prefix`, sorted (bpftrace leaves
 /// the order of equal values to its hash map).
 pub(crate) fn lines_with(text: &str, prefix: &str) -> Vec<String> {
@@ -1117,12 +1133,9 @@ fn uprobe_wildcards_and_missing_attach_points_as_bpftrace() {
 /// bpftrace finds it (`uprobe:/lib/x86_64-linux-gnu/libc.so.6:syscall`).
 #[test]
 fn uprobe_on_a_library_name_is_named_as_bpftrace() {
-    if !gates() || libc().is_none() {
+    let Some((_dir, calls, name)) = libc_workload("lulib", "calls") else {
         return;
-    }
-    let dir = common::tempdir();
-    let name = format!("lulib{}", std::process::id() % 100000);
-    let calls = unique_copy(dir.path(), &common::workload("calls"), &name);
+    };
     let prog = format!(
         "BEGIN {{ printf(\"ready\\n\"); }}
          uprobe:libc:syscall /comm == \"{name}\"/ {{ @[probe] = count(); }}

@@ -9,7 +9,7 @@
 //! code.
 
 use crate::common;
-use crate::lang::{bpftrace, gates, libc, lines_with, run_with, scry_run, unique_copy};
+use crate::lang::{bpftrace, gates, libc_workload, lines_with, run_with, scry_run, unique_copy};
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -45,12 +45,9 @@ fn run_to_end(mut cmd: Command) -> String {
 /// adds nothing.
 #[test]
 fn dash_c_counts_the_command_as_bpftrace_and_ends_with_it() {
-    if !gates() || libc().is_none() {
+    let Some((dir, calls, _)) = libc_workload("lcc", "calls") else {
         return;
-    }
-    let dir = common::tempdir();
-    let name = format!("lcc{}", std::process::id() % 100000);
-    let calls = unique_copy(dir.path(), &common::workload("calls"), &name);
+    };
     let noise = unique_copy(dir.path(), &common::workload("calls"), "lccnoise");
     let prog = "uprobe:libc:syscall /pid == cpid/ { @calls = count(); }
                 tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @tp = count(); }";
@@ -111,12 +108,9 @@ fn release(mut child: std::process::Child) {
 /// filters on the pid), and both runs end when it exits.
 #[test]
 fn dash_p_counts_the_process_as_bpftrace_and_ends_with_it() {
-    if !gates() || libc().is_none() {
+    let Some((_dir, mallocs, _)) = libc_workload("lcp", "mallocs") else {
         return;
-    }
-    let dir = common::tempdir();
-    let name = format!("lcp{}", std::process::id() % 100000);
-    let mallocs = unique_copy(dir.path(), &common::workload("mallocs"), &name);
+    };
     let (child, pid) = waiting_mallocs(&mallocs);
     let mut ours = scry_run("BEGIN { printf(\"ready\\n\"); } uprobe:libc:malloc { @ = count(); }");
     ours.args(["-p", &pid.to_string()]);
