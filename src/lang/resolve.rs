@@ -395,6 +395,9 @@ pub(crate) fn list_probes(pattern: &str) -> io::Result<Vec<String>> {
         .strip_prefix("t:")
         .map(|rest| format!("tracepoint:{rest}"))
         .unwrap_or_else(|| pattern.to_string());
+    if let Some(listed) = list_uprobes(&pattern) {
+        return Ok(listed);
+    }
     let mut names: Vec<String> = [
         "cpu-clock",
         "task-clock",
@@ -413,6 +416,32 @@ pub(crate) fn list_probes(pattern: &str) -> io::Result<Vec<String>> {
             .map(|(system, event)| format!("tracepoint:{system}:{event}")),
     );
     Ok(names.into_iter().filter(|n| glob(&pattern, n)).collect())
+}
+
+/// `uprobe:BINARY:PATTERN` (or `uretprobe:`): the functions of BINARY
+/// (and of its debug file) that PATTERN matches, the binary named by the
+/// file found, as bpftrace lists them; None for another pattern. A binary
+/// not found lists nothing.
+fn list_uprobes(pattern: &str) -> Option<Vec<String>> {
+    let (kind, rest) = pattern.split_once(':')?;
+    let (binary, function) = rest.rsplit_once(':')?;
+    if !matches!(kind, "uprobe" | "uretprobe") || binary.contains('*') {
+        return None;
+    }
+    let Ok((path, data)) = uprobe_binary(binary, Span::default()) else {
+        return Some(Vec::new());
+    };
+    let shown = match binary.contains('/') {
+        true => binary.to_string(),
+        false => as_ld_cache_names(&path).to_string_lossy().into_owned(),
+    };
+    let names = crate::symbol::debug_functions::function_names(&path, &data);
+    Some(
+        matching(names, function)
+            .into_iter()
+            .map(|f| format!("{kind}:{shown}:{f}"))
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -246,3 +246,21 @@ fn output_file_and_quiet_as_bpftrace() {
     assert_eq!(ours, theirs);
     assert!(ours.starts_with("hi\n"), "{ours}");
 }
+
+/// `-l` of a uprobe pattern lists the binary's functions it matches, its
+/// debug file's static ones too, named as bpftrace names them.
+#[test]
+fn listing_uprobes_as_bpftrace() {
+    if !gates() {
+        return;
+    }
+    for pattern in [
+        "uprobe:libc:mallo*",
+        "uretprobe:/lib/x86_64-linux-gnu/libc.so.6:mallo*",
+    ] {
+        let ours = common::run_ok(common::scry().args(["run", "-l", pattern]));
+        let theirs = common::run_ok(Command::new("bpftrace").args(["-l", pattern]));
+        assert!(ours.contains(":malloc\n"), "{pattern}: {ours}");
+        assert_eq!(ours, theirs, "{pattern}");
+    }
+}
