@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::model::sample::{Frame, FrameId, FrameKind, ResolvedSample};
+use crate::model::sample::{Frame, FrameId, FrameKind, FrameTable, ResolvedSample};
 use crate::symbol::raw_stacks::{Named, RawStack};
 use crate::sys::bpf_offcputime::OffcpuSum;
 use crate::sys::bpf_offwaketime::{OffwakeSum, TaskStacks};
@@ -75,10 +75,18 @@ fn missed_user(id: i32) -> bool {
 /// A named stack's function names, innermost first: (kernel, user), the
 /// program's own frames left out.
 pub(crate) fn frame_names(sample: &ResolvedSample, named: &Named) -> (Vec<String>, Vec<String>) {
+    frame_names_in(sample, &named.frames)
+}
+
+/// [`frame_names`] with the frames of a resolver still in use.
+pub(crate) fn frame_names_in(
+    sample: &ResolvedSample,
+    frames: &FrameTable,
+) -> (Vec<String>, Vec<String>) {
     let mut kernel = Vec::new();
     let mut user = Vec::new();
     for &id in sample.stack.iter() {
-        let frame = named.frames.get(id);
+        let frame = frames.get(id);
         let name = frame.sym.as_deref().unwrap_or("[unknown]").to_string();
         match frame.kind {
             FrameKind::Kernel => kernel.push(name),

@@ -7,11 +7,16 @@
 //! capable's AUDIT column, drsnoop -e's FREE(KB) read in user space where
 //! /proc/kallsyms does not list vm_zone_stat).
 
+use std::cell::RefCell;
+
 use clap::Args;
 
 use super::target::PidArg;
-use scry::analysis::snoop::{CapUnique, ReclaimEvent, UniqueBy};
-use scry::render::memsnoop::{CapLayout, FreeKb, OomLayout, ReclaimLayout};
+use scry::analysis::offcputime::frame_names_in;
+use scry::analysis::snoop::{CapEvent, CapUnique, ReclaimEvent, UniqueBy};
+use scry::render::memsnoop::{CapLayout, CapStacks, FreeKb, OomLayout, ReclaimLayout, StackNamer};
+use scry::symbol::ResolveOptions;
+use scry::symbol::raw_stacks::{RawStack, RawStackResolver};
 use scry::sys::bpf_drsnoop::ReclaimSettings;
 use scry::sys::{bpf_capable, bpf_drsnoop, bpf_oomkill};
 
@@ -131,6 +136,16 @@ pub(crate) struct CapableArgs {
     #[arg(short = 'u', long = "unique", value_name = "BY", num_args = 0..=1,
           default_missing_value = "pid", value_enum)]
     unique: Option<UniqueArg>,
+    /// Each check's kernel stack under its line (bcc's -K).
+    #[arg(short = 'K', long = "kernel-stack")]
+    kernel_stack: bool,
+    /// Each check's user stack under its line (bcc's -U).
+    #[arg(short = 'U', long = "user-stack")]
+    user_stack: bool,
+    /// Frames shown of each stack at most (bcc's --perf-max-stack-depth).
+    #[arg(long = "perf-max-stack-depth", value_name = "N", default_value_t = 127,
+          value_parser = clap::value_parser!(u32).range(1..=127))]
+    perf_max_stack_depth: u32,
     #[command(flatten)]
     common: snoop::StreamFlags,
 }
@@ -139,14 +154,34 @@ pub(crate) fn run_capable(args: CapableArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("capable", "-p", args.target.pid)?;
     let cgroup = args.cgroup.open("capable")?;
     let bpf = bpf_tool::load("capable", || {
-        bpf_capable::load(args.target.pid, cgroup.as_ref())
+        bpf_capable::load(
+            args.target.pid,
+            cgroup.as_ref(),
+            (args.kernel_stack, args.user_stack),
+        )
     })?;
     eprintln!(
         "capable: from capability:cap_capable: AUDIT and INSETID (the check's options) are not \
          in the tracepoint: AUDIT shows -"
     );
     let how = snoop::Stream::new("capable", &args.common, args.target.pid);
-    let layout = CapLayout { tid: args.extra };
+    let mut resolver = RawStackResolver::new(&ResolveOptions::default());
+    if args.user_stack {
+        // -p's maps read now: a short process may be gone when its
+        // first check is read.
+        resolver.see(args.target.pid.map(|p| p as i32));
+    }
+    let resolver = RefCell::new(resolver);
+    let depth = args.perf_max_stack_depth as usize;
+    let name = |e: &CapEvent| name_stacks(&mut resolver.borrow_mut(), e, depth);
+    let which = CapStacks {
+        kernel: args.kernel_stack,
+        user: args.user_stack,
+    };
+    let layout = CapLayout {
+        tid: args.extra,
+        stacks: (which.kernel || which.user).then_some((which, &name as StackNamer<'_>)),
+    };
     let unique = args.unique.map(|by| {
         CapUnique::new(match by {
             UniqueArg::Pid => UniqueBy::Pid,
@@ -156,4 +191,32 @@ pub(crate) fn run_capable(args: CapableArgs) -> anyhow::Result<()> {
     snoop::run(&how, &args.common, &bpf, &layout, |e| {
         unique.as_ref().is_none_or(|u| u.keeps(e))
     })
+}
+
+/// A check's (kernel, user) stacks named, at most `depth` frames each
+/// (its process's maps read the first time it is seen).
+fn name_stacks(
+    resolver: &mut RawStackResolver,
+    e: &CapEvent,
+    depth: usize,
+) -> (Vec<String>, Vec<String>) {
+    let pid = e.pid as i32;
+    resolver.see([pid]);
+    resolver.add(&RawStack {
+        pid,
+        tid: e.tid as i32,
+        comm: &e.comm,
+        kernel: &e.kernel,
+        user: &e.user,
+        weight: 1,
+        top: None,
+    });
+    let samples = resolver.take_samples();
+    let (mut kernel, mut user) = samples
+        .first()
+        .map(|s| frame_names_in(s, resolver.frames()))
+        .unwrap_or_default();
+    kernel.truncate(depth);
+    user.truncate(depth);
+    (kernel, user)
 }

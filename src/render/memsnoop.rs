@@ -166,13 +166,58 @@ pub(crate) fn cap_name(cap: i32) -> &'static str {
         .unwrap_or("?")
 }
 
-/// capable's layout; `tid`: -x's TID column.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct CapLayout {
+/// Names a check's (kernel, user) stacks, innermost first (-K, -U).
+pub(crate) type StackNamer<'a> = &'a dyn Fn(&CapEvent) -> (Vec<String>, Vec<String>);
+
+/// capable's layout; `tid`: -x's TID column; `stacks`: which stacks go
+/// under each line (and in its JSON object), with what names them.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CapLayout<'a> {
     pub(crate) tid: bool,
+    pub(crate) stacks: Option<(CapStacks, StackNamer<'a>)>,
 }
 
-impl SnoopFormat for CapLayout {
+/// The stacks capable shows: -K's kernel one, -U's user one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CapStacks {
+    pub(crate) kernel: bool,
+    pub(crate) user: bool,
+}
+
+impl std::fmt::Debug for CapLayout<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CapLayout")
+            .field("tid", &self.tid)
+            .field("stacks", &self.stacks.map(|(which, _)| which))
+            .finish()
+    }
+}
+
+impl CapLayout<'_> {
+    /// The named stacks asked for, kernel first: ("Kernel" or "User",
+    /// frames innermost first).
+    fn named(&self, e: &CapEvent) -> Vec<(&'static str, Vec<String>)> {
+        let Some((which, name)) = self.stacks else {
+            return Vec::new();
+        };
+        let (kernel, user) = name(e);
+        [(which.kernel, "Kernel", kernel), (which.user, "User", user)]
+            .into_iter()
+            .filter_map(|(asked, kind, frames)| asked.then_some((kind, frames)))
+            .collect()
+    }
+}
+
+/// bcc's stack lines under an event: one frame a line, indented; a stack
+/// the kernel did not give is `[Missed Kernel Stack]`.
+fn stack_lines<W: Write>(w: &mut W, frames: &[String], kind: &str) -> io::Result<()> {
+    if frames.is_empty() {
+        return writeln!(w, "        [Missed {kind} Stack]");
+    }
+    frames.iter().try_for_each(|f| writeln!(w, "        {f}"))
+}
+
+impl SnoopFormat for CapLayout<'_> {
     type Event = CapEvent;
 
     fn header<W: Write>(&self, w: &mut W) -> io::Result<()> {
@@ -200,14 +245,26 @@ impl SnoopFormat for CapLayout {
             cap_name(e.cap),
             "-",
             verdict(e.ret)
-        )
+        )?;
+        for (kind, frames) in self.named(e) {
+            stack_lines(w, &frames, kind)?;
+        }
+        Ok(())
     }
 
     fn fields(&self, e: &CapEvent) -> Value {
-        json!({
+        let mut v = json!({
             "uid": e.uid, "pid": e.pid, "tid": e.tid, "comm": e.comm, "cap": e.cap,
             "name": cap_name(e.cap), "verdict": verdict(e.ret),
-        })
+        });
+        for (kind, frames) in self.named(e) {
+            v[if kind == "Kernel" {
+                "kernel_stack"
+            } else {
+                "user_stack"
+            }] = frames.into();
+        }
+        v
     }
 }
 
@@ -278,6 +335,7 @@ mod tests {
             ret: 0,
             comm: "caps".into(),
             cgroup_id: 1,
+            ..CapEvent::default()
         };
         let line = text(|w| CapLayout::default().line(w, &c, clock));
         assert!(

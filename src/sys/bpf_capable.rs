@@ -25,6 +25,25 @@ pub(crate) struct CapEvent {
     pub(crate) comm: String,
     /// The checking task's cgroup v2 id.
     pub(crate) cgroup_id: u64,
+    /// -K's kernel stack, innermost first (empty when not asked or not taken).
+    pub(crate) kernel: Vec<u64>,
+    /// -U's user stack, innermost first (empty when not asked or not taken).
+    pub(crate) user: Vec<u64>,
+}
+
+/// The program's `MAX_STACK`: addresses each stack holds at most.
+const MAX_STACK: usize = 127;
+
+/// `count_at` bytes of addresses from `at`, bounded by `MAX_STACK` and
+/// the record.
+fn stack_at(r: &[u8], count_at: usize, at: usize) -> Vec<u64> {
+    let bytes = u32_at(r, count_at)
+        .map_or(0, |b| b as usize)
+        .min(MAX_STACK * 8);
+    (0..bytes / 8)
+        .map_while(|i| u64_at(r, at + i * 8))
+        .take_while(|&ip| ip != 0)
+        .collect()
 }
 
 impl CapEvent {
@@ -38,6 +57,8 @@ impl CapEvent {
             ret: i32_at(r, 16)?,
             comm: c_string_at(r, 20, 16),
             cgroup_id: u64_at(r, 40)?,
+            kernel: stack_at(r, 48, 56),
+            user: stack_at(r, 52, 56 + MAX_STACK * 8),
         })
     }
 }
@@ -45,14 +66,20 @@ impl CapEvent {
 pub(crate) type CapableBpf = EventStream<CapEvent>;
 
 /// `pid`: only this process's checks; `cgroup`: only those of the tasks
-/// under this cgroup directory (opened), its filter filled first.
-pub(crate) fn load(pid: Option<u32>, cgroup: Option<&std::fs::File>) -> io::Result<CapableBpf> {
+/// under this cgroup directory (opened), its filter filled first;
+/// `stacks`: (kernel, user) stacks taken with each check.
+pub(crate) fn load(
+    pid: Option<u32>,
+    cgroup: Option<&std::fs::File>,
+    stacks: (bool, bool),
+) -> io::Result<CapableBpf> {
     let loaded = load_in_cgroup(
         CapableSkelBuilder::default,
         |open: &mut skel::OpenCapableSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
             rodata.filter_tgid = pid.unwrap_or(0);
             rodata.filter_cgroup = cgroup.is_some();
+            (rodata.kernel_stack, rodata.user_stack) = stacks;
             Ok(())
         },
         GroupRules::default(),

@@ -11,7 +11,8 @@
 //! (scry's `-d` is the duration every streaming tool takes: `--detailed`),
 //! tcpconnect's `-C`/`-M` (its `--cgroupmap`/`--mntnsmap`, bcc's pinned
 //! maps, are taken to refuse them in one line: they are not read), and
-//! capable's `-K`/`-U` (stacks: not done).
+//! capable's `--stack-storage-size` (its stacks travel in each event, no
+//! stack map to size).
 
 use crate::common;
 
@@ -89,7 +90,10 @@ const TOOLS: &[(&str, &str)] = &[
     ),
     ("oomkill", ""),
     ("drsnoop", "-p --pid -t --tid -d --duration -e --extended"),
-    ("capable", "-p --pid -x -c --cgroup -u --unique"),
+    (
+        "capable",
+        "-p --pid -x -c --cgroup -u --unique -K --kernel-stack -U --user-stack --perf-max-stack-depth",
+    ),
     ("mountsnoop", "-p --pid -t --timestamp --detailed"),
 ];
 

@@ -663,6 +663,71 @@ fn capable_lists_each_check_with_its_verdict() {
     );
 }
 
+/// capable -K -U (libbpf-tools' flags; its capable cannot load here):
+/// `caps N`'s N checks each carry the kernel stack of the check (through
+/// the kernel's capability code: cap_capable's callers, the setrlimit
+/// system call) and the user one (raise_limits, the workload's function
+/// making the calls), in the table under each line and in --json.
+#[test]
+fn capable_k_u_show_each_checks_stacks() {
+    if !require_root() {
+        return;
+    }
+    let n = 5usize;
+    let caps = Waiting::start("caps", &[&n.to_string()]);
+    let pid = caps.pid();
+    let json = Tracer::start(scry_tool(&["capable", "-p", &pid, "-K", "-U", "--json"]), 1);
+    let table = Tracer::start(scry_tool(&["capable", "-p", &pid, "-K", "-U"]), 1);
+    let (status, rest) = caps.go();
+    assert!(status.success(), "{rest}");
+    let (lines, err) = json.finish();
+    let checks: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(checks.len(), n, "{lines:?}\n{err}");
+    let names = |c: &serde_json::Value, key: &str| -> Vec<String> {
+        c[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} in {c}"))
+            .iter()
+            .filter_map(|f| f.as_str().map(str::to_string))
+            .collect()
+    };
+    for c in &checks {
+        let kernel = names(c, "kernel_stack");
+        let user = names(c, "user_stack");
+        assert!(
+            kernel.iter().any(|f| f.contains("capable"))
+                && kernel
+                    .iter()
+                    .any(|f| f.contains("setrlimit") || f.contains("prlimit")),
+            "{kernel:?}"
+        );
+        assert!(user.iter().any(|f| f == "raise_limits"), "{user:?}");
+        assert!(user.iter().any(|f| f == "main"), "{user:?}");
+    }
+    let (lines, err) = table.finish();
+    let events = lines
+        .iter()
+        .filter(|l| l.contains(" CAP_SYS_RESOURCE "))
+        .count();
+    assert_eq!(events, n, "{lines:?}\n{err}");
+    let frames = |f: &str| {
+        lines
+            .iter()
+            .filter(|l| l.starts_with("        ") && l.trim() == f)
+            .count()
+    };
+    assert_eq!(frames("raise_limits"), n, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("        ") && l.contains("capable")),
+        "{lines:?}"
+    );
+}
+
 /// capable -c CG (libbpf-tools' flag; its capable cannot load here):
 /// `caps N` moved into a cgroup of its own while it waits: its N checks
 /// of CAP_SYS_RESOURCE and nothing else; `--cgroup` of an empty cgroup
