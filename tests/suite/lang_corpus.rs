@@ -252,8 +252,11 @@ fn user_function_latency_through_uretprobe_matches_bpftrace() {
 /// (state S) of the workload to its next switch-in. `sleeper 20 10`
 /// makes exactly 20 nanosleep calls, counted by both; each blocks once,
 /// unless a preemption under load lasts past its timer (then it never
-/// switches out asleep): so in each tool the intervals are the switch-outs
-/// counted, 1 to 20, and the histogram holds them all.
+/// switches out asleep). An interval needs the switch-in too, and on this
+/// VM an idle-to-task switch is sometimes delivered to no program (20
+/// switch-outs, 19 intervals once, at load 10): so in each tool the
+/// intervals are at most the switch-outs counted, at most one fewer, 1 to
+/// 20, and the histogram holds them all.
 #[test]
 fn off_cpu_time_from_scheduler_tracepoints_matches_bpftrace() {
     if !gates() {
@@ -280,7 +283,8 @@ fn off_cpu_time_from_scheduler_tracepoints_matches_bpftrace() {
         assert_eq!(scalar(text, "@sleeps"), Some(20), "{text}");
         let n = scalar(text, "@n").unwrap_or(0);
         assert!((1..=20).contains(&n), "{text}");
-        assert_eq!(scalar(text, "@outs"), Some(n), "{text}");
+        let outs = scalar(text, "@outs").unwrap_or(0);
+        assert!(n <= outs && outs <= n + 1, "{text}");
         assert_eq!(scalar(text, &format!("@by[{name}]")), Some(n), "{text}");
         assert_eq!(hist_total(text, "@us"), n, "{text}");
     }
