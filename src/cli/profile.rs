@@ -73,7 +73,8 @@ pub(crate) struct ProfileArgs {
     #[arg(long)]
     no_bpf: bool,
     /// The kernel's function tracer: function_graph (durations; the default,
-    /// as trace-cmd profile), function (counts), or nop (none).
+    /// as trace-cmd profile), function (counts), or nop (none); `-p TRACER`
+    /// too, as trace-cmd profile takes it (`-p` with a number is a pid).
     #[arg(long, value_name = "TRACER", default_value = "function_graph")]
     tracer: String,
     /// function_graph's depth: 1 (the default) times each task's outermost
@@ -129,7 +130,17 @@ fn write_report(
     Ok(())
 }
 
-pub(crate) fn run(args: ProfileArgs) -> anyhow::Result<()> {
+pub(crate) fn run(mut args: ProfileArgs) -> anyhow::Result<()> {
+    // trace-cmd profile's `-p TRACER`: `-p` is perf's pid list here, and a
+    // tracer's name is never one, so the name picks the tracer.
+    if let Some(tracer) = args
+        .watch
+        .pid
+        .pid
+        .take_if(|p| matches!(p.as_str(), "function" | "function_graph" | "nop"))
+    {
+        args.tracer = tracer;
+    }
     let json = match args.format.as_str() {
         "text" => false,
         "json" => true,

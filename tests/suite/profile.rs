@@ -619,4 +619,18 @@ fn no_function_tracer_is_one_line_and_the_rest_runs() {
     assert_eq!(count_in(&report, "calls", "sys_getppid"), 40, "{report:#}");
     let current = std::fs::read_to_string(root.join("current_tracer")).unwrap_or_default();
     assert_eq!(current.trim(), "nop");
+
+    // trace-cmd profile's `-p TRACER` picks the tracer (`-p` with a number
+    // stays perf's pid): `-p function` says the same one line for its
+    // tracer, `-p nop` asks for no tracer and says nothing.
+    for (tracer, notes_wanted) in [("function", 1), ("nop", 0)] {
+        let (report, stderr) = profile_json(&["-p", tracer], &[calls.as_os_str(), "40".as_ref()]);
+        let notes: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("kernel functions not profiled"))
+            .collect();
+        assert_eq!(notes.len(), notes_wanted, "-p {tracer}: {stderr}");
+        assert!(notes.iter().all(|n| n.contains(tracer)), "{stderr}");
+        assert_eq!(count_in(&report, "calls", "sys_getppid"), 40, "{report:#}");
+    }
 }
