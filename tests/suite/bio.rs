@@ -378,6 +378,7 @@ fn bitesize_biotop_and_biolatency_per_disk_and_flags_as_libbpf_tools() {
     let disk = LoopDevice::new();
     let name = disk.name();
     let sizes = Tracer::start(scry_tool(&["bitesize", "-d", &name]), 1);
+    let sizes_json = Tracer::start(scry_tool(&["bitesize", "-d", &name, "--json"]), 1);
     let sizes_peer = Tracer::start(peer(&["bitesize", "-d", &name]), 0);
     let both = Tracer::start(scry_tool(&["biolatency", "-D", "-F", "-d", &name]), 2);
     let both_peer = Tracer::start(peer(&["biolatency", "-D", "-F", "-d", &name]), 0);
@@ -387,6 +388,7 @@ fn bitesize_biotop_and_biolatency_per_disk_and_flags_as_libbpf_tools() {
         pids.push(dwrites(&disk, count, size));
     }
     let (ours, _) = sizes.stop();
+    let (ours_json, _) = sizes_json.stop();
     let (theirs, _) = sizes_peer.stop();
     let (both_ours, _) = both.stop();
     let (both_theirs, _) = both_peer.stop();
@@ -421,6 +423,32 @@ fn bitesize_biotop_and_biolatency_per_disk_and_flags_as_libbpf_tools() {
     };
     assert!(row(128, 255, n) && row(8, 15, m), "{mine:?}");
     assert_eq!(common::hist_total(&mine.join("\n")), n + m);
+    // --json: dwrites' histogram, the table's rows as buckets.
+    let doc: serde_json::Value =
+        serde_json::from_str(&ours_json.join("\n")).expect("one JSON document");
+    let of_dwrites: Vec<&serde_json::Value> = doc
+        .as_array()
+        .expect("an array of histograms")
+        .iter()
+        .filter(|h| h["key"] == "dwrites" || h["label"] == "Process Name = dwrites")
+        .collect();
+    assert_eq!(of_dwrites.len(), 1, "{doc}");
+    let buckets: Vec<[u64; 3]> = of_dwrites[0]["buckets"]
+        .as_array()
+        .expect("buckets")
+        .iter()
+        .map(|b| ["low", "high", "count"].map(|k| b[k].as_u64().unwrap_or(u64::MAX)))
+        .collect();
+    let table_rows: Vec<[u64; 3]> = mine
+        .iter()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let number = |i: usize| f.get(i)?.parse::<u64>().ok();
+            Some([number(0)?, number(2)?, number(4)?])
+        })
+        .filter(|r| r[2] > 0)
+        .collect();
+    assert_eq!(buckets, table_rows, "bitesize --json: {doc}\n{mine:?}");
 
     let (totals, peer_totals) = (totals_by_label(&both_ours), totals_by_label(&both_theirs));
     assert_eq!(

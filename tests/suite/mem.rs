@@ -841,6 +841,11 @@ fn oomkill_and_drsnoop_see_a_cgroup_kill_its_hog() {
     group.add(&pid);
     let oom = Tracer::start(scry_tool(&["oomkill"]), 1);
     let memcg = Tracer::start(scry_tool(&["drsnoop", "--memcg", "-e", "-p", &pid]), 4);
+    let oom_json = Tracer::start(scry_tool(&["oomkill", "--json"]), 1);
+    let memcg_json = Tracer::start(
+        scry_tool(&["drsnoop", "--memcg", "-e", "-p", &pid, "--json"]),
+        4,
+    );
     let direct = Tracer::start(scry_tool(&["drsnoop", "-p", &pid]), 2);
     let peer = Tracer::start(common::tracer::peer(&["drsnoop", "-p", &pid]), 0);
     let (status, _) = hog.go();
@@ -857,6 +862,25 @@ fn oomkill_and_drsnoop_see_a_cgroup_kill_its_hog() {
     assert!(
         kills[0].contains(&format!("Triggered by PID {pid} (\"hog\")")),
         "{lines:?}"
+    );
+    // --json: the kill's object, the line's fields.
+    let victim_pid: u64 = pid.parse().expect("pid");
+    oom_json.wait_until(|lines| lines.iter().any(|l| l.contains("victim_pid")));
+    let (json_lines, _) = oom_json.stop();
+    let kills_json: Vec<serde_json::Value> = json_lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["victim_pid"] == victim_pid)
+        .collect();
+    assert_eq!(kills_json.len(), 1, "{json_lines:?}");
+    let k = &kills_json[0];
+    let pages = k["pages"].as_u64().expect("pages");
+    assert!(
+        k["victim_comm"] == "hog"
+            && k["trigger_pid"] == victim_pid
+            && k["trigger_comm"] == "hog"
+            && kills[0].contains(&format!(", {pages} pages, ")),
+        "{k}\n{lines:?}"
     );
     let (memcg_lines, memcg_err) = memcg.finish();
     let reclaims: Vec<&String> = memcg_lines.iter().skip(2).collect();
@@ -887,6 +911,39 @@ fn oomkill_and_drsnoop_see_a_cgroup_kill_its_hog() {
         "{memcg_lines:?}"
     );
     assert!(memcg_err.lines().count() <= 1, "{memcg_err}");
+    // --json: one object per reclaim, the line's fields (FREE(KB) is
+    // read when each is printed, and each program times a reclaim on its
+    // own clock reads: LAT is only checked to be there).
+    let (memcg_json, _) = memcg_json.finish();
+    let mut objects: Vec<Vec<String>> = memcg_json
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| {
+            vec![
+                v["comm"].as_str().unwrap_or("").to_string(),
+                v["tid"].to_string(),
+                v["lat_ms"].as_f64().is_some_and(|ms| ms >= 0.0).to_string(),
+                v["pages"].to_string(),
+                v["kind"].as_str().unwrap_or("").to_string(),
+            ]
+        })
+        .collect();
+    let mut rows: Vec<Vec<String>> = reclaims
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let mut row: Vec<String> = [1, 2, 4, 6]
+                .iter()
+                .map(|&i| f.get(i).copied().unwrap_or("").to_string())
+                .collect();
+            let lat = f.get(3).is_some_and(|ms| ms.parse::<f64>().is_ok());
+            row.insert(2, lat.to_string());
+            row
+        })
+        .collect();
+    objects.sort();
+    rows.sort();
+    assert_eq!(objects, rows, "drsnoop --json: {memcg_json:?}");
     let (direct_lines, _) = direct.finish();
     let (peer_lines, _) = peer.stop();
     // Direct reclaims: the same on both sides (a cgroup at its limit

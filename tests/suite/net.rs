@@ -187,6 +187,7 @@ fn tcpconnect_and_tcpaccept_count_n_each() {
     let port = free_port();
     let p = port.to_string();
     let connects = Tracer::start(scry_tool(&["tcpconnect", "-P", &p]), 1);
+    let connects_json = Tracer::start(scry_tool(&["tcpconnect", "-P", &p, "--json"]), 1);
     let counted = Tracer::start(scry_tool(&["tcpconnect", "-c", "-P", &p]), 1);
     let accepts = Tracer::start(scry_tool(&["tcpaccept", "-P", &p]), 2);
     let json = Tracer::start(scry_tool(&["tcpaccept", "-P", &p, "--json"]), 2);
@@ -196,9 +197,11 @@ fn tcpconnect_and_tcpaccept_count_n_each() {
     let count =
         |parse: fn(&str) -> bool| move |l: &[String]| l.iter().filter(|l| parse(l)).count() >= n;
     connects.wait_until(count(|l| connect_of_line(l).is_some()));
+    connects_json.wait_until(count(|l| l.starts_with('{')));
     accepts.wait_until(count(|l| accept_of_line(l).is_some()));
     json.wait_until(count(|l| l.starts_with('{')));
     let (connect_lines, _) = connects.stop();
+    let (connect_json, _) = connects_json.stop();
     let (accept_lines, _) = accepts.stop();
     let (json_lines, _) = json.stop();
     let (count_lines, _) = counted.stop();
@@ -222,6 +225,22 @@ fn tcpconnect_and_tcpaccept_count_n_each() {
     expected.extend(vec![row(pid6, 6, "::1"); n6]);
     expected.sort();
     assert_eq!(got, expected, "tcpconnect");
+    // --json: one object per connection, the line's fields.
+    let mut objects: Vec<_> = json_of(&connect_json)
+        .iter()
+        .map(|v| {
+            (
+                v["pid"].as_u64().map_or(0, |p| p as u32),
+                v["comm"].as_str().unwrap_or("").to_string(),
+                v["ip"].as_u64().map_or(0, |i| i as u8),
+                v["laddr"].as_str().unwrap_or("").to_string(),
+                v["raddr"].as_str().unwrap_or("").to_string(),
+                v["rport"].as_u64().map_or(0, |p| p as u16),
+            )
+        })
+        .collect();
+    objects.sort();
+    assert_eq!(objects, expected, "tcpconnect --json: {connect_json:?}");
 
     let accepted: Vec<_> = accept_lines
         .iter()
@@ -294,11 +313,14 @@ fn tcpstates_shows_the_transitions_libbpf_tools_shows() {
     let port = free_port();
     let p = port.to_string();
     let scry = Tracer::start(scry_tool(&["tcpstates", "-L", &p]), 1);
+    let json = Tracer::start(scry_tool(&["tcpstates", "-L", &p, "--json"]), 1);
     let oracle = Tracer::start(peer(&["tcpstates", "-L", &p]), 0);
     run_conns(n, 1000, 1000, 4, port);
     let want = 5 * n + 2;
     scry.wait_until(|l| transitions(l).len() >= want);
     oracle.wait_until(|l| transitions(l).len() >= want);
+    json.wait_until(|l| json_of(l).len() >= want);
+    let (json, _) = json.stop();
     let (ours, _) = scry.stop();
     let (theirs, _) = oracle.stop();
     assert_eq!(
@@ -309,6 +331,25 @@ fn tcpstates_shows_the_transitions_libbpf_tools_shows() {
     let ours = transitions(&ours);
     assert_eq!(ours.len(), want, "{ours:?}");
     assert_eq!(ours, transitions(&theirs));
+    // --json: one object per transition, the line's fields.
+    let mut objects: Vec<Vec<String>> = json_of(&json)
+        .iter()
+        .map(|v| {
+            let field = |k: &str| match &v[k] {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let mut row: Vec<String> = [
+                "skaddr", "pid", "comm", "laddr", "lport", "raddr", "rport", "oldstate",
+            ]
+            .map(field)
+            .to_vec();
+            row.extend(["->".to_string(), field("newstate")]);
+            row
+        })
+        .collect();
+    objects.sort();
+    assert_eq!(objects, ours, "tcpstates --json: {json:?}");
     let closes = ours
         .iter()
         .filter(|f| f[7] == "LAST_ACK" && f[9] == "CLOSE")
@@ -594,6 +635,7 @@ fn bindsnoop_and_solisten_list_each_bind_and_listen() {
         let failed = Tracer::start(scry_tool(&["bindsnoop", "-x"]), 2);
         let json = Tracer::start(scry_tool(&["bindsnoop", "--json"]), 2);
         let listens = Tracer::start(scry_tool(&["solisten", "-t"]), 2);
+        let listens_json = Tracer::start(scry_tool(&["solisten", "--json"]), 2);
         let (pid, ports) = run_binds(n, k, family);
         assert_eq!(ports.len(), n);
         let of_pid = |l: &String| l.contains(&format!("\"pid\":{pid},"));
@@ -607,7 +649,9 @@ fn bindsnoop_and_solisten_list_each_bind_and_listen() {
         });
         let (failed, _) = failed.stop();
         let (json, _) = json.stop();
+        listens_json.wait_until(|l| l.iter().filter(|l| of_pid(l)).count() >= n);
         let (listens, _) = listens.stop();
+        let (listens_json, _) = listens_json.stop();
 
         let binds = lines_of(&failed, pid);
         let mut expected: Vec<Vec<String>> = ports
@@ -685,6 +729,24 @@ fn bindsnoop_and_solisten_list_each_bind_and_listen() {
             })
             .collect();
         assert_eq!(rows, expected, "IPv{family} solisten -t:\n{listens:?}");
+        // --json: the same fields, one object per listen.
+        let objects: Vec<Vec<String>> = listens_json
+            .iter()
+            .filter(|l| of_pid(l))
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|v| {
+                ["pid", "comm", "ret", "backlog", "proto", "port", "addr"]
+                    .map(|k| match &v[k] {
+                        serde_json::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .to_vec()
+            })
+            .collect();
+        assert_eq!(
+            objects, expected,
+            "IPv{family} solisten --json:\n{listens_json:?}"
+        );
     }
 }
 
