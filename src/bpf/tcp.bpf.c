@@ -28,7 +28,8 @@
 //           event when the socket leaves SYN_SENT (its source port is
 //           chosen after SYN_SENT), whether it connected or failed.
 // Filters in the kernel: family, process (at the moment the process is
-// known), uid (tcpconnect), local and remote port lists (at the event,
+// known), uid and cgroup (tcpconnect: the connecting task's,
+// cgroup.bpf.h), local and remote port lists (at the event,
 // when both ports are known).
 
 #include <stdbool.h>
@@ -107,6 +108,7 @@ BPF_HASH(socks, __u64, struct sock_info, MAX_SOCKS);
 
 #define RING_BYTES (1024 * 1024)
 #include "ring.bpf.h"
+#include "cgroup.bpf.h"
 
 #include "syscall_records.bpf.h"
 
@@ -231,6 +233,8 @@ static __always_inline void on_connect(const void *sk, int oldstate, int newstat
 		if (filter_tgid && (id >> 32) != filter_tgid)
 			return;
 		if (filter_uid != (__u32)-1 && (__u32)bpf_get_current_uid_gid() != filter_uid)
+			return;
+		if (!in_cgroup())
 			return;
 		struct sock_info info = {.ts = now};
 		take_owner(&info);
@@ -374,6 +378,8 @@ static __always_inline void connect_enter(const void *sk)
 	if (filter_tgid && (id >> 32) != filter_tgid)
 		return;
 	if (filter_uid != (__u32)-1 && (__u32)bpf_get_current_uid_gid() != filter_uid)
+		return;
+	if (!in_cgroup())
 		return;
 	__u32 tid = (__u32)id;
 	__u64 addr = (__u64)sk;

@@ -3,7 +3,8 @@
 //! destination port; `-c` counts them per source, destination and port
 //! instead, printed at the end. From the sock:inet_sock_set_state
 //! tracepoint (the process at SYN_SENT, the line when the socket leaves
-//! it), so no kprobe is needed. Wiring only: `sys::bpf_tcp` (mode
+//! it), so no kprobe is needed; `--cgroup` filters in the kernel, at
+//! the connecting task. Wiring only: `sys::bpf_tcp` (mode
 //! Connect) → `analysis::net` (-c) → `render::net`.
 
 use clap::Args;
@@ -37,6 +38,10 @@ pub(crate) struct TcpconnectArgs {
     /// Print the user id.
     #[arg(short = 'U', long = "print-uid")]
     print_uid: bool,
+    /// Only connections from tasks under this cgroup v2 directory
+    /// (/sys/fs/cgroup/...).
+    #[arg(long = "cgroup", value_name = "PATH")]
+    cgroup: Option<std::path::PathBuf>,
     #[command(flatten)]
     family: FamilyFlags,
     #[command(flatten)]
@@ -54,6 +59,7 @@ pub(crate) fn run(args: TcpconnectArgs) -> anyhow::Result<()> {
         family: args.family.family(),
         pid: args.target.pid,
         uid: args.uid,
+        cgroup: args.cgroup.clone(),
         ..TcpSettings::default()
     };
     let how = TcpRun::new("tcpconnect", &args.common, settings, ports);

@@ -11,6 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::bpf_engine::{GroupRules, u32_at, u64_at};
 use super::bpf_events::{EventStream, c_string_at, u16_at};
+use super::bpf_execsnoop::{load_in_cgroup, open_cgroup};
 
 super::bpf::bpf_skeleton!("tcp.skel.rs");
 
@@ -94,6 +95,9 @@ pub(crate) struct TcpSettings {
     pub(crate) lports: Vec<u16>,
     /// Remote ports, as `lports`.
     pub(crate) rports: Vec<u16>,
+    /// tcpconnect's `--cgroup`: only connections from tasks under this
+    /// cgroup v2 directory.
+    pub(crate) cgroup: Option<std::path::PathBuf>,
 }
 
 /// One event of the TCP program.
@@ -196,7 +200,8 @@ pub(crate) fn load(settings: &TcpSettings) -> io::Result<TcpBpf> {
             format!("at most {MAX_PORTS} ports per list"),
         ));
     }
-    EventStream::load(
+    let cgroup = open_cgroup(settings.cgroup.as_deref())?;
+    let loaded = load_in_cgroup(
         TcpSkelBuilder::default,
         |open: &mut skel::OpenTcpSkel<'static>| {
             let rodata = super::bpf::rodata(open.maps.rodata_data.as_deref_mut())?;
@@ -206,6 +211,7 @@ pub(crate) fn load(settings: &TcpSettings) -> io::Result<TcpBpf> {
             rodata.filter_uid = settings.uid.unwrap_or(u32::MAX);
             rodata.lports = port_array(&settings.lports);
             rodata.rports = port_array(&settings.rports);
+            rodata.filter_cgroup = cgroup.is_some();
             Ok(())
         },
         GroupRules {
@@ -214,9 +220,14 @@ pub(crate) fn load(settings: &TcpSettings) -> io::Result<TcpBpf> {
             tracepoints: settings.mode.functions().1,
             ..GroupRules::default()
         },
+        cgroup.as_ref(),
+        |s: &skel::TcpSkel<'static>| &s.maps.cgroup_map,
+    )?;
+    Ok(EventStream::new(
+        loaded,
         |s: &skel::TcpSkel<'static>| (&s.maps.events, &s.maps.drops),
         TcpEvent::decode,
-    )
+    ))
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@ const TOOLS: &[(&str, &str)] = &[
     ),
     (
         "tcpconnect",
-        "-c --count -p --pid -P --port -s --source-port -t --timestamp -u --uid -U --print-uid -4 -6 --cgroupmap --mntnsmap",
+        "-c --count -p --pid -P --port -s --source-port -t --timestamp -u --uid -U --print-uid -4 -6 --cgroupmap --mntnsmap --cgroup",
     ),
     ("tcpaccept", "-T -t -p -P -4 -6"),
     ("tcpretrans", "-c --count -s -l --lossprobe -4 -6"),

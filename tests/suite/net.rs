@@ -284,6 +284,74 @@ fn tcpconnect_and_tcpaccept_count_n_each() {
     );
 }
 
+/// tcpconnect --cgroup PATH (bcc filters by a pinned cgroup map; scry by
+/// the directory, in the kernel): N connections from a `conns` run in a
+/// cgroup of the test's own, M from one outside it: the N only; a
+/// cgroup with no task sees none.
+#[test]
+fn tcpconnect_cgroup_lists_only_that_cgroups_connections() {
+    if !require_root_and("tcplife") {
+        return;
+    }
+    let Some(cg) = crate::bpf_tools::TestCgroup::new("cg-tcpconnect") else {
+        return;
+    };
+    let Some(empty) = crate::bpf_tools::TestCgroup::new("cg-tcpconnect-empty") else {
+        return;
+    };
+    let (n, m) = (4usize, 3usize);
+    let port = free_port();
+    let p = port.to_string();
+    let inside = Tracer::start(
+        scry_tool(&["tcpconnect", "-P", &p, "--cgroup", &cg.arg(), "--json"]),
+        1,
+    );
+    let nothing = Tracer::start(
+        scry_tool(&["tcpconnect", "-P", &p, "--cgroup", &empty.arg()]),
+        1,
+    );
+    let everyone = Tracer::start(scry_tool(&["tcpconnect", "-P", &p, "--json"]), 1);
+    let outside_pid = run_conns(m, 10, 10, 4, port);
+    // The same workload, moved into the cgroup before it connects.
+    let procs = cg.0.join("cgroup.procs");
+    let status = Command::new("sh")
+        .args([
+            "-c",
+            "echo $$ > \"$1\" && exec \"$2\" \"$3\" 10 10 4 \"$4\"",
+            "sh",
+        ])
+        .arg(&procs)
+        .arg(common::workload("conns"))
+        .arg(n.to_string())
+        .arg(&p)
+        .status()
+        .expect("conns runs in the cgroup");
+    assert!(status.success());
+    everyone.wait_until(|l| json_of(l).len() >= n + m);
+    inside.wait_until(|l| json_of(l).len() >= n);
+    let (all, _) = everyone.stop();
+    let (lines, err) = inside.stop();
+    let (none, _) = nothing.stop();
+    let pids = |lines: &[String]| -> Vec<u64> {
+        json_of(lines)
+            .iter()
+            .filter_map(|v| v["pid"].as_u64())
+            .collect()
+    };
+    let all = pids(&all);
+    assert_eq!(all.len(), n + m, "{all:?}");
+    let inside_pid = all
+        .iter()
+        .copied()
+        .find(|&p| p != u64::from(outside_pid))
+        .expect("the cgroup's run");
+    assert_eq!(pids(&lines), vec![inside_pid; n], "{lines:?}\n{err}");
+    assert!(
+        none.iter().all(|l| !l.contains(&p)),
+        "the empty cgroup: {none:?}"
+    );
+}
+
 /// A tcpstates line without its duration.
 fn transitions(lines: &[String]) -> Vec<Vec<String>> {
     let mut rows: Vec<Vec<String>> = lines
