@@ -232,12 +232,12 @@ fn read_code(
         };
     }
     if dso.starts_with('[') || dso.starts_with("/tmp/perf-") || dso.starts_with("//anon") {
-        if let Some(code) = hits
-            .jitdump
-            .as_deref()
-            .and_then(|j| jit_code(j, hits.start))
-        {
-            return Ok(code);
+        if let Some(jitdump) = hits.jitdump.as_deref() {
+            return jit_code(jitdump, hits.start).ok_or_else(|| Unavailable::NotInJitdump {
+                dso: dso.to_owned(),
+                jitdump: jitdump.display().to_string(),
+                addr: hits.start,
+            });
         }
         return Err(Unavailable::NotInAFile {
             dso: dso.to_owned(),

@@ -175,7 +175,6 @@ pub(crate) const TOOLS: &[(&str, &str)] = &[
         "tcpretrans",
         "each retransmitted TCP segment with its state, streamed (or counted, -c)",
     ),
-    ("tcprtt", "smoothed TCP round-trip times, as a histogram"),
     (
         "tcprtt",
         "TCP round-trip times as a histogram (per address with -b/-B; -i: every interval)",

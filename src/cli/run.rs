@@ -12,7 +12,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::Context;
@@ -106,7 +106,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let mut out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(std::io::BufWriter::new(
-            create_private(path).with_context(|| format!("scry run: -o {}", path.display()))?,
+            super::create_private(path).context("scry run: -o")?,
         )),
         None => Box::new(std::io::stdout().lock()),
     };
@@ -150,15 +150,4 @@ fn command_words(cmd: &str) -> anyhow::Result<Vec<OsString>> {
         );
     }
     Ok(words)
-}
-
-/// `-o FILE`, created (or truncated) readable by its owner alone: it
-/// holds other processes' data.
-fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
 }

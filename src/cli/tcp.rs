@@ -47,9 +47,6 @@ pub(crate) struct PortLists {
     pub(crate) filters: Vec<String>,
 }
 
-/// `(FLAG, PORTS)` for the local and the remote list, each PORTS a
-/// comma-separated list (at most eight, each 1-65535) or None. Checked
-/// before anything loads.
 /// bcc's `--cgroupmap` and `--mntnsmap` (tcptop, tcpconnect): maps of
 /// cgroup ids or mount namespaces pinned by another program, not read:
 /// taken only to say so, in one line naming the filter to give instead.
@@ -91,6 +88,9 @@ impl BccMapArgs {
     }
 }
 
+/// `(FLAG, PORTS)` for the local and the remote list, each PORTS a
+/// comma-separated list (at most eight, each 1-65535) or None. Checked
+/// before anything loads.
 pub(crate) fn port_lists(
     tool: &str,
     local: (&str, Option<&str>),

@@ -51,8 +51,12 @@ pub(crate) struct TcpconnectArgs {
 }
 
 pub(crate) fn run(args: TcpconnectArgs) -> anyhow::Result<()> {
-    args.maps.refuse("tcpconnect", "")?;
+    args.maps.refuse("tcpconnect", "--cgroup")?;
     bpf_tool::check_pid("tcpconnect", "-p", args.target.pid)?;
+    // The directory is checked before anything loads (a refusal there is
+    // the directory's, not the kernel's refusal of the programs).
+    scry::sys::bpf_execsnoop::open_cgroup(args.cgroup.as_deref())
+        .map_err(|e| anyhow::anyhow!("tcpconnect: {e}"))?;
     let ports = tcp::port_lists("tcpconnect", ("", None), ("-P", args.ports.as_deref()))?;
     let settings = TcpSettings {
         mode: TcpMode::Connect,

@@ -67,6 +67,8 @@ struct Pass<'a> {
     types: &'a KernelTypes,
     /// `-c`'s command's pid (`cpid`).
     cpid: Option<u32>,
+    /// Uprobes fire in one process (`-p`, `-c`), never scry's own.
+    one_process: bool,
 }
 
 fn compile_all(
@@ -111,8 +113,10 @@ fn compile_one(
         types: pass.types,
         // scry's own allocations are left out of uprobes: each event it
         // reads allocates, and on `uprobe:libc:malloc { printf(...) }`
-        // every event read made another, without end.
-        skip_tgid: matches!(c.spec, ProbeSpec::Uprobe { .. }).then(std::process::id),
+        // every event read made another, without end. (Not needed where
+        // the kernel fires them in one other process alone: -p, -c.)
+        skip_tgid: (matches!(c.spec, ProbeSpec::Uprobe { .. }) && !pass.one_process)
+            .then(std::process::id),
         cpid: pass.cpid,
     };
     compile_probe(
@@ -335,6 +339,7 @@ pub(crate) fn run(
         start_ns,
         types: &types,
         cpid: options.pid.filter(|_| options.child).map(|p| p as u32),
+        one_process: options.pid.is_some(),
     };
     compile_all(&discovery, &probes, &mut reg)?;
     let mut maps = Vec::new();

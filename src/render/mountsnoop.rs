@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 use super::snoop::{Clock, SnoopFormat, hms};
 use crate::analysis::snoop::MountEvent;
 
-/// The names of the mount flags' bits, bit 0 first (libbpf-tools').
+/// The names of the mount flags' bits, bit 0 first, as <linux/mount.h>
+/// defines them (bit 9 has none). libbpf-tools' table skips that gap and
+/// names bits 9-14 one too low (its MS_BIND is MS_MOVE's 0x2000).
 const MOUNT_FLAGS: [&str; 32] = [
     "MS_RDONLY",
     "MS_NOSUID",
@@ -22,12 +24,12 @@ const MOUNT_FLAGS: [&str; 32] = [
     "MS_MANDLOCK",
     "MS_DIRSYNC",
     "MS_NOSYMFOLLOW",
+    "",
     "MS_NOATIME",
     "MS_NODIRATIME",
     "MS_BIND",
     "MS_MOVE",
     "MS_REC",
-    "MS_VERBOSE",
     "MS_SILENT",
     "MS_POSIXACL",
     "MS_UNBINDABLE",
@@ -53,9 +55,12 @@ pub(crate) fn mount_flags(flags: u64) -> String {
     if flags == 0 {
         return "0x0".to_string();
     }
-    let names: Vec<&str> = (0..32)
+    let names: Vec<String> = (0..32)
         .filter(|bit| flags & (1 << bit) != 0)
-        .map(|bit| MOUNT_FLAGS[bit])
+        .map(|bit| match MOUNT_FLAGS[bit] {
+            "" => format!("{:#x}", 1u64 << bit),
+            name => name.to_string(),
+        })
         .collect();
     names.join(" | ")
 }
@@ -165,6 +170,15 @@ impl SnoopFormat for MountLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flags_are_named_by_their_bits_in_linux_mount_h() {
+        assert_eq!(mount_flags(0x1000), "MS_BIND");
+        assert_eq!(mount_flags(0x2000), "MS_MOVE");
+        assert_eq!(mount_flags(0x4000 | 0x40000), "MS_REC | MS_PRIVATE");
+        assert_eq!(mount_flags(0x400 | 0x8000), "MS_NOATIME | MS_SILENT");
+        assert_eq!(mount_flags(0x200), "0x200");
+    }
 
     #[test]
     fn lines_in_libbpf_tools_layout() {

@@ -63,6 +63,14 @@ pub(crate) enum Unavailable {
     Kernel(CodeError),
     #[error("{dso}: the code is not in a file (JIT or vDSO code is gone with its process)")]
     NotInAFile { dso: String },
+    #[error(
+        "{dso}: the jitdump {jitdump} holds no code of at most {MAX_FUNCTION_BYTES} bytes at {addr:#x} (unreadable, cut short, or not loaded there)"
+    )]
+    NotInJitdump {
+        dso: String,
+        jitdump: String,
+        addr: u64,
+    },
     #[error("{dso} was rebuilt since the recording (build id {now}, recorded {recorded})")]
     Rebuilt {
         dso: String,
@@ -267,8 +275,8 @@ fn covers(
 /// of the jitdump file at `jitdump` (None if it holds none for it).
 pub(crate) fn jit_code(jitdump: &Path, addr: u64) -> Option<FunctionCode> {
     let bytes = super::jitdump::read_bytes(jitdump)?;
-    let (code, bytes) = super::jitdump::code_at(&bytes, addr)?;
-    (code.size <= MAX_FUNCTION_BYTES).then_some(FunctionCode {
+    let (code, bytes) = super::jitdump::code_at(&bytes, addr, MAX_FUNCTION_BYTES)?;
+    Some(FunctionCode {
         symbol: code.name,
         svma: code.start,
         bytes,

@@ -152,12 +152,14 @@ pub(crate) fn parse(bytes: &[u8]) -> Vec<JitCode> {
 
 /// The last code load or move covering `addr` and its machine code, as
 /// the load record holds it (None if none covers it or its bytes are cut
-/// short).
-pub(crate) fn code_at(bytes: &[u8], addr: u64) -> Option<(JitCode, Vec<u8>)> {
+/// short, or the code is over `max_size` bytes: checked before it is
+/// copied).
+pub(crate) fn code_at(bytes: &[u8], addr: u64, max_size: u64) -> Option<(JitCode, Vec<u8>)> {
     placements(bytes)
         .into_iter()
         .rev()
         .find(|p| addr >= p.code.start && addr - p.code.start < p.code.size)
+        .filter(|p| p.code.size <= max_size)
         .and_then(|p| Some((p.code, p.bytes?.to_vec())))
 }
 
@@ -220,13 +222,15 @@ mod tests {
         assert_eq!(whole[1].name, "py::main:/tmp/x.py");
         assert_eq!((whole[0].start, whole[0].size), (0x7f00_0000_1000, 11));
         assert_eq!(parse(&f[..f.len() - 3]).len(), 1);
-        let (code, bytes) = code_at(&f, 0x7f00_0000_2005).expect("main's code");
+        let (code, bytes) = code_at(&f, 0x7f00_0000_2005, u64::MAX).expect("main's code");
         assert_eq!(
             (code.name.as_str(), bytes),
             ("py::main:/tmp/x.py", vec![0x90; 11])
         );
-        assert!(code_at(&f, 0x7f00_0000_200b).is_none());
-        assert!(code_at(&f[..f.len() - 3], 0x7f00_0000_2005).is_none());
+        assert!(code_at(&f, 0x7f00_0000_200b, u64::MAX).is_none());
+        // Over the size asked for: refused before the bytes are copied.
+        assert!(code_at(&f, 0x7f00_0000_2005, 10).is_none());
+        assert!(code_at(&f[..f.len() - 3], 0x7f00_0000_2005, u64::MAX).is_none());
         assert!(parse(b"not a jitdump").is_empty());
         assert!(is_jitdump("/tmp/jit-24104.dump"));
     }
@@ -271,15 +275,15 @@ mod tests {
                 (0x7f00_0000_5000, 11, "hot"),
             ]
         );
-        let (code, bytes) = code_at(&f, 0x7f00_0000_500a).expect("the moved code");
+        let (code, bytes) = code_at(&f, 0x7f00_0000_500a, u64::MAX).expect("the moved code");
         assert_eq!((code.name.as_str(), code.start), ("hot", 0x7f00_0000_5000));
         assert_eq!(bytes, vec![0x90; 11]);
         // The old place still names it (samples before the move).
         assert_eq!(
-            code_at(&f, 0x7f00_0000_1000).map(|c| c.0.start),
+            code_at(&f, 0x7f00_0000_1000, u64::MAX).map(|c| c.0.start),
             Some(0x7f00_0000_1000)
         );
-        assert!(code_at(&f, 0x7f00_0000_6000).is_none());
+        assert!(code_at(&f, 0x7f00_0000_6000, u64::MAX).is_none());
         // A torn move is dropped, the loads stay.
         assert_eq!(parse(&f[..f.len() - 64 - 3]).len(), 2);
         assert!(!is_jitdump("/tmp/jit-.dump"));
