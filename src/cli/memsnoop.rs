@@ -194,14 +194,16 @@ pub(crate) fn run_capable(args: CapableArgs) -> anyhow::Result<()> {
 }
 
 /// A check's (kernel, user) stacks named, at most `depth` frames each
-/// (its process's maps read the first time it is seen).
+/// (its process's maps read the first time it has a user stack).
 fn name_stacks(
     resolver: &mut RawStackResolver,
     e: &CapEvent,
     depth: usize,
 ) -> (Vec<String>, Vec<String>) {
     let pid = e.pid as i32;
-    resolver.see([pid]);
+    if !e.user.is_empty() {
+        resolver.see([pid]);
+    }
     resolver.add(&RawStack {
         pid,
         tid: e.tid as i32,

@@ -431,6 +431,7 @@ pub(crate) fn run(
         per_cpu,
         stacks: StackNames::new(stacks.as_ref()),
         boot_ns: crate::sys::localtime::boot_realtime_ns(),
+        users: std::cell::OnceCell::new(),
     };
     let n = probes.len();
     let counted = n + resolved.missing_tracepoints.len();

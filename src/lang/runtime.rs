@@ -26,6 +26,8 @@ pub(crate) struct Runtime<'a> {
     pub(crate) stacks: StackNames<'a>,
     /// The wall-clock time of the boot (ns), for `strftime()`.
     pub(crate) boot_ns: u64,
+    /// /etc/passwd's names by uid, read at the first `username` printed.
+    pub(crate) users: std::cell::OnceCell<std::collections::HashMap<u64, String>>,
 }
 
 impl Resolve for Runtime<'_> {
@@ -65,7 +67,12 @@ impl Resolve for Runtime<'_> {
                 .map(|b| format!("{b:02X}"))
                 .collect::<Vec<_>>()
                 .join(":"),
-            Ty::Username => user_name(word),
+            Ty::Username => self
+                .users
+                .get_or_init(user_names)
+                .get(&word)
+                .cloned()
+                .unwrap_or_default(),
             Ty::Tuple { id, .. } => {
                 let tys = self
                     .reg
@@ -129,17 +136,20 @@ fn hex_escaped(bytes: &[u8]) -> String {
     out
 }
 
-/// The name of user `uid` in /etc/passwd, empty when it has none (as
-/// bpftrace's `username` prints it).
-fn user_name(uid: u64) -> String {
+/// The users' names in /etc/passwd by uid (a uid without one prints
+/// empty, as bpftrace's `username`); the first line of a uid wins.
+fn user_names() -> std::collections::HashMap<u64, String> {
     let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-    let uid = uid.to_string();
-    passwd
-        .lines()
-        .map(|l| l.split(':').collect::<Vec<_>>())
-        .find(|f| f.len() >= 3 && f[2] == uid)
-        .map(|f| f[0].to_string())
-        .unwrap_or_default()
+    let mut names = std::collections::HashMap::new();
+    for line in passwd.lines() {
+        let mut fields = line.split(':');
+        if let (Some(name), Some(_), Some(uid)) = (fields.next(), fields.next(), fields.next())
+            && let Ok(uid) = uid.parse::<u64>()
+        {
+            names.entry(uid).or_insert_with(|| name.to_string());
+        }
+    }
+    names
 }
 
 /// `strftime(fmt, nsecs)`: `nsecs` since boot as local time, with
