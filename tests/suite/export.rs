@@ -527,7 +527,13 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
 
 /// Event pairs as slices: sleeper's 20 sleeps of 5 ms, recorded with
 /// raw_syscalls' enter and exit, are 20 `sys_clock_nanosleep` slices of
-/// 5 ms or more on sleeper's process, each begun and ended once.
+/// 5 ms or more on sleeper's process, each begun and ended once. The
+/// events are stamped with CLOCK_MONOTONIC (`-k monotonic`), the clock the
+/// kernel's sleep timer runs on: a sleep is then 5 ms or more by
+/// construction (entered before its timer is armed, left after it
+/// expires), where perf's default clock (sched_clock, per CPU) is another
+/// clock than the timer's, and a sleep that starts on one CPU and ends on
+/// another is measured across two of them.
 #[test]
 fn chrome_trace_pairs_are_slices() {
     require_kernel!();
@@ -535,6 +541,8 @@ fn chrome_trace_pairs_are_slices() {
     let dir = common::tempdir();
     let data = dir.path().join("raw.data");
     let events = [
+        "-k",
+        "monotonic",
         "-e",
         "raw_syscalls:sys_enter",
         "-e",
@@ -562,13 +570,20 @@ fn chrome_trace_pairs_are_slices() {
         .iter()
         .find(|e| e["name"] == "process_name" && e["args"]["name"] == "sleeper")
         .and_then(|e| e["pid"].as_i64())
-        .expect("sleeper's process");
+        .unwrap_or_else(|| {
+            let names: Vec<&Value> = events.iter().filter(|e| e["ph"] == "M").collect();
+            panic!("no process named sleeper: {names:?}")
+        });
     for (begin, end, pid) in sleeps.values() {
         let (Some(begin), Some(end)) = (begin, end) else {
             panic!("an unpaired slice: {sleeps:?}");
         };
-        assert!(end - begin >= 5000.0, "a 5 ms sleep of {} us", end - begin);
-        assert_eq!(*pid, process);
+        assert!(
+            end - begin >= 5000.0,
+            "a 5 ms sleep of {} us: {sleeps:?}",
+            end - begin
+        );
+        assert_eq!(*pid, process, "{sleeps:?}");
     }
 }
 
