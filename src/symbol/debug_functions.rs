@@ -12,8 +12,6 @@
 
 use std::path::Path;
 
-use object::{Object, ObjectSymbol, SymbolKind};
-
 use super::probe_target::{self, FunctionSite, ProbeTargetError};
 
 /// The bytes of `path`'s separate debug file, if it has one with `.symtab`.
@@ -54,13 +52,10 @@ pub(crate) fn find_function(
     let (Ok(file), Ok(debug)) = (object::File::parse(data), object::File::parse(&*debug)) else {
         return Err(err);
     };
-    let Some(sym) = debug
-        .symbols()
-        .find(|s| s.kind() == SymbolKind::Text && !s.is_undefined() && s.name() == Ok(name))
-    else {
+    let Ok((svma, size)) = probe_target::lookup(&debug, &shown, name) else {
         return Err(err);
     };
-    probe_target::site_at(&file, &shown, name, sym.address(), sym.size())
+    probe_target::site_at(&file, &shown, name, svma, size)
 }
 
 #[cfg(test)]

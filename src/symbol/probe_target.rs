@@ -155,6 +155,17 @@ pub fn find_function(
         path: path.to_string(),
         what: e.to_string(),
     })?;
+    let (svma, size) = lookup(&file, path, name)?;
+    site_at(&file, path, name, svma, size)
+}
+
+/// The address and size of function `name` among the symbols of `file`
+/// (symbol table first, then the dynamic one); `path` names it in errors.
+pub(crate) fn lookup(
+    file: &object::File<'_>,
+    path: &str,
+    name: &str,
+) -> Result<(u64, u64), ProbeTargetError> {
     // A stripped binary keeps only its dynamic symbols (what it exports
     // and imports): a function missing there is "no symbols", not "no such".
     let saw_symbols = file.symbols().next().is_some();
@@ -170,29 +181,22 @@ pub fn find_function(
         found = Some(Ok((sym.address(), sym.size())));
         break;
     }
-    let (svma, size) = match found {
-        Some(Ok(v)) => v,
-        Some(Err(kind)) => {
-            return Err(ProbeTargetError::NotAFunction {
-                path: path.to_string(),
-                symbol: name.to_string(),
-                kind: kind_name(kind),
-            });
-        }
-        None if !saw_symbols => {
-            return Err(ProbeTargetError::NoSymbols {
-                path: path.to_string(),
-                symbol: name.to_string(),
-            });
-        }
-        None => {
-            return Err(ProbeTargetError::NoSuchSymbol {
-                path: path.to_string(),
-                symbol: name.to_string(),
-            });
-        }
-    };
-    site_at(&file, path, name, svma, size)
+    match found {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(kind)) => Err(ProbeTargetError::NotAFunction {
+            path: path.to_string(),
+            symbol: name.to_string(),
+            kind: kind_name(kind),
+        }),
+        None if !saw_symbols => Err(ProbeTargetError::NoSymbols {
+            path: path.to_string(),
+            symbol: name.to_string(),
+        }),
+        None => Err(ProbeTargetError::NoSuchSymbol {
+            path: path.to_string(),
+            symbol: name.to_string(),
+        }),
+    }
 }
 
 /// The site of function `name` at `svma` (`size` bytes) in `file`: its
