@@ -173,15 +173,14 @@ fn with_library_path(spec: ProbeSpec) -> ProbeSpec {
 }
 
 /// `path` (canonical) as the dynamic loader's cache names it, which is
-/// where bpftrace finds a library: the first of the loader's directories
+/// where bpftrace finds a library: the first of the library directories
 /// holding the same file (`/lib/x86_64-linux-gnu/libc.so.6`, not the
 /// `/usr/lib/...` that `/lib` links to).
 fn as_ld_cache_names(path: &std::path::Path) -> std::path::PathBuf {
-    const LOADER_DIRS: [&str; 2] = ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"];
     let Some(name) = path.file_name() else {
         return path.to_path_buf();
     };
-    LOADER_DIRS
+    crate::symbol::probe_target::LIBRARY_DIRS
         .iter()
         .map(|dir| std::path::Path::new(dir).join(name))
         .find(|p| p.canonicalize().is_ok_and(|real| real == path))

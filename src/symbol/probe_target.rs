@@ -580,6 +580,19 @@ fn code_lines(
     Ok(out)
 }
 
+/// Where a library named without a path is looked for, in this order: the
+/// dynamic loader's directories (the multiarch ones first, as its cache
+/// lists them), then the others.
+pub(crate) const LIBRARY_DIRS: [&str; 7] = [
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+    "/usr/local/lib",
+];
+
 /// The file `spec` names: a path as given, or a bare name such as `libc`
 /// or `libc.so.6` looked up in the library directories and then `$PATH`.
 pub fn find_binary(spec: &str) -> Result<PathBuf, ProbeTargetError> {
@@ -590,17 +603,8 @@ pub fn find_binary(spec: &str) -> Result<PathBuf, ProbeTargetError> {
             _ => Err(ProbeTargetError::NoSuchBinary(spec.to_string())),
         };
     }
-    let lib_dirs = [
-        "/lib/x86_64-linux-gnu",
-        "/usr/lib/x86_64-linux-gnu",
-        "/lib64",
-        "/usr/lib64",
-        "/lib",
-        "/usr/lib",
-        "/usr/local/lib",
-    ];
     let stem = spec.strip_prefix("lib").unwrap_or(spec);
-    for dir in lib_dirs {
+    for dir in LIBRARY_DIRS {
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
         };
