@@ -135,6 +135,17 @@ pub(crate) fn find_debug_file<'d, R: ReadRef<'d>>(
         .find(|c| c.as_path() != path && file_has_symtab(c))
 }
 
+/// The file holding the functions `path`'s own symbol tables lack: its
+/// separate debug file, else its MiniDebugInfo (decompressed once into
+/// scry's build-id cache). What uprobe targets and annotate read, as the
+/// resolver does.
+pub(crate) fn debug_symbols_file<'d, R: ReadRef<'d>>(
+    path: &Path,
+    obj: &object::File<'d, R>,
+) -> Option<PathBuf> {
+    find_debug_file(path, obj).or_else(|| mini_debuginfo_file(obj))
+}
+
 /// Describe the ELF file at `path`; with `recorded`, only if its build-id
 /// matches (Err(()) if it does not).
 fn describe(path: &Path, recorded: Option<&[u8]>) -> Option<Result<Binary, ()>> {

@@ -7,7 +7,8 @@
 //! through the PT_LOAD segment holding it, and its length is its symbol's
 //! size. A stripped binary's local functions (glibc's `__strlen_evex`)
 //! have their symbol, and their lines, in its separate debug file
-//! (`symbol::binary::find_debug_file`, as the resolver named them): asked
+//! (or its MiniDebugInfo: `symbol::binary::debug_symbols_file`, as the
+//! resolver named them): asked
 //! when the binary itself has no symbol covering the address; the bytes
 //! still come from the binary (a debug file's `.text` is empty). Kernel code is read from `/proc/kcore` (an ELF core file whose
 //! segments are the kernel's virtual addresses), which needs root; its
@@ -114,7 +115,7 @@ pub(crate) fn function_code(path: &Path, file_offset: u64) -> Result<FunctionCod
         Err(no_symbol @ CodeError::NoSymbol { .. }) => {
             let debug = object::File::parse(&*data)
                 .ok()
-                .and_then(|file| super::binary::find_debug_file(path, &file));
+                .and_then(|file| super::binary::debug_symbols_file(path, &file));
             match debug {
                 Some(debug) => function_code_in(&data, &name, file_offset, Some(&open(&debug)?)),
                 None => Err(no_symbol),

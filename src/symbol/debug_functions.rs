@@ -3,8 +3,9 @@
 //! it exports, and its static functions (`malloc_consolidate`,
 //! `malloc_printerr`) are in the `.symtab` of the debug file a `-dbg`
 //! package installs, found by build-id (`/usr/lib/debug/.build-id/`) or
-//! `.gnu_debuglink`, as `binary` finds it. bcc, and so bpftrace, list and
-//! attach to those too.
+//! `.gnu_debuglink`, as `binary` finds it; failing those, in the
+//! MiniDebugInfo of its `.gnu_debugdata` (Fedora's). bcc, and so bpftrace,
+//! list and attach to those too.
 //!
 //! The debug file is read only when the binary itself lacks the name: its
 //! addresses are the binary's (same layout), and a function's file offset
@@ -14,10 +15,11 @@ use std::path::Path;
 
 use super::probe_target::{self, FunctionSite, ProbeTargetError};
 
-/// The bytes of `path`'s separate debug file, if it has one with `.symtab`.
+/// The bytes of `path`'s separate debug file (one with `.symtab`) or of
+/// its MiniDebugInfo, if it has either.
 fn debug_data(path: &Path, data: &[u8]) -> Option<Vec<u8>> {
     let file = object::File::parse(data).ok()?;
-    let debug = super::binary::find_debug_file(path, &file)?;
+    let debug = super::binary::debug_symbols_file(path, &file)?;
     std::fs::read(debug).ok()
 }
 

@@ -207,16 +207,18 @@ fn unwound_stacks_of_a_stripped_binary_are_whole() {
     assert!(s.summary().contains("frames in functions without a symbol"));
 }
 
-/// A stripped copy of cpu7525 with MiniDebugInfo (Fedora's recipe: the
-/// symbols `.dynsym` lacks, xz-compressed into `.gnu_debugdata`) is named
-/// from it; a copy without any is named by function ranges; the same copy
-/// with its debug file in debuginfod's cache is named from that.
-#[test]
-fn debug_files_are_found_where_they_are() {
-    let Some(dir) = setup(&["objcopy", "xz", "nm"]) else {
-        return;
-    };
-    let d = dir.path();
+/// Copies of cpu7525 in a folder: stripped, its debug file, and stripped
+/// with MiniDebugInfo.
+struct Copies {
+    stripped: PathBuf,
+    debug: PathBuf,
+    minibin: PathBuf,
+}
+
+/// Makes the [`Copies`] of cpu7525 in `d` (objcopy, xz): MiniDebugInfo
+/// as Fedora's recipe makes it, the symbols `.dynsym` lacks xz-compressed
+/// into `.gnu_debugdata`.
+fn stripped_copies(d: &Path) -> Copies {
     let full = common::workload("cpu7525");
     let (stripped, debug, mini) = (d.join("stripped"), d.join("cpu7525.debug"), d.join("mini"));
     let objcopy = || Command::new("objcopy");
@@ -237,6 +239,81 @@ fn debug_files_are_found_where_they_are() {
             .arg(&stripped)
             .arg(&minibin),
     );
+    Copies {
+        stripped,
+        debug,
+        minibin,
+    }
+}
+
+/// The functions only a stripped binary's MiniDebugInfo names are where
+/// the report finds them for uprobes too (listed, probed: cpu7525 calls
+/// hot_a once a round) and for annotate (their code read from the binary).
+#[test]
+fn uprobes_and_annotate_read_minidebuginfo() {
+    let Some(dir) = setup(&["objcopy", "xz"]) else {
+        return;
+    };
+    let d = dir.path();
+    let Copies { minibin, .. } = stripped_copies(d);
+    let cache = d.join("cache");
+    let scry = || {
+        let mut c = common::scry();
+        c.env("XDG_CACHE_HOME", &cache)
+            .env("DEBUGINFOD_CACHE_PATH", d.join("none"));
+        c
+    };
+    let bin = minibin.display();
+    let listed = common::run_ok(scry().args(["run", "-l", &format!("uprobe:{bin}:hot_*")]));
+    assert_eq!(
+        listed.lines().collect::<Vec<_>>(),
+        [format!("uprobe:{bin}:hot_a"), format!("uprobe:{bin}:hot_b")],
+        "{listed}"
+    );
+    let counted = common::run_ok(
+        scry()
+            .args(["run", "-q", "-c", &format!("{bin} 3")])
+            .arg(format!("uprobe:{bin}:hot_a {{ @calls = count(); }}")),
+    );
+    assert!(counted.contains("@calls: 3\n"), "{counted}");
+    let data = d.join("minibin.data");
+    common::run_ok(
+        common::perf()
+            .args(["record", "-q", "-e", "cpu-clock", "-F", "999", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&minibin)
+            .arg("20"),
+    );
+    let annotated = common::run_ok(
+        scry()
+            .args(["annotate", "--stdio", "-i"])
+            .arg(&data)
+            .arg("hot_a"),
+    );
+    // Before: "hot_a: .../minibin: no function symbol covers 0x1336".
+    assert!(
+        annotated.contains(" <hot_a>:") && !annotated.contains("no function symbol"),
+        "{annotated}"
+    );
+}
+
+/// A stripped copy of cpu7525 with MiniDebugInfo (Fedora's recipe: the
+/// symbols `.dynsym` lacks, xz-compressed into `.gnu_debugdata`) is named
+/// from it; a copy without any is named by function ranges; the same copy
+/// with its debug file in debuginfod's cache is named from that.
+#[test]
+fn debug_files_are_found_where_they_are() {
+    let Some(dir) = setup(&["objcopy", "xz", "nm"]) else {
+        return;
+    };
+    let d = dir.path();
+    let full = common::workload("cpu7525");
+    let Copies {
+        stripped,
+        debug,
+        minibin,
+    } = stripped_copies(d);
     let cache = d.join("cache");
     let debuginfod = d.join("debuginfod");
     let report = |program: &Path, with_debuginfod: bool| {
