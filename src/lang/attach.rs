@@ -106,15 +106,22 @@ pub(crate) fn attach(
             let not_found = |e: probe_target::ProbeTargetError| {
                 io::Error::new(io::ErrorKind::NotFound, e.to_string())
             };
-            let path = probe_target::find_binary(binary).map_err(not_found)?;
-            let data = std::fs::read(&path)?;
-            // Static functions too, through the binary's debug file.
-            let site = crate::symbol::debug_functions::find_function(&path, &data, function)
-                .map_err(not_found)?;
+            let (path, file_offset) = match &c.uprobe_site {
+                Some(found) => found.clone(),
+                None => {
+                    let path = probe_target::find_binary(binary).map_err(not_found)?;
+                    let data = std::fs::read(&path)?;
+                    // Static functions too, through the binary's debug file.
+                    let site =
+                        crate::symbol::debug_functions::find_function(&path, &data, function)
+                            .map_err(not_found)?;
+                    (path, site.file_offset)
+                }
+            };
             let pmu = crate::sys::uprobe::UprobePmu::detect()?;
             attr.type_ = pmu.type_;
             attr.config = pmu.config(*ret);
-            attr.__bindgen_anon_4.config2 = site.file_offset;
+            attr.__bindgen_anon_4.config2 = file_offset;
             attr.__bindgen_anon_1.sample_period = 1;
             // One event for every process (the program runs for each hit,
             // on whichever CPU), or for the target on every CPU.

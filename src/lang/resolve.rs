@@ -15,13 +15,17 @@
 //! kprobe:__blk_account_io_start`; a wildcard of such a list may match
 //! nothing): one missing is skipped, all missing is the error.
 
+use std::collections::{BTreeMap, HashMap};
 use std::io;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use super::ast::Program;
 use super::btf::{KernelTypes, Signature};
 use super::error::{LangError, Span};
 use super::probe::{ProbeSpec, parse_probe};
 use crate::event::format::{EventFormat, load_format};
+use crate::symbol::probe_target::FunctionSite;
 
 /// One attach point, resolved.
 pub(crate) struct Concrete {
@@ -35,6 +39,41 @@ pub(crate) struct Concrete {
     /// From a wildcard, or one of several attach points of its block: a
     /// refusal to load or attach skips it.
     pub(crate) optional: bool,
+    /// A uprobe's file (canonical) and offset in it, when resolving found
+    /// them (a wildcard's, or one of several attach points): attaching
+    /// need not read the binary again.
+    pub(crate) uprobe_site: Option<(PathBuf, u64)>,
+}
+
+/// The binaries uprobes name, each found, read and parsed once per
+/// program: a wildcard's probes (`uprobe:libc:mall*`) take their sites
+/// from here instead of reading the library (and its debug file) again
+/// for each function.
+#[derive(Default)]
+struct UprobeBinaries {
+    /// By the name the program gives.
+    found: HashMap<String, Rc<UprobeBinary>>,
+}
+
+/// A binary uprobes go in: its file and its functions' sites by name (its
+/// debug file's too).
+struct UprobeBinary {
+    path: PathBuf,
+    sites: BTreeMap<String, FunctionSite>,
+}
+
+impl UprobeBinaries {
+    /// The binary `binary` names (`libc` as bpftrace finds it too).
+    fn get(&mut self, binary: &str, span: Span) -> Result<Rc<UprobeBinary>, LangError> {
+        if let Some(found) = self.found.get(binary) {
+            return Ok(Rc::clone(found));
+        }
+        let (path, data) = uprobe_binary(binary, span)?;
+        let sites = crate::symbol::debug_functions::function_sites(&path, &data);
+        let found = Rc::new(UprobeBinary { path, sites });
+        self.found.insert(binary.to_string(), Rc::clone(&found));
+        Ok(found)
+    }
 }
 
 pub(crate) fn glob(pattern: &str, text: &str) -> bool {
@@ -94,7 +133,12 @@ fn matching(names: impl IntoIterator<Item = String>, pattern: &str) -> Vec<Strin
 
 /// The concrete probes of one attach point's spec (none when its
 /// wildcard matches nothing).
-fn expand(spec: ProbeSpec, span: Span, types: &KernelTypes) -> Result<Vec<ProbeSpec>, RunError> {
+fn expand(
+    spec: ProbeSpec,
+    span: Span,
+    types: &KernelTypes,
+    uprobes: &mut UprobeBinaries,
+) -> Result<Vec<ProbeSpec>, RunError> {
     Ok(match spec {
         ProbeSpec::Tracepoint { system, event } if system.contains('*') || event.contains('*') => {
             crate::sys::tracefs::list_events()?
@@ -131,35 +175,36 @@ fn expand(spec: ProbeSpec, span: Span, types: &KernelTypes) -> Result<Vec<ProbeS
             function,
             ret,
         } if function.contains('*') => {
-            let (path, data) = uprobe_binary(&binary, span)?;
-            matching(
-                crate::symbol::debug_functions::function_names(&path, &data),
-                &function,
-            )
-            .into_iter()
-            .map(|function| ProbeSpec::Uprobe {
-                binary: binary.clone(),
-                function,
-                ret,
-            })
-            .collect()
+            let found = uprobes.get(&binary, span)?;
+            matching(found.sites.keys().cloned(), &function)
+                .into_iter()
+                .map(|function| ProbeSpec::Uprobe {
+                    binary: binary.clone(),
+                    function,
+                    ret,
+                })
+                .collect()
         }
         spec => vec![spec],
     })
 }
 
 /// A uprobe on a library named without a path (`uprobe:libc:malloc`)
-/// names the file found, as bpftrace's `probe` prints it
-/// (`uprobe:/lib/x86_64-linux-gnu/libc.so.6:malloc`); a path stays as
-/// given, as bpftrace keeps it.
-fn with_library_path(spec: ProbeSpec) -> ProbeSpec {
+/// names the file found (`found`, else looked for), as bpftrace's `probe`
+/// prints it (`uprobe:/lib/x86_64-linux-gnu/libc.so.6:malloc`); a path
+/// stays as given, as bpftrace keeps it.
+fn with_library_path(spec: ProbeSpec, found: Option<&Path>) -> ProbeSpec {
     match spec {
         ProbeSpec::Uprobe {
             binary,
             function,
             ret,
         } if !binary.contains('/') => {
-            let binary = crate::symbol::probe_target::find_binary(&binary)
+            let path = match found {
+                Some(path) => Ok(path.to_path_buf()),
+                None => crate::symbol::probe_target::find_binary(&binary),
+            };
+            let binary = path
                 .map(|path| as_ld_cache_names(&path).to_string_lossy().into_owned())
                 .unwrap_or(binary);
             ProbeSpec::Uprobe {
@@ -199,14 +244,30 @@ fn uprobe_binary(binary: &str, span: Span) -> Result<(std::path::PathBuf, Vec<u8
 /// Why a uprobe's function cannot be found, if it cannot: bpftrace leaves
 /// such an attach point out before counting its probes (the `ssl` tools
 /// name functions that only some OpenSSL builds have).
-fn uprobe_missing(binary: &str, function: &str, span: Span) -> Option<LangError> {
-    let (path, data) = match uprobe_binary(binary, span) {
+fn uprobe_missing(
+    binary: &str,
+    function: &str,
+    span: Span,
+    uprobes: &mut UprobeBinaries,
+) -> Option<LangError> {
+    let found = match uprobes.get(binary, span) {
         Ok(found) => found,
         Err(err) => return Some(err),
     };
-    crate::symbol::debug_functions::find_function(&path, &data, function)
-        .err()
-        .map(|e| LangError::new(span, format!("uprobe:{binary}:{function}: {e}")))
+    if found.sites.contains_key(function) {
+        return None;
+    }
+    // Why not: the lookup of that one function says.
+    let why = match std::fs::read(&found.path) {
+        Ok(data) => crate::symbol::debug_functions::find_function(&found.path, &data, function)
+            .err()?
+            .to_string(),
+        Err(e) => format!("cannot read {}: {e}", found.path.display()),
+    };
+    Some(LangError::new(
+        span,
+        format!("uprobe:{binary}:{function}: {why}"),
+    ))
 }
 
 fn need_btf<'a>(
@@ -267,6 +328,7 @@ pub(crate) fn resolve_probes(
     let mut out = Vec::new();
     let mut traceable: Option<std::collections::HashSet<String>> = None;
     let mut missing_tracepoints = Vec::new();
+    let mut uprobes = UprobeBinaries::default();
     for (block, probe) in program.probes.iter().enumerate() {
         let several = probe.attach.len() > 1;
         let before = out.len();
@@ -288,7 +350,7 @@ pub(crate) fn resolve_probes(
                 })?;
             }
             let wildcard = ap.text.contains('*');
-            let specs = expand(spec, ap.span, types)?;
+            let specs = expand(spec, ap.span, types, &mut uprobes)?;
             if specs.is_empty() {
                 let err = LangError::new(
                     ap.span,
@@ -358,20 +420,33 @@ pub(crate) fn resolve_probes(
                     ProbeSpec::Uprobe {
                         binary, function, ..
                     } if several && !wildcard => {
-                        if let Some(err) = uprobe_missing(binary, function, ap.span) {
+                        if let Some(err) = uprobe_missing(binary, function, ap.span, &mut uprobes) {
                             skip_missing(several, err, &mut missing)?;
                             continue;
                         }
                     }
                     _ => {}
                 }
+                let uprobe_site = match &spec {
+                    ProbeSpec::Uprobe {
+                        binary, function, ..
+                    } if wildcard || several => {
+                        let found = uprobes.get(binary, ap.span).ok();
+                        found.and_then(|b| {
+                            Some((b.path.clone(), b.sites.get(function)?.file_offset))
+                        })
+                    }
+                    _ => None,
+                };
+                let found = uprobe_site.as_ref().map(|(path, _)| path.as_path());
                 out.push(Concrete {
-                    spec: with_library_path(spec),
+                    spec: with_library_path(spec, found),
                     span: ap.span,
                     format,
                     signature,
                     block,
                     optional: wildcard || several,
+                    uprobe_site,
                 });
             }
         }

@@ -11,6 +11,7 @@
 //! addresses are the binary's (same layout), and a function's file offset
 //! comes from the binary's own load segments.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::probe_target::{self, FunctionSite, ProbeTargetError};
@@ -33,6 +34,32 @@ pub(crate) fn function_names(path: &Path, data: &[u8]) -> Vec<String> {
         names.dedup();
     }
     names
+}
+
+/// Every function of the ELF `data` (read from `path`) and of its debug
+/// file with its site, by name: one parse of each file for all of a
+/// wildcard's probes. Where both name a function, the binary's symbol is
+/// taken, as [`find_function`] takes it; one in no load segment is left
+/// out (it has no file offset to probe).
+pub(crate) fn function_sites(path: &Path, data: &[u8]) -> BTreeMap<String, FunctionSite> {
+    let Ok(file) = object::File::parse(data) else {
+        return BTreeMap::new();
+    };
+    let shown = path.to_string_lossy();
+    let debug = debug_data(path, data);
+    let debug = debug.as_deref().and_then(|d| object::File::parse(d).ok());
+    let mut sites = BTreeMap::new();
+    for symbols in [Some(&file), debug.as_ref()].into_iter().flatten() {
+        for (name, svma, size) in probe_target::text_symbols(symbols) {
+            if sites.contains_key(name) {
+                continue;
+            }
+            if let Ok(site) = probe_target::site_at(&file, &shown, name, svma, size) {
+                sites.insert(name.to_string(), site);
+            }
+        }
+    }
+    sites
 }
 
 /// Function `name` of the ELF `data` (read from `path`), or, when the
@@ -81,8 +108,11 @@ mod tests {
         let site = find_function(libc, &data, "malloc_consolidate").expect("in the debug file");
         assert!(site.file_offset > 0 && site.size > 0, "{site:?}");
         let names = function_names(libc, &data);
+        let sites = function_sites(libc, &data);
         for name in ["malloc", "malloc_consolidate", "malloc_printerr", "mallopt"] {
             assert!(names.iter().any(|n| n == name), "{name}");
+            let alone = find_function(libc, &data, name).expect(name);
+            assert_eq!(sites.get(name), Some(&alone), "{name}");
         }
     }
 }

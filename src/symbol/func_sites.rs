@@ -23,7 +23,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSegment};
 
 use super::probe_target::{self, FunctionSite};
 use crate::event::name::matches_glob;
@@ -220,12 +220,9 @@ pub(crate) fn matching(
         path: path.to_string(),
         what: e.to_string(),
     })?;
-    let mut found: Vec<(String, u64, u64)> = file
-        .symbols()
-        .chain(file.dynamic_symbols())
-        .filter(|s| s.kind() == SymbolKind::Text && !s.is_undefined() && s.address() != 0)
-        .filter_map(|s| Some((s.name().ok()?.to_string(), s.address(), s.size())))
-        .filter(|(name, _, _)| !name.is_empty() && glob.matches(name))
+    let mut found: Vec<(String, u64, u64)> = probe_target::text_symbols(&file)
+        .filter(|&(name, svma, _)| svma != 0 && glob.matches(name))
+        .map(|(name, svma, size)| (name.to_string(), svma, size))
         .collect();
     // Aliases of one address: the plainest name first (fewest leading
     // underscores, then shortest), so `printf` wins over `_IO_printf`.

@@ -239,18 +239,26 @@ fn kind_name(kind: SymbolKind) -> String {
     }
 }
 
+/// `(name, svma, size)` of every defined function symbol of `file`, its
+/// symbol table's first, then its dynamic symbols (unnamed ones left out).
+pub(crate) fn text_symbols<'f, 'd>(
+    file: &'f object::File<'d>,
+) -> impl Iterator<Item = (&'d str, u64, u64)> + 'f {
+    file.symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Text && !s.is_undefined())
+        .filter_map(|s| Some((s.name().ok()?, s.address(), s.size())))
+        .filter(|(name, _, _)| !name.is_empty())
+}
+
 /// Every defined function name of the ELF `data`, sorted, deduplicated
 /// (for `-F`-style listings and "did you mean").
 pub(crate) fn function_names(data: &[u8]) -> Vec<String> {
     let Ok(file) = object::File::parse(data) else {
         return Vec::new();
     };
-    let mut names: Vec<String> = file
-        .symbols()
-        .chain(file.dynamic_symbols())
-        .filter(|s| s.kind() == SymbolKind::Text && !s.is_undefined())
-        .filter_map(|s| s.name().ok().map(str::to_string))
-        .filter(|n| !n.is_empty())
+    let mut names: Vec<String> = text_symbols(&file)
+        .map(|(name, _, _)| name.to_string())
         .collect();
     names.sort();
     names.dedup();
