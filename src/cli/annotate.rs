@@ -14,6 +14,7 @@
 //! rebuilt binary's symbols are not read, so its samples land there); a
 //! SYMBOL without samples in the file is bad input (exit 2).
 
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -25,7 +26,7 @@ use scry::data::reader::{PerfReader, Record};
 use scry::model::sample::FrameKind;
 use scry::render::annotate::{FunctionListing, SourceCache, write_function};
 use scry::symbol::code::{
-    CodeError, FunctionCode, Unavailable, function_code, jit_code, kernel_code,
+    CodeError, FunctionCode, JitDump, Unavailable, function_code, jit_code, kernel_code,
 };
 use scry::symbol::{Kallsyms, ResolveOptions, build_id_matches, read_build_id};
 
@@ -168,10 +169,10 @@ fn write_annotation(args: &AnnotateArgs, out: &mut dyn Write) -> anyhow::Result<
     if args.top > 0 {
         functions.truncate(args.top);
     }
-    let mut kallsyms = None;
+    let mut readers = CodeReaders::default();
     let mut sources = SourceCache::default();
     for hits in functions {
-        let code = read_code(hits, &build_ids, &mut kallsyms);
+        let code = read_code(hits, &build_ids, &mut readers);
         let listing = FunctionListing {
             hits,
             code: code.as_ref(),
@@ -198,15 +199,25 @@ fn names_match(name: &str, wanted: &str) -> bool {
     name == wanted || name.split_once('(').is_some_and(|(base, _)| base == wanted)
 }
 
+/// What the functions' code is read from, read once per command: the
+/// kernel's symbols, and each jitdump file parsed (None: unreadable).
+#[derive(Default)]
+struct CodeReaders {
+    kallsyms: Option<Option<Kallsyms>>,
+    jitdumps: HashMap<PathBuf, Option<JitDump>>,
+}
+
 /// The code of a sampled function, or why it cannot be shown.
 fn read_code(
     hits: &FunctionHits,
     build_ids: &[(Vec<u8>, Vec<u8>)],
-    kallsyms: &mut Option<Option<Kallsyms>>,
+    readers: &mut CodeReaders,
 ) -> Result<FunctionCode, Unavailable> {
     let dso = &*hits.frame.dso;
     if hits.frame.kind == FrameKind::Kernel {
-        let table = kallsyms.get_or_insert_with(|| Kallsyms::from_proc().ok());
+        let table = readers
+            .kallsyms
+            .get_or_insert_with(|| Kallsyms::from_proc().ok());
         let size = table
             .as_ref()
             .and_then(|k| k.next_start(hits.start))
@@ -233,7 +244,12 @@ fn read_code(
     }
     if dso.starts_with('[') || dso.starts_with("/tmp/perf-") || dso.starts_with("//anon") {
         if let Some(jitdump) = hits.jitdump.as_deref() {
-            return jit_code(jitdump, hits.start).ok_or_else(|| Unavailable::NotInJitdump {
+            let parsed = readers
+                .jitdumps
+                .entry(jitdump.to_path_buf())
+                .or_insert_with(|| JitDump::read(jitdump));
+            let code = parsed.as_ref().and_then(|p| jit_code(p, hits.start));
+            return code.ok_or_else(|| Unavailable::NotInJitdump {
                 dso: dso.to_owned(),
                 jitdump: jitdump.display().to_string(),
                 addr: hits.start,

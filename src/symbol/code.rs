@@ -23,6 +23,7 @@ use std::path::Path;
 
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
+pub(crate) use super::jitdump::JitDump;
 use super::probe_target::{Reader, dwarf_sections, file_name};
 
 /// The longest function annotate reads (1 MiB).
@@ -273,10 +274,9 @@ fn covers(
 }
 
 /// The JIT function covering virtual address `addr`, from the code bytes
-/// of the jitdump file at `jitdump` (None if it holds none for it).
-pub(crate) fn jit_code(jitdump: &Path, addr: u64) -> Option<FunctionCode> {
-    let bytes = super::jitdump::read_bytes(jitdump)?;
-    let (code, bytes) = super::jitdump::code_at(&bytes, addr, MAX_FUNCTION_BYTES)?;
+/// of a jitdump file (None if it holds none for it).
+pub(crate) fn jit_code(jitdump: &super::jitdump::JitDump, addr: u64) -> Option<FunctionCode> {
+    let (code, bytes) = jitdump.code_at(addr, MAX_FUNCTION_BYTES)?;
     Some(FunctionCode {
         symbol: code.name,
         svma: code.start,

@@ -9,12 +9,14 @@
 //! size, name) next to `/tmp/perf-PID.map`'s lines, and its JIT_CODE_MOVE
 //! records (a load's code put at a new address). perf needs `perf inject
 //! --jit` for this; scry reads the file directly. Annotate reads the
-//! code bytes a load carries after its name (`code_at`), again from the
-//! file: the resolver keeps only names.
+//! code bytes a load carries after its name (`JitDump::code_at`), again
+//! from the file, once per command: the resolver keeps only names.
 //!
 //! Parsed from bytes with every size checked against what is left; a
 //! truncated last record (the runtime was still writing) ends the walk.
 //! The file is read up to `MAX_JITDUMP` bytes.
+
+use std::ops::Range;
 
 /// Larger files are read only this far.
 pub(crate) const MAX_JITDUMP: u64 = 512 << 20;
@@ -41,10 +43,12 @@ fn u64_at(b: &[u8], at: usize, swap: bool) -> Option<u64> {
     Some(if swap { v.swap_bytes() } else { v })
 }
 
-/// Each record of a jitdump file's bytes, whole, with its id, in file
-/// order, and whether its numbers are byte-swapped (nothing if it is not
-/// one).
-fn records(bytes: &[u8]) -> (Vec<(u32, &[u8])>, bool) {
+/// A record's id, its offset in the file, and its bytes, whole.
+type Record<'a> = (u32, usize, &'a [u8]);
+
+/// Each record of a jitdump file's bytes, in file order, and whether its
+/// numbers are byte-swapped (nothing if it is not one).
+fn records(bytes: &[u8]) -> (Vec<Record<'_>>, bool) {
     let mut out = Vec::new();
     let swap = match u32_at(bytes, 0, false) {
         Some(MAGIC) => false,
@@ -64,7 +68,7 @@ fn records(bytes: &[u8]) -> (Vec<(u32, &[u8])>, bool) {
         else {
             break;
         };
-        out.push((id, record));
+        out.push((id, at, record));
         at += size;
     }
     (out, swap)
@@ -82,11 +86,11 @@ fn code_load(record: &[u8], swap: bool) -> Option<(JitCode, usize)> {
     Some((JitCode { start, size, name }, 56 + end + 1))
 }
 
-/// A piece of JIT code where it lies, and its machine code as the load
-/// record holds it (None if cut short).
-struct Placed<'a> {
+/// A piece of JIT code where it lies, and where the file holds its
+/// machine code, in its load record (None if cut short).
+struct Placed {
     code: JitCode,
-    bytes: Option<&'a [u8]>,
+    bytes: Option<Range<usize>>,
 }
 
 /// Every place code was put, in file order: each JIT_CODE_LOAD, and each
@@ -96,12 +100,12 @@ struct Placed<'a> {
 /// `perf inject --jit` maps the load's code again there. The old place
 /// stays (samples taken before the move were there); a move of an index
 /// no load had is skipped.
-fn placements(bytes: &[u8]) -> Vec<Placed<'_>> {
+fn placements(bytes: &[u8]) -> Vec<Placed> {
     let (records, swap) = records(bytes);
-    let mut out: Vec<Placed<'_>> = Vec::new();
+    let mut out: Vec<Placed> = Vec::new();
     // code_index -> the load's place in `out`.
     let mut loads = std::collections::HashMap::new();
-    for (id, record) in records {
+    for (id, offset, record) in records {
         match id {
             JIT_CODE_LOAD => {
                 let Some((code, at)) = code_load(record, swap) else {
@@ -109,7 +113,9 @@ fn placements(bytes: &[u8]) -> Vec<Placed<'_>> {
                 };
                 let bytes = usize::try_from(code.size)
                     .ok()
-                    .and_then(|len| record.get(at..at.checked_add(len)?));
+                    .and_then(|len| at.checked_add(len))
+                    .filter(|&end| end <= record.len())
+                    .map(|end| offset + at..offset + end);
                 if let Some(index) = u64_at(record, 48, swap) {
                     loads.insert(index, out.len());
                 }
@@ -132,9 +138,10 @@ fn placements(bytes: &[u8]) -> Vec<Placed<'_>> {
                         size,
                         name: load.code.name.clone(),
                     },
-                    bytes: usize::try_from(size)
-                        .ok()
-                        .and_then(|len| load.bytes?.get(..len)),
+                    bytes: usize::try_from(size).ok().and_then(|len| {
+                        let load = load.bytes.clone()?;
+                        (len <= load.len()).then(|| load.start..load.start + len)
+                    }),
                 };
                 out.push(moved);
             }
@@ -150,17 +157,39 @@ pub(crate) fn parse(bytes: &[u8]) -> Vec<JitCode> {
     placements(bytes).into_iter().map(|p| p.code).collect()
 }
 
-/// The last code load or move covering `addr` and its machine code, as
-/// the load record holds it (None if none covers it or its bytes are cut
-/// short, or the code is over `max_size` bytes: checked before it is
-/// copied).
-pub(crate) fn code_at(bytes: &[u8], addr: u64, max_size: u64) -> Option<(JitCode, Vec<u8>)> {
-    placements(bytes)
-        .into_iter()
-        .rev()
-        .find(|p| addr >= p.code.start && addr - p.code.start < p.code.size)
-        .filter(|p| p.code.size <= max_size)
-        .and_then(|p| Some((p.code, p.bytes?.to_vec())))
+/// A jitdump file's bytes with its code loads and moves parsed: read
+/// once for all the functions annotate shows from it.
+pub(crate) struct JitDump {
+    bytes: Vec<u8>,
+    placed: Vec<Placed>,
+}
+
+impl JitDump {
+    /// The file's bytes, parsed (no code if it is not a jitdump).
+    pub(crate) fn new(bytes: Vec<u8>) -> JitDump {
+        let placed = placements(&bytes);
+        JitDump { bytes, placed }
+    }
+
+    /// Reads and parses the jitdump file at `path` (None if unreadable).
+    pub(crate) fn read(path: &std::path::Path) -> Option<JitDump> {
+        read_bytes(path).map(JitDump::new)
+    }
+
+    /// The last code load or move covering `addr` and its machine code,
+    /// as the load record holds it (None if none covers it or its bytes
+    /// are cut short, or the code is over `max_size` bytes: checked
+    /// before it is copied).
+    pub(crate) fn code_at(&self, addr: u64, max_size: u64) -> Option<(JitCode, Vec<u8>)> {
+        let p = self
+            .placed
+            .iter()
+            .rev()
+            .find(|p| addr >= p.code.start && addr - p.code.start < p.code.size)
+            .filter(|p| p.code.size <= max_size)?;
+        let bytes = self.bytes.get(p.bytes.clone()?)?;
+        Some((p.code.clone(), bytes.to_vec()))
+    }
 }
 
 /// Reads the jitdump file at `path` (None if unreadable).
@@ -169,7 +198,7 @@ pub(crate) fn read(path: &std::path::Path) -> Option<Vec<JitCode>> {
 }
 
 /// The first `MAX_JITDUMP` bytes of the file at `path`.
-pub(crate) fn read_bytes(path: &std::path::Path) -> Option<Vec<u8>> {
+fn read_bytes(path: &std::path::Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let file = std::fs::File::open(path).ok()?;
     let mut bytes = Vec::new();
@@ -189,6 +218,10 @@ pub(crate) fn is_jitdump(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn code_at(f: &[u8], addr: u64, max_size: u64) -> Option<(JitCode, Vec<u8>)> {
+        JitDump::new(f.to_vec()).code_at(addr, max_size)
+    }
 
     fn load(start: u64, size: u64, name: &str, index: u64) -> Vec<u8> {
         let mut r = Vec::new();
