@@ -13,7 +13,7 @@ use clap::Args;
 
 use super::target::PidArg;
 use scry::analysis::offcputime::frame_names_in;
-use scry::analysis::snoop::{CapEvent, CapUnique, ReclaimEvent, UniqueBy};
+use scry::analysis::snoop::{CapEvent, CapUnique, UniqueBy};
 use scry::render::memsnoop::{CapLayout, CapStacks, FreeKb, OomLayout, ReclaimLayout, StackNamer};
 use scry::symbol::ResolveOptions;
 use scry::symbol::raw_stacks::{RawStack, RawStackResolver};
@@ -69,7 +69,8 @@ pub(crate) fn run_drsnoop(args: DrsnoopArgs) -> anyhow::Result<()> {
     bpf_tool::check_pid("drsnoop", "-p", args.target.pid)?;
     bpf_tool::check_pid("drsnoop", "-t", args.tid)?;
     // -e: the free pages read in the kernel when vm_zone_stat's address
-    // is known, else /proc/meminfo's MemFree when the event arrives.
+    // is known, else /proc/meminfo's MemFree when the events arrive (read
+    // once for the events of one drain of the ring).
     let vm_zone_stat = match args.extended {
         true => match bpf_drsnoop::vm_zone_stat() {
             Ok(addr) => Some(addr),
@@ -92,10 +93,10 @@ pub(crate) fn run_drsnoop(args: DrsnoopArgs) -> anyhow::Result<()> {
     let bpf = bpf_tool::load("drsnoop", || bpf_drsnoop::load(settings))?;
     let how = snoop::Stream::new("drsnoop", &args.common, args.target.pid);
     let page_kb = scry::sys::ring::page_size() as u64 / 1024;
-    let free_kb: Option<FreeKb> = match (args.extended, vm_zone_stat) {
+    let free_kb = match (args.extended, vm_zone_stat) {
         (false, _) => None,
-        (true, Some(_)) => Some(Box::new(move |e: &ReclaimEvent| e.free_pages * page_kb)),
-        (true, None) => Some(Box::new(|_: &ReclaimEvent| mem_free_kb())),
+        (true, Some(_)) => Some(FreeKb::Pages { page_kb }),
+        (true, None) => Some(FreeKb::on_arrival(mem_free_kb)),
     };
     let layout = ReclaimLayout {
         kind: args.memcg,

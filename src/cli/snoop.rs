@@ -83,26 +83,34 @@ pub(crate) fn run<F: SnoopFormat>(
     }
     out.flush()?;
     let start = Instant::now();
-    stream(how, bpf, &mut out, |out, e| {
-        if !keep(e) {
-            return Ok(false);
-        }
-        let clock = clock(start);
-        if flags.json {
-            json_line(out, format.fields(e), clock)?;
-        } else {
-            format.line(out, e, clock)?;
-        }
-        Ok(true)
-    })
+    stream(
+        how,
+        bpf,
+        &mut out,
+        || format.arrived(),
+        |out, e| {
+            if !keep(e) {
+                return Ok(false);
+            }
+            let clock = clock(start);
+            if flags.json {
+                json_line(out, format.fields(e), clock)?;
+            } else {
+                format.line(out, e, clock)?;
+            }
+            Ok(true)
+        },
+    )
 }
 
-/// Runs until Ctrl-C, the duration or the `pid`'s exit; `print` writes
-/// one event and says whether it passed the filters.
+/// Runs until Ctrl-C, the duration or the `pid`'s exit; `arrived` is
+/// called once before the events of each drain of the ring, `print`
+/// writes one event and says whether it passed the filters.
 pub(crate) fn stream<E, W: Write>(
     how: &Stream<'_>,
     bpf: &EventStream<E>,
     out: &mut W,
+    mut arrived: impl FnMut(),
     mut print: impl FnMut(&mut W, &E) -> io::Result<bool>,
 ) -> anyhow::Result<()> {
     let opts = RunOptions {
@@ -119,7 +127,11 @@ pub(crate) fn stream<E, W: Write>(
             return Ok(());
         }
         ring.consume()?;
-        for e in pending.take() {
+        let events = pending.take();
+        if !events.is_empty() {
+            arrived();
+        }
+        for e in events {
             seen += 1;
             kept += u64::from(print(out, &e)?);
         }

@@ -7,6 +7,7 @@
 //! COMM CAP NAME AUDIT VERDICT`; AUDIT is `-`: the tracepoint does not
 //! carry it).
 
+use std::cell::Cell;
 use std::io::{self, Write};
 
 use serde_json::{Value, json};
@@ -49,9 +50,36 @@ impl<L: Fn() -> String> SnoopFormat for OomLayout<L> {
     }
 }
 
-/// How -e's FREE(KB) of a reclaim is found (the caller's choice: from
-/// the event's free pages, or read when it arrives).
-pub(crate) type FreeKb = Box<dyn Fn(&ReclaimEvent) -> u64>;
+/// How -e's FREE(KB) of a reclaim is found (the caller's choice).
+pub(crate) enum FreeKb {
+    /// The free pages the event carries (read in the kernel when the
+    /// reclaim began), pages of `page_kb` KB.
+    Pages { page_kb: u64 },
+    /// Read when events arrive, by the caller's `read`, once for all the
+    /// events of one drain of the ring ([`SnoopFormat::arrived`]); `last`
+    /// is its last answer.
+    OnArrival {
+        read: Box<dyn Fn() -> u64>,
+        last: Cell<u64>,
+    },
+}
+
+impl FreeKb {
+    /// Reads free memory with `read` when events arrive.
+    pub(crate) fn on_arrival(read: impl Fn() -> u64 + 'static) -> FreeKb {
+        FreeKb::OnArrival {
+            read: Box::new(read),
+            last: Cell::new(0),
+        }
+    }
+
+    fn of(&self, e: &ReclaimEvent) -> u64 {
+        match self {
+            FreeKb::Pages { page_kb } => e.free_pages * page_kb,
+            FreeKb::OnArrival { last, .. } => last.get(),
+        }
+    }
+}
 
 /// drsnoop's layout.
 #[derive(Default)]
@@ -92,7 +120,7 @@ impl SnoopFormat for ReclaimLayout {
             e.nr_reclaimed
         )?;
         if let Some(free_kb) = &self.free_kb {
-            write!(w, " {:>8}", free_kb(e))?;
+            write!(w, " {:>8}", free_kb.of(e))?;
         }
         if self.kind {
             write!(w, " {}", if e.memcg { "memcg" } else { "direct" })?;
@@ -106,9 +134,15 @@ impl SnoopFormat for ReclaimLayout {
             "pages": e.nr_reclaimed, "kind": if e.memcg { "memcg" } else { "direct" },
         });
         if let Some(free_kb) = &self.free_kb {
-            fields["free_kb"] = json!(free_kb(e));
+            fields["free_kb"] = json!(free_kb.of(e));
         }
         fields
+    }
+
+    fn arrived(&self) {
+        if let Some(FreeKb::OnArrival { read, last }) = &self.free_kb {
+            last.set(read());
+        }
     }
 }
 
@@ -321,12 +355,32 @@ mod tests {
         );
         let extended = ReclaimLayout {
             kind: false,
-            free_kb: Some(Box::new(|e: &ReclaimEvent| e.free_pages * 4)),
+            free_kb: Some(FreeKb::Pages { page_kb: 4 }),
         };
         assert_eq!(
             text(|w| extended.line(w, &r, clock)),
             "01:02:03 dd               10        1.500    32     4000\n"
         );
+        // Read when events arrive: once a drain, whatever the events.
+        let reads = std::rc::Rc::new(Cell::new(0u64));
+        let counted = std::rc::Rc::clone(&reads);
+        let on_arrival = ReclaimLayout {
+            kind: false,
+            free_kb: Some(FreeKb::on_arrival(move || {
+                counted.set(counted.get() + 1);
+                counted.get() * 100
+            })),
+        };
+        on_arrival.arrived();
+        for _ in 0..3 {
+            assert_eq!(
+                text(|w| on_arrival.line(w, &r, clock)),
+                "01:02:03 dd               10        1.500    32      100\n"
+            );
+        }
+        on_arrival.arrived();
+        assert_eq!(on_arrival.fields(&r)["free_kb"], 200);
+        assert_eq!(reads.get(), 2);
         let c = CapEvent {
             pid: 5,
             tid: 5,

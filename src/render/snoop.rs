@@ -33,6 +33,9 @@ pub(crate) trait SnoopFormat {
     /// One event's fields for `--json` (an object; [`json_line`] adds
     /// `time` and `secs`).
     fn fields(&self, e: &Self::Event) -> Value;
+    /// Events arrived (one drain of the ring), about to be printed: what
+    /// a layout reads when events arrive is read here, once for them all.
+    fn arrived(&self) {}
 }
 
 /// One JSON object on one line: `fields` with the clock's `time`
