@@ -1,5 +1,6 @@
 //! Fuzz target: arbitrary bytes as a perf.data file, through everything
-//! `scry script` does with one: the checks, the header features, every
+//! `scry script` does with one: the checks, the header features (and scry's
+//! own section, `record --profile`'s kernel function rows), every
 //! record in time order parsed (samples with callchains and raw data printed
 //! in perf script's layout) and the file-order walk of `-D`.
 //!
@@ -43,6 +44,9 @@ fn read(data: &[u8]) -> Result<(), ReadError> {
     let mut reader = PerfReader::from_bytes("fuzz", data.to_vec())?;
     reader.quiet();
     if let Err(e) = reader.info() {
+        check(&e);
+    }
+    if let Err(e) = reader.function_rows() {
         check(&e);
     }
     let formats: Vec<EventFormat> = reader

@@ -17,6 +17,7 @@
 use std::collections::BTreeMap;
 
 use super::pairs::PairStat;
+use crate::data::function_rows::FunctionRow;
 
 /// (tid, function) → its statistic.
 pub(crate) type FunctionStats = BTreeMap<(i32, String), PairStat>;
@@ -91,6 +92,19 @@ pub(crate) fn sum_trace(text: &str) -> FunctionStats {
             .add(duration, time, None);
     }
     stats
+}
+
+/// The sums of [`sum_trace`] as the rows `scry record --profile` keeps in
+/// its file (`data::function_rows`), in (tid, function) order.
+pub(crate) fn function_rows(text: &str) -> Vec<FunctionRow> {
+    sum_trace(text)
+        .into_iter()
+        .map(|((tid, function), s)| FunctionRow {
+            tid,
+            function,
+            sums: [s.count, s.total, s.max, s.max_ts, s.min, s.min_ts],
+        })
+        .collect()
 }
 
 /// The tracer's lines of a `trace` text (its `#` header left out) and the

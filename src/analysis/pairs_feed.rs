@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use linux_perf_event_reader::SampleRecord;
 
+use crate::data::function_rows::FunctionRow;
 use crate::data::handler::RecordHandler;
 use crate::data::threads::ThreadNames;
 use crate::event::format::{EventFormat, FieldKind, MissingField};
@@ -139,6 +140,19 @@ impl PairsFeed {
         for ((tid, func), stat) in super::funcgraph::sum_trace(text) {
             if self.engine.watched(tid) {
                 self.engine.add_function(tid, &func, &stat);
+            }
+        }
+    }
+
+    /// The rows a `scry record --profile` file kept of the same trace
+    /// (summed by [`super::funcgraph::function_rows`] when it was
+    /// recorded), added as [`PairsFeed::add_function_trace`] adds a live
+    /// run's: the same `func: NAME()` rows of the watched tasks.
+    pub(crate) fn add_function_rows(&mut self, rows: &[FunctionRow]) {
+        for row in rows {
+            if self.engine.watched(row.tid) {
+                let stat = super::pairs::PairStat::from_sums(row.sums);
+                self.engine.add_function(row.tid, &row.function, &stat);
             }
         }
     }

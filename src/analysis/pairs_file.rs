@@ -4,6 +4,10 @@
 //! event's role, and every record through the same `PairsFeed` a live
 //! `scry profile` runs, with each CPU's records and losses counted.
 //!
+//! The kernel function rows `scry record --profile` kept (scry's own
+//! feature section, `data::function_rows`) join as a live run's
+//! function trace does: the same `func: NAME()` rows.
+//!
 //! System calls pair from `raw_syscalls`, or from the per-call
 //! `syscalls:sys_enter_NAME`/`sys_exit_NAME` when the file has no
 //! `raw_syscalls` (with both, each call would pair twice).
@@ -178,6 +182,10 @@ pub(crate) fn pairs_of_file(
             feed.engine.pids.insert(c.pid);
         }
         dispatch(&mut feed, attr_index, &record, &id);
+    }
+    // After the records: which tasks are watched is known from them.
+    if let Some(functions) = reader.function_rows()? {
+        feed.add_function_rows(&functions.rows);
     }
     Ok((feed, cpus))
 }

@@ -10,10 +10,16 @@
 //! them, the tracer's text first, then the BPF sums (their programs
 //! detached), so that what the kernel counts while the trace is read is
 //! the same as before; joining them to the pairs is `analysis`'s.
+//!
+//! `scry record --profile` runs the same tracer ([`RecordFunctions`],
+//! started and read by `capture::to_file`) and keeps its rows in the file;
+//! its refusals are the same [`TracerRefused`] lines.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::data::function_rows::FunctionRow;
 
 use crate::sys::bpf_profile::{Covered, KernelSums, ProfileBpf};
 use crate::sys::ftrace::{FunctionTracer, TracerOptions};
@@ -36,6 +42,39 @@ pub(crate) struct BpfRefused(io::Error);
 #[derive(Debug, thiserror::Error)]
 #[error("kernel functions not profiled: {0}")]
 pub(crate) struct TracerRefused(io::Error);
+
+impl TracerRefused {
+    /// `record --profile -o -`: perf's pipe format has no section for the
+    /// rows, so the tracer does not run.
+    pub(crate) fn pipe() -> TracerRefused {
+        TracerRefused(io::Error::other(
+            "the pipe format (-o -) has no place for their rows",
+        ))
+    }
+
+    /// The tracer ran but its text could not be read.
+    pub(crate) fn unread(err: &ProfileKernelError) -> TracerRefused {
+        let why = match std::error::Error::source(err) {
+            Some(source) => format!("{err}: {source}"),
+            None => err.to_string(),
+        };
+        TracerRefused(io::Error::other(why))
+    }
+}
+
+/// `scry record --profile`'s function tracer: what it traces, and how its
+/// text becomes the rows the file keeps.
+pub(crate) struct RecordFunctions {
+    /// tracefs.
+    pub(crate) root: PathBuf,
+    /// The tracer and its filters (the pids are chosen at the start).
+    pub(crate) options: TracerOptions,
+    /// The command that restores the tracer if scry is killed.
+    pub(crate) watchdog: Option<Command>,
+    /// The tracer's text summed per task and function: `analysis`'s, which
+    /// `capture` may not name, handed down by the command.
+    pub(crate) rows: fn(&str) -> Vec<FunctionRow>,
+}
 
 /// What went wrong with a program or tracer that did start.
 #[derive(Debug, thiserror::Error)]

@@ -14,6 +14,10 @@
 //! for it, so a SIGKILLed recording leaves a file that is whole up to a
 //! quarter second before the kill; the reader recovers records written after
 //! the last checkpoint too.
+//!
+//! `record --profile` runs the kernel's function tracer beside the
+//! recording (`capture::profile_kernel`, as `scry profile` does) and keeps
+//! its rows in scry's own feature section (`data::function_rows`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -23,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use crate::data::build_id;
 use crate::data::features::{BuildIdEntry, ClockData, Features, len_u32};
+use crate::data::function_rows::FunctionRows;
 use crate::data::pipe_writer::PerfPipeWriter;
 use crate::data::raw::{EventIds, RawRecords};
 use crate::data::writer::{EventDesc, PerfDataWriter};
@@ -35,6 +40,7 @@ use crate::sys::signal::RunStop;
 
 use super::CaptureError;
 use super::hidden_binaries::HiddenBinaries;
+use super::profile_kernel::{ProfileKernel, RecordFunctions, TracerRefused};
 use super::session::{CaptureOptions, RecordSink, Session, StopReason};
 
 /// What `record_to_file` did.
@@ -308,11 +314,15 @@ fn prepare_output(path: &Path) -> Result<bool, RecordError> {
     }
 }
 
-/// Record `opts` into `path`; `cmdline` goes into the file's CMDLINE feature.
+/// Record `opts` into `path`; `cmdline` goes into the file's CMDLINE
+/// feature; `functions`: the function tracer runs on the workload (every
+/// task without one) and its rows go into the file (where it cannot, a
+/// note says why).
 pub(crate) fn record_to_file(
     opts: &CaptureOptions,
     path: &Path,
     cmdline: Vec<String>,
+    functions: Option<RecordFunctions>,
 ) -> Result<RecordSummary, RecordError> {
     // Catch SIGINT/SIGTERM before anything starts, so a Ctrl-C at any time
     // still leaves a finished file.
@@ -375,6 +385,25 @@ pub(crate) fn record_to_file(
         ids,
     };
 
+    let mut notes = Vec::new();
+    let tracer = match functions {
+        Some(_) if to_stdout => {
+            notes.push(TracerRefused::pipe().to_string());
+            None
+        }
+        Some(f) => {
+            let (mut kernel, _) = ProfileKernel::load(false, true);
+            let tracer = f.options.tracer.clone();
+            match kernel.start_tracer(&f.root, f.options, session.workload_pid(), f.watchdog) {
+                Ok(()) => Some((kernel, tracer, f.rows)),
+                Err(why) => {
+                    notes.push(why.to_string());
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     let system_wide = opts.target.system_wide || opts.target.cpus.is_some();
     if let Err(e) = session.start() {
         // Nothing ran, so nothing was recorded: leave no file behind (and
@@ -403,6 +432,17 @@ pub(crate) fn record_to_file(
     let stop = session.run(&mut sink, &run_stop);
     // Whatever happened, finish the file with what was recorded.
     let mut features = Features::from_system(cmdline);
+    if let Some((kernel, tracer, rows)) = tracer {
+        match kernel.finish() {
+            Ok(results) => {
+                features.function_rows = results.trace.map(|text| FunctionRows {
+                    tracer,
+                    rows: rows(&text),
+                });
+            }
+            Err(err) => notes.push(TracerRefused::unread(&err).to_string()),
+        }
+    }
     features.build_ids = build_ids(&sink.mapped);
     for (path, build_id) in std::mem::take(&mut sink.hidden).keep() {
         features.build_ids.push(BuildIdEntry {
@@ -435,13 +475,14 @@ pub(crate) fn record_to_file(
         }
     }
     let stop = stop?;
+    notes.extend(session.notes.iter().cloned());
     Ok(RecordSummary {
         path: path.to_path_buf(),
         samples,
         lost_per_cpu,
         bytes,
         stop,
-        notes: session.notes.clone(),
+        notes,
     })
 }
 

@@ -5,8 +5,9 @@
 //! sched_switch switch-outs where a task blocks (`split_switch`) and on the
 //! start events of `s` hooks only; switch-ins come
 //! from context-switch records. Also the two halves of `scry record
-//! --profile` / `scry report --profile` (`record_options`, `report_file`),
-//! which feed the same `analysis::pairs_feed` from a perf.data file.
+//! --profile` / `scry report --profile` (`record_functions`, `report_file`),
+//! which feed the same `analysis::pairs_feed` from a perf.data file, and
+//! the function tracer's flags both commands take (`FunctionTracerArgs`).
 //!
 //! Live, the default hooks' system calls, page faults and interrupts are
 //! summed in the kernel by a BPF program (`sys::bpf_profile`) instead of
@@ -32,6 +33,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
+use scry::analysis::funcgraph::function_rows;
 use scry::analysis::pairs::{Hook, PairEngine};
 use scry::analysis::pairs_feed::PairsFeed;
 use scry::analysis::pairs_file::{FileWatch, pairs_of_file};
@@ -39,7 +41,7 @@ use scry::analysis::pairs_plan::PairsPlan;
 use scry::analysis::pairs_report::{CpuStat, build_report, syscall_names};
 use scry::capture::StopReason;
 use scry::capture::profile_events::hook_capture;
-use scry::capture::profile_kernel::ProfileKernel;
+use scry::capture::profile_kernel::{ProfileKernel, RecordFunctions};
 use scry::render::profile::{write_json, write_text};
 use scry::symbol::{ResolveOptions, Resolver};
 use scry::sys::bpf_profile::{Covered, KernelSums};
@@ -72,24 +74,87 @@ pub(crate) struct ProfileArgs {
     /// where it loads; this is also the fallback where it does not).
     #[arg(long)]
     no_bpf: bool,
+    #[command(flatten)]
+    functions: FunctionTracerArgs,
+    /// The command to run and profile (`--` before it is optional, as with perf).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// The kernel's function tracer as trace-cmd profile takes it: `scry
+/// profile`'s flags, and `scry record --profile`'s (which keeps its rows in
+/// the file).
+#[derive(Args, Debug, Default)]
+pub(crate) struct FunctionTracerArgs {
     /// The kernel's function tracer: function_graph (durations; the default,
     /// as trace-cmd profile), function (counts), or nop (none); `-p TRACER`
     /// too, as trace-cmd profile takes it (`-p` with a number is a pid).
-    #[arg(long, value_name = "TRACER", default_value = "function_graph")]
-    tracer: String,
+    #[arg(long, value_name = "TRACER")]
+    tracer: Option<String>,
     /// function_graph's depth: 1 (the default) times each task's outermost
     /// kernel functions; 0 is no limit.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    graph_depth: u32,
+    #[arg(long, value_name = "N")]
+    graph_depth: Option<u32>,
     /// Trace only the kernel functions matching GLOB (set_ftrace_filter; repeatable).
     #[arg(short = 'l', long = "func", value_name = "GLOB")]
     funcs: Vec<String>,
     /// Do not trace the kernel functions matching GLOB (set_ftrace_notrace; repeatable).
     #[arg(short = 'n', long = "notrace", value_name = "GLOB")]
     notrace: Vec<String>,
-    /// The command to run and profile (`--` before it is optional, as with perf).
-    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
-    command: Vec<OsString>,
+}
+
+/// The tracers `--tracer` (and trace-cmd's `-p`) name.
+const TRACERS: [&str; 3] = ["function_graph", "function", "nop"];
+
+impl FunctionTracerArgs {
+    /// trace-cmd profile's `-p TRACER`: `-p` is perf's pid list here, and a
+    /// tracer's name is never one, so the name picks the tracer.
+    pub(super) fn take_tracer_from(&mut self, pid: &mut Option<String>) {
+        if let Some(tracer) = pid.take_if(|p| TRACERS.contains(&p.as_str())) {
+            self.tracer = Some(tracer);
+        }
+    }
+
+    /// Whether any of these flags was given.
+    pub(super) fn given(&self) -> bool {
+        self.tracer.is_some()
+            || self.graph_depth.is_some()
+            || !self.funcs.is_empty()
+            || !self.notrace.is_empty()
+    }
+
+    /// The tracer's options (the pids are chosen when it starts).
+    pub(super) fn options(&self) -> anyhow::Result<TracerOptions> {
+        let tracer = self.tracer.as_deref().unwrap_or("function_graph");
+        if !TRACERS.contains(&tracer) {
+            anyhow::bail!("--tracer: unknown tracer '{tracer}' (function_graph, function or nop)");
+        }
+        Ok(TracerOptions {
+            tracer: tracer.to_string(),
+            depth: self.graph_depth.unwrap_or(1),
+            filters: self.funcs.clone(),
+            notrace: self.notrace.clone(),
+            ..TracerOptions::default()
+        })
+    }
+}
+
+/// `scry record --profile`'s function tracer (`capture::to_file` runs it),
+/// unless its tracer is nop.
+pub(super) fn record_functions(
+    args: &FunctionTracerArgs,
+) -> anyhow::Result<Option<RecordFunctions>> {
+    let options = args.options()?;
+    if options.tracer == "nop" {
+        return Ok(None);
+    }
+    let root = scry::sys::tracefs::root().context("--profile needs tracepoints")?;
+    Ok(Some(RecordFunctions {
+        root: root.to_path_buf(),
+        options,
+        watchdog: super::ftrace_watchdog(root),
+        rows: function_rows,
+    }))
 }
 
 /// `scry report --profile`: the pairs of a perf.data file (from `scry
@@ -131,16 +196,8 @@ fn write_report(
 }
 
 pub(crate) fn run(mut args: ProfileArgs) -> anyhow::Result<()> {
-    // trace-cmd profile's `-p TRACER`: `-p` is perf's pid list here, and a
-    // tracer's name is never one, so the name picks the tracer.
-    if let Some(tracer) = args
-        .watch
-        .pid
-        .pid
-        .take_if(|p| matches!(p.as_str(), "function" | "function_graph" | "nop"))
-    {
-        args.tracer = tracer;
-    }
+    args.functions.take_tracer_from(&mut args.watch.pid.pid);
+    let tracer = args.functions.options()?;
     let json = match args.format.as_str() {
         "text" => false,
         "json" => true,
@@ -177,13 +234,6 @@ pub(crate) fn run(mut args: ProfileArgs) -> anyhow::Result<()> {
     engine.all = args.watch.all_cpus;
     engine.pids.extend(pids.iter().copied());
 
-    let tracer = TracerOptions {
-        tracer: args.tracer.clone(),
-        depth: args.graph_depth,
-        filters: args.funcs.clone(),
-        notrace: args.notrace.clone(),
-        ..TracerOptions::default()
-    };
     let (mut feed, outcome) = capture_feed(&opts, true, |workload| {
         // With -p the command only times the capture, as in perf.
         if let Some(pid) = workload.filter(|_| pids.is_empty()) {

@@ -9,6 +9,7 @@ use scry::capture::session::{StopReason, default_mmap_pages, fall_back_from_cycl
 use scry::capture::{CallGraph, CaptureOptions};
 use scry::event::name;
 
+use super::profile::{FunctionTracerArgs, record_functions};
 use super::target::{SamplingArgs, TargetArgs, checked_mmap_pages};
 
 #[derive(Args, Debug)]
@@ -47,8 +48,14 @@ pub(crate) struct RecordArgs {
     /// Record what `scry profile`'s default hooks need (sched, syscalls, irq,
     /// page-fault tracepoints, stacks on sched_switch, context switches),
     /// system-wide, for `scry report --profile`.
+    /// The kernel's function tracer runs beside it (function_graph at depth
+    /// 1 on the command, as `scry profile`; -l, -n, --tracer or `-p
+    /// TRACER`, --graph-depth pick it) and its rows are kept in the file.
     #[arg(long, conflicts_with_all = ["events", "filter", "freq", "count", "callchain", "call_graph"])]
     profile: bool,
+    /// With --profile: the kernel function tracer's flags, as `scry profile` takes them.
+    #[command(flatten)]
+    functions: FunctionTracerArgs,
     /// The command to run and record (`--` before it is optional, as with perf).
     // No allow_hyphen_values: an unknown flag before the command is an
     // error, not a program to run; after it, everything is the command's.
@@ -173,10 +180,19 @@ fn parse_clockid(text: &str) -> anyhow::Result<i32> {
     Ok(id)
 }
 
-pub(crate) fn run(args: RecordArgs) -> anyhow::Result<()> {
+pub(crate) fn run(mut args: RecordArgs) -> anyhow::Result<()> {
+    let functions = if args.profile {
+        // trace-cmd record --profile's `-p TRACER`.
+        args.functions.take_tracer_from(&mut args.target.pid.pid);
+        record_functions(&args.functions)?
+    } else if args.functions.given() {
+        anyhow::bail!("-l, -n, --tracer and --graph-depth need --profile");
+    } else {
+        None
+    };
     let opts = args.to_options()?;
     let cmdline: Vec<String> = std::env::args().collect();
-    let summary = scry::capture::to_file::record_to_file(&opts, &args.output, cmdline)?;
+    let summary = scry::capture::to_file::record_to_file(&opts, &args.output, cmdline, functions)?;
     if !args.quiet {
         // Said after the fact, so that an error stays the only line.
         if args.events.is_empty() && opts.events.first().is_some_and(|e| e.name == "cpu-clock") {

@@ -119,6 +119,9 @@ pub struct Features {
     /// Event groups of two or more (`'{a,b}'`): the leader's event index
     /// and how many events the group has.
     pub(crate) groups: Vec<(u32, u32)>,
+    /// `record --profile`'s kernel function rows, in scry's own section
+    /// (`data::function_rows`: a bit perf does not read).
+    pub function_rows: Option<super::function_rows::FunctionRows>,
 }
 
 impl Features {
@@ -151,6 +154,7 @@ impl Features {
             pmu_mappings: pmu_mappings(Path::new("/sys/bus/event_source/devices")),
             clock: None,
             groups: Vec::new(),
+            function_rows: None,
         }
     }
 
@@ -208,6 +212,9 @@ impl Features {
                 desc.extend_from_slice(&members.to_ne_bytes());
             }
             out.push((bit::GROUP_DESC, desc));
+        }
+        if let Some(rows) = &self.function_rows {
+            out.push((super::function_rows::FUNCTION_ROWS_BIT, rows.encode()));
         }
         out
     }

@@ -3,10 +3,12 @@
 //! ring bytes (`raw`), the one sorter of per-CPU streams (`order`), the
 //! dispatcher of parsed records (`handler`) and the thread-name model
 //! (`threads`). `build_id` reads build-ids; `build_id_cache` keeps files
-//! by them (recordings copy in, the symbol stage reads).
+//! by them (recordings copy in, the symbol stage reads). `function_rows`
+//! is scry's own feature section: `record --profile`'s kernel function rows.
 pub mod build_id;
 pub mod build_id_cache;
 pub mod features;
+pub mod function_rows;
 pub mod handler;
 pub(crate) mod order;
 pub mod pipe_writer;

@@ -80,7 +80,12 @@ impl<W: Write> PerfPipeWriter<W> {
         }
 
         let mut sections = features.sections();
-        sections.retain(|(b, _)| ![bit::TRACING_DATA, bit::BUILD_ID, bit::EVENT_DESC].contains(b));
+        // perf warns of a feature record past its last feature (scry's own
+        // sections): the pipe format carries perf's only.
+        sections.retain(|(b, _)| {
+            ![bit::TRACING_DATA, bit::BUILD_ID, bit::EVENT_DESC].contains(b)
+                && u64::from(*b) < HEADER_LAST_FEATURE
+        });
         sections.push((bit::EVENT_DESC, encode_event_desc(&events)));
         sections.sort_by_key(|(b, _)| *b);
         for (feature, bytes) in &sections {

@@ -62,6 +62,7 @@ use linux_perf_data::linux_perf_event_reader::{
 pub use linux_perf_data::linux_perf_event_reader::{EventRecord, SampleRecord};
 use linux_perf_data::{Feature, PerfFile, PerfFileRecord, PerfRecordIter};
 
+use super::function_rows::{FUNCTION_ROWS_BIT, FUNCTION_ROWS_NAME, FunctionRows};
 use super::handler::{RecordHandler, dispatch};
 use guard::{Panicked, guard};
 use layout::LayoutError;
@@ -309,7 +310,10 @@ impl PerfReader {
                 .perf_file
                 .features()
                 .iter()
-                .map(|f| f.to_string())
+                .map(|f| match f.0 {
+                    FUNCTION_ROWS_BIT => FUNCTION_ROWS_NAME.to_string(),
+                    _ => f.to_string(),
+                })
                 .collect(),
         })
     }
@@ -396,6 +400,25 @@ impl PerfReader {
                 message,
             }),
         }
+    }
+
+    /// `scry record --profile`'s kernel function rows (scry's own feature
+    /// section, `data::function_rows`), `None` when the file has none; a
+    /// section that does not decode is an error naming the file.
+    pub fn function_rows(&self) -> Result<Option<FunctionRows>, ReadError> {
+        let Some(bytes) = self
+            .perf_file
+            .feature_section_data(Feature(FUNCTION_ROWS_BIT))
+        else {
+            return Ok(None);
+        };
+        FunctionRows::decode(bytes, self.layout.endian)
+            .map(Some)
+            .map_err(|err| ReadError::Parse {
+                file: self.file.clone(),
+                context: format!("{FUNCTION_ROWS_NAME} feature (kernel function rows)"),
+                reason: err.to_string(),
+            })
     }
 
     /// The tracepoint formats: the TRACING_DATA feature of a file, or the

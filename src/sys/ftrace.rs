@@ -58,6 +58,36 @@ fn write(root: &Path, file: &str, text: &str) -> io::Result<()> {
         .map_err(|e| io::Error::new(e.kind(), format!("{} <- {text:?}: {e}", path.display())))
 }
 
+/// Writes `globs` to a filter file one by one (the kernel takes one glob
+/// per write and refuses one that matches no function with EINVAL), so the
+/// glob refused is named, with the `flag` that gave it: `-l 'SyS*': no
+/// kernel function matches it` (the one wording of `scry profile`, `record
+/// --profile` and `trace --function`). No globs: the filter is emptied.
+fn write_globs(root: &Path, file: &str, flag: &str, globs: &[String]) -> io::Result<()> {
+    let path = root.join(file);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    for glob in globs {
+        f.write_all(format!("{glob}\n").as_bytes()).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EINVAL) {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{flag} '{glob}': no kernel function matches it ({file} refused it; \
+                         available_filter_functions lists those that can be traced)"
+                    ),
+                )
+            } else {
+                io::Error::new(e.kind(), format!("{} <- {glob:?}: {e}", path.display()))
+            }
+        })?;
+    }
+    Ok(())
+}
+
 /// The tracers this kernel offers (`available_tracers`).
 pub(crate) fn available(root: &Path) -> Vec<String> {
     std::fs::read_to_string(root.join("available_tracers"))
@@ -126,13 +156,13 @@ impl FunctionTracer {
         let root = &self.root;
         write(root, "tracing_on", "0")?;
         write(root, "trace", "")?;
-        write(root, "set_ftrace_filter", &opts.filters.join(" "))?;
-        write(root, "set_ftrace_notrace", &opts.notrace.join(" "))?;
+        write_globs(root, "set_ftrace_filter", "-l", &opts.filters)?;
+        write_globs(root, "set_ftrace_notrace", "-n", &opts.notrace)?;
         let pids: Vec<String> = opts.pids.iter().map(i32::to_string).collect();
         write(root, "set_ftrace_pid", &pids.join(" "))?;
         if opts.tracer == "function_graph" {
             write(root, "max_graph_depth", &opts.depth.to_string())?;
-            write(root, "set_graph_function", &opts.graph_functions.join(" "))?;
+            write_globs(root, "set_graph_function", "-G", &opts.graph_functions)?;
         }
         for option in OPTIONS {
             // An option this kernel lacks (funcgraph-tail is old; all are).

@@ -17,7 +17,9 @@ use std::process::Command;
 
 use scry::data::build_id;
 use scry::data::features::{BuildIdEntry, ClockData, Features, MISC_KERNEL, MISC_USER};
+use scry::data::function_rows::{FunctionRow, FunctionRows};
 use scry::data::pipe_writer::PerfPipeWriter;
+use scry::data::reader::PerfReader;
 use scry::data::tracing_data;
 use scry::data::writer::{EventDesc, PerfDataWriter};
 
@@ -209,6 +211,11 @@ enum Layout {
 /// Copies perf's file through PerfDataWriter: records fed in batches of
 /// whole records (about 64 KiB each, as a ring drain would), our features.
 fn rewrite(theirs: &PerfFile, ours: &Path, layout: Layout) {
+    rewrite_with(theirs, ours, layout, features_for(theirs));
+}
+
+/// [`rewrite`] with these features.
+fn rewrite_with(theirs: &PerfFile, ours: &Path, layout: Layout, features: Features) {
     let file = BufWriter::new(File::create(ours).unwrap());
     let mut w = match layout {
         Layout::AttrsLast => PerfDataWriter::new(file).unwrap(),
@@ -225,7 +232,7 @@ fn rewrite(theirs: &PerfFile, ours: &Path, layout: Layout) {
     }
     w.write_records(&theirs.data[batch_start..at]).unwrap();
     assert_eq!(w.data_size(), theirs.data.len() as u64);
-    w.finish(&theirs.events, &features_for(theirs)).unwrap();
+    w.finish(&theirs.events, &features).unwrap();
 }
 
 fn perf_out(args: &[&str], file: &Path) -> (String, Vec<String>) {
@@ -361,6 +368,66 @@ fn perf_reads_a_cpu_clock_profile_we_rewrote() {
             "no {want:?} in our header:\n{header}"
         );
     }
+}
+
+/// `scry record --profile`'s kernel function rows in scry's own feature
+/// section (bit 240, past perf's last feature): perf script, report,
+/// evlist and the header read the file as they read perf's own, without a
+/// warning, and scry's reader gives the rows back as written.
+#[test]
+fn perf_ignores_the_function_rows_section_scry_reads() {
+    require_kernel!();
+    require_perf!();
+    let dir = common::tempdir();
+    let (theirs, ours) = (dir.path().join("theirs.data"), dir.path().join("ours.data"));
+    let workload = common::workload("cpu7525");
+    common::run_ok(
+        common::perf()
+            .args(["record", "-q", "-F", "999", "-o"])
+            .arg(&theirs)
+            .arg("--")
+            .arg(&workload)
+            .arg("30"),
+    );
+    let perf_file = read_perf_file(&theirs);
+    let rows = FunctionRows {
+        tracer: "function_graph".into(),
+        rows: vec![
+            FunctionRow {
+                tid: 4242,
+                function: "__do_sys_getppid".into(),
+                sums: [300, 180_000, 1_408, 13_475_800_000, 592, 13_475_733_000],
+            },
+            FunctionRow {
+                tid: 4243,
+                function: "x".repeat(600),
+                sums: [1, 2, 3, 4, 5, 6],
+            },
+        ],
+    };
+    let mut features = features_for(&perf_file);
+    features.function_rows = Some(rows.clone());
+    rewrite_with(&perf_file, &ours, Layout::AttrsFirst, features);
+    assert_perf_agrees(&theirs, &ours);
+    let (header, warn) = perf_out(&["report", "--header-only"], &ours);
+    assert!(warn.is_empty(), "{warn:?}");
+    assert!(header.contains("# event : name = cpu-clock"), "{header}");
+
+    let reader = PerfReader::open(&ours).expect("scry reads the file");
+    let back = reader.function_rows().expect("rows decode").expect("rows");
+    assert_eq!(back.tracer, rows.tracer);
+    assert_eq!(back.rows[0], rows.rows[0]);
+    assert_eq!(
+        back.rows[1].function.len(),
+        512,
+        "a name is cut at KSYM_NAME_LEN"
+    );
+    let header = common::run_ok(
+        common::scry()
+            .args(["script", "--header-only", "-i"])
+            .arg(&ours),
+    );
+    assert!(header.contains(" SCRY_FUNCTION_ROWS"), "{header}");
 }
 
 #[test]

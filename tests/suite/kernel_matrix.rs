@@ -323,6 +323,22 @@ fn guest_profile_kernel_functions() {
     assert_passed(|n| names.contains(&n), &names);
 }
 
+/// `scry record --profile -l GLOB` (trace-cmd record --profile -l): the
+/// function tracer's rows kept in the file, so `report --profile` prints
+/// getppid's function with the N calls of the workload's task, as the live
+/// `scry profile` does, with function_graph and with `-p function`; perf
+/// reads the file; a glob that matches nothing (`SyS*`) is one line naming
+/// it, the same line `scry profile` prints.
+#[test]
+fn guest_record_profile_keeps_kernel_function_rows() {
+    let names = [
+        "record_profile_function_graph",
+        "record_profile_function",
+        "record_profile_nomatch",
+    ];
+    assert_passed(|n| names.contains(&n), &names);
+}
+
 /// vfsstat on bcc's hooks (the VFS functions by fentry, else kprobe; and
 /// by kprobe with fentry refused, `SCRY_BPF_HOOKS`) counts the workload's
 /// reads, writes, fsyncs and opens as its tracepoint path does.
@@ -415,6 +431,7 @@ fn guest_leaves_no_kprobe_nor_tracer() {
             "clean_after_offcpu",
             "clean_after_profile",
             "clean_after_profile_functions",
+            "clean_after_record_profile",
             "clean_after_vfsstat",
             "clean_after_runqlat",
             "clean_after_trace_functions",

@@ -677,3 +677,98 @@ fn no_function_tracer_is_one_line_and_the_rest_runs() {
         assert_eq!(count_in(&report, "calls", "sys_getppid"), 40, "{report:#}");
     }
 }
+
+/// The `kernel functions not profiled` lines of a stderr.
+fn function_notes(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("kernel functions not profiled"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// trace-cmd's `record --profile -l 'SyS*' CMD` where the kernel has no
+/// function_graph tracer and refuses set_ftrace_filter (this machine; the
+/// kernel matrix's guest has both and checks the rows the file keeps):
+/// exit 0, the one line `scry profile` prints for the same flags, the
+/// tracer as it was, and the rest of the profile in the file, which
+/// `report --profile` and perf read. `-p function` names its tracer's
+/// refusal; `-p nop` asks for none and says nothing.
+#[test]
+fn record_profile_with_kernel_function_flags_where_the_kernel_has_none() {
+    require_kernel!();
+    require_tracefs!();
+    require_perf!();
+    let Some(root) = common::without_function_graph() else {
+        return;
+    };
+    let calls = common::workload("calls");
+    let dir = common::tempdir();
+    let file = dir.path().join("profile.data");
+    let cases: [&[&str]; 3] = [
+        &["-l", "SyS*"],
+        &["-l", "SyS*", "-p", "function"],
+        &["-p", "nop"],
+    ];
+    for flags in cases {
+        let out = common::output(
+            common::scry()
+                .args(["record", "--profile"])
+                .args(flags)
+                .arg("-o")
+                .arg(&file)
+                .arg("--")
+                .arg(&calls)
+                .arg("40"),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{flags:?}: {stderr}");
+        let notes = function_notes(&stderr);
+        let (_, live_stderr) = profile_json(flags, &[calls.as_os_str(), "40".as_ref()]);
+        assert_eq!(
+            notes,
+            function_notes(&live_stderr),
+            "{flags:?}: record and profile say the same"
+        );
+        let wanted = usize::from(!flags.contains(&"nop"));
+        assert_eq!(notes.len(), wanted, "{flags:?}: {stderr}");
+        if flags.contains(&"function") {
+            assert!(
+                notes[0].contains("set_ftrace_filter") || notes[0].contains("no function tracer"),
+                "{stderr}"
+            );
+        } else if wanted == 1 {
+            assert!(notes[0].contains("function_graph"), "{stderr}");
+        }
+        let current = std::fs::read_to_string(root.join("current_tracer")).unwrap_or_default();
+        assert_eq!(current.trim(), "nop", "{flags:?}");
+
+        let report = report_profile_json(&file);
+        assert_eq!(
+            count_in(&report, "calls", "sys_getppid"),
+            40,
+            "{flags:?}: {report:#}"
+        );
+        let text = common::run_ok(
+            common::scry()
+                .args(["report", "--profile", "-i"])
+                .arg(&file),
+        );
+        assert!(
+            !text.contains("func: "),
+            "{flags:?}: no function rows\n{text}"
+        );
+    }
+    // perf reads the last file without a warning.
+    for args in [&["script"][..], &["report", "--stdio"]] {
+        let out = common::output(common::perf().args(args).arg("-i").arg(&file));
+        assert!(
+            out.status.success(),
+            "perf {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let warnings = common::perf_warnings(&out.stderr);
+        assert!(warnings.is_empty(), "perf {args:?}: {warnings:?}");
+        assert!(!out.stdout.is_empty(), "perf {args:?} printed nothing");
+    }
+}
