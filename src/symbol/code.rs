@@ -118,7 +118,10 @@ pub(crate) fn function_code(path: &Path, file_offset: u64) -> Result<FunctionCod
                 .ok()
                 .and_then(|file| super::binary::debug_symbols_file(path, &file));
             match debug {
-                Some(debug) => function_code_in(&data, &name, file_offset, Some(&open(&debug)?)),
+                Some(debug) => {
+                    let shown = debug.display().to_string();
+                    function_code_in(&data, &name, file_offset, Some((&shown, &open(&debug)?)))
+                }
                 None => Err(no_symbol),
             }
         }
@@ -127,13 +130,13 @@ pub(crate) fn function_code(path: &Path, file_offset: u64) -> Result<FunctionCod
 }
 
 /// As [`function_code`], over the file's bytes; `path` names it in errors.
-/// `debug`: the bytes of its separate debug file, whose symbols and lines
-/// are used where the file has none.
+/// `debug`: the path and bytes of its separate debug file, whose symbols
+/// and lines are used where the file has none.
 pub(crate) fn function_code_in(
     data: &[u8],
     path: &str,
     file_offset: u64,
-    debug: Option<&[u8]>,
+    debug: Option<(&str, &[u8])>,
 ) -> Result<FunctionCode, CodeError> {
     let file = object::File::parse(data).map_err(|e| CodeError::NotElf {
         path: path.to_string(),
@@ -150,9 +153,9 @@ pub(crate) fn function_code_in(
             path: path.to_string(),
             offset: file_offset,
         })?;
-    let debug = debug.and_then(|d| object::File::parse(d).ok());
+    let debug = debug.and_then(|(p, d)| Some((p, object::File::parse(d).ok()?)));
     let (start, size, symbol) = covering_symbol(&file, svma)
-        .or_else(|| covering_symbol(debug.as_ref()?, svma))
+        .or_else(|| covering_symbol(&debug.as_ref()?.1, svma))
         .ok_or_else(|| CodeError::NoSymbol {
             path: path.to_string(),
             svma,
@@ -176,11 +179,11 @@ pub(crate) fn function_code_in(
         .unwrap_or_default()
         .to_vec();
     let end = start + bytes.len() as u64;
-    let mut lines = line_rows(&file, start, end).unwrap_or_default();
+    let mut lines = line_rows(&file, path, start, end).unwrap_or_default();
     if lines.is_empty()
-        && let Some(debug) = &debug
+        && let Some((debug_path, debug)) = &debug
     {
-        lines = line_rows(debug, start, end).unwrap_or_default();
+        lines = line_rows(debug, debug_path, start, end).unwrap_or_default();
     }
     Ok(FunctionCode {
         symbol,
@@ -213,16 +216,18 @@ fn covering_symbol(file: &object::File<'_>, svma: u64) -> Option<(u64, u64, Stri
     best
 }
 
-/// DWARF line rows in `[start, end)`: the last row of each address.
+/// DWARF line rows in `[start, end)` of `file` (read from `path`): the
+/// last row of each address.
 fn line_rows(
     file: &object::File<'_>,
+    path: &str,
     start: u64,
     end: u64,
 ) -> Result<Vec<LineRow>, Box<dyn std::error::Error>> {
     if file.section_by_name(".debug_line").is_none() {
         return Ok(Vec::new());
     }
-    let (sections, endian) = dwarf_sections(file)?;
+    let (sections, endian) = dwarf_sections(file, path)?;
     let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
     let mut out: Vec<LineRow> = Vec::new();
     let mut units = dwarf.units();

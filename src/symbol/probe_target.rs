@@ -271,9 +271,11 @@ pub(crate) type Reader<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
 pub(crate) type DwarfSections<'d> = gimli::DwarfSections<Cow<'d, [u8]>>;
 
 /// The DWARF sections of an ELF file (decompressed where they are
-/// compressed, empty where missing) and its byte order.
+/// compressed, empty where missing) and its byte order; `path` names the
+/// file in the one line said of a section that does not inflate.
 pub(crate) fn dwarf_sections<'d>(
     file: &object::File<'d>,
+    path: &str,
 ) -> Result<(DwarfSections<'d>, gimli::RunTimeEndian), object::Error> {
     let endian = if file.is_little_endian() {
         gimli::RunTimeEndian::Little
@@ -287,8 +289,15 @@ pub(crate) fn dwarf_sections<'d>(
         };
         let compressed = section.compressed_data()?;
         if compressed.format == object::CompressionFormat::Zlib {
-            return Ok(inflate(compressed.data, compressed.uncompressed_size)
-                .map_or(Cow::Borrowed(&[][..]), Cow::Owned));
+            return Ok(
+                match inflate(compressed.data, compressed.uncompressed_size) {
+                    Ok(data) => Cow::Owned(data),
+                    Err(why) => {
+                        say_uninflated(path, id.name(), &why);
+                        Cow::Borrowed(&[][..])
+                    }
+                },
+            );
         }
         compressed.decompress()
     })?;
@@ -300,19 +309,43 @@ const MAX_INFLATED_SECTION: u64 = 256 << 20;
 
 /// A `SHF_COMPRESSED` zlib section (what Debian's -dbg packages ship),
 /// inflated here with flate2 rather than through object's `compression`
-/// feature (which would add a zstd crate); None if it is bigger than
+/// feature (which would add a zstd crate); why not if it is bigger than
 /// [`MAX_INFLATED_SECTION`] or does not inflate to its stated size.
-fn inflate(data: &[u8], size: u64) -> Option<Vec<u8>> {
+fn inflate(data: &[u8], size: u64) -> Result<Vec<u8>, String> {
     use std::io::Read;
     if size > MAX_INFLATED_SECTION {
-        return None;
+        return Err(format!(
+            "{size} bytes inflated, over the {MAX_INFLATED_SECTION} read"
+        ));
     }
-    let mut out = Vec::with_capacity(usize::try_from(size).ok()?);
+    let mut out = Vec::with_capacity(usize::try_from(size).map_err(|e| e.to_string())?);
     flate2::read::ZlibDecoder::new(data)
         .take(size)
         .read_to_end(&mut out)
-        .ok()?;
-    (out.len() as u64 == size).then_some(out)
+        .map_err(|e| e.to_string())?;
+    if out.len() as u64 != size {
+        return Err(format!("{} bytes inflated of the {size} stated", out.len()));
+    }
+    Ok(out)
+}
+
+/// Says on stderr, once per file and section in a run, that a compressed
+/// DWARF section of `path` is left out, and why: the debug information
+/// it holds (lines, variables) is then missing, which otherwise reads as
+/// a binary built without it.
+fn say_uninflated(path: &str, section: &str, why: &str) {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static SAID: OnceLock<Mutex<HashSet<(String, String)>>> = OnceLock::new();
+    let mut said = SAID
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if said.insert((path.to_string(), section.to_string())) {
+        eprintln!(
+            "scry: {path}: {section} is zlib-compressed and does not inflate ({why}): read as absent"
+        );
+    }
 }
 
 /// The DWARF description of the function at `svma`, or `NoDebugInfo`.
@@ -333,7 +366,7 @@ pub(crate) fn function_info(
     if file.section_by_name(".debug_info").is_none() {
         return Err(no_info());
     }
-    let (sections, endian) = dwarf_sections(&file).map_err(|e| bad(e.to_string()))?;
+    let (sections, endian) = dwarf_sections(&file, path).map_err(|e| bad(e.to_string()))?;
     let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
     let mut units = dwarf.units();
     while let Some(header) = units.next().map_err(|e| bad(e.to_string()))? {

@@ -122,6 +122,61 @@ fn malloc_count_matches_perf_probe() {
     );
 }
 
+/// A zlib-compressed `.debug_info` that does not inflate is said, once,
+/// naming the file and the section, before the miss it causes; the same
+/// section whole is read (`-V` names the parameters).
+#[test]
+fn a_compressed_debug_section_that_does_not_inflate_is_said() {
+    if !common::require_tool("readelf", "readelf is not installed (scripts/deps)") {
+        return;
+    }
+    let dir = common::tempdir();
+    let prog = build_prog(dir.path());
+    let zprog = dir.path().join("zprog");
+    common::run_ok(
+        Command::new("objcopy")
+            .arg("--compress-debug-sections=zlib")
+            .arg(&prog)
+            .arg(&zprog),
+    );
+    let vars = scry_probe(&["-x", zprog.to_str().unwrap(), "-V", "probed_fn"]);
+    assert!(vars.contains("int\tcount"), "{vars}");
+    // The section's offset, from `[Nr] Name Type Address Off Size ...`.
+    let sections = common::run_ok(Command::new("readelf").args(["-S", "-W"]).arg(&zprog));
+    let offset = sections
+        .lines()
+        .find_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let at = words.iter().position(|w| *w == ".debug_info")?;
+            u64::from_str_radix(words.get(at + 3)?, 16).ok()
+        })
+        .unwrap_or_else(|| panic!("no .debug_info in {sections}"));
+    // Past the compression header (24 bytes) and zlib's (2): a deflate
+    // block of the reserved type, which no inflater takes.
+    let mut bytes = std::fs::read(&zprog).unwrap();
+    let at = offset as usize + 26;
+    bytes[at..at + 16].fill(0xff);
+    let bad = dir.path().join("bad");
+    std::fs::write(&bad, &bytes).unwrap();
+    let out = common::output(
+        common::scry()
+            .args(["probe", "-x"])
+            .arg(&bad)
+            .args(["-V", "probed_fn"]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said = format!(
+        "scry: {}: .debug_info is zlib-compressed and does not inflate (",
+        bad.display()
+    );
+    assert_eq!(stderr.matches(&said).count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("no DWARF debug info for 'probed_fn'"),
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+}
+
 /// Deletes the probes matching its pattern when dropped, so that a failed
 /// run leaves none behind to refuse the next run's (`already exists`).
 struct ProbeCleanup(&'static str);
