@@ -273,6 +273,7 @@ fn open_output(path: &Path) -> anyhow::Result<Box<dyn Write>> {
 }
 
 pub(crate) fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
+    super::target::check_command("flamegraph", &args.command)?;
     if args.offcpu {
         return offcpu_flamegraph(&args);
     }

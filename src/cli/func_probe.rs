@@ -75,6 +75,7 @@ pub(crate) fn load(
         bail!("{tool}: -p and a command exclude each other");
     }
     bpf_tool::check_pid(tool, "-p", args.target.pid)?;
+    super::target::check_command(tool, &args.command)?;
     let parsed = func_sites::parse(&args.pattern, args.binary.as_deref())
         .map_err(|e| anyhow!("{tool}: {e}"))?;
     let (binary, glob) = match parsed {

@@ -128,6 +128,7 @@ pub(crate) fn run(mut args: MemleakArgs) -> anyhow::Result<()> {
     if args.target.pid.is_some() && !args.command.is_empty() {
         bail!("memleak: -p and a command exclude each other");
     }
+    super::target::check_command("memleak", &args.command)?;
     if let (Some(min), Some(max)) = (args.min_size, args.max_size)
         && min > max
     {

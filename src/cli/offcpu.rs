@@ -139,7 +139,7 @@ fn from_file(path: &std::path::Path, args: &OffcpuArgs) -> anyhow::Result<OffCpu
 
 /// Records the switches live while the command (or -p's processes) runs.
 fn live(args: &OffcpuArgs) -> anyhow::Result<(OffCpuFeed, scry::capture::live::LiveOutcome)> {
-    let pids = args.watch.live_pids(&args.command)?;
+    let pids = args.watch.live_pids("offcpu", &args.command)?;
     let root =
         scry::sys::tracefs::root().context("off-CPU analysis needs the sched tracepoints")?;
     let switch_format =

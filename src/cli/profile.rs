@@ -203,7 +203,7 @@ pub(crate) fn run(mut args: ProfileArgs) -> anyhow::Result<()> {
         "json" => true,
         other => anyhow::bail!("--format: unknown format '{other}' (text or json)"),
     };
-    let pids = args.watch.live_pids(&args.command)?;
+    let pids = args.watch.live_pids("profile", &args.command)?;
     let hooks: Vec<Hook> = args
         .hooks
         .iter()

@@ -95,7 +95,7 @@ impl RecordArgs {
             filters.push((last, filter.clone()));
         }
         let sampling = self.sampling.sampling()?;
-        let target = self.target.to_target(&self.command)?;
+        let target = self.target.to_target("record", &self.command)?;
         if target.command.is_empty()
             && target.pids.is_empty()
             && target.tids.is_empty()

@@ -12,8 +12,6 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 
 use anyhow::Context;
 use clap::Args;
@@ -129,25 +127,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
 /// found in PATH (or named by a path) before anything is forked.
 fn command_words(cmd: &str) -> anyhow::Result<Vec<OsString>> {
     let words: Vec<OsString> = cmd.split_whitespace().map(OsString::from).collect();
-    let Some(program) = words.first() else {
+    if words.is_empty() {
         anyhow::bail!("scry run: -c: no command given");
-    };
-    let runnable = |p: &Path| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    let program = Path::new(program);
-    let found = if program.components().count() > 1 {
-        runnable(program)
-    } else {
-        std::env::var_os("PATH")
-            .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(program))))
-    };
-    if !found {
-        anyhow::bail!(
-            "scry run: -c {cmd}: no program '{}' to run (not in PATH, or not executable)",
-            program.display()
-        );
     }
+    super::target::check_command(&format!("scry run: -c {cmd}"), &words)?;
     Ok(words)
 }

@@ -87,7 +87,7 @@ pub(crate) fn run(args: SchedArgs) -> anyhow::Result<()> {
     };
     let pids = match args.input {
         Some(_) => args.watch.pid.pids()?,
-        None => args.watch.live_pids(&args.command)?,
+        None => args.watch.live_pids("sched", &args.command)?,
     };
     let watch = Watch {
         all: pids.is_empty() && (args.watch.all_cpus || args.input.is_some()),

@@ -130,7 +130,7 @@ impl StatArgs {
             Some(ms) => Some(Duration::from_millis(ms)),
             None => None,
         };
-        let target = self.target.to_target(&self.command)?;
+        let target = self.target.to_target("stat", &self.command)?;
         let system_wide = target.system_wide || target.cpus.is_some();
         let has_task = !target.pids.is_empty() || !target.tids.is_empty();
         if self.command.is_empty() && !system_wide && !has_task {

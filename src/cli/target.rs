@@ -36,8 +36,10 @@ pub(crate) struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// The flags around `command`, as given: `system_wide` is `-a` alone.
-    pub(crate) fn to_target(&self, command: &[OsString]) -> anyhow::Result<Target> {
+    /// The flags around `command` (`tool`'s), as given: `system_wide` is
+    /// `-a` alone.
+    pub(crate) fn to_target(&self, tool: &str, command: &[OsString]) -> anyhow::Result<Target> {
+        check_command(tool, command)?;
         Ok(Target {
             command: command.to_vec(),
             pids: self.pid.pids()?,
@@ -82,8 +84,9 @@ pub(crate) struct WatchArgs {
 
 impl WatchArgs {
     /// The `-p` ids, each checked to exist, after checking that something
-    /// is watched at all (`-a`, `-p` or `command`).
-    pub(crate) fn live_pids(&self, command: &[OsString]) -> anyhow::Result<Vec<i32>> {
+    /// is watched at all (`-a`, `-p` or `command`, `tool`'s, whose program
+    /// is checked too).
+    pub(crate) fn live_pids(&self, tool: &str, command: &[OsString]) -> anyhow::Result<Vec<i32>> {
         let pids = self.pid.pids()?;
         if command.is_empty() && pids.is_empty() && !self.all_cpus {
             anyhow::bail!("nothing to watch: give a command after --, or -p PID, or -a");
@@ -91,8 +94,41 @@ impl WatchArgs {
         if let Some(pid) = pids.iter().find(|&&pid| !scry::sys::proc::exists(pid)) {
             anyhow::bail!("no such process: {pid}");
         }
+        check_command(tool, command)?;
         Ok(pids)
     }
+}
+
+/// The one check of a command to run, before anything is loaded or
+/// forked (every command that takes one: `-c CMD` or `-- COMMAND`): its
+/// program found in PATH (or named by a path) and executable, else
+/// `{what}: no program 'P' to run (not in PATH, or not executable)`,
+/// exit 2. `what` says whose command it is (`record`, or scry run's
+/// `scry run: -c CMD`). No command: nothing to check.
+pub(crate) fn check_command(what: &str, command: &[OsString]) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+    let Some(program) = command.first() else {
+        return Ok(());
+    };
+    let runnable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let program = Path::new(program);
+    let found = if program.components().count() > 1 {
+        runnable(program)
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(program))))
+    };
+    if !found {
+        anyhow::bail!(
+            "{what}: no program '{}' to run (not in PATH, or not executable)",
+            program.display()
+        );
+    }
+    Ok(())
 }
 
 /// `-p PID` of the BPF tools: one process, a number above 0. A tool

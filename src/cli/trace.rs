@@ -146,6 +146,7 @@ fn id_filter(ids: &BTreeSet<u64>) -> String {
 }
 
 pub(crate) fn run(args: TraceArgs) -> anyhow::Result<()> {
+    super::target::check_command("trace", &args.command)?;
     let target = Target {
         command: args.command.clone(),
         pids: args.pid.pids()?,

@@ -1001,7 +1001,7 @@ fn missing_command_is_one_clear_line() {
     require_kernel!();
     assert_eq!(
         bad_input(&["--", "nosuch"]),
-        "scry: cannot run 'nosuch': No such file or directory"
+        "scry: record: no program 'nosuch' to run (not in PATH, or not executable)"
     );
 }
 

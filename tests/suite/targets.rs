@@ -324,3 +324,51 @@ fn profile_with_a_pid_and_a_command_watches_the_pid() {
     assert!(comms.contains(&"pingpong"), "{comms:?}");
     assert!(!comms.contains(&"sleep"), "{comms:?}");
 }
+
+/// A command whose program cannot run is refused by every command that
+/// takes one, in the one line `scry run -c` says, exit 2, before anything
+/// is loaded, forked or written (nothing on stdout: funccount printed its
+/// `Tracing 1 functions` header, loaded, then failed to exec).
+#[test]
+fn a_command_that_cannot_run_is_refused_before_anything_loads() {
+    let dir = common::tempdir();
+    let data = dir.path().join("never.data");
+    let data = data.to_str().unwrap();
+    let missing = "no-such-program-here";
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["funccount", "c:malloc", "--", missing], "funccount"),
+        (
+            vec!["funclatency", "c:malloc", "--", missing],
+            "funclatency",
+        ),
+        (vec!["memleak", "-c", missing], "memleak"),
+        (vec!["memleak", "--", missing, "1"], "memleak"),
+        (vec!["sched", "runqlat", "--", missing], "sched"),
+        (vec!["stat", "--", missing], "stat"),
+        (vec!["record", "-o", data, "--", missing], "record"),
+        (vec!["trace", "--", missing], "trace"),
+        (vec!["offcpu", "--", missing], "offcpu"),
+        (vec!["profile", "--", missing], "profile"),
+        (vec!["flamegraph", "-o", data, "--", missing], "flamegraph"),
+        (vec!["flamegraph", "--offcpu", "--", missing], "flamegraph"),
+    ];
+    for (args, tool) in &cases {
+        let out = common::output(common::scry().args(args));
+        let says =
+            format!("{tool}: no program '{missing}' to run (not in PATH, or not executable)");
+        common::assert_bad_input(&out, &says, args);
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    // A path that is not executable: the same line.
+    let out = common::output(common::scry().args(["stat", "--", "/etc/passwd"]));
+    common::assert_bad_input(
+        &out,
+        "stat: no program '/etc/passwd' to run",
+        &"/etc/passwd",
+    );
+    assert!(!std::path::Path::new(data).exists(), "{data} written");
+}
