@@ -9,7 +9,7 @@
 use crate::common;
 
 use common::hist_total;
-use common::tracer::{run_piper, stopped_to};
+use common::tracer::{Tracer, run_piper, stopped_to};
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -350,8 +350,8 @@ fn exitsnoop_lists_one_cgroups_exits_as_libbpf_tools() {
     let args: Vec<String> = vec!["-c".into(), cg.arg()];
     let mut cmd = common::scry();
     cmd.arg("exitsnoop").args(&args);
-    let (scry, scry_out) = tracer(cmd, "PID");
-    let (oracle, oracle_out) = tracer(peer("exitsnoop", &args), "PID");
+    let scry = Tracer::start(cmd, 0);
+    let oracle = Tracer::start(peer("exitsnoop", &args), 0);
     let mut outside = Command::new(common::workload("execs"))
         .args(["20", "/bin/true"])
         .stdout(Stdio::null())
@@ -360,12 +360,9 @@ fn exitsnoop_lists_one_cgroups_exits_as_libbpf_tools() {
     common::signal(inside.id(), "CONT");
     assert!(inside.wait().expect("workload ends").success());
     assert!(outside.wait().expect("workload ends").success());
-    std::thread::sleep(Duration::from_millis(500));
-    let (ours, _) = finish(scry, scry_out, true);
-    let (theirs, _) = finish(oracle, oracle_out, true);
-    let pids = |text: &str| {
-        let mut pids: Vec<(String, u32)> = text
-            .lines()
+    let pids = |lines: &[String]| {
+        let mut pids: Vec<(String, u32)> = lines
+            .iter()
             .filter_map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
                 Some((f.first()?.to_string(), f.get(1)?.parse().ok()?))
@@ -374,6 +371,12 @@ fn exitsnoop_lists_one_cgroups_exits_as_libbpf_tools() {
         pids.sort();
         pids
     };
+    // Both printed the 21 exits (each reads its ring on its own time:
+    // libbpf-tools' exitsnoop does not read it again at Ctrl-C).
+    scry.wait_until(|l| pids(l).len() >= 21);
+    oracle.wait_until(|l| pids(l).len() >= 21);
+    let (ours, _) = scry.stop();
+    let (theirs, _) = oracle.stop();
     let ours = pids(&ours);
     assert_eq!(ours.len(), 21, "{ours:?}");
     assert!(

@@ -251,22 +251,21 @@ fn pid_predicate_and_printf_lines_match_bpftrace() {
     assert_eq!(lines_with(ours, "@n"), lines_with(theirs, "@n"));
 }
 
+/// An interval probe ticks until SIGINT, which runs END and prints the
+/// maps. The signal is sent once the probe has ticked (a fixed wait could
+/// end before a loaded machine had scry's programs loaded and its signals
+/// caught: SIGINT then killed it).
 #[test]
 fn interval_and_sigint_print_maps() {
     if !common::require_tracefs() {
         return;
     }
-    let mut child = scry_run("interval:ms:50 { @ticks++; } END { printf(\"bye\\n\"); }")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("scry run");
-    std::thread::sleep(Duration::from_millis(400));
-    common::signal(child.id(), "INT");
-    let status = common::wait_timeout(&mut child, Duration::from_secs(20));
-    let mut out = String::new();
-    let _ = child.stdout.take().map(|mut o| o.read_to_string(&mut out));
-    assert!(status.is_some_and(|s| s.success()), "{status:?} {out}");
+    let out = run_until_interrupted(
+        scry_run("interval:ms:50 { @ticks++; printf(\"tick\\n\"); } END { printf(\"bye\\n\"); }"),
+        "Attaching 2 probes...\n",
+        "tick\n",
+        || {},
+    );
     assert!(out.starts_with("Attaching 2 probes...\n"), "{out}");
     assert!(out.contains("bye\n\n\n@ticks: "), "{out}");
 }

@@ -332,14 +332,10 @@ impl PerfSched {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("start perf sched record");
-        // perf is recording once the file has its header.
-        let start = std::time::Instant::now();
-        while std::fs::metadata(file).map_or(0, |m| m.len()) == 0
-            && start.elapsed() < std::time::Duration::from_secs(10)
-        {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        // perf records from its first poll on: it writes the file's header,
+        // reads /proc (slow on a loaded machine), enables its events, then
+        // polls. The header alone was not a start.
+        common::wait_until_polling(child.id());
         if let Ok(Some(status)) = child.try_wait() {
             panic!("perf sched record exited early: {status}");
         }

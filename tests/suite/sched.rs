@@ -149,13 +149,9 @@ fn live_timehist_rows_equal_perf_sched_switch_outs() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("start perf sched record");
-    let start = std::time::Instant::now();
-    while std::fs::metadata(&file).map_or(0, |m| m.len()) == 0
-        && start.elapsed() < std::time::Duration::from_secs(10)
-    {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // perf records from its first poll on (after its header and its read
+    // of /proc, slow on a loaded machine).
+    common::wait_until_polling(perf.id());
     let out = common::output(
         common::scry()
             .args(["sched", "timehist", "--format", "json", "--"])

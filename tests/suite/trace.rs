@@ -300,12 +300,12 @@ fn system_wide_sees_another_process() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Traced from its first poll on; at SIGINT it drains what is left.
+    common::wait_until_polling(tracer.id());
     let child = Command::new(&calls).arg("1000").spawn().unwrap();
     let pid = child.id();
     let status = child.wait_with_output().unwrap().status;
     assert!(status.success());
-    std::thread::sleep(std::time::Duration::from_millis(300));
     common::signal(tracer.id(), "INT");
     let out = tracer.wait_with_output().unwrap();
     assert!(
@@ -346,7 +346,7 @@ fn attaches_to_a_running_process_and_ends_with_it() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    common::wait_until_polling(tracer.id());
     {
         use std::io::Write;
         target.stdin.take().unwrap().write_all(b"go\n").unwrap();

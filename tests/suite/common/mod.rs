@@ -280,6 +280,51 @@ pub(crate) fn wait_timeout(
     }
 }
 
+/// Waits (at most a minute: a bound, not a measure) until the main thread
+/// of process `pid`, or of a process it started, is blocked in poll(2) or
+/// ppoll(2) (`/proc/PID/syscall`, x86_64 numbers): a perf-based tracer
+/// (`scry trace`, `perf record`) enables its counters before its first
+/// poll, so once it polls, what runs next is traced. A fixed sleep could
+/// end before a loaded machine had the tracer started; the file perf
+/// writes first is its header, before it reads /proc and enables anything.
+/// (perf was once seen recording in a child of its own, the parent in
+/// wait4.)
+pub(crate) fn wait_until_polling(pid: u32) {
+    fn tree(pid: u32, out: &mut Vec<u32>) {
+        out.push(pid);
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                tree(child, out);
+            }
+        }
+    }
+    let start = Instant::now();
+    loop {
+        let mut pids = Vec::new();
+        tree(pid, &mut pids);
+        let calls: Vec<String> = pids
+            .iter()
+            .map(|p| std::fs::read_to_string(format!("/proc/{p}/syscall")).unwrap_or_default())
+            .collect();
+        if calls
+            .iter()
+            .any(|c| matches!(c.split_whitespace().next(), Some("7" | "271")))
+        {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "process {pid} never waited in poll: {pids:?} {calls:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Sends signal `sig` (e.g. "INT", "TERM", "KILL") to `pid` with kill(1).
 pub(crate) fn signal(pid: u32, sig: &str) {
     let status = Command::new("kill")
