@@ -192,7 +192,10 @@ fn terminal_view_under_tmux() {
         )
         .into_owned()
     };
-    let deadline = Instant::now() + Duration::from_secs(3);
+    // Bounds, not measures: a loaded machine may take seconds to start
+    // the view (a debug build symbolizes slowly), and the test waits for
+    // what it needs, a minute at most.
+    let deadline = Instant::now() + Duration::from_secs(60);
     let mut screen = capture();
     while !screen.contains("spin_forever") && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
@@ -200,14 +203,14 @@ fn terminal_view_under_tmux() {
     }
     let shown = screen.contains("spin_forever") && screen.contains("PerfTop:");
     tmux(&["-L", &socket, "send-keys", "-t", &session, "q"]);
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(30);
     let mut after = capture();
     while !after.contains("scry-exit=") && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
         after = capture();
     }
     tmux(&["-L", &socket, "kill-server"]);
-    assert!(shown, "hot function not on screen within 3 s:\n{screen}");
+    assert!(shown, "hot function not on screen within 60 s:\n{screen}");
     assert!(after.contains("scry-exit=0"), "q did not exit 0:\n{after}");
     // The alternate screen is gone: the table is no longer on the pane.
     assert!(
