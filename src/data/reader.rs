@@ -56,14 +56,14 @@ pub(crate) use layout::{Endian, FileLayout, record_type_name};
 
 pub(crate) use linux_perf_data::linux_perf_event_reader::CommonData;
 use linux_perf_data::linux_perf_event_reader::{
-    Endianness, PerfEventAttr, RawData, RawEventRecord, RecordType,
+    Endianness, PerfEventAttr, RawData, RawEventRecord, RecordType, SampleFormat,
 };
 /// The parsed record types `next_record` returns.
 pub use linux_perf_data::linux_perf_event_reader::{EventRecord, SampleRecord};
 use linux_perf_data::{Feature, PerfFile, PerfFileRecord, PerfRecordIter};
 
 use super::function_rows::{FUNCTION_ROWS_BIT, FUNCTION_ROWS_NAME, FunctionRows};
-use super::handler::{RecordHandler, dispatch};
+use super::handler::{ChainWords, RecordHandler, dispatch};
 use guard::{Panicked, guard};
 use layout::LayoutError;
 pub(crate) use linux_perf_data::{RawUserRecord, UserRecordType};
@@ -450,7 +450,7 @@ impl PerfReader {
         self.count += 1;
         if self.rounds.is_some() {
             return self.direct(
-                |attr_index, record, id| (Record::Event { attr_index, record }, id),
+                |attr_index, record, id, _| (Record::Event { attr_index, record }, id),
                 |other| (other, CommonData::default()),
             );
         }
@@ -535,9 +535,13 @@ impl PerfReader {
                     self.status.say_notes();
                 }
                 self.count += 1;
-                let on_event = |attr_index, record: EventRecord<'_>, id| {
-                    dispatch(handler, attr_index, &record, &id);
-                };
+                let on_event =
+                    |attr_index, record: EventRecord<'_>, id, chain| match (&record, chain) {
+                        (EventRecord::Sample(s), Some(_)) => {
+                            handler.handle_sample_in_place(attr_index, s, chain);
+                        }
+                        _ => dispatch(handler, attr_index, &record, &id),
+                    };
                 if self.direct(on_event, |_| ())?.is_none() {
                     return Ok(());
                 }
@@ -553,11 +557,11 @@ impl PerfReader {
 
     /// `next_record` on the direct path (`rounds`): the same records, and
     /// skips that name the record's file offset; a kernel record goes to
-    /// `on_event` (event index, record, sample_id fields), any other to
-    /// `on_other`.
+    /// `on_event` (event index, record, sample_id fields, a sample's
+    /// callchain in place), any other to `on_other`.
     fn direct<'s, T>(
         &'s mut self,
-        on_event: impl FnOnce(usize, EventRecord<'s>, CommonData) -> T,
+        on_event: impl FnOnce(usize, EventRecord<'s>, CommonData, Option<ChainWords<'s>>) -> T,
         on_other: impl FnOnce(Record<'s>) -> T,
     ) -> Result<Option<T>, ReadError> {
         let PerfReader {
@@ -606,8 +610,14 @@ impl PerfReader {
         let event = raw.raw.event(parse_info);
         let fix = read_fixes.get(attr_index).copied().flatten();
         let (offset, size) = (raw.offset, raw.raw.body.len() as u64 + 8);
-        let reason = match prepare(event, fix, layout.endian, scratch).and_then(|e| parse(&e)) {
-            Ok((record, id)) => return Ok(Some(on_event(attr_index, record, id))),
+        let reason = match prepare(event, fix, layout.endian, scratch) {
+            Ok(event) => match parse(&event) {
+                Ok((record, id)) => {
+                    let chain = chain_words(&event);
+                    return Ok(Some(on_event(attr_index, record, id, chain)));
+                }
+                Err(reason) => reason,
+            },
             Err(reason) => reason,
         };
         status.skipped.add_record(Some(offset), size, || {
@@ -661,6 +671,45 @@ fn prepare<'a>(
         RawData::Single(scratch),
         fix.parse_info,
     ))
+}
+
+/// The callchain of sample `event`, read in place: its record whole, in
+/// the host's byte order, without read values (their size varies; the
+/// crate's reading is used then). The fields before the callchain are one
+/// word each (`perf_event_open(2)`'s PERF_RECORD_SAMPLE).
+fn chain_words<'a>(event: &RawEventRecord<'a>) -> Option<ChainWords<'a>> {
+    let info = &event.parse_info;
+    let format = info.sample_format;
+    let native = if cfg!(target_endian = "little") {
+        Endianness::LittleEndian
+    } else {
+        Endianness::BigEndian
+    };
+    if event.record_type != RecordType::SAMPLE
+        || info.endian != native
+        || !format.contains(SampleFormat::CALLCHAIN)
+        || format.contains(SampleFormat::READ)
+    {
+        return None;
+    }
+    let RawData::Single(body) = event.data else {
+        return None;
+    };
+    let before = [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ];
+    let at = 8 * before.iter().filter(|&&f| format.contains(f)).count();
+    let nr = u64::from_ne_bytes(body.get(at..at + 8)?.try_into().ok()?);
+    let len = usize::try_from(nr).ok()?.checked_mul(8)?;
+    ChainWords::new(body.get(at + 8..(at + 8).checked_add(len)?)?)
 }
 
 /// Parses `event` under `guard`, with its sample_id fields.

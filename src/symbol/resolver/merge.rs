@@ -25,6 +25,7 @@ impl Resolver {
         // table over, so it holds one batch's stacks, not the file's. The
         // named frame stacks (`frame_stacks`) stay, and keep merging.
         self.stacks = StackTable::default();
+        self.fold_epoch = self.fold_epoch.wrapping_add(1);
         self.named_stacks.clear();
         self.chain_stacks.clear();
         self.addr_stacks.clear();

@@ -160,6 +160,15 @@ struct PendingStack {
 
 /// What a resolver hands over at the end (`Resolver::finish`).
 #[derive(Debug)]
+/// A stack another thread found (`pipeline`), by its key: its location ids
+/// (in `Resolver::prepared_locs`) and, if interned since the last fold,
+/// its stack id.
+struct PreparedStack {
+    locs: std::ops::Range<usize>,
+    epoch: u32,
+    stack: u32,
+}
+
 pub(crate) struct Resolution {
     /// The samples, in feeding order (merged when `merge_samples` asked).
     pub(crate) samples: Vec<ResolvedSample>,
@@ -211,6 +220,20 @@ pub(crate) struct Resolver {
     /// samples whose chain alone does not give their addresses (a stack
     /// copy's frames join it) or whose addresses another thread found.
     addr_stacks: FxMap<u128, u32>,
+    /// (pid, addresses) → stack id of the samples another thread found
+    /// (`pipeline`), emptied only when that thread says so: it sends a
+    /// sample's addresses only the first time since, so the map is what
+    /// the step stream made it, never emptied on its own.
+    prepared_stacks: FxMap<u128, PreparedStack>,
+    /// The location ids of `prepared_stacks`, end to end.
+    prepared_locs: Vec<u32>,
+    /// Counts the folds (`fold_pending`), which start the stack table
+    /// over: a prepared stack interned before the last one is interned
+    /// again from its location ids.
+    fold_epoch: u32,
+    /// Counts the changes of maps (`forget_addresses`): `pipeline`'s
+    /// finding thread notices them by it.
+    maps_generation: u64,
     locs: Vec<LocKey>,
     loc_results: Vec<Option<LocResult>>,
     /// Locations below this index are all named: a batch looks for unnamed
@@ -290,6 +313,10 @@ impl Resolver {
             addr_locs: FxMap::default(),
             chain_stacks: FxMap::default(),
             addr_stacks: FxMap::default(),
+            prepared_stacks: FxMap::default(),
+            prepared_locs: Vec::new(),
+            fold_epoch: 0,
+            maps_generation: 0,
             locs: Vec::new(),
             loc_results: Vec::new(),
             named_locs: 0,

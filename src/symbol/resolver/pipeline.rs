@@ -15,16 +15,25 @@
 //! the result is the one-thread result, byte for byte. The cost: the
 //! binaries the unwinder needs are opened on both threads, worth it only
 //! for files past `resolve_file`'s size threshold.
+//!
+//! A sample's addresses cross only the first time their key is seen since
+//! the finding thread last said `ForgetStacks` (on a change of maps, or
+//! when what it sent would take the resolving thread's memory past a
+//! bound); the others go by key alone. The resolving thread keeps each
+//! key's location ids, so its folds (which start the stack table over)
+//! do not lose them. On the bench's deep file a third of the samples carry
+//! their addresses over.
 
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use linux_perf_event_reader::{CommonData, CpuMode, ForkOrExitRecord, SampleRecord};
 
-use super::stack::{SampleMeta, addresses_key};
+use super::stack::{CHAIN_CACHE, SampleMeta, addresses_key};
 use super::{Reach, Resolution, Resolver};
-use crate::data::handler::{Comm, Ksymbol, Lost, Mmap, RecordHandler};
+use crate::data::handler::{ChainWords, Comm, Ksymbol, Lost, Mmap, RecordHandler};
 use crate::data::reader::{PerfReader, ReadError};
 use crate::symbol::ResolveOptions;
+use crate::symbol::process::FxSet;
 
 /// Records per chunk at most: big enough that the channel (a futex wake
 /// of the resolving thread per chunk: 5% of a shallow file's CPU at 256)
@@ -34,6 +43,9 @@ const CHUNK_RECORDS: usize = 1024;
 /// (~1 KB of addresses a sample) stays near 256 KB, and the chunks in
 /// flight and kept for reuse near 3 MB.
 const CHUNK_ADDRS: usize = 1 << 14;
+/// Addresses sent at most between two `ForgetStacks`: the resolving
+/// thread keeps a location id (4 bytes) of each, 2 MB at most.
+const PREPARED_WORDS: usize = 1 << 19;
 /// Chunks in flight between the threads.
 const CHUNKS_QUEUED: usize = 4;
 
@@ -51,7 +63,13 @@ enum Step {
         /// End of its addresses in `Chunk::addrs` (they start where the
         /// previous sample's end).
         end: usize,
+        /// Its addresses are there: the first sample with this key since
+        /// the last `ForgetStacks` (the others' stack is known by the key).
+        fresh: bool,
     },
+    /// The keys sent so far are forgotten (the maps changed, or the set of
+    /// them is full): the next sample of each comes with its addresses.
+    ForgetStacks,
     Mmap {
         attr_index: usize,
         pid: i32,
@@ -99,6 +117,15 @@ struct Finder {
     spent: Receiver<Chunk>,
     /// The resolving thread is gone: nothing more to send.
     closed: bool,
+    /// Keys whose addresses were sent since the last `ForgetStacks`: most
+    /// samples repeat a stack, and theirs need not cross (a deep file's
+    /// addresses are hundreds of megabytes; its distinct stacks, a few).
+    sent: FxSet<u128>,
+    /// `model.maps_generation` when `sent` was last emptied.
+    generation: u64,
+    /// Addresses sent since the last `ForgetStacks`: the resolving
+    /// thread keeps each one's location id (`Resolver::prepared_locs`).
+    sent_words: usize,
 }
 
 impl Finder {
@@ -121,11 +148,35 @@ impl Finder {
 
 impl RecordHandler for Finder {
     fn handle_sample(&mut self, attr_index: usize, sample: &SampleRecord<'_>) {
+        self.handle_sample_in_place(attr_index, sample, None);
+    }
+
+    fn handle_sample_in_place(
+        &mut self,
+        attr_index: usize,
+        sample: &SampleRecord<'_>,
+        chain: Option<ChainWords<'_>>,
+    ) {
         let meta = SampleMeta::of(sample);
         let mut addrs = std::mem::take(&mut self.scratch);
-        let reach = self.model.sample_addresses(meta.pid, sample, &mut addrs);
+        let reach = self
+            .model
+            .sample_addresses_in_place(meta.pid, sample, chain, &mut addrs);
         let key = addresses_key(meta.pid, &addrs);
-        self.chunk.addrs.extend_from_slice(&addrs);
+        if self.generation != self.model.maps_generation
+            || self.sent.len() >= CHAIN_CACHE
+            || self.sent_words >= PREPARED_WORDS
+        {
+            self.generation = self.model.maps_generation;
+            self.sent.clear();
+            self.sent_words = 0;
+            self.push(Step::ForgetStacks);
+        }
+        let fresh = self.sent.insert(key);
+        if fresh {
+            self.chunk.addrs.extend_from_slice(&addrs);
+            self.sent_words += addrs.len();
+        }
         self.scratch = addrs;
         let end = self.chunk.addrs.len();
         self.push(Step::Sample {
@@ -134,6 +185,7 @@ impl RecordHandler for Finder {
             reach,
             key,
             end,
+            fresh,
         });
     }
 
@@ -199,11 +251,14 @@ impl Resolver {
                     reach,
                     key,
                     end,
+                    fresh,
                 } => {
                     let addrs = chunk.addrs.get(from..*end).unwrap_or(&[]);
                     from = *end;
+                    let addrs = fresh.then_some(addrs);
                     self.add_prepared(*attr_index, *meta, addrs, *key, *reach);
                 }
+                Step::ForgetStacks => self.forget_prepared(),
                 Step::Mmap {
                     attr_index,
                     pid,
@@ -291,6 +346,9 @@ pub(crate) fn resolve_on_two_threads(
                     tx,
                     spent,
                     closed: false,
+                    sent: FxSet::default(),
+                    generation: 0,
+                    sent_words: 0,
                 };
                 let read = reader.feed(&mut finder);
                 finder.send();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use linux_perf_event_reader::{CpuMode, RawDataU64, SampleRecord};
 
 use super::naming::load_kallsyms;
-use super::{LocKey, MergeKey, PendingStack, Reach, Resolver};
+use super::{LocKey, MergeKey, PendingStack, PreparedStack, Reach, Resolver};
 use crate::model::sample::{FrameId, ResolvedSample, StackQuality};
 use crate::symbol::process::{AddressSpace, DsoKind, DsoTable};
 
@@ -80,7 +80,7 @@ fn splitmix(mut z: u64) -> u64 {
 }
 
 /// Chains `chain_stacks` holds at most (about 1 MB) before it starts over.
-const CHAIN_CACHE: usize = 1 << 15;
+pub(super) const CHAIN_CACHE: usize = 1 << 15;
 
 impl Resolver {
     pub(super) fn add_sample(&mut self, attr_index: usize, s: &SampleRecord<'_>) {
@@ -125,18 +125,51 @@ impl Resolver {
 
     /// A sample whose addresses (and their `addresses_key`) another
     /// thread found (`pipeline`): as `add_sample`, from its metadata and
-    /// addresses.
+    /// addresses; None when that thread sent the same key before (its
+    /// stack is in `prepared_stacks`).
     pub(super) fn add_prepared(
         &mut self,
         attr_index: usize,
         meta: SampleMeta,
-        addrs: &[(u64, bool)],
+        addrs: Option<&[(u64, bool)]>,
         key: u128,
         reach: Reach,
     ) {
         self.fold_if_full();
-        let stack = self.stack_by_key(key, meta.pid, addrs);
+        let stack = match addrs {
+            Some(addrs) => {
+                let stack = self.stack_of_addresses(meta.pid, addrs);
+                // `stack_of_addresses` left the location ids there.
+                let start = self.prepared_locs.len();
+                self.prepared_locs.extend_from_slice(&self.loc_scratch);
+                let prepared = PreparedStack {
+                    locs: start..self.prepared_locs.len(),
+                    epoch: self.fold_epoch,
+                    stack,
+                };
+                self.prepared_stacks.insert(key, prepared);
+                stack
+            }
+            // Sent before, and not forgotten since: always there (an empty
+            // stack rather than a panic were it not).
+            None => match self.prepared_stacks.get_mut(&key) {
+                Some(p) if p.epoch == self.fold_epoch => p.stack,
+                Some(p) => {
+                    let locs = self.prepared_locs.get(p.locs.clone()).unwrap_or(&[]);
+                    p.stack = self.stacks.intern(locs);
+                    p.epoch = self.fold_epoch;
+                    p.stack
+                }
+                None => self.stack_of_addresses(meta.pid, &[]),
+            },
+        };
         self.push_sample(attr_index, meta, stack, reach);
+    }
+
+    /// `pipeline`'s finding thread forgot the stacks it sent.
+    pub(super) fn forget_prepared(&mut self) {
+        self.prepared_stacks.clear();
+        self.prepared_locs.clear();
     }
 
     /// With merging, every `merge_batch` pending samples are named and
@@ -168,7 +201,8 @@ impl Resolver {
     }
 
     /// The stack id of a sample's addresses (leaf first, each marked
-    /// kernel or user), each looked up and the whole interned.
+    /// kernel or user), each looked up and the whole interned; their
+    /// location ids stay in `loc_scratch`.
     fn stack_of_addresses(&mut self, pid: i32, addrs: &[(u64, bool)]) -> u32 {
         if self.kallsyms.is_none()
             && self.kallsyms_loader.is_none()
@@ -214,6 +248,7 @@ impl Resolver {
 
     /// The maps of a process changed: addresses may name other places now.
     pub(super) fn forget_addresses(&mut self) {
+        self.maps_generation = self.maps_generation.wrapping_add(1);
         self.addr_locs.clear();
         self.chain_stacks.clear();
         self.addr_stacks.clear();

@@ -378,3 +378,63 @@ fn a_ksymbol_names_bpf_code_before_kallsyms() {
     let past = done.frames.get(done.samples[1].stack[0]);
     assert_ne!(past.sym.as_deref(), Some(name));
 }
+
+/// A stack the finding thread of `pipeline` sent once and then only by its
+/// key keeps its frames across the folds that start the stack table over,
+/// and a key sent again after `forget_prepared` is the same stack.
+#[test]
+fn prepared_stacks_outlive_folds_and_are_sent_again_after_forgetting() {
+    use super::Reach;
+    use super::stack::SampleMeta;
+    let (exe, offset) = target_file_offset();
+    let path = exe.to_string_lossy().into_owned();
+    let options = ResolveOptions {
+        merge_samples: true,
+        merge_batch: 2,
+        ..ResolveOptions::default()
+    };
+    let mut r = Resolver::new(&options);
+    let pgoff = offset & !0xfff;
+    r.handle_record(0, &mmap(&path, 0x4000_0000, 0x100_0000, pgoff));
+    let ip = 0x4000_0000 + (offset - pgoff);
+    let meta = |tid: i32| SampleMeta {
+        pid: PID,
+        tid,
+        cpu: 0,
+        time: 1,
+        period: 1,
+    };
+    let target = [(ip, false)];
+    r.add_prepared(0, meta(PID), Some(&target), 1, Reach::Whole);
+    // Other stacks on other threads: each a pending sample of its own,
+    // folded two by two.
+    for i in 0..6u64 {
+        let other = [(0x4000_0000 + i * 0x10, false)];
+        r.add_prepared(
+            0,
+            meta(PID + 1 + i as i32),
+            Some(&other),
+            100 + u128::from(i),
+            Reach::Whole,
+        );
+        r.add_prepared(0, meta(PID), None, 1, Reach::Whole);
+    }
+    r.forget_prepared();
+    r.add_prepared(0, meta(PID), Some(&target), 1, Reach::Whole);
+    r.add_prepared(0, meta(PID), None, 1, Reach::Whole);
+    let done = r.finish();
+    let on_target: u64 = done
+        .samples
+        .iter()
+        .filter(|s| s.tid == PID)
+        .inspect(|s| {
+            assert_eq!(
+                names(s, &done.frames),
+                ["scry::symbol::resolver::tests::resolver_test_target"]
+            );
+        })
+        .map(|s| s.count)
+        .sum();
+    assert_eq!(on_target, 9);
+    assert_eq!(done.stats.samples, 15);
+}

@@ -19,6 +19,7 @@ use linux_perf_event_reader::constants::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
 use linux_perf_event_reader::{CpuMode, SampleRecord};
 
 use super::{KERNEL_START, Reach, Resolver};
+use crate::data::handler::ChainWords;
 use crate::symbol::process::{DsoId, DsoKind};
 use crate::symbol::stack_join::{self, Join, UserTop};
 use crate::symbol::unwind::{
@@ -38,6 +39,18 @@ impl Resolver {
         s: &SampleRecord<'_>,
         addrs: &mut Vec<(u64, bool)>,
     ) -> Reach {
+        self.sample_addresses_in_place(pid, s, None, addrs)
+    }
+
+    /// `sample_addresses` with the callchain read in place (`chain`, when
+    /// the reader had it: the same words as `s.callchain`).
+    pub(crate) fn sample_addresses_in_place(
+        &mut self,
+        pid: i32,
+        s: &SampleRecord<'_>,
+        chain: Option<ChainWords<'_>>,
+        addrs: &mut Vec<(u64, bool)>,
+    ) -> Reach {
         addrs.clear();
         let copy = user_copy(s);
         let state = copy.as_ref().map(|(ip, sp, bp, bytes)| UserState {
@@ -50,22 +63,26 @@ impl Resolver {
         user_chain.clear();
         let mut reach = Reach::NoCallchain;
         let mut chain_len = 0;
-        if let Some(chain) = &s.callchain {
+        if let Some(parsed) = &s.callchain {
             reach = Reach::Whole;
             let mut kernel = s.cpu_mode == CpuMode::Kernel;
-            chain_len = chain.len();
-            for i in 0..chain.len() {
-                let Some(addr) = chain.get(i) else { break };
+            chain_len = parsed.len();
+            let split = state.is_some();
+            let mut take = |addr: u64| {
                 if addr >= PERF_CONTEXT_MAX {
                     kernel = addr == PERF_CONTEXT_KERNEL;
-                    continue;
+                    return;
                 }
                 let kernel = kernel || addr >= KERNEL_START;
-                if !kernel && state.is_some() {
+                if !kernel && split {
                     user_chain.push(addr);
                 } else {
                     addrs.push((addr, kernel));
                 }
+            };
+            match chain.filter(|c| c.len() == chain_len) {
+                Some(words) => words.iter().for_each(&mut take),
+                None => (0..chain_len).map_while(|i| parsed.get(i)).for_each(take),
             }
         }
         if let Some(state) = state.filter(|st| st.ip != 0) {
