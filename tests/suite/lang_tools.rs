@@ -461,7 +461,11 @@ fn run_tool(
         w.run();
         match needle {
             Some(n) if live => {
-                until(&mut out, &|o| o.contains(n), Duration::from_secs(20));
+                // A bound, not a measure: on a loaded machine a tracer
+                // prints every other process's events too (statsnoop: each
+                // stat of every build) and may be behind, and bpftrace
+                // drops what it has not read at Ctrl-C.
+                until(&mut out, &|o| o.contains(n), Duration::from_secs(120));
                 // What the rest of the workload made it print.
                 until(&mut out, &|_| false, Duration::from_secs(1));
             }
@@ -647,9 +651,14 @@ fn tools_run_unchanged_and_print_as_bpftrace() {
                 o.lines().filter(|l| l.contains(t)).map(masked).collect()
             };
             // bpftrace drops the events it has not read at Ctrl-C: what it
-            // printed scry printed too.
+            // printed scry printed too. It printed some, unless its perf
+            // buffers overflowed and it said so ("Lost N events").
             let theirs_shapes = shapes(&theirs.out);
-            if theirs_shapes.is_empty() || !theirs_shapes.is_subset(&shapes(&ours.out)) {
+            let lost = theirs
+                .out
+                .lines()
+                .any(|l| l.starts_with("Lost ") && l.ends_with(" events"));
+            if (theirs_shapes.is_empty() && !lost) || !theirs_shapes.is_subset(&shapes(&ours.out)) {
                 wrong.push(format!(
                     "{name}: the lines with {t:?} differ:\nscry:\n{}\nbpftrace:\n{}",
                     ours.out, theirs.out
