@@ -79,14 +79,14 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
         (None, None) => anyhow::bail!("no program: scry run 'PROGRAM', -e 'PROGRAM' or FILE.bt"),
     };
     if let Some(pid) = args.pid {
-        super::bpf_tool::check_pid("scry run", "-p", Some(pid))?;
+        super::bpf_tool::check_pid("run", "-p", Some(pid))?;
     }
     let command = match &args.command {
         Some(cmd) => Some(command_words(cmd)?),
         None => None,
     };
     let mut workload = match &command {
-        Some(words) => Some(Workload::fork(words).context("scry run: -c")?),
+        Some(words) => Some(Workload::fork(words).context("run: -c")?),
         None => None,
     };
     let options = RunOptions {
@@ -104,7 +104,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let mut out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(std::io::BufWriter::new(
-            super::create_private(path).context("scry run: -o")?,
+            super::create_private(path).context("run: -o")?,
         )),
         None => Box::new(std::io::stdout().lock()),
     };
@@ -128,8 +128,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
 fn command_words(cmd: &str) -> anyhow::Result<Vec<OsString>> {
     let words: Vec<OsString> = cmd.split_whitespace().map(OsString::from).collect();
     if words.is_empty() {
-        anyhow::bail!("scry run: -c: no command given");
+        anyhow::bail!("run: -c: no command given");
     }
-    super::target::check_command(&format!("scry run: -c {cmd}"), &words)?;
+    super::target::check_command(&format!("run: -c {cmd}"), &words)?;
     Ok(words)
 }

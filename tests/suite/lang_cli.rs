@@ -137,11 +137,11 @@ fn a_missing_process_or_command_is_refused_in_one_line() {
     let cases: [(&[&str], &str); 3] = [
         (
             &["-p", "2147483646"],
-            "scry run: -p 2147483646: no such process",
+            "scry: run: -p 2147483646: no such process",
         ),
         (
             &["-c", "/no/such/program 1"],
-            "no program '/no/such/program' to run",
+            "scry: run: -c /no/such/program 1: no program '/no/such/program' to run",
         ),
         (
             &["-c", "no-such-program-here"],
