@@ -262,13 +262,23 @@ fn cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
-/// Waits until scry has created `file` (it writes the header when the
-/// counters open) or 10 s passed.
-fn wait_for_file(file: &Path) {
-    for _ in 0..500 {
-        if file.exists() {
-            return;
-        }
+/// Waits until scry record (`scry`) records, then until each of `pids` has
+/// spun `ms` of CPU more (/proc): the file exists before scry reads /proc
+/// and enables its counters, and a fixed sleep after it could end before a
+/// loaded machine had them on, or had run the spinners. Bounded at a minute.
+fn wait_recorded(scry: u32, pids: &[u32], ms: f64) {
+    common::wait_until_polling(scry);
+    let start: Vec<f64> = pids.iter().map(|&p| cpu_seconds(p)).collect();
+    let begun = std::time::Instant::now();
+    while pids
+        .iter()
+        .zip(&start)
+        .any(|(&p, s)| cpu_seconds(p) - s < ms / 1000.0)
+    {
+        assert!(
+            begun.elapsed() < Duration::from_secs(60),
+            "{pids:?} did not spin {ms} ms in a minute"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -581,7 +591,9 @@ fn attaches_to_a_running_process() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start scry record: {e}"));
-    wait_for_file(&file);
+    // Counted from scry's first poll on: the CPU measured from here is
+    // all sampled.
+    common::wait_until_polling(scry.id());
     let cpu_before = cpu_seconds(pid);
     std::thread::sleep(Duration::from_millis(1000));
     let cpu = cpu_seconds(pid) - cpu_before;
@@ -1074,8 +1086,7 @@ fn watches_several_processes_and_single_threads_until_they_exit() {
     let (mut b, pid_b) = start_spinner();
     let both = dir.path().join("both.data");
     let mut scry_both = spawn(&["-F", "4999", "-p", &format!("{pid_a},{pid_b}")], &both);
-    wait_for_file(&both);
-    std::thread::sleep(Duration::from_millis(800));
+    wait_recorded(scry_both.id(), &[pid_a, pid_b], 100.0);
     for spinner in [&mut a, &mut b] {
         let _ = spinner.kill();
         let _ = spinner.wait();
@@ -1092,8 +1103,7 @@ fn watches_several_processes_and_single_threads_until_they_exit() {
     let (mut c, pid_c) = start_spinner();
     let only_c = dir.path().join("c.data");
     let mut scry_c = spawn(&["-F", "4999", "-t", &pid_c.to_string()], &only_c);
-    wait_for_file(&only_c);
-    std::thread::sleep(Duration::from_millis(800));
+    wait_recorded(scry_c.id(), &[pid_c], 100.0);
     let _ = c.kill();
     let _ = c.wait();
     finish(&mut scry_c);
