@@ -729,7 +729,9 @@ fn stop_with_signal(sig: &str) {
     let (mut scry, line) =
         spawn_scry_record(&file, &["-F", "999", "-g", "--", &workload("spinner")]);
     let pid = pid_in(&line);
-    std::thread::sleep(Duration::from_millis(800));
+    // The spinner has spun 200 ms of CPU (not 800 ms of wall time, which a
+    // loaded machine may give it little of).
+    wait_recorded(scry.id(), &[pid], 200.0);
     // Recorded from its exec on: all of its CPU time should be sampled.
     let cpu = cpu_seconds(pid);
     common::signal(scry.id(), sig);
