@@ -203,8 +203,29 @@ pub(crate) const TOOLS: &[(&str, &str)] = &[
 
 /// Symlink names that run a tool of another name: bcc's `profile` (as
 /// bcc and Debian install it) is `profile-bpf`, since `scry profile` is
-/// trace-cmd's. Only a symlink's name (argv0) maps: `scry profile` stays.
+/// trace-cmd's. Only a symlink's name (argv0) maps: `scry profile` stays
+/// trace-cmd's unless it has a flag only bcc's takes (`bcc_profile_args`).
 const ALIASES: &[(&str, &str)] = &[("profile", "profile-bpf"), ("profile-bpfcc", "profile-bpf")];
+
+/// `scry profile` with a flag trace-cmd's profile does not take (`-F 99`,
+/// `-f`, as in bcc's `profile -F 99 -af 10`) is bcc's profile: the command
+/// line with `profile-bpf` in its place, to parse again when `err`, the
+/// first parse's error, is an unknown argument. trace-cmd's profile has no
+/// flag bcc's lacks that would be read as one of bcc's, so a line either
+/// parses as trace-cmd's or, failing on a bcc flag, as bcc's.
+pub(crate) fn bcc_profile_args(
+    args: &[std::ffi::OsString],
+    err: &clap::Error,
+) -> Option<Vec<std::ffi::OsString>> {
+    if err.kind() != clap::error::ErrorKind::UnknownArgument
+        || args.get(1).is_none_or(|a| a != "profile")
+    {
+        return None;
+    }
+    let mut args = args.to_vec();
+    args[1] = "profile-bpf".into();
+    Some(args)
+}
 
 /// `-v` and `--json`, as the tools that print tables take them.
 #[derive(clap::Args, Clone, Copy, Debug)]

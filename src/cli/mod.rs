@@ -336,7 +336,13 @@ pub(crate) struct Exit(pub(crate) u8);
 /// command and turns its result into the exit code (0, 1 target failed, 2
 /// bad input or usage).
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse_from(bpf_tool::busybox_args(std::env::args_os())) {
+    let args = bpf_tool::busybox_args(std::env::args_os());
+    let parsed = Cli::try_parse_from(&args).or_else(|err| {
+        bpf_tool::bcc_profile_args(&args, &err)
+            .and_then(|bcc| Cli::try_parse_from(bcc).ok())
+            .ok_or(err)
+    });
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();

@@ -157,15 +157,84 @@ pub(super) fn record_functions(
     }))
 }
 
+/// `-H` hooks, parsed (the first that does not parse is the error).
+pub(super) fn parse_hooks(hooks: &[String]) -> anyhow::Result<Vec<Hook>> {
+    hooks
+        .iter()
+        .map(|h| Hook::parse(h))
+        .collect::<Result<_, _>>()
+        .context("-H")
+}
+
+/// `scry record --profile` (and `-H`, which implies it): the default hooks'
+/// events and the `hooks`' (their stacks with `s`), system-wide, checked
+/// as --profile checks its target.
+pub(super) fn record_options(
+    target: &scry::capture::Target,
+    hooks: &[String],
+    mmap_pages: Option<usize>,
+) -> anyhow::Result<scry::capture::CaptureOptions> {
+    let defaults = scry::capture::profile_events::record_options(target, mmap_pages)?;
+    if hooks.is_empty() {
+        return Ok(defaults);
+    }
+    let hooks = parse_hooks(hooks)?;
+    let root = scry::sys::tracefs::root().context("--profile needs tracepoints")?;
+    let all = scry::sys::tracefs::list_events().context("listing tracepoints")?;
+    let plan = PairsPlan::new(root, &all, &hooks, true, Covered::default())?;
+    Ok(hook_capture(
+        &plan.events,
+        &plan.stack_events,
+        plan.filters,
+        target.command.clone(),
+        mmap_pages,
+    )?)
+}
+
+/// The `-H` hooks a file was recorded with: the values of `-H`/`--hook`
+/// in its command line (`scry record -H HOOK`), as trace-cmd keeps
+/// record's hooks in its trace.dat for `report --profile`.
+fn recorded_hooks(input: &std::path::Path) -> Vec<String> {
+    let Ok(reader) = scry::data::reader::PerfReader::open(input) else {
+        return Vec::new();
+    };
+    let cmdline = reader
+        .info()
+        .ok()
+        .and_then(|i| i.cmdline().map(<[String]>::to_vec));
+    let Some(words) = cmdline.filter(|w| w.get(1).is_some_and(|c| c == "record")) else {
+        return Vec::new();
+    };
+    let mut hooks = Vec::new();
+    let mut words = words.iter().skip(2);
+    while let Some(w) = words.next() {
+        if w == "--" {
+            break;
+        }
+        if w == "-H" || w == "--hook" {
+            hooks.extend(words.next().cloned());
+        } else if let Some(h) = w.strip_prefix("--hook=") {
+            hooks.push(h.to_string());
+        } else if let Some(h) = w.strip_prefix("-H").filter(|h| !h.is_empty()) {
+            hooks.push(h.to_string());
+        }
+    }
+    hooks
+}
+
 /// `scry report --profile`: the pairs of a perf.data file (from `scry
 /// record --profile`, or any file with the hook tracepoints), printed as
-/// `scry profile` prints them.
+/// `scry profile` prints them; without `-H`, the hooks it was recorded with.
 pub(super) fn report_file(
     input: &std::path::Path,
     json: bool,
-    watch: &FileWatch,
+    mut watch: FileWatch,
 ) -> anyhow::Result<()> {
-    let (feed, cpus) = pairs_of_file(input, watch, false)?;
+    if watch.hooks.is_empty() {
+        watch.hooks = parse_hooks(&recorded_hooks(input))
+            .with_context(|| format!("{}: the hooks it was recorded with", input.display()))?;
+    }
+    let (feed, cpus) = pairs_of_file(input, &watch, false)?;
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     write_report(feed, cpus.into_values().collect(), None, json, &mut out)?;
@@ -204,12 +273,7 @@ pub(crate) fn run(mut args: ProfileArgs) -> anyhow::Result<()> {
         other => anyhow::bail!("--format: unknown format '{other}' (text or json)"),
     };
     let pids = args.watch.live_pids("profile", &args.command)?;
-    let hooks: Vec<Hook> = args
-        .hooks
-        .iter()
-        .map(|h| Hook::parse(h))
-        .collect::<Result<_, _>>()
-        .context("-H")?;
+    let hooks = parse_hooks(&args.hooks)?;
     let root = scry::sys::tracefs::root().context("profile needs tracepoints")?;
     let all = scry::sys::tracefs::list_events().context("listing tracepoints")?;
 

@@ -53,6 +53,11 @@ pub(crate) struct RecordArgs {
     /// TRACER`, --graph-depth pick it) and its rows are kept in the file.
     #[arg(long, conflicts_with_all = ["events", "filter", "freq", "count", "callchain", "call_graph"])]
     profile: bool,
+    /// A profile hook, as `scry profile -H` takes it (START[,MATCH[,PID]]/END[,MATCH][,FLAGS]):
+    /// records its two events beside --profile's (which it implies), and `scry report
+    /// --profile` reads it back from the file's command line, as trace-cmd record -H does.
+    #[arg(short = 'H', long = "hook", value_name = "HOOK", conflicts_with_all = ["events", "filter", "freq", "count", "callchain", "call_graph"])]
+    hooks: Vec<String>,
     /// With --profile: the kernel function tracer's flags, as `scry profile` takes them.
     #[command(flatten)]
     functions: FunctionTracerArgs,
@@ -107,9 +112,9 @@ impl RecordArgs {
             );
         }
         let clockid = self.clockid.as_deref().map(parse_clockid).transpose()?;
-        if self.profile {
+        if self.profile || !self.hooks.is_empty() {
             let mut options =
-                scry::capture::profile_events::record_options(&target, self.mmap_pages)?;
+                super::profile::record_options(&target, &self.hooks, self.mmap_pages)?;
             options.clockid = clockid;
             return Ok(options);
         }
@@ -181,7 +186,7 @@ fn parse_clockid(text: &str) -> anyhow::Result<i32> {
 }
 
 pub(crate) fn run(mut args: RecordArgs) -> anyhow::Result<()> {
-    let functions = if args.profile {
+    let functions = if args.profile || !args.hooks.is_empty() {
         // trace-cmd record --profile's `-p TRACER`.
         args.functions.take_tracer_from(&mut args.target.pid.pid);
         record_functions(&args.functions)?

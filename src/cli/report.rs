@@ -102,6 +102,10 @@ pub(crate) struct ReportArgs {
     /// file of `scry record --profile` (--pid, --tid, --comm pick the tasks).
     #[arg(long)]
     profile: bool,
+    /// With --profile: a hook, as `scry profile -H` takes it, paired from the file's
+    /// events (default: the hooks the file was recorded with, `scry record -H`).
+    #[arg(short = 'H', long = "hook", value_name = "HOOK", requires = "profile")]
+    hooks: Vec<String>,
 }
 
 /// `-g` resolved against what the file holds.
@@ -148,9 +152,9 @@ pub(crate) fn run(args: ReportArgs) -> anyhow::Result<()> {
             pids: args.pids,
             tids: args.tids,
             comms: args.comms,
-            hooks: Vec::new(),
+            hooks: super::profile::parse_hooks(&args.hooks)?,
         };
-        return super::profile::report_file(&args.input, args.format == Format::Json, &watch);
+        return super::profile::report_file(&args.input, args.format == Format::Json, watch);
     }
     // Validate flags before the (slow) resolving.
     let fields = match &args.fields {

@@ -108,6 +108,13 @@ pub struct FileInfo {
     pub(crate) features: Vec<String>,
 }
 
+impl FileInfo {
+    /// The command line that wrote the file (perf's `HEADER_CMDLINE`).
+    pub fn cmdline(&self) -> Option<&[String]> {
+        self.cmdline.as_deref()
+    }
+}
+
 /// A record in time order.
 // Samples are the big variant and the common one: boxing them would cost an
 // allocation per record to save a move of 400 bytes.

@@ -97,9 +97,9 @@ impl<'a> StackNames<'a> {
             .iter()
             .enumerate()
             .map(|(i, addr)| match named.get(i) {
-                Some(Symbolized::Sym(sym)) if with_offset => {
-                    format!("{}+{}", sym.name, addr.saturating_sub(sym.addr))
-                }
+                // `sym.addr` is the symbol's address in its file, `addr` the
+                // process's: the offset is blazesym's, as bpftrace's is.
+                Some(Symbolized::Sym(sym)) if with_offset => format!("{}+{}", sym.name, sym.offset),
                 Some(Symbolized::Sym(sym)) => sym.name.to_string(),
                 _ => format!("0x{addr:x}"),
             })

@@ -42,6 +42,7 @@ mod offcpu;
 mod oncpu;
 mod oneliners;
 mod oneliners_events;
+mod oneliners_tools;
 mod perf_spellings;
 mod pipe_output;
 mod probe;

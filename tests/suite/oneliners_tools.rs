@@ -1,0 +1,377 @@
+//! The trace-cmd profile, bcc `profile` and bpftrace one-liners of
+//! `shared/ONELINERS.md`, each run as its user types it with `scry` in the
+//! tool's place (`bpftrace` is `scry run`; `-c` gives the program its
+//! workload), on a workload with a known answer, and the answer checked:
+//! a task's `sys_getppid` count, a hook's pairs, the workload's folded
+//! stack, a command's map key and count. Durations are shortened (`1`, not
+//! `10`) and `hackbench 10` is a workload of `workloads/`.
+//!
+//! `{S}` is scry, `{U:name}` a copy of workload `name` named `ol-name` in
+//! the row's directory (the row's working directory: a command name no
+//! other process has, for rows that watch the whole system), `{D}` that
+//! directory. Every row runs and every failure is printed before the test
+//! fails. The bcc tools other than `profile` have their one-liners run in
+//! their own modules (see the report of the change that added this file).
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// What a row's output must hold: given stdout, stderr and the row's directory.
+type Check = fn(&str, &str, &Path) -> Result<(), String>;
+
+struct Row {
+    line: &'static str,
+    check: Check,
+}
+
+/// The events the report's `CPU N: R records, B bytes, L lost` lines
+/// count as lost.
+fn lost(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with("CPU ") && l.ends_with(" lost"))
+        .filter_map(|l| l.rsplit(' ').nth(1)?.parse::<u64>().ok())
+        .sum()
+}
+
+/// The count of `event` in the sections of tasks named `comm`, summed.
+fn task_count(text: &str, comm: &str, event: &str) -> u64 {
+    let mut in_task = false;
+    let mut total = 0;
+    for line in text.lines() {
+        if let Some(task) = line.strip_prefix("task: ") {
+            in_task = task.rsplit_once('-').is_some_and(|(c, _)| c == comm);
+        } else if line.starts_with("Global: ") {
+            in_task = false;
+        } else if in_task
+            && let Some(rest) = line.trim_start().strip_prefix(&format!("Event: {event} ("))
+        {
+            total += rest
+                .split(')')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    total
+}
+
+/// The counts of `event` in the report's `Global:` sections, summed.
+fn global_count(text: &str, event: &str) -> u64 {
+    let mut global = false;
+    let mut total = 0;
+    for line in text.lines() {
+        if line.starts_with("Global: ") {
+            global = true;
+        } else if line.starts_with("task: ") {
+            global = false;
+        } else if global
+            && let Some(rest) = line.trim_start().strip_prefix(&format!("Event: {event} ("))
+        {
+            total += rest
+                .split(')')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    total
+}
+
+/// ol-calls' 3000 getppid calls are one task's `sys_getppid (3000)`
+/// (fewer by at most what the rings lost, when they lost any).
+fn getppid_3000(text: &str) -> Result<(), String> {
+    let n = task_count(text, "ol-calls", "sys_getppid");
+    let lost = lost(text);
+    if n == 3000 || (n <= 3000 && n + lost >= 3000) {
+        Ok(())
+    } else {
+        Err(format!("ol-calls' sys_getppid: {n} of 3000 ({lost} lost)"))
+    }
+}
+
+/// The sleeper's 20 timers expired (pairs of hrtimer_expire_entry and
+/// _exit keyed by the timer, `Global:` sections), less what was lost.
+fn hrtimer_pairs(text: &str) -> Result<(), String> {
+    let n = global_count(text, "hrtimer_expire_entry-hrtimer_expire_exit");
+    let lost = lost(text);
+    if n + lost >= 20 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{n} global hrtimer pairs, at least 20 expected ({lost} lost)"
+        ))
+    }
+}
+
+/// The spinner's folded stack (`comm;frames count`) names `spin_forever`.
+fn spinner_folded(out: &str, _: &str, _: &Path) -> Result<(), String> {
+    let spins = out
+        .lines()
+        .filter(|l| l.starts_with("ol-spinner;") && l.contains(";spin_forever"))
+        .count();
+    let malformed = out
+        .lines()
+        .filter(|l| {
+            l.rsplit_once(' ')
+                .is_none_or(|(_, n)| n.parse::<u64>().is_err())
+        })
+        .count();
+    if spins > 0 && malformed == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{spins} folded lines of ol-spinner with spin_forever, {malformed} lines not 'stack count'"
+        ))
+    }
+}
+
+/// bpftrace's `@[KEY]: N` lines: the keys and their counts.
+fn map_lines(out: &str) -> Vec<(String, u64)> {
+    out.lines()
+        .filter_map(|l| {
+            let (key, n) = l.strip_prefix("@[")?.rsplit_once("]: ")?;
+            Some((key.to_string(), n.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// The size of `spin_forever` in the spinner (nm -S).
+fn spin_forever_size(dir: &Path) -> Option<u64> {
+    let out = Command::new("nm")
+        .arg("-S")
+        .arg(dir.join("ol-spinner"))
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        (w.len() == 4 && w[3] == "spin_forever")
+            .then(|| u64::from_str_radix(w[1], 16).ok())
+            .flatten()
+    })
+}
+
+const ROWS: &[Row] = &[
+    // trace-cmd profile hackbench 10
+    Row {
+        line: "{S} profile {U:calls} 3000",
+        check: |out, _, _| getppid_3000(out),
+    },
+    // trace-cmd profile --stderr hackbench 10
+    Row {
+        line: "{S} profile --stderr {U:calls} 3000",
+        check: |out, err, _| {
+            if out.contains("Event: ") {
+                return Err("--stderr: the profile is on stdout".into());
+            }
+            getppid_3000(err)
+        },
+    },
+    // trace-cmd record --profile hackbench 10; trace-cmd report --profile
+    Row {
+        line: "{S} record -q --profile {U:calls} 3000 && {S} report --profile",
+        check: |out, _, _| getppid_3000(out),
+    },
+    // trace-cmd record --profile -l 'SyS*' hackbench 10
+    Row {
+        line: "{S} record -q --profile -l 'SyS*' {U:calls} 3000 && {S} report --profile",
+        check: |out, _, _| getppid_3000(out),
+    },
+    // trace-cmd record -H hrtimer_expire_entry,hrtimer/hrtimer_expire_exit,hrtimer,g hackbench 10
+    Row {
+        line: "{S} record -q -H hrtimer_expire_entry,hrtimer/hrtimer_expire_exit,hrtimer,g {U:sleeper} 20 5 && {S} report --profile",
+        check: |out, _, _| hrtimer_pairs(out),
+    },
+    // ... ,gp
+    Row {
+        line: "{S} record -q -H hrtimer_expire_entry,hrtimer/hrtimer_expire_exit,hrtimer,gp {U:sleeper} 20 5 && {S} report --profile",
+        check: |out, _, _| hrtimer_pairs(out),
+    },
+    // bcc: profile -F 99 -af 10 > out.folded
+    Row {
+        line: "{U:spinner} >/dev/null & p=$!; {S} profile -F 99 -af 1 > out.folded; s=$?; kill $p; cat out.folded; exit $s",
+        check: spinner_folded,
+    },
+    // bpftrace -e 'tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args->filename)); }'
+    Row {
+        line: "{S} run -e 'tracepoint:syscalls:sys_enter_openat { printf(\"%s %s\\n\", comm, str(args->filename)); }' -c '{D}/ol-cat {D}/known.txt'",
+        check: |out, _, dir| {
+            let want = format!("ol-cat {}/known.txt", dir.display());
+            let n = out.lines().filter(|l| *l == want).count();
+            if n == 1 {
+                Ok(())
+            } else {
+                Err(format!("{n} lines '{want}', 1 expected"))
+            }
+        },
+    },
+    // bpftrace -e 'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'
+    Row {
+        line: "{S} run -e 'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }' -c '{D}/ol-calls 3000'",
+        check: |out, _, _| {
+            // 3000 getppid, and libc's start-up (a few dozen).
+            match map_lines(out).iter().find(|(k, _)| k == "ol-calls") {
+                Some((_, n)) if (3000..3200).contains(n) => Ok(()),
+                other => Err(format!(
+                    "@[ol-calls]: {other:?}, 3000 and start-up expected"
+                )),
+            }
+        },
+    },
+    // bpftrace -e 'tracepoint:syscalls:sys_exit_read /args->ret > 0/ { @bytes = hist(args->ret); }'
+    Row {
+        line: "{S} run -e 'tracepoint:syscalls:sys_exit_read /args->ret > 0/ { @bytes = hist(args->ret); }' -c '{D}/ol-cat {D}/known.txt'",
+        check: |out, _, _| {
+            // cat's one read of the 5000-byte file is in [4K, 8K).
+            let slot = out
+                .lines()
+                .find(|l| l.starts_with("[4K, 8K)"))
+                .and_then(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok());
+            match slot {
+                Some(n) if out.starts_with("Attaching") && out.contains("@bytes:") && n >= 1 => {
+                    Ok(())
+                }
+                _ => Err("no @bytes slot [4K, 8K) with the file's read".into()),
+            }
+        },
+    },
+    // bpftrace -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }'
+    Row {
+        line: "{U:spinner} >/dev/null & p=$!; {S} run -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }' -c 'sleep 1'; s=$?; kill $p; exit $s",
+        check: |out, _, dir| {
+            let size = spin_forever_size(dir).ok_or("nm -S: no spin_forever")?;
+            // Each user frame of the spinner is `spin_forever+OFF` within
+            // the function, as bpftrace prints it.
+            let offsets: Vec<u64> = out
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("spin_forever+")?.parse().ok())
+                .collect();
+            if !out.contains(", ol-spinner]: ") || offsets.is_empty() {
+                return Err("no key of ol-spinner with spin_forever+OFF".into());
+            }
+            match offsets.iter().find(|&&o| o >= size) {
+                Some(o) => Err(format!("spin_forever+{o}, past its {size} bytes")),
+                None => Ok(()),
+            }
+        },
+    },
+    // bpftrace -e 'uprobe:/bin/bash:readline { @n = count(); } interval:s:1 { print(@n); clear(@n); }'
+    Row {
+        line: "printf 'true\\ntrue\\nexit\\n' | {S} run -e 'uprobe:/bin/bash:readline { @n = count(); } interval:s:1 { print(@n); clear(@n); }' -c '/bin/bash --norc -i'",
+        check: |out, _, _| {
+            // One readline call per line bash reads: 3, over the prints.
+            let n: u64 = out
+                .lines()
+                .filter_map(|l| l.strip_prefix("@n: ")?.trim().parse::<u64>().ok())
+                .sum();
+            if n == 3 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "@n summed to {n} over the prints, 3 readline calls expected"
+                ))
+            }
+        },
+    },
+    // bpftrace -e 'tracepoint:block:block_rq_issue { @[args->rwbs] = count(); }'
+    Row {
+        line: "{S} run -e 'tracepoint:block:block_rq_issue { @[args->rwbs] = count(); }' -c 'dd if=/dev/zero of={D}/direct bs=4k count=10 oflag=direct,sync status=none'",
+        check: |out, _, _| {
+            // The ten direct, synchronous writes are ten W issues at least.
+            let writes: u64 = map_lines(out)
+                .iter()
+                .filter(|(k, _)| k.contains('W'))
+                .map(|(_, n)| n)
+                .sum();
+            if writes >= 10 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{writes} write issues (rwbs with W), 10 expected at least"
+                ))
+            }
+        },
+    },
+    // bpftrace -e 'tracepoint:sched:sched_process_exec { printf("%d %s\n", pid, comm); }'
+    Row {
+        line: "{S} run -e 'tracepoint:sched:sched_process_exec { printf(\"%d %s\\n\", pid, comm); }' -c 'sh {D}/twice'",
+        check: |out, _, _| {
+            let n = out
+                .lines()
+                .filter(|l| {
+                    l.split_once(' ')
+                        .is_some_and(|(p, c)| p.parse::<u32>().is_ok() && c == "ol-quick")
+                })
+                .count();
+            if n == 2 {
+                Ok(())
+            } else {
+                Err(format!("{n} lines 'PID ol-quick', 2 expected"))
+            }
+        },
+    },
+];
+
+/// `line` with its placeholders replaced; the copies it names made in `dir`.
+fn expand(line: &str, dir: &Path) -> String {
+    let mut out = line
+        .replace("{S}", env!("CARGO_BIN_EXE_scry"))
+        .replace("{D}", &dir.display().to_string());
+    while let Some(start) = out.find("{U:") {
+        let end = start + out[start..].find('}').expect("a closed {U:name}");
+        let name = &out[start + 3..end];
+        let copy = dir.join(format!("ol-{name}"));
+        std::fs::copy(common::workload(name), &copy).expect("copy the workload");
+        out.replace_range(start..=end, &copy.display().to_string());
+    }
+    out
+}
+
+#[test]
+fn tool_one_liners_give_their_known_answers() {
+    require_kernel!();
+    let mut failures = Vec::new();
+    for row in ROWS {
+        let dir = common::tempdir();
+        for name in ["calls", "quick", "spinner"] {
+            std::fs::copy(
+                common::workload(name),
+                dir.path().join(format!("ol-{name}")),
+            )
+            .expect("copy the workload");
+        }
+        std::fs::copy("/bin/cat", dir.path().join("ol-cat")).expect("copy cat");
+        std::fs::write(dir.path().join("known.txt"), "x".repeat(5000)).expect("write the file");
+        let quick = dir.path().join("ol-quick").display().to_string();
+        std::fs::write(dir.path().join("twice"), format!("{quick}\n{quick}\n"))
+            .expect("write the script");
+        let line = expand(row.line, dir.path());
+        let out: Output = Command::new("sh")
+            .arg("-c")
+            .arg(&line)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sh");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let result = if out.status.success() {
+            (row.check)(&stdout, &stderr, dir.path())
+        } else {
+            Err(format!("{}: {}", out.status, stderr.trim()))
+        };
+        if let Err(why) = result {
+            failures.push(format!("{}\n  {}", row.line, why.replace('\n', "\n  ")));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} one-liners failed:\n{}",
+        failures.len(),
+        ROWS.len(),
+        failures.join("\n")
+    );
+}
