@@ -274,6 +274,10 @@ pub(crate) trait TraceOutput {
         name: &str,
         text: &str,
     ) -> io::Result<()>;
+    /// What was written so far goes out (a drain of the rings ended).
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Settings of the tracer. Defaults: every call shown, no summary.
@@ -334,7 +338,8 @@ impl Tracer {
             | TraceItem::Event { .. }
             | TraceItem::Comm { .. }
             | TraceItem::Fork { .. }
-            | TraceItem::NameGuess { .. } => 0,
+            | TraceItem::NameGuess { .. }
+            | TraceItem::Drained => 0,
         };
         let early = if tid != 0 {
             self.early_copies.remove(&tid)
@@ -360,6 +365,7 @@ impl Tracer {
             TraceItem::NameGuess { tid, comm, .. } => {
                 self.comms.guess(tid, &comm);
             }
+            TraceItem::Drained => out.flush()?,
             TraceItem::Enter(mut enter) => {
                 if let Some(copies) = &early {
                     enter.join(copies);

@@ -133,6 +133,10 @@ pub(crate) struct TraceSample<'a> {
 /// Where parsed records go, in time order (losses as they arrive).
 pub(crate) trait TraceSink {
     fn record(&mut self, record: TraceRecord<'_>) -> io::Result<()>;
+    /// A drain ended: the records it took were all handed to `record`.
+    fn drained(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Counters, rings and the workload of one trace.
@@ -372,7 +376,10 @@ impl RecordSink for Parser<'_> {
     /// (lines are printed within two drains, however quiet the target).
     fn drain_starting(&mut self) -> io::Result<()> {
         self.ring.finish_round(&mut self.out);
-        self.out.failed.take().map_or(Ok(()), Err)
+        if let Some(e) = self.out.failed.take() {
+            return Err(e);
+        }
+        self.out.sink.drained()
     }
 
     fn records(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()> {

@@ -318,6 +318,10 @@ fn copies_item(
 }
 
 impl<F: FnMut(TraceItem) -> io::Result<()>> TraceSink for SyscallDecoder<F> {
+    fn drained(&mut self) -> io::Result<()> {
+        (self.deliver)(TraceItem::Drained)
+    }
+
     fn record(&mut self, record: TraceRecord<'_>) -> io::Result<()> {
         match record {
             TraceRecord::Sample(s) => {

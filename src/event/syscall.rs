@@ -243,6 +243,10 @@ pub(crate) enum TraceItem {
         tid: i32,
         time: u64,
     },
+    /// A drain of the rings ended: every record it took was handed over,
+    /// so what is printed can reach the reader now (perf trace's lines
+    /// appear as the calls end, not when it exits).
+    Drained,
 }
 
 #[cfg(test)]

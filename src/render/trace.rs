@@ -122,6 +122,10 @@ fn quote(bytes: &[u8], line: &mut String) {
 }
 
 impl<W: Write> TraceOutput for TextOutput<W> {
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
     fn call(&mut self, call: &SyscallCall, comm: &str) -> io::Result<()> {
         use std::fmt::Write as _;
         let ms = self.relative_ms(call.time());

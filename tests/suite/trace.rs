@@ -711,3 +711,50 @@ fn graph_without_the_tracer_is_one_line() {
     let current = std::fs::read_to_string(root.join("current_tracer")).unwrap_or_default();
     assert_eq!(current.trim(), "nop");
 }
+
+/// Lines appear as the calls end, as perf trace's do, not when tracing
+/// ends: the workload's sleep is shown while the workload still waits for
+/// the test to let it go (a trace that printed only at its end never shows
+/// it, and the wait below is a bound, not a measure).
+#[test]
+fn lines_appear_as_the_calls_end_not_when_tracing_ends() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::time::Duration;
+    require_kernel!();
+    require_tracefs!();
+    let mut child = common::scry()
+        .args(["trace", "-e", "clock_nanosleep", "--"])
+        .args(["sh", "-c", "sleep 0.1; read line"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("scry trace starts");
+    let err = BufReader::new(child.stderr.take().expect("piped"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in err.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let shown = loop {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) if line.contains("clock_nanosleep(") => break Some(line),
+            Ok(line) => seen.push(line),
+            Err(_) => break None,
+        }
+    };
+    let running = child.try_wait().expect("scry's status").is_none();
+    let mut stdin = child.stdin.take().expect("piped");
+    let _ = stdin.write_all(b"go\n");
+    drop(stdin);
+    let status = common::wait_timeout(&mut child, Duration::from_secs(60)).expect("scry ends");
+    let _ = reader.join();
+    let shown =
+        shown.unwrap_or_else(|| panic!("no sleep shown while the workload waited: {seen:?}"));
+    assert!(running, "scry had ended before the line came: {shown}");
+    assert!(status.success(), "{status}");
+    assert!(shown.contains("sleep/"), "{shown}");
+}
