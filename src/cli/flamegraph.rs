@@ -49,7 +49,7 @@ pub(crate) struct FlamegraphArgs {
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
     /// Colour palette: perl, java, js, python, rust, hot, mem, io, red, ...
-    #[arg(long = "colors", default_value = "perl")]
+    #[arg(long = "colors", visible_alias = "color", default_value = "perl")]
     colors: String,
     /// Write folded stacks (`comm;caller;...;leaf count`) instead of an SVG.
     #[arg(long)]
@@ -101,7 +101,8 @@ pub(crate) struct FlamegraphArgs {
     #[arg(long, requires = "offcpu")]
     wakeup: bool,
     /// Record this command first (as `scry record -F 999 -g`), then draw it
-    /// (`--` before it is optional).
+    /// (`--` before it is optional). One word naming a file that is not
+    /// executable is the input, as flamegraph.pl's FILE (`scry flamegraph folded.txt`).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
 }
@@ -250,14 +251,65 @@ fn fold_stdin(args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Ve
                 .with_context(|| format!("reading {NAME}"))?;
             fold_resolved(&resolved, Path::new(NAME), args, annotate_kernel)
         }
+        kind => fold_text(NAME, kind, input, args, annotate_kernel),
+    }
+}
+
+/// Stack text folded: perf script's, or folded lines taken as they are.
+fn fold_text(
+    name: &str,
+    kind: StackInput,
+    input: impl std::io::BufRead,
+    args: &FlamegraphArgs,
+    annotate_kernel: bool,
+) -> anyhow::Result<Vec<String>> {
+    match kind {
         StackInput::ScriptText => {
             let options = ScriptFoldOptions {
                 annotate_kernel,
                 event: args.event.clone(),
             };
-            Ok(stack_text::fold_script(NAME, input, &options)?)
+            Ok(stack_text::fold_script(name, input, &options)?)
         }
-        StackInput::Folded => Ok(stack_text::read_folded(NAME, input)?),
+        _ => Ok(stack_text::read_folded(name, input)?),
+    }
+}
+
+/// A file's folded stacks, and whether it was text: a perf.data file as
+/// `fold` reads it; perf script text or folded lines (flamegraph.pl's
+/// FILE) as standard input's.
+fn fold_file(
+    path: &Path,
+    args: &FlamegraphArgs,
+    annotate_kernel: bool,
+) -> anyhow::Result<(Vec<String>, bool)> {
+    // A file that does not open is `fold`'s to report, as a missing perf.data.
+    let Ok(file) = File::open(path) else {
+        return Ok((fold(path, args, annotate_kernel)?, false));
+    };
+    let name = path.display().to_string();
+    let mut input = std::io::BufReader::new(file);
+    let (kind, head) = stack_text::sniff(&mut input).with_context(|| format!("reading {name}"))?;
+    match kind {
+        StackInput::PerfData => Ok((fold(path, args, annotate_kernel)?, false)),
+        kind => {
+            let input = stack_text::rejoin(head, input);
+            Ok((fold_text(&name, kind, input, args, annotate_kernel)?, true))
+        }
+    }
+}
+
+/// flamegraph.pl's `FILE`: the one word after the flags, when it names a
+/// file that is not executable (a program to record would be).
+fn input_word(args: &mut FlamegraphArgs) {
+    use std::os::unix::fs::PermissionsExt;
+    let [word] = args.command.as_slice() else {
+        return;
+    };
+    let is_text =
+        std::fs::metadata(word).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 == 0);
+    if args.input.is_none() && is_text {
+        args.input = args.command.pop().map(PathBuf::from);
     }
 }
 
@@ -272,7 +324,8 @@ fn open_output(path: &Path) -> anyhow::Result<Box<dyn Write>> {
     Ok(Box::new(BufWriter::with_capacity(1 << 16, file)))
 }
 
-pub(crate) fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
+pub(crate) fn run(mut args: FlamegraphArgs) -> anyhow::Result<()> {
+    input_word(&mut args);
     super::target::check_command("flamegraph", &args.command)?;
     if args.offcpu {
         return offcpu_flamegraph(&args);
@@ -342,12 +395,15 @@ pub(crate) fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
             !args.no_demangle,
         );
     }
+    let mut text_file = false;
     let after = if let Some(kernel) = &kernel {
         kernel.folded(!args.folded)
     } else if from_stdin {
         fold_stdin(&args, !args.folded)?
     } else {
-        fold(&input, &args, !args.folded)?
+        let (folded, text) = fold_file(&input, &args, !args.folded)?;
+        text_file = text;
+        folded
     };
     if args.folded {
         let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
@@ -366,8 +422,13 @@ pub(crate) fn run(args: FlamegraphArgs) -> anyhow::Result<()> {
         reverse: args.reverse,
         ..FlameOptions::default()
     };
-    // A pipeline's SVG goes down the pipe, as flamegraph.pl's does.
-    let default_out = if from_stdin { "-" } else { "flamegraph.svg" };
+    // A pipeline's SVG goes down the pipe, and a text file's to standard
+    // output, as flamegraph.pl's do.
+    let default_out = if from_stdin || text_file {
+        "-"
+    } else {
+        "flamegraph.svg"
+    };
     let out_path = args
         .output
         .clone()

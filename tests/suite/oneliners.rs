@@ -157,6 +157,13 @@ const ROWS: &[Row] = &[
         },
     },
     Row {
+        line: "{T} record -q -o {D}/perf.data -e syscalls:sys_enter_connect -ag -- {U:conns} 5 10 10",
+        check: Check::CommEvents {
+            comm: "ol-conns",
+            n: 5,
+        },
+    },
+    Row {
         line: "{T} record -q -o {D}/perf.data -e sched:sched_process_exec -a -- sh -c '{U:quick}; {U:quick}; :'",
         check: Check::CommEvents {
             comm: "ol-quick",

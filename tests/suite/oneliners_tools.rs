@@ -6,7 +6,7 @@
 //! stack, a command's map key and count. Durations are shortened (`1`, not
 //! `10`) and `hackbench 10` is a workload of `workloads/`.
 //!
-//! `{S}` is scry, `{U:name}` a copy of workload `name` named `ol-name` in
+//! `{S}` is scry, `{L}` a loop device of the test (`{LN}` its name), `{U:name}` a copy of workload `name` named `ol-name` in
 //! the row's directory (the row's working directory: a command name no
 //! other process has, for rows that watch the whole system), `{D}` that
 //! directory. Every row runs and every failure is printed before the test
@@ -14,12 +14,21 @@
 //! their own modules (see the report of the change that added this file).
 
 use crate::common;
+use crate::common::loop_device::LoopDevice;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-/// What a row's output must hold: given stdout, stderr and the row's directory.
-type Check = fn(&str, &str, &Path) -> Result<(), String>;
+/// What a row's output must hold: given stdout, stderr and the row's context.
+type Check = fn(&str, &str, &Ctx) -> Result<(), String>;
+
+/// What a row runs with.
+struct Ctx<'a> {
+    /// The row's directory (and working directory).
+    dir: &'a Path,
+    /// The loop device's `MAJ,MIN`, as block and ext4 events print it.
+    dev: String,
+}
 
 struct Row {
     line: &'static str,
@@ -106,7 +115,7 @@ fn hrtimer_pairs(text: &str) -> Result<(), String> {
 }
 
 /// The spinner's folded stack (`comm;frames count`) names `spin_forever`.
-fn spinner_folded(out: &str, _: &str, _: &Path) -> Result<(), String> {
+fn spinner_folded(out: &str, _: &str, _: &Ctx) -> Result<(), String> {
     let spins = out
         .lines()
         .filter(|l| l.starts_with("ol-spinner;") && l.contains(";spin_forever"))
@@ -124,6 +133,29 @@ fn spinner_folded(out: &str, _: &str, _: &Path) -> Result<(), String> {
         Err(format!(
             "{spins} folded lines of ol-spinner with spin_forever, {malformed} lines not 'stack count'"
         ))
+    }
+}
+
+/// `perf script` lines of the loop device's writes (`EVENT: MAJ,MIN W...`):
+/// exactly `n` of each `(event, n)`. No one else writes to the loop device.
+fn block_lines(out: &str, dev: &str, want: &[(&str, usize)]) -> Result<(), String> {
+    let mut wrong = Vec::new();
+    for &(event, n) in want {
+        let got = out
+            .lines()
+            .filter(|l| {
+                l.split_once(&format!("{event}: "))
+                    .is_some_and(|(_, rest)| rest.starts_with(&format!("{dev} W")))
+            })
+            .count();
+        if got != n {
+            wrong.push(format!("{got} {event} writes on {dev}, {n} expected"));
+        }
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join("; "))
     }
 }
 
@@ -193,11 +225,68 @@ const ROWS: &[Row] = &[
         line: "{U:spinner} >/dev/null & p=$!; {S} profile -F 99 -af 1 > out.folded; s=$?; kill $p; cat out.folded; exit $s",
         check: spinner_folded,
     },
+    // perf record -e block:block_rq_insert -ag (on a loop device with a scheduler, which inserts)
+    Row {
+        line: "echo mq-deadline > /sys/block/{LN}/queue/scheduler && {S} record -q -e block:block_rq_insert -ag -- {U:dwrites} {L} 10 4096 && {S} script; s=$?; echo none > /sys/block/{LN}/queue/scheduler; exit $s",
+        check: |out, _, ctx| block_lines(out, &ctx.dev, &[("block:block_rq_insert", 10)]),
+    },
+    // perf record -e block:block_rq_issue -e block:block_rq_complete -a
+    Row {
+        line: "{S} record -q -e block:block_rq_issue -e block:block_rq_complete -a -- {U:dwrites} {L} 10 4096 && {S} script",
+        check: |out, _, ctx| {
+            block_lines(
+                out,
+                &ctx.dev,
+                &[
+                    ("block:block_rq_issue", 10),
+                    ("block:block_rq_complete", 10),
+                ],
+            )
+        },
+    },
+    // perf record -e 'ext4:*' -o /tmp/perf.data -a (an ext4 of the loop device)
+    Row {
+        line: "mkfs.ext4 -q -F {L} && mkdir {D}/mnt && mount {L} {D}/mnt && {S} record -q -e 'ext4:*' -o {D}/ext4.data -a -- {D}/ol-dd if=/dev/zero of={D}/mnt/f bs=4k count=10 status=none; s=$?; umount {D}/mnt; [ $s = 0 ] && {S} script -i {D}/ext4.data",
+        check: |out, _, ctx| {
+            // dd's ten 4 KiB writes are ten delayed-allocation write_begins on the loop's ext4.
+            let dev = &ctx.dev;
+            let n = out
+                .lines()
+                .filter(|l| {
+                    l.contains("ext4:ext4_da_write_begin:")
+                        && l.trim_start().starts_with("ol-dd ")
+                        && l.contains(&format!("dev {dev} "))
+                })
+                .count();
+            if n == 10 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{n} ext4_da_write_begin of ol-dd on dev {dev}, 10 expected"
+                ))
+            }
+        },
+    },
+    // flamegraph.pl --color=java --title="Flame Graph: malloc()" folded.txt > graph.svg
+    Row {
+        line: "{S} flamegraph --color=java --title=\"Flame Graph: malloc()\" folded.txt > graph.svg && test ! -e flamegraph.svg && cat graph.svg",
+        check: |out, _, _| {
+            let want = [
+                "Flame Graph: malloc()",
+                "<title>malloc (3 samples",
+                "<title>java/lang/Thread.run (5 samples",
+            ];
+            match want.iter().find(|w| !out.contains(*w)) {
+                None if out.starts_with("<?xml") => Ok(()),
+                missing => Err(format!("graph.svg lacks {missing:?}")),
+            }
+        },
+    },
     // bpftrace -e 'tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args->filename)); }'
     Row {
         line: "{S} run -e 'tracepoint:syscalls:sys_enter_openat { printf(\"%s %s\\n\", comm, str(args->filename)); }' -c '{D}/ol-cat {D}/known.txt'",
-        check: |out, _, dir| {
-            let want = format!("ol-cat {}/known.txt", dir.display());
+        check: |out, _, ctx| {
+            let want = format!("ol-cat {}/known.txt", ctx.dir.display());
             let n = out.lines().filter(|l| *l == want).count();
             if n == 1 {
                 Ok(())
@@ -239,8 +328,8 @@ const ROWS: &[Row] = &[
     // bpftrace -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }'
     Row {
         line: "{U:spinner} >/dev/null & p=$!; {S} run -e 'profile:hz:99 { @[kstack, ustack, comm] = count(); }' -c 'sleep 1'; s=$?; kill $p; exit $s",
-        check: |out, _, dir| {
-            let size = spin_forever_size(dir).ok_or("nm -S: no spin_forever")?;
+        check: |out, _, ctx| {
+            let size = spin_forever_size(ctx.dir).ok_or("nm -S: no spin_forever")?;
             // Each user frame of the spinner is `spin_forever+OFF` within
             // the function, as bpftrace prints it.
             let offsets: Vec<u64> = out
@@ -314,10 +403,12 @@ const ROWS: &[Row] = &[
 ];
 
 /// `line` with its placeholders replaced; the copies it names made in `dir`.
-fn expand(line: &str, dir: &Path) -> String {
+fn expand(line: &str, dir: &Path, disk: &LoopDevice) -> String {
     let mut out = line
         .replace("{S}", env!("CARGO_BIN_EXE_scry"))
-        .replace("{D}", &dir.display().to_string());
+        .replace("{D}", &dir.display().to_string())
+        .replace("{LN}", &disk.name())
+        .replace("{L}", &disk.dev.display().to_string());
     while let Some(start) = out.find("{U:") {
         let end = start + out[start..].find('}').expect("a closed {U:name}");
         let name = &out[start + 3..end];
@@ -331,6 +422,11 @@ fn expand(line: &str, dir: &Path) -> String {
 #[test]
 fn tool_one_liners_give_their_known_answers() {
     require_kernel!();
+    let disk = LoopDevice::new();
+    let dev = std::fs::read_to_string(format!("/sys/block/{}/dev", disk.name()))
+        .expect("the loop device's numbers")
+        .trim()
+        .replace(':', ",");
     let mut failures = Vec::new();
     for row in ROWS {
         let dir = common::tempdir();
@@ -341,12 +437,23 @@ fn tool_one_liners_give_their_known_answers() {
             )
             .expect("copy the workload");
         }
-        std::fs::copy("/bin/cat", dir.path().join("ol-cat")).expect("copy cat");
+        for name in ["cat", "dd"] {
+            std::fs::copy(
+                format!("/bin/{name}"),
+                dir.path().join(format!("ol-{name}")),
+            )
+            .expect("copy the program");
+        }
         std::fs::write(dir.path().join("known.txt"), "x".repeat(5000)).expect("write the file");
+        std::fs::write(
+            dir.path().join("folded.txt"),
+            "main;java/lang/Thread.run;Interpreter 5\nmain;foo;malloc 3\n",
+        )
+        .expect("write the folded stacks");
         let quick = dir.path().join("ol-quick").display().to_string();
         std::fs::write(dir.path().join("twice"), format!("{quick}\n{quick}\n"))
             .expect("write the script");
-        let line = expand(row.line, dir.path());
+        let line = expand(row.line, dir.path(), &disk);
         let out: Output = Command::new("sh")
             .arg("-c")
             .arg(&line)
@@ -359,7 +466,11 @@ fn tool_one_liners_give_their_known_answers() {
             String::from_utf8_lossy(&out.stderr),
         );
         let result = if out.status.success() {
-            (row.check)(&stdout, &stderr, dir.path())
+            let ctx = Ctx {
+                dir: dir.path(),
+                dev: dev.clone(),
+            };
+            (row.check)(&stdout, &stderr, &ctx)
         } else {
             Err(format!("{}: {}", out.status, stderr.trim()))
         };
