@@ -683,7 +683,7 @@ fn prepare<'a>(
 /// The callchain of sample `event`, read in place: its record whole, in
 /// the host's byte order, without read values (their size varies; the
 /// crate's reading is used then). The fields before the callchain are one
-/// word each (`perf_event_open(2)`'s PERF_RECORD_SAMPLE).
+/// word each (`read_format::fixed_words`).
 fn chain_words<'a>(event: &RawEventRecord<'a>) -> Option<ChainWords<'a>> {
     let info = &event.parse_info;
     let format = info.sample_format;
@@ -702,18 +702,7 @@ fn chain_words<'a>(event: &RawEventRecord<'a>) -> Option<ChainWords<'a>> {
     let RawData::Single(body) = event.data else {
         return None;
     };
-    let before = [
-        SampleFormat::IDENTIFIER,
-        SampleFormat::IP,
-        SampleFormat::TID,
-        SampleFormat::TIME,
-        SampleFormat::ADDR,
-        SampleFormat::ID,
-        SampleFormat::STREAM_ID,
-        SampleFormat::CPU,
-        SampleFormat::PERIOD,
-    ];
-    let at = 8 * before.iter().filter(|&&f| format.contains(f)).count();
+    let at = 8 * read_format::fixed_words(format);
     let nr = u64::from_ne_bytes(body.get(at..at + 8)?.try_into().ok()?);
     let len = usize::try_from(nr).ok()?.checked_mul(8)?;
     ChainWords::new(body.get(at + 8..(at + 8).checked_add(len)?)?)

@@ -44,21 +44,7 @@ impl ReadFix {
         if !st.contains(SampleFormat::READ) {
             return None;
         }
-        let before = [
-            SampleFormat::IDENTIFIER,
-            SampleFormat::IP,
-            SampleFormat::TID,
-            SampleFormat::TIME,
-            SampleFormat::ADDR,
-            SampleFormat::ID,
-            SampleFormat::STREAM_ID,
-            SampleFormat::CPU,
-            SampleFormat::PERIOD,
-        ]
-        .iter()
-        .filter(|f| st.contains(**f))
-        .count()
-            * 8;
+        let before = fixed_words(st) * 8;
         let mut without = *attr;
         without.sample_format.remove(SampleFormat::READ);
         Some(ReadFix {
@@ -90,6 +76,26 @@ impl ReadFix {
         out.extend_from_slice(after);
         Some(())
     }
+}
+
+/// The one-word fields a sample record holds before its read values (and,
+/// without them, before its callchain): `perf_event_open(2)`'s
+/// PERF_RECORD_SAMPLE, which lays them out in this order.
+pub(super) fn fixed_words(format: SampleFormat) -> usize {
+    [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ]
+    .iter()
+    .filter(|&&f| format.contains(f))
+    .count()
 }
 
 #[cfg(test)]
