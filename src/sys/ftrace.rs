@@ -47,13 +47,19 @@ pub(crate) struct FunctionTracer {
     done: bool,
 }
 
-fn write(root: &Path, file: &str, text: &str) -> io::Result<()> {
+/// `file` of `root` opened for writing (emptied), or an error naming it.
+fn open_truncated(root: &Path, file: &str) -> io::Result<(std::fs::File, PathBuf)> {
     let path = root.join(file);
-    let mut f = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .write(true)
         .truncate(true)
         .open(&path)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        .map(|f| (f, path.clone()))
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+fn write(root: &Path, file: &str, text: &str) -> io::Result<()> {
+    let (mut f, path) = open_truncated(root, file)?;
     f.write_all(text.as_bytes())
         .map_err(|e| io::Error::new(e.kind(), format!("{} <- {text:?}: {e}", path.display())))
 }
@@ -64,12 +70,7 @@ fn write(root: &Path, file: &str, text: &str) -> io::Result<()> {
 /// kernel function matches it` (the one wording of `scry profile`, `record
 /// --profile` and `trace --function`). No globs: the filter is emptied.
 fn write_globs(root: &Path, file: &str, flag: &str, globs: &[String]) -> io::Result<()> {
-    let path = root.join(file);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(&path)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let (mut f, path) = open_truncated(root, file)?;
     for glob in globs {
         f.write_all(format!("{glob}\n").as_bytes()).map_err(|e| {
             if e.raw_os_error() == Some(libc::EINVAL) {
