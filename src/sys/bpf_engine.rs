@@ -20,6 +20,15 @@
 //! needed function group has a variant left; once one has none, all are
 //! given up (each says why) and the tracepoint groups load and attach.
 //!
+//! A classic tracepoint program's return value decides, for every perf
+//! event on that tracepoint system-wide, whether the record is delivered
+//! (the kernel's `perf_trace_run_bpf_submit`): ours return 0, as bcc's do,
+//! so while such a tool runs, `perf record -e` of the same tracepoint gets
+//! nothing (`scry syscount` on classic tracepoints: perf counted 0 of 69
+//! sys_exit; on raw_tp, 69). tp_btf and raw_tp programs leave perf's
+//! events alone: one more reason they rank first. The tools with classic
+//! tracepoints only (opensnoop, execsnoop, statsnoop, ...) still do this.
+//!
 //! Ownership: programs, maps and links are file descriptors of this
 //! process (nothing is pinned), so however scry ends, even by SIGKILL, the
 //! kernel detaches and frees them when the descriptors close.
