@@ -101,6 +101,11 @@ static __always_inline void on_enter(void)
 	start_at((__u32)pid_tgid, bpf_ktime_get_ns());
 }
 
+struct task_struct___scry_sc {
+	struct task_struct___scry_sc *group_leader;
+	char comm[TASK_COMM_LEN];
+} __attribute__((preserve_access_index));
+
 static __always_inline void on_exit(long id, long ret)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -131,6 +136,10 @@ static __always_inline void on_exit(long id, long ret)
 		__sync_fetch_and_add(&p->count, 1);
 		if (measure_latency)
 			__sync_fetch_and_add(&p->total_ns, latency);
+		/* The process's name at each call, as libbpf-tools reads it:
+		 * its first call may be its parent's code before an exec. */
+		struct task_struct___scry_sc *task = (void *)bpf_get_current_task();
+		BPF_CORE_READ_STR_INTO(&p->comm, task, group_leader, comm);
 		return;
 	}
 	__u32 nr = id;

@@ -10,11 +10,14 @@
 //! the row's directory (the row's working directory: a command name no
 //! other process has, for rows that watch the whole system), `{D}` that
 //! directory. Every row runs and every failure is printed before the test
-//! fails. The bcc tools other than `profile` have their one-liners run in
-//! their own modules (see the report of the change that added this file).
+//! fails. `bcc_one_liners_count_their_workloads` runs bcc lines that
+//! stream or print at Ctrl-C, each started, attached (its BPF links
+//! counted), given its workload and stopped with SIGINT; the other bcc
+//! lines are run against libbpf-tools in the tools' own modules.
 
 use crate::common;
 use crate::common::loop_device::LoopDevice;
+use crate::common::tracer::Tracer;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -483,6 +486,173 @@ fn tool_one_liners_give_their_known_answers() {
         "{} of {} one-liners failed:\n{}",
         failures.len(),
         ROWS.len(),
+        failures.join("\n")
+    );
+}
+
+/// A bcc line: the tool as typed, the BPF links it holds once attached,
+/// the workload run then (`sh -c`, in the row's directory) and what the
+/// tool's lines must say of it (given the loop device's name and the
+/// workload's pid: the program's, when the line `exec`s it).
+struct ToolRow {
+    args: &'static [&'static str],
+    links: usize,
+    workload: &'static str,
+    check: fn(&[String], &str, u32) -> Result<(), String>,
+}
+
+/// The lines of each section a line `Function = malloc [PID]` or `disk =
+/// NAME` opens, for the sections whose opening line contains `key`.
+fn sections<'a>(lines: &'a [String], opens: &str, key: &str) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in lines {
+        if line.trim_start().starts_with(opens) {
+            inside = line.contains(key);
+        } else if inside {
+            out.push(line.as_str());
+        }
+    }
+    out
+}
+
+const TOOL_ROWS: &[ToolRow] = &[
+    // execsnoop
+    ToolRow {
+        args: &["execsnoop"],
+        links: 2,
+        workload: "sh twice",
+        check: |lines, _, _| {
+            let n = lines.iter().filter(|l| l.starts_with("ol-quick ")).count();
+            if n == 2 {
+                Ok(())
+            } else {
+                Err(format!("{n} ol-quick lines, 2 expected"))
+            }
+        },
+    },
+    // opensnoop -x
+    ToolRow {
+        args: &["opensnoop", "-x"],
+        links: 4,
+        workload: "./ol-opens 10 4 \"$PWD\"",
+        check: |lines, _, _| {
+            let failed = lines
+                .iter()
+                .filter(|l| l.contains(" ol-opens ") && l.ends_with("/missing"))
+                .count();
+            let present = lines.iter().filter(|l| l.ends_with("/present")).count();
+            if failed == 4 && present == 0 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{failed} failed opens of missing (4), {present} of present (0)"
+                ))
+            }
+        },
+    },
+    // syscount -P
+    ToolRow {
+        args: &["syscount", "-P"],
+        links: 1,
+        workload: "./ol-calls 300000",
+        check: |lines, _, _| {
+            let n = lines.iter().find_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                (w.len() == 3 && w[1] == "ol-calls").then(|| w[2].parse::<u64>().ok())?
+            });
+            match n {
+                // 300000 getppid (the top process by far) and libc's start-up.
+                Some(n) if (300_000..300_200).contains(&n) => Ok(()),
+                other => Err(format!(
+                    "ol-calls' calls: {other:?}, 300000 and start-up expected"
+                )),
+            }
+        },
+    },
+    // funclatency c:malloc
+    ToolRow {
+        args: &["funclatency", "c:malloc"],
+        links: 2,
+        workload: "exec ./ol-mallocs 1000",
+        check: |lines, _, pid| {
+            // Its process's section: the 1000 and the loader's few.
+            let body = sections(lines, "Function = malloc", &format!("[{pid}]")).join("\n");
+            match common::hist_total(&body) {
+                n if (1000..1100).contains(&n) => Ok(()),
+                n => Err(format!(
+                    "{n} mallocs of ol-mallocs ({pid}), 1000 and the loader's expected"
+                )),
+            }
+        },
+    },
+    // biolatency -D 1 10 (60 intervals: the run ends at SIGINT)
+    ToolRow {
+        args: &["biolatency", "-D", "1", "60"],
+        links: 2,
+        workload: "./ol-dwrites {L} 10 4096",
+        check: |lines, disk, _| {
+            let body = sections(lines, "disk = ", &format!("disk = {disk}")).join("\n");
+            match common::hist_total(&body) {
+                10 => Ok(()),
+                n => Err(format!(
+                    "{n} I/Os of {disk} over the intervals, 10 expected"
+                )),
+            }
+        },
+    },
+];
+
+#[test]
+fn bcc_one_liners_count_their_workloads() {
+    if !common::tracer::require_root_and("execsnoop") {
+        return;
+    }
+    let disk = LoopDevice::new();
+    let mut failures = Vec::new();
+    for row in TOOL_ROWS {
+        let dir = common::tempdir();
+        for name in ["calls", "quick", "opens", "mallocs", "dwrites"] {
+            std::fs::copy(
+                common::workload(name),
+                dir.path().join(format!("ol-{name}")),
+            )
+            .expect("copy the workload");
+        }
+        std::fs::write(dir.path().join("present"), "x").expect("write the file");
+        let quick = dir.path().join("ol-quick").display().to_string();
+        std::fs::write(dir.path().join("twice"), format!("{quick}\n{quick}\n"))
+            .expect("write the script");
+        let tracer = Tracer::start(common::tracer::scry_tool(row.args), row.links);
+        let workload = row.workload.replace("{L}", &disk.dev.display().to_string());
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&workload)
+            .current_dir(dir.path())
+            .spawn()
+            .expect("run the workload");
+        let pid = child.id();
+        let ran = child.wait().expect("the workload ends");
+        let (lines, err) = tracer.stop();
+        let result = if ran.success() {
+            (row.check)(&lines, &disk.name(), pid)
+        } else {
+            Err(format!("the workload failed: {ran}"))
+        };
+        if let Err(why) = result {
+            failures.push(format!(
+                "scry {}\n  {}\n  stderr: {}",
+                row.args.join(" "),
+                why,
+                err.trim()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} bcc one-liners failed:\n{}",
+        failures.len(),
+        TOOL_ROWS.len(),
         failures.join("\n")
     );
 }
