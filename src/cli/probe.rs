@@ -46,6 +46,14 @@ pub(crate) struct ProbeArgs {
     /// Show the variables available at FUNC's entry (from -x's debug info, or the kernel's BTF).
     #[arg(short = 'V', long = "vars", value_name = "FUNC")]
     vars: Option<String>,
+    /// With -V, perf's "external variables too": accepted; they are not listed
+    /// (said on stderr), the function's variables are.
+    #[arg(long = "externs", requires = "vars")]
+    externs: bool,
+    /// Say each probe_events line written (`Writing event: LINE`, on stderr; with -n,
+    /// the line is printed anyway).
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
     /// Show the source lines of FUNC (needs -x and debug info).
     #[arg(short = 'L', long = "line", value_name = "FUNC")]
     line: Option<String>,
@@ -109,6 +117,9 @@ pub(crate) fn resolve_events(specs: &[EventSpec]) -> Result<Vec<ResolvedEvent>, 
 
 pub(crate) fn run(args: ProbeArgs) -> anyhow::Result<()> {
     let mut out = BufWriter::new(std::io::stdout().lock());
+    if args.externs {
+        eprintln!("scry: probe: --externs: external variables are not listed, the function's are");
+    }
     if args.list {
         let pattern = args.words.first().map(String::as_str);
         if uprobe::available(tracefs()?) {
@@ -169,11 +180,12 @@ pub(crate) fn run(args: ProbeArgs) -> anyhow::Result<()> {
         }
         let kernel = probe_kernel::AddOptions {
             dry_run: args.dry_run,
+            verbose: args.verbose,
         };
         for def in &defs {
             match args.exec.as_deref() {
                 None => probe_kernel::add(def, &kernel, &mut out)?,
-                Some(exec) => add(exec, def, &mut out)?,
+                Some(exec) => add(exec, def, args.verbose, &mut out)?,
             }
         }
     }
@@ -185,7 +197,7 @@ fn tracefs() -> anyhow::Result<&'static Path> {
     scry::sys::tracefs::root().context("probes need tracefs")
 }
 
-fn add(exec: &str, def: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+fn add(exec: &str, def: &str, verbose: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     let point = probe_spec::parse_point(def)?;
     let (func, retprobe) = (point.func.as_str(), point.retprobe);
     let bin = Binary::open(Some(exec), "a uprobe")?;
@@ -218,6 +230,9 @@ fn add(exec: &str, def: &str, out: &mut dyn Write) -> anyhow::Result<()> {
     for f in &fetch {
         line.push(' ');
         line.push_str(f);
+    }
+    if verbose {
+        eprintln!("Writing event: {line}");
     }
     uprobe::add_event(root, &line)
         .with_context(|| format!("the kernel refused uprobe '{line}'"))?;

@@ -29,6 +29,8 @@ use scry::sys::kprobe;
 pub(crate) struct AddOptions {
     /// Print the `kprobe_events` line, write nothing.
     pub(crate) dry_run: bool,
+    /// Say the line on stderr before writing it (`Writing event: LINE`, as perf -v).
+    pub(crate) verbose: bool,
 }
 
 fn tracefs() -> anyhow::Result<&'static std::path::Path> {
@@ -94,6 +96,9 @@ pub(crate) fn add(def: &str, opts: &AddOptions, out: &mut dyn Write) -> anyhow::
         bail!(
             "event '{KPROBE_GROUP}:{name}' already exists (delete it with 'scry probe -d {KPROBE_GROUP}:{name}', or name it NAME={func})"
         );
+    }
+    if opts.verbose {
+        eprintln!("Writing event: {line}");
     }
     kprobe::add_event(root, &line).with_context(|| {
         format!(

@@ -119,8 +119,9 @@ pub(crate) fn check_command(what: &str, command: &[OsString]) -> anyhow::Result<
     let found = if program.components().count() > 1 {
         runnable(program)
     } else {
-        std::env::var_os("PATH")
-            .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(program))))
+        // Without PATH, exec searches the C library's default path (execvp's).
+        let path = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+        std::env::split_paths(&path).any(|d| runnable(&d.join(program)))
     };
     if !found {
         anyhow::bail!(

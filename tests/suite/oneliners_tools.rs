@@ -285,6 +285,33 @@ const ROWS: &[Row] = &[
             }
         },
     },
+    // perf probe -V tcp_sendmsg --externs (the kernel's BTF; no kprobes needed)
+    Row {
+        line: "{S} probe -V tcp_sendmsg --externs",
+        check: |out, err, _| {
+            let want = ["Available variables at tcp_sendmsg", "\tsk", "\tsize"];
+            match want.iter().find(|w| !out.contains(*w)) {
+                None if err.contains("--externs") => Ok(()),
+                None => Err("--externs: nothing said of the external variables".into()),
+                Some(w) => Err(format!("no {w:?} in {out:?}")),
+            }
+        },
+    },
+    // perf probe -nv 'tcp_sendmsg size sk->__sk_common.skc_state' (a dry run: the line)
+    Row {
+        line: "{S} probe -nv 'tcp_sendmsg size sk->__sk_common.skc_state'",
+        check: |out, _, _| {
+            let line = out.trim();
+            if line.starts_with("p:probe/tcp_sendmsg tcp_sendmsg size=%dx")
+                && line.contains(" skc_state=+")
+                && line.ends_with("(%di):u8")
+            {
+                Ok(())
+            } else {
+                Err(format!("kprobe line {line:?}"))
+            }
+        },
+    },
     // bpftrace -e 'tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args->filename)); }'
     Row {
         line: "{S} run -e 'tracepoint:syscalls:sys_enter_openat { printf(\"%s %s\\n\", comm, str(args->filename)); }' -c '{D}/ol-cat {D}/known.txt'",
