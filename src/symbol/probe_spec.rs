@@ -92,6 +92,15 @@ pub(crate) fn parse_point(def: &str) -> Result<ProbePoint, ProbeSpecError> {
     if func.is_empty() {
         bail!("probe '{def}': no function");
     }
+    // perf's FUNC:LINE (a line of the function's source) and @FILE need
+    // the source lines of the probed code, which probe points do not read.
+    if let Some((f, line)) = func.split_once(':')
+        && line.parse::<u32>().is_ok()
+    {
+        bail!(
+            "probe '{point}': line probes (FUNC:LINE) are not supported: probe {f} or {f}+OFFSET"
+        );
+    }
     let p = ProbePoint {
         event,
         func: func.to_string(),
@@ -267,6 +276,19 @@ mod tests {
         assert_eq!(d.args, vec!["size"]);
         assert!(matches("probe_libc:*", &d) && matches("mal*", &d) && !matches("free", &d));
         assert!(parse_defined("garbage").is_none());
+    }
+
+    #[test]
+    fn a_line_probe_is_refused_naming_what_works() {
+        let err = parse_point("tcp_sendmsg:81 seglen")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line probes (FUNC:LINE) are not supported"),
+            "{err}"
+        );
+        assert!(err.contains("tcp_sendmsg+OFFSET"), "{err}");
+        assert!(parse_point("tcp_sendmsg+81").is_ok());
     }
 
     #[test]
