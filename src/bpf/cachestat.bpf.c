@@ -30,6 +30,7 @@
 #include <linux/bpf.h>
 #include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 
 #include "maps.bpf.h"
@@ -77,31 +78,36 @@ static __always_inline __u64 pages(struct range_record *r)
 SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
 int scry_cache_add(struct add_record *ctx)
 {
-	return add(S_MISS, 1ULL << (ctx->order & 31));
+	add(S_MISS, 1ULL << (ctx->order & 31));
+	return TP_PASS;
 }
 
 SEC("tracepoint/writeback/writeback_dirty_folio")
 int scry_cache_dirty(void *ctx)
 {
-	return add(S_DIRTY, 1);
+	add(S_DIRTY, 1);
+	return TP_PASS;
 }
 
 SEC("tracepoint/filemap/mm_filemap_get_pages")
 int scry_cache_get_pages(struct range_record *ctx)
 {
-	return add(S_ACCESS, pages(ctx));
+	add(S_ACCESS, pages(ctx));
+	return TP_PASS;
 }
 
 SEC("tracepoint/filemap/mm_filemap_map_pages")
 int scry_cache_map_pages(struct range_record *ctx)
 {
-	return add(S_ACCESS, pages(ctx));
+	add(S_ACCESS, pages(ctx));
+	return TP_PASS;
 }
 
 SEC("tracepoint/filemap/mm_filemap_fault")
 int scry_cache_fault(void *ctx)
 {
-	return add(S_ACCESS, 1);
+	add(S_ACCESS, 1);
+	return TP_PASS;
 }
 
 // A kernel function counted in STAT: fentry on FUNC, else on OLD (the

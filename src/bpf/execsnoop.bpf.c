@@ -23,6 +23,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
@@ -72,17 +73,17 @@ SEC("tracepoint/syscalls/sys_enter_execve")
 int scry_es_enter(struct sys_enter_record *ctx)
 {
 	if (!in_cgroup())
-		return 0;
+		return TP_PASS;
 	__u32 uid = (__u32)bpf_get_current_uid_gid();
 	if (filter_uid != (__u32)-1 && uid != filter_uid)
-		return 0;
+		return TP_PASS;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	if (bpf_map_update_elem(&execs, &tid, &empty_event, BPF_ANY))
-		return 0;
+		return TP_PASS;
 	struct exec_event *e = bpf_map_lookup_elem(&execs, &tid);
 	if (!e)
-		return 0;
+		return TP_PASS;
 	e->pid = id >> 32;
 	e->uid = uid;
 	struct task_struct___scry_es *task = (void *)bpf_get_current_task();
@@ -92,7 +93,7 @@ int scry_es_enter(struct sys_enter_record *ctx)
 
 	long ret = bpf_probe_read_user_str(e->args, ARGSIZE, (const char *)ctx->args[0]);
 	if (ret < 0)
-		return 0;
+		return TP_PASS;
 	if (ret <= ARGSIZE) {
 		e->args_size += ret;
 	} else {
@@ -105,24 +106,24 @@ int scry_es_enter(struct sys_enter_record *ctx)
 	const char *argp;
 	for (int i = 1; i < TOTAL_MAX_ARGS && i < max_args; i++) {
 		if (bpf_probe_read_user(&argp, sizeof(argp), &argv[i]) || !argp)
-			return 0;
+			return TP_PASS;
 		__u32 size = e->args_size;
 		if (size > LAST_ARG)
-			return 0;
+			return TP_PASS;
 		ret = bpf_probe_read_user_str(&e->args[size], ARGSIZE, argp);
 		if (ret < 0)
-			return 0;
+			return TP_PASS;
 		e->args_count++;
 		e->args_size += ret;
 	}
 	// One more pointer that is not NULL: there are more arguments.
 	int more = max_args;
 	if (more < 0 || more >= 1024)
-		return 0;
+		return TP_PASS;
 	if (bpf_probe_read_user(&argp, sizeof(argp), &argv[more]) || !argp)
-		return 0;
+		return TP_PASS;
 	e->args_count++;
-	return 0;
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_exit_execve")
@@ -131,7 +132,7 @@ int scry_es_exit(struct sys_exit_record *ctx)
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct exec_event *e = bpf_map_lookup_elem(&execs, &tid);
 	if (!e)
-		return 0;
+		return TP_PASS;
 	int ret = ctx->ret;
 	if (include_failed || ret >= 0) {
 		e->retval = ret;
@@ -142,5 +143,5 @@ int scry_es_exit(struct sys_exit_record *ctx)
 		emit(e, len);
 	}
 	bpf_map_delete_elem(&execs, &tid);
-	return 0;
+	return TP_PASS;
 }

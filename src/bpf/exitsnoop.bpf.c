@@ -13,6 +13,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
@@ -50,15 +51,15 @@ int scry_exit(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	if (filter_tgid && tgid != filter_tgid)
-		return 0;
+		return TP_PASS;
 	if (!threads && tgid != tid)
-		return 0;
+		return TP_PASS;
 	if (!in_cgroup())
-		return 0;
+		return TP_PASS;
 	struct task_struct___scry_exit *task = (void *)bpf_get_current_task();
 	int code = BPF_CORE_READ(task, exit_code);
 	if (failed_only && code == 0)
-		return 0;
+		return TP_PASS;
 	struct exit_event e = {};
 	e.age_ns = bpf_ktime_get_ns() - BPF_CORE_READ(task, start_time);
 	e.pid = tgid;
@@ -67,5 +68,5 @@ int scry_exit(void *ctx)
 	e.exit_code = code;
 	bpf_get_current_comm(&e.comm, sizeof(e.comm));
 	emit(&e, sizeof(e));
-	return 0;
+	return TP_PASS;
 }

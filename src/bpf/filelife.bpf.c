@@ -14,6 +14,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 
 #include "maps.bpf.h"
@@ -135,14 +136,14 @@ int scry_fl_openat2(struct sys_enter_record *ctx)
 	if (bpf_probe_read_user(&flags, sizeof(flags), (const void *)ctx->args[2]) == 0 &&
 	    (flags & O_CREAT))
 		keep_call(ctx->args[1]);
-	return 0;
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat2")
 int scry_fl_openat2_exit(struct sys_exit_record *ctx)
 {
 	on_created(ctx->ret);
-	return 0;
+	return TP_PASS;
 }
 
 static __always_inline int on_unlink(__u64 path)
@@ -154,26 +155,28 @@ static __always_inline int on_unlink(__u64 path)
 }
 
 SEC("tracepoint/syscalls/sys_enter_unlink")
-int scry_fl_unlink(struct sys_enter_record *ctx) { return on_unlink(ctx->args[0]); }
+int scry_fl_unlink(struct sys_enter_record *ctx) { on_unlink(ctx->args[0]);
+ return TP_PASS; }
 
 SEC("tracepoint/syscalls/sys_exit_unlink")
 int scry_fl_unlink_exit(struct sys_exit_record *ctx)
 {
 	on_deleted(ctx->ret);
-	return 0;
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_enter_unlinkat")
 int scry_fl_unlinkat(struct sys_enter_record *ctx)
 {
 	if (ctx->args[2] & AT_REMOVEDIR)
-		return 0;
-	return on_unlink(ctx->args[1]);
+		return TP_PASS;
+	on_unlink(ctx->args[1]);
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_exit_unlinkat")
 int scry_fl_unlinkat_exit(struct sys_exit_record *ctx)
 {
 	on_deleted(ctx->ret);
-	return 0;
+	return TP_PASS;
 }

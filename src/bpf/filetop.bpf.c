@@ -33,6 +33,7 @@
 #include <linux/bpf.h>
 #include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 

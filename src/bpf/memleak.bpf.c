@@ -35,6 +35,7 @@
 #include <linux/bpf.h>
 #include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
@@ -302,11 +303,13 @@ static __always_inline int kernel_alloc(void *ctx, __u64 address, __u64 size)
 SEC("tracepoint/kmem/kmalloc")
 int scry_ml_kmalloc(struct kmalloc_record *ctx)
 {
-	return kernel_alloc(ctx, ctx->ptr, ctx->bytes_alloc);
+	kernel_alloc(ctx, ctx->ptr, ctx->bytes_alloc);
+	return TP_PASS;
 }
 
 SEC("tracepoint/kmem/kfree")
-int scry_ml_kfree(struct kfree_record *ctx) { return release(ctx->ptr); }
+int scry_ml_kfree(struct kfree_record *ctx) { release(ctx->ptr);
+ return TP_PASS; }
 
 // kmem_cache_alloc's record gained a name before bytes_alloc (6.x): its
 // raw arguments are read instead, the object size from the cache (CO-RE).
@@ -335,11 +338,13 @@ struct trace_event_raw_percpu_free_percpu {
 SEC("tracepoint/percpu/percpu_alloc_percpu")
 int scry_ml_percpu_alloc(struct trace_event_raw_percpu_alloc_percpu *ctx)
 {
-	return kernel_alloc(ctx, (__u64)ctx->ptr, ctx->size);
+	kernel_alloc(ctx, (__u64)ctx->ptr, ctx->size);
+	return TP_PASS;
 }
 
 SEC("tracepoint/percpu/percpu_free_percpu")
 int scry_ml_percpu_free(struct trace_event_raw_percpu_free_percpu *ctx)
 {
-	return release((__u64)ctx->ptr);
+	release((__u64)ctx->ptr);
+	return TP_PASS;
 }

@@ -17,6 +17,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
@@ -138,13 +139,15 @@ int scry_mnt_mount(struct sys_enter_record *ctx)
 		.data = ctx->args[4],
 		.call = CALL_MOUNT,
 	};
-	return on_enter(&start);
+	on_enter(&start);
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_exit_mount")
 int scry_mnt_mount_exit(struct sys_exit_record *ctx)
 {
-	return on_exit(ctx->ret);
+	on_exit(ctx->ret);
+	return TP_PASS;
 }
 
 // umount2(target, flags): its tracepoint is named umount.
@@ -156,11 +159,13 @@ int scry_mnt_umount(struct sys_enter_record *ctx)
 		.flags = ctx->args[1],
 		.call = CALL_UMOUNT,
 	};
-	return on_enter(&start);
+	on_enter(&start);
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_exit_umount")
 int scry_mnt_umount_exit(struct sys_exit_record *ctx)
 {
-	return on_exit(ctx->ret);
+	on_exit(ctx->ret);
+	return TP_PASS;
 }

@@ -18,6 +18,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 
 #include "maps.bpf.h"
@@ -113,23 +114,27 @@ cleanup:
 SEC("tracepoint/syscalls/sys_enter_open")
 int scry_os_open(struct sys_enter_record *ctx)
 {
-	return on_enter(ctx->args[0], (int)ctx->args[1], (int)ctx->args[2]);
+	on_enter(ctx->args[0], (int)ctx->args[1], (int)ctx->args[2]);
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_enter_openat")
 int scry_os_openat(struct sys_enter_record *ctx)
 {
-	return on_enter(ctx->args[1], (int)ctx->args[2], (int)ctx->args[3]);
+	on_enter(ctx->args[1], (int)ctx->args[2], (int)ctx->args[3]);
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_exit_open")
 int scry_os_open_exit(struct sys_exit_record *ctx)
 {
-	return on_exit(ctx->ret);
+	on_exit(ctx->ret);
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat")
 int scry_os_openat_exit(struct sys_exit_record *ctx)
 {
-	return on_exit(ctx->ret);
+	on_exit(ctx->ret);
+	return TP_PASS;
 }

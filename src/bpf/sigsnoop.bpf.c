@@ -21,6 +21,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 
 #include "maps.bpf.h"
@@ -135,14 +136,14 @@ int scry_sig_generate(struct signal_generate_record *ctx)
 {
 	int ret = ctx->errno_;
 	if (failed_only && ret == 0)
-		return 0;
+		return TP_PASS;
 	int sig = ctx->sig;
 	if (!wanted(sig))
-		return 0;
+		return TP_PASS;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 	if (filter_tgid && tgid != filter_tgid)
-		return 0;
+		return TP_PASS;
 	struct sig_event e = {
 		.pid = tgid,
 		.tid = (__u32)id,
@@ -153,5 +154,5 @@ int scry_sig_generate(struct signal_generate_record *ctx)
 	};
 	bpf_get_current_comm(&e.comm, sizeof(e.comm));
 	emit(&e, sizeof(e));
-	return 0;
+	return TP_PASS;
 }

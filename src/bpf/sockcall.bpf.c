@@ -21,6 +21,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
@@ -176,11 +177,11 @@ SEC("tracepoint/syscalls/sys_enter_bind")
 int scry_bind_enter(struct sys_enter_record *ctx)
 {
 	if (!task_wanted())
-		return 0;
+		return TP_PASS;
 	const void *uaddr = (const void *)ctx->args[1];
 	struct call c = {.kind = KIND_BIND, .fd = (__s32)ctx->args[0]};
 	if (bpf_probe_read_user(&c.family, sizeof(c.family), uaddr))
-		return 0;
+		return TP_PASS;
 	if (c.family == AF_INET) {
 		struct sockaddr_in___scry in = {};
 		bpf_probe_read_user(&in, sizeof(in), uaddr);
@@ -192,18 +193,18 @@ int scry_bind_enter(struct sys_enter_record *ctx)
 		c.port = bpf_ntohs(in6.port);
 		__builtin_memcpy(c.addr, in6.addr, 16);
 	} else {
-		return 0;
+		return TP_PASS;
 	}
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	bpf_map_update_elem(&calls, &tid, &c, BPF_ANY);
-	return 0;
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_enter_listen")
 int scry_listen_enter(struct sys_enter_record *ctx)
 {
 	if (!task_wanted())
-		return 0;
+		return TP_PASS;
 	struct call c = {
 		.kind = KIND_LISTEN,
 		.fd = (__s32)ctx->args[0],
@@ -211,7 +212,7 @@ int scry_listen_enter(struct sys_enter_record *ctx)
 	};
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	bpf_map_update_elem(&calls, &tid, &c, BPF_ANY);
-	return 0;
+	return TP_PASS;
 }
 
 static __always_inline void on_exit(long ret, __u8 kind)
@@ -266,12 +267,12 @@ SEC("tracepoint/syscalls/sys_exit_bind")
 int scry_bind_exit(struct sys_exit_record *ctx)
 {
 	on_exit(ctx->ret, KIND_BIND);
-	return 0;
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_exit_listen")
 int scry_listen_exit(struct sys_exit_record *ctx)
 {
 	on_exit(ctx->ret, KIND_LISTEN);
-	return 0;
+	return TP_PASS;
 }

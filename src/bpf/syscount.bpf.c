@@ -20,6 +20,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
@@ -158,7 +159,7 @@ SEC("tracepoint/raw_syscalls/sys_enter")
 int scry_sc_enter__tp(struct sys_enter_record *record)
 {
 	on_enter();
-	return 0;
+	return TP_PASS;
 }
 
 BTF_OR_RAW(scry_sc_exit, "sys_exit",
@@ -169,5 +170,5 @@ SEC("tracepoint/raw_syscalls/sys_exit")
 int scry_sc_exit__tp(struct sys_exit_record *record)
 {
 	on_exit(record->id, record->ret);
-	return 0;
+	return TP_PASS;
 }

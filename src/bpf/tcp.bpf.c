@@ -37,6 +37,7 @@
 #include <linux/bpf.h>
 #include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
@@ -281,7 +282,7 @@ SEC("tracepoint/sock/inet_sock_set_state")
 int scry_tcp_state__tp(struct set_state_record *ctx)
 {
 	on_state(ctx->skaddr, ctx->oldstate, ctx->newstate);
-	return 0;
+	return TP_PASS;
 }
 
 // tcpretrans: each retransmitted segment, the socket's state at the time,
@@ -319,7 +320,7 @@ SEC("tracepoint/tcp/tcp_retransmit_skb")
 int scry_tcp_retrans__tp(struct retransmit_record *ctx)
 {
 	on_retransmit(ctx->skaddr, ctx->skbaddr);
-	return 0;
+	return TP_PASS;
 }
 
 // tcpaccept: the socket behind the descriptor accept returned.
@@ -349,14 +350,14 @@ SEC("tracepoint/syscalls/sys_exit_accept4")
 int scry_tcp_accept4(struct sys_exit_record *ctx)
 {
 	on_accept(ctx->ret);
-	return 0;
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_exit_accept")
 int scry_tcp_accept(struct sys_exit_record *ctx)
 {
 	on_accept(ctx->ret);
-	return 0;
+	return TP_PASS;
 }
 
 // tcpconnect on bcc's hooks: tcp_v4_connect and tcp_v6_connect, the

@@ -19,6 +19,7 @@
 #include <linux/bpf.h>
 #include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 
 #include "maps.bpf.h"
@@ -68,11 +69,11 @@ SEC("tracepoint/task/task_newtask")
 int scry_ts_newtask(struct task_newtask_record *ctx)
 {
 	if (!(ctx->clone_flags & CLONE_THREAD))
-		return 0;
+		return TP_PASS;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	if (filter_tgid && tgid != filter_tgid)
-		return 0;
+		return TP_PASS;
 	struct thread_event e = {
 		.pid = tgid,
 		.tid = tid,
@@ -85,5 +86,5 @@ int scry_ts_newtask(struct task_newtask_record *ctx)
 	}
 	bpf_get_current_comm(&e.comm, sizeof(e.comm));
 	emit(&e, sizeof(e));
-	return 0;
+	return TP_PASS;
 }

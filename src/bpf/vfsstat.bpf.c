@@ -27,6 +27,7 @@
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "tp_pass.bpf.h"
 #include <bpf/bpf_tracing.h>
 
 #include "maps.bpf.h"
@@ -121,12 +122,14 @@ int scry_vfs_openat2(struct sys_enter_record *ctx)
 	__u64 flags = 0;
 	if (bpf_probe_read_user(&flags, sizeof(flags), (const void *)ctx->args[2]) == 0 &&
 	    (flags & O_CREAT))
-		return add(S_CREATE);
-	return 0;
+		add(S_CREATE);
+		return TP_PASS;
+	return TP_PASS;
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat2")
 int scry_vfs_openat2_exit(struct sys_exit_record *ctx)
 {
-	return ctx->ret >= 0 ? add(S_OPEN) : 0;
+	ctx->ret >= 0 ? add(S_OPEN) : 0;
+	return TP_PASS;
 }

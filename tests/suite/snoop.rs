@@ -1007,3 +1007,48 @@ fn opensnoop_p_follows_one_process_to_its_end_and_d_stops() {
     let (_, err) = timed.finish();
     assert!(err.is_empty(), "{err}");
 }
+
+/// A running opensnoop, whose programs sit on classic tracepoints, leaves
+/// perf's events on those tracepoints alone: `perf stat -e
+/// syscalls:sys_enter_openat` counts each of `opens`' N opens while it
+/// runs. The kernel delivers a tracepoint's record to perf only when the
+/// BPF program on it returns non-zero; bcc's return 0 (libbpf-tools'
+/// opensnoop hides every openat from perf while it runs), scry's return
+/// TP_PASS (src/bpf/tp_pass.bpf.h).
+#[test]
+fn a_running_tool_leaves_perfs_events_on_its_tracepoints() {
+    if !require_root_and("opensnoop") || !common::require_tool("perf", "apt-get install linux-perf")
+    {
+        return;
+    }
+    let dir = common::tempdir();
+    let root = path_str(dir.path());
+    std::fs::write(dir.path().join("present"), "x").expect("write");
+    let n = 30;
+    let tool = Tracer::start(scry_tool(&["opensnoop", "-n", "opens"]), 4);
+    let out = common::output(
+        Command::new("perf")
+            .args(["stat", "-x", ",", "-e", "syscalls:sys_enter_openat", "--"])
+            .arg(common::workload("opens"))
+            .args([n.to_string(), "0".to_string(), root.clone()]),
+    );
+    let stat = String::from_utf8_lossy(&out.stderr).into_owned();
+    let counted: u64 = stat
+        .lines()
+        .find(|l| l.contains("sys_enter_openat"))
+        .and_then(|l| l.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    tool.wait_until(|lines| lines.iter().filter(|l| l.contains(&root)).count() >= n);
+    let (lines, _) = tool.stop();
+    assert!(out.status.success(), "{stat}");
+    assert!(
+        counted >= n as u64,
+        "perf counted {counted} openat calls of the {n} while scry opensnoop ran:\n{stat}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.contains(&root)).count(),
+        n,
+        "{lines:?}"
+    );
+}
