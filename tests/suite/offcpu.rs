@@ -185,63 +185,74 @@ fn reads_perfs_recording_and_agrees_with_perf_script() {
     let sleeper = common::workload("sleeper");
     let dir = common::tempdir();
     let data = dir.path().join("perf.data");
-    let out = common::output(
-        std::process::Command::new("perf")
-            // 16 MB a CPU: a loaded machine's switches filled perf's
-            // default rings, and it lost sleeper's (no sleep was left).
-            .args([
-                "record",
-                "-q",
-                "-a",
-                "-g",
-                "-m",
-                "4096",
-                "-e",
-                "sched:sched_switch",
-                "-o",
-            ])
-            .arg(&data)
-            .arg("--")
-            .arg(&sleeper)
-            .args(["5", "10"]),
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "perf record: {stderr}");
-    let pid: i32 = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("sleeper pid "))
-        .and_then(|p| p.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no pid from sleeper: {stderr}"));
-    let script = common::output(
-        std::process::Command::new("perf")
-            .args(["script", "--ns", "-F", "time,event,trace", "-i"])
-            .arg(&data),
-    );
-    // `   123.456789012: sched:sched_switch: prev_comm=... prev_pid=...`
-    let mut out_at: Option<(f64, bool)> = None;
-    let (mut perf_ns, mut sleeps) = (0.0, 0);
-    for line in String::from_utf8_lossy(&script.stdout).lines() {
-        let mut words = line.split_whitespace();
-        let (Some(time), Some("sched:sched_switch:")) = (words.next(), words.next()) else {
-            continue;
-        };
-        let t: f64 = time
-            .trim_end_matches(':')
-            .parse()
-            .expect("perf script's time");
-        let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key));
-        // Its wait for perf before its exec too, when perf recorded it
-        // (perf-exec): it is in the file scry reads.
-        if field("prev_pid=") == Some(&pid.to_string()) {
-            out_at = Some((t, field("prev_state=").is_some_and(|s| s.starts_with('S'))));
+    // perf's recording is the oracle's input: on this 6.18 host the kernel
+    // now and then hands a CPU's records to no ring (perf's as scry's), and
+    // a file without sleeper's switches compares nothing; it is made again
+    // then (at most three times), never scry's answer.
+    let (mut pid, mut perf_ns, mut sleeps) = (0, 0.0, 0);
+    for _ in 0..3 {
+        let out = common::output(
+            std::process::Command::new("perf")
+                // 16 MB a CPU: a loaded machine's switches filled perf's
+                // default rings, and it lost sleeper's (no sleep was left).
+                .args([
+                    "record",
+                    "-q",
+                    "-a",
+                    "-g",
+                    "-m",
+                    "4096",
+                    "-e",
+                    "sched:sched_switch",
+                    "-o",
+                ])
+                .arg(&data)
+                .arg("--")
+                .arg(&sleeper)
+                .args(["5", "10"]),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "perf record: {stderr}");
+        pid = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("sleeper pid "))
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no pid from sleeper: {stderr}"));
+        let script = common::output(
+            std::process::Command::new("perf")
+                .args(["script", "--ns", "-F", "time,event,trace", "-i"])
+                .arg(&data),
+        );
+        // `   123.456789012: sched:sched_switch: prev_comm=... prev_pid=...`
+        let mut out_at: Option<(f64, bool)> = None;
+        (perf_ns, sleeps) = (0.0, 0);
+        for line in String::from_utf8_lossy(&script.stdout).lines() {
+            let mut words = line.split_whitespace();
+            let (Some(time), Some("sched:sched_switch:")) = (words.next(), words.next()) else {
+                continue;
+            };
+            let t: f64 = time
+                .trim_end_matches(':')
+                .parse()
+                .expect("perf script's time");
+            let field = |key: &str| line.split_whitespace().find_map(|w| w.strip_prefix(key));
+            // Its wait for perf before its exec too, when perf recorded it
+            // (perf-exec): it is in the file scry reads.
+            if field("prev_pid=") == Some(&pid.to_string()) {
+                out_at = Some((t, field("prev_state=").is_some_and(|s| s.starts_with('S'))));
+            }
+            if field("next_pid=") == Some(&pid.to_string())
+                && let Some((out, blocked)) = out_at.take()
+                && blocked
+            {
+                perf_ns += (t - out) * 1e9;
+                sleeps += 1;
+            }
         }
-        if field("next_pid=") == Some(&pid.to_string())
-            && let Some((out, blocked)) = out_at.take()
-            && blocked
-        {
-            perf_ns += (t - out) * 1e9;
-            sleeps += 1;
+        if sleeps >= 5 {
+            break;
         }
+        eprintln!("perf's file holds {sleeps} of sleeper's 5 sleeps: recording again");
     }
     assert!(sleeps >= 5, "sleeper's 5 sleeps in perf script: {sleeps}");
     let out = common::output(

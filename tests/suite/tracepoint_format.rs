@@ -303,9 +303,12 @@ fn compare(file: &Path) -> HashSet<String> {
 
 /// A short shell workload that opens files, forks, execs, writes to disk
 /// with fsync (block I/O) and sleeps (timers, wakeups).
+/// Five sleeps, five timers at least (one was too few: on this 6.18 host
+/// the kernel now and then hands a CPU's interrupt-time records to no
+/// ring, perf's as scry's, and a run with one timer could have none).
 fn workload_script(dir: &Path) -> String {
     format!(
-        "cat /etc/passwd >/dev/null; dd if=/dev/zero of={}/zz bs=64k count=8 conv=fsync 2>/dev/null; sleep 0.05; ls / >/dev/null",
+        "cat /etc/passwd >/dev/null; dd if=/dev/zero of={}/zz bs=64k count=8 conv=fsync 2>/dev/null; for i in 1 2 3 4 5; do sleep 0.01; done; ls / >/dev/null",
         dir.display()
     )
 }
