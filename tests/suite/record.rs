@@ -244,36 +244,18 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// CPU time (user + system) `pid` has used so far, in seconds (USER_HZ is
-/// 100 on Linux).
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    // utime and stime are fields 14 and 15 of stat, 12 and 13 after "(comm)".
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    (ticks(11) + ticks(12)) as f64 / 100.0
-}
-
 /// Waits until scry record (`scry`) records, then until each of `pids` has
 /// spun `ms` of CPU more (/proc): the file exists before scry reads /proc
 /// and enables its counters, and a fixed sleep after it could end before a
 /// loaded machine had them on, or had run the spinners. Bounded at a minute.
 fn wait_recorded(scry: u32, pids: &[u32], ms: f64) {
     common::wait_until_polling(scry);
-    let start: Vec<f64> = pids.iter().map(|&p| cpu_seconds(p)).collect();
+    let start: Vec<f64> = pids.iter().map(|&p| common::cpu_seconds(p)).collect();
     let begun = std::time::Instant::now();
     while pids
         .iter()
         .zip(&start)
-        .any(|(&p, s)| cpu_seconds(p) - s < ms / 1000.0)
+        .any(|(&p, s)| common::cpu_seconds(p) - s < ms / 1000.0)
     {
         assert!(
             begun.elapsed() < Duration::from_secs(60),
@@ -594,9 +576,9 @@ fn attaches_to_a_running_process() {
     // Counted from scry's first poll on: the CPU measured from here is
     // all sampled.
     common::wait_until_polling(scry.id());
-    let cpu_before = cpu_seconds(pid);
+    let cpu_before = common::cpu_seconds(pid);
     std::thread::sleep(Duration::from_millis(1000));
-    let cpu = cpu_seconds(pid) - cpu_before;
+    let cpu = common::cpu_seconds(pid) - cpu_before;
     common::signal(scry.id(), "INT");
     let status = common::wait_timeout(&mut scry, Duration::from_secs(10));
     let still_spinning = alive(pid);
@@ -733,7 +715,7 @@ fn stop_with_signal(sig: &str) {
     // loaded machine may give it little of).
     wait_recorded(scry.id(), &[pid], 200.0);
     // Recorded from its exec on: all of its CPU time should be sampled.
-    let cpu = cpu_seconds(pid);
+    let cpu = common::cpu_seconds(pid);
     common::signal(scry.id(), sig);
     let status = common::wait_timeout(&mut scry, Duration::from_secs(10));
     if status.is_none() {

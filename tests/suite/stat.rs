@@ -340,30 +340,16 @@ fn pid_target_ends_with_the_process() {
     assert!(text.contains("seconds time elapsed"), "{text}");
 }
 
-/// The CPU time, in ms, of the children of process `parent` (utime and
-/// stime from /proc, 10 ms ticks).
+/// The CPU time, in ms, of the children of process `parent`.
 fn spinner_cpu_ms(parent: u32) -> u64 {
     let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
         .unwrap_or_default();
-    children
+    let seconds: f64 = children
         .split_whitespace()
-        .map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let fields: Vec<&str> = stat
-                .rsplit_once(')')
-                .map(|(_, rest)| rest.split_whitespace().collect())
-                .unwrap_or_default();
-            // utime and stime: fields 14 and 15 of stat, 11 and 12 after "(comm)".
-            let ticks = |i: usize| {
-                fields
-                    .get(i)
-                    .and_then(|f| f.parse::<u64>().ok())
-                    .unwrap_or(0)
-            };
-            ticks(11) + ticks(12)
-        })
-        .sum::<u64>()
-        * 10
+        .filter_map(|pid| pid.parse().ok())
+        .map(common::cpu_seconds)
+        .sum();
+    (seconds * 1000.0).round() as u64
 }
 
 #[test]

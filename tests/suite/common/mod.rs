@@ -561,3 +561,22 @@ pub(crate) fn without_function_graph() -> Option<std::path::PathBuf> {
     }
     Some(root.to_path_buf())
 }
+
+/// CPU time (user + system) `pid` has used so far, in seconds, from
+/// /proc/PID/stat (utime and stime, fields 14 and 15, in USER_HZ ticks of
+/// 10 ms); 0 for a process that is gone.
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // Counted from the state field after "(comm)": utime and stime are 11 and 12.
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
