@@ -150,6 +150,53 @@ impl<'a> ChainWords<'a> {
             .chunks_exact(8)
             .map(|w| w.try_into().map_or(0, u64::from_ne_bytes))
     }
+
+    /// Word `index`, if there is one.
+    pub(crate) fn get(&self, index: usize) -> Option<u64> {
+        let at = index.checked_mul(8)?;
+        let word = self.0.get(at..at.checked_add(8)?)?;
+        Some(u64::from_ne_bytes(word.try_into().ok()?))
+    }
+}
+
+/// A sample's registers as its record holds them (host byte order): a word
+/// per bit of the event's mask, a register found by counting the bits below
+/// its own (the crate's `Regs::get` walks them one at a time, three times a
+/// sample: a tenth of a shallow file's unwinding thread).
+#[derive(Clone, Copy, Debug)]
+pub struct RegWords<'a> {
+    mask: u64,
+    words: ChainWords<'a>,
+}
+
+impl<'a> RegWords<'a> {
+    /// The registers `mask` names, one word each in `bytes`; None unless
+    /// there are as many words as bits.
+    pub(crate) fn new(mask: u64, bytes: &'a [u8]) -> Option<Self> {
+        let words = ChainWords::new(bytes)?;
+        (words.len() == mask.count_ones() as usize).then_some(RegWords { mask, words })
+    }
+
+    /// Register `reg` (its perf number), if the mask has it.
+    pub(crate) fn get(&self, reg: u64) -> Option<u64> {
+        let bit = 1u64.checked_shl(u32::try_from(reg).ok()?)?;
+        if self.mask & bit == 0 {
+            return None;
+        }
+        self.words
+            .get((self.mask & (bit - 1)).count_ones() as usize)
+    }
+}
+
+/// What the reader read of a sample in place, beside its `SampleRecord`:
+/// the same values, for handlers that read many samples. Each is `None`
+/// when the reader did not have it (the handler then reads the record's).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InPlace<'a> {
+    /// The callchain (`sample.callchain`).
+    pub(crate) chain: Option<ChainWords<'a>>,
+    /// The user registers (`sample.user_regs`).
+    pub(crate) user_regs: Option<RegWords<'a>>,
 }
 
 /// A consumer of parsed records, in time order. `id` holds a non-sample
@@ -160,16 +207,17 @@ pub trait RecordHandler {
     /// A PERF_RECORD_SAMPLE of event `attr_index` (index into the file's
     /// attributes).
     fn handle_sample(&mut self, attr_index: usize, sample: &SampleRecord<'_>) {}
-    /// As `handle_sample`, with the sample's callchain read in place when
-    /// the reader had the record whole (`chain`, the same words as
-    /// `sample.callchain`); for handlers that walk many chains.
+    /// As `handle_sample`, with what the reader read of the sample in
+    /// place when it had the record whole (`place`: its callchain and user
+    /// registers, the same values as `sample`'s); for handlers that walk
+    /// many chains.
     fn handle_sample_in_place(
         &mut self,
         attr_index: usize,
         sample: &SampleRecord<'_>,
-        chain: Option<ChainWords<'_>>,
+        place: InPlace<'_>,
     ) {
-        let _ = chain;
+        let _ = place;
         self.handle_sample(attr_index, sample);
     }
     /// A PERF_RECORD_MMAP or MMAP2: a file or anonymous range mapped.

@@ -30,6 +30,9 @@
 //!   framing pass (the crate reads the records up to the first problem).
 //! - Samples with read values are made parseable by [`read_format`] (the
 //!   crate lays them out wrong).
+//! - On the direct path, samples of events [`sample_layout`] knows are read
+//!   by it, without the crate (the same `SampleRecord`, a fraction of the
+//!   cost); it declines what it is unsure of, which the crate then reads.
 //! - What cannot be checked beforehand (sample bodies, compressed data) may
 //!   still make the crate panic: each call into it runs under
 //!   [`guard::guard`], which turns the panic into an error or a skipped
@@ -44,6 +47,7 @@ mod open;
 mod pipe;
 mod read_format;
 mod rounds;
+mod sample_layout;
 
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek};
@@ -63,12 +67,13 @@ pub use linux_perf_data::linux_perf_event_reader::{EventRecord, SampleRecord};
 use linux_perf_data::{Feature, PerfFile, PerfFileRecord, PerfRecordIter};
 
 use super::function_rows::{FUNCTION_ROWS_BIT, FUNCTION_ROWS_NAME, FunctionRows};
-use super::handler::{ChainWords, RecordHandler, dispatch};
+use super::handler::{ChainWords, InPlace, RecordHandler, dispatch};
 use guard::{Panicked, guard};
 use layout::LayoutError;
 pub(crate) use linux_perf_data::{RawUserRecord, UserRecordType};
 use pipe::PipeState;
 use read_format::ReadFix;
+use sample_layout::SampleLayout;
 
 /// One event of the file: its attribute, its name and its sample ids.
 #[derive(Clone, Debug)]
@@ -175,6 +180,9 @@ pub struct PerfReader {
     events: Vec<EventDesc>,
     /// Per event: how to cut out the read values of its samples.
     read_fixes: Vec<Option<ReadFix>>,
+    /// Per event: how the direct path reads its samples itself (`None`:
+    /// through the crate).
+    sample_layouts: Vec<Option<SampleLayout>>,
     /// A sample without its read values, as the last record returned.
     scratch: Vec<u8>,
     /// A pipe stream's HEADER_TRACING_DATA blob.
@@ -457,8 +465,13 @@ impl PerfReader {
         self.count += 1;
         if self.rounds.is_some() {
             return self.direct(
-                |attr_index, record, id, _| (Record::Event { attr_index, record }, id),
-                |other| (other, CommonData::default()),
+                &mut (),
+                |(), attr_index, sample, _| {
+                    let record = EventRecord::Sample(sample.clone());
+                    (Record::Event { attr_index, record }, CommonData::default())
+                },
+                |(), attr_index, record, id, _| (Record::Event { attr_index, record }, id),
+                |(), other| (other, CommonData::default()),
             );
         }
         let PerfReader {
@@ -542,14 +555,25 @@ impl PerfReader {
                     self.status.say_notes();
                 }
                 self.count += 1;
-                let on_event =
-                    |attr_index, record: EventRecord<'_>, id, chain| match (&record, chain) {
+                let on_sample = |handler: &mut H, attr_index, sample: &SampleRecord<'_>, place| {
+                    handler.handle_sample_in_place(attr_index, sample, place);
+                };
+                let on_event = |handler: &mut H,
+                                attr_index,
+                                record: EventRecord<'_>,
+                                id,
+                                place: InPlace<'_>| {
+                    match (&record, place.chain) {
                         (EventRecord::Sample(s), Some(_)) => {
-                            handler.handle_sample_in_place(attr_index, s, chain);
+                            handler.handle_sample_in_place(attr_index, s, place);
                         }
                         _ => dispatch(handler, attr_index, &record, &id),
-                    };
-                if self.direct(on_event, |_| ())?.is_none() {
+                    }
+                };
+                if self
+                    .direct(handler, on_sample, on_event, |_, _| ())?
+                    .is_none()
+                {
                     return Ok(());
                 }
             }
@@ -563,19 +587,24 @@ impl PerfReader {
     }
 
     /// `next_record` on the direct path (`rounds`): the same records, and
-    /// skips that name the record's file offset; a kernel record goes to
-    /// `on_event` (event index, record, sample_id fields, a sample's
-    /// callchain in place), any other to `on_other`.
-    fn direct<'s, T>(
+    /// skips that name the record's file offset; a sample its event's
+    /// `SampleLayout` reads goes to `on_sample` (event index, sample, what
+    /// was read in place), any other kernel record to `on_event` (event
+    /// index, record, sample_id fields, a sample's callchain in place), any
+    /// other record to `on_other`; each with `to`, what they write to.
+    fn direct<'s, C: ?Sized, T>(
         &'s mut self,
-        on_event: impl FnOnce(usize, EventRecord<'s>, CommonData, Option<ChainWords<'s>>) -> T,
-        on_other: impl FnOnce(Record<'s>) -> T,
+        to: &mut C,
+        on_sample: impl FnOnce(&mut C, usize, &SampleRecord<'s>, InPlace<'s>) -> T,
+        on_event: impl FnOnce(&mut C, usize, EventRecord<'s>, CommonData, InPlace<'s>) -> T,
+        on_other: impl FnOnce(&mut C, Record<'s>) -> T,
     ) -> Result<Option<T>, ReadError> {
         let PerfReader {
             file,
             layout,
             rounds,
             read_fixes,
+            sample_layouts,
             scratch,
             status,
             failed,
@@ -604,7 +633,7 @@ impl PerfReader {
         let (Some(attr_index), Some(parse_info)) = (raw.attr_index, raw.parse_info) else {
             // Not a kernel record type: perf's own (user) records.
             let Some(record_type) = UserRecordType::try_from(record_type) else {
-                return Ok(Some(on_other(Record::Skipped)));
+                return Ok(Some(on_other(to, Record::Skipped)));
             };
             let user = Record::User(RawUserRecord {
                 record_type,
@@ -612,16 +641,25 @@ impl PerfReader {
                 misc: raw.raw.misc,
                 data: raw.raw.body.into(),
             });
-            return Ok(Some(on_other(user)));
+            return Ok(Some(on_other(to, user)));
         };
+        if raw.raw.record_type == RecordType::SAMPLE.0
+            && let Some(Some(sample_layout)) = sample_layouts.get(attr_index)
+            && let Some((sample, place)) = sample_layout.parse(raw.raw.body, raw.raw.misc)
+        {
+            return Ok(Some(on_sample(to, attr_index, &sample, place)));
+        }
         let event = raw.raw.event(parse_info);
         let fix = read_fixes.get(attr_index).copied().flatten();
         let (offset, size) = (raw.offset, raw.raw.body.len() as u64 + 8);
         let reason = match prepare(event, fix, layout.endian, scratch) {
             Ok(event) => match parse(&event) {
                 Ok((record, id)) => {
-                    let chain = chain_words(&event);
-                    return Ok(Some(on_event(attr_index, record, id, chain)));
+                    let place = InPlace {
+                        chain: chain_words(&event),
+                        user_regs: None,
+                    };
+                    return Ok(Some(on_event(to, attr_index, record, id, place)));
                 }
                 Err(reason) => reason,
             },
@@ -630,7 +668,7 @@ impl PerfReader {
         status.skipped.add_record(Some(offset), size, || {
             format!("{}: {reason}", record_type_name(record_type.0))
         });
-        Ok(Some(on_other(Record::Skipped)))
+        Ok(Some(on_other(to, Record::Skipped)))
     }
 }
 

@@ -7,7 +7,7 @@ use std::io::{self, BufReader, Cursor, Read, Seek};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use linux_perf_data::linux_perf_event_reader::Endianness;
+use linux_perf_data::linux_perf_event_reader::{Endianness, RecordParseInfo};
 use linux_perf_data::{PerfFile, PerfFileReader};
 
 use super::guard::{Panicked, fallback_name, guard};
@@ -15,6 +15,7 @@ use super::input::{self, NoSeek, Opened, Patched};
 use super::layout::{self, Endian, FileLayout, LayoutError, Section};
 use super::pipe::{CheckedPipe, PipeState};
 use super::read_format::ReadFix;
+use super::sample_layout::SampleLayout;
 use super::{
     EventDesc, Input, PerfReader, ReadError, Source, Status, framing, lock, rounds, walk_records,
 };
@@ -191,6 +192,7 @@ impl PerfReader {
             None
         };
         let read_fixes = read_fixes(&events, &read_formats, layout.endian);
+        let sample_layouts = sample_layouts(&events, layout.endian);
         let framing = rounds.as_ref().map(|r| Arc::clone(&r.skipped));
         Ok(PerfReader {
             source,
@@ -200,6 +202,7 @@ impl PerfReader {
             rounds,
             events,
             read_fixes,
+            sample_layouts,
             scratch: Vec::new(),
             tracing: None,
             status: Status {
@@ -254,6 +257,8 @@ impl PerfReader {
             rounds: None,
             events,
             read_fixes,
+            // Read through the crate: streams take no direct path.
+            sample_layouts: Vec::new(),
             scratch: Vec::new(),
             tracing,
             status: Status {
@@ -337,6 +342,18 @@ fn event_descs(perf_file: &PerfFile) -> Vec<EventDesc> {
             attr: a.attr,
             ids: a.event_ids.clone(),
         })
+        .collect()
+}
+
+/// Per event, how the direct path reads its samples (`sample_layout`).
+fn sample_layouts(events: &[EventDesc], endian: Endian) -> Vec<Option<SampleLayout>> {
+    let endian = match endian {
+        Endian::Little => Endianness::LittleEndian,
+        Endian::Big => Endianness::BigEndian,
+    };
+    events
+        .iter()
+        .map(|e| SampleLayout::new(&RecordParseInfo::new(&e.attr, endian)))
         .collect()
 }
 

@@ -30,7 +30,7 @@ use linux_perf_event_reader::{CommonData, CpuMode, ForkOrExitRecord, SampleRecor
 
 use super::stack::{CHAIN_CACHE, SampleMeta, addresses_key};
 use super::{Reach, Resolution, Resolver};
-use crate::data::handler::{ChainWords, Comm, Ksymbol, Lost, Mmap, RecordHandler};
+use crate::data::handler::{Comm, InPlace, Ksymbol, Lost, Mmap, RecordHandler};
 use crate::data::reader::{PerfReader, ReadError};
 use crate::symbol::ResolveOptions;
 use crate::symbol::process::FxSet;
@@ -150,20 +150,20 @@ impl Finder {
 
 impl RecordHandler for Finder {
     fn handle_sample(&mut self, attr_index: usize, sample: &SampleRecord<'_>) {
-        self.handle_sample_in_place(attr_index, sample, None);
+        self.handle_sample_in_place(attr_index, sample, InPlace::default());
     }
 
     fn handle_sample_in_place(
         &mut self,
         attr_index: usize,
         sample: &SampleRecord<'_>,
-        chain: Option<ChainWords<'_>>,
+        place: InPlace<'_>,
     ) {
         let meta = SampleMeta::of(sample);
         let mut addrs = std::mem::take(&mut self.scratch);
         let reach = self
             .model
-            .sample_addresses_in_place(meta.pid, sample, chain, &mut addrs);
+            .sample_addresses_in_place(meta.pid, sample, place, &mut addrs);
         let key = addresses_key(meta.pid, &addrs);
         if self.generation != self.model.maps_generation
             || self.sent.len() >= CHAIN_CACHE

@@ -19,7 +19,7 @@ use linux_perf_event_reader::constants::{PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX};
 use linux_perf_event_reader::{CpuMode, SampleRecord};
 
 use super::{KERNEL_START, Reach, Resolver};
-use crate::data::handler::ChainWords;
+use crate::data::handler::{InPlace, RegWords};
 use crate::symbol::process::{DsoId, DsoKind};
 use crate::symbol::stack_join::{self, Join, UserTop};
 use crate::symbol::unwind::{
@@ -39,20 +39,20 @@ impl Resolver {
         s: &SampleRecord<'_>,
         addrs: &mut Vec<(u64, bool)>,
     ) -> Reach {
-        self.sample_addresses_in_place(pid, s, None, addrs)
+        self.sample_addresses_in_place(pid, s, InPlace::default(), addrs)
     }
 
-    /// `sample_addresses` with the callchain read in place (`chain`, when
-    /// the reader had it: the same words as `s.callchain`).
+    /// `sample_addresses` with what the reader read in place (`place`:
+    /// the callchain and user registers, the same values as `s`'s).
     pub(crate) fn sample_addresses_in_place(
         &mut self,
         pid: i32,
         s: &SampleRecord<'_>,
-        chain: Option<ChainWords<'_>>,
+        place: InPlace<'_>,
         addrs: &mut Vec<(u64, bool)>,
     ) -> Reach {
         addrs.clear();
-        let copy = user_copy(s);
+        let copy = user_copy(s, place.user_regs);
         let state = copy.as_ref().map(|(ip, sp, bp, bytes)| UserState {
             ip: *ip,
             sp: *sp,
@@ -80,7 +80,7 @@ impl Resolver {
                     addrs.push((addr, kernel));
                 }
             };
-            match chain.filter(|c| c.len() == chain_len) {
+            match place.chain.filter(|c| c.len() == chain_len) {
                 Some(words) => words.iter().for_each(&mut take),
                 None => (0..chain_len).map_while(|i| parsed.get(i)).for_each(take),
             }
@@ -191,8 +191,12 @@ impl Resolver {
 }
 
 /// The user %ip, %sp, %bp and the stack copy (as much as the kernel
-/// filled) of a sample, if it has them.
-fn user_copy<'a>(s: &SampleRecord<'a>) -> Option<(u64, u64, u64, Cow<'a, [u8]>)> {
+/// filled) of a sample, if it has them; its registers are read from
+/// `in_place` when the reader had them there.
+fn user_copy<'a>(
+    s: &SampleRecord<'a>,
+    in_place: Option<RegWords<'_>>,
+) -> Option<(u64, u64, u64, Cow<'a, [u8]>)> {
     let (Some(regs), Some((stack, dyn_size))) = (&s.user_regs, &s.user_stack) else {
         return None;
     };
@@ -207,10 +211,17 @@ fn user_copy<'a>(s: &SampleRecord<'a>) -> Option<(u64, u64, u64, Cow<'a, [u8]>)>
             }
         };
     }
-    Some((
-        regs.get(PERF_REG_X86_IP)?,
-        regs.get(PERF_REG_X86_SP)?,
-        regs.get(PERF_REG_X86_BP)?,
-        bytes,
-    ))
+    let (ip, sp, bp) = match in_place {
+        Some(words) => (
+            words.get(PERF_REG_X86_IP)?,
+            words.get(PERF_REG_X86_SP)?,
+            words.get(PERF_REG_X86_BP)?,
+        ),
+        None => (
+            regs.get(PERF_REG_X86_IP)?,
+            regs.get(PERF_REG_X86_SP)?,
+            regs.get(PERF_REG_X86_BP)?,
+        ),
+    };
+    Some((ip, sp, bp, bytes))
 }
