@@ -21,7 +21,7 @@
 //! from, for `stack_join`. Where framehop cannot step out of code without
 //! tables (a JIT trampoline), `stub_frames` may.
 
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
@@ -29,7 +29,7 @@ use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
 use object::{Object, ObjectSection};
 
 use super::binary::{Binary, Load};
-use super::process::{AddressSpace, DsoId};
+use super::process::{AddressSpace, DsoId, FxMap};
 use super::stub_frames::{CallSites, TabledCode};
 
 /// x86_64 perf register numbers (arch/x86/include/uapi/asm/perf_regs.h).
@@ -164,11 +164,13 @@ pub(crate) struct Unwound {
     pub(crate) leaf_has_tables: bool,
 }
 
-/// Per-process framehop unwinders.
+/// Per-process framehop unwinders, found by FxHash: the process's is
+/// looked up once a sample (with SipHash, twice, it was a twentieth of the
+/// unwinding thread's time on a shallow file).
 #[derive(Default)]
 pub(crate) struct DwarfUnwinder {
-    processes: HashMap<i32, ProcessUnwinder>,
-    sections: HashMap<DsoId, Option<Arc<UnwindSections>>>,
+    processes: FxMap<i32, ProcessUnwinder>,
+    sections: FxMap<DsoId, Option<Arc<UnwindSections>>>,
     cache: CacheX86_64,
     /// Return-address checks for stepping out of stubs (`stub_frames`).
     call_sites: CallSites,
@@ -209,10 +211,13 @@ impl DwarfUnwinder {
         state: &UserState<'_>,
         out: &mut Vec<UnwoundFrame>,
     ) -> Unwound {
-        self.refresh(pid, space, binary_of);
-        let Some(process) = self.processes.get(&pid) else {
-            return Unwound::default();
-        };
+        let DwarfUnwinder {
+            processes,
+            sections,
+            cache,
+            call_sites,
+        } = self;
+        let process = refresh(processes, sections, pid, space, binary_of);
         let leaf_has_tables = process
             .with_tables
             .iter()
@@ -235,12 +240,10 @@ impl DwarfUnwinder {
             if out.len() >= 1024 {
                 break false;
             }
-            match process.unwinder.unwind_frame(
-                address,
-                &mut regs,
-                &mut self.cache,
-                &mut read_stack,
-            ) {
+            match process
+                .unwinder
+                .unwind_frame(address, &mut regs, cache, &mut read_stack)
+            {
                 Ok(Some(ret)) => {
                     // x86_64: the return address sits just below the CFA,
                     // which is the caller's stack pointer.
@@ -264,8 +267,7 @@ impl DwarfUnwinder {
                         .any(|c| c.range.contains(&address.address())) =>
                 {
                     let Some((ret, slot)) =
-                        self.call_sites
-                            .step(&process.with_tables, regs.sp(), &mut read_stack)
+                        call_sites.step(&process.with_tables, regs.sp(), &mut read_stack)
                     else {
                         break false;
                     };
@@ -288,61 +290,65 @@ impl DwarfUnwinder {
             leaf_has_tables,
         }
     }
+}
 
-    /// Rebuild the unwinder of `pid` if its maps changed since it was built.
-    fn refresh(
-        &mut self,
-        pid: i32,
-        space: &AddressSpace,
-        mut binary_of: impl FnMut(DsoId) -> Option<Arc<Binary>>,
-    ) {
-        let stale = self
-            .processes
-            .get(&pid)
-            .is_none_or(|p| p.generation != space.generation);
-        if !stale {
-            return;
+/// The unwinder of `pid` in `processes`, rebuilt (with the unwind sections
+/// of its binaries, read once into `sections`) if its maps changed since it
+/// was built.
+fn refresh<'p>(
+    processes: &'p mut FxMap<i32, ProcessUnwinder>,
+    sections: &mut FxMap<DsoId, Option<Arc<UnwindSections>>>,
+    pid: i32,
+    space: &AddressSpace,
+    mut binary_of: impl FnMut(DsoId) -> Option<Arc<Binary>>,
+) -> &'p ProcessUnwinder {
+    let process = match processes.entry(pid) {
+        Entry::Occupied(p) if p.get().generation == space.generation => {
+            return p.into_mut();
         }
-        let mut unwinder = UnwinderX86_64::new();
-        let mut with_tables = Vec::new();
-        for m in &space.maps {
-            let Some(binary) = binary_of(m.dso) else {
-                continue;
-            };
-            let sections = self
-                .sections
-                .entry(m.dso)
-                .or_insert_with(|| UnwindSections::read(&binary).map(Arc::new));
-            let Some(sections) = sections else {
-                continue;
-            };
-            let Some(base) = base_avma(&binary.loads, m.start, m.pgoff) else {
-                continue;
-            };
-            if sections.eh_frame.is_some() || sections.debug_frame.is_some() {
-                with_tables.push(TabledCode {
-                    range: m.start..m.end,
-                    binary: Arc::clone(&binary),
-                    base,
-                });
-            }
-            let module = Module::new(
-                binary.path.display().to_string(),
-                m.start..m.end,
+        Entry::Occupied(p) => p.into_mut(),
+        Entry::Vacant(v) => v.insert(ProcessUnwinder {
+            generation: space.generation,
+            unwinder: UnwinderX86_64::new(),
+            with_tables: Vec::new(),
+        }),
+    };
+    let mut unwinder = UnwinderX86_64::new();
+    let mut with_tables = Vec::new();
+    for m in &space.maps {
+        let Some(binary) = binary_of(m.dso) else {
+            continue;
+        };
+        let sections = sections
+            .entry(m.dso)
+            .or_insert_with(|| UnwindSections::read(&binary).map(Arc::new));
+        let Some(sections) = sections else {
+            continue;
+        };
+        let Some(base) = base_avma(&binary.loads, m.start, m.pgoff) else {
+            continue;
+        };
+        if sections.eh_frame.is_some() || sections.debug_frame.is_some() {
+            with_tables.push(TabledCode {
+                range: m.start..m.end,
+                binary: Arc::clone(&binary),
                 base,
-                sections.info(),
-            );
-            unwinder.add_module(module);
+            });
         }
-        self.processes.insert(
-            pid,
-            ProcessUnwinder {
-                generation: space.generation,
-                unwinder,
-                with_tables,
-            },
+        let module = Module::new(
+            binary.path.display().to_string(),
+            m.start..m.end,
+            base,
+            sections.info(),
         );
+        unwinder.add_module(module);
     }
+    *process = ProcessUnwinder {
+        generation: space.generation,
+        unwinder,
+        with_tables,
+    };
+    process
 }
 
 #[cfg(test)]
