@@ -28,8 +28,10 @@ use scry::analysis::folded::{FoldOptions, FoldedStacks};
 use scry::analysis::stack_text::{self, ScriptFoldOptions, StackInput};
 use scry::data::reader::PerfReader;
 use scry::render::export::{EventKind, Format};
-use scry::render::flamegraph::{FlameOptions, parse_palette, write_diff_svg, write_svg};
-use scry::render::folded::{FoldedOptions, folded_lines};
+use scry::render::flamegraph::{
+    FlameOptions, parse_palette, write_diff_svg, write_paths_svg, write_svg,
+};
+use scry::render::folded::{FoldedOptions, FoldedPaths};
 use scry::symbol::{ResolveOptions, Resolved, resolve_file, resolve_reader};
 
 use super::flamegraph_live::{self, LiveOptions};
@@ -191,7 +193,30 @@ fn resolve_options(args: &FlamegraphArgs) -> ResolveOptions {
     }
 }
 
-fn fold(path: &Path, args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Vec<String>> {
+/// Folded stacks as their input gives them: by name from perf.data (drawn
+/// without making their text), as lines from text.
+enum Stacks {
+    Paths(FoldedPaths),
+    Lines(Vec<String>),
+}
+
+impl Stacks {
+    fn is_empty(&self) -> bool {
+        match self {
+            Stacks::Paths(folded) => folded.paths.is_empty(),
+            Stacks::Lines(lines) => lines.is_empty(),
+        }
+    }
+
+    fn into_lines(self) -> Vec<String> {
+        match self {
+            Stacks::Paths(folded) => folded.lines(),
+            Stacks::Lines(lines) => lines,
+        }
+    }
+}
+
+fn fold(path: &Path, args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Stacks> {
     // The reader's errors name the file.
     let resolved = resolve_file(path, &resolve_options(args))?;
     let stats = &resolved.stats;
@@ -210,17 +235,17 @@ fn fold_resolved(
     path: &Path,
     args: &FlamegraphArgs,
     annotate_kernel: bool,
-) -> anyhow::Result<Vec<String>> {
+) -> anyhow::Result<Stacks> {
     let event = match &args.event {
         Some(name) => Some(event_index(resolved, name, path)?),
         None => None,
     };
     let folded = FoldedStacks::build(&resolved.samples, &FoldOptions { event });
-    Ok(folded_lines(
+    Ok(Stacks::Paths(FoldedPaths::build(
         &folded,
         &resolved.frames,
         FoldedOptions { annotate_kernel },
-    ))
+    )))
 }
 
 /// Whether standard input was redirected from a pipe or a file: then it is
@@ -238,7 +263,7 @@ fn stdin_is_data() -> bool {
 
 /// The folded stacks of standard input: perf script text, folded lines or
 /// a perf.data stream.
-fn fold_stdin(args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Vec<String>> {
+fn fold_stdin(args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Stacks> {
     const NAME: &str = "<stdin>";
     // Not locked: the perf.data reader may hand a stream to a thread.
     let mut input = std::io::BufReader::new(std::io::stdin());
@@ -251,7 +276,13 @@ fn fold_stdin(args: &FlamegraphArgs, annotate_kernel: bool) -> anyhow::Result<Ve
                 .with_context(|| format!("reading {NAME}"))?;
             fold_resolved(&resolved, Path::new(NAME), args, annotate_kernel)
         }
-        kind => fold_text(NAME, kind, input, args, annotate_kernel),
+        kind => Ok(Stacks::Lines(fold_text(
+            NAME,
+            kind,
+            input,
+            args,
+            annotate_kernel,
+        )?)),
     }
 }
 
@@ -282,7 +313,7 @@ fn fold_file(
     path: &Path,
     args: &FlamegraphArgs,
     annotate_kernel: bool,
-) -> anyhow::Result<(Vec<String>, bool)> {
+) -> anyhow::Result<(Stacks, bool)> {
     // A file that does not open is `fold`'s to report, as a missing perf.data.
     let Ok(file) = File::open(path) else {
         return Ok((fold(path, args, annotate_kernel)?, false));
@@ -294,7 +325,8 @@ fn fold_file(
         StackInput::PerfData => Ok((fold(path, args, annotate_kernel)?, false)),
         kind => {
             let input = stack_text::rejoin(head, input);
-            Ok((fold_text(&name, kind, input, args, annotate_kernel)?, true))
+            let lines = fold_text(&name, kind, input, args, annotate_kernel)?;
+            Ok((Stacks::Lines(lines), true))
         }
     }
 }
@@ -397,7 +429,7 @@ pub(crate) fn run(mut args: FlamegraphArgs) -> anyhow::Result<()> {
     }
     let mut text_file = false;
     let after = if let Some(kernel) = &kernel {
-        kernel.folded(!args.folded)
+        Stacks::Lines(kernel.folded(!args.folded))
     } else if from_stdin {
         fold_stdin(&args, !args.folded)?
     } else {
@@ -408,7 +440,7 @@ pub(crate) fn run(mut args: FlamegraphArgs) -> anyhow::Result<()> {
     if args.folded {
         let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
         let mut out = open_output(&out_path)?;
-        for line in &after {
+        for line in &after.into_lines() {
             writeln!(out, "{line}")?;
         }
         out.flush()?;
@@ -439,10 +471,13 @@ pub(crate) fn run(mut args: FlamegraphArgs) -> anyhow::Result<()> {
     let mut out = open_output(&out_path)?;
     match &args.diff {
         Some(before_path) => {
-            let before = fold(before_path, &args, true)?;
-            write_diff_svg(&before, &after, &options, &mut out)
+            let before = fold(before_path, &args, true)?.into_lines();
+            write_diff_svg(&before, &after.into_lines(), &options, &mut out)
         }
-        None => write_svg(&after, &options, &mut out),
+        None => match after {
+            Stacks::Paths(folded) => write_paths_svg(&folded, &options, &mut out),
+            Stacks::Lines(lines) => write_svg(&lines, &options, &mut out),
+        },
     }
     .with_context(|| format!("writing {}", out_path.display()))?;
     out.flush()

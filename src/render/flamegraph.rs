@@ -13,6 +13,8 @@ use std::io::{self, Write};
 
 use inferno::flamegraph::{self, Direction, Palette};
 
+use super::folded::FoldedPaths;
+
 /// Settings of one flame graph.
 #[derive(Clone, Debug)]
 pub(crate) struct FlameOptions {
@@ -55,7 +57,7 @@ pub(crate) fn parse_palette(name: &str) -> Result<Palette, UnknownPalette> {
         .map_err(|_| UnknownPalette(name.to_string()))
 }
 
-fn inferno_options(options: &FlameOptions) -> flamegraph::Options<'static> {
+pub(super) fn inferno_options<'a>(options: &FlameOptions) -> flamegraph::Options<'a> {
     let mut opt = flamegraph::Options::default();
     opt.colors = options.palette;
     opt.title = options.title.clone();
@@ -83,6 +85,19 @@ pub(crate) fn write_svg<W: Write>(
     }
     let mut opt = inferno_options(options);
     flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), w)
+}
+
+/// Draws folded paths as an SVG: as `write_svg` draws their lines, byte
+/// for byte, but without them where `render::flame_svg` can.
+pub(crate) fn write_paths_svg<W: Write>(
+    paths: &FoldedPaths,
+    options: &FlameOptions,
+    mut w: W,
+) -> io::Result<()> {
+    if super::flame_svg::write_frames_svg(paths, options, &mut w)? {
+        return Ok(());
+    }
+    write_svg(&paths.lines(), options, w)
 }
 
 /// Draws a differential flame graph: frame widths from `after`, colours

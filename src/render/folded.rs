@@ -7,7 +7,10 @@
 //! when even the binary is unknown. With `annotate_kernel`, kernel frames
 //! get inferno's `_[k]` suffix, which flame graph palettes colour apart.
 //! Lines are sorted, as inferno sorts them. Names are built once per frame
-//! and reused for every stack holding it.
+//! and reused for every stack holding it; stacks are merged and sorted as
+//! paths of name ids (`FoldedPaths`), compared byte for byte as their lines
+//! would be without making the lines, so a flame graph drawn from the paths
+//! (`render::flame_svg`) never builds the text it would only parse again.
 
 use std::io::{self, Write};
 
@@ -77,77 +80,165 @@ fn frame_names(frames: &FrameTable, options: FoldedOptions) -> Vec<String> {
         .collect()
 }
 
+/// Folded stacks by name: every distinct name once, every distinct name
+/// path (comm first, then the frames root to leaf) once with its summed
+/// count, in the order of the path's folded line among the others.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FoldedPaths {
+    /// Names (frames' and comms'), indexed by the ids in the paths.
+    pub(crate) names: Vec<String>,
+    /// Distinct paths, sorted as their folded lines sort.
+    pub(crate) paths: Vec<FoldedPath>,
+}
+
+/// One distinct name path and its count.
+#[derive(Clone, Debug)]
+pub(crate) struct FoldedPath {
+    /// Name ids: the comm, then the frames root first.
+    pub(crate) names: Box<[u32]>,
+    pub(crate) count: u64,
+}
+
+impl FoldedPaths {
+    /// Folds `folded` by name: distinct FrameId stacks can still fold to
+    /// one name path (one name in two binaries, or two frames tidied to one
+    /// name), which merge here, on interned name ids, so that deep stacks
+    /// hash integers, not text.
+    pub(crate) fn build(
+        folded: &FoldedStacks,
+        frames: &FrameTable,
+        options: FoldedOptions,
+    ) -> FoldedPaths {
+        use crate::analysis::hash::FxHashMap;
+        let mut ids: FxHashMap<String, u32> = FxHashMap::default();
+        let mut names: Vec<String> = Vec::new();
+        let mut intern = |text: String| -> u32 {
+            let next = names.len() as u32;
+            *ids.entry(text).or_insert_with_key(|t| {
+                names.push(t.clone());
+                next
+            })
+        };
+        let frame_ids: Vec<u32> = frame_names(frames, options)
+            .into_iter()
+            .map(&mut intern)
+            .collect();
+        let unknown = intern("[unknown]".to_string());
+        let no_comm = intern(String::new());
+        let comm_ids: Vec<u32> = folded
+            .comms
+            .iter()
+            .map(|c| intern(c.replace(' ', "_")))
+            .collect();
+        let mut merged: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
+        let mut key = Vec::new();
+        for stack in &folded.stacks {
+            key.clear();
+            key.push(
+                comm_ids
+                    .get(stack.comm as usize)
+                    .copied()
+                    .unwrap_or(no_comm),
+            );
+            key.extend(
+                stack
+                    .frames
+                    .iter()
+                    .map(|f| frame_ids.get(f.0 as usize).copied().unwrap_or(unknown)),
+            );
+            match merged.get_mut(key.as_slice()) {
+                Some(count) => *count += stack.period,
+                None => {
+                    merged.insert(key.as_slice().into(), stack.period);
+                }
+            }
+        }
+        let paths = merged
+            .into_iter()
+            .map(|(names, count)| FoldedPath { names, count })
+            .collect();
+        FoldedPaths::sorted(names, paths)
+    }
+
+    /// Distinct paths over `names`, put in the order of their lines.
+    pub(crate) fn sorted(names: Vec<String>, mut paths: Vec<FoldedPath>) -> FoldedPaths {
+        paths.sort_unstable_by(|a, b| line_order(&names, a, b));
+        FoldedPaths { names, paths }
+    }
+
+    /// A name by its id ("" for an id it does not hold).
+    pub(crate) fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("", String::as_str)
+    }
+
+    /// The folded lines (without newlines), sorted.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        self.paths
+            .iter()
+            .map(|path| {
+                let mut line = String::new();
+                for (i, &id) in path.names.iter().enumerate() {
+                    if i > 0 {
+                        line.push(';');
+                    }
+                    line.push_str(self.name(id));
+                }
+                line.push(' ');
+                line.push_str(&path.count.to_string());
+                line
+            })
+            .collect()
+    }
+}
+
+/// How the folded lines of two paths compare as strings, without making
+/// them: the bytes before their first differing name are the same.
+fn line_order(names: &[String], a: &FoldedPath, b: &FoldedPath) -> std::cmp::Ordering {
+    let same = a
+        .names
+        .iter()
+        .zip(b.names.iter())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let name = |path: &FoldedPath| {
+        let id = path.names.get(same)?;
+        names.get(*id as usize).map(String::as_bytes)
+    };
+    // Mostly two names that differ within both: they decide.
+    if let (Some(x), Some(y)) = (name(a), name(b))
+        && !x.starts_with(y)
+        && !y.starts_with(x)
+    {
+        return x.cmp(y);
+    }
+    line_tail(names, a, same).cmp(line_tail(names, b, same))
+}
+
+/// The bytes of a path's folded line from its name `from` on.
+fn line_tail<'a>(
+    names: &'a [String],
+    path: &'a FoldedPath,
+    from: usize,
+) -> impl Iterator<Item = u8> + 'a {
+    let rest = path.names.get(from..).unwrap_or_default();
+    rest.iter()
+        .enumerate()
+        .flat_map(move |(i, &id)| {
+            let separator = (from + i > 0).then_some(b';');
+            let name = names.get(id as usize).map_or("", String::as_str);
+            separator.into_iter().chain(name.bytes())
+        })
+        .chain(std::iter::once(b' '))
+        .chain(std::iter::once_with(move || path.count.to_string().into_bytes()).flatten())
+}
+
 /// The folded lines (without newlines), sorted.
 pub(crate) fn folded_lines(
     folded: &FoldedStacks,
     frames: &FrameTable,
     options: FoldedOptions,
 ) -> Vec<String> {
-    use crate::analysis::hash::FxHashMap;
-    // Distinct FrameId stacks can still fold to one name path (one name in
-    // two binaries, or two frames tidied to one name): merge them, on
-    // interned name ids so that deep stacks hash integers, not text.
-    let mut ids: FxHashMap<String, u32> = FxHashMap::default();
-    let mut texts: Vec<String> = Vec::new();
-    let mut intern = |text: String| -> u32 {
-        let next = texts.len() as u32;
-        *ids.entry(text).or_insert_with_key(|t| {
-            texts.push(t.clone());
-            next
-        })
-    };
-    let frame_ids: Vec<u32> = frame_names(frames, options)
-        .into_iter()
-        .map(&mut intern)
-        .collect();
-    let unknown = intern("[unknown]".to_string());
-    let no_comm = intern(String::new());
-    let comm_ids: Vec<u32> = folded
-        .comms
-        .iter()
-        .map(|c| intern(c.replace(' ', "_")))
-        .collect();
-    let mut merged: FxHashMap<Vec<u32>, u64> = FxHashMap::default();
-    let mut key = Vec::new();
-    for stack in &folded.stacks {
-        key.clear();
-        key.push(
-            comm_ids
-                .get(stack.comm as usize)
-                .copied()
-                .unwrap_or(no_comm),
-        );
-        key.extend(
-            stack
-                .frames
-                .iter()
-                .map(|f| frame_ids.get(f.0 as usize).copied().unwrap_or(unknown)),
-        );
-        match merged.get_mut(key.as_slice()) {
-            Some(count) => *count += stack.period,
-            None => {
-                merged.insert(key.clone(), stack.period);
-            }
-        }
-    }
-    let text = |id: u32| texts.get(id as usize).map_or("", String::as_str);
-    let mut lines: Vec<String> = merged
-        .into_iter()
-        .map(|(key, count)| {
-            let mut line = String::new();
-            for (i, &id) in key.iter().enumerate() {
-                if i > 0 {
-                    line.push(';');
-                }
-                line.push_str(text(id));
-            }
-            line.push(' ');
-            line.push_str(&count.to_string());
-            line
-        })
-        .collect();
-    lines.sort_unstable();
-    lines
+    FoldedPaths::build(folded, frames, options).lines()
 }
 
 /// Writes folded lines, one per distinct stack.

@@ -8,8 +8,10 @@
 pub(crate) mod annotate;
 pub(crate) mod bio;
 pub(crate) mod cachestat;
+mod decimal;
 pub(crate) mod export;
 pub(crate) mod files;
+mod flame_svg;
 pub(crate) mod flamegraph;
 pub(crate) mod folded;
 pub(crate) mod funcs;
