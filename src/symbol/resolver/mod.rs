@@ -25,7 +25,8 @@
 //!
 //! The work is split by concern: this file holds the resolver's state and
 //! its public face (records in, samples out); `stack` turns a sample's
-//! addresses into an interned stack of locations; `naming` names the
+//! addresses into an interned stack of locations (each address through
+//! `loc_cache` first, a direct-mapped cache); `naming` names the
 //! locations (ELF files in bulk, the kernel, the vDSO, JIT maps); `merge`
 //! folds samples that name the same frames. The process model and the dso
 //! table live in `symbol::process`.
@@ -35,6 +36,7 @@
 //! dso's too), before kallsyms is asked: the programs loaded when a file is
 //! read are not those that ran when it was recorded.
 
+mod loc_cache;
 mod merge;
 mod naming;
 pub(super) mod pipeline;
@@ -213,6 +215,9 @@ pub(crate) struct Resolver {
     /// mmap, exec or fork (any of which empties it): most addresses repeat,
     /// and this skips the search of the maps.
     addr_locs: FxMap<(i32, u64), u32>,
+    /// In front of `addr_locs` (and of `loc_index` for kernel addresses),
+    /// emptied with it.
+    loc_cache: loc_cache::LocCache,
     /// (pid, callchain) → stack id and unwound, emptied with `addr_locs`:
     /// the chain by two 64-bit hashes of it, not held (see `chain_key`).
     chain_stacks: FxMap<u128, (u32, Reach)>,
@@ -311,6 +316,7 @@ impl Resolver {
             unwinder: DwarfUnwinder::new(),
             loc_index: FxMap::default(),
             addr_locs: FxMap::default(),
+            loc_cache: loc_cache::LocCache::new(),
             chain_stacks: FxMap::default(),
             addr_stacks: FxMap::default(),
             prepared_stacks: FxMap::default(),

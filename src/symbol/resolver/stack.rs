@@ -216,40 +216,61 @@ impl Resolver {
         }
         let mut ids = std::mem::take(&mut self.loc_scratch);
         ids.clear();
-        let space = self.procs.space(pid);
-        for (i, &(addr, kernel)) in addrs.iter().enumerate() {
-            let lookup = if i == 0 || !self.adjust_return_addresses {
-                addr
-            } else {
+        let tags = self.loc_cache.tags(pid);
+        let adjust = self.adjust_return_addresses;
+        // One slot compared per address on the hot path (a few registers:
+        // the maps' way is out of line, `location_of`).
+        ids.extend(addrs.iter().enumerate().map(|(i, &(addr, kernel))| {
+            let lookup = if adjust && i > 0 {
                 addr.saturating_sub(1)
+            } else {
+                addr
             };
-            // A user address seen before in this process: its location
-            // without the search of the process's maps.
-            if !kernel && let Some(&id) = self.addr_locs.get(&(pid, lookup)) {
-                ids.push(id);
-                continue;
+            let tag = tags.of(kernel);
+            match self.loc_cache.get(tag, lookup) {
+                Some(id) => id,
+                None => self.location_of(pid, lookup, kernel, tag),
             }
-            let key = loc_key(&self.dsos, space, lookup, kernel);
-            let next = self.locs.len() as u32;
-            let id = *self.loc_index.entry(key).or_insert(next);
-            if id == next {
-                self.locs.push(key);
-                self.loc_results.push(None);
-            }
-            if !kernel {
-                self.addr_locs.insert((pid, lookup), id);
-            }
-            ids.push(id);
-        }
+        }));
         let stack = self.stacks.intern(&ids);
         self.loc_scratch = ids;
         stack
+    }
+
+    /// The location id of `addr` (as looked up) in process `pid`, made if
+    /// new: the maps' way, behind `loc_cache` (where it goes, under `tag`).
+    #[cold]
+    #[inline(never)]
+    fn location_of(&mut self, pid: i32, addr: u64, kernel: bool, tag: u64) -> u32 {
+        let id = self.location_in_maps(pid, addr, kernel);
+        self.loc_cache.put(tag, addr, id);
+        id
+    }
+
+    fn location_in_maps(&mut self, pid: i32, addr: u64, kernel: bool) -> u32 {
+        // A user address seen before in this process: its location
+        // without the search of the process's maps.
+        if !kernel && let Some(&id) = self.addr_locs.get(&(pid, addr)) {
+            return id;
+        }
+        let key = loc_key(&self.dsos, self.procs.space(pid), addr, kernel);
+        let next = self.locs.len() as u32;
+        let id = *self.loc_index.entry(key).or_insert(next);
+        if id == next {
+            self.locs.push(key);
+            self.loc_results.push(None);
+        }
+        if !kernel {
+            self.addr_locs.insert((pid, addr), id);
+        }
+        id
     }
 
     /// The maps of a process changed: addresses may name other places now.
     pub(super) fn forget_addresses(&mut self) {
         self.maps_generation = self.maps_generation.wrapping_add(1);
         self.addr_locs.clear();
+        self.loc_cache.clear();
         self.chain_stacks.clear();
         self.addr_stacks.clear();
     }
