@@ -245,6 +245,11 @@ pub(crate) struct Resolver {
     /// ones from here, not through the whole table.
     named_locs: usize,
     loc_frames: Vec<FrameId>,
+    /// Per location: its one frame when it is plain (named by a symbol,
+    /// not inlined, not a function range), else `naming::NOT_PLAIN`; up
+    /// to date below `plain_from` (see `name_stacks`).
+    plain_locs: Vec<u32>,
+    plain_from: usize,
     frames: FrameTable,
     /// Samples fed since the last `take_samples`, complete but for their
     /// stacks (empty until named; built in place, never copied).
@@ -327,6 +332,8 @@ impl Resolver {
             loc_results: Vec::new(),
             named_locs: 0,
             loc_frames: Vec::new(),
+            plain_locs: Vec::new(),
+            plain_from: 0,
             frames: FrameTable::default(),
             pending: Vec::new(),
             pending_stacks: Vec::new(),

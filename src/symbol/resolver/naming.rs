@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::stack::frames_key;
 use super::{LocResult, NamedStack, Resolver};
-use crate::model::sample::{Frame, FrameKind};
+use crate::model::sample::{Frame, FrameId, FrameKind};
 use crate::symbol::UnresolvedReason;
 use crate::symbol::binary::{Binary, BinaryMiss};
 use crate::symbol::function_ranges::range_name;
@@ -19,6 +19,9 @@ use crate::symbol::kallsyms::Kallsyms;
 use crate::symbol::names::{ElfNames, Names, VdsoSymbols};
 use crate::symbol::perf_map::PerfMap;
 use crate::symbol::process::{DsoId, DsoKind, DsoTable};
+
+/// `Resolver::plain_locs` of a location that is not plain.
+const NOT_PLAIN: u32 = u32::MAX;
 
 /// Symbol files this big in all (bytes) are named on two threads.
 const PARALLEL_SYMBOLS_BYTES: u64 = 8 << 20;
@@ -38,7 +41,13 @@ struct FileJob {
 
 impl Resolver {
     /// Builds the frames of every stack not named yet (its locations are).
+    ///
+    /// The loop runs once per location of every distinct stack (five
+    /// million on the bench's deep file), so a plain location (one frame,
+    /// named by a symbol: most of them) costs a load and a push
+    /// (`plain_locs`); the others are looked at whole.
     pub(super) fn name_stacks(&mut self) {
+        self.refresh_plain_locs();
         let mut frames = Vec::new();
         for id in self.named_stacks.len()..self.stacks.len() {
             frames.clear();
@@ -50,7 +59,20 @@ impl Resolver {
                 outermost_unnamed: false,
                 outermost_ranged: false,
             };
-            for &loc in self.stacks.get(id as u32) {
+            let locs = self.stacks.get(id as u32);
+            frames.reserve(locs.len());
+            let mut plain = 0;
+            // The outermost named location, None when it is plain.
+            let mut outermost = None;
+            for &loc in locs {
+                if let Some(&frame) = self.plain_locs.get(loc as usize)
+                    && frame != NOT_PLAIN
+                {
+                    frames.push(FrameId(frame));
+                    plain += 1;
+                    outermost = None;
+                    continue;
+                }
                 let Some(Some(r)) = self.loc_results.get(loc as usize) else {
                     continue;
                 };
@@ -59,6 +81,10 @@ impl Resolver {
                 named.locations += 1;
                 named.unnamed.extend(r.reason);
                 named.ranged += u64::from(r.ranged);
+                outermost = Some(r);
+            }
+            named.locations += plain;
+            if let Some(r) = outermost {
                 named.outermost_unnamed = r.reason.is_some();
                 named.outermost_ranged = r.ranged;
             }
@@ -73,6 +99,30 @@ impl Resolver {
             );
             self.named_stacks.push(named);
         }
+    }
+
+    /// Brings `plain_locs` up to `loc_results`: from the first location
+    /// that was unnamed at the last call (a named location does not
+    /// change: it is named once, in one batch).
+    fn refresh_plain_locs(&mut self) {
+        let from = self.plain_from.min(self.loc_results.len());
+        self.plain_locs.truncate(from);
+        let mut unnamed = None;
+        for (id, r) in self.loc_results.iter().enumerate().skip(from) {
+            let plain = match r {
+                Some(r) if r.len == 1 && r.reason.is_none() && !r.ranged => self
+                    .loc_frames
+                    .get(r.start as usize)
+                    .map_or(NOT_PLAIN, |f| f.0),
+                Some(_) => NOT_PLAIN,
+                None => {
+                    unnamed.get_or_insert(id);
+                    NOT_PLAIN
+                }
+            };
+            self.plain_locs.push(plain);
+        }
+        self.plain_from = unnamed.unwrap_or(self.loc_results.len());
     }
 
     /// Name all unnamed locations, grouped by dso.
