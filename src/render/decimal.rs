@@ -17,19 +17,31 @@ pub(crate) fn push_fixed(out: &mut Vec<u8>, value: f64, decimals: u32) {
         let _ = write!(out, "{:.*}", decimals as usize, value);
         return;
     };
-    let pow = 10u64.pow(decimals);
-    push_u64(out, units / pow);
-    if decimals > 0 {
-        out.push(b'.');
-        let mut digits = [b'0'; 8];
-        let digits = digits.get_mut(..decimals as usize).unwrap_or_default();
-        let mut rest = units % pow;
-        for digit in digits.iter_mut().rev() {
-            *digit = b'0' + (rest % 10) as u8;
-            rest /= 10;
+    // Right to left: the fraction's digits, the point, at least one more.
+    let mut text = [b'0'; 30];
+    let mut at = text.len();
+    let mut rest = units;
+    let mut written = 0;
+    while let Some(i) = at.checked_sub(1) {
+        if written == decimals && decimals > 0 {
+            if let Some(point) = text.get_mut(i) {
+                *point = b'.';
+            }
+            at = i;
+            written += 1;
+            continue;
         }
-        out.extend_from_slice(digits);
+        if let Some(digit) = text.get_mut(i) {
+            *digit = b'0' + (rest % 10) as u8;
+        }
+        at = i;
+        rest /= 10;
+        written += 1;
+        if rest == 0 && written > decimals + u32::from(decimals > 0) {
+            break;
+        }
     }
+    out.extend_from_slice(text.get(at..).unwrap_or_default());
 }
 
 /// `value` × 10^decimals rounded to an integer, ties to even, when it is
@@ -85,14 +97,28 @@ pub(crate) fn push_u64(out: &mut Vec<u8>, value: u64) {
 /// Writes an unsigned integer with a `,` between groups of three digits
 /// (`1,234,567`), as num-format's English locale does.
 pub(crate) fn push_grouped(out: &mut Vec<u8>, value: u64) {
-    let mut plain = Vec::with_capacity(20);
-    push_u64(&mut plain, value);
-    for (i, &digit) in plain.iter().enumerate() {
-        if i > 0 && (plain.len() - i) % 3 == 0 {
-            out.push(b',');
+    let mut text = [b','; 26];
+    let mut at = text.len();
+    let mut rest = value;
+    let mut digits = 0;
+    while let Some(i) = at.checked_sub(1) {
+        if digits == 3 {
+            // A comma already stands there.
+            at = i;
+            digits = 0;
+            continue;
         }
-        out.push(digit);
+        if let Some(digit) = text.get_mut(i) {
+            *digit = b'0' + (rest % 10) as u8;
+        }
+        at = i;
+        digits += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
     }
+    out.extend_from_slice(text.get(at..).unwrap_or_default());
 }
 
 #[cfg(test)]

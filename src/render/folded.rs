@@ -162,7 +162,8 @@ impl FoldedPaths {
 
     /// Distinct paths over `names`, put in the order of their lines.
     pub(crate) fn sorted(names: Vec<String>, mut paths: Vec<FoldedPath>) -> FoldedPaths {
-        paths.sort_unstable_by(|a, b| line_order(&names, a, b));
+        let ranks = NameRanks::of(&names);
+        paths.sort_unstable_by(|a, b| line_order(&names, &ranks, a, b));
         FoldedPaths { names, paths }
     }
 
@@ -193,25 +194,64 @@ impl FoldedPaths {
 
 /// How the folded lines of two paths compare as strings, without making
 /// them: the bytes before their first differing name are the same.
-fn line_order(names: &[String], a: &FoldedPath, b: &FoldedPath) -> std::cmp::Ordering {
-    let same = a
-        .names
-        .iter()
-        .zip(b.names.iter())
-        .take_while(|(x, y)| x == y)
-        .count();
-    let name = |path: &FoldedPath| {
-        let id = path.names.get(same)?;
-        names.get(*id as usize).map(String::as_bytes)
-    };
-    // Mostly two names that differ within both: they decide.
-    if let (Some(x), Some(y)) = (name(a), name(b))
-        && !x.starts_with(y)
-        && !y.starts_with(x)
+fn line_order(
+    names: &[String],
+    ranks: &NameRanks,
+    a: &FoldedPath,
+    b: &FoldedPath,
+) -> std::cmp::Ordering {
+    let same = common_prefix(&a.names, &b.names);
+    // Mostly two names neither of which starts the other: their bytes
+    // differ within both, so the names' order is the lines'.
+    if let (Some(&x), Some(&y)) = (a.names.get(same), b.names.get(same))
+        && let (Some(&(x_rank, x_prefix)), Some(&(y_rank, y_prefix))) =
+            (ranks.0.get(x as usize), ranks.0.get(y as usize))
+        && !x_prefix
+        && !y_prefix
     {
-        return x.cmp(y);
+        return x_rank.cmp(&y_rank);
     }
     line_tail(names, a, same).cmp(line_tail(names, b, same))
+}
+
+/// Per name id: its place among the names in byte order, and whether it
+/// starts a longer name (then a line's next byte decides, not the name).
+struct NameRanks(Vec<(u32, bool)>);
+
+impl NameRanks {
+    fn of(names: &[String]) -> NameRanks {
+        let mut order: Vec<usize> = (0..names.len()).collect();
+        order.sort_unstable_by(|&a, &b| names.get(a).cmp(&names.get(b)));
+        let mut ranks = vec![(0, false); names.len()];
+        let name = |i: Option<&usize>| i.and_then(|&i| names.get(i)).map(String::as_str);
+        for (rank, pair) in order.windows(2).enumerate() {
+            // A name starts a longer one only if it starts the next in order.
+            let (this, next) = (name(pair.first()), name(pair.get(1)));
+            let starts_next = matches!((this, next), (Some(t), Some(n)) if n.starts_with(t));
+            if let Some(slot) = pair.first().and_then(|&i| ranks.get_mut(i)) {
+                *slot = (rank as u32, starts_next);
+            }
+        }
+        if let Some(slot) = order.last().and_then(|&i| ranks.get_mut(i)) {
+            *slot = (order.len() as u32 - 1, false);
+        }
+        NameRanks(ranks)
+    }
+}
+
+/// How many ids two paths share from their start: eight at a time while
+/// they can (a compare the compiler does in vector registers), then one by one.
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    let mut same = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        if x.iter().zip(y).fold(0, |diff, (p, q)| diff | (p ^ q)) != 0 {
+            break;
+        }
+        same += 8;
+    }
+    let rest = a.get(same..).unwrap_or_default();
+    let other = b.get(same..).unwrap_or_default();
+    same + rest.iter().zip(other).take_while(|(x, y)| x == y).count()
 }
 
 /// The bytes of a path's folded line from its name `from` on.
