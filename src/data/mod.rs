@@ -13,6 +13,7 @@ pub mod handler;
 pub(crate) mod order;
 pub mod pipe_writer;
 pub(crate) mod raw;
+pub(crate) mod read_buf;
 pub mod reader;
 pub mod threads;
 pub mod tracing_data;

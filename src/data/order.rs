@@ -23,17 +23,24 @@
 //! waiting records into the next buffer instead was 8% of a deep report's
 //! CPU: a file's records nearly all wait one round. Spent batches come back
 //! (`recycle`) and their buffers and key lists are filled again (nothing
-//! is allocated per round once the rounds' sizes have been seen), so a
-//! stream costs about three rounds of memory however long it is (on a
-//! 400k-sample file, moving each record twice through the crate's queue
-//! was a quarter of `scry report`'s time).
+//! is allocated per round once the rounds' sizes have been seen). The next
+//! round's buffer is taken only when its first bytes arrive (`buffer`),
+//! not when a batch is handed out: a consumer that gives its spent batch
+//! back before it takes the next (`reader::rounds`) has then returned the
+//! buffer that is filled, so a stream costs three rounds of memory however
+//! long it is (the one read, the one waiting, the one used), not four (on
+//! a 400k-sample file, moving each record twice through the crate's queue
+//! was a quarter of `scry report`'s time). A file's reader reads ahead of
+//! a round's end: those bytes start the next buffer (`finish_round_at`).
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use linux_perf_event_reader::{CommonData, EventRecord};
 
 use super::handler::{RecordHandler, dispatch};
 use super::raw::{EventIds, RawRecord, RawRecords};
+use super::read_buf::ReadBuf;
 
 /// A record's place in the order: its time (`None` sorts first), then its
 /// sequence number.
@@ -67,7 +74,7 @@ pub(crate) struct Ordered<'a> {
 /// round's buffer, then this round's).
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
-    bytes: [Arc<Vec<u8>>; 2],
+    bytes: [Arc<ReadBuf>; 2],
     records: Vec<Pending>,
 }
 
@@ -104,11 +111,16 @@ impl Batch {
 #[derive(Debug, Default)]
 pub(crate) struct RoundOrder {
     incoming: Vec<Pending>,
-    bytes: Vec<u8>,
+    bytes: ReadBuf,
     /// The last batch's newer buffer: the records that wait are in it.
-    held: Arc<Vec<u8>>,
+    held: Arc<ReadBuf>,
+    /// Bytes at the end of `held` that were read ahead of its round: they
+    /// start the next buffer, which is taken (from `spent`) only when it is
+    /// first needed, so a buffer a spent batch gives back in the meantime
+    /// is the one filled (see the module doc).
+    carry: Option<Range<usize>>,
     /// Buffers of spent batches, to fill again.
-    spent: Vec<Vec<u8>>,
+    spent: Vec<ReadBuf>,
     /// The key list of a spent batch, to fill again.
     spent_records: Option<Vec<Pending>>,
     prev_max: Key,
@@ -122,22 +134,29 @@ impl RoundOrder {
         Self::default()
     }
 
-    /// The buffer to read a record's body into before [`Self::push`]
-    /// takes it (bytes past the last pushed record are not kept).
-    pub(crate) fn buffer(&mut self) -> &mut Vec<u8> {
+    /// The buffer to read records into before [`Self::push`] takes them
+    /// (bytes that no pushed record holds are kept but not used).
+    pub(crate) fn buffer(&mut self) -> &mut ReadBuf {
+        if let Some(carry) = self.carry.take() {
+            let mut next = self.spent.pop().unwrap_or_default();
+            next.clear();
+            next.extend_from_slice(self.held.get(carry).unwrap_or(&[]));
+            self.bytes = next;
+        }
         &mut self.bytes
     }
 
     /// The buffer's bytes.
     pub(crate) fn buffered(&self) -> &[u8] {
-        &self.bytes
+        self.bytes.filled()
     }
 
-    /// Takes the record whose body is `buffer()[pos..]`.
+    /// Takes the record whose body is `buffer()[pos..pos + len]`.
     pub(crate) fn push(
         &mut self,
         key: Key,
         pos: usize,
+        len: usize,
         record_type: u32,
         misc: u16,
         event: Option<u32>,
@@ -150,7 +169,7 @@ impl RoundOrder {
         self.incoming.push(Pending {
             key,
             pos,
-            len: (self.bytes.len().saturating_sub(pos)) as u32,
+            len: len as u32,
             record_type,
             misc,
             event,
@@ -160,18 +179,27 @@ impl RoundOrder {
 
     /// Copies `raw`'s body in and takes it.
     pub(crate) fn push_copy(&mut self, key: Key, raw: &RawRecord<'_>, event: Option<u32>) {
-        let pos = self.bytes.len();
-        self.bytes.extend_from_slice(raw.body);
-        self.push(key, pos, raw.record_type, raw.misc, event);
+        let bytes = self.buffer();
+        let pos = bytes.len();
+        bytes.extend_from_slice(raw.body);
+        self.push(key, pos, raw.body.len(), raw.record_type, raw.misc, event);
     }
 
     /// The end of a round: the records not above the previous round's
     /// largest key, in order (`None` when there are none yet).
     pub(crate) fn finish_round(&mut self) -> Option<Batch> {
+        let end = self.buffer().len();
+        self.finish_round_at(end)
+    }
+
+    /// [`Self::finish_round`], when the buffer's bytes from `end` on were
+    /// read ahead, past the round: if a batch is handed out they move to
+    /// the start of the next buffer.
+    pub(crate) fn finish_round_at(&mut self, end: usize) -> Option<Batch> {
         let n = self.ready.min(self.incoming.len());
         let batch = if n > 0 {
             self.incoming.sort_by_key(|p| p.key);
-            Some(self.hand_out(n))
+            Some(self.hand_out(n, end))
         } else {
             None
         };
@@ -186,7 +214,8 @@ impl RoundOrder {
         let n = self.incoming.len();
         self.prev_max = self.cur_max;
         self.ready = 0;
-        (n > 0).then(|| self.hand_out(n))
+        let end = self.buffer().len();
+        (n > 0).then(|| self.hand_out(n, end))
     }
 
     /// Takes back a batch the consumer is done with: the buffers no one
@@ -204,26 +233,23 @@ impl RoundOrder {
 
     /// The first `n` records of `incoming` (sorted) as a batch, with the
     /// held buffer and this round's, frozen; the rest wait in the latter,
-    /// held now (see the module doc).
-    fn hand_out(&mut self, n: usize) -> Batch {
-        let mut next = self.spent.pop().unwrap_or_default();
-        next.clear();
+    /// held now (see the module doc). This round's bytes from `end` on
+    /// start the next buffer.
+    fn hand_out(&mut self, n: usize, end: usize) -> Batch {
+        self.buffer();
+        let ahead = end.min(self.bytes.len())..self.bytes.len();
         // Not expected (a record waits one round at most), but a record
-        // still waiting in the held buffer is copied, not lost.
+        // still waiting in the held buffer is copied, not lost: after this
+        // round's bytes.
         for p in &mut self.incoming[n..] {
             if !p.newer {
                 let bytes = self.held.get(p.pos..p.pos + p.len as usize).unwrap_or(&[]);
-                p.pos = self.bytes.len() + next.len();
-                next.extend_from_slice(bytes);
+                p.pos = self.bytes.len();
+                self.bytes.extend_from_slice(bytes);
             }
         }
-        let moved = next.len();
-        if moved > 0 {
-            // Appended after this round's bytes: the positions above.
-            self.bytes.extend_from_slice(&next);
-            next.clear();
-        }
-        let round = Arc::new(std::mem::replace(&mut self.bytes, next));
+        self.carry = Some(ahead);
+        let round = Arc::new(std::mem::take(&mut self.bytes));
         let older = std::mem::replace(&mut self.held, Arc::clone(&round));
         for p in &mut self.incoming[n..] {
             p.newer = false;
@@ -383,6 +409,29 @@ mod tests {
         assert_eq!(second.records.as_ptr(), list);
         assert!(second.records.capacity() >= 4);
         assert_eq!(times(Some(second)), [5, 6]);
+    }
+
+    /// Bytes read past a round's end start the next round's buffer, which
+    /// is a spent one given back meanwhile when there is one.
+    #[test]
+    fn read_ahead_moves_to_the_next_buffer() {
+        let mut order = RoundOrder::new();
+        order.buffer().extend_from_slice(b"record A");
+        order.push((Some(1), 0), 0, 8, 9, 0, Some(0));
+        assert!(order.finish_round_at(8).is_none());
+        // Round 2: B, then bytes read past the round.
+        order.buffer().extend_from_slice(b"record Bahead!!!");
+        order.push((Some(3), 8), 8, 8, 9, 0, Some(0));
+        let first = order.finish_round_at(16).expect("A is ready");
+        let bodies: Vec<&[u8]> = first.iter().map(|r| r.raw.body).collect();
+        assert_eq!(bodies, [b"record A"]);
+        order.recycle(first);
+        // The next buffer starts with what was read ahead; B still waits.
+        assert_eq!(order.buffer().filled(), b"ahead!!!");
+        order.push((Some(4), 16), 0, 8, 9, 0, Some(0));
+        let rest = order.finish().expect("the rest");
+        let bodies: Vec<&[u8]> = rest.iter().map(|r| r.raw.body).collect();
+        assert_eq!(bodies, [b"record B", b"ahead!!!"]);
     }
 
     #[test]

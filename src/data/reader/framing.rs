@@ -19,13 +19,17 @@
 //!
 //! The section's end may be unknown (a stream, `end == u64::MAX`): the end
 //! of the input is then the end of the records, and a record cut by it is
-//! skipped as above.
+//! skipped as above. A file is never read past its data section.
+//!
+//! Bytes are read in blocks into a [`ReadBuf`] and framed in place, so the
+//! time-order pass keeps each record where it was read (`next_in`).
 
 use std::io::{self, Read, Seek, SeekFrom};
 
 use crate::data::raw::{
     PERF_RECORD_AUXTRACE, PERF_RECORD_HEADER_FEATURE, PERF_RECORD_HEADER_TRACING_DATA,
 };
+use crate::data::read_buf::ReadBuf;
 use crate::sys::perf_event::PERF_RECORD_MMAP2;
 
 use super::layout::{
@@ -202,7 +206,8 @@ pub(crate) fn first_problem<R: Read + Seek + ?Sized>(
 
 /// How reading one record went.
 enum Framed {
-    Record(RecordFrame),
+    /// The record and where its body starts in the buffer.
+    Record(RecordFrame, usize),
     /// Framed soundly but refused; the cursor is past it.
     Refused(LayoutError),
     /// Not a record: the cursor must look for the next one.
@@ -212,17 +217,28 @@ enum Framed {
 }
 
 /// See the module doc; the reader's time-order pass reads through it.
+///
+/// No `BufReader`: the input is read in blocks straight into a
+/// [`ReadBuf`], the caller's ([`Self::next_in`]: the sorter's round buffer,
+/// where the records then stay) or the cursor's own ([`Self::next_into`],
+/// which copies each body out).
 pub(crate) struct RecordCursor<R: Read> {
-    r: io::BufReader<R>,
+    r: R,
     endian: Endian,
     /// Where the next record starts.
     offset: u64,
-    /// How far the input has been read.
+    /// How far the input has been taken: the file offset of the buffer's
+    /// byte at `at`; the bytes after it were read ahead.
     pos: u64,
+    at: usize,
     end: u64,
+    /// How much one read asks for, at least.
+    block: usize,
     lenient: bool,
     /// A header found by resynchronizing, not yet read as a record.
     pending: Option<[u8; 8]>,
+    /// The buffer of [`Self::next_into`].
+    own: ReadBuf,
     pub(crate) skipped: Skipped,
     /// The blob after a HEADER_TRACING_DATA record (pipe format), if any.
     pub(crate) tracing_data: Option<Vec<u8>>,
@@ -230,16 +246,20 @@ pub(crate) struct RecordCursor<R: Read> {
 
 impl<R: Read> RecordCursor<R> {
     /// `r` must be positioned at `data.offset`; a `data.size` of `u64::MAX`
-    /// (less the offset) means "to the end of the input".
-    pub(crate) fn new(r: R, data: Section, endian: Endian, buffer: usize, lenient: bool) -> Self {
+    /// (less the offset) means "to the end of the input". `block`: the
+    /// least one read asks for.
+    pub(crate) fn new(r: R, data: Section, endian: Endian, block: usize, lenient: bool) -> Self {
         RecordCursor {
-            r: io::BufReader::with_capacity(buffer, r),
+            r,
             endian,
             offset: data.offset,
             pos: data.offset,
+            at: 0,
             end: data.end(),
+            block: block.max(RECORD_HEADER_SIZE as usize),
             lenient,
             pending: None,
+            own: ReadBuf::default(),
             skipped: Skipped::default(),
             tracing_data: None,
         }
@@ -249,25 +269,79 @@ impl<R: Read> RecordCursor<R> {
         self.end == u64::MAX
     }
 
-    /// Reads up to `buf.len()` bytes; fewer only at the end of the input.
-    fn read_full(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let mut n = 0;
-        while n < buf.len() {
-            match self.r.read(&mut buf[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        self.pos += n as u64;
-        Ok(n)
+    /// Where in the buffer the next unread byte is: the bytes from here on
+    /// were read ahead.
+    pub(crate) fn at(&self) -> usize {
+        self.at
     }
 
-    fn skip(&mut self, n: u64) -> io::Result<u64> {
-        let k = io::copy(&mut (&mut self.r).take(n), &mut io::sink())?;
+    /// The buffer's bytes before `at()` were dropped (the read-ahead moved
+    /// to the start of a new buffer).
+    pub(crate) fn rebase(&mut self, dropped: usize) {
+        self.at = self.at.saturating_sub(dropped);
+    }
+
+    /// Reads until `need` bytes after `at` are in `buf`, or the input (or
+    /// the section) ends; returns how many are (at most `need`).
+    fn fill(&mut self, buf: &mut ReadBuf, need: usize) -> io::Result<usize> {
+        loop {
+            let ahead = buf.len().saturating_sub(self.at);
+            if ahead >= need {
+                return Ok(need);
+            }
+            // Not past the section: what follows it is not records.
+            let read_to = self.pos.saturating_add(ahead as u64);
+            let mut want = (need - ahead).max(self.block);
+            if !self.stream() {
+                let left = self.end.saturating_sub(read_to);
+                want = want.min(usize::try_from(left).unwrap_or(usize::MAX));
+            }
+            if want == 0 {
+                return Ok(ahead);
+            }
+            let room = buf.room(want);
+            let n = loop {
+                match self.r.read(room) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            };
+            if n == 0 {
+                return Ok(ahead);
+            }
+            buf.commit(n);
+        }
+    }
+
+    /// Takes `n` bytes the buffer holds.
+    fn consume(&mut self, n: usize) {
+        self.at += n;
+        self.pos += n as u64;
+    }
+
+    /// Reads the next 8 bytes, if there are 8 more.
+    fn read_head(&mut self, buf: &mut ReadBuf) -> io::Result<Option<[u8; 8]>> {
+        let got = self.fill(buf, RECORD_HEADER_SIZE as usize)?;
+        let head = buf
+            .get(self.at..self.at + got)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok());
+        self.consume(got);
+        Ok(head)
+    }
+
+    /// Skips `n` bytes: those read ahead, then the input's.
+    fn skip(&mut self, buf: &mut ReadBuf, n: u64) -> io::Result<u64> {
+        let ahead = buf.len().saturating_sub(self.at);
+        let from_buf = usize::try_from(n).unwrap_or(usize::MAX).min(ahead);
+        self.consume(from_buf);
+        let rest = n - from_buf as u64;
+        if rest == 0 {
+            return Ok(n);
+        }
+        let k = io::copy(&mut (&mut self.r).take(rest), &mut io::sink())?;
         self.pos += k;
-        Ok(k)
+        Ok(from_buf as u64 + k)
     }
 
     /// Appends the next record's body (without trailing data) to `body` and
@@ -276,6 +350,30 @@ impl<R: Read> RecordCursor<R> {
         &mut self,
         body: &mut Vec<u8>,
     ) -> Result<Option<RecordFrame>, LayoutError> {
+        let mut own = std::mem::take(&mut self.own);
+        if self.at >= own.len() {
+            own.clear();
+            self.at = 0;
+        } else if self.at >= self.block {
+            own.keep_from(self.at);
+            self.at = 0;
+        }
+        let next = self.next_in(&mut own);
+        if let Ok(Some((frame, at))) = &next {
+            let len = usize::from(frame.size) - RECORD_HEADER_SIZE as usize;
+            body.extend_from_slice(own.get(*at..*at + len).unwrap_or(&[]));
+        }
+        self.own = own;
+        Ok(next?.map(|(frame, _)| frame))
+    }
+
+    /// The next record, read into `buf` (which holds what was read ahead
+    /// from `at()` on): its frame and where its body (without trailing
+    /// data) starts in `buf`; `None` at the end of the section.
+    pub(crate) fn next_in(
+        &mut self,
+        buf: &mut ReadBuf,
+    ) -> Result<Option<(RecordFrame, usize)>, LayoutError> {
         loop {
             let offset = self.offset;
             if offset >= self.end {
@@ -285,16 +383,21 @@ impl<R: Read> RecordCursor<R> {
             let head = match self.pending.take() {
                 Some(head) => head,
                 None => {
-                    let mut head = [0u8; 8];
-                    let got = if left < RECORD_HEADER_SIZE {
-                        self.skip(left)?
+                    let before = self.pos;
+                    let head = if left < RECORD_HEADER_SIZE {
+                        None
                     } else {
-                        self.read_full(&mut head)? as u64
+                        self.read_head(buf)?
                     };
-                    if got == 0 && self.stream() {
-                        return Ok(None);
-                    }
-                    if got < RECORD_HEADER_SIZE {
+                    let Some(head) = head else {
+                        let got = if left < RECORD_HEADER_SIZE {
+                            self.skip(buf, left)?
+                        } else {
+                            self.pos - before
+                        };
+                        if got == 0 && self.stream() {
+                            return Ok(None);
+                        }
                         let e = LayoutError::TruncatedRecord {
                             offset,
                             record_type: 0,
@@ -307,15 +410,13 @@ impl<R: Read> RecordCursor<R> {
                         self.skipped.add_span(offset, got, || describe(&e));
                         self.offset = self.pos;
                         return Ok(None);
-                    }
+                    };
                     head
                 }
             };
-            let at = body.len();
-            match self.frame(offset, head, body)? {
-                Framed::Record(frame) => return Ok(Some(frame)),
+            match self.frame(buf, offset, head)? {
+                Framed::Record(frame, at) => return Ok(Some((frame, at))),
                 Framed::Refused(e) => {
-                    body.truncate(at);
                     if !self.lenient {
                         return Err(e);
                     }
@@ -326,14 +427,12 @@ impl<R: Read> RecordCursor<R> {
                     });
                 }
                 Framed::Broken(e) => {
-                    body.truncate(at);
                     if !self.lenient {
                         return Err(e);
                     }
-                    self.resync(offset, &e)?;
+                    self.resync(buf, offset, &e)?;
                 }
                 Framed::Cut => {
-                    body.truncate(at);
                     let record_type = self.endian.u32(&head, 0).unwrap_or(0);
                     let e = LayoutError::TruncatedRecord {
                         offset,
@@ -356,28 +455,28 @@ impl<R: Read> RecordCursor<R> {
 
     /// Steps from a broken record at `start` to the next header that could
     /// be a record (or the end), counting the bytes stepped over.
-    fn resync(&mut self, start: u64, why: &LayoutError) -> io::Result<()> {
+    fn resync(&mut self, buf: &mut ReadBuf, start: u64, why: &LayoutError) -> io::Result<()> {
         // Keep to the 8-byte grid of `start`.
         let misaligned = (self.pos - start) % 8;
         if misaligned != 0 {
-            self.skip(8 - misaligned)?;
+            self.skip(buf, 8 - misaligned)?;
         }
         loop {
             let at = self.pos;
             let left = self.end.saturating_sub(at);
-            let mut head = [0u8; 8];
-            let got = if left < RECORD_HEADER_SIZE {
-                self.skip(left)?
+            let head = if left < RECORD_HEADER_SIZE {
+                self.skip(buf, left)?;
+                None
             } else {
-                self.read_full(&mut head)? as u64
+                self.read_head(buf)?
             };
-            if got < RECORD_HEADER_SIZE {
+            let Some(head) = head else {
                 self.skipped
                     .add_span(start, self.pos - start, || describe(why));
                 self.offset = self.pos;
                 self.end = self.end.min(self.pos);
                 return Ok(());
-            }
+            };
             if plausible(self.endian, &head, left) {
                 self.skipped.add_span(start, at - start, || describe(why));
                 self.offset = at;
@@ -390,9 +489,9 @@ impl<R: Read> RecordCursor<R> {
     /// Reads the record whose header is `head`, at `offset`.
     fn frame(
         &mut self,
+        buf: &mut ReadBuf,
         offset: u64,
         head: [u8; 8],
-        body: &mut Vec<u8>,
     ) -> Result<Framed, LayoutError> {
         let endian = self.endian;
         let left = self.end - offset;
@@ -414,13 +513,14 @@ impl<R: Read> RecordCursor<R> {
                 left,
             }));
         }
-        let at = body.len();
         let len = usize::from(size) - RECORD_HEADER_SIZE as usize;
-        body.resize(at + len, 0);
-        if self.read_full(&mut body[at..])? < len {
+        let got = self.fill(buf, len)?;
+        let at = self.at;
+        self.consume(got);
+        if got < len {
             return Ok(Framed::Cut);
         }
-        let rec = &body[at..];
+        let rec = buf.get(at..at + len).unwrap_or(&[]);
         let mut next = offset + u64::from(size);
         let trailing = match record_type {
             PERF_RECORD_AUXTRACE => endian.u64(rec, 0),
@@ -439,13 +539,19 @@ impl<R: Read> RecordCursor<R> {
                 }));
             }
             let got = if record_type == PERF_RECORD_HEADER_TRACING_DATA {
-                let mut blob = Vec::new();
-                let got = (&mut self.r).take(extra).read_to_end(&mut blob)? as u64;
+                let ahead = buf.get(self.at..buf.len()).unwrap_or(&[]);
+                let from_buf = usize::try_from(extra)
+                    .unwrap_or(usize::MAX)
+                    .min(ahead.len());
+                let mut blob = ahead.get(..from_buf).unwrap_or(&[]).to_vec();
+                self.consume(from_buf);
+                let rest = extra - from_buf as u64;
+                let got = (&mut self.r).take(rest).read_to_end(&mut blob)? as u64;
                 self.pos += got;
                 self.tracing_data = Some(blob);
-                got
+                from_buf as u64 + got
             } else {
-                self.skip(extra)?
+                self.skip(buf, extra)?
             };
             if got < extra {
                 return Ok(Framed::Cut);
@@ -453,16 +559,18 @@ impl<R: Read> RecordCursor<R> {
             next += extra;
         }
         self.offset = next;
+        let rec = buf.get(at..at + len).unwrap_or(&[]);
         if let Some(e) = refusal(endian, offset, record_type, misc, rec) {
             return Ok(Framed::Refused(e));
         }
-        Ok(Framed::Record(RecordFrame {
+        let frame = RecordFrame {
             offset,
             record_type,
             misc,
             size,
             next,
-        }))
+        };
+        Ok(Framed::Record(frame, at))
     }
 }
 
@@ -638,6 +746,49 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("skipped 48 bytes that are not whole records (2 stretches), the first at offset 0x10"), "{line}");
+    }
+
+    /// Read in blocks of any size (a header or a body split between two
+    /// reads, the read-ahead moved to a new buffer between records), the
+    /// walk finds the same records, bodies and skips as in one read.
+    #[test]
+    fn blocks_of_any_size_frame_the_same_records() {
+        let mut data = record(9, 16, &[1; 8]);
+        data.extend(record(3, 0, &[0xee; 16])); // size 0, then junk
+        data.extend([0xffu8; 8]);
+        for i in 0..40u8 {
+            data.extend(record(
+                9,
+                8 + 8 * u16::from(i % 5),
+                &vec![i; 8 * usize::from(i % 5)],
+            ));
+        }
+        data.extend(record(9, 64, &[4; 8])); // cut by the end
+        let s = section(&data, 0);
+        let walk = |block: usize, moves: bool| {
+            let mut cursor = RecordCursor::new(Cursor::new(&data), s, Endian::Little, block, true);
+            let mut buf = ReadBuf::default();
+            let mut seen = Vec::new();
+            while let Some((frame, at)) = cursor.next_in(&mut buf).unwrap() {
+                let len = usize::from(frame.size) - 8;
+                seen.push((frame.offset, buf.get(at..at + len).unwrap().to_vec()));
+                if moves && seen.len() % 3 == 0 {
+                    // As the sorter does at a round's end.
+                    let end = cursor.at();
+                    buf.keep_from(end);
+                    cursor.rebase(end);
+                }
+            }
+            let skipped = &cursor.skipped;
+            (seen, skipped.spans, skipped.span_bytes, skipped.records)
+        };
+        let whole = walk(1 << 16, false);
+        assert_eq!(whole.0.len(), 41);
+        assert_eq!((whole.1, whole.2), (2, 32 + 16));
+        for block in [8, 16, 24, 40, 1000] {
+            assert_eq!(walk(block, false), whole, "block {block}");
+            assert_eq!(walk(block, true), whole, "block {block}, moved");
+        }
     }
 
     #[test]

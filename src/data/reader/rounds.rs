@@ -3,11 +3,13 @@
 //!
 //! Why not the crate's iterator: it reads each record into a `Vec` of its
 //! own, keeps a queue of them, and moves every record twice; on a 400k-sample
-//! file that was a quarter of `scry report`'s time. Here each record is read
-//! into the buffer of the one sorter (`data::order`, perf's FINISHED_ROUND
-//! rule, keyed by time and file offset, so equal times keep file order),
-//! which hands a round's buffer out whole. Records of an unknown event id go
-//! to event 0, as the crate does.
+//! file that was a quarter of `scry report`'s time. Here the file is read in
+//! blocks straight into the buffer of the one sorter (`data::order`, perf's
+//! FINISHED_ROUND rule, keyed by time and file offset, so equal times keep
+//! file order), records are framed where they landed, and the sorter hands
+//! a round's buffer out whole: no record is copied, but the few read past
+//! a round's end (see `READ_BLOCK`). Records of an unknown event id go to
+//! event 0, as the crate does.
 //!
 //! Framing is checked as it is read (`framing::RecordCursor`, lenient: what
 //! it skips comes back with the end of the records), so this path needs no
@@ -29,11 +31,17 @@ use linux_perf_data::linux_perf_event_reader::{
 
 use super::EventDesc;
 use super::framing::{RecordCursor, Skipped};
-use super::layout::{Endian, LayoutError, Section};
+use super::layout::{Endian, LayoutError, RECORD_HEADER_SIZE, Section};
 use crate::data::order::{Batch, RoundOrder};
 use crate::data::raw::{
     PERF_RECORD_COMPRESSED, PERF_RECORD_COMPRESSED2, PERF_RECORD_FINISHED_ROUND, RawRecord,
 };
+
+/// The least one read of the data section asks for: big enough that
+/// system calls are few (two thousand for 250 MB), small enough that what
+/// is read past a round's end, copied to the next round's buffer, is
+/// little (rounds are about 1 MB).
+const READ_BLOCK: usize = 1 << 17;
 
 /// How a record's event (attribute) is found, as the crate decides it.
 enum IdLookup {
@@ -104,7 +112,7 @@ impl<R: Read> Rounds<R> {
             }
         }
         Some(Rounds {
-            cursor: RecordCursor::new(r, data, endian, 1 << 20, true),
+            cursor: RecordCursor::new(r, data, endian, READ_BLOCK, true),
             endian: endianness,
             lookup,
             parse_infos,
@@ -134,24 +142,23 @@ impl<R: Read> Rounds<R> {
     /// Reads until a round hands out records, or to the end.
     fn read_round(&mut self) -> Result<(), LayoutError> {
         loop {
-            let buffer = self.order.buffer();
-            let pos = buffer.len();
-            let Some(frame) = self.cursor.next_into(buffer)? else {
+            let Some((frame, pos)) = self.cursor.next_in(self.order.buffer())? else {
                 self.outgoing = self.order.finish();
                 self.done = true;
                 return Ok(());
             };
             match frame.record_type {
                 PERF_RECORD_FINISHED_ROUND => {
-                    self.order.buffer().truncate(pos);
-                    self.outgoing = self.order.finish_round();
+                    // What was read past the round moves to the next buffer.
+                    let end = self.cursor.at();
+                    self.outgoing = self.order.finish_round_at(end);
                     if self.outgoing.is_some() {
+                        self.cursor.rebase(end);
                         return Ok(());
                     }
                     continue;
                 }
                 PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2 => {
-                    self.order.buffer().truncate(pos);
                     let size = u64::from(frame.size);
                     self.cursor
                         .skipped
@@ -163,7 +170,8 @@ impl<R: Read> Rounds<R> {
                 }
                 _ => {}
             }
-            let body = self.order.buffered().get(pos..).unwrap_or(&[]);
+            let len = usize::from(frame.size).saturating_sub(RECORD_HEADER_SIZE as usize);
+            let body = self.order.buffered().get(pos..pos + len).unwrap_or(&[]);
             let record_type = RecordType(frame.record_type);
             let (attr, time) = if record_type.is_builtin_type() {
                 let attr = self.attr_of(record_type, body);
@@ -188,7 +196,7 @@ impl<R: Read> Rounds<R> {
             };
             let key = (time, frame.offset);
             self.order
-                .push(key, pos, frame.record_type, frame.misc, attr);
+                .push(key, pos, len, frame.record_type, frame.misc, attr);
         }
     }
 
@@ -243,7 +251,8 @@ pub(crate) struct RoundsThread {
 impl RoundsThread {
     pub(crate) fn spawn<R: Read + Send + 'static>(mut rounds: Rounds<R>) -> io::Result<Self> {
         // A rendezvous: the thread reads the next round while the caller
-        // uses this one, then waits; two rounds in memory, not more.
+        // uses this one, then waits (see `next_record` and
+        // `RoundOrder::buffer` for how many buffers that keeps).
         let (tx, rx): (SyncSender<Message>, _) = sync_channel(0);
         let (back, spent) = channel::<Batch>();
         let parse_infos = rounds.parse_infos.clone();
@@ -283,11 +292,16 @@ impl RoundsThread {
             if self.done {
                 return Ok(None);
             }
+            // Given back before the next is taken: the thread, let go by
+            // the taking, fills its buffer again rather than a new one
+            // (three rounds in memory, not four). The thread may have
+            // ended: the batch is then dropped.
+            if !self.batch.is_empty() {
+                let _ = self.back.send(std::mem::take(&mut self.batch));
+            }
             match self.rx.recv() {
                 Ok(Message::Batch(batch)) => {
-                    let spent = std::mem::replace(&mut self.batch, batch);
-                    // The thread may have ended: the batch is then dropped.
-                    let _ = self.back.send(spent);
+                    self.batch = batch;
                     self.next = 0;
                 }
                 Ok(Message::End(skipped)) => {
