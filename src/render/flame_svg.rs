@@ -74,13 +74,19 @@ pub(crate) fn write_frames_svg<W: Write>(
         return Ok(false);
     };
     let geometry = Geometry::of(&layout, &opt);
+    let depths = depth_texts(&geometry, &opt, layout.depth_max);
     let count_name = escape(&opt.count_name);
     let root = labels.last().cloned().unwrap_or_default();
+    let mut span = SpanText::default();
     let mut buf = Vec::with_capacity(CHUNK + 4096);
     buf.extend_from_slice(&head);
     for frame in &layout.frames {
         let label = labels.get(frame.name as usize).unwrap_or(&root);
-        draw(&mut buf, frame, &geometry, &opt, label, &count_name);
+        let Some(depth) = depths.get(frame.depth) else {
+            continue;
+        };
+        span.update(frame, &geometry, &opt);
+        draw(&mut buf, frame, &span, depth, label, &count_name);
         if buf.len() >= CHUNK {
             w.write_all(&buf)?;
             buf.clear();
@@ -340,72 +346,154 @@ impl Geometry {
     }
 }
 
+/// The text of a frame's numbers that follow from its span alone, kept
+/// while frames stacked on one another share the span (most frames of a
+/// deep graph: 22,117 of 37,568 on the bench's file).
+#[derive(Default)]
+struct SpanText {
+    span: Option<(u64, u64)>,
+    /// The width in samples, grouped by thousands.
+    samples: Vec<u8>,
+    /// Percent of the total, two decimals.
+    pct: Vec<u8>,
+    x: Vec<u8>,
+    width: Vec<u8>,
+    /// `fg:x` and `fg:w`: start and width in samples.
+    fg_x: Vec<u8>,
+    fg_w: Vec<u8>,
+    text_x: Vec<u8>,
+    /// How many characters of a name fit.
+    fit_chars: usize,
+}
+
+impl SpanText {
+    /// Makes the text for `frame`'s span, unless it is the last one's.
+    fn update(&mut self, frame: &Drawn, geometry: &Geometry, opt: &flamegraph::Options<'_>) {
+        if self.span == Some((frame.start, frame.end)) {
+            return;
+        }
+        self.span = Some((frame.start, frame.end));
+        let x1_pct = frame.start as f64 * geometry.width_per_time_pct;
+        let x2_pct = frame.end as f64 * geometry.width_per_time_pct;
+        let width = frame.end - frame.start;
+        let samples = (width as f64 * opt.factor).round() as usize;
+        let pct = 100.0 * samples as f64 / (geometry.total * opt.factor);
+        let width_pct = x2_pct - x1_pct;
+        for text in [
+            &mut self.samples,
+            &mut self.pct,
+            &mut self.x,
+            &mut self.width,
+            &mut self.fg_x,
+            &mut self.fg_w,
+            &mut self.text_x,
+        ] {
+            text.clear();
+        }
+        push_grouped(&mut self.samples, samples as u64);
+        push_fixed(&mut self.pct, pct, 2);
+        push_fixed(&mut self.x, x1_pct, 4);
+        push_fixed(&mut self.width, width_pct, 4);
+        push_u64(&mut self.fg_x, frame.start);
+        push_u64(&mut self.fg_w, width);
+        push_fixed(
+            &mut self.text_x,
+            x1_pct + 100.0 * 3.0 / geometry.image_width,
+            4,
+        );
+        self.fit_chars = (width_pct / geometry.char_pct).trunc() as usize;
+    }
+}
+
+/// The text of a depth's numbers: the frame's `y` and `height`, its
+/// text's `y`.
+struct DepthText {
+    y: Vec<u8>,
+    height: Vec<u8>,
+    text_y: Vec<u8>,
+}
+
+/// Each depth's text, 0 to `depth_max`.
+fn depth_texts(
+    geometry: &Geometry,
+    opt: &flamegraph::Options<'_>,
+    depth_max: usize,
+) -> Vec<DepthText> {
+    let height = opt.frame_height;
+    (0..=depth_max)
+        .map(|depth| {
+            let (y1, y2) = match opt.direction {
+                Direction::Straight => {
+                    let bottom = geometry.image_height - geometry.ypad2;
+                    (
+                        bottom - (depth + 1) * height + FRAMEPAD,
+                        bottom - depth * height,
+                    )
+                }
+                Direction::Inverted => (
+                    geometry.ypad1 + depth * height,
+                    geometry.ypad1 + (depth + 1) * height - FRAMEPAD,
+                ),
+            };
+            let mut text = DepthText {
+                y: Vec::new(),
+                height: Vec::new(),
+                text_y: Vec::new(),
+            };
+            push_u64(&mut text.y, y1 as u64);
+            push_u64(&mut text.height, (y2 - y1) as u64);
+            push_fixed(&mut text.text_y, 3.0 + (y1 + y2) as f64 / 2.0, 2);
+            text
+        })
+        .collect()
+}
+
 /// One frame, as inferno's `from_lines` writes it.
 fn draw(
     buf: &mut Vec<u8>,
     frame: &Drawn,
-    geometry: &Geometry,
-    opt: &flamegraph::Options<'_>,
+    span: &SpanText,
+    depth: &DepthText,
     label: &Label,
     count_name: &str,
 ) {
-    let x1_pct = frame.start as f64 * geometry.width_per_time_pct;
-    let x2_pct = frame.end as f64 * geometry.width_per_time_pct;
-    let height = opt.frame_height;
-    let (y1, y2) = match opt.direction {
-        Direction::Straight => {
-            let bottom = geometry.image_height - geometry.ypad2;
-            (
-                bottom - (frame.depth + 1) * height + FRAMEPAD,
-                bottom - frame.depth * height,
-            )
-        }
-        Direction::Inverted => (
-            geometry.ypad1 + frame.depth * height,
-            geometry.ypad1 + (frame.depth + 1) * height - FRAMEPAD,
-        ),
-    };
-    let width = frame.end - frame.start;
-    let samples = (width as f64 * opt.factor).round() as usize;
     buf.extend_from_slice(b"<g><title>");
     if frame.name == ROOT {
         buf.extend_from_slice(b"all (");
-        push_grouped(buf, samples as u64);
+        buf.extend_from_slice(&span.samples);
         buf.push(b' ');
         buf.extend_from_slice(count_name.as_bytes());
         buf.extend_from_slice(b", 100%)");
     } else {
-        let pct = 100.0 * samples as f64 / (geometry.total * opt.factor);
         buf.extend_from_slice(label.escaped.as_bytes());
         buf.extend_from_slice(b" (");
-        push_grouped(buf, samples as u64);
+        buf.extend_from_slice(&span.samples);
         buf.push(b' ');
         buf.extend_from_slice(count_name.as_bytes());
         buf.extend_from_slice(b", ");
-        push_fixed(buf, pct, 2);
+        buf.extend_from_slice(&span.pct);
         buf.extend_from_slice(b"%)");
     }
     buf.extend_from_slice(b"</title><rect x=\"");
-    push_fixed(buf, x1_pct, 4);
+    buf.extend_from_slice(&span.x);
     buf.extend_from_slice(b"%\" y=\"");
-    push_u64(buf, y1 as u64);
+    buf.extend_from_slice(&depth.y);
     buf.extend_from_slice(b"\" width=\"");
-    let width_pct = x2_pct - x1_pct;
-    push_fixed(buf, width_pct, 4);
+    buf.extend_from_slice(&span.width);
     buf.extend_from_slice(b"%\" height=\"");
-    push_u64(buf, (y2 - y1) as u64);
+    buf.extend_from_slice(&depth.height);
     buf.extend_from_slice(b"\" fill=\"");
     buf.extend_from_slice(label.fill.as_bytes());
     buf.extend_from_slice(b"\" fg:x=\"");
-    push_u64(buf, frame.start);
+    buf.extend_from_slice(&span.fg_x);
     buf.extend_from_slice(b"\" fg:w=\"");
-    push_u64(buf, width);
+    buf.extend_from_slice(&span.fg_w);
     buf.extend_from_slice(b"\"/><text x=\"");
-    push_fixed(buf, x1_pct + 100.0 * 3.0 / geometry.image_width, 4);
+    buf.extend_from_slice(&span.text_x);
     buf.extend_from_slice(b"%\" y=\"");
-    push_fixed(buf, 3.0 + (y1 + y2) as f64 / 2.0, 2);
+    buf.extend_from_slice(&depth.text_y);
     buf.extend_from_slice(b"\">");
-    let fit_chars = (width_pct / geometry.char_pct).trunc() as usize;
+    let fit_chars = span.fit_chars;
     if fit_chars >= 3 {
         if label.bare.len() < fit_chars {
             buf.extend_from_slice(label.escaped.as_bytes());
