@@ -42,14 +42,16 @@ impl Tags {
 
 /// See the module doc.
 pub(super) struct LocCache {
-    slots: Vec<Slot>,
+    /// An array, not a `Vec`: an index made by the hash's top bits needs
+    /// no bounds check.
+    slots: Box<[Slot; SLOTS]>,
     generation: u64,
 }
 
 impl LocCache {
     pub(super) fn new() -> Self {
         LocCache {
-            slots: vec![Slot::default(); SLOTS],
+            slots: Box::new([Slot::default(); SLOTS]),
             generation: 1,
         }
     }

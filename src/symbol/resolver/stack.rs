@@ -219,19 +219,27 @@ impl Resolver {
         let tags = self.loc_cache.tags(pid);
         let adjust = self.adjust_return_addresses;
         // One slot compared per address on the hot path (a few registers:
-        // the maps' way is out of line, `location_of`).
-        ids.extend(addrs.iter().enumerate().map(|(i, &(addr, kernel))| {
-            let lookup = if adjust && i > 0 {
-                addr.saturating_sub(1)
-            } else {
-                addr
-            };
+        // the maps' way is out of line, `location_of`). Return addresses
+        // are looked up as they are unless `adjust_return_addresses`: the
+        // loop without the position of each is the usual one.
+        let mut locate = |lookup: u64, kernel: bool| {
             let tag = tags.of(kernel);
             match self.loc_cache.get(tag, lookup) {
                 Some(id) => id,
                 None => self.location_of(pid, lookup, kernel, tag),
             }
-        }));
+        };
+        match (adjust, addrs.split_first()) {
+            (true, Some((&(leaf, kernel), callers))) => {
+                ids.push(locate(leaf, kernel));
+                ids.extend(
+                    callers
+                        .iter()
+                        .map(|&(addr, kernel)| locate(addr.saturating_sub(1), kernel)),
+                );
+            }
+            _ => ids.extend(addrs.iter().map(|&(addr, kernel)| locate(addr, kernel))),
+        }
         let stack = self.stacks.intern(&ids);
         self.loc_scratch = ids;
         stack
