@@ -645,9 +645,11 @@ impl PerfReader {
         };
         if raw.raw.record_type == RecordType::SAMPLE.0
             && let Some(Some(sample_layout)) = sample_layouts.get(attr_index)
-            && let Some((sample, place)) = sample_layout.parse(raw.raw.body, raw.raw.misc)
+            && let Some(done) = sample_layout.read(raw.raw.body, raw.raw.misc, |sample, place| {
+                on_sample(to, attr_index, sample, place)
+            })
         {
-            return Ok(Some(on_sample(to, attr_index, &sample, place)));
+            return Ok(Some(done));
         }
         let event = raw.raw.event(parse_info);
         let fix = read_fixes.get(attr_index).copied().flatten();
