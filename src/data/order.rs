@@ -27,8 +27,8 @@
 //! round's buffer is taken only when its first bytes arrive (`buffer`),
 //! not when a batch is handed out: a consumer that gives its spent batch
 //! back before it takes the next (`reader::rounds`) has then returned the
-//! buffer that is filled, so a stream costs three rounds of memory however
-//! long it is (the one read, the one waiting, the one used), not four (on
+//! buffer that is filled, so a stream holds only the rounds being read,
+//! waiting and used, however long it is, not one more (on
 //! a 400k-sample file, moving each record twice through the crate's queue
 //! was a quarter of `scry report`'s time). A file's reader reads ahead of
 //! a round's end: those bytes start the next buffer (`finish_round_at`).
