@@ -156,8 +156,12 @@ pub(crate) fn scry() -> Command {
 
 /// The oracle: Debian's perf (override with env `SCRY_TEST_PERF`).
 pub(crate) fn perf() -> Command {
-    let bin = std::env::var_os("SCRY_TEST_PERF").unwrap_or_else(|| "perf".into());
-    Command::new(bin)
+    Command::new(perf_path())
+}
+
+/// The perf binary the oracle tests run (`SCRY_TEST_PERF`, else `perf`).
+pub(crate) fn perf_path() -> std::ffi::OsString {
+    std::env::var_os("SCRY_TEST_PERF").unwrap_or_else(|| "perf".into())
 }
 
 /// A fresh temporary directory, removed when dropped.
