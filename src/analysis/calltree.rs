@@ -88,7 +88,7 @@ impl CallTree {
         path: impl Iterator<Item = FrameId>,
         (period, samples): (u64, u64),
     ) {
-        self.nodes[0].period += period;
+        self.nodes[0].period = self.nodes[0].period.saturating_add(period);
         self.nodes[0].samples += samples;
         let mut at = 0;
         for frame in path {
@@ -206,7 +206,7 @@ fn self_trees(profile: &Profile, request: &TreeRequest<'_>) -> Vec<CallTree> {
             continue;
         };
         let root = &mut trees[slot].nodes[0];
-        root.period += group.period;
+        root.period = root.period.saturating_add(group.period);
         root.samples += group.samples;
         walks.push(Walk {
             slot,
@@ -286,7 +286,7 @@ impl CallTree {
                 c
             }
         };
-        self.nodes[child].period += period;
+        self.nodes[child].period = self.nodes[child].period.saturating_add(period);
         self.nodes[child].samples += samples;
         child as u32
     }

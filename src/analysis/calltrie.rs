@@ -126,13 +126,13 @@ impl Trie {
                     }
                 };
                 let node = &mut nodes[child as usize];
-                node.period += group.period;
+                node.period = node.period.saturating_add(group.period);
                 node.samples += group.samples;
                 child
             };
             {
                 let node = &mut nodes[root as usize];
-                node.period += group.period;
+                node.period = node.period.saturating_add(group.period);
                 node.samples += group.samples;
             }
             match order {
@@ -230,7 +230,7 @@ impl Trie {
                 }
                 let add = |map: &mut FxHashMap<u32, (u64, u64, u32)>| {
                     let w = map.entry(at).or_insert((0, 0, g));
-                    w.0 += group.period;
+                    w.0 = w.0.saturating_add(group.period);
                     w.1 += group.samples;
                 };
                 if depth <= position {
@@ -383,7 +383,7 @@ pub(super) fn children_trees(profile: &Profile, request: &TreeRequest<'_>) -> Ve
         };
         for &n in nodes {
             let node = &trie.nodes[n as usize];
-            tree.nodes[0].period += node.period;
+            tree.nodes[0].period = tree.nodes[0].period.saturating_add(node.period);
             tree.nodes[0].samples += node.samples;
         }
         let groups = rooted.get(slot).map_or(&[][..], Vec::as_slice);

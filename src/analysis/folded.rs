@@ -71,7 +71,7 @@ impl FoldedStacks {
                 Arc::as_ptr(&sample.stack) as *const FrameId as usize,
             );
             if let Some(stack) = by_ptr.get(&ptrs).and_then(|&slot| stacks.get_mut(slot)) {
-                stack.period += sample.period;
+                stack.period = stack.period.saturating_add(sample.period);
                 stack.samples += sample.count;
                 continue;
             }
@@ -103,7 +103,7 @@ impl FoldedStacks {
             };
             by_ptr.insert(ptrs, slot);
             if let Some(stack) = stacks.get_mut(slot) {
-                stack.period += sample.period;
+                stack.period = stack.period.saturating_add(sample.period);
                 stack.samples += sample.count;
             }
         }
@@ -117,7 +117,9 @@ impl FoldedStacks {
     /// Sum of all stacks' periods.
     #[cfg(test)]
     pub(crate) fn total_period(&self) -> u64 {
-        self.stacks.iter().map(|s| s.period).sum()
+        self.stacks
+            .iter()
+            .fold(0, |sum, s| sum.saturating_add(s.period))
     }
 }
 

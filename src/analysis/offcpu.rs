@@ -273,7 +273,9 @@ pub(crate) struct OffCpuResult {
 
 impl OffCpuResult {
     pub(crate) fn total_ns(&self) -> u64 {
-        self.samples.iter().map(|s| s.period).sum()
+        self.samples
+            .iter()
+            .fold(0, |sum, s| sum.saturating_add(s.period))
     }
 }
 

@@ -363,7 +363,7 @@ impl Profile {
                 continue;
             };
             t.nr_samples += sample.count;
-            t.total_period += sample.period;
+            t.total_period = t.total_period.saturating_add(sample.period);
             if sample.stack.is_empty() {
                 t.no_ip += sample.count;
                 continue;
@@ -386,7 +386,7 @@ impl Profile {
                 (tid as u32, cpu),
             );
             if let Some(group) = by_ptr.get(&ptrs).and_then(|&slot| groups.get_mut(slot)) {
-                group.period += sample.period;
+                group.period = group.period.saturating_add(sample.period);
                 group.samples += sample.count;
                 continue;
             }
@@ -431,7 +431,7 @@ impl Profile {
             };
             by_ptr.insert(ptrs, slot);
             if let Some(group) = groups.get_mut(slot) {
-                group.period += sample.period;
+                group.period = group.period.saturating_add(sample.period);
                 group.samples += sample.count;
             }
         }
@@ -472,10 +472,10 @@ impl Profile {
             let entry = map
                 .entry(leaf_key)
                 .or_insert_with(|| new_entry(leaf_key, leaf));
-            entry.self_period += group.period;
+            entry.self_period = entry.self_period.saturating_add(group.period);
             entry.self_samples += group.samples;
             if group.kernel {
-                entry.self_sys_period += group.period;
+                entry.self_sys_period = entry.self_sys_period.saturating_add(group.period);
             }
 
             if options.children {
@@ -486,7 +486,7 @@ impl Profile {
                     }
                     let key = mask.key(&keys, group, frame);
                     let entry = map.entry(key).or_insert_with(|| new_entry(key, frame));
-                    entry.children_period += group.period;
+                    entry.children_period = entry.children_period.saturating_add(group.period);
                     entry.children_samples += group.samples;
                 }
             }

@@ -84,7 +84,50 @@ pub(crate) fn write_svg<W: Write>(
         ));
     }
     let mut opt = inferno_options(options);
-    flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), w)
+    match fit_counts(lines) {
+        Some((scaled, shift)) => {
+            eprintln!(
+                "scry: the stacks' counts add up past 2^64: drawn at 1/2^{shift} of their size"
+            );
+            flamegraph::from_lines(&mut opt, scaled.iter().map(String::as_str), w)
+        }
+        None => flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), w),
+    }
+}
+
+/// Folded lines whose counts add up past `u64` (a hostile file's periods),
+/// each count shifted right by the least amount that makes the sum fit,
+/// with that shift; None when they fit as they are. inferno adds the
+/// counts up unchecked (a panic in a debug build, a wrapped total in a
+/// release one). Lines without a count are left as they are.
+fn fit_counts(lines: &[String]) -> Option<(Vec<String>, u32)> {
+    let count = |line: &str| {
+        line.rsplit_once(' ')
+            .and_then(|(_, c)| c.trim().parse::<u64>().ok())
+    };
+    let fits = |shift: u32| {
+        lines
+            .iter()
+            .try_fold(0u64, |sum, l| {
+                sum.checked_add(count(l).map_or(0, |c| c.checked_shr(shift).unwrap_or(0)))
+            })
+            .is_some()
+    };
+    let shift = (0..64).find(|&shift| fits(shift))?;
+    if shift == 0 {
+        return None;
+    }
+    let scaled = lines
+        .iter()
+        .filter_map(|line| match (line.rsplit_once(' '), count(line)) {
+            (Some((stack, _)), Some(c)) => {
+                let c = c >> shift;
+                (c > 0).then(|| format!("{stack} {c}"))
+            }
+            _ => Some(line.clone()),
+        })
+        .collect();
+    Some((scaled, shift))
 }
 
 /// Draws folded paths as an SVG: as `write_svg` draws their lines, byte
@@ -242,5 +285,31 @@ mod tests {
         // inferno titles differential frames with the delta.
         assert!(svg.contains("hot (300 samples, 75.00%; +50.00%)"), "{svg}");
         assert!(svg.contains("cold (100 samples, 25.00%; -50.00%)"), "{svg}");
+    }
+
+    #[test]
+    fn counts_past_u64_are_scaled_to_fit_and_others_left_alone() {
+        let half = (1u64 << 63).to_string();
+        let lines = vec![format!("a;b {half}"), format!("a;c {half}"), "a 3".into()];
+        let (scaled, shift) = fit_counts(&lines).expect("scaled");
+        assert_eq!(shift, 1);
+        let quarter = (1u64 << 62).to_string();
+        assert_eq!(
+            scaled,
+            [
+                format!("a;b {quarter}"),
+                format!("a;c {quarter}"),
+                "a 1".into()
+            ]
+        );
+        let small = vec!["a;b 5".to_string(), "garbage".to_string()];
+        assert!(fit_counts(&small).is_none());
+        // inferno adds up what it is given: no overflow now.
+        let mut svg = Vec::new();
+        write_svg(&lines, &FlameOptions::default(), &mut svg).expect("drawn");
+        assert!(
+            String::from_utf8_lossy(&svg).contains(">b<"),
+            "frame b drawn"
+        );
     }
 }

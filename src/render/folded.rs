@@ -147,7 +147,7 @@ impl FoldedPaths {
                     .map(|f| frame_ids.get(f.0 as usize).copied().unwrap_or(unknown)),
             );
             match merged.get_mut(key.as_slice()) {
-                Some(count) => *count += stack.period,
+                Some(count) => *count = count.saturating_add(stack.period),
                 None => {
                     merged.insert(key.as_slice().into(), stack.period);
                 }

@@ -31,7 +31,12 @@ fn ordered(report: &ProfileReport) -> Vec<&Scope> {
     let mut scopes: Vec<(&Scope, u64)> = report
         .sections
         .iter()
-        .map(|(scope, events)| (scope, events.iter().map(|(_, s, _)| s.total).sum::<u64>()))
+        .map(|(scope, events)| {
+            let total = events
+                .iter()
+                .fold(0u64, |sum, (_, s, _)| sum.saturating_add(s.total));
+            (scope, total)
+        })
         .collect();
     scopes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     scopes.into_iter().map(|(s, _)| s).collect()

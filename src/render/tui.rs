@@ -334,7 +334,7 @@ impl<'a> Browser<'a> {
                 sym.is_none_or(|sym| s.stack.iter().any(|&f| self.profile.keys.sym_of(f) == sym));
             if comm_ok && pid_ok && sym_ok {
                 let slot = counts.entry(s.tid).or_insert((0, &s.comm));
-                slot.0 += s.period;
+                slot.0 = slot.0.saturating_add(s.period);
             }
         }
         counts

@@ -778,3 +778,77 @@ fn perf_reads_our_pipe_stream() {
         );
     }
 }
+
+/// A hostile file's sample periods (each 2^63) sum past `u64`: every
+/// command that adds them up still ends with a report, never the overflow
+/// panic a debug build (this suite's) would raise. perf wraps the sums.
+#[test]
+fn periods_that_overflow_their_sum_are_no_panic() {
+    require_kernel!();
+    require_perf!();
+    const SAMPLE: u32 = 9;
+    let dir = common::tempdir();
+    let (theirs, huge) = (dir.path().join("theirs.data"), dir.path().join("huge.data"));
+    common::run_ok(
+        common::perf()
+            .args(["record", "-q", "-g", "-F", "999", "-o"])
+            .arg(&theirs)
+            .arg("--")
+            .arg(common::workload("cpu7525"))
+            .arg("0.2s"),
+    );
+    let mut perf_file = read_perf_file(&theirs);
+    let sample_type = u64::from_le_bytes(perf_file.events[0].attr[24..32].try_into().unwrap());
+    assert!(sample_type & (1 << 8) != 0, "perf's samples have a period");
+    // The fields before PERIOD, in the kernel's order: IDENTIFIER, IP,
+    // TID, TIME, ADDR, ID, STREAM_ID, CPU.
+    let before = [16, 0, 1, 2, 3, 6, 9, 7]
+        .iter()
+        .filter(|&&bit| sample_type & (1 << bit) != 0)
+        .count();
+    let offsets: Vec<usize> = {
+        let mut at = 0;
+        records(&perf_file.data)
+            .into_iter()
+            .filter_map(|(kind, rec)| {
+                let here = at;
+                at += rec.len();
+                (kind == SAMPLE).then_some(here + 8 + 8 * before)
+            })
+            .collect()
+    };
+    assert!(offsets.len() > 3, "perf took samples");
+    for at in offsets {
+        perf_file.data[at..at + 8].copy_from_slice(&(1u64 << 63).to_le_bytes());
+    }
+    rewrite(&perf_file, &huge, Layout::AttrsFirst);
+
+    let out = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (svg, html) = (out("huge.svg"), out("huge.html"));
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["report", "--stdio"],
+        vec!["report", "--stdio", "--no-children"],
+        vec!["report", "--stdio", "--sort", "comm,dso"],
+        vec!["script", "-F", "comm,period"],
+        vec!["flamegraph", "-o", &svg],
+        vec!["annotate", "--stdio"],
+        vec!["heatmap", "-o", &html],
+    ];
+    let formats = ["pprof", "firefox", "speedscope", "folded"];
+    let converted: Vec<String> = formats.iter().map(|f| out(f)).collect();
+    let runs = runs.into_iter().chain(
+        formats
+            .iter()
+            .zip(&converted)
+            .map(|(f, o)| vec!["convert", "--to", f, "-o", o]),
+    );
+    for args in runs {
+        let run = common::output(common::scry().args(&args).arg("-i").arg(&huge));
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            run.status.success() && !stderr.contains("panicked"),
+            "scry {args:?}: {:?}\n{stderr}",
+            run.status
+        );
+    }
+}

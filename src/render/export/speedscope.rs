@@ -123,7 +123,7 @@ impl Exporter for Speedscope {
         let active = threads
             .values()
             .enumerate()
-            .max_by_key(|(_, t)| t.weights.iter().sum::<u64>())
+            .max_by_key(|(_, t)| t.weights.iter().fold(0u64, |sum, &w| sum.saturating_add(w)))
             .map_or(0, |(i, _)| i);
         out.write_all(b"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\"")?;
         write!(out, ",\"activeProfileIndex\":{active},\"exporter\":")?;
@@ -135,7 +135,7 @@ impl Exporter for Speedscope {
                 EventKind::Clock | EventKind::OffCpu => "nanoseconds",
                 _ => "none",
             };
-            let total: u64 = t.weights.iter().sum();
+            let total = t.weights.iter().fold(0u64, |sum, &w| sum.saturating_add(w));
             let mut name = format!("{} (pid {pid}, tid {tid})", t.comm);
             if several_events {
                 name = format!("{name} {}", event.base_name());

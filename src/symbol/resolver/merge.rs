@@ -44,7 +44,7 @@ impl Resolver {
                 .and_then(|&i| self.folded.get_mut(i))
             {
                 Some(into) => {
-                    into.period += sample.period;
+                    into.period = into.period.saturating_add(sample.period);
                     into.count += sample.count;
                 }
                 None => {

@@ -160,8 +160,6 @@ struct PendingStack {
     reach: Reach,
 }
 
-/// What a resolver hands over at the end (`Resolver::finish`).
-#[derive(Debug)]
 /// A stack another thread found (`pipeline`), by its key: its location ids
 /// (in `Resolver::prepared_locs`) and, if interned since the last fold,
 /// its stack id.
@@ -171,6 +169,7 @@ struct PreparedStack {
     stack: u32,
 }
 
+/// What a resolver hands over at the end (`Resolver::finish`).
 pub(crate) struct Resolution {
     /// The samples, in feeding order (merged when `merge_samples` asked).
     pub(crate) samples: Vec<ResolvedSample>,

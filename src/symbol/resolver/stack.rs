@@ -304,7 +304,7 @@ impl Resolver {
             };
             let into = self.merged.as_ref().and_then(|m| m.get(&key).copied());
             if let Some(sample) = into.and_then(|i| self.pending.get_mut(i)) {
-                sample.period += period;
+                sample.period = sample.period.saturating_add(period);
                 sample.count += 1;
                 return;
             }
