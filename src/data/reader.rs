@@ -28,6 +28,9 @@
 //!   [`pipe::CheckedPipe`] (framed as they are read, never read ahead, so
 //!   `-i -` streams); compressed files through the crate after a strict
 //!   framing pass (the crate reads the records up to the first problem).
+//!   What the crate then cannot read (zstd data that does not decompress,
+//!   a bad record inside it) ends the records, said in one line like the
+//!   framing's finds: never a second line with an error after the first.
 //! - Samples with read values are made parseable by [`read_format`] (the
 //!   crate lays them out wrong).
 //! - On the direct path, samples of events [`sample_layout`] knows are read
@@ -226,6 +229,14 @@ impl Status {
                 eprintln!("scry: {}: {note}", self.file);
             }
         }
+    }
+
+    /// The crate could not read record `number` in time order, for
+    /// `reason`: the records end there, and a line says so.
+    fn stopped(&mut self, number: u64, reason: &str) {
+        self.notes.push(format!(
+            "the records from record #{number} in time order on are not read ({reason})"
+        ));
     }
 
     /// The end of the records: the framing's skips join the parse failures
@@ -475,7 +486,6 @@ impl PerfReader {
             );
         }
         let PerfReader {
-            file,
             layout,
             perf_file,
             records,
@@ -487,21 +497,20 @@ impl PerfReader {
         } = self;
         let next = match guard(|| records.next_record(perf_file)) {
             Ok(Ok(next)) => next,
+            // The crate stops at the first record it cannot read (zstd data
+            // that does not decompress, a decompressed record of size < 8,
+            // a panic): the records before it were read, the rest cannot be.
+            // That is the end of the records and one line, as for damage
+            // the framing finds, not an error: a line the framing pass said
+            // first ("the records from offset ... on are not read") would
+            // otherwise come with a second one and exit 2.
             Ok(Err(e)) => {
-                *failed = true;
-                return Err(ReadError::Parse {
-                    file: file.clone(),
-                    context: format!("reading record #{number} in time order"),
-                    reason: e.to_string(),
-                });
+                status.stopped(number, &e.to_string());
+                None
             }
             Err(Panicked(message)) => {
-                *failed = true;
-                return Err(ReadError::ParserPanic {
-                    file: file.clone(),
-                    context: format!("reading record #{number} in time order"),
-                    message,
-                });
+                status.stopped(number, &format!("the parser panicked: {message}"));
+                None
             }
         };
         let (attr_index, raw) = match next {
