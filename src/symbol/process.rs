@@ -130,7 +130,10 @@ pub(crate) struct Mapping {
     pub(crate) dso: DsoId,
 }
 
-/// A process's executable mappings, sorted by start, never overlapping.
+/// A process's executable mappings, sorted by start, never overlapping,
+/// each with file offsets that fit in a u64 (`pgoff + (end - start)`): an
+/// address's file offset (`addr - start + pgoff`) and a cut mapping's
+/// `pgoff` are then computed without overflow.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct AddressSpace {
     pub(crate) maps: Vec<Mapping>,
@@ -141,8 +144,10 @@ pub(crate) struct AddressSpace {
 
 impl AddressSpace {
     /// Insert a mapping; whatever it overlaps is cut away, as mmap does.
+    /// One the kernel cannot make (empty, or a damaged record's `pgoff`
+    /// whose file offsets pass u64::MAX) is left out.
     pub(crate) fn insert(&mut self, new: Mapping) {
-        if new.end <= new.start {
+        if new.end <= new.start || new.pgoff.checked_add(new.end - new.start).is_none() {
             return;
         }
         let mut kept = Vec::with_capacity(self.maps.len() + 2);
@@ -261,6 +266,20 @@ mod tests {
         assert_eq!(s.find(0x4000).map(|m| m.pgoff), Some(0x2000));
         assert!(s.find(0x5000).is_none());
         assert!(s.find(0xfff).is_none());
+    }
+
+    /// A mutated `perf record -z` file's MMAP with a pgoff near u64::MAX
+    /// made `script` panic with an overflow (debug builds) when a later
+    /// mapping cut it, and could when a sample's address was looked up in it.
+    #[test]
+    fn mapping_whose_file_offsets_overflow_is_left_out() {
+        let mut s = AddressSpace::default();
+        s.insert(map(0x1000, 0x5000, u64::MAX - 0x2000, 2));
+        assert!(s.maps.is_empty());
+        // The last offsets that fit: cut, and the tail's pgoff computed.
+        s.insert(map(0x1000, 0x5000, u64::MAX - 0x4000, 2));
+        s.insert(map(0x2000, 0x3000, 0, 3));
+        assert_eq!(s.maps[2], map(0x3000, 0x5000, u64::MAX - 0x2000, 2));
     }
 
     #[test]
