@@ -145,6 +145,11 @@ impl<'a> ChainWords<'a> {
         self.0.len() / 8
     }
 
+    /// The words' bytes, as the record holds them.
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.0
+    }
+
     pub(crate) fn iter(&self) -> impl Iterator<Item = u64> + 'a {
         self.0
             .chunks_exact(8)
@@ -175,6 +180,11 @@ impl<'a> RegWords<'a> {
     pub(crate) fn new(mask: u64, bytes: &'a [u8]) -> Option<Self> {
         let words = ChainWords::new(bytes)?;
         (words.len() == mask.count_ones() as usize).then_some(RegWords { mask, words })
+    }
+
+    /// The registers' bytes, as the record holds them.
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.words.bytes()
     }
 
     /// Register `reg` (its perf number), if the mask has it.

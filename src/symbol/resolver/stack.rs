@@ -37,7 +37,7 @@ fn chain_key(pid: i32, kernel: bool, chain: &RawDataU64<'_>) -> u128 {
 /// splitmix64 pair it replaces (its hashing was a tenth of a deep report's
 /// CPU). A pair that differs in one word changes both lanes (each step is
 /// a bijection of either word), and the length goes into the finish.
-struct StackKey {
+pub(super) struct StackKey {
     a: u64,
     b: u64,
 }
@@ -50,7 +50,7 @@ const KEY_D: u64 = 0x94d0_49bb_1331_11eb;
 const KEY_KERNEL: u64 = 0xd6e8_feb8_6659_fd93;
 
 impl StackKey {
-    fn new(seed: u64) -> Self {
+    pub(super) fn new(seed: u64) -> Self {
         StackKey {
             a: seed.wrapping_mul(KEY_A),
             b: seed ^ KEY_B,
@@ -58,13 +58,13 @@ impl StackKey {
     }
 
     #[inline]
-    fn pair(&mut self, w0: u64, w1: u64) {
+    pub(super) fn pair(&mut self, w0: u64, w1: u64) {
         self.a = (self.a.rotate_left(5) ^ w0.wrapping_mul(KEY_C) ^ w1).wrapping_mul(KEY_A);
         let m = (self.b ^ w0 ^ w1.wrapping_mul(KEY_D)).wrapping_mul(KEY_B);
         self.b = m ^ (m >> 29);
     }
 
-    fn finish(self, len: usize) -> u128 {
+    pub(super) fn finish(self, len: usize) -> u128 {
         let len = len as u64;
         let a = splitmix(self.a ^ len);
         let b = splitmix(self.b.wrapping_add(len.wrapping_mul(KEY_C)));

@@ -438,3 +438,66 @@ fn prepared_stacks_outlive_folds_and_are_sent_again_after_forgetting() {
     assert_eq!(on_target, 9);
     assert_eq!(done.stats.samples, 15);
 }
+
+/// `sample_key` (pipeline's memo of whole samples) tells apart samples that
+/// differ in anything the unwinding reads, and is the same for the same
+/// bytes.
+#[test]
+fn sample_keys_differ_in_each_part_unwinding_reads() {
+    use super::user_stack::sample_key;
+    use crate::data::handler::{ChainWords, InPlace, RegWords};
+    use linux_perf_event_reader::Regs;
+
+    const MASK: u64 = 0x1c0; // bp, sp, ip
+    let key = |pid: i32, chain: &[u64], regs: [u64; 3], stack: &[u8], dyn_size: u64| {
+        let chain = chain_bytes(chain);
+        let regs = chain_bytes(&regs);
+        let mut s = sample(0x1000, CpuMode::User, Some(&chain));
+        s.pid = Some(pid);
+        s.user_regs = Some(Regs::new(
+            MASK,
+            RawDataU64::from_raw_data::<LittleEndian>(RawData::Single(&regs)),
+        ));
+        s.user_stack = Some((RawData::Single(stack), dyn_size));
+        let place = InPlace {
+            chain: ChainWords::new(&chain),
+            user_regs: RegWords::new(MASK, &regs),
+        };
+        sample_key(pid, &s, place)
+    };
+    let chain = [0xffff_ffff_ffff_fe00, 0x1000, 0x2000, 0x3000];
+    let regs = [0x7ff0_0000, 0x7fe0_0000, 0x1000];
+    let stack: Vec<u8> = (0..128).collect();
+    let base = key(PID, &chain, regs, &stack, 128).expect("a key");
+    assert_eq!(
+        key(PID, &chain, regs, &stack, 128),
+        Some(base),
+        "same bytes"
+    );
+    let mut other_stack = stack.clone();
+    other_stack[127] ^= 1;
+    let mut other_chain = chain;
+    other_chain[3] += 8;
+    let changed = [
+        key(PID + 1, &chain, regs, &stack, 128),
+        key(PID, &other_chain, regs, &stack, 128),
+        key(PID, &chain[..3], regs, &stack, 128),
+        key(PID, &chain, [regs[0], regs[1] + 8, regs[2]], &stack, 128),
+        key(PID, &chain, [regs[0] + 8, regs[1], regs[2]], &stack, 128),
+        key(PID, &chain, regs, &other_stack, 128),
+        // The copy the kernel filled ends before the byte that differs.
+        key(PID, &chain, regs, &stack, 100),
+    ];
+    for (i, k) in changed.iter().enumerate() {
+        assert!(k.is_some_and(|k| k != base), "change {i} kept the key");
+    }
+    assert_eq!(
+        key(PID, &chain, regs, &other_stack, 100),
+        key(PID, &chain, regs, &stack, 100),
+        "a difference past the filled copy is nothing the unwinder reads"
+    );
+    // Without the callchain in place there is no key (the slow path).
+    let chain_b = chain_bytes(&chain);
+    let s = sample(0x1000, CpuMode::User, Some(&chain_b));
+    assert_eq!(sample_key(PID, &s, InPlace::default()), None);
+}

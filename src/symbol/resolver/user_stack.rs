@@ -18,8 +18,9 @@ use std::borrow::Cow;
 use linux_perf_event_reader::constants::{
     PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER,
 };
-use linux_perf_event_reader::{CpuMode, SampleRecord};
+use linux_perf_event_reader::{CpuMode, RawData, SampleRecord};
 
+use super::stack::StackKey;
 use super::{KERNEL_START, Reach, Resolver};
 use crate::data::handler::{InPlace, RegWords};
 use crate::symbol::process::{DsoId, DsoKind};
@@ -179,6 +180,67 @@ impl Resolver {
         }
         self.frame_scratch = frames;
         user
+    }
+}
+
+/// A key of all that `sample_addresses_in_place` reads of sample `s` of
+/// process `pid`: its mode, sampled address, callchain, user registers and
+/// stack copy, as the record holds them. Two samples with one key have the
+/// same addresses under the same maps (`pipeline` finds a repeated
+/// sample's by it: most samples of a busy loop repeat one whole, stack
+/// copy and all). Hashed as `addresses_key` hashes a stack, a word pair
+/// at a time straight from the record: two samples that differ share a key
+/// with a chance of about 2^-128. None when the reader did not have the
+/// callchain and registers in place.
+pub(super) fn sample_key(pid: i32, s: &SampleRecord<'_>, place: InPlace<'_>) -> Option<u128> {
+    let chain = match (&s.callchain, place.chain) {
+        (None, _) => &[][..],
+        (Some(parsed), Some(words)) if words.len() == parsed.len() => words.bytes(),
+        (Some(_), _) => return None,
+    };
+    let (regs, stack) = match (&s.user_regs, &s.user_stack, place.user_regs) {
+        (None, _, _) => (&[][..], &[][..]),
+        (Some(_), Some((stack, dyn_size)), Some(regs)) => {
+            let RawData::Single(stack) = stack else {
+                return None;
+            };
+            let n = usize::try_from(*dyn_size).unwrap_or(usize::MAX);
+            (regs.bytes(), stack.get(..n).unwrap_or(stack))
+        }
+        (Some(_), None, Some(regs)) => (regs.bytes(), &[][..]),
+        (Some(_), _, None) => return None,
+    };
+    let seed = u64::from(pid as u32)
+        | u64::from(s.cpu_mode == CpuMode::Kernel) << 32
+        | u64::from(s.callchain.is_some()) << 33
+        | u64::from(s.user_regs.is_some()) << 34
+        | u64::from(s.ip.is_some()) << 35
+        | 1 << 36;
+    let mut key = StackKey::new(seed);
+    key.pair(s.ip.unwrap_or(0), chain.len() as u64);
+    key.pair(regs.len() as u64, stack.len() as u64);
+    for bytes in [chain, regs, stack] {
+        let mut pairs = bytes.chunks_exact(16);
+        for sixteen in &mut pairs {
+            let (w0, w1) = sixteen.split_at(8);
+            key.pair(word(w0), word(w1));
+        }
+        let rest = pairs.remainder();
+        if !rest.is_empty() {
+            let (w0, w1) = rest.split_at(rest.len().min(8));
+            key.pair(word(w0), word(w1));
+        }
+    }
+    Some(key.finish(chain.len() + regs.len() + stack.len()))
+}
+
+/// Up to eight bytes as a little-endian word (zero-filled): a load when
+/// there are eight.
+#[inline]
+fn word(bytes: &[u8]) -> u64 {
+    match <[u8; 8]>::try_from(bytes) {
+        Ok(eight) => u64::from_le_bytes(eight),
+        Err(_) => bytes.iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b)),
     }
 }
 
