@@ -13,23 +13,22 @@ use std::sync::Arc;
 
 use super::Resolver;
 use crate::model::sample::FrameId;
-use crate::symbol::stacks::StackTable;
 
 impl Resolver {
     /// Names the pending samples and merges them into `folded`: samples
     /// whose locations differ but name the same frames become one, so
     /// memory follows the distinct frame stacks, not the samples.
     pub(super) fn fold_pending(&mut self) {
-        let samples = self.take_samples();
+        let mut samples = self.take_samples();
         // No pending sample refers to a location stack any more: start the
         // table over, so it holds one batch's stacks, not the file's. The
         // named frame stacks (`frame_stacks`) stay, and keep merging.
-        self.stacks = StackTable::default();
+        self.stacks.clear();
         self.fold_epoch = self.fold_epoch.wrapping_add(1);
         self.named_stacks.clear();
         self.chain_stacks.clear();
         self.addr_stacks.clear();
-        for sample in samples {
+        for sample in samples.drain(..) {
             let key = (
                 sample.event,
                 Arc::as_ptr(&sample.comm) as *const u8 as usize,
@@ -52,6 +51,10 @@ impl Resolver {
                     self.folded.push(sample);
                 }
             }
+        }
+        // The next batch fills the same memory (pending is empty here).
+        if self.pending.is_empty() {
+            self.pending = samples;
         }
     }
 }

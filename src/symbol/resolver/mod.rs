@@ -453,11 +453,11 @@ impl Resolver {
         self.resolve_locations();
         self.name_stacks();
         let mut out = std::mem::take(&mut self.pending);
-        let pending = std::mem::take(&mut self.pending_stacks);
+        let mut pending = std::mem::take(&mut self.pending_stacks);
         if let Some(merged) = &mut self.merged {
             merged.clear();
         }
-        for (sample, p) in out.iter_mut().zip(pending) {
+        for (sample, p) in out.iter_mut().zip(pending.drain(..)) {
             let Some(named) = self.named_stacks.get(p.stack as usize) else {
                 continue;
             };
@@ -486,6 +486,8 @@ impl Resolver {
             sample.stack = Arc::clone(&named.frames);
             sample.quality = quality;
         }
+        // Its memory serves the next batch.
+        self.pending_stacks = pending;
         out
     }
 
