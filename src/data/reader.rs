@@ -525,6 +525,7 @@ impl PerfReader {
             Some(PerfFileRecord::EventRecord { attr_index, record }) => (attr_index, record),
         };
         let record_type = raw.record_type.0;
+        let size = raw.data.len() as u64 + 8;
         let fix = read_fixes.get(attr_index).copied().flatten();
         let (event, reason) = match prepare(raw, fix, layout.endian, scratch) {
             Ok(event) => (Some(event), None),
@@ -536,7 +537,7 @@ impl PerfReader {
             None => reason.map_or_else(String::new, |r| r.to_string()),
         };
         // No file offset here: compressed data and streams have none.
-        status.skipped.add_record(None, 0, || {
+        status.skipped.add_record(None, size, || {
             format!(
                 "{} (record #{number} in time order): {reason}",
                 record_type_name(record_type)

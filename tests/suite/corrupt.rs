@@ -483,6 +483,31 @@ fn pipe_file(features: &[(u64, Vec<u8>)]) -> Vec<u8> {
     file
 }
 
+/// A record the crate cannot parse where there is no file offset (a
+/// stream, compressed data) is counted with its size, as in a plain file:
+/// the line said "(0 bytes)".
+#[test]
+fn unparsable_record_in_a_stream_counts_its_bytes() {
+    let dir = common::tempdir();
+    let mut bytes = pipe_file(&[]);
+    // The sample (IP | TID | TIME: 24 bytes of body) cut before its time.
+    let at = bytes.len() - 32;
+    bytes.truncate(bytes.len() - 8);
+    bytes[at + 6..at + 8].copy_from_slice(&24u16.to_le_bytes());
+    let file = dir.path().join("cut-sample.pipe");
+    std::fs::write(&file, &bytes).unwrap();
+    let out = common::output(common::scry().args(["script", "-i"]).arg(&file));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "skipped 1 malformed record (24 bytes), the first: PERF_RECORD_SAMPLE (record #"
+        ),
+        "{err}"
+    );
+}
+
 /// The fuzzer's find of issue 10: a HEADER_FEATURE whose id has high bits
 /// set passed the EVENT_DESC check (which compared the whole u64 with 12),
 /// and the crate, which keeps the low 32 bits, read it as EVENT_DESC and
