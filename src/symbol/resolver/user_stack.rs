@@ -220,28 +220,25 @@ pub(super) fn sample_key(pid: i32, s: &SampleRecord<'_>, place: InPlace<'_>) -> 
     key.pair(s.ip.unwrap_or(0), chain.len() as u64);
     key.pair(regs.len() as u64, stack.len() as u64);
     for bytes in [chain, regs, stack] {
-        let mut pairs = bytes.chunks_exact(16);
-        for sixteen in &mut pairs {
-            let (w0, w1) = sixteen.split_at(8);
-            key.pair(word(w0), word(w1));
+        let (words, rest) = bytes.as_chunks::<8>();
+        let mut pairs = words.chunks_exact(2);
+        for pair in &mut pairs {
+            if let [w0, w1] = pair {
+                key.pair(u64::from_le_bytes(*w0), u64::from_le_bytes(*w1));
+            }
         }
-        let rest = pairs.remainder();
-        if !rest.is_empty() {
-            let (w0, w1) = rest.split_at(rest.len().min(8));
-            key.pair(word(w0), word(w1));
+        match pairs.remainder() {
+            [w0] => key.pair(u64::from_le_bytes(*w0), word(rest)),
+            _ if !rest.is_empty() => key.pair(word(rest), 0),
+            _ => {}
         }
     }
     Some(key.finish(chain.len() + regs.len() + stack.len()))
 }
 
-/// Up to eight bytes as a little-endian word (zero-filled): a load when
-/// there are eight.
-#[inline]
+/// The last few bytes (under eight) as a little-endian word.
 fn word(bytes: &[u8]) -> u64 {
-    match <[u8; 8]>::try_from(bytes) {
-        Ok(eight) => u64::from_le_bytes(eight),
-        Err(_) => bytes.iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b)),
-    }
+    bytes.iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b))
 }
 
 /// Splits callchain `chain` (its words, context markers included): the
