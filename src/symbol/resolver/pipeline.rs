@@ -23,6 +23,15 @@
 //! key's location ids, so its folds (which start the stack table over)
 //! do not lose them. On the bench's deep file a third of the samples carry
 //! their addresses over.
+//!
+//! Before a sample is unwound, the finding thread looks for it whole
+//! (`user_stack::sample_key`: callchain, registers and stack copy, as the
+//! record holds them) among the samples it found under the same maps: a
+//! busy loop's samples repeat byte for byte (95% of the bench's shallow
+//! file, about 60% of its deep one), and a repeat whose key was sent needs
+//! neither unwinding nor its addresses hashed. Only the two keys are kept
+//! (32k of them), not the samples: hashing the record costs a third of
+//! unwinding it on shallow stacks, under half on deep ones.
 
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
