@@ -51,8 +51,12 @@ fn recorded(dir: &Path, name: &str, extra: &[&str]) -> Option<PathBuf> {
     Some(file)
 }
 
-/// How one run ended, if it broke the rules.
+/// How one run ended, if it broke the rules, with how long it took. A
+/// mutant of the `calls` recordings takes at most 0.5 s in a debug build
+/// with both CPUs busy (a CPU hog beside 4 workers, 360 mutants): 30 s is a
+/// hang, not a slow machine.
 fn check_run(file: &Path, what: &str) -> Option<String> {
+    let start = std::time::Instant::now();
     let mut child = common::scry()
         .args(["script", "-i"])
         .arg(file)
@@ -71,10 +75,25 @@ fn check_run(file: &Path, what: &str) -> Option<String> {
         use std::io::Read;
         let _ = pipe.read_to_string(&mut stderr);
     }
+    let took = start.elapsed().as_secs_f64();
     match status.code() {
         Some(0) if stderr.lines().all(|l| l.starts_with("scry: ")) => None,
         Some(2) if stderr.lines().count() == 1 && stderr.starts_with("scry: ") => None,
-        code => Some(format!("{what}: exit {code:?}, stderr: {stderr:?}")),
+        code => Some(format!(
+            "{what}: exit {code:?} after {took:.2} s, stderr: {stderr:?}"
+        )),
+    }
+}
+
+/// Keeps a mutant that broke the rules where the test's temporary
+/// directory does not remove it: each run mutates a fresh recording, so a
+/// failure is reproduced from the file, not from the seed. Returns where.
+fn keep_failure(bytes: &[u8], n: usize) -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("corrupt-failures");
+    let file = dir.join(format!("mutant-{}-{n}.data", std::process::id()));
+    match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, bytes)) {
+        Ok(()) => format!("kept as {}", file.display()),
+        Err(e) => format!("not kept: {e}"),
     }
 }
 
@@ -94,7 +113,9 @@ fn run_all(cases: Vec<(String, Vec<u8>)>, dir: &Path) -> Vec<String> {
                     let Some((what, bytes)) = next else { break };
                     std::fs::write(&path, &bytes).unwrap();
                     if let Some(f) = check_run(&path, &what) {
-                        failures.lock().unwrap().push(f);
+                        let mut failures = failures.lock().unwrap();
+                        let kept = keep_failure(&bytes, failures.len());
+                        failures.push(format!("{f} ({kept})"));
                     }
                 }
             });
