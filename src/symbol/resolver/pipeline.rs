@@ -150,6 +150,26 @@ struct Finder {
 }
 
 impl Finder {
+    /// A sample whose addresses (if `fresh`) end the chunk's.
+    fn push_sample(
+        &mut self,
+        attr_index: usize,
+        meta: SampleMeta,
+        reach: Reach,
+        key: u128,
+        fresh: bool,
+    ) {
+        let end = self.chunk.addrs.len();
+        self.push(Step::Sample {
+            attr_index,
+            meta,
+            reach,
+            key,
+            end,
+            fresh,
+        });
+    }
+
     fn push(&mut self, step: Step) {
         self.chunk.steps.push(step);
         if self.chunk.steps.len() >= CHUNK_RECORDS || self.chunk.addrs.len() >= CHUNK_ADDRS {
@@ -197,15 +217,7 @@ impl RecordHandler for Finder {
         if let Some((key, reach)) = known
             && self.sent.contains(&key)
         {
-            let end = self.chunk.addrs.len();
-            self.push(Step::Sample {
-                attr_index,
-                meta,
-                reach,
-                key,
-                end,
-                fresh: false,
-            });
+            self.push_sample(attr_index, meta, reach, key, false);
             return;
         }
         let mut addrs = std::mem::take(&mut self.scratch);
@@ -222,15 +234,7 @@ impl RecordHandler for Finder {
             self.sent_words += addrs.len();
         }
         self.scratch = addrs;
-        let end = self.chunk.addrs.len();
-        self.push(Step::Sample {
-            attr_index,
-            meta,
-            reach,
-            key,
-            end,
-            fresh,
-        });
+        self.push_sample(attr_index, meta, reach, key, fresh);
     }
 
     fn handle_mmap(&mut self, attr_index: usize, m: &Mmap<'_>, id: &CommonData) {
