@@ -548,7 +548,7 @@ fn a_file_cut_after_a_checkpoint_is_readable_by_perf() {
     // named perf-exec, the workload's exec cut away).
     common::run_ok(
         Command::new("taskset")
-            .args(["-c", "0"])
+            .args(["-c", &common::first_allowed_cpu()])
             .arg(common::perf_path())
             .args(["record", "-q", "-g", "-F", "999", "-o"])
             .arg(&theirs)

@@ -159,6 +159,23 @@ pub(crate) fn perf() -> Command {
     Command::new(perf_path())
 }
 
+/// The first CPU this process may run on (`Cpus_allowed_list` in
+/// /proc/self/status), for a workload pinned to one CPU; 0 if unreadable.
+pub(crate) fn first_allowed_cpu() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let list = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+                .trim()
+                .to_string();
+            let first = list.split([',', '-']).next()?.trim().to_string();
+            first.parse::<u32>().is_ok().then_some(first)
+        })
+        .unwrap_or_else(|| "0".to_string())
+}
+
 /// The perf binary the oracle tests run (`SCRY_TEST_PERF`, else `perf`).
 pub(crate) fn perf_path() -> std::ffi::OsString {
     std::env::var_os("SCRY_TEST_PERF").unwrap_or_else(|| "perf".into())
