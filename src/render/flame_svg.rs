@@ -24,6 +24,7 @@ use inferno::flamegraph::{self, Direction, color::PaletteMap};
 use super::decimal::{push_fixed, push_grouped, push_u64};
 use super::flamegraph::{FlameOptions, inferno_options};
 use super::folded::FoldedPaths;
+use super::markup::escape;
 
 /// inferno's width when none is set.
 const DEFAULT_IMAGE_WIDTH: usize = 1200;
@@ -457,42 +458,58 @@ fn draw(
     label: &Label,
     count_name: &str,
 ) {
+    let put = |buf: &mut Vec<u8>, parts: &[&[u8]]| {
+        for part in parts {
+            buf.extend_from_slice(part);
+        }
+    };
+    let count_name = count_name.as_bytes();
     buf.extend_from_slice(b"<g><title>");
     if frame.name == ROOT {
-        buf.extend_from_slice(b"all (");
-        buf.extend_from_slice(&span.samples);
-        buf.push(b' ');
-        buf.extend_from_slice(count_name.as_bytes());
-        buf.extend_from_slice(b", 100%)");
+        put(
+            buf,
+            &[b"all (", &span.samples, b" ", count_name, b", 100%)"],
+        );
     } else {
-        buf.extend_from_slice(label.escaped.as_bytes());
-        buf.extend_from_slice(b" (");
-        buf.extend_from_slice(&span.samples);
-        buf.push(b' ');
-        buf.extend_from_slice(count_name.as_bytes());
-        buf.extend_from_slice(b", ");
-        buf.extend_from_slice(&span.pct);
-        buf.extend_from_slice(b"%)");
+        let name = label.escaped.as_bytes();
+        put(
+            buf,
+            &[
+                name,
+                b" (",
+                &span.samples,
+                b" ",
+                count_name,
+                b", ",
+                &span.pct,
+                b"%)",
+            ],
+        );
     }
-    buf.extend_from_slice(b"</title><rect x=\"");
-    buf.extend_from_slice(&span.x);
-    buf.extend_from_slice(b"%\" y=\"");
-    buf.extend_from_slice(&depth.y);
-    buf.extend_from_slice(b"\" width=\"");
-    buf.extend_from_slice(&span.width);
-    buf.extend_from_slice(b"%\" height=\"");
-    buf.extend_from_slice(&depth.height);
-    buf.extend_from_slice(b"\" fill=\"");
-    buf.extend_from_slice(label.fill.as_bytes());
-    buf.extend_from_slice(b"\" fg:x=\"");
-    buf.extend_from_slice(&span.fg_x);
-    buf.extend_from_slice(b"\" fg:w=\"");
-    buf.extend_from_slice(&span.fg_w);
-    buf.extend_from_slice(b"\"/><text x=\"");
-    buf.extend_from_slice(&span.text_x);
-    buf.extend_from_slice(b"%\" y=\"");
-    buf.extend_from_slice(&depth.text_y);
-    buf.extend_from_slice(b"\">");
+    put(
+        buf,
+        &[
+            b"</title><rect x=\"",
+            &span.x,
+            b"%\" y=\"",
+            &depth.y,
+            b"\" width=\"",
+            &span.width,
+            b"%\" height=\"",
+            &depth.height,
+            b"\" fill=\"",
+            label.fill.as_bytes(),
+            b"\" fg:x=\"",
+            &span.fg_x,
+            b"\" fg:w=\"",
+            &span.fg_w,
+            b"\"/><text x=\"",
+            &span.text_x,
+            b"%\" y=\"",
+            &depth.text_y,
+            b"\">",
+        ],
+    );
     let fit_chars = span.fit_chars;
     if fit_chars >= 3 {
         if label.bare.len() < fit_chars {
@@ -504,22 +521,6 @@ fn draw(
         }
     }
     buf.extend_from_slice(b"</text></g>");
-}
-
-/// quick-xml's escaping of text and attribute values.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '\'' => out.push_str("&apos;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// inferno's `deannotate`: a name without its `_[k]`, `_[w]`, `_[i]` or

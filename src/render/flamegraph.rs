@@ -9,6 +9,7 @@
 //! (two counts per stack): red grew, blue shrank. `inert_svg` takes the
 //! script out for a page that brings its own (`scry serve`).
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use inferno::flamegraph::{self, Direction, Palette};
@@ -83,51 +84,55 @@ pub(crate) fn write_svg<W: Write>(
             "no stacks to draw (the file holds no samples of the chosen event)",
         ));
     }
+    let [lines] = fit_counts([lines]);
     let mut opt = inferno_options(options);
-    match fit_counts(lines) {
-        Some((scaled, shift)) => {
-            eprintln!(
-                "scry: the stacks' counts add up past 2^64: drawn at 1/2^{shift} of their size"
-            );
-            flamegraph::from_lines(&mut opt, scaled.iter().map(String::as_str), w)
-        }
-        None => flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), w),
-    }
+    flamegraph::from_lines(&mut opt, lines.iter().map(|l| l.as_ref()), w)
 }
 
-/// Folded lines whose counts add up past `u64` (a hostile file's periods),
-/// each count shifted right by the least amount that makes the sum fit,
-/// with that shift; None when they fit as they are. inferno adds the
-/// counts up unchecked (a panic in a debug build, a wrapped total in a
-/// release one). Lines without a count are left as they are.
-fn fit_counts(lines: &[String]) -> Option<(Vec<String>, u32)> {
-    let count = |line: &str| {
-        line.rsplit_once(' ')
-            .and_then(|(_, c)| c.trim().parse::<u64>().ok())
-    };
-    let fits = |shift: u32| {
-        lines
-            .iter()
-            .try_fold(0u64, |sum, l| {
-                sum.checked_add(count(l).map_or(0, |c| c.checked_shr(shift).unwrap_or(0)))
-            })
-            .is_some()
-    };
-    let shift = (0..64).find(|&shift| fits(shift))?;
+/// Sets of folded lines, each count shifted right by the least amount
+/// that makes every set's sum fit in a `u64` (a hostile file's periods can
+/// pass it; inferno adds them up unchecked: a panic in a debug build, a
+/// wrapped total in a release one), said in one line when it is not zero.
+/// One shift for all the sets keeps their counts comparable (`--diff`).
+/// Lines without a count are left as they are.
+fn fit_counts<'a, const N: usize>(sets: [&'a [String]; N]) -> [Cow<'a, [String]>; N] {
+    let shift = (0..64).find(|&shift| sets.iter().all(|lines| sum_fits(lines, shift)));
+    let shift = shift.unwrap_or(63);
     if shift == 0 {
-        return None;
+        return sets.map(Cow::Borrowed);
     }
-    let scaled = lines
+    eprintln!("scry: the stacks' counts add up past 2^64: drawn at 1/2^{shift} of their size");
+    sets.map(|lines| Cow::Owned(shifted(lines, shift)))
+}
+
+/// The count a folded line ends with.
+fn line_count(line: &str) -> Option<u64> {
+    line.rsplit_once(' ')
+        .and_then(|(_, c)| c.trim().parse::<u64>().ok())
+}
+
+fn sum_fits(lines: &[String], shift: u32) -> bool {
+    lines
         .iter()
-        .filter_map(|line| match (line.rsplit_once(' '), count(line)) {
+        .try_fold(0u64, |sum, l| {
+            sum.checked_add(line_count(l).map_or(0, |c| c.checked_shr(shift).unwrap_or(0)))
+        })
+        .is_some()
+}
+
+/// `lines` with each count shifted right by `shift` (those that become 0
+/// left out).
+fn shifted(lines: &[String], shift: u32) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|line| match (line.rsplit_once(' '), line_count(line)) {
             (Some((stack, _)), Some(c)) => {
-                let c = c >> shift;
+                let c = c.checked_shr(shift).unwrap_or(0);
                 (c > 0).then(|| format!("{stack} {c}"))
             }
             _ => Some(line.clone()),
         })
-        .collect();
-    Some((scaled, shift))
+        .collect()
 }
 
 /// Draws folded paths as an SVG: as `write_svg` draws their lines, byte
@@ -157,6 +162,7 @@ pub(crate) fn write_diff_svg<W: Write>(
             "no stacks to draw in the 'after' profile",
         ));
     }
+    let [before, after] = fit_counts([before, after]);
     let before_text = before.join("\n");
     let after_text = after.join("\n");
     let mut merged = Vec::new();
@@ -291,8 +297,9 @@ mod tests {
     fn counts_past_u64_are_scaled_to_fit_and_others_left_alone() {
         let half = (1u64 << 63).to_string();
         let lines = vec![format!("a;b {half}"), format!("a;c {half}"), "a 3".into()];
-        let (scaled, shift) = fit_counts(&lines).expect("scaled");
-        assert_eq!(shift, 1);
+        let shift = (0..64).find(|&shift| sum_fits(&lines, shift));
+        assert_eq!(shift, Some(1));
+        let scaled = shifted(&lines, 1);
         let quarter = (1u64 << 62).to_string();
         assert_eq!(
             scaled,
@@ -302,13 +309,20 @@ mod tests {
                 "a 1".into()
             ]
         );
-        let small = vec!["a;b 5".to_string(), "garbage".to_string()];
-        assert!(fit_counts(&small).is_none());
+        let small = ["a;b 5".to_string(), "garbage".to_string()];
+        assert!(matches!(fit_counts([&small[..]]), [Cow::Borrowed(_)]));
         // inferno adds up what it is given: no overflow now.
         let mut svg = Vec::new();
         write_svg(&lines, &FlameOptions::default(), &mut svg).expect("drawn");
         assert!(
             String::from_utf8_lossy(&svg).contains(">b<"),
+            "frame b drawn"
+        );
+        // And a differential graph of them: one shift for both profiles.
+        let mut diff = Vec::new();
+        write_diff_svg(&lines, &lines, &FlameOptions::default(), &mut diff).expect("drawn");
+        assert!(
+            String::from_utf8_lossy(&diff).contains(">b<"),
             "frame b drawn"
         );
     }

@@ -22,6 +22,7 @@ use crate::analysis::heatmap::{LatencyHeatmap, OffsetHeatmap};
 use crate::model::hash::FxHashMap;
 use crate::model::sample::FrameTable;
 use crate::render::folded::{FoldedOptions, frame_name};
+use crate::render::markup::escape;
 
 const SCRIPT: &str = include_str!("heatmap.js");
 
@@ -69,13 +70,6 @@ pub(crate) fn human_ns(ns: u64) -> String {
     } else {
         format!("{:.3} s", v / 1e9)
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// One grid: the cells' sizes and what each cell says.

@@ -24,6 +24,7 @@ pub(crate) mod hist;
 pub(crate) mod irqs;
 pub(crate) mod klockstat;
 pub(crate) mod list;
+mod markup;
 pub(crate) mod memleak;
 pub(crate) mod memsnoop;
 pub(crate) mod mountsnoop;

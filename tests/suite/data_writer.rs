@@ -781,7 +781,7 @@ fn perf_reads_our_pipe_stream() {
 
 /// A hostile file's sample periods (each 2^63) sum past `u64`: every
 /// command that adds them up still ends with a report, never the overflow
-/// panic a debug build (this suite's) would raise. perf wraps the sums.
+/// panic a debug build (this suite's) would raise.
 #[test]
 fn periods_that_overflow_their_sum_are_no_panic() {
     require_kernel!();
