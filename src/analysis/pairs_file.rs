@@ -163,16 +163,10 @@ pub(crate) fn pairs_of_file(
             EventRecord::Sample(s) => s.cpu,
             _ => id.cpu,
         };
-        if let Some(cpu) = cpu {
-            let stat = cpus.entry(cpu).or_insert(CpuStat {
-                cpu,
-                ..Default::default()
-            });
-            match &record {
-                EventRecord::Lost(l) => stat.lost += l.count,
-                _ => stat.records += 1,
-            }
-        }
+        let lost = match &record {
+            EventRecord::Lost(l) => Some(l.count),
+            _ => None,
+        };
         if let EventRecord::Comm(c) = &record
             && watch
                 .comms
@@ -182,6 +176,19 @@ pub(crate) fn pairs_of_file(
             feed.engine.pids.insert(c.pid);
         }
         dispatch(&mut feed, attr_index, &record, &id);
+        if let Some(cpu) = cpu {
+            let stat = cpus.entry(cpu).or_insert(CpuStat {
+                cpu,
+                ..Default::default()
+            });
+            // The bytes the CPU's ring held for its records, as the live
+            // run counts what it drains.
+            stat.bytes += reader.last_record_size();
+            match lost {
+                Some(n) => stat.lost += n,
+                None => stat.records += 1,
+            }
+        }
     }
     // After the records: which tasks are watched is known from them.
     if let Some(functions) = reader.function_rows()? {

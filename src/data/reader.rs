@@ -193,6 +193,8 @@ pub struct PerfReader {
     status: Status,
     /// Records returned so far.
     count: u64,
+    /// The size of the last record returned, header included.
+    last_size: u64,
     /// Set after an error or at the end.
     failed: bool,
 }
@@ -455,6 +457,13 @@ impl PerfReader {
             .or_else(|| self.perf_file.feature_section_data(Feature::TRACING_DATA))
     }
 
+    /// The size in the file of the record `next_record` (or another
+    /// `next_` call) returned last, its 8-byte header included: what a
+    /// ring held for it (a compressed file's: decompressed).
+    pub fn last_record_size(&self) -> u64 {
+        self.last_size
+    }
+
     /// The next record in time order, parsed; `None` at the end (and after
     /// an error was returned).
     pub fn next_record(&mut self) -> Result<Option<Record<'_>>, ReadError> {
@@ -493,6 +502,7 @@ impl PerfReader {
             scratch,
             status,
             failed,
+            last_size,
             ..
         } = self;
         let next = match guard(|| records.next_record(perf_file)) {
@@ -520,12 +530,14 @@ impl PerfReader {
                 return Ok(None);
             }
             Some(PerfFileRecord::UserRecord(user)) => {
+                *last_size = user.data.len() as u64 + 8;
                 return Ok(Some((Record::User(user), CommonData::default())));
             }
             Some(PerfFileRecord::EventRecord { attr_index, record }) => (attr_index, record),
         };
         let record_type = raw.record_type.0;
         let size = raw.data.len() as u64 + 8;
+        *last_size = size;
         let fix = read_fixes.get(attr_index).copied().flatten();
         let (event, reason) = match prepare(raw, fix, layout.endian, scratch) {
             Ok(event) => (Some(event), None),
@@ -618,6 +630,7 @@ impl PerfReader {
             scratch,
             status,
             failed,
+            last_size,
             ..
         } = self;
         let Some(rounds) = rounds else {
@@ -639,6 +652,7 @@ impl PerfReader {
                 return Err(ReadError::from_layout(file, e));
             }
         };
+        *last_size = raw.raw.body.len() as u64 + 8;
         let record_type = RecordType(raw.raw.record_type);
         let (Some(attr_index), Some(parse_info)) = (raw.attr_index, raw.parse_info) else {
             // Not a kernel record type: perf's own (user) records.

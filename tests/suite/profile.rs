@@ -245,6 +245,18 @@ fn record_then_report_gives_the_live_answer() {
     );
     let report: Value = serde_json::from_str(&out).expect("report --profile json parses");
     assert_eq!(count_in(&report, "fsyncer", "sys_fsync"), 30, "{report:#}");
+    // Each CPU's bytes are its records' sizes in the file (a header of 8
+    // and a body each), as the live run counts what it drains: they fit
+    // in the file and were said as 0 before.
+    let file_len = std::fs::metadata(&file).expect("file").len();
+    let mut bytes = 0;
+    for cpu in report["cpus"].as_array().expect("cpus") {
+        let (n, b) = (cpu["records"].as_u64(), cpu["bytes"].as_u64());
+        let (n, b) = (n.expect("records"), b.expect("bytes"));
+        assert!(b >= 16 * n && b % 8 == 0, "{cpu}");
+        bytes += b;
+    }
+    assert!(bytes > 0 && bytes < file_len, "{bytes} bytes of {file_len}");
     assert!(
         count_in(&report, "fsyncer", "sched_switch:D") > 0,
         "{report:#}"

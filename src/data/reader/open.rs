@@ -211,6 +211,7 @@ impl PerfReader {
             },
             file,
             count: 0,
+            last_size: 0,
             failed: false,
         })
     }
@@ -267,6 +268,7 @@ impl PerfReader {
             },
             file,
             count: 0,
+            last_size: 0,
             failed: false,
         })
     }
