@@ -529,7 +529,8 @@ fn cpudist_totals_agree_with_libbpf_tools() {
         let mut workload = if offcpu {
             stopped_workload("pingpong", &["2000"])
         } else {
-            stopped(Path::new("taskset"), &["-c", "0", threads, "3", "0.2s"])
+            let cpu = common::first_allowed_cpu();
+            stopped(Path::new("taskset"), &["-c", &cpu, threads, "3", "0.2s"])
         };
         let pid = workload.id().to_string();
         let mut args: Vec<String> = vec!["-p".into(), pid.clone()];
@@ -886,7 +887,8 @@ fn runqslower_reports_the_waits_libbpf_tools_reports() {
     }
     let threads = common::workload("threads");
     let threads = threads.to_str().expect("utf-8 path");
-    let mut workload = stopped(Path::new("taskset"), &["-c", "0", threads, "3", "0.2s"]);
+    let cpu = common::first_allowed_cpu();
+    let mut workload = stopped(Path::new("taskset"), &["-c", &cpu, threads, "3", "0.2s"]);
     let pid = workload.id().to_string();
     let mut cmd = common::scry();
     cmd.args(["runqslower", "-P", "-p", &pid, "1000"]);
@@ -1269,11 +1271,12 @@ fn runqlen_rows(text: &str) -> std::collections::BTreeMap<u32, Vec<(u64, u64)>> 
     rows
 }
 
-/// Four threads that only compute, pinned to CPU 0 for 1 s of CPU each
-/// (4 s or more of wall time, whatever the load): while they run, CPU 0's
-/// run queue holds at least those four, so every sample runqlen takes
-/// there in a 1-second interval inside that time says 3 or more waiting
-/// (other load only adds), and `-O` says 100% for CPU 0. libbpf-tools'
+/// Four threads that only compute, pinned to one CPU (the first this
+/// process may use) for 1 s of CPU each (4 s or more of wall time,
+/// whatever the load): while they run, that CPU's run queue holds at least
+/// those four, so every sample runqlen takes there in a 1-second interval
+/// inside that time says 3 or more waiting (other load only adds), and
+/// `-O` says 100% for it. libbpf-tools'
 /// runqlen does not load on this kernel (its cfs_rq.nr_running is
 /// nr_queued since 6.14), so the workload is the oracle.
 #[test]
@@ -1283,8 +1286,9 @@ fn runqlen_sees_the_threads_pinned_to_a_cpu() {
     }
     let threads = common::workload("threads");
     let threads = threads.to_str().expect("utf-8 path");
+    let cpu = common::first_allowed_cpu();
     let mut workload = Command::new("taskset")
-        .args(["-c", "0", threads, "4", "1s"])
+        .args(["-c", &cpu, threads, "4", "1s"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -1296,19 +1300,20 @@ fn runqlen_sees_the_threads_pinned_to_a_cpu() {
     assert!(workload.wait().expect("workload ends").success());
     assert!(still_running, "the threads ended before runqlen did");
     let rows = runqlen_rows(&hists);
-    eprintln!("runqlen: CPU 0 {:?}\n{occupancy}", rows.get(&0));
-    let cpu0 = rows
-        .get(&0)
-        .unwrap_or_else(|| panic!("no cpu = 0:\n{hists}"));
-    let samples: u64 = cpu0.iter().map(|&(_, n)| n).sum();
+    let n: u32 = cpu.parse().expect("a CPU number");
+    eprintln!("runqlen: CPU {cpu} {:?}\n{occupancy}", rows.get(&n));
+    let pinned = rows
+        .get(&n)
+        .unwrap_or_else(|| panic!("no cpu = {cpu}:\n{hists}"));
+    let samples: u64 = pinned.iter().map(|&(_, n)| n).sum();
     assert!(samples >= 50, "{samples} samples in 1 s at 99 Hz:\n{hists}");
-    assert!(cpu0.iter().all(|&(len, _)| len >= 3), "{hists}");
+    assert!(pinned.iter().all(|&(len, _)| len >= 3), "{hists}");
     assert!(
         hists.starts_with("Sampling run queue length... Hit Ctrl-C to end.\n\ncpu = 0\n     runqlen       : count     distribution\n"),
         "{hists}"
     );
     assert!(
-        occupancy.contains("runqocc, CPU 0   100.00%\n"),
+        occupancy.contains(&format!("runqocc, CPU {cpu:<3} 100.00%\n")),
         "{occupancy}"
     );
 }
