@@ -7,8 +7,9 @@
 # `RUSTC_BOOTSTRAP=1 cargo fuzz run TARGET ARTIFACT`).
 #
 # Seeds: perf_data_reader gets small files recorded by perf (plain with
-# callchains, multi-event, system-wide, tracepoint, -z compressed, pipe
-# format, group reads) when perf and perf events are there; tracepoint_format
+# callchains, multi-event, system-wide, tracepoint, -z compressed, the same
+# as COMPRESSED2, pipe format, group reads) when perf and perf events are
+# there; tracepoint_format
 # gets this kernel's own format files (FORMAT \0 RECORD BYTES).
 # SCRY_FUZZ_STRICT=1 makes the last-resort catch_unwind findings crashes too.
 set -eu
@@ -33,6 +34,38 @@ seed_perf_data() {
     perf record -q -g -F 999 -o - -- target/calls 100000 > "$corpus/pipe.data" || true
     perf record -q -e '{cpu-clock,task-clock}:S' -o "$corpus/group.data" -- target/calls 100000 || true
     rm -f "$corpus"/*.old
+    # z.data's COMPRESSED (81) records as COMPRESSED2 (83), which perf 6.1
+    # does not write (tests/suite/script.rs's as_compressed2 does the same).
+    if [ -s "$corpus/z.data" ] && command -v python3 >/dev/null 2>&1; then
+        python3 - "$corpus/z.data" "$corpus/z2.data" <<'PY' || true
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+off, size = struct.unpack_from("<QQ", b, 40)
+out, at = bytearray(b[:off]), off
+while at < off + size:
+    kind, misc, n = struct.unpack_from("<IHH", b, at)
+    if n < 8:
+        sys.exit(1)
+    if kind == 81:
+        body = b[at + 8:at + n]
+        for i in range(0, len(body), 65535 - 23):
+            part = body[i:i + 65535 - 23]
+            padded = (16 + len(part) + 7) // 8 * 8
+            out += struct.pack("<IHHQ", 83, misc, padded, len(part)) + part
+            out += bytes(padded - 16 - len(part))
+    else:
+        out += b[at:at + n]
+    at += n
+grown = len(out) - (off + size)
+struct.pack_into("<Q", out, 48, size + grown)
+table = len(out)
+out += b[off + size:]
+for i in range(sum(bin(x).count("1") for x in b[72:104])):
+    o, = struct.unpack_from("<Q", out, table + 16 * i)
+    struct.pack_into("<Q", out, table + 16 * i, o + grown)
+open(sys.argv[2], "wb").write(out)
+PY
+    fi
 }
 
 seed_formats() {
