@@ -18,7 +18,7 @@ use super::probe_target::{self, FunctionSite, ProbeTargetError};
 
 /// The bytes of `path`'s separate debug file (one with `.symtab`) or of
 /// its MiniDebugInfo, if it has either.
-fn debug_data(path: &Path, data: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn debug_data(path: &Path, data: &[u8]) -> Option<Vec<u8>> {
     let file = object::File::parse(data).ok()?;
     let debug = super::binary::debug_symbols_file(path, &file)?;
     std::fs::read(debug).ok()

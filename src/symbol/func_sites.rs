@@ -196,13 +196,16 @@ pub(crate) fn find_binary(
     Ok(probe_target::find_binary(binary)?)
 }
 
-/// Every function of the file at `path` whose name `glob` matches.
+/// Every function of the file at `path` (and of its debug file: a
+/// stripped library's static functions are named there alone) whose name
+/// `glob` matches.
 pub(crate) fn find(path: &Path, glob: &NameMatch) -> Result<FuncSites, FuncSitesError> {
     let data = std::fs::read(path).map_err(|e| FuncSitesError::Read {
         path: path.display().to_string(),
         what: e.to_string(),
     })?;
-    let functions = matching(&data, &path.to_string_lossy(), glob)?;
+    let debug = super::debug_functions::debug_data(path, &data);
+    let functions = matching(&data, debug.as_deref(), &path.to_string_lossy(), glob)?;
     Ok(FuncSites {
         path: path.to_path_buf(),
         functions,
@@ -210,9 +213,12 @@ pub(crate) fn find(path: &Path, glob: &NameMatch) -> Result<FuncSites, FuncSites
 }
 
 /// The functions of the ELF `data` whose names `glob` matches, each
-/// address once, by name; none is an error.
+/// address once, by name; none is an error. `debug`: the bytes of its
+/// debug file, whose symbols have the same addresses (a function's file
+/// offset comes from `data`'s load segments).
 pub(crate) fn matching(
     data: &[u8],
+    debug: Option<&[u8]>,
     path: &str,
     glob: &NameMatch,
 ) -> Result<Vec<FunctionSite>, FuncSitesError> {
@@ -220,7 +226,11 @@ pub(crate) fn matching(
         path: path.to_string(),
         what: e.to_string(),
     })?;
-    let mut found: Vec<(String, u64, u64)> = probe_target::text_symbols(&file)
+    let debug = debug.and_then(|d| object::File::parse(d).ok());
+    let mut found: Vec<(String, u64, u64)> = [Some(&file), debug.as_ref()]
+        .into_iter()
+        .flatten()
+        .flat_map(|symbols| probe_target::text_symbols(symbols))
         .filter(|&(name, svma, _)| svma != 0 && glob.matches(name))
         .map(|(name, svma, size)| (name.to_string(), svma, size))
         .collect();
@@ -333,9 +343,46 @@ mod tests {
             Err(FuncSitesError::NoMatch { .. })
         ));
         assert!(matches!(
-            matching(b"junk", "x", &glob("*")),
+            matching(b"junk", None, "x", &glob("*")),
             Err(FuncSitesError::Target(_))
         ));
+    }
+
+    /// Debian's libc with libc6-dbg installed: its static malloc_*
+    /// functions are named by the debug file alone, and a pattern finds
+    /// them there, as bcc's funccount does.
+    #[test]
+    fn a_pattern_finds_the_static_functions_of_a_stripped_library() {
+        let Ok(path) = probe_target::find_binary("libc") else {
+            return;
+        };
+        let Ok(data) = std::fs::read(&path) else {
+            return;
+        };
+        let Some(debug) = crate::symbol::debug_functions::debug_data(&path, &data) else {
+            return;
+        };
+        let glob = NameMatch::new("malloc_*", false).unwrap();
+        let shown = path.to_string_lossy();
+        let alone = matching(&data, None, &shown, &glob)
+            .map(|f| f.len())
+            .unwrap_or(0);
+        let sites = find(&path, &glob).unwrap().functions;
+        let names: Vec<&str> = sites.iter().map(|f| f.symbol.as_str()).collect();
+        assert!(names.contains(&"malloc_consolidate"), "{names:?}");
+        assert!(names.contains(&"malloc_stats"), "{names:?}");
+        assert!(sites.len() > alone, "{names:?}");
+        assert_eq!(matching(&data, Some(&debug), &shown, &glob).unwrap(), sites);
+        let addresses: BTreeSet<u64> = sites.iter().map(|f| f.svma).collect();
+        assert_eq!(addresses.len(), sites.len());
+        // The debug file's addresses are the library's: the site of a
+        // function both name is the same from either.
+        let stats =
+            |found: &[FunctionSite]| found.iter().find(|f| f.symbol == "malloc_stats").cloned();
+        assert_eq!(
+            stats(&sites),
+            stats(&matching(&data, None, &shown, &glob).unwrap_or_default())
+        );
     }
 
     #[test]

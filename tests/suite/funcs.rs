@@ -105,6 +105,56 @@ fn funccount_counts_each_function_of_a_glob_exactly_as_bpftrace() {
     );
 }
 
+/// A static function of a stripped library, named only by its debug file
+/// (Debian's libc with libc6-dbg): `c:malloc_consol*` finds it there, as
+/// bcc's funccount and bpftrace do, and counts each call of the workload's
+/// N, as bpftrace's uprobe on it counts them.
+#[test]
+fn funccount_finds_a_librarys_static_function_in_its_debug_file() {
+    if !require_root_and("bpftrace") {
+        return;
+    }
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    let debug = scry::symbol::read_build_id(libc).map(|id| {
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..])
+    });
+    let found = debug.as_ref().is_some_and(|d| Path::new(d).is_file());
+    if !common::gate(
+        found.then_some(()).ok_or_else(|| {
+            format!("libc's debug file {debug:?} is missing (libc6-dbg: scripts/deps)")
+        }),
+    ) {
+        return;
+    }
+    let wl = common::workload("consolidates");
+    let n = 500u64;
+    let text = common::run_ok(
+        scry_tool(&["funccount", "c:malloc_consol*", "--"])
+            .arg(&wl)
+            .arg(n.to_string()),
+    );
+    assert!(
+        text.starts_with("Tracing 1 functions for \"c:malloc_consol*\"... Hit Ctrl-C to end.\n"),
+        "{text}"
+    );
+    assert_eq!(
+        counts(&text),
+        BTreeMap::from([("malloc_consolidate".to_string(), n)]),
+        "{text}"
+    );
+    let program = format!(
+        "uprobe:{}:malloc_consolidate {{ @ = count(); }}",
+        libc.display()
+    );
+    let command = format!("{} {n}", path_str(&wl));
+    let theirs = common::run_ok(Command::new("bpftrace").args(["-e", &program, "-c", &command]));
+    assert!(
+        theirs.contains(&format!("@: {n}\n")),
+        "bpftrace:\n{theirs}\nscry:\n{text}"
+    );
+}
+
 #[test]
 fn funccount_follows_a_running_process_by_its_own_binary_with_intervals() {
     if !require_root_and("bpftrace") {
