@@ -445,17 +445,153 @@ fn perf_timehist_run_ms(data: &Path) -> BTreeMap<String, f64> {
 
 /// `threads 2 DURATION` recorded with sched_switch on every CPU and
 /// converted to a Chrome trace in `dir`: the workload's stdout (its
-/// `done I tid T cpu_ms MS` lines) and the trace's path.
-fn threads_chrome_trace(dir: &Path, duration: &str) -> (String, PathBuf) {
+/// `done I tid T cpu_ms MS` lines), the trace's path, and the time the
+/// CPUs' task clocks did not count while it recorded (`uncounted_ms`).
+fn threads_chrome_trace(dir: &Path, duration: &str) -> (String, PathBuf, f64) {
     let data = dir.join("sw.data");
+    let before = uncounted_ms();
     let stdout = record(
         &data,
         &["-e", "sched:sched_switch", "-a"],
         &["threads", "2", duration],
     );
+    let uncounted = (uncounted_ms() - before).max(0.0);
     let out = dir.join("trace.json");
     convert(&data, "chrome-trace", &out);
-    (stdout, out)
+    (stdout, out, uncounted)
+}
+
+/// The time, all CPUs together (ms), that the scheduler's task clock did not
+/// count and a thread's CPU time therefore lacks: time the hypervisor took
+/// the CPU (steal, with PARAVIRT_TIME_ACCOUNTING) and interrupts (with
+/// IRQ_TIME_ACCOUNTING). Each CPU's `clock - clock_task` in debugfs's
+/// sched/debug; where that is not readable, /proc/stat's steal (USER_HZ
+/// ticks of 10 ms, short of the truth by less than a tick per CPU).
+fn uncounted_ms() -> f64 {
+    let debug = std::fs::read_to_string("/sys/kernel/debug/sched/debug").unwrap_or_default();
+    let mut clock = None;
+    let mut sum = None;
+    for line in debug.lines() {
+        let Some((name, value)) = line.trim().split_once(':') else {
+            continue;
+        };
+        let Ok(value) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        match name.trim() {
+            ".clock" => clock = Some(value),
+            ".clock_task" => {
+                if let Some(clock) = clock.take() {
+                    *sum.get_or_insert(0.0) += clock - value;
+                }
+            }
+            _ => {}
+        }
+    }
+    sum.unwrap_or_else(|| {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let steal = stat
+            .lines()
+            .find(|l| l.starts_with("cpu "))
+            .and_then(|l| l.split_whitespace().nth(8))
+            .and_then(|ticks| ticks.parse::<f64>().ok());
+        steal.unwrap_or(0.0) * 10.0
+    })
+}
+
+/// Each thread's run slices in a Chrome trace, in ms: all of them, and
+/// those whose switch-in the recording lacks (`"switch_in": "not
+/// recorded"`). Asserts that no two slices of a thread touch or overlap
+/// in the arithmetic of speedscope's importer (µs as floats, less the
+/// thread's first `ts`): one that begins where the last ends can read as
+/// beginning before it, and on another CPU (another frame) speedscope then
+/// keeps the last open to the end of the profile and weighs every gap
+/// after it (a made-up trace of 200 µs of slices weighed 1.10 ms).
+fn run_slices(trace: &Value) -> BTreeMap<String, (f64, f64)> {
+    let mut slices: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    let mut spans: BTreeMap<i64, Vec<(f64, f64)>> = BTreeMap::new();
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    for e in events.iter().filter(|e| e["ph"] == "X") {
+        let (ts, dur) = (
+            e["ts"].as_f64().expect("ts"),
+            e["dur"].as_f64().expect("dur"),
+        );
+        let (all, inferred) = slices.entry(e["tid"].to_string()).or_default();
+        *all += dur / 1000.0;
+        match &e["args"]["switch_in"] {
+            Value::Null => {}
+            v => {
+                assert_eq!(v, "not recorded", "{e}");
+                *inferred += dur / 1000.0;
+            }
+        }
+        let tid = e["tid"].as_i64().expect("tid");
+        if tid > 0 {
+            spans.entry(tid).or_default().push((ts, dur));
+        }
+    }
+    for (tid, mut spans) in spans {
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let first = spans[0].0;
+        for pair in spans.windows(2) {
+            let (ts, dur, next) = (pair[0].0 - first, pair[0].1, pair[1].0 - first);
+            assert!(
+                next > ts + dur,
+                "tid {tid}: a slice begins at {next} µs, not after the one of {dur} µs at {ts} µs"
+            );
+        }
+    }
+    slices
+}
+
+/// A `threads` worker's run slices (`run_slices`) against the CPU time it
+/// measured (`cpu`, ms): all of it in the slices, to 5% (the issue's
+/// bound); the slices the recording shows whole no more than 5% and 1 ms
+/// over it, and the time the CPUs' task clocks did not count meanwhile
+/// (`uncounted`, from `threads_chrome_trace`).
+///
+/// Why the inferred slices are left out of the upper bound: the kernel
+/// does not emit every switch (on this 6.18 VM, ftrace and perf alike never
+/// see one out of PID 1's tokio-rt-worker threads, and sometimes miss one
+/// out of the idle task). A worker switched in by such a task has no
+/// switch-in in the file; scry starts that run at the latest moment the
+/// file allows (the CPU's previous switch, or the worker's own switch-out),
+/// so its slice also holds what ran unseen before it. One such slice, of
+/// 24 ms, put a worker's slices 3 ms (1.5%) over its CPU time; the
+/// whole-suite failure was 6.6% over. The file
+/// cannot place the run inside that slice, so the test allows the slice.
+/// With nothing lost, the bounds are the issue's.
+///
+/// Why `uncounted`: the thread's CPU time is the scheduler's task clock,
+/// which leaves out the time the hypervisor took the CPU (this VM's kernel
+/// accounts steal so); the slices, from the switches' timestamps, hold it.
+/// A run with 12.4 ms of steal on the CPUs put a worker's whole slices 11.4
+/// ms over its CPU time; one whose steal was not measured came to 88 ms
+/// over (44%), no slice of it inferred.
+///
+/// The slices the file shows whole also read a little more than the CPU
+/// time run by run (the tracepoint's timestamps are not the scheduler's
+/// accounting to the µs): 0.5-4 µs a run on a quiet machine, about 9 µs a
+/// run beside another worker's perf sessions (433 runs, 4.1 ms over 204
+/// ms), within the 5%.
+fn assert_slices_hold_cpu_time(
+    tid: &str,
+    (all, inferred): (f64, f64),
+    cpu: f64,
+    uncounted: f64,
+    what: &str,
+) {
+    assert!(
+        all >= cpu * 0.95,
+        "tid {tid}: {what}: slices add up to {all:.3} ms for the {cpu:.3} ms of CPU the thread measured"
+    );
+    let whole = all - inferred;
+    assert!(
+        whole <= cpu * 1.05 + 1.0 + uncounted,
+        "tid {tid}: {what}: the slices with their switch-in add up to {whole:.3} ms \
+         ({inferred:.3} ms more without one) for the {cpu:.3} ms of CPU the thread measured \
+         ({uncounted:.3} ms of CPU time went uncounted meanwhile)"
+    );
 }
 
 #[test]
@@ -464,11 +600,11 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
     require_tracefs!();
     require_perf!();
     let dir = common::tempdir();
-    let (stdout, out) = threads_chrome_trace(dir.path(), "0.3s");
+    let (stdout, out, uncounted) = threads_chrome_trace(dir.path(), "0.3s");
     let trace: Value = serde_json::from_slice(&std::fs::read(&out).expect("read")).expect("JSON");
     let events = trace["traceEvents"].as_array().expect("traceEvents");
     // The structure Chrome's trace viewer and Perfetto read.
-    let mut slices: BTreeMap<String, f64> = BTreeMap::new();
+    let slices = run_slices(&trace);
     let mut names: BTreeMap<String, String> = BTreeMap::new();
     for e in events {
         let ph = e["ph"].as_str().expect("ph");
@@ -478,7 +614,6 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
                 let ts = e["ts"].as_f64().expect("ts");
                 let dur = e["dur"].as_f64().expect("dur");
                 assert!(ts >= 0.0 && dur >= 0.0, "{e}");
-                *slices.entry(e["tid"].to_string()).or_default() += dur / 1000.0;
             }
             "i" => assert!(e["ts"].as_f64().is_some() && e["s"] == "t", "{e}"),
             // Event pairs (blocked time, wakeups): async slices.
@@ -502,23 +637,21 @@ fn chrome_trace_run_slices_add_up_to_cpu_time() {
         };
         workers += 1;
         let cpu: f64 = cpu.parse().expect("cpu_ms");
-        let ours = slices.get(*tid).copied().unwrap_or(0.0);
+        let (ours, inferred) = slices.get(*tid).copied().unwrap_or_default();
         let want = oracle.get(*tid).copied().unwrap_or(0.0);
         eprintln!(
-            "tid {tid}: slices {ours:.3} ms, perf sched timehist {want:.3} ms, the thread measured {cpu:.3} ms"
+            "tid {tid}: slices {ours:.3} ms ({inferred:.3} ms without their switch-in), perf sched timehist {want:.3} ms, the thread measured {cpu:.3} ms ({uncounted:.3} ms uncounted)"
         );
-        // On this 6.18 VM the switch from the idle task is sometimes
-        // delivered to no perf ring (perf record's too); perf sched
-        // timehist then counts the run from the CPU's previous switch, or
-        // not at all where there was none, and comes out short by whole
-        // runs. scry starts such a run at the latest moment the file
-        // allows (the thread's fork at the earliest), so its slices hold
-        // the thread's CPU time, plus at most an idle gap: within 5% (the
-        // issue's bound; twenty runs, ten beside a busy loop on CPU 1,
-        // came to 0.99-1.02x).
-        assert!(
-            (cpu * 0.95..=cpu * 1.05 + 1.0).contains(&ours),
-            "tid {tid}: slices add up to {ours:.3} ms for the {cpu:.3} ms of CPU the thread measured (perf sched timehist {want:.3} ms)"
+        // perf sched timehist, the oracle, counts a run without its
+        // switch-in from the CPU's previous switch, or not at all where
+        // there was none, and can come out short by whole runs: it is
+        // printed, not asserted.
+        assert_slices_hold_cpu_time(
+            tid,
+            (ours, inferred),
+            cpu,
+            uncounted,
+            &format!("perf sched timehist {want:.3} ms"),
         );
         assert_eq!(names.get(*tid).map(String::as_str), Some("threads"));
     }
@@ -698,12 +831,15 @@ fn speedscope_renders_in_headless_chromium() {
 }
 
 /// A speedscope weight as the page prints it (`207.04ms`, `365.87µs`,
-/// `1.02s`), in milliseconds.
-fn speedscope_ms(text: &str) -> Option<f64> {
+/// `1.02s`), in milliseconds, and half its last digit (how far the
+/// printed number may be from the weight).
+fn speedscope_ms(text: &str) -> Option<(f64, f64)> {
     let (number, scale) = [("ms", 1.0), ("µs", 1e-3), ("ns", 1e-6), ("s", 1e3)]
         .iter()
         .find_map(|(unit, scale)| Some((text.strip_suffix(unit)?, *scale)))?;
-    Some(number.parse::<f64>().ok()? * scale)
+    let decimals = number.split_once('.').map_or(0, |(_, d)| d.len());
+    let half_digit = 0.5 * 10f64.powi(-(decimals as i32)) * scale;
+    Some((number.parse::<f64>().ok()? * scale, half_digit))
 }
 
 /// The Chrome trace export loaded by a consumer that runs here: speedscope
@@ -711,9 +847,9 @@ fn speedscope_ms(text: &str) -> Option<f64> {
 /// profile per thread). Its page, in headless Chromium, lists each worker
 /// of `threads` as `threads (pid P), threads (tid T)` (its process and
 /// thread names from the metadata events) with a weight that
-/// is the thread's run slices: within the bounds of
-/// `chrome_trace_run_slices_add_up_to_cpu_time` of the CPU time the thread
-/// measured; no error in the console.
+/// is the thread's run slices (to the digits it prints), which hold the
+/// CPU time the thread measured as `chrome_trace_run_slices_add_up_to_cpu_time`
+/// asks; no error in the console.
 #[test]
 fn chrome_trace_renders_in_speedscope() {
     require_kernel!();
@@ -723,8 +859,9 @@ fn chrome_trace_renders_in_speedscope() {
     }
     let page = speedscope_page().expect("speedscope page");
     let dir = common::tempdir();
-    let (stdout, out) = threads_chrome_trace(dir.path(), "0.2s");
+    let (stdout, out, uncounted) = threads_chrome_trace(dir.path(), "0.2s");
     let text = std::fs::read_to_string(&out).expect("read");
+    let slices = run_slices(&serde_json::from_str(&text).expect("JSON"));
     let dom = speedscope_dom(
         &page,
         dir.path(),
@@ -746,16 +883,20 @@ fn chrome_trace_renders_in_speedscope() {
             .split_once(&suffix)
             .unwrap_or_else(|| panic!("tid {tid} is not on the page:\n{dom}"))
             .1;
-        let weight = row
+        let (weight, half_digit) = row
             .split_once('>')
             .and_then(|(_, rest)| rest.split_once('<'))
             .and_then(|(w, _)| speedscope_ms(w))
             .unwrap_or_else(|| panic!("no weight after tid {tid}: {}", &row[..row.len().min(200)]));
-        eprintln!("tid {tid}: speedscope shows {weight:.3} ms, the thread measured {cpu:.3} ms");
-        assert!(
-            (cpu * 0.95..=cpu * 1.05 + 1.0).contains(&weight),
-            "tid {tid}: speedscope weighs {weight:.3} ms for the {cpu:.3} ms of CPU the thread measured"
+        let (ours, inferred) = slices.get(*tid).copied().unwrap_or_default();
+        eprintln!(
+            "tid {tid}: speedscope shows {weight:.3} ms, the slices add up to {ours:.4} ms ({inferred:.3} ms without their switch-in), the thread measured {cpu:.3} ms ({uncounted:.3} ms uncounted)"
         );
+        assert!(
+            (weight - ours).abs() <= half_digit + 1e-6,
+            "tid {tid}: speedscope weighs {weight:.3} ms for {ours:.4} ms of run slices"
+        );
+        assert_slices_hold_cpu_time(tid, (ours, inferred), cpu, uncounted, "speedscope's weight");
     }
     assert_eq!(workers, 2, "{stdout}");
 }

@@ -5,9 +5,12 @@
 //! timehist`): each switch-out with a start is a complete (`X`)
 //! slice on the thread's track, named for the CPU, so a thread's slices add
 //! up to its time on CPU. The tracker takes switch-ins from the
-//! tracepoint's `next_pid`; where the input missed one, the run starts at
-//! the latest moment the input allows (`analysis::sched`). A run that
-//! began before the recording has no start and no slice.
+//! tracepoint's `next_pid`; where the input lacks one (the kernel emits no
+//! switch out of some tasks), the run starts at the latest moment the input
+//! allows (`analysis::sched`) and its slice's args say
+//! `"switch_in": "not recorded"`: it holds the run and whatever ran unseen
+//! before it on that CPU, which no consumer could tell apart otherwise. A
+//! run that began before the recording has no start and no slice.
 //! The idle task's events (tid 0) get a track per CPU. Other tracepoints are
 //! thread-scoped instants (`i`); sched_switch samples are already the
 //! slices. Event pairs (`analysis::pairs`: a system call's enter to its
@@ -19,6 +22,14 @@
 //! microseconds (the format's unit) from the first event, with nanosecond
 //! fractions. Sampled profiles (cpu-clock, cycles)
 //! are not timelines: they are left out, and said so.
+//!
+//! A slice begins at least 1 ns after its track's previous one ends. An
+//! inferred start is often the thread's own switch-out, where its last
+//! slice ended; a consumer that adds microseconds as floats (speedscope's
+//! importer subtracts the first `ts`, then adds `dur`) can read such
+//! slices as overlapping, and where they are on two CPUs (two frames)
+//! speedscope keeps the first open to the end of the profile, weighing the
+//! thread's every gap after it.
 //!
 //! Events are written one at a time, so a large recording is not held
 //! twice.
@@ -108,13 +119,22 @@ impl Exporter for ChromeTrace {
         let pid_of: HashMap<i32, i32> = resolved.samples.iter().map(|s| (s.tid, s.pid)).collect();
         out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
         let mut w = EventWriter { out, first: true };
+        // Each track's last slice end, ns.
+        let mut ends: HashMap<(i64, i64), u64> = HashMap::new();
         for r in &runs {
             let (pid, tid) = track(r.pid, r.tid, r.cpu);
             let comm = match r.tid {
                 0 => format!("swapper/{}", r.cpu),
                 t => comm_of.get(&t).map_or(format!("{t}"), |c| c.to_string()),
             };
-            let start = run_start(r);
+            let start = match ends.insert((pid, tid), r.time) {
+                Some(end) if end >= run_start(r) => (end + 1).min(r.time),
+                _ => run_start(r),
+            };
+            let mut args = json!({ "cpu": r.cpu, "state_out": r.state.to_string() });
+            if r.start_inferred {
+                args["switch_in"] = json!("not recorded");
+            }
             w.push(&json!({
                 "name": format!("CPU {}", r.cpu),
                 "cat": "sched",
@@ -123,7 +143,7 @@ impl Exporter for ChromeTrace {
                 "dur": micros(r.time, start),
                 "pid": pid,
                 "tid": tid,
-                "args": { "cpu": r.cpu, "state_out": r.state.to_string() },
+                "args": args,
             }))?;
             names.entry((pid, tid)).or_insert(comm);
         }
@@ -192,5 +212,73 @@ impl Exporter for ChromeTrace {
             ));
         }
         Ok(summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::analysis::sched::TimehistRow;
+    use crate::symbol::Resolved;
+
+    fn run(time: u64, run: u64, start_inferred: bool) -> TimehistRow {
+        TimehistRow {
+            time,
+            cpu: 0,
+            tid: 100,
+            pid: 100,
+            wait: None,
+            delay: None,
+            run: Some(run),
+            start_inferred,
+            state: 'R',
+        }
+    }
+
+    #[test]
+    fn a_run_without_its_switch_in_says_so_and_touches_no_other() {
+        let resolved = Resolved {
+            samples: Vec::new(),
+            frames: Default::default(),
+            events: Vec::new(),
+            stats: Default::default(),
+            lost: 0,
+        };
+        // The second run's inferred start is the first one's end.
+        let runs = [run(10_000, 4_000, false), run(30_000, 20_000, true)];
+        let input = ExportInput {
+            resolved: &resolved,
+            events: Vec::new(),
+            build_ids: Vec::new(),
+            runs: &runs,
+            pairs: None,
+        };
+        let mut out = Vec::new();
+        ChromeTrace.write(&input, &mut out).expect("write");
+        let trace: Value = serde_json::from_slice(&out).expect("JSON");
+        let slices: Vec<_> = trace["traceEvents"]
+            .as_array()
+            .expect("traceEvents")
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| (e["ts"].clone(), e["dur"].clone(), e["args"].clone()))
+            .collect();
+        assert_eq!(
+            slices,
+            [
+                (
+                    json!(0.0),
+                    json!(4.0),
+                    json!({ "cpu": 0, "state_out": "R" })
+                ),
+                (
+                    json!(4.001),
+                    json!(19.999),
+                    json!({ "cpu": 0, "state_out": "R", "switch_in": "not recorded" })
+                ),
+            ]
+        );
     }
 }
