@@ -15,7 +15,9 @@ use std::io;
 use std::time::Duration;
 
 use super::session::RecordSink;
-use crate::data::handler::RecordHandler;
+use linux_perf_event_reader::CommonData;
+
+use crate::data::handler::{Lost, LostKind, RecordHandler};
 use crate::data::order::RingOrder;
 use crate::data::raw::{EventIds, RawRecords};
 use crate::sys::signal::RunStop;
@@ -64,6 +66,21 @@ impl<C: LiveConsumer> LiveSink<C> {
     pub(crate) fn flush_all(&mut self) {
         self.ring.finish(self.consumer.handler());
     }
+
+    /// A round of records was dropped before it reached here: the records
+    /// held are handed out (they came before it), then the consumer hears
+    /// of a loss on no CPU in particular, as of a ring's LOST record: what
+    /// the missing records may have reached (an open start whose end was
+    /// among them) is dropped, not paired across the gap.
+    pub(crate) fn dropped(&mut self) {
+        let handler = self.consumer.handler();
+        self.ring.finish(handler);
+        let lost = Lost {
+            kind: LostKind::Records,
+            count: 0,
+        };
+        handler.handle_lost(&lost, &CommonData::default());
+    }
 }
 
 impl<C: LiveConsumer> RecordSink for LiveSink<C> {
@@ -86,15 +103,25 @@ impl<C: LiveConsumer> RecordSink for LiveSink<C> {
     }
 }
 
+/// What the draining thread sends the analysing one.
+enum Round {
+    /// A round's raw bytes.
+    Bytes(Vec<u8>),
+    /// One round or more dropped here (see `MAX_QUEUED_BYTES`).
+    Dropped,
+}
+
 /// Copies each round's raw bytes to the analysing thread.
 struct ChannelSink {
-    tx: std::sync::mpsc::Sender<Vec<u8>>,
+    tx: std::sync::mpsc::Sender<Round>,
     current: Vec<u8>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Bytes sent and not yet taken by the analysing thread.
     queued: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Rounds dropped because the analysing thread fell too far behind.
     dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The last round was dropped (and the analysing thread told).
+    dropping: bool,
     per_cpu: std::collections::BTreeMap<u32, CpuBufferStats>,
 }
 
@@ -135,11 +162,16 @@ impl RecordSink for ChannelSink {
         let len = round.len() as u64;
         if self.queued.load(Ordering::Relaxed) + len > MAX_QUEUED_BYTES {
             self.dropped.fetch_add(1, Ordering::Relaxed);
+            if !self.dropping {
+                self.dropping = true;
+                let _ = self.tx.send(Round::Dropped);
+            }
             return Ok(());
         }
+        self.dropping = false;
         self.queued.fetch_add(len, Ordering::Relaxed);
         // A closed receiver means the view is gone; `tick` stops the capture.
-        let _ = self.tx.send(round);
+        let _ = self.tx.send(Round::Bytes(round));
         Ok(())
     }
 
@@ -176,7 +208,7 @@ pub(crate) fn run_threaded<C: LiveConsumer>(
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let (tx, rx) = std::sync::mpsc::channel::<Round>();
     let stop = Arc::new(AtomicBool::new(false));
     let queued = Arc::new(AtomicU64::new(0));
     let dropped = Arc::new(AtomicU64::new(0));
@@ -186,6 +218,7 @@ pub(crate) fn run_threaded<C: LiveConsumer>(
         stop: Arc::clone(&stop),
         queued: Arc::clone(&queued),
         dropped: Arc::clone(&dropped),
+        dropping: false,
         per_cpu: Default::default(),
     };
     let capture = std::thread::Builder::new()
@@ -203,12 +236,13 @@ pub(crate) fn run_threaded<C: LiveConsumer>(
     let mut failure = None;
     loop {
         match rx.recv_timeout(tick) {
-            Ok(round) => {
+            Ok(Round::Bytes(round)) => {
                 queued.fetch_sub(round.len() as u64, Ordering::Relaxed);
                 sink.records(0, &round)
                     .map_err(super::CaptureError::Write)?;
                 sink.round_done().map_err(super::CaptureError::Write)?;
             }
+            Ok(Round::Dropped) => sink.dropped(),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
@@ -287,5 +321,71 @@ pub(crate) fn run_ticks<C: LiveConsumer>(stop: &RunStop, consumer: &mut C) -> io
         if stop.caught().is_some() || !consumer.tick()? {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::handler::Comm;
+    use crate::sys::perf_event::{attr_bytes, new_attr};
+    use perf_event_open_sys::bindings::{PERF_SAMPLE_TID, PERF_SAMPLE_TIME};
+
+    /// What the consumer heard, in order.
+    #[derive(Default)]
+    struct Heard(Vec<String>);
+
+    impl RecordHandler for Heard {
+        fn handle_comm(&mut self, _: usize, c: &Comm<'_>, id: &CommonData) {
+            self.0.push(format!("comm {} at {:?}", c.tid, id.timestamp));
+        }
+        fn handle_lost(&mut self, lost: &Lost, id: &CommonData) {
+            self.0.push(format!("lost {} on {:?}", lost.count, id.cpu));
+        }
+    }
+
+    /// A COMM record of `tid` at `time`, with the sample id fields of
+    /// `TID | TIME` after it (sample_id_all).
+    fn comm(tid: u32, time: u64) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&tid.to_ne_bytes());
+        body.extend_from_slice(&tid.to_ne_bytes());
+        body.extend_from_slice(b"worker\0\0");
+        body.extend_from_slice(&tid.to_ne_bytes());
+        body.extend_from_slice(&tid.to_ne_bytes());
+        body.extend_from_slice(&time.to_ne_bytes());
+        let mut out = 3u32.to_ne_bytes().to_vec();
+        out.extend_from_slice(&0u16.to_ne_bytes());
+        out.extend_from_slice(&((8 + body.len()) as u16).to_ne_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// A dropped round: the records held (not yet handed out: a round's
+    /// records wait for the next one) go first, then a loss on no CPU in
+    /// particular, so a pair is never made across the gap; and the records
+    /// after it are handed out as usual.
+    #[test]
+    fn a_dropped_round_is_a_loss_after_the_records_before_it() {
+        let mut attr = new_attr();
+        attr.sample_type = u64::from(PERF_SAMPLE_TID | PERF_SAMPLE_TIME);
+        attr.set_sample_id_all(1);
+        let events = vec![(attr_bytes(&attr), vec![])];
+        let mut sink = LiveSink::new(&events, Untimed(Heard::default())).unwrap();
+        sink.records(0, &comm(7, 100)).unwrap();
+        sink.round_done().unwrap();
+        assert!(sink.consumer.0.0.is_empty(), "held for the next round");
+        sink.dropped();
+        sink.records(0, &comm(8, 300)).unwrap();
+        sink.round_done().unwrap();
+        sink.flush_all();
+        assert_eq!(
+            sink.consumer.0.0,
+            [
+                "comm 7 at Some(100)",
+                "lost 0 on None",
+                "comm 8 at Some(300)"
+            ]
+        );
     }
 }
