@@ -257,15 +257,20 @@ fn multi_event_file_matches_perf() {
     }
 }
 
+/// `perf record -z -g` of `calls` in `dir` (None: perf could not).
+fn compressed_recording(dir: &Path) -> Option<PathBuf> {
+    let calls = common::workload("calls");
+    let calls = calls.to_str().unwrap();
+    let args = ["-z", "-g", "-F", "999"];
+    perf_record(dir, "z.data", &args, &[calls, "2000000"])
+}
+
 #[test]
 fn compressed_file_matches_perf() {
     require_perf!();
     require_kernel!();
     let dir = common::tempdir();
-    let calls = common::workload("calls");
-    let calls = calls.to_str().unwrap();
-    let args = ["-z", "-g", "-F", "999"];
-    let Some(file) = perf_record(dir.path(), "z.data", &args, &[calls, "2000000"]) else {
+    let Some(file) = compressed_recording(dir.path()) else {
         return;
     };
     let header = scry_script(&file, &["--header-only"]);
@@ -327,10 +332,7 @@ fn compressed2_records_read_as_compressed_ones() {
     require_perf!();
     require_kernel!();
     let dir = common::tempdir();
-    let calls = common::workload("calls");
-    let calls = calls.to_str().unwrap();
-    let args = ["-z", "-g", "-F", "999"];
-    let Some(file) = perf_record(dir.path(), "z.data", &args, &[calls, "2000000"]) else {
+    let Some(file) = compressed_recording(dir.path()) else {
         return;
     };
     let bytes = std::fs::read(&file).unwrap();
