@@ -44,6 +44,7 @@ const PROGRAMS: &[&str] = &[
     "filetop",
     "fsslower",
     "mountsnoop",
+    "swapin",
 ];
 
 fn main() {

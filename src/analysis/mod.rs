@@ -42,6 +42,7 @@ pub(crate) mod snoop;
 pub(crate) mod sort_key;
 pub(crate) mod stack_text;
 pub(crate) mod stat;
+pub(crate) mod swapin;
 pub(crate) mod syscalls;
 pub(crate) mod syscount;
 #[cfg(test)]

@@ -156,6 +156,10 @@ pub(crate) const TOOLS: &[(&str, &str)] = &[
         "each stat-family call with its path and result, streamed",
     ),
     (
+        "swapin",
+        "swap-ins per process (swap_read_folio calls), every interval",
+    ),
+    (
         "syscount",
         "system calls counted per call or per process, with latency (-L)",
     ),

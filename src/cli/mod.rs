@@ -56,6 +56,7 @@ mod snoop;
 mod solisten;
 mod stat;
 mod statsnoop;
+mod swapin;
 mod syscount;
 mod target;
 mod tcp;
@@ -198,6 +199,8 @@ enum Command {
     Cachestat(cachestat::CachestatArgs),
     /// Reads, writes, fsyncs, opens and creations per second, counted in the kernel (bcc vfsstat)
     Vfsstat(vfsstat::VfsstatArgs),
+    /// Swap-ins per process every interval, counted in the kernel (bcc swapin)
+    Swapin(swapin::SwapinArgs),
     /// Allocations not freed, by the stack that made them (bcc memleak)
     Memleak(memleak::MemleakArgs),
     /// Each OOM kill: who triggered it and who was killed, streamed (bcc oomkill)
@@ -306,6 +309,7 @@ impl Command {
                 | Bitesize(_)
                 | Cachestat(_)
                 | Vfsstat(_)
+                | Swapin(_)
                 | Memleak(_)
                 | Oomkill(_)
                 | Drsnoop(_)
@@ -421,6 +425,7 @@ pub fn main() -> ExitCode {
         Command::Bitesize(args) => bitesize::run(args),
         Command::Cachestat(args) => cachestat::run(args),
         Command::Vfsstat(args) => vfsstat::run(args),
+        Command::Swapin(args) => swapin::run(args),
         Command::Memleak(args) => memleak::run(args),
         Command::Oomkill(args) => memsnoop::run_oomkill(args),
         Command::Drsnoop(args) => memsnoop::run_drsnoop(args),

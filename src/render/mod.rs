@@ -44,6 +44,7 @@ pub(crate) mod snoop;
 pub(crate) mod sockcall;
 pub(crate) mod stat;
 pub(crate) mod statsnoop;
+pub(crate) mod swapin;
 pub(crate) mod syscount;
 pub(crate) mod threadsnoop;
 pub(crate) mod top;

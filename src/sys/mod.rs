@@ -38,6 +38,7 @@ pub(crate) mod bpf_runqslower;
 pub(crate) mod bpf_sigsnoop;
 pub(crate) mod bpf_sockcall;
 pub(crate) mod bpf_statsnoop;
+pub(crate) mod bpf_swapin;
 pub(crate) mod bpf_syscount;
 pub(crate) mod bpf_targets;
 pub(crate) mod bpf_tcp;

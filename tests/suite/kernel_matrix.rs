@@ -83,7 +83,7 @@ fn boot(series: Option<(&str, &str)>) -> Run {
     cmd.arg(&script)
         .arg("--scry")
         .arg(env!("CARGO_BIN_EXE_scry"));
-    for w in ["calls", "conns", "cpu7525", "sleeper", "vfsops"] {
+    for w in ["calls", "conns", "cpu7525", "sleeper", "swapback", "vfsops"] {
         cmd.arg("--workload").arg(common::workload(w));
     }
     let label = match series {
@@ -132,9 +132,10 @@ fn run() -> &'static Run {
 }
 
 /// The checks the second guest runs, on Debian's 6.12: the kernel-function
-/// paths 6.1 lacks (kprobe.multi links need fprobe) and fentry. About 40 s
-/// of the suite (boot ~20 s, run_kmulti 10-20 s, run_fentry 3-6 s).
-const CHECKS_612: &str = "kernel run_kmulti run_fentry";
+/// paths 6.1 lacks (kprobe.multi links need fprobe) and fentry, and
+/// swapin on swap_read_folio (6.1 has swap_readpage). About 50 s of the
+/// suite (boot ~20 s, run_kmulti 10-20 s, run_fentry 3-6 s, swapin ~10 s).
+const CHECKS_612: &str = "kernel run_kmulti run_fentry swapin";
 
 fn run_612() -> &'static Run {
     static RUN: OnceLock<Run> = OnceLock::new();
@@ -397,6 +398,18 @@ fn guest_bpf_tools_on_kernel_functions_agree() {
     assert_passed(|n| names.contains(&n), &names);
 }
 
+/// swapin (bcc's) on swap_readpage (6.1; swap_read_folio on 6.12, the
+/// second guest): a workload writes 32 MiB in a memory cgroup of 12 MiB
+/// with zram as swap and reads it back; its row's counts are at least the
+/// 20 MiB of pages that cannot have stayed in memory and at most the
+/// kernel's own count of pages swapped in over its run (/proc/vmstat
+/// pswpin: pages, where swapin counts calls, each a folio of one page or
+/// more, and other processes' swap-ins count there too).
+#[test]
+fn guest_swapin_counts_the_workloads_swap_ins() {
+    assert_passed(|n| n == "swapin", &["swapin"]);
+}
+
 /// cpudist's -I (bcc's) in the idle guest: off-CPU, the idle task's
 /// histogram (pid 0) with -I -P, none without -I (the host's CPUs may
 /// never idle beside other work).
@@ -440,6 +453,7 @@ fn guest_leaves_no_kprobe_nor_tracer() {
             "clean_after_tcptop",
             "clean_after_cachestat",
             "clean_after_filetop",
+            "clean_after_swapin",
             "clean_after_bpf_sigkill",
         ],
     );
@@ -533,8 +547,10 @@ fn guest_6_12_kprobe_multi_link_and_fentry() {
         "run_kmulti",
         "run_kmulti_cookies",
         "run_fentry",
+        "swapin",
         "clean_after_run_kmulti",
         "clean_after_run_fentry",
+        "clean_after_swapin",
     ];
     if let Some(only) = std::env::var("SCRY_KERNEL_ONLY")
         .ok()
@@ -561,6 +577,12 @@ fn guest_6_12_kprobe_multi_link_and_fentry() {
         detail("kernel").starts_with("6.12."),
         "the second guest booted another kernel: {}",
         detail("kernel")
+    );
+    assert!(
+        detail("swapin").contains(" on fentry/swap_read_folio: ")
+            || detail("swapin").contains(" on kprobe/swap_read_folio: "),
+        "6.12 reads swap back with swap_read_folio: {}",
+        detail("swapin")
     );
     assert!(
         detail("run_kmulti").contains("one kprobe_multi link"),

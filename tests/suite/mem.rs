@@ -511,6 +511,66 @@ fn oomkill_drsnoop_and_capable_refuse_bad_input() {
     ]);
 }
 
+/// swapin counts calls of swap_read_folio (or swap_readpage) by fentry or
+/// kprobe, and no tracepoint sees a swap-in: where neither attaches (this
+/// machine: fentry refused, no kprobes) `scry swapin` is one line naming
+/// the function and what is missing, exit 2; where one does, it prints
+/// bcc's banner, one table and `Detaching...`. An unknown pid, and a
+/// kernel with no hook kind left (SCRY_BPF_HOOKS=tp), are one line too.
+/// The counts themselves are checked in the guest (kernel_matrix, the
+/// swapin check).
+#[test]
+fn swapin_without_its_hooks_is_one_line_and_exit_2() {
+    if !require_root() {
+        return;
+    }
+    assert_each_bad_input(&[
+        (&["swapin", "-p", "4194304"][..], None, "no such process"),
+        (
+            &["swapin", "1", "1"][..],
+            Some("tp"),
+            "cannot be hooked here, and no tracepoint sees a swap-in",
+        ),
+    ]);
+    let out = common::output(&mut scry_tool(&["swapin", "-v", "1", "1"]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines.first(),
+            Some(&"Counting swap ins. Ctrl-C to end."),
+            "{text}"
+        );
+        assert_eq!(
+            lines.get(2),
+            Some(&"COMM             PID    COUNT"),
+            "{text}"
+        );
+        assert_eq!(lines.last(), Some(&"Detaching..."), "{text}");
+        assert!(
+            err.contains(": fentry/swap_read") || err.contains(": kprobe/swap_read"),
+            "{err}"
+        );
+        return;
+    }
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").expect("read /proc/kallsyms");
+    let function = if kallsyms.lines().any(|l| l.ends_with(" swap_read_folio")) {
+        "swap_read_folio"
+    } else {
+        "swap_readpage"
+    };
+    let needle = if std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists() {
+        format!("{function} cannot be hooked here")
+    } else {
+        format!(
+            "{function} cannot be hooked here, and no tracepoint sees a swap-in: this kernel has no kprobes"
+        )
+    };
+    common::assert_bad_input(&out, &needle, &"swapin -v 1 1");
+    assert!(text.is_empty(), "printed before failing: {text}");
+}
+
 /// `-p` takes a process: a thread's id (its /proc/TID exists too) is one
 /// line naming its process, exit 2, before anything attaches (memleak
 /// attached and then failed on the pidfd; vfsstat printed its header
