@@ -399,8 +399,9 @@ fn guest_bpf_tools_on_kernel_functions_agree() {
 }
 
 /// swapin (bcc's) on swap_readpage (6.1; swap_read_folio on 6.12, the
-/// second guest): a workload writes 32 MiB in a memory cgroup of 12 MiB
-/// with zram as swap and reads it back; its row's counts are at least the
+/// second guest), by fentry and by kprobe (`SCRY_BPF_HOOKS`): a workload
+/// writes 32 MiB in a memory cgroup of 12 MiB with zram as swap and reads
+/// it back twice; its row's counts are at least the
 /// 20 MiB of pages that cannot have stayed in memory and at most the
 /// kernel's own count of pages swapped in over its run (/proc/vmstat
 /// pswpin: pages, where swapin counts calls, each a folio of one page or
