@@ -3,7 +3,6 @@
 // set by user space before load: a process, a thread, user or kernel
 // threads only, bcc's --state (0: TASK_RUNNING only, i.e. preempted;
 // another value: a state with one of its bits), the blocks' bounds in µs.
-// And `add_delta`, which adds to a sum keyed in a hash map.
 
 // 0: every process, every thread.
 const volatile __u32 filter_tgid = 0;
@@ -32,13 +31,3 @@ static __always_inline bool blocked_allowed(long task_state, __u32 tgid, __u32 t
 		return task_state == 0;
 	return (task_state & state) != 0;
 }
-
-// Adds `delta` to the u64 sum of `key` in hash map `map` (made at 0 first).
-#define add_delta(map, key, delta)                                      \
-	do {                                                            \
-		__u64 zero_ = 0;                                        \
-		bpf_map_update_elem(map, key, &zero_, BPF_NOEXIST);     \
-		__u64 *sum_ = bpf_map_lookup_elem(map, key);            \
-		if (sum_)                                               \
-			__sync_fetch_and_add(sum_, delta);              \
-	} while (0)

@@ -31,3 +31,13 @@
 		__type(key, __u32);                                     \
 		__type(value, value_type);                              \
 	} name SEC(".maps")
+
+// Adds `delta` to the u64 sum of `key` in hash map `map` (made at 0 first).
+#define add_delta(map, key, delta)                                      \
+	do {                                                            \
+		__u64 zero_ = 0;                                        \
+		bpf_map_update_elem(map, key, &zero_, BPF_NOEXIST);     \
+		__u64 *sum_ = bpf_map_lookup_elem(map, key);            \
+		if (sum_)                                               \
+			__sync_fetch_and_add(sum_, delta);              \
+	} while (0)

@@ -39,14 +39,7 @@ static __always_inline int count(void)
 		return 0;
 	struct swapin_key key = { .tgid = tgid };
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
-	__u64 one = 1;
-	__u64 *c = bpf_map_lookup_elem(&counts, &key);
-	if (c)
-		__sync_fetch_and_add(c, 1);
-	else if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST))
-		// Another CPU added the key first: count on its entry.
-		if ((c = bpf_map_lookup_elem(&counts, &key)))
-			__sync_fetch_and_add(c, 1);
+	add_delta(&counts, &key, 1);
 	return 0;
 }
 

@@ -142,11 +142,11 @@ struct Finder {
     /// thread keeps each one's location id (`Resolver::prepared_locs`).
     sent_words: usize,
     /// `sample_key` → the `addresses_key` and reach of the sample that
-    /// had it, under the maps of `memo_generation`: a sample that repeats
+    /// had it, under the maps of `generation` (emptied with `sent` when
+    /// they change): a sample that repeats
     /// one whole (a busy loop's, stack copy and all: 95% of the bench's
     /// shallow file, 60% of its deep one) is not unwound again.
     memo: FxMap<u128, (u128, Reach)>,
-    memo_generation: u64,
 }
 
 impl Finder {
@@ -199,18 +199,15 @@ impl RecordHandler for Finder {
         place: InPlace<'_>,
     ) {
         let meta = SampleMeta::of(sample);
-        if self.generation != self.model.maps_generation
-            || self.sent.len() >= CHAIN_CACHE
-            || self.sent_words >= PREPARED_WORDS
-        {
+        let maps_changed = self.generation != self.model.maps_generation;
+        if maps_changed || self.memo.len() >= MEMO_SAMPLES {
+            self.memo.clear();
+        }
+        if maps_changed || self.sent.len() >= CHAIN_CACHE || self.sent_words >= PREPARED_WORDS {
             self.generation = self.model.maps_generation;
             self.sent.clear();
             self.sent_words = 0;
             self.push(Step::ForgetStacks);
-        }
-        if self.memo_generation != self.model.maps_generation || self.memo.len() >= MEMO_SAMPLES {
-            self.memo_generation = self.model.maps_generation;
-            self.memo.clear();
         }
         let sample_key = sample_key(meta.pid, sample, place);
         let known = sample_key.and_then(|k| self.memo.get(&k).copied());
@@ -398,7 +395,6 @@ pub(crate) fn resolve_on_two_threads(
                     generation: 0,
                     sent_words: 0,
                     memo: FxMap::default(),
-                    memo_generation: 0,
                 };
                 let read = reader.feed(&mut finder);
                 finder.send();
