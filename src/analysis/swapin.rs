@@ -1,6 +1,7 @@
 //! swapin's table: one interval's counts per process in bcc's order, the
-//! fewest swap-ins first (bcc sorts by count only; the pid, then the
-//! name, break its ties here, so equal counts print the same way twice).
+//! fewest swap-ins first (bcc's swapin.py, read from its source, sorts by
+//! count only; the pid, then the name, break its ties here, so equal
+//! counts print the same way twice).
 
 pub(crate) use crate::sys::bpf_swapin::SwapinCount;
 

@@ -1,4 +1,6 @@
-//! swapin's output in bcc's layout: the banner, then per interval the
+//! swapin's output in the layout of bcc's swapin.py, taken from its source
+//! (bcc's tool cannot run beside it on any kernel here: this host has no
+//! kprobes, and the qemu guests no bcc): the banner, then per interval the
 //! time (`HH:MM:SS`, unless `-T`), the header and one row per process
 //! (`%-16s %-6s %s`: COMM PID COUNT) and a blank line; `Detaching...` at
 //! the end. `--json` (scry's) is one array of rows per interval instead.

@@ -350,7 +350,8 @@ mod tests {
 
     /// Debian's libc with libc6-dbg installed: its static malloc_*
     /// functions are named by the debug file alone, and a pattern finds
-    /// them there, as bcc's funccount does.
+    /// them there (bpftrace attaches to them too: the suite's
+    /// funcs::funccount_finds_a_librarys_static_function_in_its_debug_file).
     #[test]
     fn a_pattern_finds_the_static_functions_of_a_stripped_library() {
         let Ok(path) = probe_target::find_binary("libc") else {

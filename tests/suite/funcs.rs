@@ -106,9 +106,9 @@ fn funccount_counts_each_function_of_a_glob_exactly_as_bpftrace() {
 }
 
 /// A static function of a stripped library, named only by its debug file
-/// (Debian's libc with libc6-dbg): `c:malloc_consol*` finds it there, as
-/// bcc's funccount and bpftrace do, and counts each call of the workload's
-/// N, as bpftrace's uprobe on it counts them.
+/// (Debian's libc with libc6-dbg): `c:malloc_consol*` finds it there and
+/// counts each call of the workload's N, as bpftrace's uprobe on it counts
+/// them (bcc's funccount is not installed here to compare).
 #[test]
 fn funccount_finds_a_librarys_static_function_in_its_debug_file() {
     if !require_root_and("bpftrace") {

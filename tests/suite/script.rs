@@ -351,7 +351,8 @@ fn compressed2_records_read_as_compressed_ones() {
     assert!(kinds.contains(&83) && !kinds.contains(&81), "{kinds:?}");
     let fields = ["-F", "comm,pid,tid,time,ip,sym"];
     let (one, two) = (scry_script(&file, &fields), scry_script(&file2, &fields));
-    assert!(one.lines().count() > 100, "{one}");
+    // Samples of the workload, however fast this machine runs it.
+    assert!(one.lines().any(|l| l.starts_with("calls ")), "{one}");
     assert_eq!(one, two);
     let report = |f: &Path| common::run_ok(common::scry().args(["report", "--stdio", "-i"]).arg(f));
     assert_eq!(report(&file), report(&file2));
