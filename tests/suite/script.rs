@@ -285,7 +285,8 @@ fn compressed_file_matches_perf() {
 /// record padded to 8 bytes), split in two where it would not fit a record: zstd's
 /// stream is the records' bytes one after the other, however cut. The
 /// feature sections after the data move by what the records grew. The perf
-/// here (6.1) writes only type 81 and cannot read 83.
+/// here (6.1) writes only type 81 and cannot read 83. fuzz/run.sh makes its
+/// seed the same way, in Python (it runs before any binary of ours exists).
 fn as_compressed2(bytes: &[u8]) -> Vec<u8> {
     let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
     let (offset, size) = (u64_at(bytes, 40) as usize, u64_at(bytes, 48) as usize);
